@@ -1,0 +1,3 @@
+from cumtool.cli import main
+
+main()

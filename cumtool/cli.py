@@ -1,0 +1,136 @@
+"""The command line: Click parses options into an engine Request; the package's own
+exceptions become one `Error: ...` line and an exit status. Nothing numeric is imported
+here, so `cumtool --help` starts fast."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cumtool.errors import CumtoolError
+from cumtool.ops import EXAMPLES, OPS, SUMMARIES
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+
+FORMAT_NAMES = ("csv", "tsv", "parquet", "npy")
+
+
+def _split_columns(_ctx: click.Context, _param: click.Parameter, value: str | None
+                   ) -> list[str] | None:
+    if value is None:
+        return None
+    names = [name.strip() for name in value.split(",")]
+    if not all(names):
+        raise click.BadParameter(f"empty column name in {value!r}")
+    return names
+
+
+def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every operation shares."""
+    options = [
+        click.argument("input", default="-", required=False, metavar="[INPUT]"),
+        click.option("-a", "--axis", "--dim", "axis", default="rows", show_default=True,
+                     help="rows (index, 0): down each column; columns (1): across each "
+                          "row; or any integer axis of an N-d .npy array."),
+        click.option("-t", "--dtype", default=None,
+                     help="Cast the input to this dtype first, then scan (int8..int64, "
+                          "uint8, float16/32/64, complex64/128, or torch names)."),
+        click.option("-o", "--output", default=None, metavar="PATH",
+                     help="Write here (format from the extension); '-' or none: "
+                          "standard output."),
+        click.option("--from", "from_format", default=None, metavar="FORMAT",
+                     help=f"Input format: {', '.join(FORMAT_NAMES)} (default: from the "
+                          "extension, else the first bytes)."),
+        click.option("--to", "to_format", default=None, metavar="FORMAT",
+                     help=f"Output format: {', '.join(FORMAT_NAMES)}, table (default: from "
+                          "-o, else a table on a terminal, else the input's format)."),
+        click.option("-c", "--columns", default=None, callback=_split_columns,
+                     metavar="A,B", help="Columns to scan (default: every numeric "
+                                         "column); the others pass through."),
+        click.option("-d", "--delimiter", default=None,
+                     help="CSV field delimiter (default ',' or tab for .tsv; '\\t' for tab)."),
+        click.option("--no-header", "no_header", is_flag=True,
+                     help="CSV has no header row: columns are named 0, 1, ... and the "
+                          "output has no header either."),
+        click.option("--overflow", type=click.Choice(["error", "wrap"]), default="error",
+                     show_default=True,
+                     help="Integer overflow: stop with an error, or wrap around as torch."),
+        click.option("--skipna", is_flag=True,
+                     help="Treat NaN like a missing cell: skipped by the scan, kept in place."),
+        click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Rows per batch (default: sized for speed and memory)."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _make_command(op: str) -> click.Command:
+    epilog = f"\b\nExample:\n  {EXAMPLES[op]}"
+
+    @click.command(name=op, help=f"{SUMMARIES[op]}\n\nINPUT is a CSV, TSV (plain or "
+                   "compressed), Parquet or .npy file, or '-' / nothing for standard input.",
+                   epilog=epilog)
+    @scan_options
+    @click.pass_context
+    def command(ctx: click.Context, **options: Any) -> None:
+        _run(ctx, op, options)
+
+    if op in ("cummax", "cummin"):
+        command = click.option(
+            "--indices", is_flag=True,
+            help="Also output the position each value came from (a <name>_index column, "
+                 "or a .npz with values and indices).")(command)
+    return command
+
+
+def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
+    from cumtool.engine import Request, run
+
+    request = Request(
+        op=op, input=options["input"], output=options["output"],
+        from_format=options["from_format"], to_format=options["to_format"],
+        axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
+        delimiter=options["delimiter"], header=not options["no_header"],
+        indices=options.get("indices", False), overflow=options["overflow"],
+        skipna=options["skipna"], batch_rows=options["batch_rows"],
+        stdout_is_terminal=sys.stdout.isatty(),
+    )
+    try:
+        run(request)
+    except CumtoolError as error:
+        click.echo(f"Error: {error}", err=True)
+        ctx.exit(error.exit_code)
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining
+        # again when it flushes standard output at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        ctx.exit(EXIT_BROKEN_PIPE)
+    except KeyboardInterrupt:
+        click.echo("Error: interrupted", err=True)
+        ctx.exit(EXIT_INTERRUPTED)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cumtool", prog_name="cumtool")
+def main() -> None:
+    """Running totals and other cumulative operations on CSV, TSV, Parquet and .npy files.
+
+    \b
+    Examples:
+      cumtool cumsum sample_data/daily_sales.csv
+      cumtool cumprod sample_data/cumprod_matrix.csv --axis columns
+      cat data.npy | cumtool cummax - --axis 2 > out.npy
+
+    Exit status: 0 success, 1 data or I/O error, 2 usage error.
+    """
+
+
+for _op in OPS:
+    main.add_command(_make_command(_op))

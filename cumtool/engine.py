@@ -1,0 +1,573 @@
+"""The streaming engine: reader -> batches -> scan kernel with carried state -> writer.
+
+`run(Request)` is what the CLI calls; `cumtool.scan` is the in-memory entry point. Tables
+(CSV, TSV, Parquet) flow as Arrow record batches, arrays (.npy) as numpy blocks along
+axis 0; either can be written in any output format through small adapters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cumtool import kernels
+from cumtool.errors import DataError, FormatError, ScanOverflowError, UsageError
+from cumtool.formats import (
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    CsvOptions,
+    FileKind,
+    kind_from_magic,
+    kind_from_name,
+)
+from cumtool.output import open_output
+
+TABLE_AXES = {"rows": 0, "index": 0, "columns": 1}
+DEFAULT_BATCH_ROWS = 1 << 17
+BLOCK_BYTES = 8 << 20
+
+
+@dataclass
+class Request:
+    """One cumtool run, as plain data (the CLI builds it from its options)."""
+
+    op: str
+    input: str = "-"
+    output: str | None = None  # None or "-": standard output
+    from_format: str | None = None
+    to_format: str | None = None
+    axis: str = "rows"
+    dtype: str | None = None
+    columns: list[str] | None = None
+    delimiter: str | None = None
+    header: bool = True
+    indices: bool = False
+    overflow: kernels.Overflow = "error"
+    skipna: bool = False
+    batch_rows: int | None = None  # None: sized for speed; tests use tiny batches
+    stdout_is_terminal: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run(request: Request) -> None:
+    """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
+    dtype = kernels.parse_dtype(request.dtype) if request.dtype else None
+    if request.indices and request.op not in ("cummax", "cummin"):
+        raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")
+    if request.batch_rows is not None and request.batch_rows < 1:
+        raise UsageError("--batch-rows must be at least 1")
+    with contextlib.ExitStack() as stack:
+        source, kind = _open_source(request, dtype, stack)
+        out_format = _output_format(request, kind)
+        if hasattr(source, "blocks"):  # an array source
+            _run_array(request, dtype, source, out_format, stack)
+        else:
+            _run_table(request, dtype, source, out_format, stack)
+
+
+# Input ---------------------------------------------------------------------------------
+
+def _open_source(
+    request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack
+) -> tuple[Any, FileKind]:
+    from cumtool.formats.csv import CsvFileSource, CsvStreamSource
+    from cumtool.formats.npy import NpySource
+    from cumtool.formats.parquet import ParquetSource
+
+    path: str | None = None
+    if request.input == "-":
+        name = "standard input"
+        stream: IO[bytes] = sys.stdin.buffer
+        head = stream.peek(8)[:8] if hasattr(stream, "peek") else b""
+        kind = kind_from_magic(head)
+    else:
+        path = request.input
+        name = path
+        if not os.path.exists(path):
+            raise DataError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise DataError(f"{path}: is a directory, not a file")
+        try:
+            stream = stack.enter_context(open(path, "rb"))
+            head = stream.read(8)
+            stream.seek(0)
+        except OSError as error:
+            raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
+        kind = kind_from_name(path) or kind_from_magic(head)
+        if kind.compression is None and head.startswith(b"\x1f\x8b"):
+            kind = FileKind(kind.format, "gzip")
+    if request.from_format:
+        fmt = request.from_format.lower()
+        if fmt not in INPUT_FORMATS:
+            raise UsageError(
+                f"--from {request.from_format!r} is not a format; choose from "
+                f"{', '.join(INPUT_FORMATS)}"
+            )
+        kind = FileKind(fmt, kind.compression)
+    if kind.format == "npy" and (head.startswith(b"PK") or name.lower().endswith(".npz")):
+        raise FormatError(f"{name}: .npz input is not supported; give a .npy file")
+    compressed = kind.compression
+    if compressed and kind.format != "csv" and kind.format != "tsv":
+        stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compressed)
+        path = None
+    float_wide_ints = dtype is not None and dtype.kind in "fc"
+    if kind.format in ("csv", "tsv"):
+        options = _csv_options(request, kind.format)
+        if path is not None and compressed is None:
+            return CsvFileSource(path, name, options, _batch_rows(request),
+                                 float_wide_ints), kind
+        return CsvStreamSource(stream, name, options, compressed, float_wide_ints), kind
+    if kind.format == "parquet":
+        return ParquetSource(path if path else stream, name, _batch_rows(request)), kind
+    return NpySource(stream, name, path), kind
+
+
+def _csv_options(request: Request, fmt: str) -> CsvOptions:
+    delimiter = request.delimiter if request.delimiter is not None else (
+        "\t" if fmt == "tsv" else ",")
+    delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    if len(delimiter) != 1 or delimiter in "\r\n\"":
+        raise UsageError(f"--delimiter {request.delimiter!r} must be one character (use '\\t' "
+                         "for tab)")
+    return CsvOptions(delimiter=delimiter, header=request.header)
+
+
+def _batch_rows(request: Request) -> int:
+    return request.batch_rows or DEFAULT_BATCH_ROWS
+
+
+def _output_format(request: Request, kind: FileKind) -> FileKind:
+    if request.to_format:
+        fmt = request.to_format.lower()
+        if fmt not in OUTPUT_FORMATS:
+            raise UsageError(
+                f"--to {request.to_format!r} is not a format; choose from "
+                f"{', '.join(OUTPUT_FORMATS)}"
+            )
+        named = kind_from_name(request.output) if request.output not in (None, "-") else None
+        return FileKind(fmt, named.compression if named else None)
+    if request.output in (None, "-"):
+        return FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
+    named = kind_from_name(request.output)
+    if named is None:
+        raise UsageError(
+            f"cannot tell the output format from {request.output!r}; add --to "
+            f"({', '.join(OUTPUT_FORMATS)}) or use a known extension (.csv, .tsv, .csv.gz, "
+            ".parquet, .npy)"
+        )
+    return named
+
+
+# Tables --------------------------------------------------------------------------------
+
+def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
+    """The numpy dtype of a scannable Arrow type, else None."""
+    if (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+            or pa.types.is_boolean(arrow_type)):
+        return np.dtype(arrow_type.to_pandas_dtype())
+    return None
+
+
+def column_to_numpy(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Values and validity (None: no missing cells) of an Arrow column, copying only if
+    there are nulls to fill."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.null_count == 0:
+        return column.to_numpy(zero_copy_only=False), None
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    fill = pa.scalar(False if pa.types.is_boolean(column.type) else 0, column.type)
+    return pc.fill_null(column, fill).to_numpy(zero_copy_only=False), valid
+
+
+def _arrow_column(values: np.ndarray, missing: np.ndarray | None) -> pa.Array:
+    if missing is not None and missing.any():
+        return pa.array(values, mask=missing)
+    return pa.array(values)
+
+
+class TablePlan:
+    """Which columns are scanned and how; turns each input batch into an output batch."""
+
+    def __init__(self, request: Request, dtype: np.dtype | None, schema: pa.Schema,
+                 name: str) -> None:
+        self.request = request
+        self.name = name
+        self.axis = _table_axis(request.axis)
+        numeric = [f.name for f in schema if _numpy_dtype(f.type) is not None
+                   and not pa.types.is_boolean(f.type)]
+        if request.columns:
+            names = schema.names
+            for column in request.columns:
+                if column not in names:
+                    raise DataError(f"{name}: no column {column!r}; columns: {', '.join(names)}")
+                if _numpy_dtype(schema.field(column).type) is None:
+                    raise DataError(
+                        f"{name}: column {column!r} is not numeric "
+                        f"({schema.field(column).type}); numeric columns: "
+                        f"{', '.join(numeric) or 'none'}"
+                    )
+            self.selected = list(dict.fromkeys(request.columns))
+        else:
+            self.selected = numeric
+        if not self.selected:
+            raise DataError(f"{name}: no numeric columns to scan; columns: "
+                            f"{', '.join(schema.names) or 'none'}")
+        source_dtypes = {c: _numpy_dtype(schema.field(c).type) for c in self.selected}
+        opts: dict[str, Any] = dict(overflow=request.overflow, skipna=request.skipna,
+                                    indices=request.indices)
+        if self.axis == 0:
+            self.specs = {
+                c: kernels.make_spec(request.op, d, dtype, what=f"column {c!r}", **opts)
+                for c, d in source_dtypes.items() if d is not None
+            }
+            self.carries = {c: kernels.initial_carry(s) for c, s in self.specs.items()}
+        else:
+            common = np.result_type(*source_dtypes.values())
+            spec = kernels.make_spec(request.op, common, dtype, what="the selected columns",
+                                     **opts)
+            self.specs = {c: spec for c in self.selected}
+            self.carries = {}
+        self.rows_done = 0
+        fields = []
+        for f in schema:
+            if f.name in self.specs:
+                fields.append(pa.field(f.name, pa.from_numpy_dtype(self.specs[f.name].out_dtype)))
+                if request.indices:
+                    fields.append(pa.field(f"{f.name}_index", pa.int64()))
+            else:
+                fields.append(f)
+        self.schema = pa.schema(fields)
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        results: dict[str, tuple[pa.Array, pa.Array | None]] = {}
+        if self.axis == 0:
+            for column in self.selected:
+                results[column] = self._scan_rows(column, batch.column(column))
+        else:
+            results = self._scan_across(batch)
+        arrays = []
+        for f in batch.schema:
+            if f.name in results:
+                values, indices = results[f.name]
+                arrays.append(values)
+                if indices is not None:
+                    arrays.append(indices)
+            else:
+                arrays.append(batch.column(f.name))
+        self.rows_done += batch.num_rows
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _scan_rows(self, column: str, data: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+        values, valid = column_to_numpy(data)
+        spec = self.specs[column]
+        try:
+            result = kernels.scan_block(spec, values, valid, self.carries[column])
+        except ScanOverflowError as error:
+            row = self.rows_done + error.position[0] + 1
+            raise DataError(f"{self.name}: column {column!r}, row {row}: {error}"
+                            f"{_overflow_hint(self.request)}") from None
+        missing = None if valid is None else ~valid
+        indices = None
+        if result.indices is not None:
+            indices = _arrow_column(result.indices, result.skipped)
+        return _arrow_column(result.values, missing), indices
+
+    def _scan_across(self, batch: pa.RecordBatch) -> dict[str, tuple[pa.Array, pa.Array | None]]:
+        spec = self.specs[self.selected[0]]
+        pairs = [column_to_numpy(batch.column(c)) for c in self.selected]
+        block = np.stack([values.astype(spec.source_dtype, copy=False) for values, _ in pairs])
+        valid = None
+        if any(v is not None for _, v in pairs):
+            valid = np.stack([np.ones(batch.num_rows, bool) if v is None else v
+                              for _, v in pairs])
+        carry = kernels.initial_carry(spec, (batch.num_rows,))
+        try:
+            result = kernels.scan_block(spec, block, valid, carry)
+        except ScanOverflowError as error:
+            at_column, at_row = error.position[0], error.position[1]
+            raise DataError(
+                f"{self.name}: row {self.rows_done + at_row + 1}, column "
+                f"{self.selected[at_column]!r}: {error}{_overflow_hint(self.request)}"
+            ) from None
+        out: dict[str, tuple[pa.Array, pa.Array | None]] = {}
+        for i, column in enumerate(self.selected):
+            missing = None if valid is None else ~valid[i]
+            indices = None
+            if result.indices is not None:
+                skipped = None if result.skipped is None else result.skipped[i]
+                indices = _arrow_column(result.indices[i], skipped)
+            out[column] = (_arrow_column(result.values[i], missing), indices)
+        return out
+
+
+def _table_axis(text: str) -> int:
+    key = str(text).strip().lower()
+    if key in TABLE_AXES:
+        return TABLE_AXES[key]
+    try:
+        number = int(key)
+    except ValueError:
+        number = None
+    if number is not None and -2 <= number <= 1:
+        return number % 2
+    raise UsageError(
+        f"--axis {text!r} is not valid for a table; use rows (index, 0) or columns (1, -1)"
+    )
+
+
+def _overflow_hint(request: Request) -> str:
+    return "; use --overflow wrap for wrap-around" if request.overflow == "error" else ""
+
+
+def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.RecordBatch]:
+    """Slices batches to at most `rows` rows (zero-copy); None passes them through."""
+    for batch in batches:
+        if rows is None or batch.num_rows <= rows:
+            yield batch
+            continue
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
+def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
+               stack: contextlib.ExitStack) -> None:
+    plan = TablePlan(request, dtype, source.schema, source.name)
+    caption = f"{request.op} along rows" if plan.axis == 0 else f"{request.op} along columns"
+    if out.format == "npy" and request.indices:
+        raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
+    with open_output(request.output) as stream:
+        sink = _table_sink(request, out, stream, plan.schema, f"{caption} of {source.name}")
+        with _aborting(sink):
+            for batch in _rebatch(source.batches(), request.batch_rows):
+                sink.write(plan.apply(batch))
+            sink.close()
+
+
+def _table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
+                caption: str) -> Any:
+    from cumtool.formats.csv import CsvSink
+    from cumtool.formats.npy import NpyTableSink
+    from cumtool.formats.parquet import ParquetSink
+    from cumtool.formats.pretty import PrettySink
+
+    if out.format in ("csv", "tsv"):
+        options = _csv_options(
+            Request(op=request.op, delimiter=request.delimiter, header=request.header),
+            out.format)
+        return _CompressingSink(CsvSink, stream, out.compression, schema, options)
+    if out.format == "parquet":
+        return ParquetSink(stream, schema)
+    if out.format == "table":
+        return PrettySink(stream, caption, console=_terminal_console(request))
+    return _TableToNpy(NpyTableSink, stream, schema)
+
+
+class _CompressingSink:
+    """Wraps a sink's stream in a compressor (for .csv.gz) and closes both in order."""
+
+    def __init__(self, sink_type: Any, stream: IO[bytes], compression: str | None,
+                 *args: Any) -> None:
+        self._compressor = None
+        if compression is not None:
+            self._compressor = pa.CompressedOutputStream(stream, compression)
+            stream = self._compressor
+        self._sink = sink_type(stream, *args)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._sink.write(batch)
+
+    def close(self) -> None:
+        self._sink.close()
+        if self._compressor is not None:
+            self._compressor.close()
+
+
+def _terminal_console(request: Request) -> Any:
+    if request.output in (None, "-") and request.stdout_is_terminal:
+        from rich.console import Console
+
+        return Console(highlight=False)
+    return None
+
+
+class _TableToNpy:
+    """A table written as a 2-D .npy: every column must be numeric and complete."""
+
+    def __init__(self, sink_type: Any, stream: IO[bytes], schema: pa.Schema) -> None:
+        dtypes = []
+        for f in schema:
+            dtype = _numpy_dtype(f.type)
+            if dtype is None:
+                raise UsageError(
+                    f".npy output holds numbers only, but column {f.name!r} is {f.type}; "
+                    "write csv or parquet instead"
+                )
+            dtypes.append(dtype)
+        self._sink = sink_type(stream, schema.names, np.result_type(*dtypes))
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        columns = []
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            values, valid = column_to_numpy(column)
+            if valid is not None:
+                row = int(np.flatnonzero(~valid)[0]) + 1
+                raise DataError(f"column {name!r} has a missing cell (row {row} of a batch), "
+                                "which .npy cannot hold; write csv or parquet instead")
+            columns.append(values)
+        if columns:
+            self._sink.write_rows(np.column_stack(columns))
+
+    def close(self) -> None:
+        self._sink.close()
+
+
+# Arrays --------------------------------------------------------------------------------
+
+def resolve_array_axis(text: str, ndim: int) -> int:
+    key = str(text).strip().lower()
+    number: int | None
+    if key in TABLE_AXES:
+        number = TABLE_AXES[key]
+    else:
+        try:
+            number = int(key)
+        except ValueError:
+            number = None
+    low, high = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    if number is None or not low <= number <= high:
+        names = "rows" if ndim <= 1 else "rows, columns"
+        raise UsageError(
+            f"--axis {text!r} is out of range for a {ndim}-d array; valid: {names}, or an "
+            f"integer from {low} to {high}"
+        )
+    return number % max(ndim, 1)
+
+
+def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
+               stack: contextlib.ExitStack) -> None:
+    shape: tuple[int, ...] = source.shape
+    axis = resolve_array_axis(request.axis, len(shape))
+    spec = kernels.make_spec(request.op, source.dtype, dtype, overflow=request.overflow,
+                             skipna=request.skipna, indices=request.indices,
+                             what=source.name)
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * source.dtype.itemsize if shape else 1
+    rows = request.batch_rows or max(1, BLOCK_BYTES // max(row_bytes, 1))
+    with open_output(request.output) as stream:
+        sink = _array_sink(request, out, stream, shape, spec,
+                           f"{request.op} along axis {axis} of {source.name}")
+        carry = kernels.initial_carry(spec, shape[1:]) if shape else None
+        with _aborting(sink):
+            _scan_array_blocks(request, source, spec, axis, rows, carry, sink)
+
+
+def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, axis: int,
+                       rows: int, carry: kernels.Carry | None, sink: Any) -> None:
+    start = 0
+    for block in source.blocks(rows):
+        try:
+            if block.ndim == 0:
+                result = kernels.scan_array(spec, block)
+            elif axis == 0:
+                assert carry is not None
+                result = kernels.scan_block(spec, block, None, carry)
+            else:
+                result = kernels.scan_array(spec, block, axis)
+        except ScanOverflowError as error:
+            raise DataError(f"{source.name}: at index "
+                            f"{_array_index(error.position, axis, start)}: {error}"
+                            f"{_overflow_hint(request)}") from None
+        sink.write(result.values, result.indices)
+        start += block.shape[0] if block.ndim else 1
+    sink.close()
+
+
+@contextlib.contextmanager
+def _aborting(sink: Any) -> Iterator[None]:
+    """On failure, let a sink release its writer before the output file is discarded."""
+    try:
+        yield
+    except BaseException:
+        abort = getattr(sink, "abort", None)
+        if abort is not None:
+            abort()
+        raise
+
+
+def _array_index(position: tuple[int, ...], axis: int, start: int) -> tuple[int, ...]:
+    """The position of a block's scan (axis moved to the front) in the whole array."""
+    index = list(position[1:])
+    index.insert(axis, position[0])
+    if index:
+        index[0] += start
+    return tuple(index)
+
+
+def _array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[int, ...],
+                spec: kernels.ScanSpec, caption: str) -> Any:
+    from cumtool.formats.npy import NpySink
+    from cumtool.formats.pretty import PrettySink
+
+    if out.format == "npy":
+        if out.compression:
+            raise UsageError("compressed .npy output is not supported; write .npy")
+        return NpySink(stream, shape, spec.out_dtype, request.indices)
+    if out.format == "table":
+        return _ArrayToPretty(PrettySink(stream, caption, console=_terminal_console(request)),
+                              shape)
+    if len(shape) > 2:
+        raise UsageError(f"a {len(shape)}-d array cannot be written as {out.format}; "
+                         "write .npy or use --to table")
+    if spec.out_dtype.kind == "c":
+        raise UsageError(f"complex values cannot be written as {out.format}; write .npy")
+    names = [str(i) for i in range(shape[1] if len(shape) == 2 else 1)]
+    fields = []
+    for name in names:
+        fields.append(pa.field(name, pa.from_numpy_dtype(spec.out_dtype)))
+        if request.indices:
+            fields.append(pa.field(f"{name}_index", pa.int64()))
+    schema = pa.schema(fields)
+    sink = _table_sink(request, out, stream, schema, caption)
+    return _ArrayToTable(sink, schema)
+
+
+class _ArrayToTable:
+    """1-D and 2-D array blocks as table batches: columns named 0, 1, ..."""
+
+    def __init__(self, sink: Any, schema: pa.Schema) -> None:
+        self._sink = sink
+        self._schema = schema
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        values = values.reshape(values.shape[0] if values.ndim else 1, -1)
+        if indices is not None:
+            indices = indices.reshape(values.shape)
+        arrays = []
+        for i in range(values.shape[1]):
+            arrays.append(pa.array(values[:, i]))
+            if indices is not None:
+                arrays.append(pa.array(indices[:, i]))
+        self._sink.write(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
+
+    def close(self) -> None:
+        self._sink.close()
+
+
+class _ArrayToPretty:
+    def __init__(self, sink: Any, shape: tuple[int, ...]) -> None:
+        self._sink = sink
+        self._shape = shape
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        self._sink.write_array(self._shape, values, indices)
+
+    def close(self) -> None:
+        self._sink.close()

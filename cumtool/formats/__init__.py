@@ -1,0 +1,134 @@
+"""File formats behind one small interface, chosen by name, extension or magic bytes.
+
+A *table* format (csv, tsv, parquet) reads and writes Arrow record batches; an *array*
+format (npy) reads and writes numpy blocks along axis 0. `table` is an output-only format:
+the pretty terminal view.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Protocol
+
+from cumtool.errors import FormatError, UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+INPUT_FORMATS = ("csv", "tsv", "parquet", "npy")
+OUTPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "table")
+TABLE_FORMATS = ("csv", "tsv", "parquet")
+
+_EXTENSIONS = {
+    ".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv",
+    ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".npz": "npy",
+}
+_COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
+
+NPY_MAGIC = b"\x93NUMPY"
+PARQUET_MAGIC = b"PAR1"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """What a path or stream holds: its format and the compression around it (if any)."""
+
+    format: str
+    compression: str | None = None
+
+
+def kind_from_name(path: str) -> FileKind | None:
+    """The format a file name announces (`a.csv.gz` is gzip-compressed csv), or None."""
+    name = os.path.basename(path).lower()
+    compression = None
+    for suffix in _COMPRESSED:
+        if name.endswith(suffix):
+            compression = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}[suffix]
+            name = name[: -len(suffix)]
+            break
+    ext = os.path.splitext(name)[1]
+    if ext in _EXTENSIONS:
+        return FileKind(_EXTENSIONS[ext], compression)
+    return None
+
+
+def kind_from_magic(head: bytes) -> FileKind:
+    """Sniff the first bytes: Parquet, .npy, gzip, else delimited text."""
+    if head.startswith(PARQUET_MAGIC):
+        return FileKind("parquet")
+    if head.startswith(NPY_MAGIC):
+        return FileKind("npy")
+    if head.startswith(GZIP_MAGIC):
+        return FileKind("csv", "gzip")
+    first_line = head.split(b"\n", 1)[0]
+    if b"\t" in first_line and b"," not in first_line:
+        return FileKind("tsv")
+    return FileKind("csv")
+
+
+def check_format_name(name: str, allowed: tuple[str, ...], option: str) -> str:
+    lowered = name.lower()
+    if lowered not in allowed:
+        raise UsageError(f"{option} {name!r} is not a format; choose from {', '.join(allowed)}")
+    return lowered
+
+
+@dataclass(frozen=True)
+class CsvOptions:
+    """Options of delimited text, shared by reader and writer."""
+
+    delimiter: str = ","
+    header: bool = True
+
+
+class TableSource(Protocol):
+    """A table read batch by batch. `name` is how messages refer to it."""
+
+    name: str
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    def batches(self) -> Iterator[pa.RecordBatch]: ...
+
+
+class TableSink(Protocol):
+    def write(self, batch: pa.RecordBatch) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ArraySource(Protocol):
+    """An N-d array read in blocks along axis 0 (C order)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def blocks(self, rows: int) -> Iterator[np.ndarray]: ...
+
+
+class ArraySink(Protocol):
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def read_head(stream: IO[bytes], size: int = 8) -> bytes:
+    """Peek at a seekable stream's first bytes without consuming them."""
+    position = stream.tell()
+    head = stream.read(size)
+    stream.seek(position)
+    return head
+
+
+def unreadable(name: str, fmt: str, reason: object) -> FormatError:
+    """A one-line error for a file that does not parse as `fmt`."""
+    text = " ".join(str(reason).split())
+    if len(text) > 200:
+        text = text[:200] + "..."
+    return FormatError(f"{name}: cannot read as {fmt}: {text}")

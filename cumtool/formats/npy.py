@@ -1,0 +1,168 @@
+""".npy arrays in and out, streamed in C-order blocks along axis 0; .npz for value+index pairs.
+
+Object arrays are refused before any data is read: cumtool never unpickles.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from typing import IO
+
+import numpy as np
+from numpy.lib import format as npformat
+
+from cumtool.errors import FormatError
+from cumtool.kernels import is_scannable
+
+
+def _read_header(stream: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    try:
+        version = npformat.read_magic(stream)
+        if version == (1, 0):
+            return npformat.read_array_header_1_0(stream)
+        if version == (2, 0):
+            return npformat.read_array_header_2_0(stream)
+        return npformat._read_array_header(stream, version)  # type: ignore[attr-defined]
+    except (ValueError, OSError, SyntaxError, EOFError) as error:
+        reason = " ".join(str(error).split())[:200]
+        raise FormatError(f"{name}: not a valid .npy file: {reason}") from None
+
+
+def _check_dtype(dtype: np.dtype, name: str) -> None:
+    if dtype.hasobject:
+        raise FormatError(f"{name}: .npy holds Python objects; cumtool never unpickles data")
+    if dtype.fields is not None or dtype.subdtype is not None:
+        raise FormatError(
+            f"{name}: .npy holds structured dtype {dtype}; need a plain numeric array"
+        )
+    if not is_scannable(dtype):
+        raise FormatError(f"{name}: .npy has dtype {dtype}, which cumtool cannot scan")
+
+
+class NpySource:
+    """A .npy array from a file (memory-mapped) or a stream (read block by block)."""
+
+    def __init__(self, stream: IO[bytes], name: str, path: str | None = None) -> None:
+        self.name = name
+        shape, fortran, dtype = _read_header(stream, name)
+        _check_dtype(dtype, name)
+        self.shape: tuple[int, ...] = tuple(int(n) for n in shape)
+        self.dtype: np.dtype = dtype
+        self._stream = stream
+        self._offset = stream.tell() if stream.seekable() else 0
+        self._fortran = fortran
+        self._array: np.ndarray | None = None
+        expected = math.prod(self.shape) * dtype.itemsize
+        if path is not None:
+            size = stream.seek(0, 2)
+            if size - self._offset < expected:
+                raise FormatError(
+                    f"{name}: .npy is truncated: header promises {expected} data bytes, "
+                    f"file has {size - self._offset}"
+                )
+            self._array = np.memmap(
+                path, dtype=dtype, mode="r", offset=self._offset, shape=self.shape,
+                order="F" if fortran else "C",
+            ) if expected else np.empty(self.shape, dtype)
+        elif fortran:
+            self._array = self._read_exact(expected).view(dtype).reshape(self.shape, order="F")
+
+    def _read_exact(self, size: int) -> np.ndarray:
+        data = self._stream.read(size)
+        if len(data) != size:
+            raise FormatError(f"{self.name}: .npy is truncated ({len(data)} of {size} bytes)")
+        return np.frombuffer(data, dtype=np.uint8)
+
+    def blocks(self, rows: int) -> Iterator[np.ndarray]:
+        """Blocks of at most `rows` along axis 0 (the whole array once if it is 0-d)."""
+        if not self.shape:
+            yield (self._array if self._array is not None else
+                   self._read_exact(self.dtype.itemsize).view(self.dtype)).reshape(())
+            return
+        total = self.shape[0]
+        if total == 0:
+            yield np.empty(self.shape, self.dtype)
+            return
+        row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
+        for start in range(0, total, rows):
+            stop = min(start + rows, total)
+            if self._array is not None:
+                yield np.ascontiguousarray(self._array[start:stop])
+            else:
+                raw = self._read_exact((stop - start) * row_bytes)
+                yield raw.view(self.dtype).reshape((stop - start, *self.shape[1:]))
+
+
+def _header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
+    header = {"descr": npformat.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    spool = io.BytesIO()
+    try:
+        npformat.write_array_header_1_0(spool, header)
+    except ValueError:  # header longer than version 1.0 allows
+        spool = io.BytesIO()
+        npformat.write_array_header_2_0(spool, header)
+    return spool.getvalue()
+
+
+class NpySink:
+    """Writes an array of known shape block by block; with indices, a .npz of both."""
+
+    def __init__(
+        self, stream: IO[bytes], shape: tuple[int, ...], dtype: np.dtype, with_indices: bool
+    ) -> None:
+        self._stream = stream
+        self._shape = shape
+        self._dtype = dtype
+        self._zip: zipfile.ZipFile | None = None
+        self._indices_spool: IO[bytes] | None = None
+        if with_indices:
+            self._zip = zipfile.ZipFile(stream, mode="w", allowZip64=True)
+            self._values = self._zip.open("values.npy", mode="w", force_zip64=True)
+            self._indices_spool = tempfile.TemporaryFile()
+            self._indices_spool.write(_header_bytes(shape, np.dtype(np.int64)))
+        else:
+            self._values = stream
+        self._values.write(_header_bytes(shape, dtype))
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        self._values.write(np.ascontiguousarray(values, dtype=self._dtype).data)
+        if self._indices_spool is not None and indices is not None:
+            self._indices_spool.write(np.ascontiguousarray(indices, dtype=np.int64).data)
+
+    def close(self) -> None:
+        if self._zip is None or self._indices_spool is None:
+            return
+        self._values.close()
+        self._indices_spool.seek(0)
+        with self._zip.open("indices.npy", mode="w", force_zip64=True) as entry:
+            while chunk := self._indices_spool.read(1 << 20):
+                entry.write(chunk)
+        self._indices_spool.close()
+        self._zip.close()
+
+
+class NpyTableSink:
+    """A table written as a 2-D .npy (rows x numeric columns). The row count is known only
+    at the end, so rows are spooled to a temporary file and the header written last."""
+
+    def __init__(self, stream: IO[bytes], columns: list[str], dtype: np.dtype) -> None:
+        self._stream = stream
+        self._columns = columns
+        self._dtype = dtype
+        self._rows = 0
+        self._spool = tempfile.TemporaryFile()
+
+    def write_rows(self, block: np.ndarray) -> None:
+        self._spool.write(np.ascontiguousarray(block, dtype=self._dtype).data)
+        self._rows += block.shape[0]
+
+    def close(self) -> None:
+        self._stream.write(_header_bytes((self._rows, len(self._columns)), self._dtype))
+        self._spool.seek(0)
+        while chunk := self._spool.read(1 << 22):
+            self._stream.write(chunk)
+        self._spool.close()

@@ -1,0 +1,436 @@
+"""The scan kernels: ops, dtype rules and the carried running state.
+
+Every scan runs along axis 0 of a block. A long input is a sequence of blocks; the `Carry`
+holds the running value (in the wide accumulator dtype), the running index of
+cummax/cummin and how many positions came before. The carried value is folded into the
+block's first element *before* accumulating, so the result is bit-identical to one scan
+over the whole input, however it is split (SEMANTICS.md, difference 4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.ops import OPS
+
+Overflow = Literal["error", "wrap"]
+
+_ACCEPTED_DTYPES = {
+    name: np.dtype(name)
+    for name in (
+        "int8", "int16", "int32", "int64", "uint8",
+        "float16", "float32", "float64", "complex64", "complex128",
+    )
+}
+# torch's spellings of the same dtypes.
+_TORCH_ALIASES = {
+    "long": "int64", "int": "int32", "short": "int16", "half": "float16", "float": "float32",
+    "double": "float64", "cfloat": "complex64", "cdouble": "complex128",
+}
+_REFUSED_DTYPES = ("bool", "uint16", "uint32", "uint64", "bfloat16")
+
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
+_WIDER_FLOAT: dict[np.dtype, np.dtype] = {
+    np.dtype(np.float16): np.dtype(np.float32),
+    np.dtype(np.float32): _FLOAT64,
+    _FLOAT64: _FLOAT64,
+    np.dtype(np.complex64): np.dtype(np.complex128),
+    np.dtype(np.complex128): np.dtype(np.complex128),
+}
+_UFUNCS = {
+    "cumsum": np.add,
+    "cumprod": np.multiply,
+    "cummax": np.maximum,
+    "cummin": np.minimum,
+    "logcumsumexp": np.logaddexp,
+}
+
+
+def accepted_dtype_names() -> str:
+    return ", ".join(list(_ACCEPTED_DTYPES) + list(_TORCH_ALIASES))
+
+
+def parse_dtype(name: str) -> np.dtype:
+    """Turn a `--dtype` value (numpy or torch spelling) into a numpy dtype."""
+    key = name.strip().lower().removeprefix("torch.")
+    key = _TORCH_ALIASES.get(key, key)
+    if key in _ACCEPTED_DTYPES:
+        return _ACCEPTED_DTYPES[key]
+    why = "is not supported" if key in _REFUSED_DTYPES else "is not a dtype"
+    raise UsageError(
+        f"--dtype {name!r} {why}; accepted: {accepted_dtype_names()}"
+    )
+
+
+def is_scannable(dtype: np.dtype) -> bool:
+    """Whether cumtool can scan values of this dtype at all (bool, ints, floats, complex)."""
+    return (dtype.kind in "biu" and dtype.itemsize <= 8) or dtype in _WIDER_FLOAT
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """How to scan one stream of values: the op and the three dtypes involved."""
+
+    op: str
+    source_dtype: np.dtype  # as read
+    in_dtype: np.dtype  # after the --dtype cast: what the scan sees
+    acc_dtype: np.dtype  # the running value
+    out_dtype: np.dtype
+    overflow: Overflow = "error"
+    skipna: bool = False
+    indices: bool = False
+
+    @property
+    def identity(self) -> np.generic:
+        return _identity(self.op, self.acc_dtype)
+
+
+def make_spec(
+    op: str,
+    source_dtype: np.dtype,
+    dtype: np.dtype | None = None,
+    *,
+    overflow: Overflow = "error",
+    skipna: bool = False,
+    indices: bool = False,
+    what: str = "the input",
+) -> ScanSpec:
+    """Apply SEMANTICS.md's dtype table; `what` names the data in error messages."""
+    if op not in OPS:
+        raise UsageError(f"unknown operation {op!r}; choose from {', '.join(OPS)}")
+    source_dtype = np.dtype(source_dtype).newbyteorder("=")
+    if not is_scannable(source_dtype):
+        raise DataError(f"{what} has dtype {source_dtype}, which cumtool cannot scan")
+    in_dtype = source_dtype if dtype is None else np.dtype(dtype)
+    kind = in_dtype.kind
+    if op in ("cummax", "cummin"):
+        if kind == "c":
+            message = f"{op} is not defined for complex values ({what} is {in_dtype})"
+            raise (UsageError if dtype is not None else DataError)(message)
+        return ScanSpec(op, source_dtype, in_dtype, in_dtype, in_dtype, overflow, skipna, indices)
+    if op == "logcumsumexp":
+        if dtype is not None and kind not in "fc":
+            raise UsageError(f"logcumsumexp needs a floating or complex --dtype, not {in_dtype}")
+        acc = _FLOAT64 if kind in "biu" else _WIDER_FLOAT[in_dtype]
+        out = _FLOAT64 if kind in "biu" else in_dtype
+        return ScanSpec(op, source_dtype, in_dtype, acc, out, overflow, skipna, indices)
+    # cumsum, cumprod
+    if kind in "biu":
+        out = in_dtype if dtype is not None else _INT64
+        return ScanSpec(op, source_dtype, in_dtype, _INT64, out, overflow, skipna, indices)
+    return ScanSpec(op, source_dtype, in_dtype, _WIDER_FLOAT[in_dtype], in_dtype, overflow,
+                    skipna, indices)
+
+
+def _identity(op: str, dtype: np.dtype) -> np.generic:
+    kind = dtype.kind
+    if op == "cumsum":
+        return dtype.type(0)
+    if op == "cumprod":
+        return dtype.type(1)
+    if op == "logcumsumexp":
+        return dtype.type(-np.inf)
+    high = op == "cummin"
+    if kind == "b":
+        return np.bool_(high)
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        return dtype.type(info.max if high else info.min)
+    return dtype.type(np.inf if high else -np.inf)
+
+
+@dataclass
+class Carry:
+    """Running state between blocks, one entry per independent line."""
+
+    value: np.ndarray
+    index: np.ndarray
+    offset: int = 0  # positions already scanned along the axis
+
+
+def initial_carry(spec: ScanSpec, line_shape: tuple[int, ...] = ()) -> Carry:
+    value = np.full(line_shape, spec.identity, dtype=spec.acc_dtype)
+    return Carry(value, np.full(line_shape, -1, dtype=np.int64))
+
+
+@dataclass
+class ScanResult:
+    values: np.ndarray  # out_dtype, same shape as the block
+    indices: np.ndarray | None  # int64 positions for cummax/cummin --indices; -1 where skipped
+    skipped: np.ndarray | None  # cells that did not enter the scan (missing, or NaN with skipna)
+
+
+def scan_block(
+    spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None, carry: Carry
+) -> ScanResult:
+    """Scan `block` along axis 0, continuing from `carry` (updated in place).
+
+    `valid` marks present cells (None: all present); missing cells are skipped and the
+    running value carries over them. Raises ScanOverflowError with the position (in the
+    block) of the first integer result that does not fit.
+    """
+    x = cast_input(spec, block, valid)
+    skip = None if valid is None else ~valid
+    if spec.skipna and x.dtype.kind in "fc":
+        nan = np.isnan(x)
+        if nan.any():
+            skip = nan if skip is None else skip | nan
+    n = x.shape[0]
+    if n == 0:
+        empty = np.empty(x.shape, spec.out_dtype)
+        return ScanResult(empty, np.empty(x.shape, np.int64) if spec.indices else None, skip)
+    if spec.op in ("cummax", "cummin"):
+        values, indices = _scan_extreme(spec, x, skip, carry)
+    elif spec.op == "logcumsumexp" and spec.acc_dtype.kind == "c":
+        values, indices = _scan_complex_logcumsumexp(spec, x, skip, carry), None
+    else:
+        values, indices = _scan_accumulate(spec, x, skip, carry), None
+    carry.offset += n
+    if skip is not None and spec.skipna and x.dtype.kind in "fc":
+        # NaN skipped by --skipna stays NaN in place, like a missing cell stays missing.
+        nan_cells = skip & np.isnan(x)
+        values[nan_cells] = x[nan_cells]
+    if indices is not None and skip is not None:
+        indices[skip] = -1
+    return ScanResult(values, indices, skip)
+
+
+def cast_input(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
+    """Cast to the scan's input dtype: an explicit --dtype may truncate fractions, but a
+    value that cannot be represented (NaN/inf to int, out of range) is an error unless
+    --overflow wrap."""
+    block = np.asarray(block)
+    if not block.dtype.isnative:
+        block = block.astype(block.dtype.newbyteorder("="))
+    target = spec.in_dtype
+    if block.dtype == target:
+        return block
+    src = block.dtype
+    if target.kind in "iu" and src.kind in "fc":
+        real = block.real if src.kind == "c" else block
+        bad = ~np.isfinite(real)
+        if valid is not None:
+            bad &= valid
+        if bad.any():
+            pos = _first_position(bad)
+            raise ScanOverflowError(
+                f"value {block[pos]} cannot be cast to {target}", pos
+            )
+        if spec.overflow == "error":
+            info = np.iinfo(target)
+            bad = (np.trunc(real) < info.min) | (np.trunc(real) > info.max)
+            _raise_if_any(bad, valid, block, f"does not fit {target}")
+        with np.errstate(invalid="ignore"):
+            return real.astype(target)
+    if target.kind in "iu" and src.kind in "iub" and spec.overflow == "error":
+        info = np.iinfo(target)
+        if src.kind != "b" and (
+            int(block.min(initial=0)) < info.min or int(block.max(initial=0)) > info.max
+        ):
+            bad = (block < info.min) | (block > info.max)
+            _raise_if_any(bad, valid, block, f"does not fit {target}")
+    if target.kind == "f" and src.kind in "fc" and target.itemsize < src.itemsize:
+        real = block.real if src.kind == "c" else block
+        with np.errstate(over="ignore"):
+            cast = real.astype(target)
+        bad = np.isfinite(real) & ~np.isfinite(cast)
+        _raise_if_any(bad, valid, block, f"does not fit {target}")
+        return cast
+    if src.kind == "c" and target.kind != "c":
+        return block.real.astype(target)
+    return block.astype(target)
+
+
+def _raise_if_any(bad: np.ndarray, valid: np.ndarray | None, block: np.ndarray, what: str) -> None:
+    if valid is not None:
+        bad &= valid
+    if bad.any():
+        pos = _first_position(bad)
+        raise ScanOverflowError(f"value {block[pos]} {what}", pos)
+
+
+def _first_position(mask: np.ndarray) -> tuple[int, ...]:
+    """Position of the first True in scan order: smallest index along axis 0, then line."""
+    flat = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+    row = int(flat[0])
+    line = np.flatnonzero(mask[row].reshape(-1))[0] if mask.ndim > 1 else 0
+    rest = np.unravel_index(int(line), mask.shape[1:]) if mask.ndim > 1 else ()
+    return (row, *(int(i) for i in rest))
+
+
+def _to_acc(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None) -> np.ndarray:
+    """A fresh accumulator-dtype copy of x with skipped cells set to the identity."""
+    if spec.acc_dtype == _INT64 and x.dtype == np.uint64:
+        if spec.overflow == "error":
+            big = x > np.iinfo(np.int64).max
+            if skip is not None:
+                big &= ~skip
+            if big.any():
+                pos = _first_position(big)
+                raise ScanOverflowError(f"value {x[pos]} overflows int64", pos)
+        acc = x.view(np.int64).copy()  # two's complement, as torch's cast
+    else:
+        acc = x.astype(spec.acc_dtype, copy=True)
+    if skip is not None:
+        acc[skip] = spec.identity
+    return acc
+
+
+def _scan_accumulate(
+    spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
+) -> np.ndarray:
+    ufunc = _UFUNCS[spec.op]
+    acc = _to_acc(spec, x, skip)
+    exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
+    terms = acc.copy() if exact_check and not _sum_cannot_overflow(spec, acc, carry) else None
+    with np.errstate(over="ignore", invalid="ignore"):
+        ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
+        ufunc.accumulate(acc, axis=0, out=acc)
+    if terms is not None:
+        _check_int64_overflow(spec, terms, acc, carry.value)
+    if spec.out_dtype.kind in "iu" and spec.out_dtype != _INT64 and spec.overflow == "error":
+        info = np.iinfo(spec.out_dtype)
+        if int(acc.min()) < info.min or int(acc.max()) > info.max:
+            bad = (acc < info.min) | (acc > info.max)
+            if skip is not None:
+                bad &= ~skip
+            if bad.any():
+                pos = _first_position(bad)
+                raise ScanOverflowError(
+                    f"{spec.op} reaches {acc[pos]}, which does not fit {spec.out_dtype}", pos
+                )
+    carry.value = acc[-1].copy()
+    with np.errstate(over="ignore"):
+        return acc.astype(spec.out_dtype, copy=False)
+
+
+def _sum_cannot_overflow(spec: ScanSpec, acc: np.ndarray, carry: Carry) -> bool:
+    """A cheap bound that rules out int64 overflow for most data without an exact check."""
+    if acc.size == 0:
+        return True
+    biggest = max(abs(int(acc.min())), abs(int(acc.max())))
+    carried = float(np.abs(carry.value.astype(np.float64)).max()) if carry.value.size else 0.0
+    if spec.op == "cumsum":
+        # Floats give a bound with ample slack: 2**62 is far from int64's edge.
+        return carried + float(biggest) * acc.shape[0] < 2.0**62
+    return biggest <= 1 and carried < 2.0**62
+
+
+def _check_int64_overflow(
+    spec: ScanSpec, terms: np.ndarray, acc: np.ndarray, carried: np.ndarray
+) -> None:
+    """Find the first element whose exact running value left int64 (acc has wrapped)."""
+    prev = np.concatenate([carried[np.newaxis], acc[:-1]])
+    if spec.op == "cumsum":
+        # Two's-complement rule: adding two same-sign numbers gave the other sign.
+        bad = ((prev ^ acc) & (terms ^ acc)) < 0
+        if bad.any():
+            pos = _first_position(bad)
+            raise ScanOverflowError(f"cumsum overflows int64 (adding {terms[pos]})", pos)
+        return
+    # cumprod: a float64 shadow product is far from 2**63 except near a true overflow;
+    # candidates near or past the limit are checked exactly with Python integers.
+    with np.errstate(over="ignore", invalid="ignore"):
+        shadow = terms.astype(np.float64)
+        shadow[:1] *= carried.astype(np.float64)[np.newaxis]
+        np.multiply.accumulate(shadow, axis=0, out=shadow)
+        near = ~(np.abs(shadow) < 2.0**63 * (1 - 1e-9))
+    if not near.any():
+        return
+    lines_prev = prev.reshape(prev.shape[0], -1)
+    lines_terms = terms.reshape(terms.shape[0], -1)
+    first: tuple[int, ...] | None = None
+    for row, line in zip(*np.nonzero(near.reshape(near.shape[0], -1)), strict=True):
+        if first is not None and row >= first[0]:
+            break
+        exact = int(lines_prev[row, line]) * int(lines_terms[row, line])
+        if not -(2**63) <= exact < 2**63:
+            rest = np.unravel_index(int(line), acc.shape[1:]) if acc.ndim > 1 else ()
+            first = (int(row), *(int(i) for i in rest))
+    if first is not None:
+        raise ScanOverflowError(f"cumprod overflows int64 (multiplying by {terms[first]})", first)
+
+
+def _scan_extreme(
+    spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """cummax/cummin: a NaN wins and stays; ties and NaNs take the latest index."""
+    ufunc = _UFUNCS[spec.op]
+    values = _to_acc(spec, x, skip)
+    ufunc(carry.value[np.newaxis], values[:1], out=values[:1])
+    ufunc.accumulate(values, axis=0, out=values)
+    indices = None
+    if spec.indices:
+        prev = np.concatenate([carry.value[np.newaxis], values[:-1]])
+        compare = np.greater_equal if spec.op == "cummax" else np.less_equal
+        with np.errstate(invalid="ignore"):
+            record = compare(x, prev)
+        if x.dtype.kind == "f":
+            record |= np.isnan(x)
+        if skip is not None:
+            record &= ~skip
+        positions = np.arange(carry.offset, carry.offset + x.shape[0], dtype=np.int64)
+        positions = positions.reshape((-1,) + (1,) * (x.ndim - 1))
+        indices = np.where(record, positions, np.int64(-1))
+        np.maximum(carry.index[np.newaxis], indices[:1], out=indices[:1])
+        np.maximum.accumulate(indices, axis=0, out=indices)
+        carry.index = indices[-1].copy()
+    carry.value = values[-1].copy()
+    return values, indices
+
+
+def _scan_complex_logcumsumexp(
+    spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
+) -> np.ndarray:
+    """torch's complex log-add-exp, step by step along the axis, vectorised across lines."""
+    acc = _to_acc(spec, x, skip)
+    running = carry.value.copy()
+    with np.errstate(all="ignore"):
+        for i in range(acc.shape[0]):
+            running = _complex_log_add_exp(acc[i], running)
+            acc[i] = running
+    carry.value = np.asarray(running).copy()
+    return acc.astype(spec.out_dtype)
+
+
+def _complex_log_add_exp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    y = np.asarray(y)
+    y_nan = np.isnan(y.real) | np.isnan(y.imag)
+    x_nan = np.isnan(x.real) | np.isnan(x.imag)
+    x_smaller = x.real < y.real
+    low = np.where(y_nan, y, np.where(x_nan, x, np.where(x_smaller, x, y)))
+    high = np.where(y_nan, y, np.where(x_nan, x, np.where(x_smaller, y, x)))
+    general = np.log1p(np.exp(low - high)) + high
+    both_inf = ~np.isfinite(low.real) & (low.real == high.real)
+    pos_inf = np.log(np.exp(low) + np.exp(high))
+    result = np.where(both_inf, np.where(low.real < 0, low, pos_inf), general)
+    nan = np.isnan(low.real) | np.isnan(low.imag)
+    return np.where(nan, np.complex128(complex(np.nan, np.nan)), result)
+
+
+def scan_array(
+    spec: ScanSpec, array: np.ndarray, axis: int = 0, valid: np.ndarray | None = None
+) -> ScanResult:
+    """Scan a whole in-memory array along `axis` (the engine streams; this is the simple path)."""
+    array = np.asarray(array)
+    if array.ndim == 0:
+        # A 0-d array is returned unchanged (in the output dtype), as torch does.
+        one = scan_block(spec, array.reshape(1), None, initial_carry(spec))
+        values = one.values.reshape(())
+        if spec.op in ("cumsum", "logcumsumexp", "cumprod"):
+            values = cast_input(spec, array, None).astype(spec.out_dtype).reshape(())
+        indices = None if one.indices is None else one.indices.reshape(())
+        return ScanResult(values, indices, None)
+    moved = np.moveaxis(array, axis, 0)
+    moved_valid = None if valid is None else np.moveaxis(valid, axis, 0)
+    result = scan_block(spec, moved, moved_valid, initial_carry(spec, moved.shape[1:]))
+    values = np.moveaxis(result.values, 0, axis)
+    indices = None if result.indices is None else np.moveaxis(result.indices, 0, axis)
+    skipped = None if result.skipped is None else np.moveaxis(result.skipped, 0, axis)
+    return ScanResult(values, indices, skipped)
