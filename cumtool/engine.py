@@ -27,6 +27,7 @@ from cumtool.formats import (
     FileKind,
     kind_from_magic,
     kind_from_name,
+    peekable,
 )
 from cumtool.output import open_output
 
@@ -85,8 +86,8 @@ def _open_source(
     path: str | None = None
     if request.input == "-":
         name = "standard input"
-        stream: IO[bytes] = sys.stdin.buffer
-        head = stream.peek(8)[:8] if hasattr(stream, "peek") else b""
+        stream: IO[bytes] = peekable(sys.stdin.buffer)
+        head = stream.peek(8)[:8]  # type: ignore[attr-defined]
         kind = kind_from_magic(head)
     else:
         path = request.input

@@ -7,6 +7,7 @@ the pretty terminal view.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -118,12 +119,32 @@ class ArraySink(Protocol):
     def close(self) -> None: ...
 
 
-def read_head(stream: IO[bytes], size: int = 8) -> bytes:
-    """Peek at a seekable stream's first bytes without consuming them."""
-    position = stream.tell()
-    head = stream.read(size)
-    stream.seek(position)
-    return head
+class PrefixedStream(io.RawIOBase):
+    """A read-only stream that replays already-read bytes before the rest of `stream`."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        self._head = memoryview(head)
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            size = min(len(buffer), len(self._head))
+            buffer[:size] = self._head[:size]
+            self._head = self._head[size:]
+            return size
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def peekable(stream: IO[bytes]) -> IO[bytes]:
+    """A stream whose first bytes can be sniffed without being consumed."""
+    if hasattr(stream, "peek"):
+        return stream
+    return io.BufferedReader(PrefixedStream(b"", stream))
 
 
 def unreadable(name: str, fmt: str, reason: object) -> FormatError:

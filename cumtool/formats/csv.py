@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from cumtool.errors import FormatError
-from cumtool.formats import CsvOptions, unreadable
+from cumtool.formats import CsvOptions, PrefixedStream, unreadable
 
 INFER_ROWS = 10_000
 _PEEK_BYTES = 1 << 20
@@ -88,27 +88,6 @@ class CsvFileSource:
             raise _polars_error(self.name, error) from None
 
 
-class _Prefixed(io.RawIOBase):
-    """A read-only stream that replays already-read bytes before the rest of `stream`."""
-
-    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
-        self._head = memoryview(head)
-        self._stream = stream
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        if self._head:
-            size = min(len(buffer), len(self._head))
-            buffer[:size] = self._head[:size]
-            self._head = self._head[size:]
-            return size
-        data = self._stream.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
 class CsvStreamSource:
     """Delimited text from a stream (standard input, or a compressed file), read
     incrementally so that a pipeline shows output before its producer ends."""
@@ -148,7 +127,7 @@ class CsvStreamSource:
         )
         try:
             self._reader = pacsv.open_csv(
-                _Prefixed(head, stream), read_options=read_options,
+                PrefixedStream(head, stream), read_options=read_options,
                 parse_options=parse_options, convert_options=convert_options,
             )
         except (pa.ArrowInvalid, OSError) as error:

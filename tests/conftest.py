@@ -1,0 +1,43 @@
+"""Shared fixtures: a CliRunner that keeps stdout bytes and stderr apart, and file helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cumtool.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_DATA = REPO / "sample_data"
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def invoke(runner: CliRunner) -> Callable[..., Result]:
+    """Run `cumtool ARGS...`; `input` (bytes or str) becomes standard input.
+
+    result.stdout_bytes holds the raw output, result.stderr the error text."""
+
+    def run(*args: str, input: bytes | str | None = None) -> Result:
+        return runner.invoke(main, list(args), input=input, catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def write_file(tmp_path: Path) -> Callable[[str, bytes | str], Path]:
+    """Write `content` to tmp_path/name and return the path."""
+
+    def write(name: str, content: bytes | str) -> Path:
+        path = tmp_path / name
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+        return path
+
+    return write
