@@ -1,0 +1,134 @@
+"""Regenerate every file in sample_data/ (README's worked examples run on these).
+
+    python sample_data/make_samples.py
+
+Deterministic: the same files come out on every run (the random numbers come from a
+seeded generator, gzip gets a fixed timestamp), so regenerating shows no diff except,
+possibly, the writer-version string inside the Parquet footer.
+"""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import random
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).resolve().parent
+
+
+def write_text(name: str, text: str) -> None:
+    (HERE / name).write_text(text, encoding="utf-8", newline="\n")
+
+
+def write_column(name: str, header: str, values: list[str]) -> None:
+    write_text(name, "\n".join([header, *values]) + "\n")
+
+
+def write_rows(name: str, header: list[str], rows: list[list[object]], sep: str = ",") -> None:
+    lines = [sep.join(header)] + [sep.join(str(v) for v in row) for row in rows]
+    write_text(name, "\n".join(lines) + "\n")
+
+
+def reference_examples() -> None:
+    """The small cases of the behaviour contract, one file each."""
+    write_column("cumprod_growth.csv", "growth", ["3", "4", "2", "5"])
+    write_column("cumprod_with_zero.csv", "factor", ["3", "0", "5", "2"])
+    write_column("cumprod_with_nan.csv", "reading", ["12", "NaN", "10", "34"])
+    write_column("cumprod_signs.csv", "sign", ["-1", "2", "-4"])
+    write_column("empty.csv", "value", [])
+    write_rows("cumprod_matrix.csv", ["a", "b", "c"], [[10, 20, 30], [4, 5, 6]])
+    write_column("cumsum_counts.csv", "count", ["1", "2", "3", "4"])
+    write_rows("cumsum_matrix.csv", ["a", "b", "c"], [[5, 6, 7], [1, 2, 3]])
+    write_column("cumsum_halves.csv", "amount", ["1.5", "2.5", "3.5"])
+    write_column("cummax_ties.csv", "score", ["1", "3", "3", "2", "3"])
+    write_column("cummax_with_nan.csv", "score", ["1", "NaN", "3", "NaN", "2"])
+    write_column("logcumsumexp_zeros.csv", "logit", ["0", "0", "0"])
+    # 2**62 + 2**62 = 2**63 does not fit int64.
+    write_column("cumsum_int64_overflow.csv", "bytes",
+                 ["4611686018427387904", "4611686018427387904"])
+    np.save(HERE / "cumprod_int32.npy", np.array([1, 2, 3], dtype=np.int32))
+    np.save(HERE / "cumprod_3x3_float32.npy",
+            np.arange(1, 10, dtype=np.float32).reshape(3, 3))
+    np.save(HERE / "logcumsumexp_large_float32.npy", np.array([88, 89, 90], dtype=np.float32))
+    np.save(HERE / "cumsum_int8.npy", np.array([100, 100, 100], dtype=np.int8))
+    np.save(HERE / "cumsum_float16.npy", np.array([2048, 1, 1, 1, 1], dtype=np.float16))
+    np.save(HERE / "cumsum_float32_wide.npy", np.array([3e38, 3e38, -3e38], dtype=np.float32))
+
+
+STORES = ("Riverside", "Harbor Mall, Unit 4")
+MISSING_UNITS = {(2, "Riverside"), (17, "Harbor Mall, Unit 4")}  # (day index, store)
+
+
+def daily_sales() -> None:
+    """30 days x 2 stores of units sold and revenue; two days lost their unit count."""
+    rng = random.Random(20240301)
+    start = datetime.date(2024, 3, 1)
+    rows: list[tuple[str, str, int | None, float]] = []
+    for day in range(30):
+        date = start + datetime.timedelta(days=day)
+        weekend = date.weekday() >= 5
+        for store in STORES:
+            base = 24 if store == "Riverside" else 15
+            units = base + rng.randint(-6, 8) + (9 if weekend else 0)
+            price = rng.choice((11.49, 11.99, 12.49, 12.99))
+            revenue = round(units * price, 2)
+            rows.append((date.isoformat(), store, None if (day, store) in MISSING_UNITS
+                         else units, revenue))
+
+    def cell(value: object) -> str:
+        if value is None:
+            return ""
+        text = f"{value:.2f}" if isinstance(value, float) else str(value)
+        return f'"{text}"' if "," in text else text
+
+    write_text("daily_sales.csv", "date,store,units,revenue\n" + "".join(
+        ",".join(cell(v) for v in row) + "\n" for row in rows))
+    with open(HERE / "daily_sales.csv.gz", "wb") as raw, \
+            gzip.GzipFile(filename="daily_sales.csv", mode="wb", fileobj=raw, mtime=0) as gz:
+        gz.write((HERE / "daily_sales.csv").read_bytes())
+    table = pa.table({
+        "date": pa.array([r[0] for r in rows], pa.string()),
+        "store": pa.array([r[1] for r in rows], pa.string()),
+        "units": pa.array([r[2] for r in rows], pa.int64()),
+        "revenue": pa.array([float(f"{r[3]:.2f}") for r in rows], pa.float64()),
+    })
+    pq.write_table(table, HERE / "daily_sales.parquet")
+
+
+def weekly_visitors() -> None:
+    """A small TSV: visitors and sign-ups per week."""
+    rows = [
+        ["2024-W01", 1204, 31], ["2024-W02", 1350, 42], ["2024-W03", 1288, 37],
+        ["2024-W04", 1502, 55], ["2024-W05", 1467, 49], ["2024-W06", 1611, 60],
+    ]
+    write_rows("weekly_visitors.tsv", ["week", "visitors", "signups"], rows, sep="\t")
+
+
+def rainfall() -> None:
+    """A 3-D float64 array: 2 days x 3 gauges x 4 six-hour periods of rain in mm
+    (0.5 mm tipping-bucket gauges, so every sum is exact)."""
+    mm = np.array([
+        [[0.0, 1.5, 4.0, 0.5],
+         [0.5, 2.0, 3.5, 0.0],
+         [0.0, 0.0, 6.5, 1.0]],
+        [[2.5, 0.0, 0.0, 0.0],
+         [3.0, 0.5, 0.0, 0.0],
+         [1.5, 0.0, 0.5, 0.0]],
+    ], dtype=np.float64)
+    np.save(HERE / "rainfall_mm.npy", mm)
+
+
+def main() -> None:
+    reference_examples()
+    daily_sales()
+    weekly_visitors()
+    rainfall()
+
+
+if __name__ == "__main__":
+    main()
