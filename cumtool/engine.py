@@ -79,7 +79,7 @@ def run(request: Request) -> None:
 def _open_source(
     request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack
 ) -> tuple[Any, FileKind]:
-    from cumtool.formats.csv import CsvFileSource, CsvStreamSource
+    from cumtool.formats.csv import CsvSource, file_size
     from cumtool.formats.npy import NpySource
     from cumtool.formats.parquet import ParquetSource
 
@@ -119,13 +119,13 @@ def _open_source(
     if compressed and kind.format != "csv" and kind.format != "tsv":
         stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compressed)
         path = None
-    float_wide_ints = dtype is not None and dtype.kind in "fc"
+    # With a float --dtype, CSV integers to be scanned are read as floats straight away.
+    float_columns = None if dtype is None or dtype.kind not in "fc" else (
+        request.columns or "all")
     if kind.format in ("csv", "tsv"):
         options = _csv_options(request, kind.format)
-        if path is not None and compressed is None:
-            return CsvFileSource(path, name, options, _batch_rows(request),
-                                 float_wide_ints), kind
-        return CsvStreamSource(stream, name, options, compressed, float_wide_ints), kind
+        return CsvSource(stream, name, options, compression=compressed,
+                         float_columns=float_columns, total_bytes=file_size(stream)), kind
     if kind.format == "parquet":
         return ParquetSource(path if path else stream, name, _batch_rows(request)), kind
     return NpySource(stream, name, path), kind
@@ -548,7 +548,9 @@ class _ArrayToTable:
         self._schema = schema
 
     def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
-        values = values.reshape(values.shape[0] if values.ndim else 1, -1)
+        # Explicit width: reshape(n, -1) cannot infer it for an empty block.
+        width = int(np.prod(values.shape[1:], dtype=np.int64))
+        values = values.reshape(values.shape[0] if values.ndim else 1, width)
         if indices is not None:
             indices = indices.reshape(values.shape)
         arrays = []

@@ -1,176 +1,316 @@
 """Delimited text (CSV, TSV, plain or compressed) in and out.
 
-Reading: polars' streaming scanner for plain files (the fastest reader we measured), and
-pyarrow's incremental reader for standard input and compressed streams, whose column types
-are inferred the same way, by polars, from the first megabyte. Only numeric-looking columns
-get a numeric type; everything else is kept as text so it passes through unchanged.
+Reading: the input is cut into chunks of whole records (a newline outside quotes ends a
+record) and each chunk is parsed by polars with one fixed schema, inferred from the first
+10,000 rows. Memory is bounded by the chunk size whatever the file size, files, pipes and
+compressed streams take the same path, and a chunk is parsed as soon as its bytes have
+arrived, so `producer | cumtool cumsum - | head` shows rows before the producer ends.
+Only numeric-looking columns get a numeric type; everything else stays text and passes
+through unchanged.
+
 Writing: polars' CSV writer, which prints floats as the shortest text that reads back to
 the same value.
 """
 
 from __future__ import annotations
 
+import csv as pycsv
 import io
-from collections.abc import Iterator
+import os
+import select
+from collections.abc import Collection, Iterator
 from typing import IO
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from cumtool.errors import FormatError
-from cumtool.formats import CsvOptions, PrefixedStream, unreadable
+from cumtool.formats import CsvOptions, unreadable
 
 INFER_ROWS = 10_000
-_PEEK_BYTES = 1 << 20
-_NUMERIC_POLARS = (pl.Int64, pl.Float64, pl.Boolean)
+CHUNK_BYTES = 8 << 20
+_SAMPLE_BYTES = 1 << 20
+_BOM = b"\xef\xbb\xbf"
+_INT_TYPES = (pl.Int64, pl.Int32, pl.Int16, pl.Int8)
 
 
-def _polars_error(name: str, error: Exception) -> FormatError:
-    text = str(error).split("\n\n", 1)[0]
-    if isinstance(error, pl.exceptions.NoDataError) or "empty" in text.lower():
-        return FormatError(f"{name}: the file is empty (no header, no rows)")
-    return unreadable(name, "csv", text)
+class _Chunker:
+    """Cuts a byte stream into chunks that end on a record boundary."""
+
+    def __init__(self, stream: IO[bytes], chunk_bytes: int) -> None:
+        self._stream = stream
+        self._chunk_bytes = chunk_bytes
+        self._pending = b""
+        self._eof = False
+        self._read1 = getattr(stream, "read1", None)
+        try:
+            self._fd: int | None = stream.fileno()
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            self._fd = None
+        self.bytes_read = 0
+
+    def _more_is_ready(self) -> bool:
+        """Whether more input is available without blocking (a pipe with a slow producer
+        should not hold back rows already here)."""
+        if self._fd is None:
+            return True
+        try:
+            ready, _, _ = select.select([self._fd], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(ready)
+
+    def _read(self, size: int) -> bytes:
+        data = self._read1(size) if self._read1 is not None else self._stream.read(size)
+        self.bytes_read += len(data)
+        return bytes(data)
+
+    def take(self, minimum: int) -> bytes:
+        """Read until at least `minimum` bytes are pending (or the input pauses or ends),
+        and return the longest prefix of whole records."""
+        parts = [self._pending]
+        size = len(self._pending)
+        while not self._eof and (size < minimum):
+            data = self._read(max(minimum - size, 64 * 1024))
+            if not data:
+                self._eof = True
+                break
+            parts.append(data)
+            size += len(data)
+            if size > 0 and not self._more_is_ready() and b"\n" in data:
+                break
+        buffer = b"".join(parts)
+        if self._eof:
+            self._pending = b""
+            return buffer
+        cut = _record_end(buffer)
+        if cut == 0:
+            # No complete record yet (a very long line): read on.
+            self._pending = buffer
+            return self.take(len(buffer) + minimum) if not self._eof else self._flush()
+        self._pending = buffer[cut:]
+        return buffer[:cut]
+
+    def _flush(self) -> bytes:
+        buffer, self._pending = self._pending, b""
+        return buffer
+
+    def chunks(self) -> Iterator[bytes]:
+        while True:
+            chunk = self.take(self._chunk_bytes)
+            if chunk:
+                yield chunk
+            if self._eof and not self._pending:
+                return
 
 
-def _column_names(count: int) -> list[str]:
-    return [str(i) for i in range(count)]
+def _record_end(buffer: bytes) -> int:
+    """Length of the longest prefix of `buffer` made of whole records: up to a newline
+    that is outside quotes (an even number of quote characters before it)."""
+    end = buffer.rfind(b"\n")
+    if end < 0:
+        return 0
+    if buffer.find(b'"', 0, end) < 0:
+        return end + 1
+    quotes = buffer.count(b'"', 0, end)
+    while quotes % 2:
+        previous = buffer.rfind(b"\n", 0, end)
+        if previous < 0:
+            return 0
+        quotes -= buffer.count(b'"', previous, end)
+        end = previous
+    return end + 1
 
 
-def _text_overrides(schema: pl.Schema, float_wide_ints: bool) -> dict[str, pl.DataType]:
-    """Integers too wide for int64 are read as text (or floats if --dtype asks for floats):
-    nothing is silently rounded."""
-    overrides: dict[str, pl.DataType] = {}
-    for column, dtype in schema.items():
-        if dtype.is_integer() and dtype not in (pl.Int64, pl.Int32, pl.Int16, pl.Int8):
-            overrides[column] = pl.Float64() if float_wide_ints else pl.String()
-        elif dtype not in _NUMERIC_POLARS and not dtype.is_numeric():
-            overrides[column] = pl.String()
-    return overrides
+def _polars_message(error: Exception) -> str:
+    return " ".join(str(error).split("\n\n", 1)[0].split())
 
 
-class CsvFileSource:
-    """A plain (uncompressed) delimited file, scanned in batches by polars."""
+def _numeric_schema(
+    sample: pl.Schema, names: list[str], float_columns: Collection[str] | None
+) -> dict[str, pl.DataType]:
+    """The parse schema. With --dtype float, integer columns to be scanned are read as
+    floats directly (the same values as reading then casting), so a float met after the
+    first rows is no error. Otherwise integers too wide for int64 are read as text:
+    nothing is silently rounded. Other non-numeric columns are text."""
+    schema: dict[str, pl.DataType] = {}
+    for column, (polars_name, dtype) in zip(names, sample.items(), strict=True):
+        float_wide_ints = float_columns is not None and (
+            float_columns == "all" or column in float_columns)
+        if float_wide_ints and dtype.is_numeric():
+            schema[polars_name] = pl.Float64()
+        elif dtype in _INT_TYPES:
+            schema[column] = pl.Int64()
+        elif dtype.is_integer():
+            schema[column] = pl.Float64() if float_wide_ints else pl.String()
+        elif dtype.is_float():
+            schema[column] = pl.Float64()
+        elif dtype == pl.Boolean:
+            schema[column] = pl.Boolean()
+        else:
+            schema[column] = pl.String()
+    return schema
+
+
+class CsvSource:
+    """Delimited text from any binary stream, in batches of whole records."""
 
     def __init__(
-        self, path: str, name: str, options: CsvOptions, batch_rows: int,
-        float_wide_ints: bool = False,
+        self, stream: IO[bytes], name: str, options: CsvOptions, *,
+        compression: str | None = None, float_columns: Collection[str] | None = None,
+        chunk_bytes: int = CHUNK_BYTES, total_bytes: int | None = None,
     ) -> None:
         self.name = name
-        self._batch_rows = batch_rows
-        scan_args = dict(
-            separator=options.delimiter, has_header=options.header,
-            infer_schema_length=INFER_ROWS, try_parse_dates=False, raise_if_empty=True,
-        )
+        self.total_bytes = total_bytes
+        self._options = options
+        if compression:
+            stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
+        self._chunker = _Chunker(stream, chunk_bytes)
         try:
-            lazy = pl.scan_csv(path, **scan_args)  # type: ignore[arg-type]
-            overrides = _text_overrides(lazy.collect_schema(), float_wide_ints)
-            if overrides:
-                lazy = pl.scan_csv(path, schema_overrides=overrides, **scan_args)  # type: ignore[arg-type]
-            if not options.header:
-                names = lazy.collect_schema().names()
-                lazy = lazy.rename(dict(zip(names, _column_names(len(names)), strict=True)))
-            self._lazy = lazy
-            self._schema = pl.DataFrame(schema=lazy.collect_schema()).to_arrow().schema
+            sample = self._chunker.take(_SAMPLE_BYTES)
+        except (OSError, pa.ArrowException) as error:
+            raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
+                             error) from None
+        sample = sample.removeprefix(_BOM)
+        if not sample.strip():
+            raise FormatError(f"{name}: the file is empty (no header, no rows)")
+        self._first = sample
+        try:
+            inferred = pl.read_csv(
+                sample, separator=options.delimiter, has_header=options.header,
+                infer_schema_length=INFER_ROWS, n_rows=INFER_ROWS, try_parse_dates=False,
+            ).schema
         except pl.exceptions.PolarsError as error:
-            raise _polars_error(name, error) from None
+            raise _ragged_row(name, sample, options) or unreadable(
+                name, "csv", _polars_message(error)) from None
+        self.column_names = (list(inferred.names()) if options.header
+                             else [str(i) for i in range(len(inferred))])
+        self._parse_schema = _numeric_schema(inferred, self.column_names, float_columns)
+        self._schema = pl.DataFrame(
+            schema=dict(zip(self.column_names, self._parse_schema.values(), strict=True))
+        ).to_arrow().schema
+        self.rows_read = 0
 
     @property
     def schema(self) -> pa.Schema:
         return self._schema
 
+    @property
+    def bytes_read(self) -> int:
+        return self._chunker.bytes_read
+
     def batches(self) -> Iterator[pa.RecordBatch]:
+        first = True
         try:
-            for frame in self._lazy.collect_batches(chunk_size=self._batch_rows):
+            chunks = self._chunker.chunks()
+            for chunk in _prepend(self._first, chunks):
+                frame = self._parse(chunk, header=first and self._options.header)
+                first = False
+                self.rows_read += frame.height
                 yield from frame.to_arrow().to_batches()
-        except pl.exceptions.PolarsError as error:
-            raise _polars_error(self.name, error) from None
+        except (OSError, pa.ArrowException) as error:
+            raise unreadable(self.name, "csv", error) from None
 
-
-class CsvStreamSource:
-    """Delimited text from a stream (standard input, or a compressed file), read
-    incrementally so that a pipeline shows output before its producer ends."""
-
-    def __init__(
-        self, stream: IO[bytes], name: str, options: CsvOptions, compression: str | None,
-        float_wide_ints: bool = False,
-    ) -> None:
-        self.name = name
-        if compression:
-            try:
-                stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-                raise unreadable(name, "csv", error) from None
-        try:
-            head = stream.read(_PEEK_BYTES)
-            while head and not head.endswith(b"\n"):
-                more = stream.read(64 * 1024)
-                if not more:
-                    break
-                head += more
-        except (OSError, pa.ArrowInvalid) as error:
-            raise unreadable(name, f"{compression}-compressed csv", error) from None
-        if not head.strip():
-            raise FormatError(f"{name}: the file is empty (no header, no rows)")
-        column_types, names = self._infer(head, options, float_wide_ints)
-        self._schema = pa.schema([(column, column_types[column]) for column in names])
-        read_options = pacsv.ReadOptions(
-            block_size=1 << 22,
-            column_names=None if options.header else names,
-        )
-        parse_options = pacsv.ParseOptions(delimiter=options.delimiter, newlines_in_values=True)
-        convert_options = pacsv.ConvertOptions(
-            column_types=column_types, strings_can_be_null=True, null_values=[""],
-            quoted_strings_can_be_null=True, true_values=["true", "True", "TRUE"],
-            false_values=["false", "False", "FALSE"],
-        )
-        try:
-            self._reader = pacsv.open_csv(
-                PrefixedStream(head, stream), read_options=read_options,
-                parse_options=parse_options, convert_options=convert_options,
-            )
-        except (pa.ArrowInvalid, OSError) as error:
-            raise unreadable(name, "csv", error) from None
-
-    def _infer(
-        self, head: bytes, options: CsvOptions, float_wide_ints: bool
-    ) -> tuple[dict[str, pa.DataType], list[str]]:
-        """Infer column types from the first block with polars, as for files."""
-        complete = head[: head.rfind(b"\n") + 1] or head
+    def _parse(self, chunk: bytes, header: bool) -> pl.DataFrame:
+        schema = dict(zip(self.column_names, self._parse_schema.values(), strict=True))
         try:
             frame = pl.read_csv(
-                io.BytesIO(complete), separator=options.delimiter, has_header=options.header,
-                infer_schema_length=INFER_ROWS, n_rows=INFER_ROWS, try_parse_dates=False,
+                chunk, separator=self._options.delimiter, has_header=header,
+                schema=schema if not header else None,
+                schema_overrides=list(self._parse_schema.values()) if header else None,
+                infer_schema=not header, try_parse_dates=False, raise_if_empty=False,
             )
         except pl.exceptions.PolarsError as error:
-            raise _polars_error(self.name, error) from None
-        schema = frame.schema
-        overrides = _text_overrides(schema, float_wide_ints)
-        names = list(schema.names()) if options.header else _column_names(len(schema))
-        types: dict[str, pa.DataType] = {}
-        for column, polars_name in zip(names, schema.names(), strict=True):
-            dtype = overrides.get(polars_name, schema[polars_name])
-            types[column] = {
-                pl.Int64: pa.int64(), pl.Int32: pa.int64(), pl.Int16: pa.int64(),
-                pl.Int8: pa.int64(), pl.Float64: pa.float64(), pl.Float32: pa.float64(),
-                pl.Boolean: pa.bool_(),
-            }.get(dtype, pa.large_string())  # type: ignore[call-overload]
-        return types, names
+            raise self._locate(chunk, header, error) from None
+        if header:
+            frame.columns = self.column_names
+        return frame
 
-    @property
-    def schema(self) -> pa.Schema:
-        return self._schema
+    def _locate(self, chunk: bytes, header: bool, error: Exception) -> FormatError:
+        """Name the row and column of a parse failure (the slow path: only on error)."""
+        width = len(self.column_names)
+        ragged = _ragged_row(self.name, chunk, self._options, header, width, self.rows_read)
+        if ragged is not None:
+            return ragged
+        row = self.rows_read
+        for record in _records(chunk, self._options.delimiter, skip_header=header):
+            row += 1
+            for column, cell, dtype in zip(self.column_names, record,
+                                           self._parse_schema.values(), strict=True):
+                if cell and not _parses_as(cell, dtype):
+                    return FormatError(
+                        f"{self.name}: row {row}, column {column!r}: {cell[:40]!r} is not "
+                        f"{_type_name(dtype)} like the first rows; pass --dtype float64 "
+                        "if the column holds floats"
+                    )
+        return unreadable(self.name, "csv", _polars_message(error))
 
-    def batches(self) -> Iterator[pa.RecordBatch]:
-        while True:
-            try:
-                batch = self._reader.read_next_batch()
-            except StopIteration:
-                return
-            except (pa.ArrowInvalid, OSError) as error:
-                raise unreadable(self.name, "csv", error) from None
-            yield batch
+
+def _records(chunk: bytes, delimiter: str, skip_header: bool) -> Iterator[list[str]]:
+    text = chunk.decode("utf-8", errors="replace")
+    reader = pycsv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    if skip_header:
+        next(reader, None)
+    for record in reader:
+        if record:
+            yield record
+
+
+def _ragged_row(name: str, chunk: bytes, options: CsvOptions, header: bool = True,
+                width: int | None = None, rows_before: int = 0) -> FormatError | None:
+    """The error for the first record whose field count differs from the header's."""
+    records = _records(chunk, options.delimiter, skip_header=False)
+    if width is None:
+        first = next(records, None)
+        if first is None:
+            return None
+        width = len(first)
+        header = False if options.header else header
+        if not options.header:
+            rows_before += 1
+    elif header:
+        next(records, None)
+    for row, record in enumerate(records, start=rows_before + 1):
+        if len(record) != width:
+            return FormatError(f"{name}: row {row} has {len(record)} fields, expected {width}")
+    return None
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+def _parses_as(cell: str, dtype: pl.DataType) -> bool:
+    text = cell.strip()
+    if dtype == pl.Int64:
+        try:
+            int(text)
+        except ValueError:
+            return False
+        return -(2**63) <= int(text) < 2**63
+    if dtype == pl.Float64:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+    if dtype == pl.Boolean:
+        return text.lower() in ("true", "false")
+    return True
+
+
+def _type_name(dtype: pl.DataType) -> str:
+    return {pl.Int64: "an int64", pl.Float64: "a float64", pl.Boolean: "a boolean"}.get(
+        dtype, str(dtype))  # type: ignore[call-overload]
+
+
+def file_size(stream: IO[bytes]) -> int | None:
+    try:
+        return os.fstat(stream.fileno()).st_size
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
 
 
 class CsvSink:
