@@ -1,36 +1,57 @@
-"""The terminal view: a rich table of the result, first and last rows of a big one.
+"""The terminal view: a rich table of the result, bounded however big the result is.
 
-Only `HEAD_ROWS` + `TAIL_ROWS` rows are ever kept, so printing a huge result costs no
-memory. Missing cells print as a dim `null`, NaN as `nan`, so the two are never confused.
+Of a long result only the first `HEAD_ROWS` and last `TAIL_ROWS` rows are kept, of a wide
+one the first and last `EDGE_COLUMNS` columns, and an N-d array shows as labelled 2-D
+slices (`[i, j, :, :]`), the first and last `EDGE_SLICES` of them; an ellipsis marks what
+is left out. So printing a huge result costs no memory. Missing cells print as a dim
+`null`, NaN as `nan`, so the two are never confused. Names and cells are always plain
+text, never rich markup, and the caption (op, input and shape) goes on a line of its own
+below the table, where a long one cannot be squeezed into the table's width. When not
+writing to a terminal the output has no colour codes and is as wide as the table needs.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 from typing import IO, cast
 
 import numpy as np
 import pyarrow as pa
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 HEAD_ROWS = 10
 TAIL_ROWS = 10
-MAX_SLICES = 6
-MISSING = Text("null", style="dim italic")
+EDGE_COLUMNS = 6
+EDGE_SLICES = 2
+ELLIPSIS = "…"
+MIN_WIDTH = 80
 
 
-def _cell(value: object) -> Text | str:
+def _missing() -> Text:
+    return Text("null", style="dim italic")
+
+
+def _cell(value: object) -> Text:
     if value is None:
-        return MISSING
+        return _missing()
     if isinstance(value, np.floating | float):
         if np.isnan(value):
             return Text("nan", style="magenta")
-        return str(value)
+        return Text(str(value))
     if isinstance(value, np.complexfloating | complex):
-        return str(value).strip("()")
-    return str(value)
+        return Text(str(value).strip("()"))
+    return Text(str(value))
+
+
+def _keep(count: int, head: int, tail: int) -> tuple[list[int], int | None]:
+    """Positions shown of `count` (all, or the first `head` and last `tail`) and where an
+    ellipsis goes among them (None: nothing left out)."""
+    if count <= head + tail:
+        return list(range(count)), None
+    return [*range(head), *range(count - tail, count)], head
 
 
 def _is_numeric(dtype: pa.DataType) -> bool:
@@ -46,31 +67,64 @@ def _dtype_label(dtype: pa.DataType) -> str:
 
 
 def _numpy_cells(values: np.ndarray) -> list[object]:
-    return [values.dtype.type(v) if values.dtype.kind in "fc" else v for v in values.tolist()]
+    """Python values, except floats stay numpy scalars: str() of a float32 is then its own
+    shortest text (0.1), not that of the float64 it would become (0.10000000149011612)."""
+    if values.dtype.kind in "fc":
+        return list(values)
+    return list(values.tolist())
+
+
+def _arrow_cells(column: pa.Array) -> list[object]:
+    if pa.types.is_floating(column.type):
+        values = column.to_numpy(zero_copy_only=False)
+        nulls = column.is_null().to_numpy(zero_copy_only=False)
+        return [None if null else value
+                for value, null in zip(_numpy_cells(values), nulls, strict=True)]
+    return list(column.to_pylist())
+
+
+def _add_column(table: Table, name: str, dtype: str, numeric: bool) -> None:
+    table.add_column(Text(f"{name}\n{dtype}"), justify="right" if numeric else "left",
+                     no_wrap=numeric)
+
+
+def _with_gap(cells: list[Text], gap: int | None, width: int = 1) -> list[Text]:
+    """Insert the ellipsis column's cell(s) at `gap`."""
+    if gap is None:
+        return cells
+    return [*cells[:gap * width], Text(ELLIPSIS), *cells[gap * width:]]
 
 
 class PrettySink:
-    """Collects the head and tail of a result and renders it as a rich table on close."""
+    """Collects what will be shown of a result and renders it as rich tables on close."""
 
-    def __init__(self, stream: IO[bytes], caption: str, console: Console | None = None) -> None:
+    def __init__(self, stream: IO[bytes], caption: str, console: Console | None = None,
+                 schema: pa.Schema | None = None) -> None:
         self._stream = stream
         self._caption = caption
         self._console = console
         self._schema: pa.Schema | None = None
+        self._columns: list[int] = []
+        self._column_gap: int | None = None
+        if schema is not None:
+            self._set_schema(schema)
         self._head: list[pa.RecordBatch] = []
         self._head_rows = 0
         self._tail: collections.deque[pa.RecordBatch] = collections.deque()
         self._tail_rows = 0
         self._rows = 0
-        self._array_head: list[tuple[np.ndarray, np.ndarray | None]] = []
-        self._array_tail: collections.deque[tuple[np.ndarray, np.ndarray | None]] = (
-            collections.deque())
-        self._array_shape: tuple[int, ...] | None = None
+        self._array: _ArrayView | None = None
+
+    def _set_schema(self, schema: pa.Schema) -> None:
+        self._schema = schema
+        self._columns, self._column_gap = _keep(len(schema), EDGE_COLUMNS, EDGE_COLUMNS)
 
     # Tables ------------------------------------------------------------------
     def write(self, batch: pa.RecordBatch) -> None:
-        self._schema = batch.schema
+        if self._schema is None:
+            self._set_schema(batch.schema)
         self._rows += batch.num_rows
+        batch = batch.select(self._columns)
         if self._head_rows < HEAD_ROWS:
             take = batch.slice(0, HEAD_ROWS - self._head_rows)
             self._head.append(take)
@@ -85,117 +139,160 @@ class PrettySink:
     # Arrays ------------------------------------------------------------------
     def write_array(self, shape: tuple[int, ...], values: np.ndarray,
                     indices: np.ndarray | None) -> None:
-        self._array_shape = shape
-        if values.ndim == 0:
-            self._array_head.append((values.reshape(1), None if indices is None
-                                     else indices.reshape(1)))
-            return
-        for start in range(values.shape[0]):
-            row = (values[start], None if indices is None else indices[start])
-            if len(self._array_head) < HEAD_ROWS:
-                self._array_head.append(row)
-            else:
-                self._array_tail.append(row)
-                if len(self._array_tail) > TAIL_ROWS:
-                    self._array_tail.popleft()
-        self._rows += values.shape[0]
+        if self._array is None:
+            self._array = _ArrayView(shape)
+        self._array.add(values, indices)
 
     def close(self) -> None:
-        console = self._console or Console(
-            file=cast(IO[str], _TextAdapter(self._stream)), highlight=False, soft_wrap=False
-        )
-        if self._array_shape is not None:
-            self._render_array(console)
+        if self._array is not None:
+            renderables = self._array.render(self._caption)
         else:
-            console.print(self._table_from_batches())
+            renderables = self._render_table()
+        console = self._console
+        if console is None:
+            console = Console(
+                file=cast(IO[str], _TextAdapter(self._stream)), color_system=None,
+                force_terminal=False, highlight=False, soft_wrap=False,
+                width=max([MIN_WIDTH, *(_natural_width(r) for r in renderables)]),
+            )
+        for renderable in renderables:
+            console.print(renderable)
 
-    def _table_from_batches(self) -> Table:
-        assert self._schema is not None
-        table = Table(caption=f"{self._caption}, {self._rows} rows x {len(self._schema)} columns")
-        for field in self._schema:
-            numeric = _is_numeric(field.type)
-            table.add_column(f"{field.name}\n{_dtype_label(field.type)}",
-                             justify="right" if numeric else "left")
+    def _render_table(self) -> list[RenderableType]:
+        schema = self._schema if self._schema is not None else pa.schema([])
+        table = Table()
+        for number, position in enumerate(self._columns):
+            if number == self._column_gap:
+                _add_ellipsis_column(table)
+            field = schema.field(position)
+            _add_column(table, field.name, _dtype_label(field.type), _is_numeric(field.type))
         for batch in self._head:
             self._add_rows(table, batch)
-        hidden = self._rows - self._head_rows - self._tail_rows
-        if hidden > 0:
-            table.add_row(*(["…"] * len(self._schema)))
-        elif hidden < 0:
-            # Head and tail overlap on a short result: drop the repeated rows.
-            overlap = -hidden
-            while overlap and self._tail:
-                first = self._tail[0]
-                cut = min(overlap, first.num_rows)
-                self._tail[0] = first.slice(cut)
-                overlap -= cut
-                if not self._tail[0].num_rows:
-                    self._tail.popleft()
-        for batch in self._tail:
-            self._add_rows(table, batch)
-        return table
+        tail = pa.Table.from_batches(list(self._tail)) if self._tail else None
+        shown_tail = 0 if tail is None else min(TAIL_ROWS, tail.num_rows)
+        if self._rows - self._head_rows - shown_tail > 0:
+            table.add_row(*[Text(ELLIPSIS)] * len(table.columns))
+        if tail is not None:
+            for batch in tail.slice(tail.num_rows - shown_tail).to_batches():
+                self._add_rows(table, batch)
+        caption = f"{self._caption}, {self._rows} rows x {len(schema)} columns"
+        return [table, Text(caption, style="italic")]
 
-    @staticmethod
-    def _add_rows(table: Table, batch: pa.RecordBatch) -> None:
-        columns = []
-        for column in batch.columns:
-            if pa.types.is_floating(column.type):
-                values = column.to_numpy(zero_copy_only=False)
-                nulls = column.is_null().to_numpy(zero_copy_only=False)
-                columns.append([None if null else value
-                                for value, null in zip(_numpy_cells(values), nulls, strict=True)])
-            else:
-                columns.append(column.to_pylist())
+    def _add_rows(self, table: Table, batch: pa.RecordBatch) -> None:
+        columns = [_arrow_cells(column) for column in batch.columns]
         for row in zip(*columns, strict=True):
-            table.add_row(*(_cell(value) for value in row))
+            table.add_row(*_with_gap([_cell(value) for value in row], self._column_gap))
 
-    def _render_array(self, console: Console) -> None:
-        assert self._array_shape is not None
-        rows = list(self._array_head)
-        hidden = self._rows - len(self._array_head) - len(self._array_tail)
-        shape = self._array_shape
-        caption = f"{self._caption}, shape {shape}"
-        if len(shape) <= 2:
-            console.print(self._array_table(rows + list(self._array_tail), hidden, caption))
-            return
-        # N-d: one 2-D slice per leading index, labelled like numpy's `a[i, j, :, :]`.
-        shown = rows[:MAX_SLICES] if hidden > 0 else rows + list(self._array_tail)
-        for index, (values, indices) in enumerate(shown):
-            for sub in np.ndindex(values.shape[:-2]):
-                label = ", ".join(str(i) for i in (index, *sub))
-                block = values[sub]
-                block_indices = None if indices is None else indices[sub]
-                table = self._array_table(
-                    [(block[i], None if block_indices is None else block_indices[i])
-                     for i in range(block.shape[0])], 0, f"[{label}, :, :]")
-                console.print(table)
-        if hidden > 0 or len(rows) > MAX_SLICES:
-            console.print(f"… {shape[0] - len(shown)} more slices along axis 0 …")
-        console.print(caption)
 
-    @staticmethod
-    def _array_table(rows: list[tuple[np.ndarray, np.ndarray | None]], hidden: int,
-                     caption: str) -> Table:
-        table = Table(caption=caption)
-        first = rows[0][0] if rows else np.empty(0)
-        width = 1 if first.ndim == 0 else first.shape[0]
-        dtype = str(first.dtype)
-        with_indices = bool(rows) and rows[0][1] is not None
-        for column in range(width):
-            table.add_column(f"{column}\n{dtype}", justify="right")
-            if with_indices:
-                table.add_column(f"{column}_index\nint64", justify="right")
-        for number, (values, indices) in enumerate(rows):
-            if number == HEAD_ROWS and hidden > 0:
-                table.add_row(*(["…"] * len(table.columns)))
-            cells: list[Text | str] = []
-            flat = np.atleast_1d(values)
-            flat_indices = None if indices is None else np.atleast_1d(indices)
-            for column, value in enumerate(_numpy_cells(flat)):
+def _add_ellipsis_column(table: Table) -> None:
+    table.add_column(Text(ELLIPSIS), justify="center", no_wrap=True)
+
+
+def _natural_width(renderable: RenderableType) -> int:
+    """How wide `renderable` is when nothing limits it."""
+    measuring = Console(width=1 << 16, color_system=None, force_terminal=False)
+    return int(measuring.measure(renderable).maximum)
+
+
+class _ArrayView:
+    """What is shown of an N-d array, collected block by block along axis 0.
+
+    The array is a sequence of 2-D pages: a 0-d or 1-D array is one page of one column, a
+    2-D array one page, and an N-d array one page per index of its leading N-2 axes. Only
+    the kept pages, cropped to the kept rows and columns, are ever stored."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+        ndim = len(shape)
+        if ndim <= 2:
+            rows = 1 if ndim == 0 else shape[0]
+            columns = shape[1] if ndim == 2 else 1
+            self.leading: tuple[int, ...] = ()
+            self.pages_per_row = 0  # axis 0 runs down the page's rows
+        else:
+            rows, columns = shape[-2], shape[-1]
+            self.leading = shape[:-2]
+            self.pages_per_row = math.prod(shape[1:-2])
+        self.page_rows = rows
+        self.page_columns = columns
+        self.row_keep, self.row_gap = _keep(rows, HEAD_ROWS, TAIL_ROWS)
+        self.column_keep, self.column_gap = _keep(columns, EDGE_COLUMNS, EDGE_COLUMNS)
+        self.pages_total = math.prod(self.leading) if ndim > 2 else 1
+        self.page_keep, self.page_gap = _keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
+        self.dtype: np.dtype | None = None
+        self.with_indices = False
+        self.seen = 0  # positions along axis 0 received so far
+        # page number -> row position -> (values, indices) of the kept columns
+        self.rows: dict[int, dict[int, tuple[np.ndarray, np.ndarray | None]]] = {}
+
+    def add(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        self.dtype = values.dtype
+        self.with_indices = indices is not None
+        count = values.shape[0] if values.ndim else 1
+        if len(self.shape) <= 2:
+            flat = values.reshape(count, self.page_columns)
+            flat_indices = None if indices is None else indices.reshape(flat.shape)
+            self._keep_rows(0, self.seen, flat, flat_indices)
+        else:
+            pages = values.reshape(count * self.pages_per_row, self.page_rows,
+                                   self.page_columns)
+            page_indices = None if indices is None else indices.reshape(pages.shape)
+            first = self.seen * self.pages_per_row
+            for page in self.page_keep:
+                if first <= page < first + pages.shape[0]:
+                    local = page - first
+                    self._keep_rows(page, 0, pages[local],
+                                    None if page_indices is None else page_indices[local])
+        self.seen += count
+
+    def _keep_rows(self, page: int, start: int, block: np.ndarray,
+                   indices: np.ndarray | None) -> None:
+        kept = self.rows.setdefault(page, {})
+        for row in self.row_keep:
+            if start <= row < start + block.shape[0]:
+                local = row - start
+                kept[row] = (
+                    block[local, self.column_keep].copy(),
+                    None if indices is None else indices[local, self.column_keep].copy(),
+                )
+
+    def render(self, caption: str) -> list[RenderableType]:
+        dtype = str(self.dtype) if self.dtype is not None else "?"
+        out: list[RenderableType] = []
+        for number, page in enumerate(self.page_keep):
+            if number == self.page_gap:
+                hidden = self.pages_total - len(self.page_keep)
+                out.append(Text(f"{ELLIPSIS} {hidden} more slices {ELLIPSIS}"))
+            title = None
+            if len(self.shape) > 2:
+                label = ", ".join(str(int(i)) for i in np.unravel_index(page, self.leading))
+                title = Text(f"[{label}, :, :]")
+            out.append(self._page_table(self.rows.get(page, {}), dtype, title))
+        out.append(Text(f"{caption}, shape {self.shape}", style="italic"))
+        return out
+
+    def _page_table(self, rows: dict[int, tuple[np.ndarray, np.ndarray | None]], dtype: str,
+                    title: Text | None) -> Table:
+        table = Table(title=title)
+        width = 2 if self.with_indices else 1
+        for number, column in enumerate(self.column_keep):
+            if number == self.column_gap:
+                _add_ellipsis_column(table)
+            _add_column(table, str(column), dtype, True)
+            if self.with_indices:
+                _add_column(table, f"{column}_index", "int64", True)
+        for number, row in enumerate(self.row_keep):
+            if number == self.row_gap:
+                table.add_row(*[Text(ELLIPSIS)] * len(table.columns))
+            if row not in rows:
+                continue
+            values, indices = rows[row]
+            cells: list[Text] = []
+            for column, value in enumerate(_numpy_cells(values)):
                 cells.append(_cell(value))
-                if flat_indices is not None:
-                    cells.append(str(flat_indices[column]))
-            table.add_row(*cells)
+                if indices is not None:
+                    cells.append(Text(str(indices[column])))
+            table.add_row(*_with_gap(cells, self.column_gap, width))
         return table
 
 
