@@ -62,6 +62,8 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Integer overflow: stop with an error, or wrap around as torch."),
         click.option("--skipna", is_flag=True,
                      help="Treat NaN like a missing cell: skipped by the scan, kept in place."),
+        click.option("-q", "--quiet", is_flag=True,
+                     help="No progress bar (it shows only on a terminal, for long runs)."),
         click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Rows per batch (default: sized for speed and memory)."),
     ]
@@ -100,6 +102,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         indices=options.get("indices", False), overflow=options["overflow"],
         skipna=options["skipna"], batch_rows=options["batch_rows"],
         stdout_is_terminal=sys.stdout.isatty(),
+        progress=not options["quiet"] and sys.stderr.isatty(),
     )
     try:
         run(request)

@@ -30,6 +30,7 @@ from cumtool.formats import (
     peekable,
 )
 from cumtool.output import open_output
+from cumtool.pipeline import BackgroundSink, Progress, prefetch
 
 TABLE_AXES = {"rows": 0, "index": 0, "columns": 1}
 DEFAULT_BATCH_ROWS = 1 << 17
@@ -55,6 +56,7 @@ class Request:
     skipna: bool = False
     batch_rows: int | None = None  # None: sized for speed; tests use tiny batches
     stdout_is_terminal: bool = False
+    progress: bool = False  # a progress bar on stderr for long runs (the CLI: stderr is a tty)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -345,12 +347,23 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     caption = f"{request.op} along rows" if plan.axis == 0 else f"{request.op} along columns"
     if out.format == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
-    with open_output(request.output) as stream:
+    progress = _table_progress(request, source)
+    with open_output(request.output) as stream, contextlib.closing(progress):
         sink = _table_sink(request, out, stream, plan.schema, f"{caption} of {source.name}")
+        if out.format != "table":
+            sink = BackgroundSink(sink)
         with _aborting(sink):
-            for batch in _rebatch(source.batches(), request.batch_rows):
+            for batch in _rebatch(prefetch(source.batches()), request.batch_rows):
                 sink.write(plan.apply(batch))
+                progress.update(getattr(source, "bytes_read", plan.rows_done))
             sink.close()
+
+
+def _table_progress(request: Request, source: Any) -> Progress:
+    total_bytes = getattr(source, "total_bytes", None)
+    if total_bytes:
+        return Progress(request.progress, total_bytes, "bytes", source.name)
+    return Progress(request.progress, getattr(source, "num_rows", None), "rows", source.name)
 
 
 def _table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
@@ -368,7 +381,7 @@ def _table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.S
     if out.format == "parquet":
         return ParquetSink(stream, schema)
     if out.format == "table":
-        return PrettySink(stream, caption, console=_terminal_console(request))
+        return PrettySink(stream, caption, console=_terminal_console(request), schema=schema)
     return _TableToNpy(NpyTableSink, stream, schema)
 
 
@@ -462,18 +475,22 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                              what=source.name)
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * source.dtype.itemsize if shape else 1
     rows = request.batch_rows or max(1, BLOCK_BYTES // max(row_bytes, 1))
-    with open_output(request.output) as stream:
+    progress = Progress(request.progress, shape[0] if shape else None, "rows", source.name)
+    with open_output(request.output) as stream, contextlib.closing(progress):
         sink = _array_sink(request, out, stream, shape, spec,
                            f"{request.op} along axis {axis} of {source.name}")
+        if out.format != "table":
+            sink = BackgroundSink(sink)
         carry = kernels.initial_carry(spec, shape[1:]) if shape else None
         with _aborting(sink):
-            _scan_array_blocks(request, source, spec, axis, rows, carry, sink)
+            _scan_array_blocks(request, source, spec, axis, rows, carry, sink, progress)
 
 
 def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, axis: int,
-                       rows: int, carry: kernels.Carry | None, sink: Any) -> None:
+                       rows: int, carry: kernels.Carry | None, sink: Any,
+                       progress: Progress) -> None:
     start = 0
-    for block in source.blocks(rows):
+    for block in prefetch(source.blocks(rows)):
         try:
             if block.ndim == 0:
                 result = kernels.scan_array(spec, block)
@@ -488,6 +505,7 @@ def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, ax
                             f"{_overflow_hint(request)}") from None
         sink.write(result.values, result.indices)
         start += block.shape[0] if block.ndim else 1
+        progress.update(start)
     sink.close()
 
 

@@ -20,14 +20,18 @@ from cumtool.errors import OutputError
 class _GuardedStream:
     """Turns OSError on write into an OutputError that names the target."""
 
-    def __init__(self, stream: IO[bytes], name: str) -> None:
+    def __init__(self, stream: IO[bytes], name: str, flush_each: bool = False) -> None:
         self._stream = stream
         self.name = name
         self.closed = False
+        self._flush_each = flush_each
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         try:
-            return self._stream.write(data)
+            written = self._stream.write(data)
+            if self._flush_each:
+                self._stream.flush()
+            return written
         except BrokenPipeError:
             raise
         except OSError as error:
@@ -63,7 +67,8 @@ class _GuardedStream:
 def open_output(path: str | None) -> Iterator[IO[bytes]]:
     """Yield a binary stream for `path` ('-' or None: standard output)."""
     if path is None or path == "-":
-        stdout = _GuardedStream(sys.stdout.buffer, "standard output")
+        # Flushed at every write so that a pipeline's next stage sees rows as they come.
+        stdout = _GuardedStream(sys.stdout.buffer, "standard output", flush_each=True)
         yield stdout  # type: ignore[misc]
         stdout.flush()
         return

@@ -1,0 +1,150 @@
+"""Overlap of reading, scanning and writing, and the progress bar.
+
+Reading (parsing) runs one batch ahead in a thread and writing one batch behind in
+another; polars, pyarrow and numpy release the GIL while they work, so on two cores the
+three stages run side by side. Queues are short, so memory stays a few batches.
+Exceptions raised in a thread are re-raised in the main thread at the next hand-over.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+_DONE = object()
+QUEUE_DEPTH = 2
+
+
+def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Iterator[T]:
+    """Iterate `items` in a background thread, `depth` items ahead."""
+    handoff: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((_DONE, None))
+        except BaseException as error:  # handed to the main thread, which re-raises it
+            put((_DONE, error))
+
+    thread = threading.Thread(target=work, name="cumtool-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = handoff.get()
+            if error is not None:
+                raise error
+            if item is _DONE:
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+class BackgroundSink:
+    """Runs a sink's writes in a thread, in order; `close` waits for them to finish."""
+
+    def __init__(self, sink: Any, depth: int = QUEUE_DEPTH) -> None:
+        self._sink = sink
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="cumtool-writer", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            call = self._queue.get()
+            if call is _DONE:
+                return
+            if self._error is not None:
+                continue  # drain after a failure
+            try:
+                call()
+            except BaseException as error:  # re-raised in the main thread
+                self._error = error
+
+    def _raise_pending(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _submit(self, call: Callable[[], None]) -> None:
+        self._raise_pending()
+        self._queue.put(call)
+
+    def write(self, *args: Any) -> None:
+        self._submit(lambda: self._sink.write(*args))
+
+    def close(self) -> None:
+        self._submit(self._sink.close)
+        self._queue.put(_DONE)
+        self._thread.join()
+        self._raise_pending()
+
+    def abort(self) -> None:
+        self._queue.put(_DONE)
+        self._thread.join()
+        abort = getattr(self._sink, "abort", None)
+        if abort is not None:
+            abort()
+
+
+class Progress:
+    """A rich progress bar on stderr, shown only once a run has taken `delay` seconds."""
+
+    def __init__(self, enabled: bool, total: int | None, unit: str, description: str,
+                 delay: float = 1.0) -> None:
+        self._enabled = enabled
+        self._total = total
+        self._unit = unit
+        self._description = description
+        self._started_at = time.monotonic()
+        self._delay = delay
+        self._bar: Any = None
+        self._task: Any = None
+
+    def update(self, completed: int) -> None:
+        if not self._enabled:
+            return
+        if self._bar is None:
+            if time.monotonic() - self._started_at < self._delay:
+                return
+            self._start()
+        self._bar.update(self._task, completed=completed)
+
+    def _start(self) -> None:
+        from rich import progress as rp
+        from rich.console import Console
+
+        count: Any = (rp.DownloadColumn() if self._unit == "bytes"
+                      else rp.MofNCompleteColumn() if self._total else
+                      rp.TextColumn("{task.completed} rows"))
+        rate: Any = (rp.TransferSpeedColumn() if self._unit == "bytes"
+                     else rp.TextColumn(""))
+        self._bar = rp.Progress(
+            rp.TextColumn("{task.description}"), rp.BarColumn(), count, rate,
+            rp.TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(self._description, total=self._total)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
