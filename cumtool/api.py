@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from cumtool import kernels
-from cumtool.engine import resolve_array_axis
-from cumtool.errors import DataError
+from cumtool.engine import _array_index, resolve_array_axis
+from cumtool.errors import DataError, ScanOverflowError
 
 
 def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
@@ -25,5 +25,11 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
     cast = kernels.parse_dtype(dtype) if dtype is not None else None
     spec = kernels.make_spec(op, array.dtype, cast, overflow=overflow,  # type: ignore[arg-type]
                              skipna=skipna, indices=indices, what="the array")
-    result = kernels.scan_array(spec, array, resolve_array_axis(str(axis), array.ndim))
+    axis_number = resolve_array_axis(str(axis), array.ndim)
+    try:
+        result = kernels.scan_array(spec, array, axis_number)
+    except ScanOverflowError as error:
+        # The kernel counts along the scanned axis first; report the input's own index.
+        index = _array_index(error.position, axis_number, 0) if array.ndim else ()
+        raise ScanOverflowError(str(error), index) from None
     return (result.values, result.indices) if indices else result.values
