@@ -44,6 +44,7 @@ def reference_examples() -> None:
     write_rows("cumprod_matrix.csv", ["a", "b", "c"], [[10, 20, 30], [4, 5, 6]])
     write_column("cumsum_counts.csv", "count", ["1", "2", "3", "4"])
     write_rows("cumsum_matrix.csv", ["a", "b", "c"], [[5, 6, 7], [1, 2, 3]])
+    write_text("cumsum_matrix_no_header.csv", "5,6,7\n1,2,3\n")
     write_column("cumsum_halves.csv", "amount", ["1.5", "2.5", "3.5"])
     write_column("cummax_ties.csv", "score", ["1", "3", "3", "2", "3"])
     write_column("cummax_with_nan.csv", "score", ["1", "NaN", "3", "NaN", "2"])
