@@ -32,7 +32,8 @@ import pytest
 from click.testing import Result
 from conftest import REPO, SAMPLE_DATA
 
-from cumtool.ops import EXAMPLES
+from cumtool.cli import main
+from cumtool.ops import EXAMPLES, OPS
 
 Invoke = Callable[..., Result]
 
@@ -194,6 +195,16 @@ def test_readme_has_worked_examples_for_every_op_and_axis() -> None:
                  "--skipna", "--overflow wrap", "--to table", ".npy", ".parquet", ".tsv",
                  ".csv.gz"):
         assert any(flag in c for c in commands), flag
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_usage_table_lists_every_option(op: str) -> None:
+    usage = TEXT.split("\n## Usage\n", 1)[1].split("\n## ", 1)[0]
+    command = main.commands[op]
+    for param in command.params:
+        for name in param.opts:
+            if name.startswith("--"):
+                assert f"`{name}" in usage, f"README Usage does not mention {name}"
 
 
 def test_quick_start_is_exactly_two_commands() -> None:
