@@ -62,6 +62,22 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Integer overflow: stop with an error, or wrap around as torch."),
         click.option("--skipna", is_flag=True,
                      help="Treat NaN like a missing cell: skipped by the scan, kept in place."),
+        click.option("--by", "by", default=None, callback=_split_columns, metavar="A,B",
+                     help="Tables: a separate running scan for each distinct value (or "
+                          "combination) of these key columns; rows keep their order."),
+        click.option("--reset", default=None, metavar="COL",
+                     help="Tables: start the scan afresh at every row where COL is true or "
+                          "non-zero."),
+        click.option("--reverse", is_flag=True,
+                     help="Scan from the last element to the first; output keeps input order."),
+        click.option("--exclusive", is_flag=True,
+                     help="out[i] covers the elements before i only; out[0] is the identity."),
+        click.option("--keep", is_flag=True,
+                     help="Tables: keep the input columns and append each result as "
+                          "<name>_<op>."),
+        click.option("--decimal", is_flag=True,
+                     help="CSV: read float columns as exact decimals with the places their "
+                          "cells have (money): 19.99 + 0.01 is 20.00."),
         click.option("-q", "--quiet", is_flag=True,
                      help="No progress bar (it shows only on a terminal, for long runs)."),
         click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
@@ -101,6 +117,8 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         delimiter=options["delimiter"], header=not options["no_header"],
         indices=options.get("indices", False), overflow=options["overflow"],
         skipna=options["skipna"], batch_rows=options["batch_rows"],
+        by=options["by"], reset=options["reset"], reverse=options["reverse"],
+        exclusive=options["exclusive"], keep=options["keep"], decimal=options["decimal"],
         stdout_is_terminal=sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr.isatty(),
     )
@@ -108,16 +126,22 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         run(request)
     except CumtoolError as error:
         click.echo(f"Error: {error}", err=True)
-        ctx.exit(error.exit_code)
+        status = error.exit_code
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
         # again when it flushes standard output at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        ctx.exit(EXIT_BROKEN_PIPE)
+        status = EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         click.echo("Error: interrupted", err=True)
-        ctx.exit(EXIT_INTERRUPTED)
+        status = EXIT_INTERRUPTED
+    else:
+        return
+    # Exit outside the handlers: an exit raised inside one keeps the failed run's frames
+    # (and its reader thread, blocked on standard input) alive until interpreter shutdown,
+    # which then aborts with "could not acquire lock for <stdin>".
+    ctx.exit(status)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -16,7 +16,6 @@ from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from cumtool import kernels
 from cumtool.errors import DataError, FormatError, ScanOverflowError, UsageError
@@ -30,9 +29,23 @@ from cumtool.formats import (
     peekable,
 )
 from cumtool.output import open_output
-from cumtool.pipeline import BackgroundSink, Progress, prefetch
+from cumtool.pipeline import (
+    BackgroundSink,
+    Progress,
+    ReversingArraySink,
+    ReversingSink,
+    prefetch,
+    reversed_batches,
+)
+from cumtool.tables import (
+    TABLE_AXES,
+    TableOptions,
+    TablePlan,
+    column_to_numpy,
+    numpy_dtype,
+    overflow_hint,
+)
 
-TABLE_AXES = {"rows": 0, "index": 0, "columns": 1}
 DEFAULT_BATCH_ROWS = 1 << 17
 BLOCK_BYTES = 8 << 20
 
@@ -57,6 +70,12 @@ class Request:
     batch_rows: int | None = None  # None: sized for speed; tests use tiny batches
     stdout_is_terminal: bool = False
     progress: bool = False  # a progress bar on stderr for long runs (the CLI: stderr is a tty)
+    by: list[str] | None = None
+    reset: str | None = None
+    reverse: bool = False
+    exclusive: bool = False
+    keep: bool = False
+    decimal: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,6 +126,9 @@ def _open_source(
         kind = kind_from_name(path) or kind_from_magic(head)
         if kind.compression is None and head.startswith(b"\x1f\x8b"):
             kind = FileKind(kind.format, "gzip")
+    if kind.compression == "gzip" and (path is None or kind_from_name(path) is None):
+        # Unnamed gzip (standard input, no extension): look inside for tsv, npy, parquet.
+        kind = FileKind(_sniff_gzip(stream, seekable=path is not None).format, "gzip")
     if request.from_format:
         fmt = request.from_format.lower()
         if fmt not in INPUT_FORMATS:
@@ -126,11 +148,29 @@ def _open_source(
         request.columns or "all")
     if kind.format in ("csv", "tsv"):
         options = _csv_options(request, kind.format)
+        decimal_columns = (request.columns or "all") if request.decimal else None
         return CsvSource(stream, name, options, compression=compressed,
-                         float_columns=float_columns, total_bytes=file_size(stream)), kind
+                         float_columns=float_columns, decimal_columns=decimal_columns,
+                         total_bytes=file_size(stream)), kind
     if kind.format == "parquet":
         return ParquetSource(path if path else stream, name, _batch_rows(request)), kind
     return NpySource(stream, name, path), kind
+
+
+def _sniff_gzip(stream: IO[bytes], seekable: bool) -> FileKind:
+    """What a gzip stream holds, from the decompressed start of its first bytes."""
+    import zlib
+
+    if seekable:
+        data = stream.read(1 << 16)
+        stream.seek(0)
+    else:
+        data = stream.peek(1 << 16)  # type: ignore[attr-defined]
+    try:
+        inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, 1 << 16)
+    except zlib.error:
+        return FileKind("csv")
+    return kind_from_magic(inner)
 
 
 def _csv_options(request: Request, fmt: str) -> CsvOptions:
@@ -171,166 +211,6 @@ def _output_format(request: Request, kind: FileKind) -> FileKind:
 
 # Tables --------------------------------------------------------------------------------
 
-def _numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
-    """The numpy dtype of a scannable Arrow type, else None."""
-    if (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
-            or pa.types.is_boolean(arrow_type)):
-        return np.dtype(arrow_type.to_pandas_dtype())
-    return None
-
-
-def column_to_numpy(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Values and validity (None: no missing cells) of an Arrow column, copying only if
-    there are nulls to fill."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if column.null_count == 0:
-        return column.to_numpy(zero_copy_only=False), None
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    fill = pa.scalar(False if pa.types.is_boolean(column.type) else 0, column.type)
-    return pc.fill_null(column, fill).to_numpy(zero_copy_only=False), valid
-
-
-def _arrow_column(values: np.ndarray, missing: np.ndarray | None) -> pa.Array:
-    if missing is not None and missing.any():
-        return pa.array(values, mask=missing)
-    return pa.array(values)
-
-
-class TablePlan:
-    """Which columns are scanned and how; turns each input batch into an output batch."""
-
-    def __init__(self, request: Request, dtype: np.dtype | None, schema: pa.Schema,
-                 name: str) -> None:
-        self.request = request
-        self.name = name
-        self.axis = _table_axis(request.axis)
-        numeric = [f.name for f in schema if _numpy_dtype(f.type) is not None
-                   and not pa.types.is_boolean(f.type)]
-        if request.columns:
-            names = schema.names
-            for column in request.columns:
-                if column not in names:
-                    raise DataError(f"{name}: no column {column!r}; columns: {', '.join(names)}")
-                if _numpy_dtype(schema.field(column).type) is None:
-                    raise DataError(
-                        f"{name}: column {column!r} is not numeric "
-                        f"({schema.field(column).type}); numeric columns: "
-                        f"{', '.join(numeric) or 'none'}"
-                    )
-            self.selected = list(dict.fromkeys(request.columns))
-        else:
-            self.selected = numeric
-        if not self.selected:
-            raise DataError(f"{name}: no numeric columns to scan; columns: "
-                            f"{', '.join(schema.names) or 'none'}")
-        source_dtypes = {c: _numpy_dtype(schema.field(c).type) for c in self.selected}
-        opts: dict[str, Any] = dict(overflow=request.overflow, skipna=request.skipna,
-                                    indices=request.indices)
-        if self.axis == 0:
-            self.specs = {
-                c: kernels.make_spec(request.op, d, dtype, what=f"column {c!r}", **opts)
-                for c, d in source_dtypes.items() if d is not None
-            }
-            self.carries = {c: kernels.initial_carry(s) for c, s in self.specs.items()}
-        else:
-            common = np.result_type(*source_dtypes.values())
-            spec = kernels.make_spec(request.op, common, dtype, what="the selected columns",
-                                     **opts)
-            self.specs = {c: spec for c in self.selected}
-            self.carries = {}
-        self.rows_done = 0
-        fields = []
-        for f in schema:
-            if f.name in self.specs:
-                fields.append(pa.field(f.name, pa.from_numpy_dtype(self.specs[f.name].out_dtype)))
-                if request.indices:
-                    fields.append(pa.field(f"{f.name}_index", pa.int64()))
-            else:
-                fields.append(f)
-        self.schema = pa.schema(fields)
-
-    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        results: dict[str, tuple[pa.Array, pa.Array | None]] = {}
-        if self.axis == 0:
-            for column in self.selected:
-                results[column] = self._scan_rows(column, batch.column(column))
-        else:
-            results = self._scan_across(batch)
-        arrays = []
-        for f in batch.schema:
-            if f.name in results:
-                values, indices = results[f.name]
-                arrays.append(values)
-                if indices is not None:
-                    arrays.append(indices)
-            else:
-                arrays.append(batch.column(f.name))
-        self.rows_done += batch.num_rows
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-
-    def _scan_rows(self, column: str, data: pa.Array) -> tuple[pa.Array, pa.Array | None]:
-        values, valid = column_to_numpy(data)
-        spec = self.specs[column]
-        try:
-            result = kernels.scan_block(spec, values, valid, self.carries[column])
-        except ScanOverflowError as error:
-            row = self.rows_done + error.position[0] + 1
-            raise DataError(f"{self.name}: column {column!r}, row {row}: {error}"
-                            f"{_overflow_hint(self.request)}") from None
-        missing = None if valid is None else ~valid
-        indices = None
-        if result.indices is not None:
-            indices = _arrow_column(result.indices, result.skipped)
-        return _arrow_column(result.values, missing), indices
-
-    def _scan_across(self, batch: pa.RecordBatch) -> dict[str, tuple[pa.Array, pa.Array | None]]:
-        spec = self.specs[self.selected[0]]
-        pairs = [column_to_numpy(batch.column(c)) for c in self.selected]
-        block = np.stack([values.astype(spec.source_dtype, copy=False) for values, _ in pairs])
-        valid = None
-        if any(v is not None for _, v in pairs):
-            valid = np.stack([np.ones(batch.num_rows, bool) if v is None else v
-                              for _, v in pairs])
-        carry = kernels.initial_carry(spec, (batch.num_rows,))
-        try:
-            result = kernels.scan_block(spec, block, valid, carry)
-        except ScanOverflowError as error:
-            at_column, at_row = error.position[0], error.position[1]
-            raise DataError(
-                f"{self.name}: row {self.rows_done + at_row + 1}, column "
-                f"{self.selected[at_column]!r}: {error}{_overflow_hint(self.request)}"
-            ) from None
-        out: dict[str, tuple[pa.Array, pa.Array | None]] = {}
-        for i, column in enumerate(self.selected):
-            missing = None if valid is None else ~valid[i]
-            indices = None
-            if result.indices is not None:
-                skipped = None if result.skipped is None else result.skipped[i]
-                indices = _arrow_column(result.indices[i], skipped)
-            out[column] = (_arrow_column(result.values[i], missing), indices)
-        return out
-
-
-def _table_axis(text: str) -> int:
-    key = str(text).strip().lower()
-    if key in TABLE_AXES:
-        return TABLE_AXES[key]
-    try:
-        number = int(key)
-    except ValueError:
-        number = None
-    if number is not None and -2 <= number <= 1:
-        return number % 2
-    raise UsageError(
-        f"--axis {text!r} is not valid for a table; use rows (index, 0) or columns (1, -1)"
-    )
-
-
-def _overflow_hint(request: Request) -> str:
-    return "; use --overflow wrap for wrap-around" if request.overflow == "error" else ""
-
-
 def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.RecordBatch]:
     """Slices batches to at most `rows` rows (zero-copy); None passes them through."""
     for batch in batches:
@@ -343,7 +223,10 @@ def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa
 
 def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack) -> None:
-    plan = TablePlan(request, dtype, source.schema, source.name)
+    options = TableOptions(columns=request.columns, by=request.by, reset=request.reset,
+                           keep=request.keep, reverse=request.reverse)
+    plan = TablePlan(request.op, request.axis, dtype, source.schema, source.name, options,
+                     **_scan_options(request))
     caption = f"{request.op} along rows" if plan.axis == 0 else f"{request.op} along columns"
     if out.format == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
@@ -352,11 +235,23 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         sink = _table_sink(request, out, stream, plan.schema, f"{caption} of {source.name}")
         if out.format != "table":
             sink = BackgroundSink(sink)
+        batches = _rebatch(prefetch(source.batches()), request.batch_rows)
+        if request.reverse and plan.axis == 0:
+            # Scan from the last row up: spool the input, replay it backwards, and put
+            # the results back in input order through a second spool.
+            plan.reverse_total, batches = reversed_batches(batches, stack)
+            sink = ReversingSink(sink, stack)
         with _aborting(sink):
-            for batch in _rebatch(prefetch(source.batches()), request.batch_rows):
+            for batch in batches:
                 sink.write(plan.apply(batch))
                 progress.update(getattr(source, "bytes_read", plan.rows_done))
             sink.close()
+
+
+def _scan_options(request: Request) -> dict[str, Any]:
+    return dict(overflow=request.overflow, skipna=request.skipna, indices=request.indices,
+                exclusive=request.exclusive)
+
 
 
 def _table_progress(request: Request, source: Any) -> Progress:
@@ -419,7 +314,7 @@ class _TableToNpy:
     def __init__(self, sink_type: Any, stream: IO[bytes], schema: pa.Schema) -> None:
         dtypes = []
         for f in schema:
-            dtype = _numpy_dtype(f.type)
+            dtype = numpy_dtype(f.type)
             if dtype is None:
                 raise UsageError(
                     f".npy output holds numbers only, but column {f.name!r} is {f.type}; "
@@ -470,9 +365,13 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                stack: contextlib.ExitStack) -> None:
     shape: tuple[int, ...] = source.shape
     axis = resolve_array_axis(request.axis, len(shape))
-    spec = kernels.make_spec(request.op, source.dtype, dtype, overflow=request.overflow,
-                             skipna=request.skipna, indices=request.indices,
-                             what=source.name)
+    for option, given in (("--by", request.by), ("--reset", request.reset),
+                          ("--keep", request.keep), ("--columns", request.columns)):
+        if given:
+            raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
+                             f"{source.name} is an array")
+    spec = kernels.make_spec(request.op, source.dtype, dtype, what=source.name,
+                             **_scan_options(request))
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * source.dtype.itemsize if shape else 1
     rows = request.batch_rows or max(1, BLOCK_BYTES // max(row_bytes, 1))
     progress = Progress(request.progress, shape[0] if shape else None, "rows", source.name)
@@ -481,6 +380,8 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                            f"{request.op} along axis {axis} of {source.name}")
         if out.format != "table":
             sink = BackgroundSink(sink)
+        if request.reverse and axis == 0 and shape:
+            sink = ReversingArraySink(sink, stack)
         carry = kernels.initial_carry(spec, shape[1:]) if shape else None
         with _aborting(sink):
             _scan_array_blocks(request, source, spec, axis, rows, carry, sink, progress)
@@ -490,19 +391,25 @@ def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, ax
                        rows: int, carry: kernels.Carry | None, sink: Any,
                        progress: Progress) -> None:
     start = 0
-    for block in prefetch(source.blocks(rows)):
+    backwards = request.reverse and axis == 0 and bool(source.shape)
+    blocks = source.reversed_blocks(rows) if backwards else source.blocks(rows)
+    for block in prefetch(blocks):
         try:
             if block.ndim == 0:
                 result = kernels.scan_array(spec, block)
             elif axis == 0:
                 assert carry is not None
                 result = kernels.scan_block(spec, block, None, carry)
+                if backwards:
+                    result = _back_in_input_order(result, source.shape[0])
             else:
-                result = kernels.scan_array(spec, block, axis)
+                result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
         except ScanOverflowError as error:
-            raise DataError(f"{source.name}: at index "
-                            f"{_array_index(error.position, axis, start)}: {error}"
-                            f"{_overflow_hint(request)}") from None
+            index = _array_index(error.position, axis, start)
+            if backwards:
+                index = (source.shape[0] - 1 - index[0], *index[1:])
+            raise DataError(f"{source.name}: at index {index}: {error}"
+                            f"{overflow_hint(request.overflow)}") from None
         sink.write(result.values, result.indices)
         start += block.shape[0] if block.ndim else 1
         progress.update(start)
@@ -519,6 +426,15 @@ def _aborting(sink: Any) -> Iterator[None]:
         if abort is not None:
             abort()
         raise
+
+
+def _back_in_input_order(result: kernels.ScanResult, total: int) -> kernels.ScanResult:
+    """A block scanned backwards (rows flipped), flipped back; indices as input rows."""
+    indices = None
+    if result.indices is not None:
+        indices = np.where(result.indices >= 0, total - 1 - result.indices, -1)[::-1]
+    skipped = None if result.skipped is None else result.skipped[::-1]
+    return kernels.ScanResult(result.values[::-1], indices, skipped)
 
 
 def _array_index(position: tuple[int, ...], axis: int, start: int) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ over the whole input, however it is split (SEMANTICS.md, difference 4).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -84,6 +85,7 @@ class ScanSpec:
     overflow: Overflow = "error"
     skipna: bool = False
     indices: bool = False
+    exclusive: bool = False  # out[i] covers the elements before i only
 
     @property
     def identity(self) -> np.generic:
@@ -98,9 +100,18 @@ def make_spec(
     overflow: Overflow = "error",
     skipna: bool = False,
     indices: bool = False,
+    exclusive: bool = False,
     what: str = "the input",
 ) -> ScanSpec:
     """Apply SEMANTICS.md's dtype table; `what` names the data in error messages."""
+    spec = _make_spec(op, source_dtype, dtype, overflow, skipna, indices, what)
+    return dataclasses.replace(spec, exclusive=exclusive) if exclusive else spec
+
+
+def _make_spec(
+    op: str, source_dtype: np.dtype, dtype: np.dtype | None, overflow: Overflow,
+    skipna: bool, indices: bool, what: str,
+) -> ScanSpec:
     if op not in OPS:
         raise UsageError(f"unknown operation {op!r}; choose from {', '.join(OPS)}")
     source_dtype = np.dtype(source_dtype).newbyteorder("=")
@@ -166,14 +177,43 @@ class ScanResult:
 
 
 def scan_block(
-    spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None, carry: Carry
+    spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None, carry: Carry,
+    positions: np.ndarray | None = None,
 ) -> ScanResult:
     """Scan `block` along axis 0, continuing from `carry` (updated in place).
 
     `valid` marks present cells (None: all present); missing cells are skipped and the
-    running value carries over them. Raises ScanOverflowError with the position (in the
-    block) of the first integer result that does not fit.
+    running value carries over them. `positions` (same shape as the block) are the
+    indices that cummax/cummin report, when they are not simply the carry's offset
+    onwards (grouped scans). Raises ScanOverflowError with the position (in the block)
+    of the first integer result that does not fit.
     """
+    before = (carry.value.copy(), carry.index.copy()) if spec.exclusive else None
+    result = _scan_inclusive(spec, block, valid, carry, positions)
+    if before is not None and result.values.shape[0]:
+        _shift_exclusive(spec, result, *before)
+    return result
+
+
+def _shift_exclusive(spec: ScanSpec, result: ScanResult, value_before: np.ndarray,
+                     index_before: np.ndarray) -> None:
+    """out[i] = the running value before element i: the inclusive scan moved down by one,
+    with the running value from before the block (the identity at the start) first."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        first = value_before.astype(spec.out_dtype)
+    result.values[1:] = result.values[:-1].copy()
+    result.values[0] = first
+    if result.indices is not None:
+        result.indices[1:] = result.indices[:-1].copy()
+        result.indices[0] = index_before
+        if result.skipped is not None:
+            result.indices[result.skipped] = -1
+
+
+def _scan_inclusive(
+    spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None, carry: Carry,
+    positions: np.ndarray | None,
+) -> ScanResult:
     x = cast_input(spec, block, valid)
     skip = None if valid is None else ~valid
     if spec.skipna and x.dtype.kind in "fc":
@@ -185,7 +225,7 @@ def scan_block(
         empty = np.empty(x.shape, spec.out_dtype)
         return ScanResult(empty, np.empty(x.shape, np.int64) if spec.indices else None, skip)
     if spec.op in ("cummax", "cummin"):
-        values, indices = _scan_extreme(spec, x, skip, carry)
+        values, indices = _scan_extreme(spec, x, skip, carry, positions)
     elif spec.op == "logcumsumexp" and spec.acc_dtype.kind == "c":
         values, indices = _scan_complex_logcumsumexp(spec, x, skip, carry), None
     else:
@@ -223,7 +263,9 @@ def cast_input(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None) -> n
             )
         if spec.overflow == "error":
             info = np.iinfo(target)
-            bad = (np.trunc(real) < info.min) | (np.trunc(real) > info.max)
+            # In float64, against exact powers of two: int64's max rounds up to 2**63.
+            whole = np.trunc(real.astype(np.float64))
+            bad = (whole < float(info.min)) | (whole >= float(int(info.max) + 1))
             _raise_if_any(bad, valid, block, f"does not fit {target}")
         with np.errstate(invalid="ignore"):
             return real.astype(target)
@@ -243,7 +285,8 @@ def cast_input(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None) -> n
         return cast
     if src.kind == "c" and target.kind != "c":
         return block.real.astype(target)
-    return block.astype(target)
+    with np.errstate(over="ignore"):  # a big integer cast to float16 is inf, as in torch
+        return block.astype(target)
 
 
 def _raise_if_any(bad: np.ndarray, valid: np.ndarray | None, block: np.ndarray, what: str) -> None:
@@ -295,7 +338,7 @@ def _scan_accumulate(
         _check_int64_overflow(spec, terms, acc, carry.value)
     if spec.out_dtype.kind in "iu" and spec.out_dtype != _INT64 and spec.overflow == "error":
         info = np.iinfo(spec.out_dtype)
-        if int(acc.min()) < info.min or int(acc.max()) > info.max:
+        if acc.size and (int(acc.min()) < info.min or int(acc.max()) > info.max):
             bad = (acc < info.min) | (acc > info.max)
             if skip is not None:
                 bad &= ~skip
@@ -357,7 +400,8 @@ def _check_int64_overflow(
 
 
 def _scan_extreme(
-    spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
+    spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry,
+    positions: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """cummax/cummin: a NaN wins and stays; ties and NaNs take the latest index."""
     ufunc = _UFUNCS[spec.op]
@@ -365,7 +409,10 @@ def _scan_extreme(
     ufunc(carry.value[np.newaxis], values[:1], out=values[:1])
     ufunc.accumulate(values, axis=0, out=values)
     indices = None
-    if spec.indices:
+    # numpy's maximum/minimum pick either zero when -0.0 ties 0.0 (float16 the first, the
+    # others by platform); torch keeps the last tied element, so zeros are re-read below.
+    zero_ties = x.dtype.kind == "f" and not values.all()
+    if spec.indices or zero_ties:
         prev = np.concatenate([carry.value[np.newaxis], values[:-1]])
         compare = np.greater_equal if spec.op == "cummax" else np.less_equal
         with np.errstate(invalid="ignore"):
@@ -374,12 +421,19 @@ def _scan_extreme(
             record |= np.isnan(x)
         if skip is not None:
             record &= ~skip
-        positions = np.arange(carry.offset, carry.offset + x.shape[0], dtype=np.int64)
-        positions = positions.reshape((-1,) + (1,) * (x.ndim - 1))
+        if positions is None:
+            positions = np.arange(carry.offset, carry.offset + x.shape[0], dtype=np.int64)
+            positions = positions.reshape((-1,) + (1,) * (x.ndim - 1))
         indices = np.where(record, positions, np.int64(-1))
         np.maximum(carry.index[np.newaxis], indices[:1], out=indices[:1])
         np.maximum.accumulate(indices, axis=0, out=indices)
         carry.index = indices[-1].copy()
+        if zero_ties:
+            local = indices - carry.offset
+            picked = np.take_along_axis(x, np.maximum(local, 0), axis=0)
+            values = np.where(local >= 0, picked, carry.value[np.newaxis])
+        if not spec.indices:
+            indices = None
     carry.value = values[-1].copy()
     return values, indices
 
@@ -396,6 +450,16 @@ def _scan_complex_logcumsumexp(
             acc[i] = running
     carry.value = np.asarray(running).copy()
     return acc.astype(spec.out_dtype)
+
+
+def flip_result(result: ScanResult, axis: int) -> ScanResult:
+    """Put a scan of flipped input back in input order, indices as input positions."""
+    indices = None
+    if result.indices is not None:
+        last = result.indices.shape[axis] - 1
+        indices = np.flip(np.where(result.indices >= 0, last - result.indices, -1), axis)
+    skipped = None if result.skipped is None else np.flip(result.skipped, axis)
+    return ScanResult(np.flip(result.values, axis), indices, skipped)
 
 
 def _complex_log_add_exp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -415,15 +479,21 @@ def _complex_log_add_exp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def scan_array(
-    spec: ScanSpec, array: np.ndarray, axis: int = 0, valid: np.ndarray | None = None
+    spec: ScanSpec, array: np.ndarray, axis: int = 0, valid: np.ndarray | None = None,
+    reverse: bool = False,
 ) -> ScanResult:
-    """Scan a whole in-memory array along `axis` (the engine streams; this is the simple path)."""
+    """Scan a whole in-memory array along `axis` (the engine streams; this is the simple
+    path). With `reverse`, out[i] covers x[i..n-1]; indices still count in input order."""
     array = np.asarray(array)
+    if reverse and array.ndim:
+        flipped = scan_array(spec, np.flip(array, axis), axis,
+                             None if valid is None else np.flip(valid, axis))
+        return flip_result(flipped, axis)
     if array.ndim == 0:
         # A 0-d array is returned unchanged (in the output dtype), as torch does.
         one = scan_block(spec, array.reshape(1), None, initial_carry(spec))
         values = one.values.reshape(())
-        if spec.op in ("cumsum", "logcumsumexp", "cumprod"):
+        if spec.op in ("cumsum", "logcumsumexp", "cumprod") and not spec.exclusive:
             values = cast_input(spec, array, None).astype(spec.out_dtype).reshape(())
         indices = None if one.indices is None else one.indices.reshape(())
         return ScanResult(values, indices, None)

@@ -8,11 +8,17 @@ Exceptions raised in a thread are re-raised in the main thread at the next hand-
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
 
 T = TypeVar("T")
 _DONE = object()
@@ -148,3 +154,115 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def reversed_batches(
+    batches: Iterator[pa.RecordBatch], stack: contextlib.ExitStack
+) -> tuple[int, Iterator[pa.RecordBatch]]:
+    """Spool `batches` to a temporary Arrow file; return the row count and the rows in
+    reverse order, batch by batch (memory-mapped: bounded memory at any size)."""
+    import pyarrow as pa
+
+    spool = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".cumtool-spool"))
+    total = 0
+    writer = None
+    for batch in batches:
+        if writer is None:
+            writer = pa.ipc.new_file(spool.name, batch.schema)
+        writer.write_batch(batch)
+        total += batch.num_rows
+    if writer is None:
+        return 0, iter(())
+    writer.close()
+
+    def backwards() -> Iterator[pa.RecordBatch]:
+        with pa.memory_map(spool.name) as source:
+            reader = pa.ipc.open_file(source)
+            for i in reversed(range(reader.num_record_batches)):
+                yield _flip(reader.get_batch(i))
+
+    return total, backwards()
+
+
+def _flip(batch: pa.RecordBatch) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    return batch.take(pa.array(range(batch.num_rows - 1, -1, -1), type=pa.int64()))
+
+
+class ReversingSink:
+    """Collects batches produced in reverse order and writes them in input order."""
+
+    def __init__(self, sink: Any, stack: contextlib.ExitStack) -> None:
+        self._sink = sink
+        self._stack = stack
+        self._spool: Any = None
+        self._writer: Any = None
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
+        if self._writer is None:
+            self._spool = self._stack.enter_context(
+                tempfile.NamedTemporaryFile(suffix=".cumtool-spool"))
+            self._writer = pa.ipc.new_file(self._spool.name, batch.schema)
+        self._writer.write_batch(batch)
+
+    def close(self) -> None:
+        import pyarrow as pa
+
+        if self._writer is not None:
+            self._writer.close()
+            with pa.memory_map(self._spool.name) as source:
+                reader = pa.ipc.open_file(source)
+                for i in reversed(range(reader.num_record_batches)):
+                    self._sink.write(_flip(reader.get_batch(i)))
+        self._sink.close()
+
+    def abort(self) -> None:
+        abort = getattr(self._sink, "abort", None)
+        if abort is not None:
+            abort()
+
+
+class ReversingArraySink:
+    """Array blocks produced last block first, written in input order (via a spool)."""
+
+    def __init__(self, sink: Any, stack: contextlib.ExitStack) -> None:
+        self._sink = sink
+        self._spool = stack.enter_context(tempfile.TemporaryFile(suffix=".cumtool-spool"))
+        self._blocks: list[tuple[int, np.ndarray, np.ndarray | None]] = []
+        self._shapes: list[tuple[int, ...]] = []
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        import numpy as np
+
+        offset = self._spool.tell()
+        self._spool.write(np.ascontiguousarray(values).data)
+        if indices is not None:
+            self._spool.write(np.ascontiguousarray(indices).data)
+        # Keep only empty arrays as shape/dtype templates; the data lives in the spool.
+        self._blocks.append((offset, values[:0].reshape((0, *values.shape[1:])).copy()
+                             if values.ndim else values, None if indices is None
+                             else indices[:0].copy()))
+        self._shapes.append(values.shape)
+
+    def close(self) -> None:
+        import numpy as np
+
+        for (offset, values, indices), shape in zip(reversed(self._blocks),
+                                                    reversed(self._shapes), strict=True):
+            count = int(np.prod(shape, dtype=np.int64))
+            self._spool.seek(offset)
+            block = np.fromfile(self._spool, dtype=values.dtype, count=count).reshape(shape)
+            index_block = None
+            if indices is not None:
+                index_block = np.fromfile(self._spool, dtype=np.int64,
+                                          count=count).reshape(shape)
+            self._sink.write(block, index_block)
+        self._sink.close()
+
+    def abort(self) -> None:
+        abort = getattr(self._sink, "abort", None)
+        if abort is not None:
+            abort()

@@ -159,6 +159,7 @@ class CsvSource:
     def __init__(
         self, stream: IO[bytes], name: str, options: CsvOptions, *,
         compression: str | None = None, float_columns: Collection[str] | None = None,
+        decimal_columns: Collection[str] | None = None,
         chunk_bytes: int = CHUNK_BYTES, total_bytes: int | None = None,
     ) -> None:
         self.name = name
@@ -177,20 +178,76 @@ class CsvSource:
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
         self._first = sample
         try:
-            inferred = pl.read_csv(
+            first_rows = pl.read_csv(
                 sample, separator=options.delimiter, has_header=options.header,
                 infer_schema_length=INFER_ROWS, n_rows=INFER_ROWS, try_parse_dates=False,
-            ).schema
+            )
+            inferred = first_rows.schema
+            if first_rows.height == 0:
+                # A header without rows: empty int64 columns, so the result is an empty
+                # table with the same header rather than "no numeric columns".
+                inferred = pl.Schema({column: pl.Int64() for column in inferred.names()})
         except pl.exceptions.PolarsError as error:
             raise _ragged_row(name, sample, options) or unreadable(
                 name, "csv", _polars_message(error)) from None
         self.column_names = (list(inferred.names()) if options.header
                              else [str(i) for i in range(len(inferred))])
         self._parse_schema = _numeric_schema(inferred, self.column_names, float_columns)
-        self._schema = pl.DataFrame(
+        self._decimal_scales = self._decimal_scales_of(first_rows, decimal_columns)
+        for column in self._decimal_scales:
+            self._parse_schema[inferred.names()[self.column_names.index(column)]] = pl.String()
+        self._schema = self._arrow_schema()
+        self.rows_read = 0
+
+    def _decimal_scales_of(self, first_rows: pl.DataFrame,
+                           wanted: Collection[str] | None) -> dict[str, int]:
+        """--decimal: float columns become decimals with as many places as their cells
+        have at most (in the first rows; a later cell with more is an error)."""
+        if wanted is None:
+            return {}
+        scales = {}
+        for column, polars_name in zip(self.column_names, first_rows.columns, strict=True):
+            if first_rows.schema[polars_name] != pl.Float64 or (
+                    wanted != "all" and column not in wanted):
+                continue
+            text = first_rows.get_column(polars_name).cast(pl.String).drop_nulls()
+            places = text.str.extract(r"\.(\d+)$").str.len_chars().max()
+            scales[column] = max(int(places), 1) if isinstance(places, int) else 1
+        if scales:
+            # Re-read the first rows' text exactly as written: polars' float text of
+            # 19.90 would be 19.9, hiding a place.
+            exact = pl.read_csv(self._first, separator=self._options.delimiter,
+                                has_header=self._options.header, infer_schema=False,
+                                n_rows=INFER_ROWS)
+            for column, polars_name in zip(self.column_names, exact.columns, strict=True):
+                if column in scales:
+                    places = (exact.get_column(polars_name).drop_nulls()
+                              .str.extract(r"\.(\d+)").str.len_chars().max())
+                    scales[column] = int(places) if isinstance(places, int) else 0
+        return scales
+
+    def _arrow_schema(self) -> pa.Schema:
+        base = pl.DataFrame(
             schema=dict(zip(self.column_names, self._parse_schema.values(), strict=True))
         ).to_arrow().schema
-        self.rows_read = 0
+        for column, scale in self._decimal_scales.items():
+            base = base.set(base.get_field_index(column),
+                            pa.field(column, pa.decimal128(38, scale)))
+        return base
+
+    def _decimals(self, table: pa.Table) -> pa.Table:
+        for column, scale in self._decimal_scales.items():
+            index = table.schema.get_field_index(column)
+            try:
+                exact = table.column(index).cast(pa.decimal128(38, scale))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise FormatError(
+                    f"{self.name}: column {column!r}, in rows {self.rows_read + 1} to "
+                    f"{self.rows_read + table.num_rows}: not a decimal with at most {scale} "
+                    f"places, as the first rows ({error})"
+                ) from None
+            table = table.set_column(index, column, exact)
+        return table
 
     @property
     def schema(self) -> pa.Schema:
@@ -207,8 +264,10 @@ class CsvSource:
             for chunk in _prepend(self._first, chunks):
                 frame = self._parse(chunk, header=first and self._options.header)
                 first = False
+                table = self._decimals(frame.to_arrow()) if self._decimal_scales else (
+                    frame.to_arrow())
                 self.rows_read += frame.height
-                yield from frame.to_arrow().to_batches()
+                yield from table.to_batches()
         except (OSError, pa.ArrowException) as error:
             raise unreadable(self.name, "csv", error) from None
 
@@ -325,10 +384,15 @@ class CsvSink:
     def write(self, batch: pa.RecordBatch) -> None:
         frame = pl.from_arrow(_polars_compatible(batch))
         assert isinstance(frame, pl.DataFrame)
+        # Render to memory, then write ourselves: polars turns any exception raised by a
+        # Python stream's write() into a bare OSError, which would hide a broken pipe
+        # (`| head`) and the OutputError of a full disk behind a traceback.
+        text = io.BytesIO()
         frame.write_csv(
-            self._stream, separator=self._options.delimiter, include_header=self._header_due,
+            text, separator=self._options.delimiter, include_header=self._header_due,
             null_value="",
         )
+        self._stream.write(text.getvalue())
         self._header_due = False
 
     def close(self) -> None:

@@ -96,6 +96,29 @@ class NpySource:
                 raw = self._read_exact((stop - start) * row_bytes)
                 yield raw.view(self.dtype).reshape((stop - start, *self.shape[1:]))
 
+    def reversed_blocks(self, rows: int) -> Iterator[np.ndarray]:
+        """Blocks from the last row to the first, each with its rows reversed. A stream is
+        spooled to a temporary file first (memory stays bounded)."""
+        if self._array is None:
+            with tempfile.TemporaryFile(suffix=".cumtool-spool") as spool:
+                for block in self.blocks(rows):
+                    spool.write(np.ascontiguousarray(block).data)
+                spool.flush()
+                if spool.tell() == 0:
+                    yield np.empty(self.shape, self.dtype)
+                    return
+                mapped = np.memmap(spool, dtype=self.dtype, mode="r", shape=self.shape)
+                yield from _reversed_blocks_of(mapped, rows)
+            return
+        yield from _reversed_blocks_of(self._array, rows)
+
+
+def _reversed_blocks_of(array: np.ndarray, rows: int) -> Iterator[np.ndarray]:
+    total = array.shape[0]
+    for stop in range(total, 0, -rows):
+        start = max(0, stop - rows)
+        yield np.ascontiguousarray(array[start:stop][::-1])
+
 
 def _header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
     header = {"descr": npformat.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}

@@ -1,0 +1,161 @@
+"""Grouped and resetting scans (`--by`, `--reset`) on the rows axis, streamed batch by batch.
+
+Each row belongs to a *run*: the rows of one group (a distinct combination of the key
+columns) between two resets. A run is scanned from its group's carried state, or from the
+identity if it starts at a reset. Runs of a batch are scanned together: they are bucketed
+by length (powers of two), laid out as the columns of a 2-D block padded with skipped
+cells, and scanned along axis 0 with one carry per column. So every run is summed left to
+right with the carry folded in first: bit-identical to scanning each group on its own, with
+a bounded number of numpy calls per batch (one per bucket) whatever the number of groups.
+Memory grows with the number of groups, not rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cumtool import kernels
+from cumtool.errors import ScanOverflowError
+
+_GROUP = "__cumtool_group"
+_ROW = "__cumtool_row"
+
+
+class GroupKeys:
+    """Dense group ids for key tuples, stable across batches (a missing key is a key)."""
+
+    def __init__(self, columns: list[str]) -> None:
+        self.columns = columns
+        self._known: pl.DataFrame | None = None
+        self.count = 0
+
+    def ids(self, batch: pa.RecordBatch) -> np.ndarray:
+        keys = pl.from_arrow(batch.select(self.columns))
+        assert isinstance(keys, pl.DataFrame)
+        keys = keys.with_row_index(_ROW)
+        if self._known is None:
+            self._known = keys.head(0).drop(_ROW).with_columns(pl.lit(0, pl.Int64).alias(_GROUP))
+        joined = keys.join(self._known, on=self.columns, how="left", nulls_equal=True)
+        unseen = joined.filter(pl.col(_GROUP).is_null())
+        if unseen.height:
+            new = unseen.select(self.columns).unique(maintain_order=True)
+            new = new.with_columns(
+                pl.int_range(self.count, self.count + new.height, dtype=pl.Int64).alias(_GROUP))
+            self.count += new.height
+            self._known = pl.concat([self._known, new])
+            joined = keys.join(self._known, on=self.columns, how="left", nulls_equal=True)
+        ordered = joined.sort(_ROW)
+        return ordered.get_column(_GROUP).to_numpy()
+
+
+@dataclass
+class Runs:
+    """How a batch's rows split into runs."""
+
+    run_of_row: np.ndarray  # run number (0..count-1) of each row, increasing per group
+    group_of_run: np.ndarray  # group id of each run
+    fresh: np.ndarray  # whether the run starts at a reset (from the identity)
+    last_of_group: np.ndarray  # run numbers that end their group's part of the batch
+
+
+def split_runs(groups: np.ndarray, resets: np.ndarray | None) -> Runs:
+    """Runs of a batch from each row's group id and reset flag."""
+    n = groups.shape[0]
+    if resets is None:
+        resets = np.zeros(n, dtype=bool)
+    order = np.argsort(groups, kind="stable")
+    sorted_groups = groups[order]
+    sorted_resets = resets[order]
+    group_start = np.ones(n, dtype=bool)
+    group_start[1:] = sorted_groups[1:] != sorted_groups[:-1]
+    run_start = group_start | sorted_resets
+    run_sorted = np.cumsum(run_start) - 1
+    run_of_row = np.empty(n, dtype=np.int64)
+    run_of_row[order] = run_sorted
+    starts = np.flatnonzero(run_start)
+    group_of_run = sorted_groups[starts]
+    fresh = sorted_resets[starts]
+    last = np.ones(starts.shape[0], dtype=bool)
+    last[:-1] = group_of_run[1:] != group_of_run[:-1]
+    return Runs(run_of_row, group_of_run, fresh, np.flatnonzero(last))
+
+
+class GroupCarry:
+    """The carried state of every group seen so far."""
+
+    def __init__(self, spec: kernels.ScanSpec) -> None:
+        self.spec = spec
+        self.value = np.empty(0, dtype=spec.acc_dtype)
+        self.index = np.empty(0, dtype=np.int64)
+
+    def grow(self, count: int) -> None:
+        if count > self.value.shape[0]:
+            extra = count - self.value.shape[0]
+            self.value = np.concatenate(
+                [self.value, np.full(extra, self.spec.identity, dtype=self.spec.acc_dtype)])
+            self.index = np.concatenate([self.index, np.full(extra, -1, dtype=np.int64)])
+
+
+def scan_runs(
+    spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray | None, runs: Runs,
+    carry: GroupCarry, positions: np.ndarray,
+) -> kernels.ScanResult:
+    """Scan a batch's column run by run; `positions` are the rows' indices for --indices.
+    Raises ScanOverflowError with the row (in the batch) where an overflow happened."""
+    n = values.shape[0]
+    out = np.empty(n, dtype=spec.out_dtype)
+    out_indices = np.empty(n, dtype=np.int64) if spec.indices else None
+    skipped = np.zeros(n, dtype=bool)
+    any_skipped = False
+    run_count = runs.group_of_run.shape[0]
+    order = np.argsort(runs.run_of_row, kind="stable")  # rows by run, input order within
+    sorted_runs = runs.run_of_row[order]
+    lengths = np.bincount(sorted_runs, minlength=run_count)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    rank = np.arange(n) - np.repeat(starts, lengths)
+    bucket_of_run = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
+    end_value = np.empty(run_count, dtype=spec.acc_dtype)
+    end_index = np.empty(run_count, dtype=np.int64)
+    row_bucket = np.repeat(bucket_of_run, lengths)
+    for bucket in np.unique(bucket_of_run):
+        bucket_runs = np.flatnonzero(bucket_of_run == bucket)
+        height = int(lengths[bucket_runs].max())
+        column_of_run = np.full(run_count, -1, dtype=np.int64)
+        column_of_run[bucket_runs] = np.arange(bucket_runs.shape[0])
+        picked = row_bucket == bucket
+        rows = order[picked]
+        cell = (rank[picked], column_of_run[sorted_runs[picked]])
+        shape = (height, bucket_runs.shape[0])
+        block = np.zeros(shape, dtype=values.dtype)
+        block[cell] = values[rows]
+        present = np.zeros(shape, dtype=bool)
+        present[cell] = True if valid is None else valid[rows]
+        where = np.zeros(shape, dtype=np.int64)
+        where[cell] = positions[rows]
+        groups = runs.group_of_run[bucket_runs]
+        fresh = runs.fresh[bucket_runs]
+        run_carry = kernels.Carry(
+            np.where(fresh, spec.identity, carry.value[groups]).astype(spec.acc_dtype),
+            np.where(fresh, -1, carry.index[groups]),
+        )
+        try:
+            result = kernels.scan_block(spec, block, present, run_carry, positions=where)
+        except ScanOverflowError as error:
+            at = np.flatnonzero((cell[0] == error.position[0]) & (cell[1] == error.position[1]))
+            raise ScanOverflowError(str(error), (int(rows[at[0]]),)) from None
+        out[rows] = result.values[cell]
+        if out_indices is not None and result.indices is not None:
+            out_indices[rows] = result.indices[cell]
+        if result.skipped is not None:
+            skipped[rows] = result.skipped[cell]
+            any_skipped = True
+        end_value[bucket_runs] = run_carry.value
+        end_index[bucket_runs] = run_carry.index
+    last = runs.last_of_group
+    carry.value[runs.group_of_run[last]] = end_value[last]
+    carry.index[runs.group_of_run[last]] = end_index[last]
+    return kernels.ScanResult(out, out_indices, skipped if any_skipped else None)
