@@ -29,11 +29,12 @@ __all__ = [
 ]
 
 
-def scan(data: Any, op: str, axis: int = 0, dtype: str | None = None, *,
-         overflow: str = "error", skipna: bool = False, indices: bool = False) -> Any:
-    """Scan a numpy array along `axis`; see README "Python API"."""
+def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None,
+         **options: Any) -> Any:
+    """Scan an array or an Arrow table with the CLI's rules; see README "Python API".
+
+    Options: overflow="error"|"wrap", skipna, indices, reverse, exclusive, and for tables
+    by, reset, columns, keep (full description: cumtool.api.scan)."""
     from cumtool.api import scan as _scan
 
-    return _scan(data, op, axis=axis, dtype=dtype, overflow=overflow, skipna=skipna,
-                 indices=indices)
-
+    return _scan(data, op, axis=axis, dtype=dtype, **options)

@@ -1,4 +1,8 @@
-"""`cumtool.scan`: the engine's kernels on in-memory data, for Python users."""
+"""`cumtool.scan`: the engine on in-memory data, for Python users.
+
+numpy arrays go through the same kernels as .npy files, Arrow tables through the same
+TablePlan as CSV and Parquet; so the API and the CLI cannot disagree.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +12,110 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.engine import _array_index, resolve_array_axis
-from cumtool.errors import DataError, ScanOverflowError
+from cumtool.errors import DataError, ScanOverflowError, UsageError
 
 
 def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
-         overflow: str = "error", skipna: bool = False, indices: bool = False) -> Any:
-    """Scan `data` (anything numpy.asarray accepts) along `axis` with the CLI's rules.
+         overflow: str = "error", skipna: bool = False, indices: bool = False,
+         reverse: bool = False, exclusive: bool = False, by: Any = None,
+         reset: Any = None, columns: list[str] | None = None, keep: bool = False) -> Any:
+    """Scan `data` along `axis` with the CLI's rules.
 
-    Returns the result array, or `(values, indices)` with `indices=True` (cummax/cummin).
+    `data` is a pyarrow Table or RecordBatch (returns a pyarrow Table, as the CLI would
+    write it; `by` and `reset` name columns) or anything numpy.asarray accepts (returns
+    the result array, or `(values, indices)` with `indices=True`; there `by` and `reset`
+    are arrays with one entry per position along axis 0 of a 1-D or 2-D array).
     Raises cumtool.UsageError for bad arguments and cumtool.DataError (ScanOverflowError)
     for data that cannot be scanned, e.g. integer overflow without overflow="wrap".
     """
+    cast = kernels.parse_dtype(dtype) if dtype is not None else None
+    options = dict(overflow=overflow, skipna=skipna, indices=indices, exclusive=exclusive)
+    if _is_arrow(data):
+        return _scan_table(data, op, str(axis), cast, options, reverse=reverse, by=by,
+                           reset=reset, columns=columns, keep=keep)
+    if columns is not None or keep:
+        raise UsageError("columns= and keep= are for Arrow tables")
     array = np.asarray(data)
     if array.dtype.hasobject:
         raise DataError("cumtool.scan needs a numeric array, not Python objects")
-    cast = kernels.parse_dtype(dtype) if dtype is not None else None
-    spec = kernels.make_spec(op, array.dtype, cast, overflow=overflow,  # type: ignore[arg-type]
-                             skipna=skipna, indices=indices, what="the array")
+    spec = kernels.make_spec(op, array.dtype, cast, what="the array",
+                             **options)  # type: ignore[arg-type]
     axis_number = resolve_array_axis(str(axis), array.ndim)
+    if by is not None or reset is not None:
+        return _scan_keyed_array(spec, array, axis_number, by, reset, reverse)
     try:
-        result = kernels.scan_array(spec, array, axis_number)
+        result = kernels.scan_array(spec, array, axis_number, reverse=reverse)
     except ScanOverflowError as error:
         # The kernel counts along the scanned axis first; report the input's own index.
         index = _array_index(error.position, axis_number, 0) if array.ndim else ()
+        if reverse and index:
+            index = tuple(array.shape[axis_number] - 1 - i if d == axis_number else i
+                          for d, i in enumerate(index))
         raise ScanOverflowError(str(error), index) from None
     return (result.values, result.indices) if indices else result.values
+
+
+def _is_arrow(data: Any) -> bool:
+    module = type(data).__module__
+    return module.startswith("pyarrow") and type(data).__name__ in ("Table", "RecordBatch")
+
+
+def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
+                options: dict[str, Any], *, reverse: bool, by: Any, reset: Any,
+                columns: list[str] | None, keep: bool) -> Any:
+    import pyarrow as pa
+
+    from cumtool.tables import TableOptions, TablePlan
+
+    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    table_options = TableOptions(
+        columns=columns, by=[by] if isinstance(by, str) else by, reset=reset, keep=keep,
+        reverse=reverse)
+    plan = TablePlan(op, axis, dtype, table.schema, "the table", table_options, **options)
+    batches = table.to_batches()
+    if reverse and plan.axis == 0:
+        plan.reverse_total = table.num_rows
+        flipped = table.take(pa.array(range(table.num_rows - 1, -1, -1), type=pa.int64()))
+        batches = flipped.to_batches()
+    out = pa.Table.from_batches([plan.apply(b) for b in batches], schema=plan.schema)
+    if reverse and plan.axis == 0:
+        out = out.take(pa.array(range(out.num_rows - 1, -1, -1), type=pa.int64()))
+    return out
+
+
+def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: Any,
+                      reset: Any, reverse: bool) -> Any:
+    """by=/reset= on an array: through the table path, one column per line."""
+    import pyarrow as pa
+
+    if array.ndim not in (1, 2) or axis != 0:
+        raise UsageError("by= and reset= on arrays need a 1-D or 2-D array and axis 0")
+    matrix = array.reshape(array.shape[0], -1)
+    names = [f"c{i}" for i in range(matrix.shape[1])]
+    arrays: dict[str, Any] = {name: matrix[:, i] for i, name in enumerate(names)}
+    key_names = None
+    if by is not None:
+        keys = np.asarray(by)
+        keys = keys.reshape(keys.shape[0], -1)
+        if keys.shape[0] != array.shape[0]:
+            raise UsageError(f"by= has {keys.shape[0]} entries, the array {array.shape[0]} "
+                             "along axis 0")
+        key_names = [f"key{i}" for i in range(keys.shape[1])]
+        arrays.update({name: keys[:, i] for i, name in enumerate(key_names)})
+    if reset is not None:
+        flags = np.asarray(reset).astype(bool)
+        if flags.shape != (array.shape[0],):
+            raise UsageError(f"reset= needs {array.shape[0]} flags, one per row")
+        arrays["reset"] = flags
+    table = pa.table(arrays)
+    out = _scan_table(table, spec.op, "rows", spec.in_dtype if spec.in_dtype != spec.source_dtype
+                      else None, dict(overflow=spec.overflow, skipna=spec.skipna,
+                                      indices=spec.indices, exclusive=spec.exclusive),
+                      reverse=reverse, by=key_names, reset="reset" if reset is not None
+                      else None, columns=names, keep=False)
+    values = np.column_stack([out.column(n).to_numpy() for n in names]).reshape(array.shape)
+    if spec.indices:
+        indices = np.column_stack([out.column(f"{n}_index").to_numpy(zero_copy_only=False)
+                                   for n in names]).reshape(array.shape)
+        return values, indices
+    return values
