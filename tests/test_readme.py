@@ -13,7 +13,9 @@ A command must exit 0 unless the next line of its block is `echo $?`, which show
 status. Each block runs in a fresh directory holding a link to sample_data/, so files
 written by one command can be read by the next without touching the repository.
 ```pycon blocks are doctests of the Python API. The values README shows were checked by
-hand against torch (the reference the contract names), not copied blindly.
+hand against torch (the reference the contract names), not copied blindly. After a
+deliberate change of output, `python tests/test_readme.py --update` rewrites the shown
+output; review the diff.
 """
 
 from __future__ import annotations
@@ -235,3 +237,42 @@ def test_help_examples_run_on_the_sample_files(op: str, invoke, workdir: Path
         assert os.path.getsize(workdir / words[words.index("-o") + 1]) > 0
     else:
         assert result.stdout.count("\n") >= 2
+
+
+def update_readme() -> None:
+    """Rewrite the output of every console block with what the commands print now.
+    Review `git diff README.md` afterwards: a changed number may be a bug, not news."""
+    import tempfile
+
+    from click.testing import CliRunner
+
+    os.environ["COLUMNS"] = "80"
+    runner = CliRunner()
+
+    def invoke(*args: str, input: bytes | None = None) -> Result:
+        return runner.invoke(main, list(args), input=input, catch_exceptions=False)
+
+    pieces, position = [], 0
+    for match in FENCE.finditer(TEXT):
+        if match["lang"] != "console":
+            continue
+        with tempfile.TemporaryDirectory() as directory:
+            cwd = Path(directory)
+            (cwd / "sample_data").symlink_to(SAMPLE_DATA, target_is_directory=True)
+            previous = os.getcwd()
+            os.chdir(cwd)
+            try:
+                done = run_block(Block("console", 0, match["body"]), invoke, cwd)
+            finally:
+                os.chdir(previous)
+        body = "".join(f"$ {step.command}\n" + "".join(f"{line}\n" for line in _lines(o.text))
+                       for step, o in done)
+        pieces.append(TEXT[position:match.start("body")] + body)
+        position = match.end("body")
+    README.write_text("".join(pieces) + TEXT[position:], encoding="utf-8")
+
+
+if __name__ == "__main__":  # python tests/test_readme.py --update
+    if sys.argv[1:] != ["--update"]:
+        sys.exit("usage: python tests/test_readme.py --update")
+    update_readme()
