@@ -12,10 +12,9 @@ import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from cumtool import kernels
 from cumtool.errors import DataError, FormatError, ScanOverflowError, UsageError
@@ -28,6 +27,7 @@ from cumtool.formats import (
     kind_from_name,
     peekable,
 )
+from cumtool.kernels import overflow_hint
 from cumtool.output import open_output
 from cumtool.pipeline import (
     BackgroundSink,
@@ -37,16 +37,12 @@ from cumtool.pipeline import (
     prefetch,
     reversed_batches,
 )
-from cumtool.tables import (
-    TABLE_AXES,
-    TableOptions,
-    TablePlan,
-    column_to_numpy,
-    numpy_dtype,
-    overflow_hint,
-)
+
+if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
+    import pyarrow as pa
 
 DEFAULT_BATCH_ROWS = 1 << 17
+ARRAY_AXES = {"rows": 0, "index": 0, "columns": 1}
 BLOCK_BYTES = 8 << 20
 
 
@@ -100,10 +96,6 @@ def run(request: Request) -> None:
 def _open_source(
     request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack
 ) -> tuple[Any, FileKind]:
-    from cumtool.formats.csv import CsvSource, file_size
-    from cumtool.formats.npy import NpySource
-    from cumtool.formats.parquet import ParquetSource
-
     path: str | None = None
     if request.input == "-":
         name = "standard input"
@@ -124,6 +116,10 @@ def _open_source(
         except OSError as error:
             raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
         kind = kind_from_name(path) or kind_from_magic(head)
+        sniffed = kind_from_magic(head)
+        if sniffed.format in ("npy", "parquet") and sniffed.format != kind.format and (
+                sniffed.format == "npy" or _has_parquet_footer(stream)):
+            kind = sniffed  # a binary format is known by its bytes, whatever the name says
         if kind.compression is None and head.startswith(b"\x1f\x8b"):
             kind = FileKind(kind.format, "gzip")
     if kind.compression == "gzip" and (path is None or kind_from_name(path) is None):
@@ -141,20 +137,40 @@ def _open_source(
         raise FormatError(f"{name}: .npz input is not supported; give a .npy file")
     compressed = kind.compression
     if compressed and kind.format != "csv" and kind.format != "tsv":
+        import pyarrow as pa
+
         stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compressed)
         path = None
     # With a float --dtype, CSV integers to be scanned are read as floats straight away.
     float_columns = None if dtype is None or dtype.kind not in "fc" else (
         request.columns or "all")
+    # Each format's module (and its library: polars, pyarrow) loads only when used.
     if kind.format in ("csv", "tsv"):
+        from cumtool.formats.csv import CsvSource, file_size
+
         options = _csv_options(request, kind.format)
         decimal_columns = (request.columns or "all") if request.decimal else None
         return CsvSource(stream, name, options, compression=compressed,
                          float_columns=float_columns, decimal_columns=decimal_columns,
                          total_bytes=file_size(stream)), kind
     if kind.format == "parquet":
+        from cumtool.formats.parquet import ParquetSource
+
         return ParquetSource(path if path else stream, name, _batch_rows(request)), kind
+    from cumtool.formats.npy import NpySource
+
     return NpySource(stream, name, path), kind
+
+
+def _has_parquet_footer(stream: IO[bytes]) -> bool:
+    try:
+        size = stream.seek(0, 2)
+        stream.seek(max(size - 4, 0))
+        return stream.read(4) == b"PAR1"
+    except OSError:
+        return False
+    finally:
+        stream.seek(0)
 
 
 def _sniff_gzip(stream: IO[bytes], seekable: bool) -> FileKind:
@@ -223,6 +239,8 @@ def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa
 
 def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack) -> None:
+    from cumtool.tables import TableOptions, TablePlan
+
     options = TableOptions(columns=request.columns, by=request.by, reset=request.reset,
                            keep=request.keep, reverse=request.reverse)
     plan = TablePlan(request.op, request.axis, dtype, source.schema, source.name, options,
@@ -287,6 +305,8 @@ class _CompressingSink:
                  *args: Any) -> None:
         self._compressor = None
         if compression is not None:
+            import pyarrow as pa
+
             self._compressor = pa.CompressedOutputStream(stream, compression)
             stream = self._compressor
         self._sink = sink_type(stream, *args)
@@ -312,6 +332,8 @@ class _TableToNpy:
     """A table written as a 2-D .npy: every column must be numeric and complete."""
 
     def __init__(self, sink_type: Any, stream: IO[bytes], schema: pa.Schema) -> None:
+        from cumtool.tables import numpy_dtype
+
         dtypes = []
         for f in schema:
             dtype = numpy_dtype(f.type)
@@ -324,6 +346,8 @@ class _TableToNpy:
         self._sink = sink_type(stream, schema.names, np.result_type(*dtypes))
 
     def write(self, batch: pa.RecordBatch) -> None:
+        from cumtool.tables import column_to_numpy
+
         columns = []
         for name, column in zip(batch.schema.names, batch.columns, strict=True):
             values, valid = column_to_numpy(column)
@@ -344,8 +368,8 @@ class _TableToNpy:
 def resolve_array_axis(text: str, ndim: int) -> int:
     key = str(text).strip().lower()
     number: int | None
-    if key in TABLE_AXES:
-        number = TABLE_AXES[key]
+    if key in ARRAY_AXES:
+        number = ARRAY_AXES[key]
     else:
         try:
             number = int(key)
@@ -449,13 +473,14 @@ def _array_index(position: tuple[int, ...], axis: int, start: int) -> tuple[int,
 def _array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[int, ...],
                 spec: kernels.ScanSpec, caption: str) -> Any:
     from cumtool.formats.npy import NpySink
-    from cumtool.formats.pretty import PrettySink
 
     if out.format == "npy":
         if out.compression:
             raise UsageError("compressed .npy output is not supported; write .npy")
         return NpySink(stream, shape, spec.out_dtype, request.indices)
     if out.format == "table":
+        from cumtool.formats.pretty import PrettySink
+
         return _ArrayToPretty(PrettySink(stream, caption, console=_terminal_console(request)),
                               shape)
     if len(shape) > 2:
@@ -463,6 +488,8 @@ def _array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple
                          "write .npy or use --to table")
     if spec.out_dtype.kind == "c":
         raise UsageError(f"complex values cannot be written as {out.format}; write .npy")
+    import pyarrow as pa
+
     names = [str(i) for i in range(shape[1] if len(shape) == 2 else 1)]
     fields = []
     for name in names:
@@ -482,6 +509,10 @@ class _ArrayToTable:
         self._schema = schema
 
     def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        import pyarrow as pa
+
+        from cumtool.tables import arrow_column
+
         # Explicit width: reshape(n, -1) cannot infer it for an empty block.
         width = int(np.prod(values.shape[1:], dtype=np.int64))
         values = values.reshape(values.shape[0] if values.ndim else 1, width)
@@ -489,9 +520,9 @@ class _ArrayToTable:
             indices = indices.reshape(values.shape)
         arrays = []
         for i in range(values.shape[1]):
-            arrays.append(pa.array(values[:, i]))
+            arrays.append(arrow_column(values[:, i], None))
             if indices is not None:
-                arrays.append(pa.array(indices[:, i]))
+                arrays.append(arrow_column(indices[:, i], None))
         self._sink.write(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
 
     def close(self) -> None:

@@ -52,6 +52,11 @@ _UFUNCS = {
 }
 
 
+def overflow_hint(overflow: str) -> str:
+    """The advice that ends an integer-overflow error message."""
+    return "; use --overflow wrap for wrap-around" if overflow == "error" else ""
+
+
 def accepted_dtype_names() -> str:
     return ", ".join(list(_ACCEPTED_DTYPES) + list(_TORCH_ALIASES))
 
@@ -70,7 +75,7 @@ def parse_dtype(name: str) -> np.dtype:
 
 def is_scannable(dtype: np.dtype) -> bool:
     """Whether cumtool can scan values of this dtype at all (bool, ints, floats, complex)."""
-    return (dtype.kind in "biu" and dtype.itemsize <= 8) or dtype in _WIDER_FLOAT
+    return (dtype.kind in "biu" and dtype.itemsize <= 8) or dtype.newbyteorder("=") in _WIDER_FLOAT
 
 
 @dataclass(frozen=True)

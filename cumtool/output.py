@@ -8,6 +8,7 @@ untouched; `-o` may therefore name the input itself.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import tempfile
@@ -28,10 +29,23 @@ class _GuardedStream:
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         try:
-            written = self._stream.write(data)
+            # A big write can come back short (a pipe whose reader left, a full disk) with
+            # no exception; write the rest, so that the failure surfaces as an error.
+            view = memoryview(data)
+            size = view.nbytes
+            if view.ndim != 1 or view.format != "B":
+                try:
+                    view = view.cast("B") if size else memoryview(b"")
+                except (TypeError, ValueError):  # not a plain C-contiguous buffer
+                    view = memoryview(view.tobytes())
+            while view:
+                written = self._stream.write(view)
+                if written is None or written <= 0:
+                    raise OSError(errno.EIO, "short write")
+                view = view[written:]
             if self._flush_each:
                 self._stream.flush()
-            return written
+            return size
         except BrokenPipeError:
             raise
         except OSError as error:

@@ -12,13 +12,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from cumtool import groups, kernels
+from cumtool import kernels
 from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.kernels import overflow_hint
 
 TABLE_AXES = {"rows": 0, "index": 0, "columns": 1}
 _INT64_MAX = np.iinfo(np.int64).max
+_ARROW_FLOAT_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
 
 
 @dataclass(frozen=True)
@@ -36,24 +37,45 @@ def numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
     """The numpy dtype of a scannable Arrow type (decimals: their scaled int64), else None."""
     if (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
             or pa.types.is_boolean(arrow_type)):
-        return np.dtype(arrow_type.to_pandas_dtype())
+        # Not arrow_type.to_pandas_dtype(): that imports pandas (half a second).
+        name = str(arrow_type)
+        return np.dtype(_ARROW_FLOAT_NAMES.get(name, name))
     if pa.types.is_decimal(arrow_type):
         return np.dtype(np.int64)
     return None
 
 
 def column_to_numpy(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
-    """Values and validity (None: no missing cells) of an Arrow column, copying only if
-    there are nulls to fill. Decimals come out as their unscaled int64 integers."""
+    """Values and validity (None: no missing cells) of a numeric Arrow column, as views of
+    its buffers where possible. Values under missing cells are unspecified: the kernels
+    skip them. Decimals come out as their unscaled int64 integers.
+
+    (Not Array.to_numpy: that imports pandas, half a second of start-up.)"""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_decimal(column.type):
         return _decimal_to_int64(column)
+    valid = validity(column)
+    offset, length = column.offset, len(column)
+    if pa.types.is_boolean(column.type):
+        return _bits(column.buffers()[1], offset, length), valid
+    dtype = numpy_dtype(column.type)
+    if dtype is None:
+        raise TypeError(f"not a numeric column: {column.type}")
+    values = np.frombuffer(column.buffers()[1], dtype=dtype, count=offset + length)[offset:]
+    return values, valid
+
+
+def validity(column: pa.Array) -> np.ndarray | None:
+    """Which cells are present (None: all of them)."""
     if column.null_count == 0:
-        return column.to_numpy(zero_copy_only=False), None
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    fill = pa.scalar(False if pa.types.is_boolean(column.type) else 0, column.type)
-    return pc.fill_null(column, fill).to_numpy(zero_copy_only=False), valid
+        return None
+    return _bits(column.buffers()[0], column.offset, len(column))
+
+
+def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
+    packed = np.frombuffer(buffer, dtype=np.uint8)
+    return np.unpackbits(packed, bitorder="little", count=offset + length)[offset:].view(bool)
 
 
 def _decimal_to_int64(column: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
@@ -61,8 +83,7 @@ def _decimal_to_int64(column: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
     words = np.frombuffer(column.buffers()[1], dtype=np.int64,
                           count=2 * (column.offset + len(column)))[2 * column.offset:]
     low, high = words[0::2], words[1::2]
-    valid = None if column.null_count == 0 else column.is_valid().to_numpy(
-        zero_copy_only=False)
+    valid = validity(column)
     wide = high != (low >> 63)  # the 128-bit value does not fit in 64 bits
     if valid is not None:
         wide &= valid
@@ -79,7 +100,7 @@ def int64_to_decimal(values: np.ndarray, missing: np.ndarray | None,
     words[1::2] = values >> 63
     validity = None
     if missing is not None and missing.any():
-        validity = pa.array(~missing).buffers()[1]
+        validity = pa.py_buffer(np.packbits(~missing, bitorder="little"))
     return pa.Array.from_buffers(arrow_type, values.shape[0],
                                  [validity, pa.py_buffer(words.tobytes())])
 
@@ -91,9 +112,19 @@ def decimal_to_float(column: pa.Array) -> pa.Array:
 
 
 def arrow_column(values: np.ndarray, missing: np.ndarray | None) -> pa.Array:
+    """A numeric numpy array (and its missing cells) as an Arrow array, sharing memory.
+
+    (Not pa.array(): it imports pandas to check for pandas types, half a second.)"""
+    values = np.ascontiguousarray(values)
+    length = values.shape[0]
+    bitmap = None
     if missing is not None and missing.any():
-        return pa.array(values, mask=missing)
-    return pa.array(values)
+        bitmap = pa.py_buffer(np.packbits(~missing, bitorder="little"))
+    if values.dtype == np.bool_:
+        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+        return pa.Array.from_buffers(pa.bool_(), length, [bitmap, data])
+    arrow_type = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(arrow_type, length, [bitmap, pa.py_buffer(values)])
 
 
 def table_axis(text: str) -> int:
@@ -109,10 +140,6 @@ def table_axis(text: str) -> int:
     raise UsageError(
         f"--axis {text!r} is not valid for a table; use rows (index, 0) or columns (1, -1)"
     )
-
-
-def overflow_hint(overflow: str) -> str:
-    return "; use --overflow wrap for wrap-around" if overflow == "error" else ""
 
 
 class TablePlan:
@@ -147,8 +174,13 @@ class TablePlan:
         }
         self.specs = self._specs(schema, dtype, scan)
         self.carries = {c: kernels.initial_carry(s) for c, s in self.specs.items()}
-        self.group_keys = groups.GroupKeys(options.by) if options.by else None
-        self.group_carries = {c: groups.GroupCarry(s) for c, s in self.specs.items()}
+        self.group_keys: Any = None
+        self.group_carries: dict[str, Any] = {}
+        if options.by or options.reset:
+            from cumtool import groups  # polars joins: loaded only for grouped scans
+
+            self.group_keys = groups.GroupKeys(options.by) if options.by else None
+            self.group_carries = {c: groups.GroupCarry(s) for c, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0
         self.schema = pa.schema(self._fields(schema))
@@ -243,7 +275,7 @@ class TablePlan:
         self.rows_done += batch.num_rows
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def _runs(self, batch: pa.RecordBatch) -> groups.Runs | None:
+    def _runs(self, batch: pa.RecordBatch) -> Any:
         if self.group_keys is None and self.options.reset is None:
             return None
         n = batch.num_rows
@@ -260,6 +292,8 @@ class TablePlan:
                 resets = self._reverse_resets(group_ids, resets, count)
         for carry in self.group_carries.values():
             carry.grow(count)
+        from cumtool import groups
+
         return groups.split_runs(group_ids, resets)
 
     def _reverse_resets(self, group_ids: np.ndarray, resets: np.ndarray,
@@ -293,7 +327,7 @@ class TablePlan:
                          f"{error}{overflow_hint(self.overflow)}")
 
     def _scan_rows(self, column: str, data: pa.Array,
-                   runs: groups.Runs | None) -> tuple[pa.Array, pa.Array | None]:
+                   runs: Any) -> tuple[pa.Array, pa.Array | None]:
         spec = self.specs[column]
         try:
             if column in self.decimal_scale and spec.source_dtype.kind == "f":
@@ -303,6 +337,8 @@ class TablePlan:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])
             else:
                 positions = np.arange(self.rows_done, self.rows_done + len(data))
+                from cumtool import groups
+
                 result = groups.scan_runs(spec, values, valid, runs,
                                           self.group_carries[column], positions)
         except ScanOverflowError as error:

@@ -176,6 +176,10 @@ class CsvSource:
         sample = sample.removeprefix(_BOM)
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
+        if b"\0" in sample.split(b"\n", 1)[0]:
+            # Binary data, not text (polars would panic on a NUL in a column name).
+            raise FormatError(f"{name}: cannot read as csv: the first line holds a NUL byte "
+                              "(a binary file?)")
         self._first = sample
         try:
             first_rows = pl.read_csv(
@@ -262,7 +266,9 @@ class CsvSource:
         try:
             chunks = self._chunker.chunks()
             for chunk in _prepend(self._first, chunks):
-                frame = self._parse(chunk, header=first and self._options.header)
+                # One batch per chunk: polars parses in pieces per thread, and many small
+                # batches cost more per-batch overhead downstream than one copy here.
+                frame = self._parse(chunk, header=first and self._options.header).rechunk()
                 first = False
                 table = self._decimals(frame.to_arrow()) if self._decimal_scales else (
                     frame.to_arrow())
@@ -407,8 +413,10 @@ def _polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
     columns = []
     for column in batch.columns:
         if pa.types.is_float16(column.type):
-            values = column.to_numpy(zero_copy_only=False)
+            from cumtool.tables import column_to_numpy
+
+            values, valid = column_to_numpy(column)
             text = [np.format_float_positional(v, unique=True, trim="0") for v in values]
-            column = pa.array(text, mask=column.is_null().to_numpy(zero_copy_only=False))
+            column = pa.array(text, mask=None if valid is None else ~valid)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)

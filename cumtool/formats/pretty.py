@@ -76,10 +76,11 @@ def _numpy_cells(values: np.ndarray) -> list[object]:
 
 def _arrow_cells(column: pa.Array) -> list[object]:
     if pa.types.is_floating(column.type):
-        values = column.to_numpy(zero_copy_only=False)
-        nulls = column.is_null().to_numpy(zero_copy_only=False)
-        return [None if null else value
-                for value, null in zip(_numpy_cells(values), nulls, strict=True)]
+        from cumtool.tables import column_to_numpy  # not to_numpy(): it imports pandas
+
+        values, valid = column_to_numpy(column)
+        return [value if valid is None or valid[i] else None
+                for i, value in enumerate(_numpy_cells(values))]
     return list(column.to_pylist())
 
 
