@@ -1,0 +1,304 @@
+"""SEMANTICS.md, difference 4: a result is identical, bit for bit, however the input is split.
+
+Every op (and cummax/cummin with --indices, and --skipna) runs on the same small data as
+CSV (file and standard input), Parquet (with row groups that do not line up with the
+batches) and .npy (2-D and 3-D), along rows and along another axis, with --batch-rows 1,
+2, 7 and one batch for the whole input. The data has float32 values whose running sums
+round differently if the carry between batches were rounded to float32, missing cells,
+and NaNs. Each batched output must equal the one-batch output byte for byte (.npz and
+Parquet are compared by content: a zip entry carries a timestamp, and Parquet writes
+one row group per batch). The one-batch outputs themselves are checked against a plain
+Python loop for the float32 sums, so "identical" cannot mean "identically wrong".
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner, Result
+
+from cumtool.cli import main
+
+ROWS = 150
+WHOLE = 1_000_000
+BATCHES = [pytest.param(1, id="batch1"), pytest.param(2, id="batch2"),
+           pytest.param(7, id="batch7"), pytest.param(WHOLE, id="batch-large")]
+
+RUNS = [
+    pytest.param("cumsum", (), id="cumsum"),
+    pytest.param("cumprod", (), id="cumprod"),
+    pytest.param("cummax", (), id="cummax"),
+    pytest.param("cummin", (), id="cummin"),
+    pytest.param("logcumsumexp", (), id="logcumsumexp"),
+    pytest.param("cummax", ("--indices",), id="cummax-indices"),
+    pytest.param("cummin", ("--indices",), id="cummin-indices"),
+    pytest.param("cumsum", ("--skipna",), id="cumsum-skipna"),
+    pytest.param("cummax", ("--indices", "--skipna"), id="cummax-indices-skipna"),
+]
+
+
+# The data ---------------------------------------------------------------------------------
+
+
+def _data() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(20240301)
+    # Integers: mostly +-1 with some 2s, so that cumprod stays far from int64's edge.
+    ints = rng.choice(np.array([-1, 1, 1, 1, 2]), ROWS)
+    assert (ints == 2).sum() < 60
+    return {
+        "ints": ints.astype(np.int64),
+        "int_missing": (np.arange(ROWS) % 11 == 3),
+        # near 1, so cumprod neither overflows nor underflows; float32-exact values
+        "growth": rng.uniform(0.8, 1.25, ROWS).astype(np.float32),
+        "growth_missing": (np.arange(ROWS) % 13 == 5),
+        # tenths and thirds: float32 sums that round on every step
+        "small": (rng.integers(1, 30, ROWS) / rng.choice([3.0, 10.0], ROWS)).astype(np.float32),
+        "noisy": rng.standard_normal(ROWS).astype(np.float32),
+        "nan_at": np.isin(np.arange(ROWS), [61, 97, 98]),
+    }
+
+
+DATA = _data()
+
+
+def _noisy_with_nans() -> np.ndarray:
+    noisy = DATA["noisy"].copy()
+    noisy[DATA["nan_at"]] = np.nan
+    return noisy
+
+
+def _cell(value: float | int, missing: bool) -> str:
+    if missing:
+        return ""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return repr(value)
+
+
+def _csv_text() -> str:
+    noisy = _noisy_with_nans()
+    lines = ["label,ints,growth,small,noisy"]
+    for k in range(ROWS):
+        lines.append(",".join([
+            f"row{k}",
+            _cell(int(DATA["ints"][k]), bool(DATA["int_missing"][k])),
+            _cell(float(DATA["growth"][k]), bool(DATA["growth_missing"][k])),
+            _cell(float(DATA["small"][k]), False),
+            _cell(float(noisy[k]), False),
+        ]))
+    return "\n".join(lines) + "\n"
+
+
+def _arrow_table() -> pa.Table:
+    return pa.table({
+        "label": [f"row{k}" for k in range(ROWS)],
+        "ints": pa.array(DATA["ints"], mask=DATA["int_missing"]),
+        "ints32": pa.array(DATA["ints"].astype(np.int32)),
+        "growth": pa.array(DATA["growth"], mask=DATA["growth_missing"]),
+        "small": pa.array(DATA["small"]),
+        "noisy": pa.array(_noisy_with_nans()),
+    })
+
+
+def _matrix() -> np.ndarray:
+    """rows x 4 float32: the float columns and a NaN column."""
+    return np.column_stack([DATA["growth"], DATA["small"], _noisy_with_nans(),
+                            DATA["ints"].astype(np.float32)]).astype(np.float32)
+
+
+def _cube() -> np.ndarray:
+    return _matrix()[:, :3].reshape(ROWS // 5, 5, 3)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("batches")
+    paths = {
+        "csv": folder / "data.csv",
+        "parquet": folder / "data.parquet",
+        "npy": folder / "matrix.npy",
+        "npy_int": folder / "ints.npy",
+        "cube": folder / "cube.npy",
+    }
+    paths["csv"].write_text(_csv_text())
+    pq.write_table(_arrow_table(), paths["parquet"], row_group_size=13)
+    np.save(paths["npy"], _matrix())
+    np.save(paths["npy_int"], np.column_stack([DATA["ints"], DATA["ints"][::-1]]))
+    np.save(paths["cube"], _cube())
+    return paths
+
+
+# Running ----------------------------------------------------------------------------------
+
+_RUNNER = CliRunner()
+
+
+def _run(*args: str, input: bytes | None = None) -> Result:
+    result = _RUNNER.invoke(main, list(args), input=input, catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return result
+
+
+@functools.cache
+def _stdout(args: tuple[str, ...], input: bytes | None = None) -> bytes:
+    """Cached: the one-batch run each batched run is compared with."""
+    return _run(*args, input=input).stdout_bytes
+
+
+def _npz_arrays(data: bytes) -> dict[str, bytes]:
+    archive = np.load(io.BytesIO(data))
+    return {name: archive[name].dtype.str.encode() + archive[name].tobytes()
+            for name in archive.files}
+
+
+def _parquet_content(path: Path) -> list[tuple[str, str, bytes, bytes | None]]:
+    """Each column's name, type, value bytes and validity bytes."""
+    table = pq.read_table(path)
+    out = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        array = column.combine_chunks()
+        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+            values = "\n".join(str(v) for v in array.to_pylist()).encode()
+        else:
+            values = array.fill_null(0).to_numpy(zero_copy_only=False).tobytes()
+        validity = array.is_valid().to_numpy(zero_copy_only=False).tobytes()
+        out.append((field.name, str(field.type), values, validity))
+    return out
+
+
+def _options(batch: int) -> tuple[str, ...]:
+    return ("--batch-rows", str(batch))
+
+
+# Tables ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize(("op", "extra"), RUNS)
+@pytest.mark.parametrize("axis", ["rows", "columns"])
+def test_csv_file(files, op, extra, axis, batch):
+    columns = ("-c", "growth,small,noisy") if axis == "columns" else ()
+    args = (op, str(files["csv"]), "--axis", axis, *columns, *extra)
+    whole = _stdout((*args, *_options(WHOLE)))
+    assert _run(*args, *_options(batch)).stdout_bytes == whole
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize(("op", "extra"), RUNS)
+def test_csv_as_float32(files, op, extra, batch):
+    """--dtype float32: the running value is carried in float64 between batches."""
+    args = (op, str(files["csv"]), "-c", "growth,small,noisy", "--dtype", "float32", *extra)
+    whole = _stdout((*args, *_options(WHOLE)))
+    assert _run(*args, *_options(batch)).stdout_bytes == whole
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize(("op", "extra"), RUNS)
+def test_csv_standard_input(files, op, extra, batch):
+    content = files["csv"].read_bytes()
+    whole = _stdout((op, *extra, *_options(WHOLE)), content)
+    assert _run(op, *extra, *_options(batch), input=content).stdout_bytes == whole
+    # standard input and a file give the same bytes
+    assert whole == _stdout((op, str(files["csv"]), *extra, *_options(WHOLE)))
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize(("op", "extra"), RUNS)
+@pytest.mark.parametrize("axis", ["rows", "columns"])
+def test_parquet(files, tmp_path, op, extra, axis, batch):
+    columns = ("-c", "growth,small,noisy") if axis == "columns" else ()
+    args = (op, str(files["parquet"]), "--axis", axis, *columns, *extra)
+    whole_csv = _stdout((*args, "--to", "csv", *_options(WHOLE)))
+    assert _run(*args, "--to", "csv", *_options(batch)).stdout_bytes == whole_csv
+    whole, batched = tmp_path / "whole.parquet", tmp_path / "batched.parquet"
+    _run(*args, "-o", str(whole), *_options(WHOLE))
+    _run(*args, "-o", str(batched), *_options(batch))
+    assert _parquet_content(batched) == _parquet_content(whole)
+
+
+# Arrays -----------------------------------------------------------------------------------------
+
+
+def _array_output(args: tuple[str, ...], indices: bool) -> bytes | dict[str, bytes]:
+    data = _run(*args).stdout_bytes
+    return _npz_arrays(data) if indices else data
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize(("op", "extra"), RUNS)
+@pytest.mark.parametrize(("name", "axis"), [
+    pytest.param("npy", "0", id="2d-axis0"),
+    pytest.param("npy", "1", id="2d-axis1"),
+    pytest.param("npy_int", "0", id="2d-int-axis0"),
+    pytest.param("cube", "0", id="3d-axis0"),
+    pytest.param("cube", "-1", id="3d-axis-1"),
+    pytest.param("cube", "1", id="3d-axis1"),
+])
+def test_npy(files, op, extra, name, axis, batch):
+    indices = "--indices" in extra
+    args = (op, str(files[name]), "--axis", axis, *extra)
+    whole = _array_output((*args, *_options(WHOLE)), indices)
+    assert _array_output((*args, *_options(batch)), indices) == whole
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize(("op", "extra"), RUNS)
+def test_npy_standard_input(files, op, extra, batch):
+    indices = "--indices" in extra
+    content = files["npy"].read_bytes()
+
+    def output(rows: int) -> bytes | dict[str, bytes]:
+        data = _run(op, *extra, *_options(rows), input=content).stdout_bytes
+        return _npz_arrays(data) if indices else data
+
+    assert output(batch) == output(WHOLE)
+
+
+# The one-batch results are right, not just consistent -----------------------------------------
+
+
+def _float32_cumsum(values: np.ndarray) -> list[np.float32]:
+    running = 0.0
+    out = []
+    for v in values.tolist():
+        running += v
+        out.append(np.float32(running))
+    return out
+
+
+def test_whole_npy_float32_cumsum_matches_a_wide_loop(files):
+    got = np.load(io.BytesIO(_stdout(("cumsum", str(files["npy"]), *_options(WHOLE)))))
+    assert got.dtype == np.float32
+    for column in range(2):
+        assert got[:, column].tolist() == _float32_cumsum(_matrix()[:, column])
+    # and the data is such that a float32 running sum would differ
+    assert not np.array_equal(np.cumsum(_matrix()[:, 1]), got[:, 1])
+
+
+def test_whole_csv_float32_cumsum_matches_a_wide_loop(files):
+    text = _stdout(("cumsum", str(files["csv"]), "-c", "small", "--dtype", "float32",
+                    *_options(WHOLE))).decode()
+    header = text.splitlines()[0].split(",")
+    column = header.index("small")
+    cells = [line.split(",")[column] for line in text.splitlines()[1:]]
+    assert [np.float32(c) for c in cells] == _float32_cumsum(DATA["small"])
+
+
+def test_whole_csv_missing_ints_are_skipped(files):
+    text = _stdout(("cumsum", str(files["csv"]), "-c", "ints", *_options(WHOLE))).decode()
+    cells = [line.split(",")[1] for line in text.splitlines()[1:]]
+    running = 0
+    for cell, value, missing in zip(cells, DATA["ints"].tolist(),
+                                    DATA["int_missing"].tolist(), strict=True):
+        if missing:
+            assert cell == ""
+        else:
+            running += value
+            assert cell == str(running)
