@@ -115,7 +115,8 @@ def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: 
                       else None, columns=names, keep=False)
     values = np.column_stack([out.column(n).to_numpy() for n in names]).reshape(array.shape)
     if spec.indices:
-        indices = np.column_stack([out.column(f"{n}_index").to_numpy(zero_copy_only=False)
+        # A table's null index (the identity, with exclusive=True) is -1 in an array.
+        indices = np.column_stack([out.column(f"{n}_index").fill_null(-1).to_numpy()
                                    for n in names]).reshape(array.shape)
         return values, indices
     return values

@@ -194,30 +194,25 @@ def scan_block(
     of the first integer result that does not fit.
     """
     before = (carry.value.copy(), carry.index.copy()) if spec.exclusive else None
-    result = _scan_inclusive(spec, block, valid, carry, positions)
-    if before is not None and result.values.shape[0]:
-        _shift_exclusive(spec, result, *before)
-    return result
+    return _scan_inclusive(spec, block, valid, carry, positions, before)
 
 
-def _shift_exclusive(spec: ScanSpec, result: ScanResult, value_before: np.ndarray,
-                     index_before: np.ndarray) -> None:
+def _shift_exclusive(spec: ScanSpec, values: np.ndarray, indices: np.ndarray | None,
+                     value_before: np.ndarray, index_before: np.ndarray) -> None:
     """out[i] = the running value before element i: the inclusive scan moved down by one,
     with the running value from before the block (the identity at the start) first."""
     with np.errstate(over="ignore", invalid="ignore"):
         first = value_before.astype(spec.out_dtype)
-    result.values[1:] = result.values[:-1].copy()
-    result.values[0] = first
-    if result.indices is not None:
-        result.indices[1:] = result.indices[:-1].copy()
-        result.indices[0] = index_before
-        if result.skipped is not None:
-            result.indices[result.skipped] = -1
+    values[1:] = values[:-1].copy()
+    values[0] = first
+    if indices is not None:
+        indices[1:] = indices[:-1].copy()
+        indices[0] = index_before
 
 
 def _scan_inclusive(
     spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None, carry: Carry,
-    positions: np.ndarray | None,
+    positions: np.ndarray | None, before: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> ScanResult:
     x = cast_input(spec, block, valid)
     skip = None if valid is None else ~valid
@@ -235,6 +230,10 @@ def _scan_inclusive(
         values, indices = _scan_complex_logcumsumexp(spec, x, skip, carry), None
     else:
         values, indices = _scan_accumulate(spec, x, skip, carry), None
+    if before is not None:
+        # --exclusive: shift first; a skipped cell's NaN and -1 below are its own, and
+        # must not move onto the next cell (which reports the running value before it).
+        _shift_exclusive(spec, values, indices, *before)
     carry.offset += n
     if skip is not None and spec.skipna and x.dtype.kind in "fc":
         # NaN skipped by --skipna stays NaN in place, like a missing cell stays missing.

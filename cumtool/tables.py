@@ -346,7 +346,8 @@ class TablePlan:
         missing = None if valid is None else ~valid
         indices = None
         if result.indices is not None:
-            indices = arrow_column(self._input_positions(result.indices), result.skipped)
+            # -1: a skipped cell, or the identity (--exclusive): no position, a null.
+            indices = arrow_column(self._input_positions(result.indices), result.indices < 0)
         if self._is_decimal_out(column):
             out_type = pa.decimal128(38, self.decimal_scale[column])
             return int64_to_decimal(result.values, missing, out_type), indices
@@ -393,7 +394,6 @@ class TablePlan:
             missing = None if valid is None else ~valid[i]
             indices = None
             if result.indices is not None:
-                skipped = None if result.skipped is None else result.skipped[i]
-                indices = arrow_column(result.indices[i], skipped)
+                indices = arrow_column(result.indices[i], result.indices[i] < 0)
             out[column] = (arrow_column(result.values[i], missing), indices)
         return out
