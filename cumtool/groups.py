@@ -23,6 +23,7 @@ from cumtool.errors import ScanOverflowError
 
 _GROUP = "__cumtool_group"
 _ROW = "__cumtool_row"
+_NAN = "__cumtool_nan"
 
 
 class GroupKeys:
@@ -36,20 +37,35 @@ class GroupKeys:
     def ids(self, batch: pa.RecordBatch) -> np.ndarray:
         keys = pl.from_arrow(batch.select(self.columns))
         assert isinstance(keys, pl.DataFrame)
+        keys = _joinable(keys)
+        on = keys.columns
         keys = keys.with_row_index(_ROW)
         if self._known is None:
             self._known = keys.head(0).drop(_ROW).with_columns(pl.lit(0, pl.Int64).alias(_GROUP))
-        joined = keys.join(self._known, on=self.columns, how="left", nulls_equal=True)
+        joined = keys.join(self._known, on=on, how="left", nulls_equal=True)
         unseen = joined.filter(pl.col(_GROUP).is_null())
         if unseen.height:
-            new = unseen.select(self.columns).unique(maintain_order=True)
+            new = unseen.select(on).unique(maintain_order=True)
             new = new.with_columns(
                 pl.int_range(self.count, self.count + new.height, dtype=pl.Int64).alias(_GROUP))
             self.count += new.height
             self._known = pl.concat([self._known, new])
-            joined = keys.join(self._known, on=self.columns, how="left", nulls_equal=True)
+            joined = keys.join(self._known, on=on, how="left", nulls_equal=True)
         ordered = joined.sort(_ROW)
         return ordered.get_column(_GROUP).to_numpy()
+
+
+def _joinable(keys: pl.DataFrame) -> pl.DataFrame:
+    """polars' joins do not reliably match a NaN key with NaN (a NaN row could find no
+    group): a float key joins as its value with NaN made null, plus a flag that tells
+    NaN from a missing key."""
+    floats = [name for name, dtype in keys.schema.items() if dtype.is_float()]
+    if not floats:
+        return keys
+    return keys.with_columns(
+        *(pl.col(name).is_nan().alias(f"{name}{_NAN}") for name in floats),
+        *(pl.col(name).fill_nan(None) for name in floats),
+    )
 
 
 @dataclass
