@@ -1,0 +1,412 @@
+"""The command line as a user meets it: version, help, option spellings, standard input,
+and a closed pipe (`| head`).
+
+Expected values are computed here with numpy (or written out by hand for tiny inputs),
+never taken from cumtool's own output.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import pyarrow.csv as pacsv
+import pytest
+from conftest import SAMPLE_DATA
+
+OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+SHARED_OPTIONS = (
+    "-a, --axis, --dim", "-t, --dtype", "-o, --output", "--from", "--to", "-c, --columns",
+    "-d, --delimiter", "--no-header", "--overflow", "--skipna", "--batch-rows", "-h, --help",
+)
+NUMERIC_MODULES = ("numpy", "pyarrow", "polars", "pandas", "rich")
+
+# a,b are numbers, note is text that passes through untouched.
+TABLE = "a,b,note\n3,1.5,x\n-1,2.5,y\n4,-0.5,z\n"
+A = np.array([3, -1, 4])
+B = np.array([1.5, 2.5, -0.5])
+
+
+def read_csv_bytes(data: bytes, delimiter: str = ",", header: bool = True) -> dict:
+    """Parse CSV output with pyarrow (cumtool writes with polars): {name: list}."""
+    table = pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(autogenerate_column_names=not header),
+        parse_options=pacsv.ParseOptions(delimiter=delimiter),
+    )
+    return table.to_pydict()
+
+
+# Version and help ----------------------------------------------------------------------
+
+
+def test_version_is_the_installed_version(invoke):
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.stdout == f"cumtool, version {version('cumtool')}\n"
+
+
+@pytest.mark.parametrize("flag", [pytest.param("--help", id="long"),
+                                  pytest.param("-h", id="short")])
+def test_group_help_lists_every_operation_and_the_exit_statuses(invoke, flag):
+    result = invoke(flag)
+    assert result.exit_code == 0
+    text = result.stdout
+    # CliRunner names the program after the function (main); the real name is checked
+    # through the installed script below.
+    assert re.match(r"Usage: \S+ \[OPTIONS\] COMMAND \[ARGS\]\.\.\.", text)
+    for op in OPS:
+        assert re.search(rf"^\s+{op}\s+\S", text, re.M), f"{op} missing from the command list"
+    assert "--version" in text
+    assert "Exit status: 0 success, 1 data or I/O error, 2 usage error." in text
+    assert "cumtool cumsum sample_data/daily_sales.csv" in text
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_op_help_lists_options_and_an_example(invoke, op):
+    result = invoke(op, "--help")
+    assert result.exit_code == 0
+    text = result.stdout
+    assert re.match(rf"Usage: \S+ {op} \[OPTIONS\] \[INPUT\]", text)
+    for option in SHARED_OPTIONS:
+        assert option in text, f"{option} missing from `cumtool {op} --help`"
+    assert "[default: rows]" in text
+    assert "[default: error]" in text
+    assert ("--indices" in text) == (op in ("cummax", "cummin"))
+    example = re.search(r"Example:\n\s+(cumtool .+)\n", text)
+    assert example is not None
+    assert example.group(1).startswith(f"cumtool {op} sample_data/")
+
+
+def test_installed_script_help_and_version():
+    """The `cumtool` command itself (the console script), not only the Click object."""
+    done = subprocess.run(["cumtool", "--help"], capture_output=True, text=True, check=True)
+    assert done.stdout.startswith("Usage: cumtool [OPTIONS] COMMAND [ARGS]...")
+    assert done.stderr == ""
+    done = subprocess.run(["cumtool", "cummin", "-h"], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.startswith("Usage: cumtool cummin [OPTIONS] [INPUT]")
+    done = subprocess.run([sys.executable, "-m", "cumtool", "--version"], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout == f"cumtool, version {version('cumtool')}\n"
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_op_help_example_runs(invoke, op, tmp_path, monkeypatch):
+    """The example printed by --help works as shown, from a directory with sample_data/."""
+    text = invoke(op, "--help").stdout
+    example = re.search(r"Example:\n\s+(cumtool .+)\n", text)
+    assert example is not None
+    (tmp_path / "sample_data").symlink_to(SAMPLE_DATA)
+    monkeypatch.chdir(tmp_path)
+    argv = shlex.split(example.group(1))
+    result = invoke(*argv[1:])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    output = argv[argv.index("-o") + 1] if "-o" in argv else None
+    if output is None:
+        assert result.stdout_bytes
+    else:
+        assert (tmp_path / output).stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--help"], id="group"),
+        pytest.param(["cumsum", "--help"], id="cumsum"),
+        pytest.param(["cummax", "--help"], id="cummax"),
+        pytest.param(["--version"], id="version"),
+    ],
+)
+def test_help_imports_no_numeric_library(argv):
+    """`cumtool --help` must start fast: no numpy, pyarrow, polars (or rich) imported."""
+    code = (
+        "import sys\n"
+        "from cumtool.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code in (0, None), exit.code\n"
+        f"loaded = [m for m in {NUMERIC_MODULES!r} if m in sys.modules]\n"
+        "print('LOADED=' + ','.join(loaded))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "LOADED="
+
+
+def test_a_real_run_does_import_numpy():
+    """The check above can fail: running an op in the same way does load numpy."""
+    code = (
+        "import sys\n"
+        "from cumtool.cli import main\n"
+        "try:\n"
+        "    main(['cumsum', '-'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], input="a\n1\n", capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "True"
+
+
+# Option spellings ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        pytest.param(["-a", "columns"], id="-a"),
+        pytest.param(["--axis", "columns"], id="--axis"),
+        pytest.param(["--dim", "columns"], id="--dim"),
+        pytest.param(["--axis", "1"], id="--axis-1"),
+        pytest.param(["--dim=-1"], id="--dim=-1"),
+        pytest.param(["-a1"], id="-a1-attached"),
+    ],
+)
+def test_axis_aliases_scan_across_rows(invoke, write_file, spelling):
+    path = write_file("t.csv", TABLE)
+    result = invoke("cumsum", str(path), *spelling)
+    assert result.exit_code == 0, result.stderr
+    got = read_csv_bytes(result.stdout_bytes)
+    # Across each row over a (int) and b (float): promoted to float64.
+    assert got["a"] == A.astype(float).tolist()
+    assert got["b"] == (A + B).tolist()
+    assert got["note"] == ["x", "y", "z"]
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        pytest.param([], id="default"),
+        pytest.param(["-a", "rows"], id="rows"),
+        pytest.param(["--axis", "index"], id="index"),
+        pytest.param(["--dim", "0"], id="0"),
+        pytest.param(["--axis", "-2"], id="-2"),
+    ],
+)
+def test_axis_aliases_scan_down_columns(invoke, write_file, spelling):
+    path = write_file("t.csv", TABLE)
+    result = invoke("cumsum", str(path), *spelling)
+    assert result.exit_code == 0, result.stderr
+    got = read_csv_bytes(result.stdout_bytes)
+    assert got["a"] == np.cumsum(A).tolist()
+    assert got["b"] == np.cumsum(B).tolist()
+
+
+@pytest.mark.parametrize("flag", [pytest.param("-t", id="-t"),
+                                  pytest.param("--dtype", id="--dtype")])
+def test_dtype_short_and_long(invoke, write_file, flag):
+    path = write_file("t.csv", "a,b\n3,1.5\n-1,2.5\n4,-0.5\n")
+    result = invoke("cumsum", str(path), flag, "int32", "--to", "npy")
+    assert result.exit_code == 0, result.stderr
+    got = np.load(io.BytesIO(result.stdout_bytes))
+    # --dtype casts first: b = [1.5, 2.5, -0.5] -> [1, 2, 0].
+    expected = np.column_stack([np.cumsum(A), np.cumsum([1, 2, 0])]).astype(np.int32)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("flag", [pytest.param("-o", id="-o"),
+                                  pytest.param("--output", id="--output")])
+def test_output_short_and_long(invoke, write_file, tmp_path, flag):
+    path = write_file("t.csv", TABLE)
+    out = tmp_path / "out.csv"
+    result = invoke("cummax", str(path), flag, str(out))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == b""
+    got = read_csv_bytes(out.read_bytes())
+    assert got["a"] == np.maximum.accumulate(A).tolist()
+
+
+def test_output_dash_is_standard_output(invoke, write_file):
+    path = write_file("t.csv", TABLE)
+    result = invoke("cummin", str(path), "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    got = read_csv_bytes(result.stdout_bytes)
+    assert got["a"] == np.minimum.accumulate(A).tolist()
+    assert got["b"] == np.minimum.accumulate(B).tolist()
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        pytest.param(["-c", "b"], id="-c"),
+        pytest.param(["--columns", "b"], id="--columns"),
+        pytest.param(["--columns=b"], id="--columns="),
+        pytest.param(["-c", " b "], id="spaces-trimmed"),
+        pytest.param(["-c", "b,b"], id="repeated-once"),
+    ],
+)
+def test_columns_selects_and_others_pass_through(invoke, write_file, spelling):
+    path = write_file("t.csv", TABLE)
+    result = invoke("cumsum", str(path), *spelling)
+    assert result.exit_code == 0, result.stderr
+    got = read_csv_bytes(result.stdout_bytes)
+    assert list(got) == ["a", "b", "note"]
+    assert got["a"] == A.tolist()  # not selected: unchanged
+    assert got["b"] == np.cumsum(B).tolist()
+    assert got["note"] == ["x", "y", "z"]
+
+
+@pytest.mark.parametrize(
+    ("delimiter", "given"),
+    [
+        pytest.param(";", ["-d", ";"], id="-d-semicolon"),
+        pytest.param(";", ["--delimiter", ";"], id="--delimiter-semicolon"),
+        pytest.param("\t", ["-d", "\\t"], id="-d-backslash-t"),
+        pytest.param("\t", ["-d", "\t"], id="-d-real-tab"),
+        pytest.param("\t", ["--delimiter", "tab"], id="--delimiter-tab"),
+        pytest.param("|", ["-d", "|"], id="-d-pipe"),
+    ],
+)
+def test_delimiter(invoke, write_file, delimiter, given):
+    path = write_file("t.txt", TABLE.replace(",", delimiter))
+    result = invoke("cumsum", str(path), *given)
+    assert result.exit_code == 0, result.stderr
+    # The output keeps the input's delimiter.
+    assert result.stdout.splitlines()[0] == delimiter.join(["a", "b", "note"])
+    got = read_csv_bytes(result.stdout_bytes, delimiter=delimiter)
+    assert got["a"] == np.cumsum(A).tolist()
+    assert got["b"] == np.cumsum(B).tolist()
+
+
+def test_no_header_names_columns_by_position(invoke, write_file):
+    path = write_file("t.csv", "3,1.5,x\n-1,2.5,y\n4,-0.5,z\n")
+    result = invoke("cumsum", str(path), "--no-header", "-c", "1")
+    assert result.exit_code == 0, result.stderr
+    # No header in, none out; only column 1 is scanned.
+    assert result.stdout.splitlines() == ["3,1.5,x", "-1,4.0,y", "4,3.5,z"]
+
+
+def test_no_header_every_numeric_column(invoke, write_file):
+    path = write_file("t.csv", "3,1.5,x\n-1,2.5,y\n4,-0.5,z\n")
+    result = invoke("cumsum", str(path), "--no-header")
+    assert result.exit_code == 0, result.stderr
+    first, second, third = read_csv_bytes(result.stdout_bytes, header=False).values()
+    assert first == np.cumsum(A).tolist()
+    assert second == np.cumsum(B).tolist()
+    assert third == ["x", "y", "z"]
+
+
+def test_no_header_names_parquet_columns_by_position(invoke, write_file, tmp_path):
+    import pyarrow.parquet as pq
+
+    path = write_file("t.csv", "3,1.5\n-1,2.5\n")
+    out = tmp_path / "out.parquet"
+    result = invoke("cumsum", str(path), "--no-header", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    table = pq.read_table(out)
+    assert table.column_names == ["0", "1"]
+    assert table.column("0").to_pylist() == [3, 2]
+
+
+@pytest.mark.parametrize(
+    ("given", "expected_head"),
+    [
+        pytest.param(["--from", "csv"], "a,b,note", id="from-csv"),
+        pytest.param(["--from", "CSV"], "a,b,note", id="from-upper"),
+        pytest.param(["--to", "tsv"], "a\tb\tnote", id="to-tsv"),
+        pytest.param(["--from", "csv", "--to", "csv"], "a,b,note", id="both"),
+    ],
+)
+def test_from_and_to(invoke, write_file, given, expected_head):
+    path = write_file("data.unknown", TABLE)
+    result = invoke("cumsum", str(path), *given)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0] == expected_head
+
+
+def test_to_overrides_the_output_extension(invoke, write_file, tmp_path):
+    path = write_file("t.csv", TABLE)
+    out = tmp_path / "really-tsv.csv"
+    result = invoke("cumsum", str(path), "-o", str(out), "--to", "tsv")
+    assert result.exit_code == 0, result.stderr
+    assert out.read_text().splitlines()[0] == "a\tb\tnote"
+
+
+# Standard input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [pytest.param(["-"], id="dash"), pytest.param([], id="no-input")])
+def test_standard_input(invoke, args):
+    result = invoke("cumprod", *args, input=TABLE)
+    assert result.exit_code == 0, result.stderr
+    got = read_csv_bytes(result.stdout_bytes)
+    assert got["a"] == np.cumprod(A).tolist()
+    assert got["b"] == np.cumprod(B).tolist()
+    assert got["note"] == ["x", "y", "z"]
+
+
+def test_standard_input_npy_to_standard_output(invoke):
+    array = np.array([[1, 2], [3, 4], [5, 6]], dtype=np.int16)
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    result = invoke("cumsum", input=buffer.getvalue())
+    assert result.exit_code == 0, result.stderr
+    got = np.load(io.BytesIO(result.stdout_bytes))
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.cumsum(array, axis=0, dtype=np.int64))
+
+
+def test_dash_dash_allows_a_file_named_like_an_option(invoke, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("-c.csv").write_text("a\n1\n2\n")
+    result = invoke("cumsum", "--", "-c.csv")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == ["a", "1", "3"]
+
+
+# A closed pipe ---------------------------------------------------------------------------
+
+
+def _big_inputs(tmp_path: Path) -> dict[str, Path]:
+    rows = 200_000
+    csv_path = tmp_path / "big.csv"
+    with csv_path.open("w") as handle:
+        handle.write("n,x\n")
+        numbers = np.arange(rows)
+        handle.write("\n".join(f"{n},{n % 7}.5" for n in numbers.tolist()))
+        handle.write("\n")
+    npy_path = tmp_path / "big.npy"
+    np.save(npy_path, np.arange(rows * 4, dtype=np.int64).reshape(rows, 4))
+    return {"csv": csv_path, "npy": npy_path}
+
+
+@pytest.fixture(scope="module")
+def big_inputs(tmp_path_factory):
+    return _big_inputs(tmp_path_factory.mktemp("big"))
+
+
+@pytest.mark.parametrize(
+    ("command", "expected_first"),
+    [
+        pytest.param("cumtool cumsum {csv} | head -1", "n,x", id="csv-file"),
+        pytest.param("cat {csv} | cumtool cumsum | head -1", "n,x", id="csv-stdin"),
+        pytest.param("cumtool cumsum {csv} --to tsv | head -1", "n\tx", id="tsv-out"),
+        pytest.param("cumtool cumsum {npy} --to csv | head -1", "0,1,2,3", id="npy-to-csv"),
+        pytest.param("cumtool cumsum {npy} | head -c 6", "\x93NUMPY", id="npy-out"),
+        pytest.param("cumtool cumsum {csv} --to parquet | head -c 4", "PAR1", id="parquet-out"),
+    ],
+)
+def test_closed_pipe_is_quiet_with_status_141(big_inputs, command, expected_first):
+    pipeline = command.format(**{k: shlex.quote(str(v)) for k, v in big_inputs.items()})
+    # PIPESTATUS[-2] is cumtool's status (the command before `head`).
+    script = (pipeline + '; status=("${PIPESTATUS[@]}"); echo "status=${status[-2]}" >&2; '
+              'exit "${status[-2]}"')
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, env=env, timeout=120)
+    first = done.stdout.decode("latin-1").splitlines()[0]
+    assert first == expected_first
+    # Nothing on stderr but the status line: no traceback, no "Broken pipe" message.
+    assert done.stderr.decode().splitlines() == ["status=141"]
+    assert done.returncode == 141
