@@ -42,7 +42,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
                              **options)  # type: ignore[arg-type]
     axis_number = resolve_array_axis(str(axis), array.ndim)
     if by is not None or reset is not None:
-        return _scan_keyed_array(spec, array, axis_number, by, reset, reverse)
+        return _scan_keyed_array(spec, array, axis_number, by, reset, reverse, cast)
     try:
         result = kernels.scan_array(spec, array, axis_number, reverse=reverse)
     except ScanOverflowError as error:
@@ -84,19 +84,22 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
 
 
 def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: Any,
-                      reset: Any, reverse: bool) -> Any:
+                      reset: Any, reverse: bool, dtype: np.dtype | None) -> Any:
     """by=/reset= on an array: through the table path, one column per line."""
     import pyarrow as pa
 
     if array.ndim not in (1, 2) or axis != 0:
         raise UsageError("by= and reset= on arrays need a 1-D or 2-D array and axis 0")
-    matrix = array.reshape(array.shape[0], -1)
+    if spec.in_dtype.kind == "c" or spec.source_dtype.kind == "c":
+        raise UsageError("by= and reset= cannot scan complex values")
+    # Explicit width: reshape(n, -1) cannot infer it for an empty array.
+    matrix = array.reshape(array.shape[0], array.shape[1] if array.ndim == 2 else 1)
     names = [f"c{i}" for i in range(matrix.shape[1])]
     arrays: dict[str, Any] = {name: matrix[:, i] for i, name in enumerate(names)}
     key_names = None
     if by is not None:
         keys = np.asarray(by)
-        keys = keys.reshape(keys.shape[0], -1)
+        keys = keys.reshape(keys.shape[0], int(np.prod(keys.shape[1:], dtype=np.int64)))
         if keys.shape[0] != array.shape[0]:
             raise UsageError(f"by= has {keys.shape[0]} entries, the array {array.shape[0]} "
                              "along axis 0")
@@ -108,11 +111,16 @@ def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: 
             raise UsageError(f"reset= needs {array.shape[0]} flags, one per row")
         arrays["reset"] = flags
     table = pa.table(arrays)
-    out = _scan_table(table, spec.op, "rows", spec.in_dtype if spec.in_dtype != spec.source_dtype
-                      else None, dict(overflow=spec.overflow, skipna=spec.skipna,
-                                      indices=spec.indices, exclusive=spec.exclusive),
-                      reverse=reverse, by=key_names, reset="reset" if reset is not None
-                      else None, columns=names, keep=False)
+    try:
+        out = _scan_table(table, spec.op, "rows", dtype, dict(
+            overflow=spec.overflow, skipna=spec.skipna, indices=spec.indices,
+            exclusive=spec.exclusive), reverse=reverse, by=key_names,
+            reset="reset" if reset is not None else None, columns=names, keep=False)
+    except ScanOverflowError as error:
+        # As without by=: the array's own index, and no table or CLI wording.
+        row, line = error.position
+        reason = str(error).split(": ", 2)[2].removesuffix(kernels.overflow_hint(spec.overflow))
+        raise ScanOverflowError(reason, (row,) if array.ndim == 1 else (row, line)) from None
     values = np.column_stack([out.column(n).to_numpy() for n in names]).reshape(array.shape)
     if spec.indices:
         # A table's null index (the identity, with exclusive=True) is -1 in an array.

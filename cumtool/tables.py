@@ -323,8 +323,11 @@ class TablePlan:
         return self.reverse_total - scan_row if self.reverse_total is not None else scan_row + 1
 
     def _overflow(self, column: str, scan_row: int, error: Exception) -> DataError:
-        return DataError(f"{self.name}: column {column!r}, row {self._input_row(scan_row)}: "
-                         f"{error}{overflow_hint(self.overflow)}")
+        # position: the input row (from 0) and the column's place among the scanned ones
+        return ScanOverflowError(
+            f"{self.name}: column {column!r}, row {self._input_row(scan_row)}: "
+            f"{error}{overflow_hint(self.overflow)}",
+            (self._input_row(scan_row) - 1, self.selected.index(column)))
 
     def _scan_rows(self, column: str, data: pa.Array,
                    runs: Any) -> tuple[pa.Array, pa.Array | None]:
