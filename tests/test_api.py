@@ -1,0 +1,407 @@
+"""`cumtool.scan`, the Python API, with the table options: reverse, exclusive, by, reset,
+columns, keep, indices, skipna, dtype and overflow, on numpy arrays and Arrow tables.
+
+Expected values come from numpy flips, pandas groupby, and the reference loop `ref_scan`
+of tests/test_table_options.py (plain Python, one element at a time). For Arrow tables the
+API must also give exactly what the command line writes for the same table as Parquet.
+"""
+
+from __future__ import annotations
+
+import io
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_table_options import (
+    COLUMNS,
+    FLAG,
+    INT64_MAX,
+    INT64_MIN,
+    OPS,
+    PRICE,
+    QTY,
+    REGION,
+    STORE,
+    _numpy_scan,
+    assert_cells,
+    keys_of,
+    ref_scan,
+)
+
+import cumtool
+from cumtool.errors import DataError, ScanOverflowError, UsageError
+
+EXTREMES = ("cummax", "cummin")
+
+
+def _data(op: str, shape: tuple[int, ...], seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if op in ("cumprod", "logcumsumexp"):
+        return rng.choice([0.5, -1.5, 2.0, 1.25], size=shape)
+    return rng.integers(-3, 4, size=shape).astype(np.int64)
+
+
+def _assert_values(got: np.ndarray, expected: np.ndarray, op: str) -> None:
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    if op == "logcumsumexp":
+        np.testing.assert_allclose(got, expected, rtol=1e-13)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def _loop_along(array: np.ndarray, axis: int, **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    """ref_scan on every line along `axis`: (values as float or int, indices with -1)."""
+    moved = np.moveaxis(array, axis, -1)
+    values = np.empty(moved.shape, dtype=object)
+    indices = np.empty(moved.shape, dtype=np.int64)
+    for index in np.ndindex(moved.shape[:-1]):
+        line_values, line_indices = ref_scan(moved[index].tolist(), **options)
+        values[index] = line_values
+        indices[index] = [-1 if p is None else p for p in line_indices]
+    return np.moveaxis(values, -1, axis), np.moveaxis(indices, -1, axis)
+
+
+# numpy arrays: reverse and exclusive ------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", [
+    pytest.param({"reverse": True}, id="reverse"),
+    pytest.param({"exclusive": True}, id="exclusive"),
+    pytest.param({"reverse": True, "exclusive": True}, id="reverse-exclusive"),
+])
+@pytest.mark.parametrize(("shape", "axis"), [
+    pytest.param((7,), 0, id="1d"),
+    pytest.param((4, 5), 0, id="2d-axis0"),
+    pytest.param((4, 5), 1, id="2d-axis1"),
+    pytest.param((3, 4, 5), 1, id="3d-axis1"),
+    pytest.param((3, 4, 5), -1, id="3d-axis-1"),
+])
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_array_reverse_and_exclusive_equal_numpy_flips(op, shape, axis, flags):
+    array = _data(op, shape)
+    got = cumtool.scan(array, op, axis=axis, **flags)
+    expected = _numpy_scan(array, op, axis % array.ndim, flags.get("reverse", False),
+                           flags.get("exclusive", False))
+    _assert_values(got, expected, op)
+
+
+@pytest.mark.parametrize("flags", [
+    pytest.param({}, id="plain"),
+    pytest.param({"reverse": True}, id="reverse"),
+    pytest.param({"exclusive": True}, id="exclusive"),
+    pytest.param({"reverse": True, "exclusive": True}, id="reverse-exclusive"),
+])
+@pytest.mark.parametrize("axis", [pytest.param(a, id=f"axis{a}") for a in (0, 1, 2)])
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in EXTREMES])
+def test_array_indices_with_reverse_and_exclusive(op, axis, flags):
+    array = np.array([[[3, 1, 3], [2, 2, 0]], [[1, 3, 3], [0, 2, 2]],
+                      [[3, 3, 1], [2, 0, 2]]], dtype=np.int64)
+    values, indices = cumtool.scan(array, op, axis=axis, indices=True, **flags)
+    expected_values, expected_indices = _loop_along(array, axis, op=op, **flags)
+    assert values.dtype == np.int64 and indices.dtype == np.int64
+    assert values.tolist() == expected_values.tolist()
+    np.testing.assert_array_equal(indices, expected_indices)
+
+
+def test_array_exclusive_identity_index_is_minus_one():
+    values, indices = cumtool.scan(np.array([3, 5, 5]), "cummax", exclusive=True,
+                                   indices=True)
+    assert values.tolist() == [INT64_MIN, 3, 5]
+    assert indices.tolist() == [-1, 0, 1]
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_array_exclusive_with_skipna_keeps_nan_in_place(op):
+    data = [1.5, np.nan, 2.0, np.nan, 0.5]
+    options: dict[str, Any] = {"exclusive": True, "skipna": True, "reverse": True}
+    if op in EXTREMES:
+        values, indices = cumtool.scan(np.array(data), op, indices=True, **options)
+    else:
+        values, indices = cumtool.scan(np.array(data), op, **options), None
+    expected, positions = ref_scan(data, op, **options)
+    assert_cells(values.tolist(), expected, approx=op == "logcumsumexp")
+    if indices is not None:
+        assert indices.tolist() == [-1 if p is None else p for p in positions]
+
+
+def test_array_reverse_overflow_reports_the_input_index():
+    array = np.array([[1, 2**62], [1, 2**62], [1, 5]])
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(array, "cumsum", reverse=True)
+    assert caught.value.position == (0, 1)
+    wrapped = cumtool.scan(array, "cumsum", reverse=True, overflow="wrap")
+    assert wrapped[0, 1] == (2**63 + 5) - 2**64
+
+
+# numpy arrays: by= and reset= ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in ("cumsum", "cumprod",
+                                                                   "cummax", "cummin")])
+def test_array_by_equals_pandas_groupby(op):
+    rng = np.random.default_rng(2)
+    keys = rng.choice(["a", "b", "c"], size=40)
+    values = rng.integers(-2, 3, size=(40, 3))
+    got = cumtool.scan(values, op, by=keys)
+    frame = pd.DataFrame(values, columns=["x", "y", "z"]).assign(k=keys)
+    expected = getattr(frame.groupby("k", sort=False)[["x", "y", "z"]], op)().to_numpy()
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("options", [
+    pytest.param({}, id="plain"),
+    pytest.param({"reverse": True}, id="reverse"),
+    pytest.param({"exclusive": True}, id="exclusive"),
+    pytest.param({"reverse": True, "exclusive": True}, id="reverse-exclusive"),
+    pytest.param({"reverse": True, "exclusive": True, "skipna": True}, id="all-skipna"),
+])
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_array_by_and_reset_equal_the_reference(op, options):
+    keys = np.array([1, 2, 1, 1, 2, 3, 1, 2, 3, 3, 1])
+    flags = np.array([0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 0], dtype=bool)
+    data = [1.5, -0.5, 2.0, np.nan, 1.0, 0.5, -2.0, 3.0, np.nan, 1.25, 0.75]
+    extra = {"indices": True} if op in EXTREMES else {}
+    got = cumtool.scan(np.array(data), op, by=keys, reset=flags, **options, **extra)
+    values, indices = got if extra else (got, None)
+    expected, positions = ref_scan(data, op, keys=[(k,) for k in keys.tolist()],
+                                   resets=flags.tolist(), **options)
+    assert values.dtype == np.float64
+    assert_cells(values.tolist(), expected, approx=op == "logcumsumexp")
+    if indices is not None:
+        assert indices.tolist() == [-1 if p is None else p for p in positions]
+
+
+def test_array_by_takes_several_key_columns_and_missing_keys():
+    values = np.array([1, 2, 3, 4, 5, 6])
+    keys = [["a", 1], ["a", 2], [None, 1], ["a", 1], [None, 1], ["a", 2]]
+    assert cumtool.scan(values, "cumsum", by=np.array(keys, dtype=object)).tolist() == [
+        1, 2, 3, 5, 8, 8]
+    assert cumtool.scan(values, "cumsum", by=["x", None, "x", None, "", ""]).tolist() == [
+        1, 2, 4, 6, 5, 11]
+
+
+def test_array_by_float_keys_keep_nan_apart():
+    values = np.arange(1, 7)
+    keys = np.array([0.5, np.nan, 0.5, np.nan, 1.5, np.nan])
+    assert cumtool.scan(values, "cumsum", by=keys).tolist() == [1, 2, 4, 6, 5, 12]
+
+
+def test_array_reset_alone_on_2d():
+    array = np.array([[1, 10], [2, 20], [3, 30], [4, 40]])
+    got = cumtool.scan(array, "cumsum", reset=[0, 0, 1, 0])
+    assert got.tolist() == [[1, 10], [3, 30], [3, 30], [7, 70]]
+    got = cumtool.scan(array, "cumsum", reset=[0, 0, 1, 0], reverse=True)
+    assert got.tolist() == [[3, 30], [2, 20], [7, 70], [4, 40]]
+
+
+def test_array_by_keeps_the_dtype_rules():
+    int8 = np.array([100, 100, 1], dtype=np.int8)
+    assert cumtool.scan(int8, "cumsum", by=[1, 2, 1]).dtype == np.int64
+    assert cumtool.scan(int8, "cummax", by=[1, 2, 1]).dtype == np.int8
+    assert cumtool.scan(int8, "logcumsumexp", by=[1, 2, 1]).dtype == np.float64
+    small = np.array([1, 2, 3], dtype=np.int8)
+    assert cumtool.scan(small, "cumsum", by=[1, 1, 1], dtype="int8").dtype == np.int8
+    assert cumtool.scan(small, "cumsum", dtype="int8").dtype == np.int8
+    halves = np.array([1.5, 2.5, 3.5])
+    assert cumtool.scan(halves, "cumsum", by=[0, 0, 0], dtype="int32").tolist() == [1, 3, 6]
+    with pytest.raises(ScanOverflowError):
+        cumtool.scan(int8, "cumsum", by=[1, 1, 1], dtype="int8")
+    assert cumtool.scan(int8, "cumsum", by=[1, 1, 1], dtype="int8",
+                        overflow="wrap").tolist() == [100, -56, -55]
+
+
+def test_array_by_overflow_reports_the_array_index():
+    array = np.array([[1, 1], [1, 2**62], [1, 2**62], [3, 3]])
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(array, "cumsum", by=[1, 2, 2, 1])
+    assert caught.value.position == (2, 1)
+    assert str(caught.value).startswith("cumsum overflows int64")
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(array[:, 1], "cumsum", by=[1, 2, 2, 1], reverse=True)
+    assert caught.value.position == (1,)
+
+
+def test_array_by_on_an_empty_array():
+    got = cumtool.scan(np.zeros((0, 3), dtype=np.int32), "cummax", by=np.zeros(0),
+                       indices=True)
+    assert got[0].shape == (0, 3) and got[0].dtype == np.int32
+    assert got[1].shape == (0, 3) and got[1].dtype == np.int64
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    pytest.param(lambda: cumtool.scan(np.ones(3), "cumsum", by=[1, 2]),
+                 "by= has 2 entries, the array 3 along axis 0", id="by-length"),
+    pytest.param(lambda: cumtool.scan(np.ones(3), "cumsum", reset=[1, 0]),
+                 "reset= needs 3 flags, one per row", id="reset-length"),
+    pytest.param(lambda: cumtool.scan(np.ones((2, 2, 2)), "cumsum", by=[1, 2]),
+                 "by= and reset= on arrays need a 1-D or 2-D array and axis 0", id="3d"),
+    pytest.param(lambda: cumtool.scan(np.ones((2, 2)), "cumsum", axis=1, by=[1, 2]),
+                 "by= and reset= on arrays need a 1-D or 2-D array and axis 0", id="axis1"),
+    pytest.param(lambda: cumtool.scan(np.ones(2, dtype=complex), "cumsum", by=[1, 2]),
+                 "by= and reset= cannot scan complex values", id="complex"),
+    pytest.param(lambda: cumtool.scan(np.ones(2), "cumsum", columns=["a"]),
+                 "columns= and keep= are for Arrow tables", id="columns"),
+    pytest.param(lambda: cumtool.scan(np.ones(2), "cumsum", keep=True),
+                 "columns= and keep= are for Arrow tables", id="keep"),
+])
+def test_array_option_errors_are_usage_errors(call, message):
+    with pytest.raises(UsageError) as caught:
+        call()
+    assert str(caught.value) == message
+
+
+# Arrow tables -----------------------------------------------------------------------------
+
+
+def _table() -> pa.Table:
+    return pa.table({
+        "region": pa.array(REGION, pa.string()), "store": pa.array(STORE, pa.int64()),
+        "flag": pa.array(FLAG, pa.int64()), "qty": pa.array(QTY, pa.int64()),
+        "price": pa.array(PRICE, pa.float64()),
+    })
+
+
+def _cli_parquet(invoke: Any, tmp_path: Any, table: pa.Table, op: str,
+                 *args: str) -> pa.Table:
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source)
+    result = invoke(op, str(source), *args, "--batch-rows", "3", "--to", "parquet")
+    assert result.exit_code == 0, result.stderr
+    return pq.read_table(io.BytesIO(result.stdout_bytes))
+
+
+def _assert_same_table(got: pa.Table, expected: pa.Table) -> None:
+    assert got.schema == expected.schema
+    for name in expected.column_names:
+        assert_cells(got.column(name).to_pylist(), expected.column(name).to_pylist(),
+                     what=name)
+
+
+# (id, keyword arguments of cumtool.scan, the same as CLI options)
+TABLE_CASES = [
+    ("by", {"by": "region"}, ["--by", "region"]),
+    ("by-list-reset-reverse", {"by": ["region", "store"], "reset": "flag", "reverse": True},
+     ["--by", "region,store", "--reset", "flag", "--reverse"]),
+    ("by-exclusive-skipna", {"by": "store", "exclusive": True, "skipna": True},
+     ["--by", "store", "--exclusive", "--skipna"]),
+    ("columns-keep-reverse-exclusive",
+     {"columns": ["price", "qty"], "keep": True, "reverse": True, "exclusive": True},
+     ["--columns", "price,qty", "--keep", "--reverse", "--exclusive"]),
+    ("axis-columns-reverse", {"axis": "columns", "columns": ["qty", "price"],
+                              "reverse": True, "exclusive": True},
+     ["--axis", "columns", "--columns", "qty,price", "--reverse", "--exclusive"]),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "args"),
+                         [pytest.param(k, a, id=name) for name, k, a in TABLE_CASES])
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_table_results_equal_the_cli(invoke, tmp_path, op, kwargs, args):
+    extra: dict[str, Any] = {"indices": True} if op in EXTREMES else {}
+    got = cumtool.scan(_table(), op, **kwargs, **extra)
+    expected = _cli_parquet(invoke, tmp_path, _table(), op, *args,
+                            *(["--indices"] if extra else []))
+    assert isinstance(got, pa.Table)
+    _assert_same_table(got, expected)
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
+def test_table_by_reset_reverse_equals_the_reference(op):
+    extra: dict[str, Any] = {"indices": True} if op in EXTREMES else {}
+    got = cumtool.scan(_table(), op, by="region", reset="flag", reverse=True,
+                       exclusive=True, **extra)
+    assert got.column("region").to_pylist() == REGION
+    assert got.column("flag").to_pylist() == FLAG
+    for name, integer in (("qty", True), ("price", False)):
+        values, positions = ref_scan(COLUMNS[name], op, keys=keys_of(["region"]),
+                                     resets=FLAG, reverse=True, exclusive=True,
+                                     integer=integer)
+        if op == "logcumsumexp":
+            values = [None if v is None else float(v) for v in values]
+        assert_cells(got.column(name).to_pylist(), values, approx=op == "logcumsumexp",
+                     what=name)
+        if extra:
+            assert got.column(f"{name}_index").to_pylist() == positions
+
+
+def test_table_default_columns_skip_keys_and_reset_but_scan_other_numbers():
+    got = cumtool.scan(_table(), "cumsum", by="region", reset="flag")
+    assert got.column("flag").to_pylist() == FLAG
+    expected_store, _ = ref_scan(STORE, "cumsum", keys=keys_of(["region"]), resets=FLAG)
+    assert got.column("store").to_pylist() == expected_store
+
+
+def test_record_batch_gives_a_table():
+    batch = pa.record_batch({"k": ["a", "b", "a"], "x": [1, 2, 3]})
+    got = cumtool.scan(batch, "cumsum", by="k")
+    assert isinstance(got, pa.Table)
+    assert got.to_pydict() == {"k": ["a", "b", "a"], "x": [1, 2, 4]}
+
+
+def test_table_keep_and_index_names():
+    table = pa.table({"a": [3, 1, 2]})
+    kept = cumtool.scan(table, "cummin", keep=True, indices=True)
+    assert kept.column_names == ["a", "a_cummin", "a_cummin_index"]
+    in_place = cumtool.scan(table, "cummin", indices=True)
+    assert in_place.column_names == ["a", "a_index"]
+    assert in_place.column("a_index").to_pylist() == [0, 1, 1]
+
+
+def test_table_exclusive_identity_index_is_null():
+    got = cumtool.scan(pa.table({"a": [3, 5, None, 1]}), "cummax", exclusive=True,
+                       indices=True)
+    assert got.column("a").to_pylist() == [INT64_MIN, 3, None, 5]
+    assert got.column("a_index").to_pylist() == [None, 0, None, 1]
+    got = cumtool.scan(pa.table({"a": [3.0, 5.0]}), "cummin", exclusive=True)
+    assert got.column("a").to_pylist() == [float("inf"), 3.0]
+    got = cumtool.scan(pa.table({"a": [3, 5]}), "cummin", exclusive=True)
+    assert got.column("a").to_pylist() == [INT64_MAX, 3]
+
+
+def test_table_decimal_stays_exact_with_by_and_reverse():
+    amounts = [Decimal("19.99"), Decimal("0.01"), None, Decimal("0.10"), Decimal("-0.05")]
+    table = pa.table({"k": ["a", "b", "a", "a", "b"],
+                      "amount": pa.array(amounts, pa.decimal128(12, 2))})
+    got = cumtool.scan(table, "cumsum", by="k", reverse=True)
+    assert got.schema.field("amount").type == pa.decimal128(38, 2)
+    assert got.column("amount").to_pylist() == [Decimal("20.09"), Decimal("-0.04"), None,
+                                                Decimal("0.10"), Decimal("-0.05")]
+    as_float = cumtool.scan(table, "cumprod", by="k")
+    assert as_float.schema.field("amount").type == pa.float64()
+    assert as_float.column("amount").to_pylist() == [19.99, 0.01, None, 19.99 * 0.1,
+                                                     0.01 * -0.05]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    pytest.param({"by": "nope"}, DataError,
+                 "the table: no column 'nope'; columns: k, r, x", id="by-unknown"),
+    pytest.param({"reset": "k"}, DataError,
+                 "the table: --reset column 'k' must be boolean or numeric, not string",
+                 id="reset-text"),
+    pytest.param({"by": "k", "axis": "columns"}, UsageError,
+                 "--by and --reset work down the rows; they cannot be used with --axis "
+                 "columns", id="by-across"),
+    pytest.param({"keep": True, "columns": ["nope"]}, DataError,
+                 "the table: no column 'nope'; columns: k, r, x", id="columns-unknown"),
+])
+def test_table_option_errors(kwargs, error, message):
+    table = pa.table({"k": ["a", "b"], "r": [0, 1], "x": [1, 2]})
+    with pytest.raises(error) as caught:
+        cumtool.scan(table, "cumsum", **kwargs)
+    assert str(caught.value) == message
+
+
+def test_table_overflow_names_the_row_in_input_order():
+    table = pa.table({"k": ["a", "b", "b", "a"], "x": [1, 2**62, 2**62, 1]})
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(table, "cumsum", by="k", reverse=True)
+    assert str(caught.value).startswith("the table: column 'x', row 2: cumsum overflows")
+    got = cumtool.scan(table, "cumsum", by="k", reverse=True, overflow="wrap")
+    assert got.column("x").to_pylist() == [2, 2**63 - 2**64, 2**62, 1]
