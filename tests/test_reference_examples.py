@@ -718,3 +718,28 @@ def test_float32_random_output_is_shortest_text(invoke, write_file):
 def test_wide_accumulation_through_npy(invoke, data, dtype, expected):
     result = ok(invoke("cumsum", input=npy_bytes(np.array(data, dtype=dtype))))
     same(load_npy(result.stdout_bytes), expected, dtype)
+
+
+@pytest.mark.parametrize("via_stdin", [False, True], ids=["file", "stdin"])
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        pytest.param("NaN", [12.0, NAN, NAN, NAN], id="NaN"),
+        pytest.param("nan", [12.0, NAN, NAN, NAN], id="nan-numpy"),
+        pytest.param("NAN", [12.0, NAN, NAN, NAN], id="NAN"),
+        pytest.param("inf", [12.0, math.inf, math.inf, math.inf], id="inf"),
+        pytest.param("Inf", [12.0, math.inf, math.inf, math.inf], id="Inf-R"),
+        pytest.param("-Infinity", [12.0, -math.inf, -math.inf, -math.inf], id="-Infinity"),
+    ],
+)
+def test_nan_and_infinity_spellings_make_a_float_column(invoke, write_file, word, expected,
+                                                        via_stdin):
+    content = f"reading,note\n12,a\n{word},b\n10,c\n34,d\n"
+    if via_stdin:
+        result = ok(invoke("cumprod", input=content))
+    else:
+        result = ok(invoke("cumprod", str(write_file("r.csv", content))))
+    header, rows = csv_rows(result.stdout)
+    assert header == ["reading", "note"]
+    assert_float_cells([row[0] for row in rows], expected)
+    assert [row[1] for row in rows] == ["a", "b", "c", "d"]

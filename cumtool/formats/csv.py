@@ -105,6 +105,17 @@ class _Chunker:
                 return
 
 
+def _first_records(buffer: bytes, count: int) -> bytes:
+    """About the first `count` lines of `buffer`, cut at a record boundary."""
+    end = -1
+    for _ in range(count):
+        end = buffer.find(b"\n", end + 1)
+        if end < 0:
+            return buffer
+    cut = _record_end(buffer[: end + 1])
+    return buffer[:cut] if cut else buffer
+
+
 def _record_end(buffer: bytes) -> int:
     """Length of the longest prefix of `buffer` made of whole records: up to a newline
     that is outside quotes (an even number of quote characters before it)."""
@@ -125,6 +136,23 @@ def _record_end(buffer: bytes) -> int:
 
 def _polars_message(error: Exception) -> str:
     return " ".join(str(error).split("\n\n", 1)[0].split())
+
+
+def _with_float_words(first_rows: pl.DataFrame) -> pl.Schema:
+    """polars infers a float column only from "NaN", "inf" and "-inf"; a text column whose
+    cells all read as floats and include "nan", "Inf", "INF", "infinity" (as numpy and R
+    write them) is a float column too. Wide integers without such a word stay text."""
+    schema = dict(first_rows.schema)
+    for name, dtype in first_rows.schema.items():
+        if dtype != pl.String:
+            continue
+        try:
+            floats = first_rows.get_column(name).drop_nulls().cast(pl.Float64, strict=True)
+        except pl.exceptions.PolarsError:
+            continue
+        if floats.len() and not floats.is_finite().all():
+            schema[name] = pl.Float64()
+    return pl.Schema(schema)
 
 
 def _numeric_schema(
@@ -183,10 +211,13 @@ class CsvSource:
         self._first = sample
         try:
             first_rows = pl.read_csv(
-                sample, separator=options.delimiter, has_header=options.header,
-                infer_schema_length=INFER_ROWS, n_rows=INFER_ROWS, try_parse_dates=False,
+                # Only the rows the types are inferred from: polars parses past n_rows, so
+                # a bad cell further on would fail here, unlocated, instead of in batches().
+                _first_records(sample, INFER_ROWS + 1), separator=options.delimiter,
+                has_header=options.header, infer_schema_length=INFER_ROWS, n_rows=INFER_ROWS,
+                try_parse_dates=False,
             )
-            inferred = first_rows.schema
+            inferred = _with_float_words(first_rows)
             if first_rows.height == 0:
                 # A header without rows: empty int64 columns, so the result is an empty
                 # table with the same header rather than "no numeric columns".
