@@ -1,0 +1,492 @@
+"""Every way a run can fail: exit status 1 (data, I/O) or 2 (usage), one line
+`Error: ...` on standard error that names the file, column, row or option at fault, and
+never a traceback (the `invoke` fixture does not catch exceptions, so one fails the test).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import Result
+
+import cumtool.engine
+
+Invoke = Callable[..., Result]
+OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+
+
+def assert_error(result: Result, status: int, *names: str) -> str:
+    """One `Error:` line, the status, every name in the message, no traceback."""
+    assert result.exit_code == status, (result.exit_code, result.stderr)
+    assert result.stderr.startswith("Error: "), result.stderr
+    assert result.stderr.endswith("\n")
+    assert result.stderr.count("\n") == 1, result.stderr
+    for name in names:
+        assert name in result.stderr, (name, result.stderr)
+    assert "Traceback" not in result.stderr + result.stdout
+    return result.stderr
+
+
+def assert_click_usage_error(result: Result, *names: str) -> None:
+    """Click's own usage errors: a usage line, a hint, then `Error: ...`; status 2."""
+    assert result.exit_code == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: ")
+    for name in names:
+        assert name in last, (name, last)
+    assert "Traceback" not in result.stderr + result.stdout
+    assert result.stdout == ""
+
+
+def npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def sample(write_file) -> Path:
+    return write_file("ok.csv", "a,b,name\n1,2.5,x\n3,4.5,y\n")
+
+
+# Input files -------------------------------------------------------------------------------
+
+
+def test_missing_file(invoke: Invoke, tmp_path):
+    missing = tmp_path / "nope.csv"
+    assert_error(invoke("cumsum", str(missing)), 1, str(missing), "no such file")
+
+
+def test_directory_as_input(invoke: Invoke, tmp_path):
+    assert_error(invoke("cumsum", str(tmp_path)), 1, str(tmp_path), "directory")
+
+
+def test_unreadable_file(invoke: Invoke, write_file, monkeypatch):
+    path = write_file("locked.csv", "a\n1\n")
+    real_open = open
+
+    def refuse(file, *args, **kwargs):  # root ignores file modes: simulate the refusal
+        if str(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(cumtool.engine, "open", refuse, raising=False)
+    assert_error(invoke("cumsum", str(path)), 1, str(path), "Permission denied")
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        pytest.param("empty.csv", b"", id="empty-csv"),
+        pytest.param("blank.csv", b"\n\n", id="blank-lines"),
+        pytest.param("empty.tsv", b"", id="empty-tsv"),
+        pytest.param("empty.csv.gz", gzip.compress(b""), id="empty-gzip"),
+    ],
+)
+def test_empty_file(invoke: Invoke, write_file, name, content):
+    path = write_file(name, content)
+    assert_error(invoke("cumsum", str(path)), 1, str(path), "empty")
+
+
+def test_empty_standard_input(invoke: Invoke):
+    assert_error(invoke("cumsum", input=b""), 1, "standard input", "empty")
+
+
+@pytest.mark.parametrize("name", ["empty.npy", "empty.parquet"])
+def test_empty_binary_file(invoke: Invoke, write_file, name):
+    path = write_file(name, b"")
+    assert_error(invoke("cumsum", str(path)), 1, str(path))
+
+
+# CSV contents ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("via", ["file", "stdin", "gzip"])
+def test_ragged_csv_with_a_long_row_names_the_row(invoke: Invoke, write_file, via):
+    data = b"a,b\n1,2\n3,4\n5,6,7\n8,9\n"
+    if via == "file":
+        path = write_file("ragged.csv", data)
+        assert_error(invoke("cumsum", str(path)), 1, str(path), "row 3", "3 fields",
+                     "expected 2")
+    elif via == "gzip":
+        path = write_file("ragged.csv.gz", gzip.compress(data))
+        assert_error(invoke("cumsum", str(path)), 1, str(path), "row 3")
+    else:
+        assert_error(invoke("cumsum", input=data), 1, "standard input", "row 3")
+
+
+def test_ragged_row_far_into_the_file_names_its_row(invoke: Invoke, write_file):
+    rows = "".join(f"{i},{i}\n" for i in range(20_000))
+    path = write_file("late.csv", "a,b\n" + rows + "1,2,3\n")
+    assert_error(invoke("cumsum", str(path), "--batch-rows", "1000"), 1, str(path),
+                 "row 20001")
+
+
+@pytest.mark.xfail(strict=True, reason="a row with too few fields is read as missing cells "
+                   "(polars fills them) instead of being reported as ragged")
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_ragged_csv_with_a_short_row_names_the_row(invoke: Invoke, write_file, via):
+    data = b"a,b\n1,2\n3\n4,5\n"
+    if via == "file":
+        result = invoke("cumsum", str(write_file("short.csv", data)))
+    else:
+        result = invoke("cumsum", input=data)
+    assert_error(result, 1, "row 2")
+
+
+def test_bad_cell_after_the_rows_types_are_inferred_from(invoke: Invoke, write_file, tmp_path):
+    rows = "".join(f"{i}\n" for i in range(12_000))
+    path = write_file("late.csv", "a\n" + rows + "oops\n")
+    out = tmp_path / "out.csv"
+    message = assert_error(invoke("cumsum", str(path), "--batch-rows", "500", "-o", str(out)),
+                           1, str(path), "row 12001", "'a'", "oops")
+    assert "--dtype" in message or "int64" in message
+    assert not out.exists()
+
+
+def test_binary_garbage_as_csv(invoke: Invoke, write_file):
+    path = write_file("garbage.csv", b"\x00\x01\x02abc,\x00def\n\x05\x06\n")
+    assert_error(invoke("cumsum", str(path)), 1, str(path))
+    assert_error(invoke("cumsum", input=b"a\x00,b\n1,2\n"), 1, "standard input")
+
+
+# Columns -------------------------------------------------------------------------------------
+
+
+def test_non_numeric_column_named_in_columns(invoke: Invoke, sample):
+    message = assert_error(invoke("cumsum", str(sample), "-c", "name"), 1, str(sample),
+                           "'name'", "not numeric")
+    assert "a, b" in message  # the numeric columns it could have been
+
+
+def test_unknown_column_lists_the_columns(invoke: Invoke, sample):
+    message = assert_error(invoke("cumsum", str(sample), "-c", "a,zz"), 1, str(sample),
+                           "'zz'")
+    assert "a, b, name" in message
+
+
+def test_unknown_column_of_a_headerless_file(invoke: Invoke, write_file):
+    path = write_file("n.csv", "1,2\n3,4\n")
+    assert_error(invoke("cumsum", str(path), "--no-header", "-c", "2"), 1, "'2'", "0, 1")
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        pytest.param("text.csv", "s,t\nx,y\nz,w\n", id="csv"),
+        pytest.param("dates.csv", "day\n2024-01-01\n2024-01-02\n", id="dates"),
+    ],
+)
+def test_no_numeric_columns(invoke: Invoke, write_file, name, content):
+    path = write_file(name, content)
+    message = assert_error(invoke("cumsum", str(path)), 1, str(path), "no numeric columns")
+    assert content.split("\n")[0].replace(",", ", ") in message
+
+
+def test_no_numeric_columns_in_parquet(invoke: Invoke, tmp_path):
+    path = tmp_path / "text.parquet"
+    pq.write_table(pa.table({"s": ["a", "b"]}), path)
+    assert_error(invoke("cummax", str(path)), 1, str(path), "no numeric columns", "s")
+
+
+def test_npy_output_of_a_table_with_text(invoke: Invoke, sample, tmp_path):
+    out = tmp_path / "out.npy"
+    assert_error(invoke("cumsum", str(sample), "-o", str(out)), 2, "'name'", "csv or parquet")
+    assert not out.exists()
+
+
+def test_npy_output_of_a_table_with_missing_cells(invoke: Invoke, write_file, tmp_path):
+    path = write_file("m.csv", "a,b\n1,2\n,3\n")
+    out = tmp_path / "out.npy"
+    assert_error(invoke("cumsum", str(path), "-o", str(out)), 1, "'a'", "missing")
+    assert not out.exists()
+
+
+# Options ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", ["diagonal", "2", "-3", "1.5", ""])
+def test_bad_axis_for_a_table_lists_the_valid_ones(invoke: Invoke, sample, axis):
+    assert_error(invoke("cumsum", str(sample), "--axis", axis), 2, "--axis", "rows",
+                 "columns")
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "valid"),
+    [
+        pytest.param((2, 3, 4), "3", "-3 to 2", id="3d-too-high"),
+        pytest.param((2, 3, 4), "-4", "-3 to 2", id="3d-too-low"),
+        pytest.param((5,), "1", "-1 to 0", id="1d"),
+        pytest.param((5,), "columns", "-1 to 0", id="1d-columns"),
+        pytest.param((2, 2, 2, 2), "x", "-4 to 3", id="4d-word"),
+    ],
+)
+def test_axis_out_of_range_for_an_array_names_the_range(invoke: Invoke, tmp_path, shape,
+                                                        axis, valid):
+    path = tmp_path / "a.npy"
+    np.save(path, np.zeros(shape))
+    assert_error(invoke("cumsum", str(path), "-a", axis), 2, "--axis", f"{len(shape)}-d",
+                 valid)
+    assert_error(invoke("cumsum", "-a", axis, input=path.read_bytes()), 2, valid)
+
+
+@pytest.mark.parametrize("dtype", ["int128", "float8", "string", "f4x", ""])
+def test_unknown_dtype_lists_the_accepted_ones(invoke: Invoke, sample, dtype):
+    message = assert_error(invoke("cumsum", str(sample), "--dtype", dtype), 2, "--dtype")
+    for accepted in ("int8", "int64", "uint8", "float16", "float64", "complex128", "double"):
+        assert accepted in message
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint16", "uint32", "uint64", "bfloat16",
+                                   "torch.bool", "torch.bfloat16"])
+def test_refused_dtypes(invoke: Invoke, sample, dtype):
+    message = assert_error(invoke("cumsum", str(sample), "-t", dtype), 2, repr(dtype),
+                           "not supported")
+    assert "int32" in message
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "long"])
+def test_logcumsumexp_needs_a_floating_dtype(invoke: Invoke, sample, dtype):
+    assert_error(invoke("logcumsumexp", str(sample), "--dtype", dtype), 2, "logcumsumexp",
+                 "floating")
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+def test_indices_is_not_an_option_of_other_ops(invoke: Invoke, sample, op):
+    assert_click_usage_error(invoke(op, str(sample), "--indices"), "--indices")
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        pytest.param(["--batch-rows", "0"], ["--batch-rows"], id="batch-rows-0"),
+        pytest.param(["--batch-rows", "many"], ["--batch-rows"], id="batch-rows-word"),
+        pytest.param(["--overflow", "saturate"], ["--overflow", "saturate"], id="overflow"),
+        pytest.param(["-c", "a,,b"], ["--columns", "empty column name"], id="empty-column"),
+        pytest.param(["--frobnicate"], ["--frobnicate"], id="unknown-option"),
+        pytest.param(["-a"], ["-a"], id="missing-value"),
+    ],
+)
+def test_click_usage_errors(invoke: Invoke, sample, args, names):
+    assert_click_usage_error(invoke("cumsum", str(sample), *args), *names)
+
+
+def test_unknown_command(invoke: Invoke):
+    assert_click_usage_error(invoke("cumavg", "x.csv"), "cumavg")
+
+
+@pytest.mark.parametrize("delimiter", ["ab", "", '"', "\n", "\r", "\\n"])
+def test_bad_delimiter(invoke: Invoke, sample, delimiter):
+    assert_error(invoke("cumsum", str(sample), "-d", delimiter), 2, "--delimiter")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [pytest.param("--from", "xlsx", id="from"), pytest.param("--to", "json", id="to"),
+     pytest.param("--from", "table", id="from-table")],
+)
+def test_unknown_format_name(invoke: Invoke, sample, option, value):
+    message = assert_error(invoke("cumsum", str(sample), option, value), 2, option, value)
+    assert "csv, tsv, parquet, npy" in message
+
+
+def test_indices_with_npy_output_of_a_table(invoke: Invoke, write_file, tmp_path):
+    path = write_file("n.csv", "a\n1\n2\n")
+    out = tmp_path / "o.npy"
+    assert_error(invoke("cummax", str(path), "--indices", "-o", str(out)), 2, "--indices")
+    assert not out.exists()
+
+
+# Arrays ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("via", ["file", "stdin", "dtype"])
+def test_complex_cummax_and_cummin(invoke: Invoke, tmp_path, op, via):
+    if via == "dtype":  # asking for a complex dtype is a usage error
+        path = tmp_path / "r.npy"
+        np.save(path, np.arange(3.0))
+        assert_error(invoke(op, str(path), "--dtype", "complex64"), 2, op, "complex")
+        return
+    array = np.array([1 + 1j, 2 - 1j], dtype=np.complex64)
+    path = tmp_path / "c.npy"
+    np.save(path, array)
+    if via == "file":
+        assert_error(invoke(op, str(path)), 1, op, "complex", str(path))
+    else:
+        assert_error(invoke(op, input=path.read_bytes()), 1, op, "complex", "standard input")
+
+
+def test_complex_values_cannot_be_csv(invoke: Invoke, tmp_path):
+    path = tmp_path / "c.npy"
+    np.save(path, np.array([1 + 1j, 2j]))
+    assert_error(invoke("cumsum", str(path), "--to", "csv"), 2, "complex", "csv")
+
+
+class Canary:
+    """Unpickling this creates `marker`: the proof that a pickle was loaded."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.mkdir, (self.marker,))
+
+
+@pytest.mark.parametrize("via", ["file", "stdin", "from-npy", "axis"])
+def test_object_npy_is_refused_and_never_unpickled(invoke: Invoke, tmp_path, via):
+    marker = tmp_path / "unpickled"
+    array = np.empty(2, dtype=object)
+    array[0], array[1] = Canary(str(marker)), 1
+    path = tmp_path / "objects.npy"
+    np.save(path, array, allow_pickle=True)
+    np.load(path, allow_pickle=True)  # the canary works: unpickling it makes the marker
+    assert marker.is_dir()
+    marker.rmdir()
+    if via == "file":
+        result = invoke("cumsum", str(path))
+    elif via == "stdin":
+        result = invoke("cumsum", input=path.read_bytes())
+    elif via == "from-npy":
+        other = tmp_path / "objects.dat"
+        other.write_bytes(path.read_bytes())
+        result = invoke("cummax", str(other), "--from", "npy")
+    else:
+        result = invoke("cumprod", str(path), "-a", "0", "-o", str(tmp_path / "out.npy"))
+    assert_error(result, 1, "object")
+    assert not marker.exists()
+    assert not (tmp_path / "out.npy").exists()
+
+
+@pytest.mark.parametrize(
+    ("array", "what"),
+    [
+        pytest.param(np.array(["a", "bc"]), "<U2", id="unicode"),
+        pytest.param(np.zeros(2, dtype=[("x", "i4"), ("y", "f8")]), "structured",
+                     id="structured"),
+        pytest.param(np.array(["2024-01-01"], dtype="datetime64[D]"), "datetime64",
+                     id="datetime"),
+        pytest.param(np.zeros(2, dtype=np.longdouble), "float128", id="longdouble"),
+    ],
+)
+def test_npy_dtypes_cumtool_cannot_scan(invoke: Invoke, tmp_path, array, what):
+    path = tmp_path / "x.npy"
+    np.save(path, array)
+    assert_error(invoke("cumsum", str(path)), 1, str(path), what)
+
+
+def test_npz_input_is_refused(invoke: Invoke, tmp_path):
+    path = tmp_path / "pair.npz"
+    np.savez(path, a=np.arange(3))
+    assert_error(invoke("cumsum", str(path)), 1, str(path), ".npz")
+
+
+@pytest.mark.parametrize("keep", [5, 60, 200], ids=["magic", "header", "data"])
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_truncated_npy(invoke: Invoke, tmp_path, keep, via):
+    data = npy(np.arange(24, dtype=np.int64).reshape(2, 3, 4))
+    assert len(data) > 200
+    path = tmp_path / "cut.npy"
+    path.write_bytes(data[:keep])
+    out = tmp_path / "out.npy"
+    if via == "file":
+        result = invoke("cumsum", str(path), "-o", str(out))
+        assert_error(result, 1, str(path))
+    else:
+        result = invoke("cumsum", "--from", "npy", "-o", str(out), input=data[:keep])
+        assert_error(result, 1, "standard input")
+    assert any(word in result.stderr for word in ("truncated", "not a valid .npy"))
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda data: data[: len(data) // 2], id="cut-in-half"),
+        pytest.param(lambda data: b"PAR1" + bytes(range(256)) * 2 + b"PAR1", id="garbage"),
+        pytest.param(lambda data: data[:1500] + b"\xff" * 400 + data[1900:], id="pages"),
+        pytest.param(lambda data: data[:-12] + b"\x00" * 8 + data[-4:], id="footer-length"),
+    ],
+)
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_corrupt_parquet(invoke: Invoke, tmp_path, damage, via):
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"a": np.arange(1000) * 7 % 13, "b": np.arange(1000) / 3}),
+                   buffer, row_group_size=100)
+    data = damage(buffer.getvalue())
+    path = tmp_path / "bad.parquet"
+    path.write_bytes(data)
+    out = tmp_path / "out.parquet"
+    if via == "file":
+        assert_error(invoke("cumsum", str(path), "-o", str(out)), 1, str(path), "parquet")
+    else:
+        assert_error(invoke("cumsum", "--from", "parquet", "-o", str(out), input=data), 1,
+                     "standard input", "parquet")
+    assert not out.exists()
+
+
+def test_corrupt_gzip(invoke: Invoke, tmp_path):
+    data = gzip.compress(b"a,b\n" + b"1,2\n" * 50_000)
+    path = tmp_path / "bad.csv.gz"
+    path.write_bytes(data[: len(data) // 2])
+    assert_error(invoke("cumsum", str(path), "-o", str(tmp_path / "o.csv")), 1, str(path))
+    assert not (tmp_path / "o.csv").exists()
+
+
+# Overflow --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch_rows", ["1", "2", "1000"])
+def test_integer_overflow_names_column_and_row(invoke: Invoke, write_file, batch_rows):
+    big = 2**62
+    path = write_file("money.csv", f"id,total\n1,{big}\n2,{big}\n3,{big}\n4,1\n")
+    message = assert_error(invoke("cumsum", str(path), "--batch-rows", batch_rows), 1,
+                           str(path), "'total'", "row 2", "--overflow wrap")
+    assert "int64" in message
+
+
+def test_integer_overflow_across_columns_names_row_and_column(invoke: Invoke, write_file):
+    big = 2**62
+    path = write_file("wide.csv", f"x,y,z\n1,2,3\n{big},{big},{big}\n")
+    # x + y = 2**63 is the first sum that does not fit.
+    assert_error(invoke("cumsum", str(path), "-a", "columns"), 1, str(path), "row 2",
+                 "'y'")
+
+
+def test_integer_overflow_of_cumprod(invoke: Invoke, write_file):
+    path = write_file("p.csv", "f\n" + "1000\n" * 8)
+    assert_error(invoke("cumprod", str(path)), 1, str(path), "'f'", "row 7", "cumprod")
+
+
+@pytest.mark.parametrize("batch_rows", ["1", "3"])
+def test_integer_overflow_in_an_array_names_the_index(invoke: Invoke, tmp_path, batch_rows):
+    array = np.zeros((4, 3), dtype=np.int8)
+    array[:, 2] = 60
+    path = tmp_path / "a.npy"
+    np.save(path, array)
+    assert_error(invoke("cumsum", str(path), "-t", "int8", "--batch-rows", batch_rows), 1,
+                 str(path), "(2, 2)", "int8")
+
+
+def test_dtype_cast_that_does_not_fit(invoke: Invoke, write_file):
+    path = write_file("c.csv", "a\n1\n300\n")
+    assert_error(invoke("cumsum", str(path), "-t", "int8"), 1, str(path), "'a'", "row 2",
+                 "300")
+
+
+# Messages stay one line ----------------------------------------------------------------------
+
+
+def test_a_newline_in_a_column_name_does_not_break_the_one_line_rule(invoke: Invoke,
+                                                                     write_file):
+    path = write_file("n.csv", '"two\nlines",b\n1,2\n')
+    message = assert_error(invoke("cumsum", str(path), "-c", "zz"), 1, "'zz'")
+    assert "two\\nlines" in message  # shown escaped, as Python would write it
