@@ -125,7 +125,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     try:
         run(request)
     except CumtoolError as error:
-        click.echo(f"Error: {error}", err=True)
+        # One line, even when a name in the message holds a line break.
+        message = str(error).replace("\r", "\\r").replace("\n", "\\n")
+        click.echo(f"Error: {message}", err=True)
         status = error.exit_code
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
@@ -155,7 +157,8 @@ def main() -> None:
       cumtool cumprod sample_data/cumprod_matrix.csv --axis columns
       cat data.npy | cumtool cummax - --axis 2 > out.npy
 
-    Exit status: 0 success, 1 data or I/O error, 2 usage error.
+    Exit status: 0 success, 1 data or I/O error, 2 usage error, 130 interrupted,
+    141 output pipe closed early (e.g. `| head`).
     """
 
 

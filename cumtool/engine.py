@@ -77,7 +77,7 @@ class Request:
 
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
-    dtype = kernels.parse_dtype(request.dtype) if request.dtype else None
+    dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     if request.indices and request.op not in ("cummax", "cummin"):
         raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")
     if request.batch_rows is not None and request.batch_rows < 1:
@@ -99,7 +99,7 @@ def _open_source(
     path: str | None = None
     if request.input == "-":
         name = "standard input"
-        stream: IO[bytes] = peekable(sys.stdin.buffer)
+        stream: IO[bytes] = peekable(_stdin())
         head = stream.peek(8)[:8]  # type: ignore[attr-defined]
         kind = kind_from_magic(head)
     else:
@@ -160,6 +160,16 @@ def _open_source(
     from cumtool.formats.npy import NpySource
 
     return NpySource(stream, name, path), kind
+
+
+def _stdin() -> IO[bytes]:
+    """Standard input as a stream of our own: when a run stops early (`| head`, an error)
+    the reader thread may still be blocked reading it, and must not then hold the lock of
+    sys.stdin, which Python takes at exit (it would abort: "could not acquire lock")."""
+    try:
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    except (AttributeError, OSError, ValueError):  # not a real file (tests, embedding)
+        return sys.stdin.buffer
 
 
 def _has_parquet_footer(stream: IO[bytes]) -> bool:
@@ -477,6 +487,9 @@ def _array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple
     if out.format == "npy":
         if out.compression:
             raise UsageError("compressed .npy output is not supported; write .npy")
+        if request.indices and str(request.output).lower().endswith(".npy"):
+            raise UsageError(f"--indices writes values and indices as a .npz archive; name "
+                             f"the output .npz, not {request.output}")
         return NpySink(stream, shape, spec.out_dtype, request.indices)
     if out.format == "table":
         from cumtool.formats.pretty import PrettySink
