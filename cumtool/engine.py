@@ -342,11 +342,14 @@ class _TableToNpy:
     """A table written as a 2-D .npy: every column must be numeric and complete."""
 
     def __init__(self, sink_type: Any, stream: IO[bytes], schema: pa.Schema) -> None:
+        import pyarrow as pa
+
         from cumtool.tables import numpy_dtype
 
         dtypes = []
         for f in schema:
-            dtype = numpy_dtype(f.type)
+            # A decimal's numpy dtype is its scaled int64 (for scans); .npy gets its value.
+            dtype = np.dtype(np.float64) if pa.types.is_decimal(f.type) else numpy_dtype(f.type)
             if dtype is None:
                 raise UsageError(
                     f".npy output holds numbers only, but column {f.name!r} is {f.type}; "
@@ -356,10 +359,14 @@ class _TableToNpy:
         self._sink = sink_type(stream, schema.names, np.result_type(*dtypes))
 
     def write(self, batch: pa.RecordBatch) -> None:
-        from cumtool.tables import column_to_numpy
+        import pyarrow as pa
+
+        from cumtool.tables import column_to_numpy, decimal_to_float
 
         columns = []
         for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            if pa.types.is_decimal(column.type):
+                column = decimal_to_float(column)
             values, valid = column_to_numpy(column)
             if valid is not None:
                 row = int(np.flatnonzero(~valid)[0]) + 1

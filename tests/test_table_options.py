@@ -1001,3 +1001,18 @@ def test_decimal_columns_across_a_row_compute_in_float64(invoke, write_file):
                                        "--to", "parquet")).stdout_bytes)
     assert got.schema.field("b").type == pa.float64()
     assert got.column("b").to_pylist() == [0.1 + 0.2]
+
+
+@pytest.mark.parametrize("source", [pytest.param("csv", id="csv-decimal"),
+                                    pytest.param("parquet", id="parquet-decimal")])
+def test_decimal_to_npy_writes_values_not_scaled_integers(invoke, source):
+    if source == "csv":
+        result = ok(invoke("cumsum", "--decimal", "--to", "npy",
+                           input="x,n\n19.99,1\n0.01,2\n"))
+    else:
+        table = pa.table({"x": pa.array([Decimal("19.99"), Decimal("0.01")],
+                                        pa.decimal128(6, 2)), "n": [1, 2]})
+        result = ok(invoke("cumsum", "--to", "npy", input=parquet_bytes(table)))
+    got = np.load(io.BytesIO(result.stdout_bytes))
+    assert got.dtype == np.float64
+    assert got.tolist() == [[19.99, 1.0], [20.0, 3.0]]
