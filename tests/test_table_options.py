@@ -1016,3 +1016,38 @@ def test_decimal_to_npy_writes_values_not_scaled_integers(invoke, source):
     got = np.load(io.BytesIO(result.stdout_bytes))
     assert got.dtype == np.float64
     assert got.tolist() == [[19.99, 1.0], [20.0, 3.0]]
+
+
+@pytest.mark.parametrize("seed", [pytest.param(s, id=f"seed{s}") for s in range(4)])
+def test_random_keys_resets_and_flags_match_the_reference(invoke, write_file, seed):
+    """Random groups, resets and missing cells; every combination of --reverse and
+    --exclusive, at batch sizes 1, 2, 7 and the default."""
+    rng = random.Random(seed)
+    n = 90
+    columns = {
+        "g": [rng.choice(["a", "b", "c", "d", None]) for _ in range(n)],
+        "r": [rng.random() < 0.15 for _ in range(n)],
+        "x": [None if rng.random() < 0.1 else rng.randrange(-5, 6) for _ in range(n)],
+    }
+    path = write_file("t.csv", csv_text({**columns, "r": [str(v).lower()
+                                                           for v in columns["r"]]}))
+    for reverse in (False, True):
+        for exclusive in (False, True):
+            flags = [*(["--reverse"] if reverse else []), *(["--exclusive"] if exclusive
+                                                             else [])]
+            got = read_csv_output(run_all_batches(invoke, "cummax", str(path), "--by", "g",
+                                                  "--reset", "r", "--indices", *flags))
+            values, positions = ref_scan(columns["x"], "cummax",
+                                         keys=[(k,) for k in columns["g"]],
+                                         resets=columns["r"], reverse=reverse,
+                                         exclusive=exclusive)
+            assert got["x"] == values, flags
+            assert got["x_index"] == positions, flags
+
+
+@pytest.mark.xfail(strict=True, reason="--exclusive never outputs the last running value, "
+                   "but its int64 overflow is still reported as an error")
+def test_exclusive_does_not_fail_on_a_total_it_never_outputs(invoke):
+    result = invoke("cumsum", "--exclusive", input=f"x\n{2**62}\n{2**62}\n")
+    assert result.exit_code == 0, result.stderr
+    assert read_csv_output(result.stdout)["x"] == [0, 2**62]
