@@ -743,3 +743,25 @@ def test_nan_and_infinity_spellings_make_a_float_column(invoke, write_file, word
     assert header == ["reading", "note"]
     assert_float_cells([row[0] for row in rows], expected)
     assert [row[1] for row in rows] == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "out_type", "expected"),
+    [
+        pytest.param(np.array([1, 2], np.int32), np.array([2.5, 0.25], np.float32),
+                     pa.float64(), [[1.0, 3.5], [2.0, 2.25]], id="int32-float32-is-float64"),
+        pytest.param(np.array([1, 2], np.int8), np.array([3, 0], np.int16),
+                     pa.int64(), [[1, 4], [2, 2]], id="int8-int16-sums-as-int64"),
+        pytest.param(np.array([1.5, 2.0], np.float16), np.array([2.5, 0.25], np.float32),
+                     pa.float32(), [[1.5, 4.0], [2.0, 2.25]], id="float16-float32-is-float32"),
+    ],
+)
+def test_columns_axis_scans_in_the_common_dtype(invoke, tmp_path, a, b, out_type, expected):
+    """numpy's result_type of the selected columns, then the output dtype table."""
+    source = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": pa.array(a), "b": pa.array(b)}), source)
+    out = tmp_path / "out.parquet"
+    ok(invoke("cumsum", str(source), "--axis", "columns", "-o", str(out)))
+    table = pq.read_table(out)
+    assert [f.type for f in table.schema] == [out_type, out_type]
+    assert [[table.column(c)[r].as_py() for c in ("a", "b")] for r in range(2)] == expected

@@ -819,3 +819,22 @@ def test_scan_without_indices_returns_only_values():
 def test_unknown_operation_is_a_usage_error():
     with pytest.raises(UsageError, match="cumsum, cumprod, cummax, cummin, logcumsumexp"):
         cumtool.scan(np.array([1]), "cumavg")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize(
+    ("op", "data"),
+    [
+        pytest.param("cummax", [0.0, -0.0, 0.0, -0.0], id="cummax"),
+        pytest.param("cummin", [-0.0, 0.0, -0.0, 0.0], id="cummin"),
+        pytest.param("cummax", [-1.0, -0.0, 0.0, -0.0, -2.0], id="cummax-from-below"),
+    ],
+)
+def test_signed_zero_ties_take_the_later_zero(op, data, dtype):
+    """-0.0 == 0.0, so each is a tie and the later one wins, sign and all (as torch)."""
+    values, indices = cumtool.scan(np.array(data, dtype=dtype), op, indices=True)
+    ref_values, ref_indices = ref_extreme(data, op)
+    assert_exact(values, np.array(ref_values, dtype=dtype), dtype)
+    assert_exact(indices, ref_indices, "int64")
+    assert_exact(cumtool.scan(np.array(data, dtype=dtype), op), np.array(ref_values, dtype),
+                 dtype)
