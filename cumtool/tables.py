@@ -179,7 +179,8 @@ class TablePlan:
         if options.by or options.reset:
             from cumtool import groups  # polars joins: loaded only for grouped scans
 
-            self.group_keys = groups.GroupKeys(options.by) if options.by else None
+            keys = list(dict.fromkeys(options.by or []))  # --by k,k is --by k
+            self.group_keys = groups.GroupKeys(keys) if keys else None
             self.group_carries = {c: groups.GroupCarry(s) for c, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0

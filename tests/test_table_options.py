@@ -490,6 +490,12 @@ def test_nan_float_key_is_one_group_apart_from_missing_keys(invoke, write_file, 
     assert read_csv_output(result.stdout)["x"] == [1, 2, 3, 6, 6, 9, 13]
 
 
+def test_a_key_named_twice_is_one_key(invoke):
+    got = read_csv_output(ok(invoke("cumsum", "--by", "k,k", input="k,x\na,1\nb,2\na,3\n"))
+                          .stdout)
+    assert got == {"k": ["a", "b", "a"], "x": [1, 2, 4]}
+
+
 def test_boolean_and_float_keys(invoke, write_file):
     path = write_file("t.csv", "b,f,x\ntrue,0.5,1\nfalse,0.5,2\n,0.5,3\ntrue,1.5,4\n"
                                "true,0.5,5\n,0.5,6\n")
