@@ -305,6 +305,16 @@ def test_indices_with_npy_output_of_a_table(invoke: Invoke, write_file, tmp_path
     assert not out.exists()
 
 
+def test_indices_to_a_file_named_npy(invoke: Invoke, tmp_path):
+    """--indices writes a .npz archive, which a .npy name would misdescribe."""
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(4))
+    out = tmp_path / "out.npy"
+    assert_error(invoke("cummax", str(path), "--indices", "-o", str(out)), 2, ".npz",
+                 str(out))
+    assert not out.exists()
+
+
 # Arrays ----------------------------------------------------------------------------------------
 
 

@@ -731,7 +731,7 @@ def ref_indices(values: np.ndarray, op: str, axis: int) -> np.ndarray:
     [
         pytest.param("stdout", "0", id="stdout-axis0"),
         pytest.param("out.npz", "2", id="npz-file-axis2"),
-        pytest.param("out.npy", "-2", id="npy-name-axis-2"),
+        pytest.param("out.npz", "-2", id="npz-file-axis-2"),
     ],
 )
 def test_npy_indices_give_an_npz_of_values_and_indices(invoke: Invoke, tmp_path, op, dest,

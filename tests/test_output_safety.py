@@ -1,0 +1,379 @@
+"""Output files are all or nothing: a failed run leaves no partial file, an existing file
+byte for byte as it was, and no temporary file behind; a finished one replaces the target
+in one step, keeping its permissions, so `-o` may even name the input."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from click.testing import Result
+
+import cumtool.output
+from cumtool.engine import Request, run
+from cumtool.errors import OutputError
+
+Invoke = Callable[..., Result]
+ORIGINAL = b"precious bytes that must survive a failed run\n"
+OUTPUT_NAMES = ("out.csv", "out.tsv", "out.csv.gz", "out.parquet", "out.npy", "out.txt")
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".cumtool-tmp"))
+
+
+def overflow_at_the_last_row(directory: Path, rows: int = 60) -> Path:
+    """A CSV whose running sum overflows int64 only at its last row."""
+    path = directory / "late_overflow.csv"
+    lines = ["n,x"] + [f"{i},{i * 0.5}" for i in range(rows - 1)] + [f"{2**63 - 1},1.0"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def bad_cell_late(directory: Path) -> Path:
+    """A bad cell after the 10,000 rows types are inferred from."""
+    path = directory / "late_bad_cell.csv"
+    path.write_text("n\n" + "".join(f"{i}\n" for i in range(10_200)) + "twelve\n")
+    return path
+
+
+def extra_args(name: str) -> list[str]:
+    return ["--to", "table"] if name.endswith(".txt") else []
+
+
+# A failed run ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", OUTPUT_NAMES)
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing"])
+def test_overflow_at_the_last_row_leaves_nothing_behind(invoke: Invoke, tmp_path, name,
+                                                        existing):
+    source = overflow_at_the_last_row(tmp_path)
+    out = tmp_path / name
+    if existing:
+        out.write_bytes(ORIGINAL)
+    result = invoke("cumsum", str(source), "-o", str(out), "--batch-rows", "7",
+                    *extra_args(name))
+    assert result.exit_code == 1
+    assert "row 60" in result.stderr
+    if existing:
+        assert out.read_bytes() == ORIGINAL
+    else:
+        assert not out.exists()
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["out.csv", "out.parquet", "out.csv.gz"])
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing"])
+def test_bad_cell_late_in_the_file_leaves_nothing_behind(invoke: Invoke, tmp_path, name,
+                                                         existing):
+    source = bad_cell_late(tmp_path)
+    out = tmp_path / name
+    if existing:
+        out.write_bytes(ORIGINAL)
+    result = invoke("cumsum", str(source), "-o", str(out), "--batch-rows", "100")
+    assert result.exit_code == 1
+    assert "row 10201" in result.stderr
+    assert (out.read_bytes() == ORIGINAL) if existing else not out.exists()
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["out.npy", "out.csv", "out.txt"])
+def test_array_overflow_late_leaves_the_existing_file(invoke: Invoke, tmp_path, name):
+    array = np.ones((50, 3), dtype=np.int64)
+    array[-1, 1] = 2**63 - 1
+    source = tmp_path / "a.npy"
+    np.save(source, array)
+    out = tmp_path / name
+    out.write_bytes(ORIGINAL)
+    result = invoke("cumsum", str(source), "-o", str(out), "--batch-rows", "4",
+                    *extra_args(name))
+    assert result.exit_code == 1
+    assert "(49, 1)" in result.stderr
+    assert out.read_bytes() == ORIGINAL
+    assert leftovers(tmp_path) == []
+
+
+def test_failure_reading_standard_input_leaves_the_existing_file(invoke: Invoke, tmp_path):
+    data = overflow_at_the_last_row(tmp_path).read_bytes()
+    out = tmp_path / "out.parquet"
+    out.write_bytes(ORIGINAL)
+    result = invoke("cumsum", "-o", str(out), "--batch-rows", "5", input=data)
+    assert result.exit_code == 1
+    assert out.read_bytes() == ORIGINAL
+    assert leftovers(tmp_path) == []
+
+
+def test_indices_npz_failure_leaves_the_existing_file(tmp_path):
+    """.npy on standard input cut short: found only when the last rows are read, after the
+    .npz of values and indices has been half written. In a real process, so that anything
+    printed at exit (a zip left open complains with a traceback) is seen."""
+    import subprocess
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(40, dtype=np.int16).reshape(20, 2))
+    data = buffer.getvalue()[:-8]
+    out = tmp_path / "out.npz"
+    out.write_bytes(ORIGINAL)
+    done = subprocess.run(["cumtool", "cummax", "--indices", "-o", str(out), "--batch-rows",
+                           "2"], input=data, capture_output=True, timeout=60)
+    assert done.returncode == 1
+    stderr = done.stderr.decode()
+    assert stderr.startswith("Error: standard input: ")
+    assert "truncated" in stderr
+    assert stderr.count("\n") == 1, stderr
+    assert out.read_bytes() == ORIGINAL
+    assert leftovers(tmp_path) == []
+
+
+def test_interrupted_run_leaves_nothing_behind(invoke: Invoke, tmp_path, monkeypatch):
+    """Ctrl-C in the middle of a run: status 130, and the target untouched."""
+    import cumtool.tables
+
+    source = overflow_at_the_last_row(tmp_path, rows=40)
+    source.write_text(source.read_text().replace(str(2**63 - 1), "1"))
+    out = tmp_path / "out.csv"
+    out.write_bytes(ORIGINAL)
+    real_apply = cumtool.tables.TablePlan.apply
+    calls = []
+
+    def interrupt_on_third_batch(self, batch):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_apply(self, batch)
+
+    monkeypatch.setattr(cumtool.tables.TablePlan, "apply", interrupt_on_third_batch)
+    result = invoke("cumsum", str(source), "-o", str(out), "--batch-rows", "5")
+    assert result.exit_code == 130
+    assert result.stderr == "Error: interrupted\n"
+    assert out.read_bytes() == ORIGINAL
+    assert leftovers(tmp_path) == []
+
+
+def test_success_leaves_no_temporary_file(invoke: Invoke, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    for name in OUTPUT_NAMES:
+        result = invoke("cumsum", str(source), "-o", str(tmp_path / name), *extra_args(name))
+        assert result.exit_code == 0, (name, result.stderr)
+    assert leftovers(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.csv", *OUTPUT_NAMES])
+
+
+# Where the output cannot go -----------------------------------------------------------------
+
+
+def test_missing_output_directory(invoke: Invoke, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n")
+    missing = tmp_path / "no" / "such"
+    result = invoke("cumsum", str(source), "-o", str(missing / "out.csv"))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: ")
+    assert str(missing) in result.stderr
+    assert "does not exist" in result.stderr
+    assert not missing.exists()
+
+
+def test_output_is_a_directory(invoke: Invoke, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n")
+    target = tmp_path / "dir.csv"
+    target.mkdir()
+    result = invoke("cumsum", str(source), "-o", str(target))
+    assert result.exit_code == 1
+    assert str(target) in result.stderr
+    assert target.is_dir()
+
+
+def _refuse(*_args, **_kwargs):
+    raise PermissionError(13, "Permission denied")
+
+
+@pytest.mark.parametrize("where", ["mkstemp", "replace"])
+def test_permission_denied_through_the_python_api(tmp_path, monkeypatch, where):
+    """Root ignores file modes, so the refusal of a read-only directory is simulated where
+    the writer meets it: creating the temporary file, or renaming it over the target."""
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    out = tmp_path / "out.csv"
+    out.write_bytes(ORIGINAL)
+    if where == "mkstemp":
+        monkeypatch.setattr(cumtool.output.tempfile, "mkstemp", _refuse)
+    else:
+        monkeypatch.setattr(cumtool.output.os, "replace", _refuse)
+    with pytest.raises(OutputError) as caught:
+        run(Request(op="cumsum", input=str(source), output=str(out)))
+    assert str(out) in str(caught.value)
+    assert "Permission denied" in str(caught.value)
+    assert caught.value.exit_code == 1
+    assert out.read_bytes() == ORIGINAL
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("where", ["mkstemp", "replace"])
+def test_permission_denied_through_the_cli(invoke: Invoke, tmp_path, monkeypatch, where):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    out = tmp_path / "out.parquet"
+    if where == "mkstemp":
+        monkeypatch.setattr(cumtool.output.tempfile, "mkstemp", _refuse)
+    else:
+        monkeypatch.setattr(cumtool.output.os, "replace", _refuse)
+    result = invoke("cumsum", str(source), "-o", str(out))
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot write {out}: Permission denied\n"
+    assert not out.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_read_only_directory(invoke: Invoke, tmp_path, monkeypatch):
+    """A real read-only directory where permissions apply; as root (who may write anyway)
+    the same refusal is simulated at the temporary file."""
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "out.csv").write_bytes(ORIGINAL)
+    locked.chmod(0o555)
+    try:
+        if os.access(locked, os.W_OK):
+            monkeypatch.setattr(cumtool.output.tempfile, "mkstemp", _refuse)
+        result = invoke("cumsum", str(source), "-o", str(locked / "out.csv"))
+    finally:
+        locked.chmod(0o755)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: cannot write {locked / 'out.csv'}")
+    assert (locked / "out.csv").read_bytes() == ORIGINAL
+    assert leftovers(locked) == []
+
+
+def test_full_disk_on_standard_output_is_an_error(tmp_path):
+    """/dev/full: every write fails with ENOSPC; the message names standard output."""
+    import subprocess
+
+    source = tmp_path / "in.csv"
+    source.write_text("a\n" + "1\n" * 1000)
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(["cumtool", "cumsum", str(source)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == "Error: cannot write standard output: No space left on device\n"
+
+
+# A finished run --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "read"),
+    [
+        pytest.param("data.csv", lambda p: p.read_text(), id="csv"),
+        pytest.param("data.csv.gz", lambda p: gzip.decompress(p.read_bytes()).decode(),
+                     id="csv.gz"),
+        pytest.param("data.parquet", lambda p: pq.read_table(p).to_pydict(), id="parquet"),
+    ],
+)
+def test_output_may_name_the_input_itself(invoke: Invoke, tmp_path, name, read):
+    source = tmp_path / "data.csv"
+    source.write_text("a,b\n1,10\n2,20\n3,30\n")
+    path = tmp_path / name
+    if name != "data.csv":
+        first = invoke("cumprod", str(source), "-o", str(path), "-c", "b", "--to",
+                       "parquet" if name.endswith("parquet") else "csv")
+        assert first.exit_code == 0, first.stderr
+        assert read(path) != source.read_text()
+    before = read(path)
+    result = invoke("cumsum", str(path), "-o", str(path), "--batch-rows", "1")
+    assert result.exit_code == 0, result.stderr
+    after = read(path)
+    if name == "data.csv":
+        assert after == "a,b\n1,10\n3,30\n6,60\n"
+    elif name == "data.csv.gz":
+        assert after == "a,b\n1,10\n3,210\n6,6210\n"
+    else:
+        assert before == {"a": [1, 2, 3], "b": [10, 200, 6000]}
+        assert after == {"a": [1, 3, 6], "b": [10, 210, 6210]}
+    assert leftovers(tmp_path) == []
+
+
+def test_npy_output_may_name_the_input_itself(invoke: Invoke, tmp_path):
+    path = tmp_path / "a.npy"
+    array = np.arange(12, dtype=np.int32).reshape(4, 3)
+    np.save(path, array)
+    result = invoke("cumsum", str(path), "-o", str(path), "--batch-rows", "1")
+    assert result.exit_code == 0, result.stderr
+    got = np.load(path)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.cumsum(array, axis=0))
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o755, 0o444])
+def test_an_existing_files_permissions_are_kept(invoke: Invoke, tmp_path, mode):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    out = tmp_path / "out.csv"
+    out.write_bytes(ORIGINAL)
+    out.chmod(mode)
+    result = invoke("cumsum", str(source), "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+    assert out.read_text() == "a\n1\n3\n"
+
+
+def test_a_new_file_gets_the_umask_default(invoke: Invoke, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n")
+    old = os.umask(0o027)
+    try:
+        result = invoke("cumsum", str(source), "-o", str(tmp_path / "new.csv"))
+    finally:
+        os.umask(old)
+    assert result.exit_code == 0, result.stderr
+    # Not mkstemp's private 0o600: what any other program would create.
+    assert stat.S_IMODE((tmp_path / "new.csv").stat().st_mode) == 0o640
+
+
+def test_output_through_a_symlink_updates_the_file_and_keeps_the_link(invoke: Invoke,
+                                                                      tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    real = tmp_path / "real.csv"
+    real.write_bytes(ORIGINAL)
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    result = invoke("cumsum", str(source), "-o", str(link))
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink()
+    assert real.read_text() == "a\n1\n3\n"
+
+
+def test_output_to_a_fifo_writes_into_it(invoke: Invoke, tmp_path):
+    """A FIFO (like /dev/stdout) is written in place, never replaced by a regular file."""
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n3\n")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = io.BytesIO()
+
+    def drain() -> None:
+        with open(fifo, "rb") as reader:
+            received.write(reader.read())
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    result = invoke("cumsum", str(source), "-o", str(fifo), "--to", "csv")
+    reader.join(timeout=30)
+    assert result.exit_code == 0, result.stderr
+    assert received.getvalue() == b"a\n1\n3\n6\n"
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert leftovers(tmp_path) == []
