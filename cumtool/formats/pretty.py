@@ -186,7 +186,7 @@ class PrettySink:
 
 
 def _add_ellipsis_column(table: Table) -> None:
-    table.add_column(Text(ELLIPSIS), justify="center", no_wrap=True)
+    table.add_column(Text(f"{ELLIPSIS}\n{ELLIPSIS}"), justify="center", no_wrap=True)
 
 
 def _natural_width(renderable: RenderableType) -> int:

@@ -1,0 +1,352 @@
+"""The pretty table (`--to table`), rendered as plain text because the CLI's standard
+output is not a terminal here: names and dtypes in the header, numbers right-aligned, a
+caption with the op and the shape, bounded size for big results, `null` and `nan` told
+apart, and no colour codes."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from click.testing import Result
+from rich.console import Console
+
+from cumtool.formats.pretty import PrettySink
+
+Invoke = Callable[..., Result]
+ELLIPSIS = "…"
+
+
+def render(invoke: Invoke, *args: str, input: bytes | str | None = None) -> str:
+    result = invoke(*args, "--to", "table", input=input)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    text = result.stdout
+    assert "\x1b[" not in text
+    return text
+
+
+def raw_cells(line: str) -> list[str]:
+    """The cells of one table line, padding included."""
+    line = line.rstrip()
+    return line[1:-1].split(line[0])
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in raw_cells(line)] for line in text.splitlines()
+            if line.startswith("│")]
+
+
+def header(text: str) -> tuple[list[str], list[str]]:
+    lines = [line for line in text.splitlines() if line.startswith("┃")]
+    assert len(lines) == 2, text
+    names, dtypes = ([c.strip() for c in raw_cells(line)] for line in lines)
+    return names, dtypes
+
+
+def write_npy(path: Path, array: np.ndarray) -> Path:
+    np.save(path, array)
+    return path
+
+
+# Header, alignment, caption ------------------------------------------------------------------
+
+
+def test_header_names_and_dtypes(invoke: Invoke, write_file):
+    path = write_file("t.csv", "n,x,label\n1,0.5,a\n2,1.5,b\n")
+    names, dtypes = header(render(invoke, "cumsum", str(path)))
+    assert names == ["n", "x", "label"]
+    assert dtypes == ["int64", "float64", "str"]
+
+
+def test_header_of_parquet_types(invoke: Invoke, tmp_path):
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({
+        "day": pa.array([datetime.date(2024, 1, 1)], pa.date32()),
+        "small": pa.array([3], pa.int16()),
+        "f32": pa.array([1.5], pa.float32()),
+        "flag": pa.array([True]),
+    }), path)
+    names, dtypes = header(render(invoke, "cummax", str(path)))
+    assert names == ["day", "small", "f32", "flag"]
+    # cummax keeps each dtype; a bool column is not scanned and passes through.
+    assert dtypes == ["date32[day]", "int16", "float32", "bool"]
+
+
+def test_numbers_right_aligned_and_text_left_aligned(invoke: Invoke, write_file):
+    path = write_file("t.csv", "n,label\n1,a\n1000,bbbbbbbb\n")
+    text = render(invoke, "cumsum", str(path))
+    rows = [raw_cells(line) for line in text.splitlines() if line.startswith("│")]
+    assert [[c.strip() for c in row] for row in rows] == [["1", "a"], ["1001", "bbbbbbbb"]]
+    first_n, first_label = rows[0]
+    assert first_n.endswith("1 ") and first_n.startswith("  ")  # padded on the left
+    assert first_label.startswith(" a ") and first_label.endswith("  ")  # on the right
+    assert len(first_n) == len(rows[1][0])  # one column width
+
+
+def test_caption_names_op_input_and_shape(invoke: Invoke, write_file):
+    path = write_file("sales.csv", "a,b,c\n1,2,x\n3,4,y\n5,6,z\n")
+    text = render(invoke, "cumprod", str(path))
+    assert text.rstrip("\n").splitlines()[-1] == (
+        f"cumprod along rows of {path}, 3 rows x 3 columns")
+    text = render(invoke, "cummin", str(path), "-a", "columns")
+    assert f"cummin along columns of {path}, 3 rows x 3 columns" in text
+
+
+def test_caption_of_an_array(invoke: Invoke, tmp_path):
+    path = write_npy(tmp_path / "cube.npy", np.zeros((2, 3, 4), dtype=np.float32))
+    text = render(invoke, "logcumsumexp", str(path), "--axis", "-1")
+    assert f"logcumsumexp along axis 2 of {path}, shape (2, 3, 4)" in text
+
+
+def test_a_long_caption_stays_on_one_line(invoke: Invoke, tmp_path):
+    deep = tmp_path / ("a-rather-long-directory-name-" * 3) / "and-another-level"
+    deep.mkdir(parents=True)
+    path = deep / "quarterly_revenue_by_region_and_product_line.csv"
+    path.write_text("a\n1\n2\n")
+    text = render(invoke, "cumsum", str(path))
+    caption = f"cumsum along rows of {path}, 2 rows x 1 columns"
+    assert len(caption) > 120
+    assert caption in text.splitlines()
+
+
+def test_caption_from_standard_input(invoke: Invoke):
+    text = render(invoke, "cumsum", input="a\n1\n")
+    assert "cumsum along rows of standard input, 1 rows x 1 columns" in text
+
+
+def test_output_file_holds_the_same_text(invoke: Invoke, write_file, tmp_path):
+    path = write_file("t.csv", "a,b\n1,x\n2,y\n")
+    out = tmp_path / "view.txt"
+    result = invoke("cumsum", str(path), "--to", "table", "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert out.read_text() == render(invoke, "cumsum", str(path))
+
+
+def test_wide_output_is_not_squeezed_to_80_columns(invoke: Invoke, write_file):
+    names = [f"measurement_{i:02d}" for i in range(10)]
+    path = write_file("wide.csv", ",".join(names) + "\n" + ",".join(["1"] * 10) + "\n")
+    text = render(invoke, "cumsum", str(path))
+    got, _ = header(text)
+    assert got[:6] == names[:6]  # whole names, not wrapped or cut
+    assert max(len(line) for line in text.splitlines()) > 80
+
+
+# Big results are bounded ---------------------------------------------------------------------
+
+
+def test_a_1000_row_result_shows_first_and_last_rows(invoke: Invoke, write_file):
+    values = np.arange(1000) % 17 - 8
+    path = write_file("long.csv", "v\n" + "".join(f"{v}\n" for v in values))
+    text = render(invoke, "cumsum", str(path))
+    rows = table_rows(text)
+    want = np.cumsum(values)
+    assert len(text.splitlines()) < 40
+    assert len(rows) == 21
+    assert [int(r[0]) for r in rows[:10]] == want[:10].tolist()
+    assert rows[10] == [ELLIPSIS]
+    assert [int(r[0]) for r in rows[11:]] == want[-10:].tolist()
+    assert "1000 rows x 1 columns" in text
+
+
+@pytest.mark.parametrize("count", [19, 20, 21])
+def test_no_ellipsis_unless_rows_are_left_out(invoke: Invoke, write_file, count):
+    path = write_file("n.csv", "v\n" + "1\n" * count)
+    rows = table_rows(render(invoke, "cumsum", str(path), "--batch-rows", "3"))
+    shown = [r[0] for r in rows]
+    if count <= 20:
+        assert shown == [str(i) for i in range(1, count + 1)]
+    else:
+        assert shown == [*map(str, range(1, 11)), ELLIPSIS, *map(str, range(12, 22))]
+
+
+def test_many_columns_show_the_first_and_last(invoke: Invoke, write_file):
+    names = [f"c{i}" for i in range(30)]
+    path = write_file("w.csv", ",".join(names) + "\n" + ",".join(map(str, range(30))) + "\n")
+    text = render(invoke, "cumsum", str(path))
+    got, dtypes = header(text)
+    assert got == [*names[:6], ELLIPSIS, *names[-6:]]
+    assert dtypes[6] == ELLIPSIS
+    assert table_rows(text) == [[*map(str, range(6)), ELLIPSIS, *map(str, range(24, 30))]]
+    assert "1 rows x 30 columns" in text
+
+
+def test_a_long_1d_array(invoke: Invoke, tmp_path):
+    array = np.linspace(-1, 1, 500)
+    text = render(invoke, "cummax", str(write_npy(tmp_path / "v.npy", array)))
+    rows = table_rows(text)
+    want = np.maximum.accumulate(array)
+    assert len(rows) == 21
+    assert [float(r[0]) for r in rows[:10]] == want[:10].tolist()
+    assert [float(r[0]) for r in rows[11:]] == want[-10:].tolist()
+    assert "shape (500,)" in text
+
+
+# N-d arrays ---------------------------------------------------------------------------------
+
+
+def slices(text: str) -> dict[str, list[list[str]]]:
+    """Each labelled slice `[i, j, :, :]` and the cells of its rows."""
+    found: dict[str, list[list[str]]] = {}
+    current = None
+    for line in text.splitlines():
+        label = re.fullmatch(r"\s*(\[[\d, ]+, :, :\])\s*", line)
+        if label:
+            current = label.group(1)
+            found[current] = []
+        elif line.startswith("│") and current is not None:
+            found[current].append([c.strip() for c in raw_cells(line)])
+    return found
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_3d_array_shows_labelled_2d_slices(invoke: Invoke, tmp_path, axis):
+    cube = np.arange(24, dtype=np.int32).reshape(2, 3, 4) % 5
+    text = render(invoke, "cumsum", str(write_npy(tmp_path / "c.npy", cube)), "-a", str(axis))
+    want = np.cumsum(cube, axis=axis)
+    found = slices(text)
+    assert list(found) == ["[0, :, :]", "[1, :, :]"]
+    for i, label in enumerate(found):
+        assert [[int(c) for c in row] for row in found[label]] == want[i].tolist()
+    names, dtypes = header(text.split("[1, :, :]")[0])
+    assert names == ["0", "1", "2", "3"]
+    assert dtypes == ["int64"] * 4
+
+
+def test_4d_array_slices_are_labelled_by_both_leading_indices(invoke: Invoke, tmp_path):
+    array = np.arange(2 * 2 * 2 * 3, dtype=np.float64).reshape(2, 2, 2, 3)
+    text = render(invoke, "cumprod", str(write_npy(tmp_path / "h.npy", array)), "-a", "1")
+    found = slices(text)
+    assert list(found) == ["[0, 0, :, :]", "[0, 1, :, :]", "[1, 0, :, :]", "[1, 1, :, :]"]
+    want = np.cumprod(array, axis=1)
+    assert [[float(c) for c in row] for row in found["[1, 0, :, :]"]] == want[1, 0].tolist()
+
+
+def test_a_big_nd_array_is_bounded(invoke: Invoke, tmp_path):
+    array = np.ones((40, 30, 50), dtype=np.int16)
+    text = render(invoke, "cumsum", str(write_npy(tmp_path / "big.npy", array)),
+                  "--batch-rows", "7")
+    lines = text.splitlines()
+    assert len(lines) < 200
+    found = slices(text)
+    assert list(found) == ["[0, :, :]", "[1, :, :]", "[38, :, :]", "[39, :, :]"]
+    assert any(re.fullmatch(rf"{ELLIPSIS} 36 more slices {ELLIPSIS}", line) for line in lines)
+    want = np.cumsum(array, axis=0, dtype=np.int64)
+    last = found["[39, :, :]"]
+    assert len(last) == 21  # 10 rows, the ellipsis row, 10 rows
+    assert last[10] == [ELLIPSIS] * 13
+    assert last[0] == [*map(str, want[39, 0, :6]), ELLIPSIS, *map(str, want[39, 0, -6:])]
+    assert "shape (40, 30, 50)" in text
+
+
+def test_a_wide_2d_array_is_bounded_in_both_directions(invoke: Invoke, tmp_path):
+    array = np.arange(300 * 200, dtype=np.int64).reshape(300, 200)
+    text = render(invoke, "cummin", str(write_npy(tmp_path / "m.npy", array)), "-a", "1")
+    names, _ = header(text)
+    assert names == [*map(str, range(6)), ELLIPSIS, *map(str, range(194, 200))]
+    rows = table_rows(text)
+    assert len(rows) == 21
+    assert rows[-1] == [str(array[-1, 0])] * 6 + [ELLIPSIS] + [str(array[-1, 0])] * 6
+
+
+def test_zero_d_and_empty_arrays(invoke: Invoke, tmp_path):
+    text = render(invoke, "cumsum", str(write_npy(tmp_path / "s.npy", np.array(7, np.int8))))
+    assert table_rows(text) == [["7"]]
+    assert header(text)[1] == ["int64"]
+    assert "shape ()" in text
+    text = render(invoke, "cumsum", str(write_npy(tmp_path / "e.npy", np.zeros((0, 3)))))
+    assert header(text) == (["0", "1", "2"], ["float64"] * 3)
+    assert table_rows(text) == []
+    assert "shape (0, 3)" in text
+
+
+def test_header_only_table(invoke: Invoke, write_file):
+    text = render(invoke, "cumsum", str(write_file("h.csv", "a,b\n")))
+    assert header(text) == (["a", "b"], ["int64", "int64"])
+    assert table_rows(text) == []
+    assert "0 rows x 2 columns" in text
+
+
+# Cells ----------------------------------------------------------------------------------------
+
+
+def test_missing_and_nan_look_different(invoke: Invoke, write_file):
+    path = write_file("m.csv", "a,b\n1.5,x\n,y\nnan,z\n2.0,w\n")
+    rows = table_rows(render(invoke, "cumsum", str(path)))
+    assert [r[0] for r in rows] == ["1.5", "null", "nan", "nan"]
+
+
+def test_missing_and_nan_look_different_in_arrays_and_with_skipna(invoke: Invoke, write_file):
+    path = write_file("m.csv", "a\n1.0\n\nnan\n2.0\n")
+    rows = table_rows(render(invoke, "cumsum", str(path), "--skipna"))
+    # --skipna: NaN is skipped by the scan but stays in place, like the missing cell.
+    assert [r[0] for r in rows] == ["1.0", "null", "nan", "3.0"]
+
+
+def test_infinities_and_float32_text(invoke: Invoke, tmp_path):
+    array = np.array([0.1, 0.2, np.inf, -np.inf], dtype=np.float32)
+    rows = table_rows(render(invoke, "cumsum", str(write_npy(tmp_path / "f.npy", array))))
+    wide = np.cumsum(array.astype(np.float64)).astype(np.float32)
+    # float32 cells print as float32's own shortest text (0.3), not float64's.
+    assert [r[0] for r in rows] == [str(v) for v in wide]
+    assert [r[0] for r in rows] == ["0.1", "0.3", "inf", "nan"]
+
+
+def test_complex_cells(invoke: Invoke, tmp_path):
+    array = np.array([1 + 2j, 0.5 - 1j], dtype=np.complex128)
+    rows = table_rows(render(invoke, "cumsum", str(write_npy(tmp_path / "c.npy", array))))
+    assert [r[0] for r in rows] == ["1+2j", "1.5+1j"]
+
+
+def test_indices_columns(invoke: Invoke, write_file, tmp_path):
+    path = write_file("t.csv", "a\n2\n1\n2\n")
+    text = render(invoke, "cummax", str(path), "--indices")
+    assert header(text) == (["a", "a_index"], ["int64", "int64"])
+    assert table_rows(text) == [["2", "0"], ["2", "0"], ["2", "2"]]
+    array = write_npy(tmp_path / "v.npy", np.array([[3, 1], [1, 4]]))
+    text = render(invoke, "cummin", str(array), "--indices")
+    assert header(text)[0] == ["0", "0_index", "1", "1_index"]
+    assert table_rows(text) == [["3", "0", "1", "0"], ["1", "1", "1", "0"]]
+
+
+def test_names_and_cells_are_never_read_as_markup(invoke: Invoke, write_file):
+    path = write_file("m.csv", 'n,"[bold]name[/bold]",t\n1,2,[/oops]\n3,4,:smile: [red]x\n')
+    text = render(invoke, "cumsum", str(path))
+    assert header(text)[0] == ["n", "[bold]name[/bold]", "t"]
+    assert table_rows(text) == [["1", "2", "[/oops]"], ["4", "6", ":smile: [red]x"]]
+
+
+# Colour --------------------------------------------------------------------------------------
+
+
+def test_no_colour_codes_even_when_colour_is_forced(invoke: Invoke, write_file, monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    path = write_file("m.csv", "a\n1.0\n\nnan\n")
+    text = render(invoke, "cumsum", str(path))  # asserts there is no escape code
+    assert [r[0] for r in table_rows(text)] == ["1.0", "null", "nan"]
+
+
+def test_a_terminal_gets_styles(write_file):
+    """The counterpart: on a terminal console, null and nan are styled (so the plain-text
+    checks above do test something)."""
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system="truecolor", width=100)
+    sink = PrettySink(io.BytesIO(), "cumsum along rows of x", console=console)
+    sink.write(pa.record_batch({"a": pa.array([1.0, None, float("nan")])}))
+    sink.close()
+    text = out.getvalue()
+    assert "\x1b[" in text
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    assert [r[0] for r in table_rows(plain)] == ["1.0", "null", "nan"]
