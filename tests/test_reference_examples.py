@@ -765,3 +765,19 @@ def test_columns_axis_scans_in_the_common_dtype(invoke, tmp_path, a, b, out_type
     table = pq.read_table(out)
     assert [f.type for f in table.schema] == [out_type, out_type]
     assert [[table.column(c)[r].as_py() for c in ("a", "b")] for r in range(2)] == expected
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        pytest.param(("--decimal",), "1.50,2\n3.75,5\n", id="decimal"),
+        pytest.param(("--dtype", "float32"), "1.5,2.0\n3.75,5.0\n", id="float32"),
+        pytest.param(("--decimal", "--dtype", "float64"), "1.5,2.0\n3.75,5.0\n",
+                     id="decimal-float64"),
+    ],
+)
+def test_no_header_csv_with_decimal_or_float_cast(invoke, options, expected):
+    """--no-header names columns 0, 1, ...; the reader's per-column types follow them
+    (this crashed with a traceback for --decimal)."""
+    result = ok(invoke("cumsum", "--no-header", *options, input="1.50,2\n2.25,3\n"))
+    assert result.stdout == expected

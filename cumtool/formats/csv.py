@@ -163,11 +163,11 @@ def _numeric_schema(
     first rows is no error. Otherwise integers too wide for int64 are read as text:
     nothing is silently rounded. Other non-numeric columns are text."""
     schema: dict[str, pl.DataType] = {}
-    for column, (polars_name, dtype) in zip(names, sample.items(), strict=True):
+    for column, dtype in zip(names, sample.values(), strict=True):
         float_wide_ints = float_columns is not None and (
             float_columns == "all" or column in float_columns)
         if float_wide_ints and dtype.is_numeric():
-            schema[polars_name] = pl.Float64()
+            schema[column] = pl.Float64()
         elif dtype in _INT_TYPES:
             schema[column] = pl.Int64()
         elif dtype.is_integer():
@@ -230,7 +230,7 @@ class CsvSource:
         self._parse_schema = _numeric_schema(inferred, self.column_names, float_columns)
         self._decimal_scales = self._decimal_scales_of(first_rows, decimal_columns)
         for column in self._decimal_scales:
-            self._parse_schema[inferred.names()[self.column_names.index(column)]] = pl.String()
+            self._parse_schema[column] = pl.String()
         self._schema = self._arrow_schema()
         self.rows_read = 0
 
