@@ -298,6 +298,19 @@ def test_unknown_format_name(invoke: Invoke, sample, option, value):
     assert "csv, tsv, parquet, npy" in message
 
 
+@pytest.mark.parametrize("to", ["csv", "tsv"])
+def test_nested_parquet_columns_cannot_be_delimited_text(invoke: Invoke, tmp_path, to):
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"tags": pa.array([[1, 2], [3]]), "n": [1, 2]}), path)
+    out = tmp_path / f"out.{to}"
+    assert_error(invoke("cumsum", str(path), "-o", str(out)), 2, "'tags'", "parquet")
+    assert not out.exists()
+    # Parquet keeps them, untouched.
+    out = tmp_path / "out.parquet"
+    assert invoke("cumsum", str(path), "-o", str(out)).exit_code == 0
+    assert pq.read_table(out).to_pydict() == {"tags": [[1, 2], [3]], "n": [1, 3]}
+
+
 def test_indices_with_npy_output_of_a_table(invoke: Invoke, write_file, tmp_path):
     path = write_file("n.csv", "a\n1\n2\n")
     out = tmp_path / "o.npy"

@@ -509,6 +509,15 @@ def test_no_header_input_and_output(invoke: Invoke, write_file):
     assert result.stdout == "1,5\n3,4\n3,6\n"
 
 
+@pytest.mark.xfail(strict=True, reason="polars renames a repeated or empty header name "
+                   "(a_duplicated_0, column_0), so the output header is not the input's")
+@pytest.mark.parametrize("names", ["a,a", ",b"], ids=["repeated", "empty"])
+def test_header_names_pass_through_unchanged(invoke: Invoke, write_file, names):
+    result = invoke("cumsum", str(write_file("h.csv", f"{names}\n1,2\n3,4\n")))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"{names}\n1,2\n4,6\n"
+
+
 def test_header_only_csv_gives_an_empty_result_with_the_header(invoke: Invoke, write_file,
                                                                tmp_path):
     path = write_file("h.csv", "a,b\n")

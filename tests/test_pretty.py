@@ -75,11 +75,13 @@ def test_header_of_parquet_types(invoke: Invoke, tmp_path):
         "small": pa.array([3], pa.int16()),
         "f32": pa.array([1.5], pa.float32()),
         "flag": pa.array([True]),
+        "city": pa.array(["Oslo"]).dictionary_encode(),
     }), path)
     names, dtypes = header(render(invoke, "cummax", str(path)))
-    assert names == ["day", "small", "f32", "flag"]
-    # cummax keeps each dtype; a bool column is not scanned and passes through.
-    assert dtypes == ["date32[day]", "int16", "float32", "bool"]
+    assert names == ["day", "small", "f32", "flag", "city"]
+    # cummax keeps each dtype; a bool column is not scanned and passes through; a
+    # dictionary-encoded column shows the type of its values.
+    assert dtypes == ["date32[day]", "int16", "float32", "bool", "str"]
 
 
 def test_numbers_right_aligned_and_text_left_aligned(invoke: Invoke, write_file):

@@ -60,6 +60,8 @@ def _is_numeric(dtype: pa.DataType) -> bool:
 
 
 def _dtype_label(dtype: pa.DataType) -> str:
+    if pa.types.is_dictionary(dtype):  # dictionary-encoded: what its values are
+        return _dtype_label(dtype.value_type)
     if pa.types.is_large_string(dtype) or pa.types.is_string(dtype):
         return "str"
     return {"halffloat": "float16", "float": "float32", "double": "float64"}.get(str(dtype),
