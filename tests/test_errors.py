@@ -106,6 +106,33 @@ def test_empty_binary_file(invoke: Invoke, write_file, name):
     assert_error(invoke("cumsum", str(path)), 1, str(path))
 
 
+@pytest.mark.parametrize(
+    ("redirect", "status", "message"),
+    [
+        pytest.param("<&-", 1, "Error: standard input is closed; give an INPUT file",
+                     id="stdin-closed"),
+        pytest.param("{csv} >&-", 1, "Error: cannot write standard output: it is closed",
+                     id="stdout-closed"),
+        pytest.param("{csv} -o {out} >&-", 0, "", id="stdout-closed-but-unused"),
+    ],
+)
+def test_closed_standard_streams(tmp_path, redirect, status, message):
+    import shlex
+    import subprocess
+
+    csv_path = tmp_path / "in.csv"
+    csv_path.write_text("a\n1\n2\n")
+    out = tmp_path / "out.csv"
+    command = "cumtool cumsum " + redirect.format(csv=shlex.quote(str(csv_path)),
+                                                  out=shlex.quote(str(out)))
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == status
+    assert done.stderr == (message + "\n" if message else "")
+    if status == 0:
+        assert out.read_text() == "a\n1\n3\n"
+
+
 # CSV contents ------------------------------------------------------------------------------
 
 
