@@ -412,3 +412,37 @@ def test_closed_pipe_is_quiet_with_status_141(big_inputs, command, expected_firs
     # Nothing on stderr but the status line: no traceback, no "Broken pipe" message.
     assert done.stderr.decode().splitlines() == ["status=141"]
     assert done.returncode == 141
+
+
+# On a terminal -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "table"),
+    [
+        pytest.param({}, True, id="default-is-a-table"),
+        pytest.param({"to_format": "csv"}, False, id="to-csv"),
+        pytest.param({"output": "-"}, True, id="dash"),
+    ],
+)
+def test_a_terminal_gets_the_table_by_default(write_file, capsys, extra, table):
+    """The CLI passes `stdout_is_terminal`; through the engine, as it does."""
+    from cumtool.engine import Request, run
+
+    path = write_file("t.csv", TABLE)
+    run(Request(op="cumsum", input=str(path), stdout_is_terminal=True, **extra))
+    out = capsys.readouterr().out
+    if table:
+        assert "┃" in out
+        assert f"cumsum along rows of {path}, 3 rows x 3 columns" in out
+    else:
+        assert out == "a,b,note\n3,1.5,x\n2,4.0,y\n6,3.5,z\n"
+
+
+def test_a_terminal_with_an_output_file_writes_the_files_format(write_file, tmp_path):
+    from cumtool.engine import Request, run
+
+    path = write_file("t.csv", TABLE)
+    out = tmp_path / "o.csv"
+    run(Request(op="cumsum", input=str(path), output=str(out), stdout_is_terminal=True))
+    assert out.read_text() == "a,b,note\n3,1.5,x\n2,4.0,y\n6,3.5,z\n"

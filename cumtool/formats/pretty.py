@@ -159,7 +159,9 @@ class PrettySink:
                 width=max([MIN_WIDTH, *(_natural_width(r) for r in renderables)]),
             )
         for renderable in renderables:
-            console.print(renderable)
+            # A line of text (the caption) is never broken by us: a terminal narrower than
+            # it wraps it on screen, and a copied path stays whole.
+            console.print(renderable, soft_wrap=isinstance(renderable, Text))
 
     def _render_table(self) -> list[RenderableType]:
         schema = self._schema if self._schema is not None else pa.schema([])
