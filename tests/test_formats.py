@@ -295,6 +295,22 @@ def test_gzip_around_any_format_on_standard_input(invoke: Invoke, fmt):
                  "")
 
 
+@pytest.mark.parametrize("via", ["stdin", "no-extension", "gzip-stdin"])
+def test_tsv_is_sniffed_from_the_whole_first_line(invoke: Invoke, tmp_path, via):
+    """The first tab may come well after the first few bytes."""
+    data = b"temperature_in_kelvin\tpressure\n1\t2\n3\t4\n"
+    if via == "stdin":
+        result = invoke("cumsum", input=data)
+    elif via == "gzip-stdin":
+        result = invoke("cumsum", "--to", "tsv", input=gzip.compress(data))
+    else:
+        path = tmp_path / "readings"
+        path.write_bytes(data)
+        result = invoke("cumsum", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == b"temperature_in_kelvin\tpressure\n1\t2\n4\t6\n"
+
+
 def test_a_csv_whose_header_starts_like_parquet_is_csv(invoke: Invoke, write_file):
     path = write_file("par.csv", "PAR1,b\n1,2\n3,4\n")
     result = invoke("cumsum", str(path))
