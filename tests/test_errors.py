@@ -338,6 +338,31 @@ def test_nested_parquet_columns_cannot_be_delimited_text(invoke: Invoke, tmp_pat
     assert pq.read_table(out).to_pydict() == {"tags": [[1, 2], [3]], "n": [1, 3]}
 
 
+@pytest.mark.parametrize("name", ["out.parquet.gz", "out.npy.gz", "out.txt.gz"])
+def test_compression_suffix_on_a_binary_output(invoke: Invoke, sample, tmp_path, name):
+    """Only delimited text is compressed; a .gz name on anything else is refused rather
+    than written uncompressed under a name that says otherwise."""
+    out = tmp_path / name
+    extra = ["--to", "table"] if name.startswith("out.txt") else ["-c", "a,b"]
+    args = ["cumsum", str(sample), "-o", str(out), *extra]
+    if name.startswith("out.npy"):
+        args = ["cumsum", str(write_npy_file(tmp_path)), "-o", str(out)]
+    assert_error(invoke(*args), 2, str(out), "gzip", "csv and tsv")
+    assert not out.exists()
+
+
+def write_npy_file(directory: Path) -> Path:
+    path = directory / "a.npy"
+    np.save(path, np.arange(3))
+    return path
+
+
+def test_a_parquet_gz_that_is_not_gzip(invoke: Invoke, tmp_path):
+    path = tmp_path / "plain.parquet.gz"
+    pq.write_table(pa.table({"a": [1, 2]}), path)
+    assert_error(invoke("cumsum", str(path)), 1, str(path), "parquet")
+
+
 def test_indices_with_npy_output_of_a_table(invoke: Invoke, write_file, tmp_path):
     path = write_file("n.csv", "a\n1\n2\n")
     out = tmp_path / "o.npy"

@@ -559,6 +559,42 @@ def test_tsv_output_of_csv_input_with_tabs_in_text(invoke: Invoke, write_file):
     assert rows == [["n", "note"], ["1", "tab\there"], ["3", "x"]]
 
 
+@pytest.mark.parametrize("codec", ["gz", "bz2", "zst", "lz4"])
+def test_compressed_csv_output_and_input(invoke: Invoke, tmp_path, codec):
+    path = write_input(tmp_path, "csv")
+    out = tmp_path / f"out.csv.{codec}"
+    result = invoke("cumsum", str(path), "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    if codec == "gz":
+        text = gzip.decompress(out.read_bytes())
+    elif codec == "bz2":
+        import bz2
+
+        text = bz2.decompress(out.read_bytes())
+    else:
+        name = {"zst": "zstd", "lz4": "lz4"}[codec]
+        with pa.CompressedInputStream(pa.OSFile(str(out)), name) as stream:
+            text = stream.read()
+    check_output("csv", text, expected("cumsum", "rows", "csv"), "cumsum", "")
+    # ... and it reads back in.
+    again = invoke("cummax", str(out), "--to", "csv")
+    assert again.exit_code == 0, again.stderr
+    check_output("csv", again.stdout_bytes,
+                 {n: np.maximum.accumulate(c) for n, c in expected("cumsum", "rows",
+                                                                   "csv").items()},
+                 "cummax", "")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "npy"])
+def test_gzipped_binary_inputs_by_name(invoke: Invoke, tmp_path, fmt):
+    path = tmp_path / f"in.{fmt}.gz"
+    path.write_bytes(gzip.compress(input_bytes(fmt)))
+    result = invoke("cumsum", str(path), "--to", "parquet")
+    assert result.exit_code == 0, result.stderr
+    check_output("parquet", result.stdout_bytes, expected("cumsum", "rows", fmt), "cumsum",
+                 "")
+
+
 def test_csv_gz_output_is_gzip_and_reads_back(invoke: Invoke, tmp_path):
     path = write_input(tmp_path, "tsv")
     out = tmp_path / "out.tsv.gz"
