@@ -10,6 +10,7 @@ from typing import IO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cumtool.errors import FormatError
 from cumtool.formats import unreadable
 
 
@@ -20,13 +21,18 @@ class ParquetSource:
     def __init__(self, stream: IO[bytes] | str, name: str, batch_rows: int) -> None:
         self.name = name
         self._batch_rows = batch_rows
-        if not isinstance(stream, str) and not stream.seekable():
-            stream = io.BytesIO(stream.read())
         try:
+            if not isinstance(stream, str) and not stream.seekable():
+                stream = io.BytesIO(stream.read())  # a broken .gz fails here, as OSError
             self._file = pq.ParquetFile(stream)
             self._schema = self._file.schema_arrow
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as error:
             raise unreadable(name, "parquet", error) from None
+        names = self._schema.names
+        for column in names:
+            if names.count(column) > 1:
+                raise FormatError(f"{name}: column name {column!r} appears more than once; "
+                                  "cumtool needs unique column names")
 
     @property
     def schema(self) -> pa.Schema:
@@ -45,7 +51,14 @@ class ParquetSource:
 
 class ParquetSink:
     def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
-        self._writer = pq.ParquetWriter(stream, schema.remove_metadata())
+        # Dictionary encoding only where values repeat (text, dates, flags): running totals
+        # are nearly all distinct, and trying a dictionary on them first made writing
+        # 2.7x slower (1.75 s against 0.66 s for 2M x 8 floats here).
+        repeating = [f.name for f in schema if not (
+            pa.types.is_floating(f.type) or pa.types.is_integer(f.type)
+            or pa.types.is_decimal(f.type))]
+        self._writer = pq.ParquetWriter(stream, schema.remove_metadata(),
+                                        use_dictionary=repeating)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
