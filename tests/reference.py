@@ -222,6 +222,8 @@ def reference_scan(
     if op not in OPS:
         raise Undefined(f"unknown op {op}")
     x = np.asarray(data)
+    if not x.dtype.isnative:  # byte order is the file's business: results are native
+        x = x.astype(x.dtype.newbyteorder("="))
     cast = None if dtype is None else np.dtype(dtype)
     out_dtype = output_dtype(op, x.dtype, cast)
     in_dtype = cast if cast is not None else x.dtype
