@@ -152,8 +152,8 @@ def check_csv_result(result: Result, content: bytes) -> None:
     records = csv_records(content)
     out = csv_records(result.stdout_bytes)
     assert out is not None, result.stdout
-    if records is None:
-        return
+    if records is None or b"\r" in content.replace(b"\r\n", b""):
+        return  # a lone CR ends no line for polars (see the issue report), one for Python
     assert len(out) == len(records), (records, out)
 
 
@@ -276,6 +276,11 @@ def test_an_empty_header_name_is_kept(invoke: Invoke, tmp_path: Path) -> None:
     pytest.param("a,b\n1,2\n".encode("utf-16"), "sales.csv", id="utf-16"),
     pytest.param(b"a,b\n\xe9t\xe9,2\n", "sales.csv", id="latin-1-cell"),
     pytest.param(b"a\n\"1\n2\n", "sales.csv", id="unterminated-quote"),
+    # polars read a header with a stray quote, then no rows at all: an empty result.
+    pytest.param(b'd"y,a\n1,2\n3,4\n', "stray quote", id="stray-quote-in-header"),
+    # polars panics exporting a column name with a NUL; the header need not be line 1.
+    pytest.param(b"\n\x00\n1\n", "NUL", id="nul-name-after-blank-line"),
+    pytest.param(b'"\n\x00",b\n1,2\n', "NUL", id="nul-in-quoted-name"),
 ])
 @pytest.mark.parametrize("via", ["file", "stdin"])
 def test_broken_csv_is_one_error_line(invoke: Invoke, content: bytes, message: str,
@@ -287,6 +292,16 @@ def test_broken_csv_is_one_error_line(invoke: Invoke, content: bytes, message: s
         assert message == "sales.csv", result.stdout
         return
     assert message in result.stderr or name in result.stderr
+
+
+def test_control_characters_in_a_message_are_shown_not_obeyed(invoke: Invoke) -> None:
+    """A column name is printed in some messages: a terminal escape sequence in it must
+    not reach the terminal, and a line separator must not split the one line."""
+    result = invoke("cumsum", input=b"\x1b[2J\x1c\u2028x\n\x00y\n")
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.endswith("\n") and result.stderr[:-1].isprintable(), result.stderr
+    assert "\\x1b[2J\\x1c" in result.stderr
 
 
 # Parquet ------------------------------------------------------------------------------------
@@ -333,6 +348,16 @@ def expected_parquet_cummax(content: bytes) -> pa.Table | None:
 
 @PROFILE
 @given(which=st.sampled_from(sorted(VALID_PARQUET)), data=st.data(),
+       via=st.sampled_from(["file", "stdin"]), to=st.sampled_from(["csv", "table"]))
+def test_mutated_parquet_to_text(invoke: Invoke, which: str, data: st.DataObject, via: str,
+                                 to: str) -> None:
+    """Whatever bytes a damaged string column decodes to, the text writers cope."""
+    content = data.draw(mutated(VALID_PARQUET[which]))
+    run_file(invoke, content, "table.parquet", "cummax", "--to", to, via=via)
+
+
+@PROFILE
+@given(which=st.sampled_from(sorted(VALID_PARQUET)), data=st.data(),
        via=st.sampled_from(["file", "stdin"]))
 def test_mutated_parquet(invoke: Invoke, which: str, data: st.DataObject, via: str) -> None:
     content = data.draw(mutated(VALID_PARQUET[which]))
@@ -348,10 +373,14 @@ def test_mutated_parquet(invoke: Invoke, which: str, data: st.DataObject, via: s
     if expected is not None:
         assert got.column_names == expected.column_names
         for name in got.column_names:
-            assert got.column(name).to_pylist() == expected.column(name).to_pylist() or (
-                np.array_equal(got.column(name).to_numpy(zero_copy_only=False),
-                               expected.column(name).to_numpy(zero_copy_only=False),
-                               equal_nan=True)), name
+            column, want = got.column(name), expected.column(name)
+            assert column.type == want.type, name
+            if pa.types.is_floating(column.type):  # NaN == NaN here, unlike in Arrow
+                assert np.array_equal(column.is_null(), want.is_null())
+                assert np.array_equal(column.fill_null(0).to_numpy(),
+                                      want.fill_null(0).to_numpy(), equal_nan=True), name
+            else:  # text compared as bytes: a damaged cell need not be valid UTF-8
+                assert column.equals(want), name
 
 
 def test_parquet_with_a_damaged_leading_magic(invoke: Invoke, tmp_path: Path) -> None:
@@ -482,11 +511,14 @@ HEADERS = {
     "giant-empty-columns": "{'descr': '<f8', 'fortran_order': False, 'shape': "
                            "(0, 1000000000000000000), }",
 }
+RAW_HEADERS = {  # whole files: a length field claiming more than the file holds
+    "giant-header-length": b"\x93NUMPY\x02\x00" + struct.pack("<I", 2**32 - 16) + b"{" * 80,
+}
 
 
 HOSTILE_RUNS = [
     pytest.param(header, args, id=f"{header}-{label}")
-    for header in sorted(HEADERS)
+    for header in sorted(HEADERS) + sorted(RAW_HEADERS)
     for label, args in [
         ("cumsum", ("cumsum",)),
         # Every output path sizes something from the shape: try them on the giants.
@@ -505,7 +537,7 @@ def test_hostile_npy_headers_fail_fast_in_bounded_memory(tmp_path: Path, header:
     """In a subprocess with a time limit and an address-space limit: a header claiming a
     gigantic shape must fail on the missing data, never try to allocate what it claims;
     a header is never evaluated as code."""
-    content = npy_with_header(HEADERS[header], b"\0" * 64)
+    content = RAW_HEADERS.get(header) or npy_with_header(HEADERS[header], b"\0" * 64)
     path = tmp_path / "hostile.npy"
     path.write_bytes(content)
 
@@ -522,6 +554,49 @@ def test_hostile_npy_headers_fail_fast_in_bounded_memory(tmp_path: Path, header:
     assert ("standard input" if via == "stdin" else "hostile.npy") in stderr
     assert completed.stdout == b""
     assert not (tmp_path / "CANARY").exists()
+
+
+def python2_style_npy() -> bytes:
+    """A valid .npy whose header's newline sits early (as old writers left it): numpy
+    reads it with a UserWarning, which must not reach standard error."""
+    valid = VALID_NPY["float64-2d"]
+    length = struct.unpack("<H", valid[8:10])[0]
+    header = valid[10:10 + length].decode("latin-1")
+    moved = header.rstrip("\n").replace("}", "}\n", 1)
+    assert len(moved) == length
+    return valid[:10] + moved.encode("latin-1") + valid[10 + length:]
+
+
+@pytest.mark.parametrize("via", ["file", "stdin"])
+@pytest.mark.parametrize(("content", "expected"), [
+    pytest.param(python2_style_npy(), [[1.5, -2.0, 3.0], [np.nan, 4.0, 3.0]],
+                 id="python2-header"),
+    pytest.param(b"\x93NUMPY\x03\x00" + npy_bytes(np.arange(3.0))[8:], None,
+                 id="version-3-with-a-2-byte-length"),
+    pytest.param(b"\x93NUMPY\x00\x00", None, id="version-0"),
+    pytest.param(b"\x93NUMPY\x09\x00" + b"\x00" * 80, None, id="version-9"),
+    pytest.param(b"\x93NUMPY\x02\x00" + struct.pack("<I", 2**32 - 16) + b"{" * 80, None,
+                 id="header-length-4-GiB"),
+])
+def test_npy_versions_and_header_lengths(invoke: Invoke, content: bytes,
+                                         expected: list[list[float]] | None,
+                                         via: str) -> None:
+    result, _ = run_file(invoke, content, "array.npy", "cummax", via=via)
+    if expected is None:
+        assert result.exit_code == 1
+        assert "not a valid .npy file" in result.stderr
+        return
+    assert result.exit_code == 0, result.stderr
+    got = np.load(io.BytesIO(result.stdout_bytes))
+    assert np.array_equal(got, np.array(expected), equal_nan=True)
+
+
+def test_npy_version_3_is_read(invoke: Invoke) -> None:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.arange(4.0), version=(3, 0))
+    result, _ = run_file(invoke, buffer.getvalue(), "v3.npy", "cumsum")
+    assert result.exit_code == 0, result.stderr
+    assert np.load(io.BytesIO(result.stdout_bytes)).tolist() == [0.0, 1.0, 3.0, 6.0]
 
 
 @pytest.mark.parametrize("via", ["file", "stdin"])
