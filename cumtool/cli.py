@@ -119,14 +119,15 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         skipna=options["skipna"], batch_rows=options["batch_rows"],
         by=options["by"], reset=options["reset"], reverse=options["reverse"],
         exclusive=options["exclusive"], keep=options["keep"], decimal=options["decimal"],
-        stdout_is_terminal=sys.stdout.isatty(),
-        progress=not options["quiet"] and sys.stderr.isatty(),
+        stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
+        progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
     )
     try:
         run(request)
     except CumtoolError as error:
-        # One line, even when a name in the message holds a line break.
-        message = str(error).replace("\r", "\\r").replace("\n", "\\n")
+        # One line, even when a name in the message holds a line break; and a control
+        # character from a file (a terminal escape sequence) is shown, not obeyed.
+        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(error))
         click.echo(f"Error: {message}", err=True)
         status = error.exit_code
     except BrokenPipeError:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or writte
 DEFAULT_BATCH_ROWS = 1 << 17
 ARRAY_AXES = {"rows": 0, "index": 0, "columns": 1}
 BLOCK_BYTES = 8 << 20
+SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 
 
 @dataclass
@@ -85,6 +86,10 @@ def run(request: Request) -> None:
     with contextlib.ExitStack() as stack:
         source, kind = _open_source(request, dtype, stack)
         out_format = _output_format(request, kind)
+        if out_format.compression and out_format.format not in ("csv", "tsv"):
+            raise UsageError(
+                f"{request.output}: {out_format.compression} compression is for csv and tsv "
+                f"output only, not {out_format.format}; leave the compression suffix off")
         if hasattr(source, "blocks"):  # an array source
             _run_array(request, dtype, source, out_format, stack)
         else:
@@ -100,8 +105,10 @@ def _open_source(
     if request.input == "-":
         name = "standard input"
         stream: IO[bytes] = peekable(_stdin())
-        head = stream.peek(8)[:8]  # type: ignore[attr-defined]
-        kind = kind_from_magic(head)
+        # The first line, as far as it has arrived, tells tsv from csv.
+        sniff = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]  # type: ignore[attr-defined]
+        head = sniff[:8]
+        kind = kind_from_magic(sniff)
     else:
         path = request.input
         name = path
@@ -111,11 +118,12 @@ def _open_source(
             raise DataError(f"{path}: is a directory, not a file")
         try:
             stream = stack.enter_context(open(path, "rb"))
-            head = stream.read(8)
+            sniff = stream.read(SNIFF_BYTES)
+            head = sniff[:8]
             stream.seek(0)
         except OSError as error:
             raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
-        kind = kind_from_name(path) or kind_from_magic(head)
+        kind = kind_from_name(path) or kind_from_magic(sniff)
         sniffed = kind_from_magic(head)
         if sniffed.format in ("npy", "parquet") and sniffed.format != kind.format and (
                 sniffed.format == "npy" or _has_parquet_footer(stream)):
@@ -166,6 +174,8 @@ def _stdin() -> IO[bytes]:
     """Standard input as a stream of our own: when a run stops early (`| head`, an error)
     the reader thread may still be blocked reading it, and must not then hold the lock of
     sys.stdin, which Python takes at exit (it would abort: "could not acquire lock")."""
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise DataError("standard input is closed; give an INPUT file")
     try:
         return open(sys.stdin.fileno(), "rb", closefd=False)
     except (AttributeError, OSError, ValueError):  # not a real file (tests, embedding)

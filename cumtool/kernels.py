@@ -221,7 +221,8 @@ def _scan_inclusive(
         if nan.any():
             skip = nan if skip is None else skip | nan
     n = x.shape[0]
-    if n == 0:
+    if x.size == 0:  # no rows, or rows of no cells (a shape like (10**18, 0))
+        carry.offset += n
         empty = np.empty(x.shape, spec.out_dtype)
         return ScanResult(empty, np.empty(x.shape, np.int64) if spec.indices else None, skip)
     if spec.op in ("cummax", "cummin"):
@@ -433,7 +434,9 @@ def _scan_extreme(
         np.maximum.accumulate(indices, axis=0, out=indices)
         carry.index = indices[-1].copy()
         if zero_ties:
-            local = indices - carry.offset
+            # Rows of this block (not `positions`, which --by makes input rows).
+            rows = np.arange(x.shape[0], dtype=np.int64).reshape((-1,) + (1,) * (x.ndim - 1))
+            local = np.maximum.accumulate(np.where(record, rows, np.int64(-1)), axis=0)
             picked = np.take_along_axis(x, np.maximum(local, 0), axis=0)
             values = np.where(local >= 0, picked, carry.value[np.newaxis])
         if not spec.indices:

@@ -81,12 +81,26 @@ class _GuardedStream:
 def open_output(path: str | None) -> Iterator[IO[bytes]]:
     """Yield a binary stream for `path` ('-' or None: standard output)."""
     if path is None or path == "-":
+        if sys.stdout is None:  # started with standard output closed (`>&-`)
+            raise OutputError("cannot write standard output: it is closed")
         # Flushed at every write so that a pipeline's next stage sees rows as they come.
         stdout = _GuardedStream(sys.stdout.buffer, "standard output", flush_each=True)
         yield stdout  # type: ignore[misc]
         stdout.flush()
         return
-    target = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        # A device or a pipe (/dev/null, /dev/stdout, a FIFO): write to it directly; a
+        # temporary file renamed over it would replace the device node itself.
+        try:
+            special = open(path, "wb")
+        except OSError as error:
+            raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+        with special:
+            guarded = _GuardedStream(special, path)
+            yield guarded  # type: ignore[misc]
+            guarded.flush()
+        return
+    target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
     directory = os.path.dirname(target)
     if not os.path.isdir(directory):
         raise OutputError(f"cannot write {path}: directory {directory} does not exist")
@@ -108,7 +122,10 @@ def open_output(path: str | None) -> Iterator[IO[bytes]]:
             except OSError as error:
                 raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
         _copy_mode(target, temporary)
-        os.replace(temporary, target)
+        try:
+            os.replace(temporary, target)
+        except OSError as error:
+            raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)

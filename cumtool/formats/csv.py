@@ -25,7 +25,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cumtool.errors import FormatError
+from cumtool.errors import FormatError, UsageError
 from cumtool.formats import CsvOptions, unreadable
 
 INFER_ROWS = 10_000
@@ -198,6 +198,10 @@ class CsvSource:
         self._chunker = _Chunker(stream, chunk_bytes)
         try:
             sample = self._chunker.take(_SAMPLE_BYTES)
+            # A first row longer than the sample: read on until a whole row follows the
+            # header, or the types would be inferred from the header alone.
+            while sample.count(b"\n") < 2 and (more := self._chunker.take(_SAMPLE_BYTES)):
+                sample += more
         except (OSError, pa.ArrowException) as error:
             raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
                              error) from None
@@ -219,6 +223,12 @@ class CsvSource:
             )
             inferred = _with_float_words(first_rows)
             if first_rows.height == 0:
+                if options.header and any(
+                        True for _ in _records(sample, options.delimiter, skip_header=True)):
+                    # polars reads no rows after a header with a stray quote (d"y,a):
+                    # never an empty result for a file that has rows.
+                    raise FormatError(f"{name}: cannot read as csv: the rows after the "
+                                      "header cannot be read (a stray quote in it?)")
                 # A header without rows: empty int64 columns, so the result is an empty
                 # table with the same header rather than "no numeric columns".
                 inferred = pl.Schema({column: pl.Int64() for column in inferred.names()})
@@ -227,6 +237,18 @@ class CsvSource:
                 name, "csv", _polars_message(error)) from None
         self.column_names = (list(inferred.names()) if options.header
                              else [str(i) for i in range(len(inferred))])
+        if any("\0" in column for column in self.column_names):
+            # polars panics exporting a name with a NUL (the header need not be line 1).
+            raise FormatError(f"{name}: cannot read as csv: a column name holds a NUL byte "
+                              "(a binary file?)")
+        if options.header:
+            # polars renames a repeated name (a, a_duplicated_0): that would change the
+            # user's header behind their back.
+            header = next(_records(sample, options.delimiter, skip_header=False), [])
+            for column in header:
+                if header.count(column) > 1:
+                    raise FormatError(f"{name}: column name {column!r} appears more than "
+                                      "once in the header; cumtool needs unique names")
         self._parse_schema = _numeric_schema(inferred, self.column_names, float_columns)
         self._decimal_scales = self._decimal_scales_of(first_rows, decimal_columns)
         for column in self._decimal_scales:
@@ -345,12 +367,18 @@ class CsvSource:
 
 def _records(chunk: bytes, delimiter: str, skip_header: bool) -> Iterator[list[str]]:
     text = chunk.decode("utf-8", errors="replace")
+    # Only used to locate an error: a cell of any size (polars has no field limit), and
+    # a line the csv module cannot split ends the search rather than the program.
+    pycsv.field_size_limit(max(len(text), 131072))
     reader = pycsv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    if skip_header:
-        next(reader, None)
-    for record in reader:
-        if record:
-            yield record
+    try:
+        if skip_header:
+            next(reader, None)
+        for record in reader:
+            if record:
+                yield record
+    except pycsv.Error:
+        return
 
 
 def _ragged_row(name: str, chunk: bytes, options: CsvOptions, header: bool = True,
@@ -413,6 +441,10 @@ class CsvSink:
     """Writes record batches as delimited text with polars, header first."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvOptions) -> None:
+        for field in schema:
+            if pa.types.is_nested(field.type):
+                raise UsageError(f"column {field.name!r} is {field.type}, which delimited "
+                                 "text cannot hold; write parquet instead")
         self._stream = stream
         self._schema = schema
         self._options = options
@@ -421,6 +453,8 @@ class CsvSink:
     def write(self, batch: pa.RecordBatch) -> None:
         frame = pl.from_arrow(_polars_compatible(batch))
         assert isinstance(frame, pl.DataFrame)
+        if frame.columns != batch.schema.names:
+            frame.columns = batch.schema.names  # polars names an empty name "column_1"
         # Render to memory, then write ourselves: polars turns any exception raised by a
         # Python stream's write() into a bare OSError, which would hide a broken pipe
         # (`| head`) and the OutputError of a full disk behind a traceback.

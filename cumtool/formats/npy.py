@@ -5,9 +5,12 @@ Object arrays are refused before any data is read: cumtool never unpickles.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import tempfile
+import tokenize
+import warnings
 import zipfile
 from collections.abc import Iterator
 from typing import IO
@@ -18,18 +21,50 @@ from numpy.lib import format as npformat
 from cumtool.errors import FormatError
 from cumtool.kernels import is_scannable
 
+_READ_PIECE = 16 << 20
+_EMPTY_CELLS = 1 << 24
+
+
+class _SmallReads:
+    """Caps each read: a header length field may claim up to 4 GiB, and numpy reads what
+    it claims in one call, which allocates it all before finding the stream shorter."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        return self._stream.read(min(size, 1 << 16) if size >= 0 else 1 << 16)
+
 
 def _read_header(stream: IO[bytes], name: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    small = _SmallReads(stream)
     try:
-        version = npformat.read_magic(stream)
-        if version == (1, 0):
-            return npformat.read_array_header_1_0(stream)
-        if version == (2, 0):
-            return npformat.read_array_header_2_0(stream)
-        return npformat._read_array_header(stream, version)  # type: ignore[attr-defined]
-    except (ValueError, OSError, SyntaxError, EOFError) as error:
+        with warnings.catch_warnings():
+            # numpy warns (on standard error) about headers "created on Python 2".
+            warnings.simplefilter("ignore")
+            return _parse_header(small)
+    except (ValueError, OSError, SyntaxError, EOFError, UnicodeDecodeError, TypeError,
+            RecursionError, tokenize.TokenError) as error:  # numpy's header parsing
         reason = " ".join(str(error).split())[:200]
         raise FormatError(f"{name}: not a valid .npy file: {reason}") from None
+
+
+def _parse_header(small: _SmallReads) -> tuple[tuple[int, ...], bool, np.dtype]:
+    version = npformat.read_magic(small)
+    if version == (1, 0):
+        return npformat.read_array_header_1_0(small)
+    if version == (2, 0):
+        return npformat.read_array_header_2_0(small)
+    if version != (3, 0):
+        raise ValueError(f"unknown format version {version[0]}.{version[1]}")
+    # Version 3.0 (a UTF-8 header) has no public reader; numpy 2 keeps it here.
+    impl = getattr(npformat, "_read_array_header", None)
+    if impl is None:
+        from numpy.lib import _format_impl
+
+        impl = getattr(_format_impl, "_read_array_header")  # noqa: B009
+    header: tuple[tuple[int, ...], bool, np.dtype] = impl(small, version)
+    return header
 
 
 def _check_dtype(dtype: np.dtype, name: str) -> None:
@@ -51,7 +86,16 @@ class NpySource:
         shape, fortran, dtype = _read_header(stream, name)
         _check_dtype(dtype, name)
         self.shape: tuple[int, ...] = tuple(int(n) for n in shape)
+        if any(n < 0 for n in self.shape):
+            raise FormatError(f"{name}: not a valid .npy file: shape {self.shape} has a "
+                              "negative dimension")
+        if math.prod(self.shape) == 0 and math.prod(n for n in self.shape if n) > _EMPTY_CELLS:
+            # No data bounds the other dimensions of an empty array, yet a scan keeps a
+            # running value per line and a table has a column per cell of a row.
+            raise FormatError(f"{name}: not a valid .npy file: shape {self.shape} is empty "
+                              "but has dimensions too large to process")
         self.dtype: np.dtype = dtype
+        self._head = b""  # bytes read ahead from a stream, consumed first
         self._stream = stream
         self._offset = stream.tell() if stream.seekable() else 0
         self._fortran = fortran
@@ -70,11 +114,22 @@ class NpySource:
             ) if expected else np.empty(self.shape, dtype)
         elif fortran:
             self._array = self._read_exact(expected).view(dtype).reshape(self.shape, order="F")
+        elif expected and self.shape:
+            # A stream's header cannot be checked against a file size: make sure the first
+            # row is really there before anything of a row's size is allocated for it.
+            self._head = self._read_exact(expected // self.shape[0]).tobytes()
 
     def _read_exact(self, size: int) -> np.ndarray:
-        data = self._stream.read(size)
-        if len(data) != size:
-            raise FormatError(f"{self.name}: .npy is truncated ({len(data)} of {size} bytes)")
+        # In pieces: one read() of what a (corrupt) header promises would allocate it all
+        # before finding out the stream is shorter.
+        data = bytearray(self._head[:size])
+        self._head = self._head[size:]
+        while len(data) < size:
+            piece = self._stream.read(min(size - len(data), _READ_PIECE))
+            if not piece:
+                raise FormatError(
+                    f"{self.name}: .npy is truncated ({len(data)} of {size} bytes)")
+            data += piece
         return np.frombuffer(data, dtype=np.uint8)
 
     def blocks(self, rows: int) -> Iterator[np.ndarray]:
@@ -84,7 +139,7 @@ class NpySource:
                    self._read_exact(self.dtype.itemsize).view(self.dtype)).reshape(())
             return
         total = self.shape[0]
-        if total == 0:
+        if math.prod(self.shape) == 0:  # one empty block, even for a shape like (10**18, 0)
             yield np.empty(self.shape, self.dtype)
             return
         row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
@@ -166,6 +221,18 @@ class NpySink:
                 entry.write(chunk)
         self._indices_spool.close()
         self._zip.close()
+
+    def abort(self) -> None:
+        """After a failure: let go of the .npz quietly (its output is discarded), or the
+        zip module complains about an open entry, with a traceback, at exit."""
+        if self._zip is None:
+            return
+        with contextlib.suppress(Exception):
+            self._values.close()
+        with contextlib.suppress(Exception):
+            self._zip.close()
+        if self._indices_spool is not None:
+            self._indices_spool.close()
 
 
 class NpyTableSink:

@@ -153,7 +153,7 @@ class PrettySink:
             renderables = self._render_table()
         console = self._console
         if console is None:
-            console = Console(
+            console = _PipeConsole(
                 file=cast(IO[str], _TextAdapter(self._stream)), color_system=None,
                 force_terminal=False, highlight=False, soft_wrap=False,
                 width=max([MIN_WIDTH, *(_natural_width(r) for r in renderables)]),
@@ -299,6 +299,14 @@ class _ArrayView:
                     cells.append(Text(str(indices[column])))
             table.add_row(*_with_gap(cells, self.column_gap, width))
         return table
+
+
+class _PipeConsole(Console):
+    """rich answers a closed pipe with a silent exit status 1; cumtool's own handler
+    gives the 141 of every other output format."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
 
 
 class _TextAdapter:
