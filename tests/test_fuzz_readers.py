@@ -140,7 +140,9 @@ def csv_records(content: bytes) -> list[list[str]] | None:
     except UnicodeDecodeError:
         return None
     try:
-        return [r for r in csv.reader(io.StringIO(text, newline=""), strict=True) if r]
+        # Records with something in them: a blank line between rows is a row of missing
+        # cells to cumtool (polars) and nothing to the csv module; both are fine.
+        return [r for r in csv.reader(io.StringIO(text, newline=""), strict=True) if any(r)]
     except csv.Error:
         return None
 
