@@ -124,11 +124,28 @@ def rainfall() -> None:
     np.save(HERE / "rainfall_mm.npy", mm)
 
 
+def ledger() -> None:
+    """A small account ledger for the table options: two accounts, a new-month flag, and
+    amounts in cents (float sums of 19.99 drift; --decimal keeps them exact)."""
+    rows = [
+        ["2024-01-30", "checking", 0, "19.99"],
+        ["2024-01-30", "savings", 0, "100.00"],
+        ["2024-01-31", "checking", 0, "0.01"],
+        ["2024-01-31", "checking", 0, "5.10"],
+        ["2024-02-01", "checking", 1, "19.99"],
+        ["2024-02-01", "savings", 1, "0.10"],
+        ["2024-02-02", "checking", 0, "0.20"],
+        ["2024-02-02", "savings", 0, "0.20"],
+    ]
+    write_rows("ledger.csv", ["date", "account", "new_month", "amount"], rows)
+
+
 def main() -> None:
     reference_examples()
     daily_sales()
     weekly_visitors()
     rainfall()
+    ledger()
 
 
 if __name__ == "__main__":
