@@ -819,10 +819,17 @@ class Bench:
                 f"ops-{fmt}", f"Every operation, {fmt.upper() if fmt == 'csv' else '.npy'} "
                 f"{self.rows_label()} x 8, cumtool only", commands, "cumtool cumsum",
                 ratio_header="this ÷ cumsum", invert=True)
-            scenario.notes.append(
-                "cumprod of these values saturates to ±inf and then NaN within a few hundred "
-                "rows (and the integer columns wrap to 0), so its output text is shorter "
-                "than the others'.")
+            if fmt == "csv":
+                scenario.notes.append(
+                    "On CSV most of the time goes to parsing and printing text, so an op "
+                    "that prints shorter numbers is faster: cummax and cummin print input "
+                    "values (two decimals), and cumprod of these values saturates to ±inf "
+                    "and then NaN within a few hundred rows (the integer columns wrap to 0), "
+                    "while cumsum and logcumsumexp print full-precision floats.")
+            else:
+                scenario.notes.append(
+                    "cumprod of these values saturates to ±inf and then NaN within a few "
+                    "hundred rows; .npy output is binary, so every op writes the same bytes.")
             self.execute(scenario)
             self._check_ops(scenario, source, fmt)
             for command in commands[1:]:
@@ -901,6 +908,8 @@ class Bench:
                             f"{self.rows_label(small_rows)} against "
                             f"{self.rows_label(big_rows)} rows x 8", commands,
                             commands[0].label, ratio_header="this ÷ smaller", invert=True)
+        scenario.notes.append("the ratio columns here are of wall time; the memory goals "
+                              "(see Goals) are on the peak RSS column")
         self.execute(scenario)
         for rows, command in zip(sources, commands, strict=True):
             reference = self.data.reference(sources[rows])
