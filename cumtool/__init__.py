@@ -6,7 +6,6 @@ The Python API is the engine the command line uses: `cumtool.scan` on arrays, an
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from cumtool.errors import (
@@ -18,10 +17,18 @@ from cumtool.errors import (
     UsageError,
 )
 
-try:
-    __version__ = version("cumtool")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> Any:
+    """`cumtool.__version__`, read from the installed package's metadata when asked for
+    (importlib.metadata costs tens of milliseconds at every start-up otherwise)."""
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("cumtool")
+        except PackageNotFoundError:  # a source tree that is not installed
+            return "0+unknown"
+    raise AttributeError(f"module 'cumtool' has no attribute {name!r}")
 
 __all__ = [
     "CumtoolError", "DataError", "FormatError", "OutputError", "ScanOverflowError",

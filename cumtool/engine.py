@@ -301,20 +301,24 @@ def _table_progress(request: Request, source: Any) -> Progress:
 
 def _table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
                 caption: str) -> Any:
-    from cumtool.formats.csv import CsvSink
-    from cumtool.formats.npy import NpyTableSink
-    from cumtool.formats.parquet import ParquetSink
-    from cumtool.formats.pretty import PrettySink
-
+    # Each writer's module (and its library) loads only when used.
     if out.format in ("csv", "tsv"):
+        from cumtool.formats.csv import CsvSink
+
         options = _csv_options(
             Request(op=request.op, delimiter=request.delimiter, header=request.header),
             out.format)
         return _CompressingSink(CsvSink, stream, out.compression, schema, options)
     if out.format == "parquet":
+        from cumtool.formats.parquet import ParquetSink
+
         return ParquetSink(stream, schema)
     if out.format == "table":
+        from cumtool.formats.pretty import PrettySink
+
         return PrettySink(stream, caption, console=_terminal_console(request), schema=schema)
+    from cumtool.formats.npy import NpyTableSink
+
     return _TableToNpy(NpyTableSink, stream, schema)
 
 

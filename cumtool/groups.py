@@ -69,13 +69,44 @@ def _joinable(keys: pl.DataFrame) -> pl.DataFrame:
 
 
 @dataclass
+class Bucket:
+    """Runs of similar length laid out as the columns of one padded 2-D block."""
+
+    runs: np.ndarray  # the run numbers, one per block column
+    rows: np.ndarray  # the batch rows that fill the block
+    cell: tuple[np.ndarray, np.ndarray]  # (position in run, block column) of each row
+    shape: tuple[int, int]
+
+
+@dataclass
 class Runs:
-    """How a batch's rows split into runs."""
+    """How a batch's rows split into runs, and the block layout shared by all columns."""
 
     run_of_row: np.ndarray  # run number (0..count-1) of each row, increasing per group
     group_of_run: np.ndarray  # group id of each run
     fresh: np.ndarray  # whether the run starts at a reset (from the identity)
     last_of_group: np.ndarray  # run numbers that end their group's part of the batch
+    buckets: list[Bucket]
+
+
+def _buckets(order: np.ndarray, run_sorted: np.ndarray, run_count: int) -> list[Bucket]:
+    """Bucket runs by length (powers of two): padding is at most half of each block."""
+    n = order.shape[0]
+    lengths = np.bincount(run_sorted, minlength=run_count)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    rank = np.arange(n) - np.repeat(starts, lengths)
+    bucket_of_run = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
+    row_bucket = np.repeat(bucket_of_run, lengths)
+    buckets = []
+    for bucket in np.unique(bucket_of_run):
+        bucket_runs = np.flatnonzero(bucket_of_run == bucket)
+        column_of_run = np.full(run_count, -1, dtype=np.int64)
+        column_of_run[bucket_runs] = np.arange(bucket_runs.shape[0])
+        picked = row_bucket == bucket
+        cell = (rank[picked], column_of_run[run_sorted[picked]])
+        shape = (int(lengths[bucket_runs].max()), int(bucket_runs.shape[0]))
+        buckets.append(Bucket(bucket_runs, order[picked], cell, shape))
+    return buckets
 
 
 def split_runs(groups: np.ndarray, resets: np.ndarray | None) -> Runs:
@@ -97,7 +128,9 @@ def split_runs(groups: np.ndarray, resets: np.ndarray | None) -> Runs:
     fresh = sorted_resets[starts]
     last = np.ones(starts.shape[0], dtype=bool)
     last[:-1] = group_of_run[1:] != group_of_run[:-1]
-    return Runs(run_of_row, group_of_run, fresh, np.flatnonzero(last))
+    # `order` sorts rows by group, then input order: that is by run, as the blocks need.
+    buckets = _buckets(order, run_sorted, starts.shape[0])
+    return Runs(run_of_row, group_of_run, fresh, np.flatnonzero(last), buckets)
 
 
 class GroupCarry:
@@ -128,30 +161,18 @@ def scan_runs(
     skipped = np.zeros(n, dtype=bool)
     any_skipped = False
     run_count = runs.group_of_run.shape[0]
-    order = np.argsort(runs.run_of_row, kind="stable")  # rows by run, input order within
-    sorted_runs = runs.run_of_row[order]
-    lengths = np.bincount(sorted_runs, minlength=run_count)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    rank = np.arange(n) - np.repeat(starts, lengths)
-    bucket_of_run = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
     end_value = np.empty(run_count, dtype=spec.acc_dtype)
     end_index = np.empty(run_count, dtype=np.int64)
-    row_bucket = np.repeat(bucket_of_run, lengths)
-    for bucket in np.unique(bucket_of_run):
-        bucket_runs = np.flatnonzero(bucket_of_run == bucket)
-        height = int(lengths[bucket_runs].max())
-        column_of_run = np.full(run_count, -1, dtype=np.int64)
-        column_of_run[bucket_runs] = np.arange(bucket_runs.shape[0])
-        picked = row_bucket == bucket
-        rows = order[picked]
-        cell = (rank[picked], column_of_run[sorted_runs[picked]])
-        shape = (height, bucket_runs.shape[0])
+    for bucket in runs.buckets:
+        bucket_runs, rows, cell, shape = bucket.runs, bucket.rows, bucket.cell, bucket.shape
         block = np.zeros(shape, dtype=values.dtype)
         block[cell] = values[rows]
         present = np.zeros(shape, dtype=bool)
         present[cell] = True if valid is None else valid[rows]
-        where = np.zeros(shape, dtype=np.int64)
-        where[cell] = positions[rows]
+        where = None
+        if spec.indices:
+            where = np.zeros(shape, dtype=np.int64)
+            where[cell] = positions[rows]
         groups = runs.group_of_run[bucket_runs]
         fresh = runs.fresh[bucket_runs]
         run_carry = kernels.Carry(

@@ -463,7 +463,7 @@ class CsvSink:
             text, separator=self._options.delimiter, include_header=self._header_due,
             null_value="",
         )
-        self._stream.write(text.getvalue())
+        self._stream.write(text.getbuffer())  # a view: no copy of the rendered text
         self._header_due = False
 
     def close(self) -> None:
