@@ -147,6 +147,31 @@ def csv_records(content: bytes) -> list[list[str]] | None:
         return None
 
 
+def rfc4180_quoting(content: bytes) -> bool:
+    """Whether every quote is where RFC 4180 allows one: opening a field, closing it
+    (before a comma, a line end or the end), or doubled inside a quoted field."""
+    text = content.decode("utf-8", errors="replace")
+    quoted, field_start, i = False, True, 0
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == '"':
+                if text[i + 1:i + 2] == '"':
+                    i += 2
+                    continue
+                quoted = False
+                if text[i + 1:i + 2] not in (",", "\n", "\r", ""):
+                    return False
+        elif c == '"':
+            if not field_start:
+                return False
+            quoted, field_start = True, False
+        else:
+            field_start = c in ",\n\r"
+        i += 1
+    return not quoted
+
+
 def check_csv_result(result: Result, content: bytes) -> None:
     """A successful run of cummax keeps the header and one output row per input row."""
     if result.exit_code != 0:
@@ -156,6 +181,8 @@ def check_csv_result(result: Result, content: bytes) -> None:
     assert out is not None, result.stdout
     if records is None or b"\r" in content.replace(b"\r\n", b""):
         return  # a lone CR ends no line for polars (see the issue report), one for Python
+    if not rfc4180_quoting(content):
+        return  # a stray quote: polars may silently drop rows (see the issue report)
     assert len(out) == len(records), (records, out)
 
 
@@ -221,6 +248,16 @@ def test_odd_but_valid_csv(invoke: Invoke, tmp_path: Path, content: bytes,
         assert result.stdout == "a,b\n" + "x" * (1 << 20) + ",1\ny,3\n"
     else:
         assert result.stdout == expected
+
+
+@pytest.mark.xfail(strict=True, reason="polars pairs a stray quote in the header with one "
+                   "in the next row and parses them as one quoted field: the row between "
+                   "is silently dropped (exit 0); needs a quoting check in formats/csv.py")
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_stray_quotes_never_drop_a_row_silently(invoke: Invoke, via: str) -> None:
+    result, _ = run_file(invoke, b'a"b,c\n1",2\n3,4\n', "stray.csv", "cumsum", via=via)
+    if result.exit_code == 0:  # read as the csv module reads it: two rows
+        assert csv_records(result.stdout_bytes) == [['a"b', "c"], ['1"', "2"], ["3", "6"]]
 
 
 def test_huge_integer_text_is_never_rounded(invoke: Invoke, tmp_path: Path) -> None:
@@ -396,7 +433,16 @@ def test_parquet_with_a_damaged_leading_magic(invoke: Invoke, tmp_path: Path) ->
     assert result.stdout == "i,f,s\n1,0.5,a\n,1.5,b\n3,,\n3,NaN,d\n5,-2.0,e\n"
 
 
+def parquet_with_a_non_utf8_column_name() -> bytes:
+    """The plain file with column 'i' renamed to the lone byte 0xE9 in the footer's
+    schema (pyarrow raised UnicodeDecodeError, which escaped as a traceback)."""
+    content = VALID_PARQUET["plain"]
+    at = content.index(b"\x18\x01i\x00", content.index(b"schema"))
+    return content[:at] + b"\x18\x01\xe9\x00" + content[at + 4:]
+
+
 @pytest.mark.parametrize(("damage", "content"), [
+    pytest.param("non-utf8-name", parquet_with_a_non_utf8_column_name(), id="non-utf8-name"),
     pytest.param("no-footer", VALID_PARQUET["plain"][:-8], id="no-footer"),
     pytest.param("corrupt-footer-length",
                  VALID_PARQUET["plain"][:-8] + struct.pack("<I", 2**31 - 1) + b"PAR1",
