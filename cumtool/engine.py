@@ -23,6 +23,7 @@ from cumtool.formats import (
     OUTPUT_FORMATS,
     CsvOptions,
     FileKind,
+    check_format_name,
     kind_from_magic,
     kind_from_name,
     peekable,
@@ -134,12 +135,7 @@ def _open_source(
         # Unnamed gzip (standard input, no extension): look inside for tsv, npy, parquet.
         kind = FileKind(_sniff_gzip(stream, seekable=path is not None).format, "gzip")
     if request.from_format:
-        fmt = request.from_format.lower()
-        if fmt not in INPUT_FORMATS:
-            raise UsageError(
-                f"--from {request.from_format!r} is not a format; choose from "
-                f"{', '.join(INPUT_FORMATS)}"
-            )
+        fmt = check_format_name(request.from_format, INPUT_FORMATS, "--from")
         kind = FileKind(fmt, kind.compression)
     if kind.format == "npy" and (head.startswith(b"PK") or name.lower().endswith(".npz")):
         raise FormatError(f"{name}: .npz input is not supported; give a .npy file")
@@ -225,12 +221,7 @@ def _batch_rows(request: Request) -> int:
 
 def _output_format(request: Request, kind: FileKind) -> FileKind:
     if request.to_format:
-        fmt = request.to_format.lower()
-        if fmt not in OUTPUT_FORMATS:
-            raise UsageError(
-                f"--to {request.to_format!r} is not a format; choose from "
-                f"{', '.join(OUTPUT_FORMATS)}"
-            )
+        fmt = check_format_name(request.to_format, OUTPUT_FORMATS, "--to")
         named = kind_from_name(request.output) if request.output not in (None, "-") else None
         return FileKind(fmt, named.compression if named else None)
     if request.output in (None, "-"):
