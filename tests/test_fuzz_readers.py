@@ -433,6 +433,30 @@ def test_parquet_with_a_damaged_leading_magic(invoke: Invoke, tmp_path: Path) ->
     assert result.stdout == "i,f,s\n1,0.5,a\n,1.5,b\n3,,\n3,NaN,d\n5,-2.0,e\n"
 
 
+@pytest.mark.parametrize("to", ["csv", "tsv", "table", "parquet"])
+def test_parquet_text_that_is_not_utf8_passes_through(invoke: Invoke, tmp_path: Path,
+                                                      to: str) -> None:
+    """A damaged file's text column need not be valid UTF-8: the numbers are scanned and
+    the text is passed on (bytes as they are; on screen, with replacement characters).
+    The pretty table raised UnicodeDecodeError."""
+    text = pa.array([b"ok", b"\xe9t\xe9", None], pa.binary()).view(pa.string())
+    path = tmp_path / "latin1.parquet"
+    pq.write_table(pa.table({"s": text, "n": [1, 2, 3]}), path)
+    result = invoke("cumsum", str(path), "--to", to)
+    assert_clean_outcome(result, "latin1.parquet")
+    assert result.exit_code == 0
+    if to == "parquet":
+        table = pq.read_table(io.BytesIO(result.stdout_bytes))
+        assert table.column("n").to_pylist() == [1, 3, 6]
+        assert table.column("s").cast(pa.binary()).to_pylist() == [b"ok", b"\xe9t\xe9", None]
+    elif to == "table":
+        assert "\ufffdt\ufffd" in result.stdout_bytes.decode()
+    else:
+        sep = b"," if to == "csv" else b"\t"
+        assert result.stdout_bytes.splitlines() == [
+            b"s" + sep + b"n", b"ok" + sep + b"1", b"\xe9t\xe9" + sep + b"3", sep + b"6"]
+
+
 def parquet_with_a_non_utf8_column_name() -> bytes:
     """The plain file with column 'i' renamed to the lone byte 0xE9 in the footer's
     schema (pyarrow raised UnicodeDecodeError, which escaped as a traceback)."""
