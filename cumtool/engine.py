@@ -36,6 +36,7 @@ from cumtool.pipeline import (
     ReversingArraySink,
     ReversingSink,
     prefetch,
+    return_freed_batches_to_the_os,
     reversed_batches,
 )
 
@@ -79,6 +80,7 @@ class Request:
 
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
+    return_freed_batches_to_the_os()
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     if request.indices and request.op not in ("cummax", "cummin"):
         raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")

@@ -25,6 +25,33 @@ _DONE = object()
 QUEUE_DEPTH = 2
 
 
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt() parameter number
+_MMAP_THRESHOLD_BYTES = 1 << 20
+
+
+def return_freed_batches_to_the_os() -> None:
+    """Keep peak memory flat on long streams (glibc only; elsewhere nothing to do).
+
+    glibc raises its mmap threshold each time a large block is freed, so after the first
+    batches every batch buffer comes from the heap, and freed ones stay in the process:
+    resident memory grew to about 400 MB on a 10M-row CSV here. A fixed threshold
+    keeps batch-sized buffers memory-mapped and returned on free (about 290 MB)."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return
+
+
 def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Iterator[T]:
     """Iterate `items` in a background thread, `depth` items ahead."""
     handoff: queue.Queue[Any] = queue.Queue(maxsize=depth)
