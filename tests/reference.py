@@ -16,13 +16,6 @@ import numpy as np
 
 OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
 
-# --dtype values the contract accepts (numpy spellings; torch aliases map onto these).
-ACCEPTED_CASTS = tuple(
-    np.dtype(name)
-    for name in ("int8", "int16", "int32", "int64", "uint8",
-                 "float16", "float32", "float64", "complex64", "complex128")
-)
-
 _F16, _F32, _F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 _C64, _C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 _I64 = np.dtype(np.int64)
