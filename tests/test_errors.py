@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
 
-import cumtool.engine
+import cumtool.sources
 
 Invoke = Callable[..., Result]
 OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
@@ -78,7 +78,7 @@ def test_unreadable_file(invoke: Invoke, write_file, monkeypatch):
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(cumtool.engine, "open", refuse, raising=False)
+    monkeypatch.setattr(cumtool.sources, "open", refuse, raising=False)
     assert_error(invoke("cumsum", str(path)), 1, str(path), "Permission denied")
 
 

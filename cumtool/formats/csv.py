@@ -440,11 +440,14 @@ def file_size(stream: IO[bytes]) -> int | None:
 class CsvSink:
     """Writes record batches as delimited text with polars, header first."""
 
-    def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvOptions) -> None:
+    def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvOptions,
+                 source_name: str = "the input") -> None:
         for field in schema:
-            if pa.types.is_nested(field.type):
-                raise UsageError(f"column {field.name!r} is {field.type}, which delimited "
-                                 "text cannot hold; write parquet instead")
+            if (pa.types.is_nested(field.type) or pa.types.is_binary(field.type)
+                    or pa.types.is_large_binary(field.type)
+                    or pa.types.is_fixed_size_binary(field.type)):
+                raise UsageError(f"{source_name}: column {field.name!r} is {field.type}, "
+                                 "which delimited text cannot hold; write parquet instead")
         self._stream = stream
         self._schema = schema
         self._options = options

@@ -13,6 +13,10 @@ import pyarrow.parquet as pq
 from cumtool.errors import FormatError
 from cumtool.formats import unreadable
 
+# What pyarrow raises on a damaged file: any of its own errors (including a memory error
+# for a size read from corrupt metadata), OSError, and a column name that is not UTF-8.
+_DAMAGE = (pa.ArrowException, OSError, UnicodeDecodeError)
+
 
 class ParquetSource:
     """A Parquet file read by row-group batches. Parquet keeps its footer at the end, so a
@@ -26,7 +30,7 @@ class ParquetSource:
                 stream = io.BytesIO(stream.read())  # a broken .gz fails here, as OSError
             self._file = pq.ParquetFile(stream)
             self._schema = self._file.schema_arrow
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as error:
+        except _DAMAGE as error:
             raise unreadable(name, "parquet", error) from None
         names = self._schema.names
         for column in names:
@@ -45,7 +49,7 @@ class ParquetSource:
     def batches(self) -> Iterator[pa.RecordBatch]:
         try:
             yield from self._file.iter_batches(batch_size=self._batch_rows)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as error:
+        except _DAMAGE as error:
             raise unreadable(self.name, "parquet", error) from None
 
 

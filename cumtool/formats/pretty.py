@@ -83,6 +83,11 @@ def _arrow_cells(column: pa.Array) -> list[object]:
         values, valid = column_to_numpy(column)
         return [value if valid is None or valid[i] else None
                 for i, value in enumerate(_numpy_cells(values))]
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        # Text from a damaged file need not be UTF-8: show it, never fail on it.
+        raw = column.cast(pa.large_binary()).to_pylist()
+        return [None if cell is None else cell.decode("utf-8", errors="replace")
+                for cell in raw]
     return list(column.to_pylist())
 
 

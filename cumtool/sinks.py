@@ -1,0 +1,190 @@
+"""Where results go, by output format: CSV/TSV (optionally compressed), Parquet, .npy
+(.npz with indices) or the terminal table, with adapters so that tables can be written
+as arrays and arrays as tables. Writers' modules load only for their format."""
+
+from __future__ import annotations
+
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from cumtool import kernels
+from cumtool.errors import DataError, UsageError
+from cumtool.formats import FileKind
+from cumtool.sources import csv_options
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from cumtool.engine import Request
+
+
+def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
+                caption: str, source_name: str) -> Any:
+    # Each writer's module (and its library) loads only when used.
+    if out.format in ("csv", "tsv"):
+        from cumtool.formats.csv import CsvSink
+
+        options = csv_options(request, out.format)
+        return _CompressingSink(CsvSink, stream, out.compression, schema, options,
+                                source_name)
+    if out.format == "parquet":
+        from cumtool.formats.parquet import ParquetSink
+
+        return ParquetSink(stream, schema)
+    if out.format == "table":
+        from cumtool.formats.pretty import PrettySink
+
+        return PrettySink(stream, caption, console=_terminal_console(request), schema=schema)
+    from cumtool.formats.npy import NpyTableSink
+
+    return _TableToNpy(NpyTableSink, stream, schema)
+
+
+class _CompressingSink:
+    """Wraps a sink's stream in a compressor (for .csv.gz) and closes both in order."""
+
+    def __init__(self, sink_type: Any, stream: IO[bytes], compression: str | None,
+                 *args: Any) -> None:
+        self._compressor = None
+        if compression is not None:
+            import pyarrow as pa
+
+            self._compressor = pa.CompressedOutputStream(stream, compression)
+            stream = self._compressor
+        self._sink = sink_type(stream, *args)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._sink.write(batch)
+
+    def close(self) -> None:
+        self._sink.close()
+        if self._compressor is not None:
+            self._compressor.close()
+
+
+def _terminal_console(request: Request) -> Any:
+    if request.output in (None, "-") and request.stdout_is_terminal:
+        from rich.console import Console
+
+        return Console(highlight=False)
+    return None
+
+
+
+class _TableToNpy:
+    """A table written as a 2-D .npy: every column must be numeric and complete."""
+
+    def __init__(self, sink_type: Any, stream: IO[bytes], schema: pa.Schema) -> None:
+        import pyarrow as pa
+
+        from cumtool.tables import numpy_dtype
+
+        dtypes = []
+        for f in schema:
+            # A decimal's numpy dtype is its scaled int64 (for scans); .npy gets its value.
+            dtype = np.dtype(np.float64) if pa.types.is_decimal(f.type) else numpy_dtype(f.type)
+            if dtype is None:
+                raise UsageError(
+                    f".npy output holds numbers only, but column {f.name!r} is {f.type}; "
+                    "write csv or parquet instead"
+                )
+            dtypes.append(dtype)
+        self._sink = sink_type(stream, schema.names, np.result_type(*dtypes))
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
+        from cumtool.tables import column_to_numpy, decimal_to_float
+
+        columns = []
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            if pa.types.is_decimal(column.type):
+                column = decimal_to_float(column)
+            values, valid = column_to_numpy(column)
+            if valid is not None:
+                row = int(np.flatnonzero(~valid)[0]) + 1
+                raise DataError(f"column {name!r} has a missing cell (row {row} of a batch), "
+                                "which .npy cannot hold; write csv or parquet instead")
+            columns.append(values)
+        if columns:
+            self._sink.write_rows(np.column_stack(columns))
+
+    def close(self) -> None:
+        self._sink.close()
+
+
+
+def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[int, ...],
+                spec: kernels.ScanSpec, caption: str, source_name: str) -> Any:
+    from cumtool.formats.npy import NpySink
+
+    if out.format == "npy":
+        if out.compression:
+            raise UsageError("compressed .npy output is not supported; write .npy")
+        if request.indices and str(request.output).lower().endswith(".npy"):
+            raise UsageError(f"--indices writes values and indices as a .npz archive; name "
+                             f"the output .npz, not {request.output}")
+        return NpySink(stream, shape, spec.out_dtype, request.indices)
+    if out.format == "table":
+        from cumtool.formats.pretty import PrettySink
+
+        return _ArrayToPretty(PrettySink(stream, caption, console=_terminal_console(request)),
+                              shape)
+    if len(shape) > 2:
+        raise UsageError(f"a {len(shape)}-d array cannot be written as {out.format}; "
+                         "write .npy or use --to table")
+    if spec.out_dtype.kind == "c":
+        raise UsageError(f"complex values cannot be written as {out.format}; write .npy")
+    import pyarrow as pa
+
+    names = [str(i) for i in range(shape[1] if len(shape) == 2 else 1)]
+    fields = []
+    for name in names:
+        fields.append(pa.field(name, pa.from_numpy_dtype(spec.out_dtype)))
+        if request.indices:
+            fields.append(pa.field(f"{name}_index", pa.int64()))
+    schema = pa.schema(fields)
+    sink = table_sink(request, out, stream, schema, caption, source_name)
+    return _ArrayToTable(sink, schema)
+
+
+class _ArrayToTable:
+    """1-D and 2-D array blocks as table batches: columns named 0, 1, ..."""
+
+    def __init__(self, sink: Any, schema: pa.Schema) -> None:
+        self._sink = sink
+        self._schema = schema
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        import pyarrow as pa
+
+        from cumtool.tables import arrow_column
+
+        # Explicit width: reshape(n, -1) cannot infer it for an empty block.
+        width = int(np.prod(values.shape[1:], dtype=np.int64))
+        values = values.reshape(values.shape[0] if values.ndim else 1, width)
+        if indices is not None:
+            indices = indices.reshape(values.shape)
+        arrays = []
+        for i in range(values.shape[1]):
+            arrays.append(arrow_column(values[:, i], None))
+            if indices is not None:
+                arrays.append(arrow_column(indices[:, i], None))
+        self._sink.write(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
+
+    def close(self) -> None:
+        self._sink.close()
+
+
+
+class _ArrayToPretty:
+    def __init__(self, sink: Any, shape: tuple[int, ...]) -> None:
+        self._sink = sink
+        self._shape = shape
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        self._sink.write_array(self._shape, values, indices)
+
+    def close(self) -> None:
+        self._sink.close()

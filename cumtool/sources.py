@@ -1,0 +1,149 @@
+"""Opening the input: a path or standard input, its format (by --from, name or magic
+bytes) and compression, and the reader for it. Each format's module (and its library:
+polars, pyarrow) is imported only when that format is read."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.formats import (
+    INPUT_FORMATS,
+    CsvOptions,
+    FileKind,
+    check_format_name,
+    kind_from_magic,
+    kind_from_name,
+    peekable,
+)
+
+if TYPE_CHECKING:
+    from cumtool.engine import Request
+
+DEFAULT_BATCH_ROWS = 1 << 17
+SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
+
+
+def open_source(
+    request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack
+) -> tuple[Any, FileKind]:
+    path: str | None = None
+    if request.input == "-":
+        name = "standard input"
+        stream: IO[bytes] = peekable(_stdin())
+        # The first line, as far as it has arrived, tells tsv from csv.
+        sniff = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]  # type: ignore[attr-defined]
+        head = sniff[:8]
+        kind = kind_from_magic(sniff)
+    else:
+        path = request.input
+        name = path
+        if not os.path.exists(path):
+            raise DataError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise DataError(f"{path}: is a directory, not a file")
+        try:
+            stream = stack.enter_context(open(path, "rb"))
+            sniff = stream.read(SNIFF_BYTES)
+            head = sniff[:8]
+            stream.seek(0)
+        except OSError as error:
+            raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
+        kind = kind_from_name(path) or kind_from_magic(sniff)
+        sniffed = kind_from_magic(head)
+        if sniffed.format in ("npy", "parquet") and sniffed.format != kind.format and (
+                sniffed.format == "npy" or _has_parquet_footer(stream)):
+            kind = sniffed  # a binary format is known by its bytes, whatever the name says
+        if kind.compression is None and head.startswith(b"\x1f\x8b"):
+            kind = FileKind(kind.format, "gzip")
+    if kind.compression == "gzip" and (path is None or kind_from_name(path) is None):
+        # Unnamed gzip (standard input, no extension): look inside for tsv, npy, parquet.
+        kind = FileKind(_sniff_gzip(stream, seekable=path is not None).format, "gzip")
+    if request.from_format:
+        fmt = check_format_name(request.from_format, INPUT_FORMATS, "--from")
+        kind = FileKind(fmt, kind.compression)
+    if kind.format == "npy" and (head.startswith(b"PK") or name.lower().endswith(".npz")):
+        raise FormatError(f"{name}: .npz input is not supported; give a .npy file")
+    compressed = kind.compression
+    if compressed and kind.format != "csv" and kind.format != "tsv":
+        import pyarrow as pa
+
+        stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compressed)
+        path = None
+    # With a float --dtype, CSV integers to be scanned are read as floats straight away.
+    float_columns = None if dtype is None or dtype.kind not in "fc" else (
+        request.columns or "all")
+    # Each format's module (and its library: polars, pyarrow) loads only when used.
+    if kind.format in ("csv", "tsv"):
+        from cumtool.formats.csv import CsvSource, file_size
+
+        options = csv_options(request, kind.format)
+        decimal_columns = (request.columns or "all") if request.decimal else None
+        return CsvSource(stream, name, options, compression=compressed,
+                         float_columns=float_columns, decimal_columns=decimal_columns,
+                         total_bytes=file_size(stream)), kind
+    if kind.format == "parquet":
+        from cumtool.formats.parquet import ParquetSource
+
+        return ParquetSource(path if path else stream, name, batch_rows(request)), kind
+    from cumtool.formats.npy import NpySource
+
+    return NpySource(stream, name, path), kind
+
+
+def _stdin() -> IO[bytes]:
+    """Standard input as a stream of our own: when a run stops early (`| head`, an error)
+    the reader thread may still be blocked reading it, and must not then hold the lock of
+    sys.stdin, which Python takes at exit (it would abort: "could not acquire lock")."""
+    if sys.stdin is None:  # started with standard input closed (`<&-`)
+        raise DataError("standard input is closed; give an INPUT file")
+    try:
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    except (AttributeError, OSError, ValueError):  # not a real file (tests, embedding)
+        return sys.stdin.buffer
+
+
+def _has_parquet_footer(stream: IO[bytes]) -> bool:
+    try:
+        size = stream.seek(0, 2)
+        stream.seek(max(size - 4, 0))
+        return stream.read(4) == b"PAR1"
+    except OSError:
+        return False
+    finally:
+        stream.seek(0)
+
+
+def _sniff_gzip(stream: IO[bytes], seekable: bool) -> FileKind:
+    """What a gzip stream holds, from the decompressed start of its first bytes."""
+    import zlib
+
+    if seekable:
+        data = stream.read(1 << 16)
+        stream.seek(0)
+    else:
+        data = stream.peek(1 << 16)  # type: ignore[attr-defined]
+    try:
+        inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, 1 << 16)
+    except zlib.error:
+        return FileKind("csv")
+    return kind_from_magic(inner)
+
+
+def csv_options(request: Request, fmt: str) -> CsvOptions:
+    delimiter = request.delimiter if request.delimiter is not None else (
+        "\t" if fmt == "tsv" else ",")
+    delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
+    if len(delimiter) != 1 or delimiter in "\r\n\"":
+        raise UsageError(f"--delimiter {request.delimiter!r} must be one character (use '\\t' "
+                         "for tab)")
+    return CsvOptions(delimiter=delimiter, header=request.header)
+
+
+def batch_rows(request: Request) -> int:
+    return request.batch_rows or DEFAULT_BATCH_ROWS
