@@ -140,7 +140,9 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                           source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
-        batches = _rebatch(prefetch(source.batches()), request.batch_rows)
+        # Closed with the run, so a failure stops the reader thread at once.
+        reader = stack.enter_context(contextlib.closing(prefetch(source.batches())))
+        batches = _rebatch(reader, request.batch_rows)
         if request.reverse and plan.axis == 0:
             # Scan from the last row up: spool the input, replay it backwards, and put
             # the results back in input order through a second spool.
@@ -220,26 +222,28 @@ def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, ax
     start = 0
     backwards = request.reverse and axis == 0 and bool(source.shape)
     blocks = source.reversed_blocks(rows) if backwards else source.blocks(rows)
-    for block in prefetch(blocks):
-        try:
-            if block.ndim == 0:
-                result = kernels.scan_array(spec, block)
-            elif axis == 0:
-                assert carry is not None
-                result = kernels.scan_block(spec, block, None, carry)
+    # Closed with the run, so a failure stops the reader thread at once.
+    with contextlib.closing(prefetch(blocks)) as reader:
+        for block in reader:
+            try:
+                if block.ndim == 0:
+                    result = kernels.scan_array(spec, block)
+                elif axis == 0:
+                    assert carry is not None
+                    result = kernels.scan_block(spec, block, None, carry)
+                    if backwards:
+                        result = _back_in_input_order(result, source.shape[0])
+                else:
+                    result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
+            except ScanOverflowError as error:
+                index = _array_index(error.position, axis, start)
                 if backwards:
-                    result = _back_in_input_order(result, source.shape[0])
-            else:
-                result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
-        except ScanOverflowError as error:
-            index = _array_index(error.position, axis, start)
-            if backwards:
-                index = (source.shape[0] - 1 - index[0], *index[1:])
-            raise DataError(f"{source.name}: at index {index}: {error}"
-                            f"{overflow_hint(request.overflow)}") from None
-        sink.write(result.values, result.indices)
-        start += block.shape[0] if block.ndim else 1
-        progress.update(start)
+                    index = (source.shape[0] - 1 - index[0], *index[1:])
+                raise DataError(f"{source.name}: at index {index}: {error}"
+                                f"{overflow_hint(request.overflow)}") from None
+            sink.write(result.values, result.indices)
+            start += block.shape[0] if block.ndim else 1
+            progress.update(start)
     sink.close()
 
 

@@ -13,7 +13,7 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def return_freed_batches_to_the_os() -> None:
         return
 
 
-def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Iterator[T]:
+def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Generator[T, None, None]:
     """Iterate `items` in a background thread, `depth` items ahead."""
     handoff: queue.Queue[Any] = queue.Queue(maxsize=depth)
     stop = threading.Event()
@@ -87,7 +87,9 @@ def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Iterator[T]:
             yield item
     finally:
         stop.set()
-        thread.join()
+        # The reader may be blocked on input that never comes (a stalled producer on a
+        # pipe); it is a daemon thread, so a failed or finished run does not wait for it.
+        thread.join(timeout=1.0)
 
 
 class BackgroundSink:
