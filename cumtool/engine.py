@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from cumtool.formats import (
     check_format_name,
     kind_from_name,
 )
-from cumtool.kernels import overflow_hint
+from cumtool.kernels import AXIS_NAMES, overflow_hint
 from cumtool.output import open_output
 from cumtool.pipeline import (
     BackgroundSink,
@@ -40,7 +40,6 @@ from cumtool.sources import open_source
 if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
     import pyarrow as pa
 
-ARRAY_AXES = {"rows": 0, "index": 0, "columns": 1}
 BLOCK_BYTES = 8 << 20
 
 
@@ -70,7 +69,6 @@ class Request:
     exclusive: bool = False
     keep: bool = False
     decimal: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def run(request: Request) -> None:
@@ -173,8 +171,8 @@ def _table_progress(request: Request, source: Any) -> Progress:
 def resolve_array_axis(text: str, ndim: int) -> int:
     key = str(text).strip().lower()
     number: int | None
-    if key in ARRAY_AXES:
-        number = ARRAY_AXES[key]
+    if key in AXIS_NAMES:
+        number = AXIS_NAMES[key]
     else:
         try:
             number = int(key)

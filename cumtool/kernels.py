@@ -19,6 +19,7 @@ from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.ops import OPS
 
 Overflow = Literal["error", "wrap"]
+AXIS_NAMES = {"rows": 0, "index": 0, "columns": 1}  # --axis words; integers work too
 
 _ACCEPTED_DTYPES = {
     name: np.dtype(name)

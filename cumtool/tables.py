@@ -15,10 +15,8 @@ import pyarrow as pa
 
 from cumtool import kernels
 from cumtool.errors import DataError, ScanOverflowError, UsageError
-from cumtool.kernels import overflow_hint
+from cumtool.kernels import AXIS_NAMES, overflow_hint
 
-TABLE_AXES = {"rows": 0, "index": 0, "columns": 1}
-_INT64_MAX = np.iinfo(np.int64).max
 _ARROW_FLOAT_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
 
 
@@ -129,8 +127,8 @@ def arrow_column(values: np.ndarray, missing: np.ndarray | None) -> pa.Array:
 
 def table_axis(text: str) -> int:
     key = str(text).strip().lower()
-    if key in TABLE_AXES:
-        return TABLE_AXES[key]
+    if key in AXIS_NAMES:
+        return AXIS_NAMES[key]
     try:
         number = int(key)
     except ValueError:

@@ -262,25 +262,23 @@ class CsvSource:
         have at most (in the first rows; a later cell with more is an error)."""
         if wanted is None:
             return {}
+        chosen = [
+            (column, polars_name)
+            for column, polars_name in zip(self.column_names, first_rows.columns, strict=True)
+            if first_rows.schema[polars_name] == pl.Float64
+            and (wanted == "all" or column in wanted)
+        ]
+        if not chosen:
+            return {}
+        # The places as written: polars' float text of 19.90 would be 19.9, hiding one.
+        exact = pl.read_csv(self._first, separator=self._options.delimiter,
+                            has_header=self._options.header, infer_schema=False,
+                            n_rows=INFER_ROWS)
         scales = {}
-        for column, polars_name in zip(self.column_names, first_rows.columns, strict=True):
-            if first_rows.schema[polars_name] != pl.Float64 or (
-                    wanted != "all" and column not in wanted):
-                continue
-            text = first_rows.get_column(polars_name).cast(pl.String).drop_nulls()
-            places = text.str.extract(r"\.(\d+)$").str.len_chars().max()
-            scales[column] = max(int(places), 1) if isinstance(places, int) else 1
-        if scales:
-            # Re-read the first rows' text exactly as written: polars' float text of
-            # 19.90 would be 19.9, hiding a place.
-            exact = pl.read_csv(self._first, separator=self._options.delimiter,
-                                has_header=self._options.header, infer_schema=False,
-                                n_rows=INFER_ROWS)
-            for column, polars_name in zip(self.column_names, exact.columns, strict=True):
-                if column in scales:
-                    places = (exact.get_column(polars_name).drop_nulls()
-                              .str.extract(r"\.(\d+)").str.len_chars().max())
-                    scales[column] = int(places) if isinstance(places, int) else 0
+        for column, polars_name in chosen:
+            places = (exact.get_column(polars_name).drop_nulls()
+                      .str.extract(r"\.(\d+)").str.len_chars().max())
+            scales[column] = int(places) if isinstance(places, int) else 0
         return scales
 
     def _arrow_schema(self) -> pa.Schema:
