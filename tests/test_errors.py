@@ -565,3 +565,36 @@ def test_a_newline_in_a_column_name_does_not_break_the_one_line_rule(invoke: Inv
     path = write_file("n.csv", '"two\nlines",b\n1,2\n')
     message = assert_error(invoke("cumsum", str(path), "-c", "zz"), 1, "'zz'")
     assert "two\\nlines" in message  # shown escaped, as Python would write it
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        pytest.param(b'a"b,c\n1",2\n3,4\n', "in the header", id="stray-quotes-pairing-up"),
+        pytest.param(b'size,n\n1,2\n5" screen,3\n', "near row 2", id="inch-mark"),
+        pytest.param(b'a,b\n"x"y,1\n', "near row 1", id="text-after-closing-quote"),
+        pytest.param(b'a,b\r\n1,2\r\n3,x"\r\n', "near row 2", id="crlf"),
+    ],
+)
+def test_a_quote_csv_does_not_allow_is_refused_not_read_as_a_field(
+        invoke: Invoke, write_file, content: bytes, where: str) -> None:
+    """polars pairs such quotes into one field and silently drops the rows between."""
+    path = write_file("quotes.csv", content)
+    assert_error(invoke("cumsum", str(path)), 1, str(path), "quote", where)
+    assert_error(invoke("cumsum", input=content), 1, "standard input", where)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(b'a,b\n"x ""y"" z",1\n"",2\n', ['"x ""y"" z",1', '"",3'], id="escaped"),
+        pytest.param(b'a,b\r\n"p\r\nq",1\r\n"r",2\r\n', ['"p\r\nq",1', "r,3"], id="crlf-newline"),
+        pytest.param(b'a,b\n"1,5",1\n,2', ['"1,5",1', ",3"], id="delimiter-no-final-newline"),
+    ],
+)
+def test_quoting_csv_allows_is_read(invoke: Invoke, write_file, content: bytes,
+                                    expected: list[str]) -> None:
+    result = invoke("cumsum", "-c", "b", str(write_file("ok.csv", content)))
+    assert result.exit_code == 0, result.stderr
+    body = result.stdout_bytes.decode().split("\n", 1)[1]
+    assert body == "".join(line + "\n" for line in expected)

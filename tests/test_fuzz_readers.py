@@ -251,9 +251,6 @@ def test_odd_but_valid_csv(invoke: Invoke, tmp_path: Path, content: bytes,
         assert result.stdout == expected
 
 
-@pytest.mark.xfail(strict=True, reason="polars pairs a stray quote in the header with one "
-                   "in the next row and parses them as one quoted field: the row between "
-                   "is silently dropped (exit 0); needs a quoting check in formats/csv.py")
 @pytest.mark.parametrize("via", ["file", "stdin"])
 def test_stray_quotes_never_drop_a_row_silently(invoke: Invoke, via: str) -> None:
     result, _ = run_file(invoke, b'a"b,c\n1",2\n3,4\n', "stray.csv", "cumsum", via=via)

@@ -213,6 +213,7 @@ class CsvSource:
             raise FormatError(f"{name}: cannot read as csv: the first line holds a NUL byte "
                               "(a binary file?)")
         self._first = sample
+        _check_quotes(name, sample, options.delimiter, 0, header=options.header)
         try:
             first_rows = pl.read_csv(
                 # Only the rows the types are inferred from: polars parses past n_rows, so
@@ -329,6 +330,8 @@ class CsvSource:
             raise unreadable(self.name, "csv", error) from None
 
     def _parse(self, chunk: bytes, header: bool) -> pl.DataFrame:
+        if not header:  # the first chunk was checked before its types were inferred
+            _check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
         schema = dict(zip(self.column_names, self._parse_schema.values(), strict=True))
         try:
             frame = pl.read_csv(
@@ -397,6 +400,41 @@ def _ragged_row(name: str, chunk: bytes, options: CsvOptions, header: bool = Tru
         if len(record) != width:
             return FormatError(f"{name}: row {row} has {len(record)} fields, expected {width}")
     return None
+
+
+def _check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
+                  header: bool = False) -> None:
+    """Refuse a quote that RFC 4180 does not allow: one that opens a quoted field
+    anywhere but at the start of a field, or closes one anywhere but at its end. polars
+    would pair two such stray quotes into one field and silently drop the rows between."""
+    if chunk.find(b'"') < 0:
+        return
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    quotes = np.flatnonzero(data == ord('"'))
+    bounds = np.frombuffer(b"\n\r" + delimiter.encode(), dtype=np.uint8)
+    before = np.where(quotes > 0, data[np.maximum(quotes - 1, 0)], ord("\n"))
+    after = np.where(quotes < data.shape[0] - 1,
+                     data[np.minimum(quotes + 1, data.shape[0] - 1)], ord("\n"))
+    opening = np.arange(quotes.shape[0]) % 2 == 0  # quote state alternates, from outside
+    previous_adjacent = np.zeros(quotes.shape[0], dtype=bool)
+    previous_adjacent[1:] = quotes[1:] == quotes[:-1] + 1
+    next_adjacent = np.zeros(quotes.shape[0], dtype=bool)
+    next_adjacent[:-1] = quotes[:-1] + 1 == quotes[1:]
+    # An escaped quote ("") closes and reopens: allowed right after/before its twin.
+    bad_open = opening & ~np.isin(before, bounds) & ~previous_adjacent
+    bad_close = ~opening & ~np.isin(after, bounds) & ~next_adjacent
+    bad = np.flatnonzero(bad_open | bad_close)
+    if bad.shape[0]:
+        at = int(quotes[bad[0]])
+        line = chunk.count(b"\n", 0, at)
+        start = chunk.rfind(b"\n", 0, at) + 1
+        text = chunk[start:start + 60].split(b"\n", 1)[0].decode("utf-8", "replace")
+        where = ("in the header" if header and line == 0
+                 else f"near row {rows_before + line + (0 if header else 1)}")
+        raise FormatError(
+            f"{name}: a quote inside an unquoted field, {where} ({text!r}); quote the "
+            "whole field (\"a \"\"b\"\" c\") as CSV requires"
+        )
 
 
 def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
