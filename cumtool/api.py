@@ -13,6 +13,7 @@ import numpy as np
 from cumtool import kernels
 from cumtool.engine import _array_index, resolve_array_axis
 from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.pipeline import flip_rows
 
 
 def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
@@ -75,11 +76,11 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
     batches = table.to_batches()
     if reverse and plan.axis == 0:
         plan.reverse_total = table.num_rows
-        flipped = table.take(pa.array(range(table.num_rows - 1, -1, -1), type=pa.int64()))
+        flipped = flip_rows(table)
         batches = flipped.to_batches()
     out = pa.Table.from_batches([plan.apply(b) for b in batches], schema=plan.schema)
     if reverse and plan.axis == 0:
-        out = out.take(pa.array(range(out.num_rows - 1, -1, -1), type=pa.int64()))
+        out = flip_rows(out)
     return out
 
 

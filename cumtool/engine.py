@@ -230,7 +230,7 @@ def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, ax
                     assert carry is not None
                     result = kernels.scan_block(spec, block, None, carry)
                     if backwards:
-                        result = _back_in_input_order(result, source.shape[0])
+                        result = kernels.flip_result(result, 0, source.shape[0])
                 else:
                     result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
             except ScanOverflowError as error:
@@ -255,15 +255,6 @@ def _aborting(sink: Any) -> Iterator[None]:
         if abort is not None:
             abort()
         raise
-
-
-def _back_in_input_order(result: kernels.ScanResult, total: int) -> kernels.ScanResult:
-    """A block scanned backwards (rows flipped), flipped back; indices as input rows."""
-    indices = None
-    if result.indices is not None:
-        indices = np.where(result.indices >= 0, total - 1 - result.indices, -1)[::-1]
-    skipped = None if result.skipped is None else result.skipped[::-1]
-    return kernels.ScanResult(result.values[::-1], indices, skipped)
 
 
 def _array_index(position: tuple[int, ...], axis: int, start: int) -> tuple[int, ...]:

@@ -151,7 +151,7 @@ class GroupCarry:
 
 def scan_runs(
     spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray | None, runs: Runs,
-    carry: GroupCarry, positions: np.ndarray,
+    carry: GroupCarry, positions: np.ndarray | None,
 ) -> kernels.ScanResult:
     """Scan a batch's column run by run; `positions` are the rows' indices for --indices.
     Raises ScanOverflowError with the row (in the batch) where an overflow happened."""
@@ -170,7 +170,7 @@ def scan_runs(
         present = np.zeros(shape, dtype=bool)
         present[cell] = True if valid is None else valid[rows]
         where = None
-        if spec.indices:
+        if positions is not None:
             where = np.zeros(shape, dtype=np.int64)
             where[cell] = positions[rows]
         groups = runs.group_of_run[bucket_runs]

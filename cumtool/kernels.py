@@ -460,11 +460,12 @@ def _scan_complex_logcumsumexp(
     return acc.astype(spec.out_dtype)
 
 
-def flip_result(result: ScanResult, axis: int) -> ScanResult:
-    """Put a scan of flipped input back in input order, indices as input positions."""
+def flip_result(result: ScanResult, axis: int, length: int | None = None) -> ScanResult:
+    """Put a scan of flipped input back in input order, indices as input positions.
+    `length` is the whole input's along `axis`, when the result is one block of it."""
     indices = None
     if result.indices is not None:
-        last = result.indices.shape[axis] - 1
+        last = (result.indices.shape[axis] if length is None else length) - 1
         indices = np.flip(np.where(result.indices >= 0, last - result.indices, -1), axis)
     skipped = None if result.skipped is None else np.flip(result.skipped, axis)
     return ScanResult(np.flip(result.values, axis), indices, skipped)

@@ -208,12 +208,13 @@ def reversed_batches(
         with pa.memory_map(spool.name) as source:
             reader = pa.ipc.open_file(source)
             for i in reversed(range(reader.num_record_batches)):
-                yield _flip(reader.get_batch(i))
+                yield flip_rows(reader.get_batch(i))
 
     return total, backwards()
 
 
-def _flip(batch: pa.RecordBatch) -> pa.RecordBatch:
+def flip_rows(batch: pa.RecordBatch | pa.Table) -> Any:
+    """The rows of a batch or table in reverse order."""
     import pyarrow as pa
 
     return batch.take(pa.array(range(batch.num_rows - 1, -1, -1), type=pa.int64()))
@@ -245,7 +246,7 @@ class ReversingSink:
             with pa.memory_map(self._spool.name) as source:
                 reader = pa.ipc.open_file(source)
                 for i in reversed(range(reader.num_record_batches)):
-                    self._sink.write(_flip(reader.get_batch(i)))
+                    self._sink.write(flip_rows(reader.get_batch(i)))
         self._sink.close()
 
     def abort(self) -> None:

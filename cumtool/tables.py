@@ -338,7 +338,8 @@ class TablePlan:
             if runs is None:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])
             else:
-                positions = np.arange(self.rows_done, self.rows_done + len(data))
+                positions = (np.arange(self.rows_done, self.rows_done + len(data))
+                             if spec.indices else None)
                 from cumtool import groups
 
                 result = groups.scan_runs(spec, values, valid, runs,
