@@ -10,6 +10,7 @@ over the whole input, however it is split (SEMANTICS.md, difference 4).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,9 +31,11 @@ _ACCEPTED_DTYPES = {
 }
 # torch's spellings of the same dtypes.
 _TORCH_ALIASES = {
-    "long": "int64", "int": "int32", "short": "int16", "half": "float16", "float": "float32",
+    "long": "int64", "short": "int16", "half": "float16",
     "double": "float64", "cfloat": "complex64", "cdouble": "complex128",
 }
+# torch reads these as 32 bits, numpy and pandas users mean 64: refused, naming both.
+_AMBIGUOUS = {"float": ("float32", "float64"), "int": ("int32", "int64")}
 _REFUSED_DTYPES = ("bool", "uint16", "uint32", "uint64", "bfloat16")
 
 _INT64 = np.dtype(np.int64)
@@ -64,7 +67,15 @@ def accepted_dtype_names() -> str:
 
 def parse_dtype(name: str) -> np.dtype:
     """Turn a `--dtype` value (numpy or torch spelling) into a numpy dtype."""
-    key = name.strip().lower().removeprefix("torch.")
+    key = name.strip().lower()
+    if key in _AMBIGUOUS:
+        torch_means, numpy_means = _AMBIGUOUS[key]
+        raise UsageError(f"--dtype {name!r} is ambiguous: torch reads it as {torch_means}, "
+                         f"numpy and pandas as {numpy_means}; give the width: "
+                         f"{torch_means} or {numpy_means}")
+    if key.startswith("torch."):  # torch's own name is not ambiguous: torch.float is 32 bits
+        key = key.removeprefix("torch.")
+        key = _AMBIGUOUS[key][0] if key in _AMBIGUOUS else key
     key = _TORCH_ALIASES.get(key, key)
     if key in _ACCEPTED_DTYPES:
         return _ACCEPTED_DTYPES[key]
@@ -168,6 +179,9 @@ class Carry:
     value: np.ndarray
     index: np.ndarray
     offset: int = 0  # positions already scanned along the axis
+    # --exclusive: lines whose running value overflowed at their last element so far; it
+    # is an error only if the line goes on (the value is output at the next element).
+    pending: np.ndarray | None = None
 
 
 def initial_carry(spec: ScanSpec, line_shape: tuple[int, ...] = ()) -> Carry:
@@ -283,12 +297,10 @@ def cast_input(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None) -> n
             bad = (block < info.min) | (block > info.max)
             _raise_if_any(bad, valid, block, f"does not fit {target}")
     if target.kind == "f" and src.kind in "fc" and target.itemsize < src.itemsize:
+        # IEEE and torch: a finite value beyond the narrower type's range becomes +-inf.
         real = block.real if src.kind == "c" else block
         with np.errstate(over="ignore"):
-            cast = real.astype(target)
-        bad = np.isfinite(real) & ~np.isfinite(cast)
-        _raise_if_any(bad, valid, block, f"does not fit {target}")
-        return cast
+            return real.astype(target)
     if src.kind == "c" and target.kind != "c":
         return block.real.astype(target)
     with np.errstate(over="ignore"):  # a big integer cast to float16 is inf, as in torch
@@ -334,6 +346,8 @@ def _scan_accumulate(
     spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
 ) -> np.ndarray:
     ufunc = _UFUNCS[spec.op]
+    if carry.pending is not None and carry.pending.any():
+        _raise_pending(spec, skip, carry.pending, x.shape)
     acc = _to_acc(spec, x, skip)
     exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
     terms = acc.copy() if exact_check and not _sum_cannot_overflow(spec, acc, carry) else None
@@ -341,18 +355,17 @@ def _scan_accumulate(
         ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
         ufunc.accumulate(acc, axis=0, out=acc)
     if terms is not None:
-        _check_int64_overflow(spec, terms, acc, carry.value)
+        bad, message = _int64_overflows(spec, terms, acc, carry.value)
+        if bad is not None:
+            _raise_overflow(spec, bad, skip, carry, message)
     if spec.out_dtype.kind in "iu" and spec.out_dtype != _INT64 and spec.overflow == "error":
         info = np.iinfo(spec.out_dtype)
         if acc.size and (int(acc.min()) < info.min or int(acc.max()) > info.max):
             bad = (acc < info.min) | (acc > info.max)
             if skip is not None:
                 bad &= ~skip
-            if bad.any():
-                pos = _first_position(bad)
-                raise ScanOverflowError(
-                    f"{spec.op} reaches {acc[pos]}, which does not fit {spec.out_dtype}", pos
-                )
+            _raise_overflow(spec, bad, skip, carry, lambda pos: (
+                f"{spec.op} reaches {acc[pos]}, which does not fit {spec.out_dtype}"))
     carry.value = acc[-1].copy()
     with np.errstate(over="ignore"):
         return acc.astype(spec.out_dtype, copy=False)
@@ -370,39 +383,67 @@ def _sum_cannot_overflow(spec: ScanSpec, acc: np.ndarray, carry: Carry) -> bool:
     return biggest <= 1 and carried < 2.0**62
 
 
-def _check_int64_overflow(
+def _raise_overflow(spec: ScanSpec, bad: np.ndarray, skip: np.ndarray | None, carry: Carry,
+                    message: Callable[[tuple[int, ...]], str]) -> None:
+    """Raise for the first overflowed running value that is output. With --exclusive a
+    running value is output at the line's next element only: an overflow at a line's last
+    element is carried as pending, an error only if the line goes on."""
+    if spec.exclusive:
+        present = np.ones(bad.shape, dtype=bool) if skip is None else ~skip
+        later = np.zeros(bad.shape, dtype=bool)
+        later[:-1] = np.flip(np.logical_or.accumulate(np.flip(present[1:], 0), axis=0), 0)
+        lines = np.asarray(bad.any(axis=0))
+        bad = bad & later
+        carry.pending = lines if carry.pending is None else carry.pending | lines
+    if bad.any():
+        pos = _first_position(bad)
+        raise ScanOverflowError(message(pos), pos)
+
+
+def _raise_pending(spec: ScanSpec, skip: np.ndarray | None, pending: np.ndarray,
+                   shape: tuple[int, ...]) -> None:
+    """--exclusive: a line that overflowed before goes on here, so its value is output."""
+    hit = np.broadcast_to(pending, shape) if skip is None else pending & ~skip
+    if hit.any():
+        pos = _first_position(hit)
+        raise ScanOverflowError(f"{spec.op} overflows {spec.out_dtype}", pos)
+
+
+def _int64_overflows(
     spec: ScanSpec, terms: np.ndarray, acc: np.ndarray, carried: np.ndarray
-) -> None:
-    """Find the first element whose exact running value left int64 (acc has wrapped)."""
+) -> tuple[np.ndarray | None, Callable[[tuple[int, ...]], str]]:
+    """Where the exact running value left int64 (acc has wrapped there), and the message."""
     prev = np.concatenate([carried[np.newaxis], acc[:-1]])
     if spec.op == "cumsum":
         # Two's-complement rule: adding two same-sign numbers gave the other sign.
         bad = ((prev ^ acc) & (terms ^ acc)) < 0
-        if bad.any():
-            pos = _first_position(bad)
-            raise ScanOverflowError(f"cumsum overflows int64 (adding {terms[pos]})", pos)
-        return
+        return (bad if bad.any() else None), (
+            lambda pos: f"cumsum overflows int64 (adding {terms[pos]})")
     # cumprod: a float64 shadow product is far from 2**63 except near a true overflow;
-    # candidates near or past the limit are checked exactly with Python integers.
+    # candidates near or past the limit are checked exactly with Python integers, up to
+    # the first overflow of each line (later values of a line are past caring).
     with np.errstate(over="ignore", invalid="ignore"):
         shadow = terms.astype(np.float64)
         shadow[:1] *= carried.astype(np.float64)[np.newaxis]
         np.multiply.accumulate(shadow, axis=0, out=shadow)
         near = ~(np.abs(shadow) < 2.0**63 * (1 - 1e-9))
+    def message(pos: tuple[int, ...]) -> str:
+        return f"cumprod overflows int64 (multiplying by {terms[pos]})"
+
     if not near.any():
-        return
+        return None, message
     lines_prev = prev.reshape(prev.shape[0], -1)
     lines_terms = terms.reshape(terms.shape[0], -1)
-    first: tuple[int, ...] | None = None
+    bad = np.zeros(lines_prev.shape, dtype=bool)
+    done: set[int] = set()
     for row, line in zip(*np.nonzero(near.reshape(near.shape[0], -1)), strict=True):
-        if first is not None and row >= first[0]:
-            break
+        if int(line) in done:
+            continue
         exact = int(lines_prev[row, line]) * int(lines_terms[row, line])
         if not -(2**63) <= exact < 2**63:
-            rest = np.unravel_index(int(line), acc.shape[1:]) if acc.ndim > 1 else ()
-            first = (int(row), *(int(i) for i in rest))
-    if first is not None:
-        raise ScanOverflowError(f"cumprod overflows int64 (multiplying by {terms[first]})", first)
+            bad[row, line] = True
+            done.add(int(line))
+    return (bad.reshape(acc.shape) if bad.any() else None), message
 
 
 def _scan_extreme(
