@@ -6,6 +6,7 @@ TablePlan as CSV and Parquet; so the API and the CLI cannot disagree.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,8 @@ from cumtool.pipeline import flip_rows
 def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
          overflow: str = "error", skipna: bool = False, indices: bool = False,
          reverse: bool = False, exclusive: bool = False, by: Any = None,
-         reset: Any = None, columns: list[str] | None = None, keep: bool = False) -> Any:
+         reset: Any = None, columns: Sequence[str | int] | None = None, keep: bool = False,
+         exclude: Sequence[str | int] | None = None) -> Any:
     """Scan `data` along `axis` with the CLI's rules.
 
     `data` is a pyarrow Table or RecordBatch (returns a pyarrow Table, as the CLI would
@@ -33,9 +35,9 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
     options = dict(overflow=overflow, skipna=skipna, indices=indices, exclusive=exclusive)
     if _is_arrow(data):
         return _scan_table(data, op, str(axis), cast, options, reverse=reverse, by=by,
-                           reset=reset, columns=columns, keep=keep)
-    if columns is not None or keep:
-        raise UsageError("columns= and keep= are for Arrow tables")
+                           reset=reset, columns=columns, keep=keep, exclude=exclude)
+    if columns is not None or keep or exclude is not None:
+        raise UsageError("columns=, exclude= and keep= are for Arrow tables")
     array = np.asarray(data)
     if array.dtype.hasobject:
         raise DataError("cumtool.scan needs a numeric array, not Python objects")
@@ -63,15 +65,23 @@ def _is_arrow(data: Any) -> bool:
 
 def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
                 options: dict[str, Any], *, reverse: bool, by: Any, reset: Any,
-                columns: list[str] | None, keep: bool) -> Any:
+                columns: Sequence[str | int] | None, keep: bool,
+                exclude: Sequence[str | int] | None = None) -> Any:
     import pyarrow as pa
 
+    from cumtool.columns import names
     from cumtool.tables import TableOptions, TablePlan
+
+    def chosen(given: Any, keyword: str) -> tuple[Any, ...]:
+        if given is None:
+            return ()
+        return (names([given] if isinstance(given, str | int) else given, keyword),)
 
     table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
     table_options = TableOptions(
-        columns=columns, by=[by] if isinstance(by, str) else by, reset=reset, keep=keep,
-        reverse=reverse)
+        columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
+        by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
+        keep=keep, reverse=reverse)
     plan = TablePlan(op, axis, dtype, table.schema, "the table", table_options, **options)
     batches = table.to_batches()
     if reverse and plan.axis == 0:

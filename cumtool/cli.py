@@ -20,14 +20,27 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 FORMAT_NAMES = ("csv", "tsv", "parquet", "npy")
 
 
-def _split_columns(_ctx: click.Context, _param: click.Parameter, value: str | None
-                   ) -> list[str] | None:
-    if value is None:
-        return None
-    names = [name.strip() for name in value.split(",")]
-    if not all(names):
-        raise click.BadParameter(f"empty column name in {value!r}")
-    return names
+def _selections(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """-c, --exclude, --by and --reset as parsed selections (cumtool.columns), so a bad one
+    is a usage error before any file is opened."""
+    from cumtool.columns import parse
+
+    option = param.opts[-1] if param.name != "columns" else "-c"
+    if value is None or isinstance(value, str):
+        return None if value is None else _parsed(parse, value, option)
+    return tuple(_parsed(parse, text, option) for text in value)
+
+
+def _parsed(parse: Callable[[str, str], Any], text: str, option: str) -> Any:
+    try:
+        return parse(text, option)
+    except CumtoolError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def _na_list(_ctx: click.Context, _param: click.Parameter, value: str | None
+             ) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value.split(","))
 
 
 def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -49,11 +62,32 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--to", "to_format", default=None, metavar="FORMAT",
                      help=f"Output format: {', '.join(FORMAT_NAMES)}, table (default: from "
                           "-o, else a table on a terminal, else the input's format)."),
-        click.option("-c", "--columns", default=None, callback=_split_columns,
-                     metavar="A,B", help="Columns to scan (default: every numeric "
-                                         "column); the others pass through."),
+        click.option("-c", "--columns", multiple=True, callback=_selections,
+                     metavar="COLS", help="Columns to scan (default: every numeric column); "
+                     "the others pass through. Names, 1-based positions, ranges (2-4, a-c), "
+                     "\"quoted, names\", name[k] for a repeated name, !COLS for all but "
+                     "COLS; repeat to add."),
+        click.option("--exclude", multiple=True, callback=_selections, metavar="COLS",
+                     help="Do not scan these columns (scan the rest of the default or "
+                          "-c columns); repeat to add."),
+        click.option("--only-scanned", "only_scanned", is_flag=True,
+                     help="Write only the scanned columns (with --keep: each and its "
+                          "result), e.g. to write .npy from a CSV with text columns."),
         click.option("-d", "--delimiter", default=None,
-                     help="CSV field delimiter (default ',' or tab for .tsv; '\\t' for tab)."),
+                     help="The input's field delimiter (default ',' or tab for .tsv; '\\t' "
+                          "for tab)."),
+        click.option("--out-delimiter", "out_delimiter", default=None, metavar="C",
+                     help="The output's field delimiter (default: ',' for csv, tab for tsv; "
+                          "';' for csv with --decimal-comma)."),
+        click.option("--na", default=None, callback=_na_list, metavar="LIST",
+                     help="Comma-separated cell texts that mean a missing cell, replacing "
+                          "the default NA,N/A,n/a,NULL,null,None,<NA>,#N/A (an empty cell "
+                          "is always missing)."),
+        click.option("--na-rep", "na_rep", default="", metavar="TEXT",
+                     help="How a missing cell is written in csv/tsv output (default: empty)."),
+        click.option("--decimal-comma", "decimal_comma", is_flag=True,
+                     help="Numbers are written 1,5 (European): read them so, and write "
+                          "results so."),
         click.option("--no-header", "no_header", is_flag=True,
                      help="CSV has no header row: columns are named 0, 1, ... and the "
                           "output has no header either."),
@@ -62,10 +96,10 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Integer overflow: stop with an error, or wrap around as torch."),
         click.option("--skipna", is_flag=True,
                      help="Treat NaN like a missing cell: skipped by the scan, kept in place."),
-        click.option("--by", "by", default=None, callback=_split_columns, metavar="A,B",
+        click.option("--by", "by", multiple=True, callback=_selections, metavar="COLS",
                      help="Tables: a separate running scan for each distinct value (or "
                           "combination) of these key columns; rows keep their order."),
-        click.option("--reset", default=None, metavar="COL",
+        click.option("--reset", default=None, callback=_selections, metavar="COL",
                      help="Tables: start the scan afresh at every row where COL is true or "
                           "non-zero."),
         click.option("--reverse", is_flag=True,
@@ -119,6 +153,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         skipna=options["skipna"], batch_rows=options["batch_rows"],
         by=options["by"], reset=options["reset"], reverse=options["reverse"],
         exclusive=options["exclusive"], keep=options["keep"], decimal=options["decimal"],
+        exclude=options["exclude"], only_scanned=options["only_scanned"], na=options["na"],
+        na_rep=options["na_rep"], out_delimiter=options["out_delimiter"],
+        decimal_comma=options["decimal_comma"],
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
     )

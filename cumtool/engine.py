@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cumtool import kernels
+from cumtool.columns import Selection
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import (
     OUTPUT_FORMATS,
@@ -34,8 +35,8 @@ from cumtool.pipeline import (
     return_freed_batches_to_the_os,
     reversed_batches,
 )
-from cumtool.sinks import array_sink, table_sink
-from cumtool.sources import open_source
+from cumtool.sinks import array_sink, table_sink, write_options
+from cumtool.sources import open_source, read_options
 
 if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
     import pyarrow as pa
@@ -54,7 +55,7 @@ class Request:
     to_format: str | None = None
     axis: str = "rows"
     dtype: str | None = None
-    columns: list[str] | None = None
+    columns: tuple[Selection, ...] = ()  # -c, as given (cumtool.columns.parse)
     delimiter: str | None = None
     header: bool = True
     indices: bool = False
@@ -63,12 +64,18 @@ class Request:
     batch_rows: int | None = None  # None: sized for speed; tests use tiny batches
     stdout_is_terminal: bool = False
     progress: bool = False  # a progress bar on stderr for long runs (the CLI: stderr is a tty)
-    by: list[str] | None = None
-    reset: str | None = None
+    by: tuple[Selection, ...] = ()
+    reset: Selection | None = None
     reverse: bool = False
     exclusive: bool = False
     keep: bool = False
     decimal: bool = False
+    exclude: tuple[Selection, ...] = ()
+    only_scanned: bool = False
+    na: tuple[str, ...] | None = None  # missing-cell markers (None: SEMANTICS.md's list)
+    na_rep: str = ""
+    out_delimiter: str | None = None
+    decimal_comma: bool = False
 
 
 def run(request: Request) -> None:
@@ -79,6 +86,8 @@ def run(request: Request) -> None:
         raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")
     if request.batch_rows is not None and request.batch_rows < 1:
         raise UsageError("--batch-rows must be at least 1")
+    read_options(request, "csv")  # the delimiters and their combinations, before any I/O
+    write_options(request, "csv")
     with contextlib.ExitStack() as stack:
         source, kind = open_source(request, dtype, stack)
         out_format = _output_format(request, kind)
@@ -125,10 +134,12 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                stack: contextlib.ExitStack) -> None:
     from cumtool.tables import TableOptions, TablePlan
 
-    options = TableOptions(columns=request.columns, by=request.by, reset=request.reset,
-                           keep=request.keep, reverse=request.reverse)
+    options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
+                           reset=request.reset, keep=request.keep, reverse=request.reverse,
+                           only_scanned=request.only_scanned,
+                           typed_output=out.format in ("parquet", "npy"))
     plan = TablePlan(request.op, request.axis, dtype, source.schema, source.name, options,
-                     **_scan_options(request))
+                     getattr(source, "hints", None), **_scan_options(request))
     caption = f"{request.op} along rows" if plan.axis == 0 else f"{request.op} along columns"
     if out.format == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
@@ -139,7 +150,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         if out.format != "table":
             sink = BackgroundSink(sink)
         # Closed with the run, so a failure stops the reader thread at once.
-        reader = stack.enter_context(contextlib.closing(prefetch(source.batches())))
+        reader = stack.enter_context(contextlib.closing(prefetch(source.batches(plan.parse))))
         batches = _rebatch(reader, request.batch_rows)
         if request.reverse and plan.axis == 0:
             # Scan from the last row up: spool the input, replay it backwards, and put
@@ -193,7 +204,9 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     shape: tuple[int, ...] = source.shape
     axis = resolve_array_axis(request.axis, len(shape))
     for option, given in (("--by", request.by), ("--reset", request.reset),
-                          ("--keep", request.keep), ("--columns", request.columns)):
+                          ("--keep", request.keep), ("--columns", request.columns),
+                          ("--exclude", request.exclude),
+                          ("--only-scanned", request.only_scanned)):
         if given:
             raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
                              f"{source.name} is an array")

@@ -29,13 +29,16 @@ _NAN = "__cumtool_nan"
 class GroupKeys:
     """Dense group ids for key tuples, stable across batches (a missing key is a key)."""
 
-    def __init__(self, columns: list[str]) -> None:
-        self.columns = columns
+    def __init__(self, positions: list[int]) -> None:
+        self.positions = positions
         self._known: pl.DataFrame | None = None
         self.count = 0
 
     def ids(self, batch: pa.RecordBatch) -> np.ndarray:
-        keys = pl.from_arrow(batch.select(self.columns))
+        # By position, under names of our own: a header may repeat a name or leave it empty.
+        keys = pl.from_arrow(pa.RecordBatch.from_arrays(
+            [batch.column(i) for i in self.positions],
+            names=[f"key{i}" for i in range(len(self.positions))]))
         assert isinstance(keys, pl.DataFrame)
         keys = _joinable(keys)
         on = keys.columns
@@ -140,6 +143,7 @@ class GroupCarry:
         self.spec = spec
         self.value = np.empty(0, dtype=spec.acc_dtype)
         self.index = np.empty(0, dtype=np.int64)
+        self.pending = np.empty(0, dtype=bool)  # --exclusive: see kernels.Carry.pending
 
     def grow(self, count: int) -> None:
         if count > self.value.shape[0]:
@@ -147,6 +151,7 @@ class GroupCarry:
             self.value = np.concatenate(
                 [self.value, np.full(extra, self.spec.identity, dtype=self.spec.acc_dtype)])
             self.index = np.concatenate([self.index, np.full(extra, -1, dtype=np.int64)])
+            self.pending = np.concatenate([self.pending, np.zeros(extra, dtype=bool)])
 
 
 def scan_runs(
@@ -163,6 +168,7 @@ def scan_runs(
     run_count = runs.group_of_run.shape[0]
     end_value = np.empty(run_count, dtype=spec.acc_dtype)
     end_index = np.empty(run_count, dtype=np.int64)
+    end_pending = np.zeros(run_count, dtype=bool)
     for bucket in runs.buckets:
         bucket_runs, rows, cell, shape = bucket.runs, bucket.rows, bucket.cell, bucket.shape
         block = np.zeros(shape, dtype=values.dtype)
@@ -178,6 +184,7 @@ def scan_runs(
         run_carry = kernels.Carry(
             np.where(fresh, spec.identity, carry.value[groups]).astype(spec.acc_dtype),
             np.where(fresh, -1, carry.index[groups]),
+            pending=np.where(fresh, False, carry.pending[groups]),
         )
         try:
             result = kernels.scan_block(spec, block, present, run_carry, positions=where)
@@ -192,7 +199,10 @@ def scan_runs(
             any_skipped = True
         end_value[bucket_runs] = run_carry.value
         end_index[bucket_runs] = run_carry.index
+        if run_carry.pending is not None:
+            end_pending[bucket_runs] = run_carry.pending
     last = runs.last_of_group
     carry.value[runs.group_of_run[last]] = end_value[last]
     carry.index[runs.group_of_run[last]] = end_index[last]
+    carry.pending[runs.group_of_run[last]] = end_pending[last]
     return kernels.ScanResult(out, out_indices, skipped if any_skipped else None)

@@ -10,8 +10,7 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.errors import DataError, UsageError
-from cumtool.formats import FileKind
-from cumtool.sources import csv_options
+from cumtool.formats import CsvWriteOptions, FileKind, delimiter_option
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,9 +24,8 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     if out.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSink
 
-        options = csv_options(request, out.format)
-        return _CompressingSink(CsvSink, stream, out.compression, schema, options,
-                                source_name)
+        return _CompressingSink(CsvSink, stream, out.compression, schema,
+                                write_options(request, out.format), source_name)
     if out.format == "parquet":
         from cumtool.formats.parquet import ParquetSink
 
@@ -39,6 +37,18 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     from cumtool.formats.npy import NpyTableSink
 
     return _TableToNpy(NpyTableSink, stream, schema)
+
+
+def write_options(request: Request, fmt: str) -> CsvWriteOptions:
+    """The output's delimiter follows its format (-d is the input's), or --out-delimiter;
+    with --decimal-comma a csv is ;-separated, as spreadsheets that write 1,5 do."""
+    default = "\t" if fmt == "tsv" else ";" if request.decimal_comma else ","
+    delimiter = delimiter_option(request.out_delimiter, default, "--out-delimiter")
+    if request.decimal_comma and delimiter == ",":
+        raise UsageError("--decimal-comma writes 1,5: the output's delimiter cannot be a "
+                         "comma too; leave --out-delimiter out (csv output then uses ';')")
+    return CsvWriteOptions(delimiter=delimiter, header=request.header,
+                           na_rep=request.na_rep, decimal_comma=request.decimal_comma)
 
 
 class _CompressingSink:
@@ -87,7 +97,8 @@ class _TableToNpy:
             if dtype is None:
                 raise UsageError(
                     f".npy output holds numbers only, but column {f.name!r} is {f.type}; "
-                    "write csv or parquet instead"
+                    "add --only-scanned to write the scanned columns alone, or write csv "
+                    "or parquet"
                 )
             dtypes.append(dtype)
         self._sink = sink_type(stream, schema.names, np.result_type(*dtypes))

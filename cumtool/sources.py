@@ -11,12 +11,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
-from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
+    DEFAULT_NA,
     INPUT_FORMATS,
-    CsvOptions,
+    CsvReadOptions,
     FileKind,
     check_format_name,
+    delimiter_option,
     kind_from_magic,
     kind_from_name,
     peekable,
@@ -75,18 +77,15 @@ def open_source(
 
         stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compressed)
         path = None
-    # With a float --dtype, CSV integers to be scanned are read as floats straight away.
-    float_columns = None if dtype is None or dtype.kind not in "fc" else (
-        request.columns or "all")
     # Each format's module (and its library: polars, pyarrow) loads only when used.
     if kind.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSource, file_size
 
-        options = csv_options(request, kind.format)
-        decimal_columns = (request.columns or "all") if request.decimal else None
-        return CsvSource(stream, name, options, compression=compressed,
-                         float_columns=float_columns, decimal_columns=decimal_columns,
-                         total_bytes=file_size(stream)), kind
+        # With a float --dtype, integers to be scanned are read as floats straight away.
+        return CsvSource(stream, name, read_options(request, kind.format),
+                         compression=compressed,
+                         float_columns=dtype is not None and dtype.kind in "fc",
+                         decimal=request.decimal, total_bytes=file_size(stream)), kind
     if kind.format == "parquet":
         from cumtool.formats.parquet import ParquetSource
 
@@ -135,14 +134,13 @@ def _sniff_gzip(stream: IO[bytes], seekable: bool) -> FileKind:
     return kind_from_magic(inner)
 
 
-def csv_options(request: Request, fmt: str) -> CsvOptions:
-    delimiter = request.delimiter if request.delimiter is not None else (
-        "\t" if fmt == "tsv" else ",")
-    delimiter = {"\\t": "\t", "tab": "\t"}.get(delimiter, delimiter)
-    if len(delimiter) != 1 or delimiter in "\r\n\"":
-        raise UsageError(f"--delimiter {request.delimiter!r} must be one character (use '\\t' "
-                         "for tab)")
-    return CsvOptions(delimiter=delimiter, header=request.header)
+def read_options(request: Request, fmt: str) -> CsvReadOptions:
+    return CsvReadOptions(
+        delimiter=delimiter_option(
+            request.delimiter, "\t" if fmt == "tsv" else ",", "--delimiter"),
+        header=request.header,
+        na_values=DEFAULT_NA if request.na is None else request.na,
+        decimal_comma=request.decimal_comma)
 
 
 def batch_rows(request: Request) -> int:

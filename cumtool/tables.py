@@ -7,6 +7,8 @@ scanned exactly as scaled int64 integers and written back as decimals.
 
 from __future__ import annotations
 
+import collections
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,21 +16,13 @@ import numpy as np
 import pyarrow as pa
 
 from cumtool import kernels
+from cumtool.columns import Selection, listing, resolve
 from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.formats import ColumnHint
 from cumtool.kernels import AXIS_NAMES, overflow_hint
 
 _ARROW_FLOAT_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
-
-
-@dataclass(frozen=True)
-class TableOptions:
-    """The table-only options of a request."""
-
-    columns: list[str] | None = None
-    by: list[str] | None = None
-    reset: str | None = None
-    keep: bool = False
-    reverse: bool = False  # the engine replays rows backwards; across columns, done here
+_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # a pandas index stored in Parquet
 
 
 def numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
@@ -140,99 +134,232 @@ def table_axis(text: str) -> int:
     )
 
 
+def is_temporal(arrow_type: pa.DataType) -> bool:
+    """Dates and timestamps: cummax and cummin give the latest (earliest) so far."""
+    return bool(pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type))
+
+
+def _storage(arrow_type: pa.DataType) -> pa.DataType:
+    return pa.int32() if pa.types.is_date32(arrow_type) else pa.int64()
+
+
+def stored_hint(arrow_type: pa.DataType) -> ColumnHint:
+    """What a typed column (Parquet, Arrow) is: numbers are scanned by default; flags,
+    dates and text are not."""
+    if pa.types.is_boolean(arrow_type):
+        return ColumnHint(None, False, "bool")
+    if is_temporal(arrow_type):
+        return ColumnHint(None, False, "date")
+    if numpy_dtype(arrow_type) is not None:
+        return ColumnHint(None, True, "number")
+    return ColumnHint(None, False, str(arrow_type))
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """The table-only options of a run."""
+
+    columns: tuple[Selection, ...] = ()  # -c, each given; a negated one excludes
+    exclude: tuple[Selection, ...] = ()
+    by: tuple[Selection, ...] = ()
+    reset: Selection | None = None
+    keep: bool = False
+    reverse: bool = False  # the engine replays rows backwards; across columns, done here
+    only_scanned: bool = False  # write the scanned columns (and their results) only
+    typed_output: bool = False  # Parquet, .npy: numbers read as text are written as numbers
+
+
 class TablePlan:
-    """Which columns are scanned and how; turns each input batch into an output batch."""
+    """Which columns are scanned and how; turns each input batch into an output batch.
+
+    Columns are known by position, so a header may repeat a name or leave one empty.
+    `parse` maps the positions whose text the reader must convert (CSV) to their type; the
+    reader appends the converted columns after the input's own, in that order, so the
+    text stays as it was for --keep. `input_schema` is what batches hold, `schema` what
+    the output holds."""
 
     def __init__(self, op: str, axis: str, dtype: np.dtype | None, schema: pa.Schema,
-                 name: str, options: TableOptions, **scan: Any) -> None:
+                 name: str, options: TableOptions, hints: list[ColumnHint] | None = None,
+                 **scan: Any) -> None:
         self.op = op
         self.name = name
         self.overflow: str = scan.get("overflow", "error")
         self.axis = table_axis(axis)
         self.options = options
         self.reverse_total: int | None = None  # set for --reverse: rows in the whole input
+        self.names = schema.names
+        self._repeated = {n for n, count in collections.Counter(self.names).items() if count > 1}
+        self.hints = hints or [stored_hint(f.type) for f in schema]
         if self.axis == 1 and (options.by or options.reset):
             raise UsageError("--by and --reset work down the rows; they cannot be used with "
                              "--axis columns")
         if dtype is not None and dtype.kind == "c":
             raise UsageError(f"--dtype {dtype} gives complex values, which a table cannot "
                              "hold; use --dtype with a real type, or .npy input")
-        for column in [*(options.by or []), *([options.reset] if options.reset else [])]:
-            if column not in schema.names:
-                raise DataError(f"{name}: no column {column!r}; columns: "
-                                f"{', '.join(schema.names)}")
-        if options.reset and not (pa.types.is_boolean(schema.field(options.reset).type)
-                                  or numpy_dtype(schema.field(options.reset).type) is not None):
-            raise DataError(f"{name}: --reset column {options.reset!r} must be boolean or "
-                            f"numeric, not {schema.field(options.reset).type}")
+        self.by = self._resolve(options.by)
+        self.reset = self._reset_position(options.reset, schema)
         self.selected = self._select(schema)
-        self.decimal_scale = {
-            c: schema.field(c).type.scale for c in self.selected
-            if pa.types.is_decimal(schema.field(c).type)
-        }
-        self.specs = self._specs(schema, dtype, scan)
-        self.carries = {c: kernels.initial_carry(s) for c, s in self.specs.items()}
+        parsed = [*self.selected, *([self.reset] if self.reset is not None else [])]
+        self.parse = {i: t for i in parsed if (t := self.hints[i].parse_as) is not None}
+        self.shown: dict[int, int] = {}  # columns written from their converted copy
+        self.empty_to_null: set[int] = set()
+        if options.typed_output and hints is not None:
+            self._type_passed_through()
+        self.width = len(schema)
+        self.data_at = {i: self.width + k for k, i in enumerate(self.parse)}
+        self.shown = {i: self.data_at[i] for i in self.shown}
+        self.input_schema = pa.schema(
+            [*schema, *(pa.field(self.names[i], t) for i, t in self.parse.items())],
+            metadata=schema.metadata)
+        types = {i: self._data_field(i).type for i in self.selected}
+        self.decimal_scale = {i: t.scale for i, t in types.items() if pa.types.is_decimal(t)}
+        self.temporal = {i: t for i, t in types.items() if is_temporal(t)}
+        self._check_temporal(dtype)
+        self.specs = self._specs(dtype, scan)
+        self.carries = {i: kernels.initial_carry(s) for i, s in self.specs.items()}
         self.group_keys: Any = None
-        self.group_carries: dict[str, Any] = {}
-        if options.by or options.reset:
+        self.group_carries: dict[int, Any] = {}
+        if self.by or self.reset is not None:
             from cumtool import groups  # polars joins: loaded only for grouped scans
 
-            keys = list(dict.fromkeys(options.by or []))  # --by k,k is --by k
-            self.group_keys = groups.GroupKeys(keys) if keys else None
-            self.group_carries = {c: groups.GroupCarry(s) for c, s in self.specs.items()}
+            self.group_keys = groups.GroupKeys(self.by) if self.by else None
+            self.group_carries = {i: groups.GroupCarry(s) for i, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0
-        self.schema = pa.schema(self._fields(schema))
+        self.schema = pa.schema(self._fields(), metadata=schema.metadata)
 
-    def _select(self, schema: pa.Schema) -> list[str]:
-        structural = set(self.options.by or []) | {self.options.reset}
-        numeric = [f.name for f in schema if numpy_dtype(f.type) is not None
-                   and not pa.types.is_boolean(f.type) and f.name not in structural]
-        requested = self.options.columns
-        if requested:
-            for column in requested:
-                if column not in schema.names:
-                    raise DataError(f"{self.name}: no column {column!r}; columns: "
-                                    f"{', '.join(schema.names)}")
-                if numpy_dtype(schema.field(column).type) is None:
-                    raise DataError(
-                        f"{self.name}: column {column!r} is not numeric "
-                        f"({schema.field(column).type}); numeric columns: "
-                        f"{', '.join(numeric) or 'none'}"
-                    )
-            selected = list(dict.fromkeys(requested))
-        else:
-            selected = numeric
+    # Which columns ---------------------------------------------------------------------
+
+    def _resolve(self, selections: tuple[Selection, ...]) -> list[int]:
+        chosen: list[int] = []
+        for selection in selections:
+            chosen.extend(resolve(selection, self.names, self.name))
+        return list(dict.fromkeys(chosen))
+
+    def _type_passed_through(self) -> None:
+        """Parquet and .npy hold types: a column of numbers, flags or dates read from text
+        is written as such, scanned or not; codes and text stay text (an empty cell null)."""
+        for i, hint in enumerate(self.hints):
+            typed = {"int": pa.int64(), "float": hint.parse_as, "bool": pa.bool_(),
+                     "date": pa.date32()}.get(hint.kind)
+            if typed is None:
+                self.empty_to_null.add(i)
+                continue
+            if i not in self.parse:
+                self.parse[i] = typed
+            if self.parse[i] == typed:
+                self.shown[i] = i
+
+    def _data_field(self, position: int) -> pa.Field:
+        """The field a column is scanned from: its converted copy, if it was parsed."""
+        return self.input_schema.field(self.data_at.get(position, position))
+
+    def label(self, position: int) -> str:
+        """A column as messages name it (with its position when its name repeats)."""
+        name = self.names[position]
+        if name in self._repeated:
+            return f"{name!r} (column {position + 1})"
+        return repr(name)
+
+    def _reset_position(self, selection: Selection | None, schema: pa.Schema) -> int | None:
+        if selection is None:
+            return None
+        positions = resolve(selection, self.names, self.name)
+        if len(positions) != 1:
+            raise UsageError(f"--reset takes one column, not {len(positions)} ({selection})")
+        position = positions[0]
+        arrow_type = self.hints[position].parse_as or schema.field(position).type
+        if not (pa.types.is_boolean(arrow_type) or numpy_dtype(arrow_type) is not None):
+            raise DataError(f"{self.name}: --reset column {self.label(position)} must be "
+                            f"boolean or numeric, not {self.hints[position].kind}")
+        return position
+
+    def _select(self, schema: pa.Schema) -> list[int]:
+        options = self.options
+        structural = {*self.by, *([self.reset] if self.reset is not None else [])}
+        chosen = self._resolve(tuple(s for s in options.columns if not s.negated))
+        excluded = set(self._resolve(
+            (*options.exclude, *(s for s in options.columns if s.negated))))
+        for position in chosen:
+            if not self._scannable(position, schema):
+                numeric = [self.names[i] for i in range(len(self.names))
+                           if self._scannable(i, schema)]
+                raise DataError(
+                    f"{self.name}: column {self.label(position)} is not numeric "
+                    f"({self._holds(position)}); numeric columns: "
+                    f"{', '.join(numeric) or 'none'}")
+        if not chosen:
+            chosen = [i for i, f in enumerate(schema) if self.hints[i].by_default
+                      and i not in structural and f.name and not _INDEX_NAME.match(f.name)]
+        selected = [i for i in chosen if i not in excluded]
         if not selected:
             raise DataError(f"{self.name}: no numeric columns to scan; columns: "
-                            f"{', '.join(schema.names) or 'none'}")
+                            f"{listing(self.names)}{self._dialect_hint()}")
         return selected
 
-    def _specs(self, schema: pa.Schema, dtype: np.dtype | None,
-               scan: dict[str, Any]) -> dict[str, kernels.ScanSpec]:
-        def source(column: str) -> np.dtype:
-            if column in self.decimal_scale and (self.axis == 1 or dtype is not None
-                                                 or self.op in ("cumprod", "logcumsumexp")):
+    def _scannable(self, position: int, schema: pa.Schema) -> bool:
+        arrow_type = self.hints[position].parse_as or schema.field(position).type
+        return numpy_dtype(arrow_type) is not None or is_temporal(arrow_type)
+
+    def _holds(self, position: int) -> str:
+        kind = self.hints[position].kind
+        if kind == "bigint":
+            return "integers beyond int64; pass --dtype float64 to scan them as floats"
+        return kind
+
+    def _dialect_hint(self) -> str:
+        """A file read as one column whose name holds a ; or a tab was likely split by it."""
+        if len(self.names) != 1:
+            return ""
+        for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
+            if delimiter in self.names[0]:
+                extra = " (and --decimal-comma for 1,5)" if delimiter == ";" else ""
+                return f"; the header holds {shown!r}: pass -d '{shown}'{extra}"
+        return ""
+
+    def _check_temporal(self, dtype: np.dtype | None) -> None:
+        for position in self.temporal:
+            if self.op not in ("cummax", "cummin"):
+                raise UsageError(f"{self.op} is not defined for dates and times (column "
+                                 f"{self.label(position)}); cummax and cummin are")
+            if dtype is not None or self.axis == 1:
+                raise UsageError(f"column {self.label(position)} holds dates: scan it down "
+                                 "the rows, without --dtype")
+
+    def _specs(self, dtype: np.dtype | None,
+               scan: dict[str, Any]) -> dict[int, kernels.ScanSpec]:
+        def source(position: int) -> np.dtype:
+            if position in self.temporal:
+                return np.dtype(np.int32 if pa.types.is_date32(self.temporal[position])
+                                else np.int64)
+            if position in self.decimal_scale and (
+                    self.axis == 1 or dtype is not None
+                    or self.op in ("cumprod", "logcumsumexp")):
                 return np.dtype(np.float64)  # decimals compute in float64 for these
-            found = numpy_dtype(schema.field(column).type)
+            found = numpy_dtype(self._data_field(position).type)
             assert found is not None
             return found
 
         if self.axis == 0:
-            return {c: kernels.make_spec(self.op, source(c), dtype, what=f"column {c!r}", **scan)
-                    for c in self.selected}
-        common = np.result_type(*(source(c) for c in self.selected))
+            return {i: kernels.make_spec(self.op, source(i), dtype,
+                                         what=f"column {self.label(i)}", **scan)
+                    for i in self.selected}
+        common = np.result_type(*(source(i) for i in self.selected))
         spec = kernels.make_spec(self.op, common, dtype, what="the selected columns", **scan)
-        return {c: spec for c in self.selected}
+        return {i: spec for i in self.selected}
 
-    def _is_decimal_out(self, column: str) -> bool:
-        return column in self.decimal_scale and self.specs[column].source_dtype.kind == "i"
+    def _is_decimal_out(self, position: int) -> bool:
+        return (position in self.decimal_scale
+                and self.specs[position].source_dtype.kind == "i")
 
-    def _fields(self, schema: pa.Schema) -> list[pa.Field]:
-        def result_fields(f: pa.Field, name: str) -> list[pa.Field]:
-            spec = self.specs[f.name]
-            if self._is_decimal_out(f.name):
-                out_type: pa.DataType = pa.decimal128(38, self.decimal_scale[f.name])
+    def _fields(self) -> list[pa.Field]:
+        def result_fields(position: int, name: str) -> list[pa.Field]:
+            spec = self.specs[position]
+            out_type: pa.DataType
+            if self._is_decimal_out(position):
+                out_type = pa.decimal128(38, self.decimal_scale[position])
+            elif position in self.temporal:
+                out_type = self.temporal[position]
             else:
                 out_type = pa.from_numpy_dtype(spec.out_dtype)
             fields = [pa.field(name, out_type)]
@@ -240,50 +367,65 @@ class TablePlan:
                 fields.append(pa.field(f"{name}_index", pa.int64()))
             return fields
 
+        scanned = set(self.selected)
         fields: list[pa.Field] = []
-        for f in schema:
-            if f.name in self.specs and not self.options.keep:
-                fields.extend(result_fields(f, f.name))
-            else:
+        for i in range(self.width):
+            f = self.input_schema.field(self.shown.get(i, i))
+            if i in scanned and not self.options.keep:
+                fields.extend(result_fields(i, f.name))
+            elif i in scanned or not self.options.only_scanned:
                 fields.append(f)
         if self.options.keep:
-            for column in self.selected:
-                fields.extend(result_fields(schema.field(column), f"{column}_{self.op}"))
-        names = [f.name for f in fields]
-        duplicate = next((n for n in names if names.count(n) > 1), None)
-        if duplicate is not None and self.options.keep:
-            raise DataError(f"{self.name}: --keep would add column {duplicate!r}, which the "
-                            "input already has")
+            taken = set(self.names)
+            for i in self.selected:
+                added = result_fields(i, f"{self.names[i]}_{self.op}")
+                clash = next((f.name for f in added if f.name in taken), None)
+                if clash is not None:
+                    raise DataError(f"{self.name}: --keep would add column {clash!r}, which "
+                                    "the input already has")
+                fields.extend(added)
         return fields
+
+    # Scanning --------------------------------------------------------------------------
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         if self.axis == 0:
             runs = self._runs(batch)
-            results = {c: self._scan_rows(c, batch.column(c), runs) for c in self.selected}
+            results = {i: self._scan_rows(i, batch.column(self.data_at.get(i, i)), runs)
+                       for i in self.selected}
         else:
             results = self._scan_across(batch)
         arrays: list[pa.Array] = []
-        for f in batch.schema:
-            if f.name in results and not self.options.keep:
-                arrays.extend(a for a in results[f.name] if a is not None)
-            else:
-                arrays.append(batch.column(f.name))
+        for i in range(self.width):
+            if i in results and not self.options.keep:
+                arrays.extend(a for a in results[i] if a is not None)
+            elif i in results or not self.options.only_scanned:
+                arrays.append(self._passed_through(batch, i))
         if self.options.keep:
-            for column in self.selected:
-                arrays.extend(a for a in results[column] if a is not None)
+            for i in self.selected:
+                arrays.extend(a for a in results[i] if a is not None)
         self.rows_done += batch.num_rows
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
+    def _passed_through(self, batch: pa.RecordBatch, position: int) -> pa.Array:
+        column = batch.column(self.shown.get(position, position))
+        if position in self.empty_to_null:
+            import pyarrow.compute as pc
+
+            column = pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+        return column
+
     def _runs(self, batch: pa.RecordBatch) -> Any:
-        if self.group_keys is None and self.options.reset is None:
+        if self.group_keys is None and self.reset is None:
             return None
         n = batch.num_rows
         group_ids = (self.group_keys.ids(batch) if self.group_keys is not None
                      else np.zeros(n, dtype=np.int64))
         count = self.group_keys.count if self.group_keys is not None else 1
         resets = None
-        if self.options.reset is not None:
-            values, valid = column_to_numpy(batch.column(self.options.reset))
+        if self.reset is not None:
+            values, valid = column_to_numpy(batch.column(self.data_at.get(self.reset,
+                                                                          self.reset)))
             resets = values != 0
             if valid is not None:
                 resets &= valid
@@ -321,19 +463,21 @@ class TablePlan:
         """1-based input row of a 0-based row in scan order."""
         return self.reverse_total - scan_row if self.reverse_total is not None else scan_row + 1
 
-    def _overflow(self, column: str, scan_row: int, error: Exception) -> DataError:
+    def _overflow(self, column: int, scan_row: int, error: Exception) -> DataError:
         # position: the input row (from 0) and the column's place among the scanned ones
         return ScanOverflowError(
-            f"{self.name}: column {column!r}, row {self._input_row(scan_row)}: "
+            f"{self.name}: column {self.label(column)}, row {self._input_row(scan_row)}: "
             f"{error}{overflow_hint(self.overflow)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
-    def _scan_rows(self, column: str, data: pa.Array,
+    def _scan_rows(self, column: int, data: pa.Array,
                    runs: Any) -> tuple[pa.Array, pa.Array | None]:
         spec = self.specs[column]
         try:
             if column in self.decimal_scale and spec.source_dtype.kind == "f":
                 data = decimal_to_float(data)
+            elif column in self.temporal:
+                data = data.view(_storage(data.type))
             values, valid = column_to_numpy(data)
             if runs is None:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])
@@ -354,6 +498,11 @@ class TablePlan:
         if self._is_decimal_out(column):
             out_type = pa.decimal128(38, self.decimal_scale[column])
             return int64_to_decimal(result.values, missing, out_type), indices
+        if column in self.temporal:
+            # --exclusive puts the identity (the lowest or highest integer) first: no date.
+            identity = result.values == spec.identity
+            missing = identity if missing is None else missing | identity
+            return arrow_column(result.values, missing).view(self.temporal[column]), indices
         return arrow_column(result.values, missing), indices
 
     def _input_positions(self, indices: np.ndarray) -> np.ndarray:
@@ -361,11 +510,11 @@ class TablePlan:
             return indices
         return np.where(indices >= 0, self.reverse_total - 1 - indices, -1)
 
-    def _scan_across(self, batch: pa.RecordBatch) -> dict[str, tuple[pa.Array, pa.Array | None]]:
+    def _scan_across(self, batch: pa.RecordBatch) -> dict[int, tuple[pa.Array, pa.Array | None]]:
         spec = self.specs[self.selected[0]]
         pairs = []
         for column in self.selected:
-            data = batch.column(column)
+            data = batch.column(self.data_at.get(column, column))
             if column in self.decimal_scale:
                 data = decimal_to_float(data)
             pairs.append(column_to_numpy(data))
@@ -390,9 +539,9 @@ class TablePlan:
                 at_column = len(self.selected) - 1 - at_column
             raise DataError(
                 f"{self.name}: row {self._input_row(self.rows_done + at_row)}, column "
-                f"{self.selected[at_column]!r}: {error}{overflow_hint(self.overflow)}"
+                f"{self.label(self.selected[at_column])}: {error}{overflow_hint(self.overflow)}"
             ) from None
-        out: dict[str, tuple[pa.Array, pa.Array | None]] = {}
+        out: dict[int, tuple[pa.Array, pa.Array | None]] = {}
         for i, column in enumerate(self.selected):
             missing = None if valid is None else ~valid[i]
             indices = None

@@ -247,9 +247,9 @@ def test_array_by_on_an_empty_array():
     pytest.param(lambda: cumtool.scan(np.ones(2, dtype=complex), "cumsum", by=[1, 2]),
                  "by= and reset= cannot scan complex values", id="complex"),
     pytest.param(lambda: cumtool.scan(np.ones(2), "cumsum", columns=["a"]),
-                 "columns= and keep= are for Arrow tables", id="columns"),
+                 "columns=, exclude= and keep= are for Arrow tables", id="columns"),
     pytest.param(lambda: cumtool.scan(np.ones(2), "cumsum", keep=True),
-                 "columns= and keep= are for Arrow tables", id="keep"),
+                 "columns=, exclude= and keep= are for Arrow tables", id="keep"),
 ])
 def test_array_option_errors_are_usage_errors(call, message):
     with pytest.raises(UsageError) as caught:

@@ -275,18 +275,18 @@ def test_delimiter(invoke, write_file, delimiter, given):
     path = write_file("t.txt", TABLE.replace(",", delimiter))
     result = invoke("cumsum", str(path), *given)
     assert result.exit_code == 0, result.stderr
-    # The output keeps the input's delimiter.
-    assert result.stdout.splitlines()[0] == delimiter.join(["a", "b", "note"])
-    got = read_csv_bytes(result.stdout_bytes, delimiter=delimiter)
+    # -d is the input's delimiter; the output's follows the output format (csv here).
+    assert result.stdout.splitlines()[0] == "a,b,note"
+    got = read_csv_bytes(result.stdout_bytes)
     assert got["a"] == np.cumsum(A).tolist()
     assert got["b"] == np.cumsum(B).tolist()
 
 
 def test_no_header_names_columns_by_position(invoke, write_file):
     path = write_file("t.csv", "3,1.5,x\n-1,2.5,y\n4,-0.5,z\n")
-    result = invoke("cumsum", str(path), "--no-header", "-c", "1")
+    result = invoke("cumsum", str(path), "--no-header", "-c", "2")
     assert result.exit_code == 0, result.stderr
-    # No header in, none out; only column 1 is scanned.
+    # No header in, none out; only column 2 (named "2": names are positions) is scanned.
     assert result.stdout.splitlines() == ["3,1.5,x", "-1,4.0,y", "4,3.5,z"]
 
 
@@ -308,8 +308,8 @@ def test_no_header_names_parquet_columns_by_position(invoke, write_file, tmp_pat
     result = invoke("cumsum", str(path), "--no-header", "-o", str(out))
     assert result.exit_code == 0, result.stderr
     table = pq.read_table(out)
-    assert table.column_names == ["0", "1"]
-    assert table.column("0").to_pylist() == [3, 2]
+    assert table.column_names == ["1", "2"]
+    assert table.column("1").to_pylist() == [3, 2]
 
 
 @pytest.mark.parametrize(

@@ -289,7 +289,7 @@ def test_missing_and_nan_look_different(invoke: Invoke, write_file):
 
 
 def test_missing_and_nan_look_different_in_arrays_and_with_skipna(invoke: Invoke, write_file):
-    path = write_file("m.csv", "a\n1.0\n\nnan\n2.0\n")
+    path = write_file("m.csv", "a\n1.0\nNA\nnan\n2.0\n")
     rows = table_rows(render(invoke, "cumsum", str(path), "--skipna"))
     # --skipna: NaN is skipped by the scan but stays in place, like the missing cell.
     assert [r[0] for r in rows] == ["1.0", "null", "nan", "3.0"]
@@ -336,7 +336,7 @@ def test_no_colour_codes_even_when_colour_is_forced(invoke: Invoke, write_file, 
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.delenv("NO_COLOR", raising=False)
-    path = write_file("m.csv", "a\n1.0\n\nnan\n")
+    path = write_file("m.csv", "a\n1.0\nNA\nnan\n")
     text = render(invoke, "cumsum", str(path))  # asserts there is no escape code
     assert [r[0] for r in table_rows(text)] == ["1.0", "null", "nan"]
 

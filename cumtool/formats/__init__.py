@@ -78,12 +78,49 @@ def check_format_name(name: str, allowed: tuple[str, ...], option: str) -> str:
     return lowered
 
 
+def delimiter_option(text: str | None, default: str, option: str) -> str:
+    """A delimiter as typed after `option` (`'\\t'` and `tab` are a tab)."""
+    if text is None:
+        return default
+    delimiter = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(delimiter) != 1 or delimiter in "\r\n\"":
+        raise UsageError(f"{option} {text!r} must be one character (use '\\t' for tab)")
+    return delimiter
+
+
+# What R, pandas, databases and spreadsheets write for a missing cell (SEMANTICS.md).
+DEFAULT_NA = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "<NA>", "#N/A")
+
+
 @dataclass(frozen=True)
-class CsvOptions:
-    """Options of delimited text, shared by reader and writer."""
+class CsvReadOptions:
+    """How delimited text is read."""
 
     delimiter: str = ","
     header: bool = True
+    na_values: tuple[str, ...] = DEFAULT_NA  # cells that are missing (the empty cell always)
+    decimal_comma: bool = False  # 1,5 is one and a half
+
+
+@dataclass(frozen=True)
+class CsvWriteOptions:
+    """How delimited text is written."""
+
+    delimiter: str = ","
+    header: bool = True
+    na_rep: str = ""  # how a missing cell is written
+    decimal_comma: bool = False
+
+
+@dataclass(frozen=True)
+class ColumnHint:
+    """What a reader knows of a column beyond its stored type (CSV cells are text): the
+    type its cells parse to when it is scanned (None: not a number), whether it is scanned
+    when no -c names it, and what it holds, for messages."""
+
+    parse_as: pa.DataType | None
+    by_default: bool
+    kind: str  # int, float, code, bool, date, empty, bigint, text
 
 
 class TableSource(Protocol):

@@ -1,38 +1,45 @@
 """Delimited text (CSV, TSV, plain or compressed) in and out.
 
 Reading: the input is cut into chunks of whole records (a newline outside quotes ends a
-record) and each chunk is parsed by polars with one fixed schema, inferred from the first
-10,000 rows. Memory is bounded by the chunk size whatever the file size, files, pipes and
+record), and polars parses each chunk into text columns: every cell as written, after CSV
+unquoting. Memory is bounded by the chunk size whatever the file size; files, pipes and
 compressed streams take the same path, and a chunk is parsed as soon as its bytes have
 arrived, so `producer | cumtool cumsum - | head` shows rows before the producer ends.
-Only numeric-looking columns get a numeric type; everything else stays text and passes
-through unchanged.
 
-Writing: polars' CSV writer, which prints floats as the shortest text that reads back to
-the same value.
+What each column holds (numbers, codes with leading zeros, flags, dates, text) is judged
+from its first 10,000 rows, missing cells aside; only the columns a run scans are then
+converted to numbers, batch by batch. Every other cell stays the text it was and is
+written back unchanged (SEMANTICS.md, "Tables: what is a number, and what is left alone").
+Blank lines are skipped; a record with more or fewer fields than the header is an error.
+
+Writing: polars' CSV writer for the numbers (the shortest text that reads back to the same
+value); text cells are quoted by cumtool, and only where the output needs it.
 """
 
 from __future__ import annotations
 
-import csv as pycsv
 import io
 import os
 import select
-from collections.abc import Collection, Iterator
-from typing import IO
+from collections.abc import Iterator, Mapping
+from typing import IO, TypeVar
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from cumtool.errors import FormatError, UsageError
-from cumtool.formats import CsvOptions, unreadable
+from cumtool.formats import ColumnHint, CsvReadOptions, CsvWriteOptions, unreadable
 
 INFER_ROWS = 10_000
 CHUNK_BYTES = 8 << 20
 _SAMPLE_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
-_INT_TYPES = (pl.Int64, pl.Int32, pl.Int16, pl.Int8)
+_TEXT = pa.large_string()
+_INTEGER = r"^[+-]?[0-9]+$"
+_LEADING_ZERO = r"^[+-]?0[0-9]"
+_ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+T = TypeVar("T")
 
 
 class _Chunker:
@@ -49,6 +56,7 @@ class _Chunker:
         except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
             self._fd = None
         self.bytes_read = 0
+        self._lone_cr: bool | None = None
 
     def _more_is_ready(self) -> bool:
         """Whether more input is available without blocking (a pipe with a slow producer
@@ -62,9 +70,12 @@ class _Chunker:
         return bool(ready)
 
     def _read(self, size: int) -> bytes:
-        data = self._read1(size) if self._read1 is not None else self._stream.read(size)
+        data = bytes(self._read1(size) if self._read1 is not None else self._stream.read(size))
         self.bytes_read += len(data)
-        return bytes(data)
+        if self._lone_cr is None and data:
+            # Old Mac files end lines with a lone CR: judged from the first bytes read.
+            self._lone_cr = b"\r" in data and b"\n" not in data
+        return data.replace(b"\r", b"\n") if self._lone_cr else data
 
     def take(self, minimum: int) -> bytes:
         """Read until at least `minimum` bytes are pending (or the input pauses or ends),
@@ -105,15 +116,6 @@ class _Chunker:
                 return
 
 
-def _first_records(buffer: bytes, count: int) -> bytes:
-    """About the first `count` lines of `buffer`, cut at a record boundary."""
-    end = -1
-    for _ in range(count):
-        end = buffer.find(b"\n", end + 1)
-        if end < 0:
-            return buffer
-    cut = _record_end(buffer[: end + 1])
-    return buffer[:cut] if cut else buffer
 
 
 def _record_end(buffer: bytes) -> int:
@@ -134,272 +136,12 @@ def _record_end(buffer: bytes) -> int:
     return end + 1
 
 
+
+
 def _polars_message(error: Exception) -> str:
     return " ".join(str(error).split("\n\n", 1)[0].split())
 
 
-def _with_float_words(first_rows: pl.DataFrame) -> pl.Schema:
-    """polars infers a float column only from "NaN", "inf" and "-inf"; a text column whose
-    cells all read as floats and include "nan", "Inf", "INF", "infinity" (as numpy and R
-    write them) is a float column too. Wide integers without such a word stay text."""
-    schema = dict(first_rows.schema)
-    for name, dtype in first_rows.schema.items():
-        if dtype != pl.String:
-            continue
-        try:
-            floats = first_rows.get_column(name).drop_nulls().cast(pl.Float64, strict=True)
-        except pl.exceptions.PolarsError:
-            continue
-        if floats.len() and not floats.is_finite().all():
-            schema[name] = pl.Float64()
-    return pl.Schema(schema)
-
-
-def _numeric_schema(
-    sample: pl.Schema, names: list[str], float_columns: Collection[str] | None
-) -> dict[str, pl.DataType]:
-    """The parse schema. With --dtype float, integer columns to be scanned are read as
-    floats directly (the same values as reading then casting), so a float met after the
-    first rows is no error. Otherwise integers too wide for int64 are read as text:
-    nothing is silently rounded. Other non-numeric columns are text."""
-    schema: dict[str, pl.DataType] = {}
-    for column, dtype in zip(names, sample.values(), strict=True):
-        float_wide_ints = float_columns is not None and (
-            float_columns == "all" or column in float_columns)
-        if float_wide_ints and dtype.is_numeric():
-            schema[column] = pl.Float64()
-        elif dtype in _INT_TYPES:
-            schema[column] = pl.Int64()
-        elif dtype.is_integer():
-            schema[column] = pl.Float64() if float_wide_ints else pl.String()
-        elif dtype.is_float():
-            schema[column] = pl.Float64()
-        elif dtype == pl.Boolean:
-            schema[column] = pl.Boolean()
-        else:
-            schema[column] = pl.String()
-    return schema
-
-
-class CsvSource:
-    """Delimited text from any binary stream, in batches of whole records."""
-
-    def __init__(
-        self, stream: IO[bytes], name: str, options: CsvOptions, *,
-        compression: str | None = None, float_columns: Collection[str] | None = None,
-        decimal_columns: Collection[str] | None = None,
-        chunk_bytes: int = CHUNK_BYTES, total_bytes: int | None = None,
-    ) -> None:
-        self.name = name
-        self.total_bytes = total_bytes
-        self._options = options
-        if compression:
-            stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
-        self._chunker = _Chunker(stream, chunk_bytes)
-        try:
-            sample = self._chunker.take(_SAMPLE_BYTES)
-            # A first row longer than the sample: read on until a whole row follows the
-            # header, or the types would be inferred from the header alone.
-            while sample.count(b"\n") < 2 and (more := self._chunker.take(_SAMPLE_BYTES)):
-                sample += more
-        except (OSError, pa.ArrowException) as error:
-            raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
-                             error) from None
-        sample = sample.removeprefix(_BOM)
-        if not sample.strip():
-            raise FormatError(f"{name}: the file is empty (no header, no rows)")
-        if b"\0" in sample.split(b"\n", 1)[0]:
-            # Binary data, not text (polars would panic on a NUL in a column name).
-            raise FormatError(f"{name}: cannot read as csv: the first line holds a NUL byte "
-                              "(a binary file?)")
-        self._first = sample
-        _check_quotes(name, sample, options.delimiter, 0, header=options.header)
-        try:
-            first_rows = pl.read_csv(
-                # Only the rows the types are inferred from: polars parses past n_rows, so
-                # a bad cell further on would fail here, unlocated, instead of in batches().
-                _first_records(sample, INFER_ROWS + 1), separator=options.delimiter,
-                has_header=options.header, infer_schema_length=INFER_ROWS, n_rows=INFER_ROWS,
-                try_parse_dates=False,
-            )
-            inferred = _with_float_words(first_rows)
-            if first_rows.height == 0:
-                if options.header and any(
-                        True for _ in _records(sample, options.delimiter, skip_header=True)):
-                    # polars reads no rows after a header with a stray quote (d"y,a):
-                    # never an empty result for a file that has rows.
-                    raise FormatError(f"{name}: cannot read as csv: the rows after the "
-                                      "header cannot be read (a stray quote in it?)")
-                # A header without rows: empty int64 columns, so the result is an empty
-                # table with the same header rather than "no numeric columns".
-                inferred = pl.Schema({column: pl.Int64() for column in inferred.names()})
-        except pl.exceptions.PolarsError as error:
-            raise _ragged_row(name, sample, options) or unreadable(
-                name, "csv", _polars_message(error)) from None
-        self.column_names = (list(inferred.names()) if options.header
-                             else [str(i) for i in range(len(inferred))])
-        if any("\0" in column for column in self.column_names):
-            # polars panics exporting a name with a NUL (the header need not be line 1).
-            raise FormatError(f"{name}: cannot read as csv: a column name holds a NUL byte "
-                              "(a binary file?)")
-        if options.header:
-            # polars renames a repeated name (a, a_duplicated_0): that would change the
-            # user's header behind their back.
-            header = next(_records(sample, options.delimiter, skip_header=False), [])
-            for column in header:
-                if header.count(column) > 1:
-                    raise FormatError(f"{name}: column name {column!r} appears more than "
-                                      "once in the header; cumtool needs unique names")
-        self._parse_schema = _numeric_schema(inferred, self.column_names, float_columns)
-        self._decimal_scales = self._decimal_scales_of(first_rows, decimal_columns)
-        for column in self._decimal_scales:
-            self._parse_schema[column] = pl.String()
-        self._schema = self._arrow_schema()
-        self.rows_read = 0
-
-    def _decimal_scales_of(self, first_rows: pl.DataFrame,
-                           wanted: Collection[str] | None) -> dict[str, int]:
-        """--decimal: float columns become decimals with as many places as their cells
-        have at most (in the first rows; a later cell with more is an error)."""
-        if wanted is None:
-            return {}
-        chosen = [
-            (column, polars_name)
-            for column, polars_name in zip(self.column_names, first_rows.columns, strict=True)
-            if first_rows.schema[polars_name] == pl.Float64
-            and (wanted == "all" or column in wanted)
-        ]
-        if not chosen:
-            return {}
-        # The places as written: polars' float text of 19.90 would be 19.9, hiding one.
-        exact = pl.read_csv(self._first, separator=self._options.delimiter,
-                            has_header=self._options.header, infer_schema=False,
-                            n_rows=INFER_ROWS)
-        scales = {}
-        for column, polars_name in chosen:
-            places = (exact.get_column(polars_name).drop_nulls()
-                      .str.extract(r"\.(\d+)").str.len_chars().max())
-            scales[column] = int(places) if isinstance(places, int) else 0
-        return scales
-
-    def _arrow_schema(self) -> pa.Schema:
-        base = pl.DataFrame(
-            schema=dict(zip(self.column_names, self._parse_schema.values(), strict=True))
-        ).to_arrow().schema
-        for column, scale in self._decimal_scales.items():
-            base = base.set(base.get_field_index(column),
-                            pa.field(column, pa.decimal128(38, scale)))
-        return base
-
-    def _decimals(self, table: pa.Table) -> pa.Table:
-        for column, scale in self._decimal_scales.items():
-            index = table.schema.get_field_index(column)
-            try:
-                exact = table.column(index).cast(pa.decimal128(38, scale))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-                raise FormatError(
-                    f"{self.name}: column {column!r}, in rows {self.rows_read + 1} to "
-                    f"{self.rows_read + table.num_rows}: not a decimal with at most {scale} "
-                    f"places, as the first rows ({error})"
-                ) from None
-            table = table.set_column(index, column, exact)
-        return table
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._schema
-
-    @property
-    def bytes_read(self) -> int:
-        return self._chunker.bytes_read
-
-    def batches(self) -> Iterator[pa.RecordBatch]:
-        first = True
-        try:
-            chunks = self._chunker.chunks()
-            for chunk in _prepend(self._first, chunks):
-                # One batch per chunk: polars parses in pieces per thread, and many small
-                # batches cost more per-batch overhead downstream than one copy here.
-                frame = self._parse(chunk, header=first and self._options.header).rechunk()
-                first = False
-                table = self._decimals(frame.to_arrow()) if self._decimal_scales else (
-                    frame.to_arrow())
-                self.rows_read += frame.height
-                yield from table.to_batches()
-        except (OSError, pa.ArrowException) as error:
-            raise unreadable(self.name, "csv", error) from None
-
-    def _parse(self, chunk: bytes, header: bool) -> pl.DataFrame:
-        if not header:  # the first chunk was checked before its types were inferred
-            _check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
-        schema = dict(zip(self.column_names, self._parse_schema.values(), strict=True))
-        try:
-            frame = pl.read_csv(
-                chunk, separator=self._options.delimiter, has_header=header,
-                schema=schema if not header else None,
-                schema_overrides=list(self._parse_schema.values()) if header else None,
-                infer_schema=not header, try_parse_dates=False, raise_if_empty=False,
-            )
-        except pl.exceptions.PolarsError as error:
-            raise self._locate(chunk, header, error) from None
-        if header:
-            frame.columns = self.column_names
-        return frame
-
-    def _locate(self, chunk: bytes, header: bool, error: Exception) -> FormatError:
-        """Name the row and column of a parse failure (the slow path: only on error)."""
-        width = len(self.column_names)
-        ragged = _ragged_row(self.name, chunk, self._options, header, width, self.rows_read)
-        if ragged is not None:
-            return ragged
-        row = self.rows_read
-        for record in _records(chunk, self._options.delimiter, skip_header=header):
-            row += 1
-            for column, cell, dtype in zip(self.column_names, record,
-                                           self._parse_schema.values(), strict=True):
-                if cell and not _parses_as(cell, dtype):
-                    return FormatError(
-                        f"{self.name}: row {row}, column {column!r}: {cell[:40]!r} is not "
-                        f"{_type_name(dtype)} like the first rows; pass --dtype float64 "
-                        "if the column holds floats"
-                    )
-        return unreadable(self.name, "csv", _polars_message(error))
-
-
-def _records(chunk: bytes, delimiter: str, skip_header: bool) -> Iterator[list[str]]:
-    text = chunk.decode("utf-8", errors="replace")
-    # Only used to locate an error: a cell of any size (polars has no field limit), and
-    # a line the csv module cannot split ends the search rather than the program.
-    pycsv.field_size_limit(max(len(text), 131072))
-    reader = pycsv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    try:
-        if skip_header:
-            next(reader, None)
-        for record in reader:
-            if record:
-                yield record
-    except pycsv.Error:
-        return
-
-
-def _ragged_row(name: str, chunk: bytes, options: CsvOptions, header: bool = True,
-                width: int | None = None, rows_before: int = 0) -> FormatError | None:
-    """The error for the first record whose field count differs from the header's."""
-    records = _records(chunk, options.delimiter, skip_header=False)
-    if width is None:
-        first = next(records, None)
-        if first is None:
-            return None
-        width = len(first)
-        header = False if options.header else header
-        if not options.header:
-            rows_before += 1
-    elif header:
-        next(records, None)
-    for row, record in enumerate(records, start=rows_before + 1):
-        if len(record) != width:
-            return FormatError(f"{name}: row {row} has {len(record)} fields, expected {width}")
-    return None
 
 
 def _check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
@@ -437,33 +179,271 @@ def _check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
         )
 
 
-def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+
+
+def _prepend(first: T, rest: Iterator[T]) -> Iterator[T]:
     yield first
     yield from rest
 
 
-def _parses_as(cell: str, dtype: pl.DataType) -> bool:
-    text = cell.strip()
-    if dtype == pl.Int64:
-        try:
-            int(text)
-        except ValueError:
-            return False
-        return -(2**63) <= int(text) < 2**63
-    if dtype == pl.Float64:
-        try:
-            float(text)
-        except ValueError:
-            return False
-        return True
-    if dtype == pl.Boolean:
-        return text.lower() in ("true", "false")
-    return True
+def _layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
+    """The field count of each record of `chunk` and whether it is a blank line, found
+    with vectorised byte searches (a newline or delimiter inside quotes does not count)."""
+    if not chunk:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(data == ord("\n"))
+    delimiters = np.flatnonzero(data == ord(delimiter))
+    quotes = np.flatnonzero(data == ord('"'))
+    if quotes.shape[0]:
+        newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+        delimiters = delimiters[np.searchsorted(quotes, delimiters) % 2 == 0]
+    ends = newlines
+    if not ends.shape[0] or ends[-1] != data.shape[0] - 1:  # a last record without newline
+        ends = np.append(ends, data.shape[0])
+    starts = np.concatenate(([0], newlines + 1))[: ends.shape[0]]
+    fields = np.diff(np.searchsorted(delimiters, ends), prepend=0) + 1
+    length = ends - starts
+    carriage = data[np.clip(ends - 1, 0, data.shape[0] - 1)] == ord("\r")
+    blank = (length == 0) | ((length == 1) & carriage)
+    return fields, blank
 
 
-def _type_name(dtype: pl.DataType) -> str:
-    return {pl.Int64: "an int64", pl.Float64: "a float64", pl.Boolean: "a boolean"}.get(
-        dtype, str(dtype))  # type: ignore[call-overload]
+def _has_blank_line(chunk: bytes) -> bool:
+    return (chunk.startswith((b"\n", b"\r\n")) or b"\n\n" in chunk or b"\n\r\n" in chunk)
+
+
+class CsvSource:
+    """Delimited text from any binary stream, in batches of whole records.
+
+    `schema` is what batches hold unconverted (every column text); `hints` say, column by
+    column, what its cells parse to when it is scanned and whether it is scanned by
+    default. `batches(parse)` converts the columns the plan scans."""
+
+    def __init__(
+        self, stream: IO[bytes], name: str, options: CsvReadOptions, *,
+        compression: str | None = None, float_columns: bool = False, decimal: bool = False,
+        chunk_bytes: int = CHUNK_BYTES, total_bytes: int | None = None,
+    ) -> None:
+        self.name = name
+        self.total_bytes = total_bytes
+        self._options = options
+        markers = list(dict.fromkeys([*options.na_values, ""]))
+        self._na = pl.Series(markers, dtype=pl.String).implode()
+        if compression:
+            stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
+        self._chunker = _Chunker(stream, chunk_bytes)
+        try:
+            sample = self._chunker.take(_SAMPLE_BYTES)
+            # A first row longer than the sample: read on until a whole row follows the
+            # header, or the types would be judged from the header alone.
+            while sample.count(b"\n") < 2 and (more := self._chunker.take(_SAMPLE_BYTES)):
+                sample += more
+        except (OSError, pa.ArrowException) as error:
+            raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
+                             error) from None
+        sample = sample.removeprefix(_BOM).lstrip(b"\r\n")  # blank lines before the header
+        if not sample.strip():
+            raise FormatError(f"{name}: the file is empty (no header, no rows)")
+        _check_quotes(name, sample, options.delimiter, 0, header=options.header)
+        self.rows_read = 0
+        self._width = 0
+        frame = self._strings(sample, first=True)
+        self._width = frame.width
+        self._text_schema = {f"c{i}": pl.String() for i in range(self._width)}
+        if options.header:
+            self.column_names = [str(cell) for cell in frame.row(0)]
+            frame = frame.slice(1)
+        else:
+            self.column_names = [str(i + 1) for i in range(self._width)]
+        self._first = frame
+        self.schema = pa.schema([pa.field(n, _TEXT) for n in self.column_names])
+        self.hints = [self._judge(frame.to_series(i), float_columns, decimal)
+                      for i in range(self._width)] if frame.height else [
+            ColumnHint(pa.int64(), True, "int") for _ in range(self._width)]
+
+    # What the columns hold ------------------------------------------------------------
+
+    def _judge(self, column: pl.Series, float_columns: bool, decimal: bool) -> ColumnHint:
+        """What a column's first rows hold: numbers (scanned by default), codes with a
+        leading zero, flags and dates (scanned when named), or text."""
+        cells = column.head(INFER_ROWS).str.strip_chars()
+        present = cells.filter(~cells.is_in(self._na))
+        if present.len() == 0:
+            return ColumnHint(pa.float64(), False, "empty")
+        numbers: pl.Series | None = present
+        if self._options.decimal_comma:
+            point = present.str.contains(".", literal=True).any()
+            numbers = None if point else present.str.replace(",", ".", literal=True)
+        if numbers is not None:
+            by_default = not bool(numbers.str.contains(_LEADING_ZERO).any())
+            kind = "int" if by_default else "code"
+            if numbers.cast(pl.Int64, strict=False).null_count() == 0:
+                return ColumnHint(pa.float64() if float_columns else pa.int64(), by_default,
+                                  kind)
+            if numbers.str.contains(_INTEGER).all():  # beyond int64: an id, not a count
+                if float_columns:
+                    return ColumnHint(pa.float64(), by_default, kind)
+                return ColumnHint(None, False, "bigint")
+            if numbers.cast(pl.Float64, strict=False).null_count() == 0:
+                return ColumnHint(self._float_type(numbers, decimal), by_default,
+                                  "float" if by_default else "code")
+        if present.str.to_lowercase().is_in(["true", "false"]).all():
+            return ColumnHint(pa.bool_(), False, "bool")
+        if (present.str.contains(_ISO_DATE).all()
+                and present.str.to_date("%Y-%m-%d", strict=False).null_count() == 0):
+            return ColumnHint(pa.date32(), False, "date")
+        return ColumnHint(None, False, "text")
+
+    @staticmethod
+    def _float_type(numbers: pl.Series, decimal: bool) -> pa.DataType:
+        """float64, or with --decimal a decimal with as many places as the cells have."""
+        if not decimal or numbers.str.contains(r"[eEnN]").any():
+            return pa.float64()
+        places = numbers.str.extract(r"\.([0-9]+)$").str.len_chars().max()
+        return pa.decimal128(38, int(places) if isinstance(places, int) else 0)
+
+    # Reading ---------------------------------------------------------------------------
+
+    @property
+    def bytes_read(self) -> int:
+        return self._chunker.bytes_read
+
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None
+                ) -> Iterator[pa.RecordBatch]:
+        """Batches of the input: its columns as text, then those in `parse` converted."""
+        parse = parse or {}
+        try:
+            frames = (self._strings(chunk, first=False) for chunk in self._chunker.chunks())
+            for frame in _prepend(self._first, frames):
+                batch = self._batch(frame, parse)
+                self.rows_read += frame.height
+                yield batch
+        except (OSError, pa.ArrowException) as error:
+            raise unreadable(self.name, "csv", error) from None
+
+    def _strings(self, chunk: bytes, first: bool) -> pl.DataFrame:
+        """A chunk as text columns, blank lines dropped; a ragged record is an error."""
+        nul = chunk.find(b"\0")
+        if nul >= 0:  # binary data, not text: stop at the first NUL, whatever follows
+            line = chunk.count(b"\n", 0, nul)
+            where = ("the header" if first and self._options.header and line == 0 else
+                     f"row {self.rows_read + line + (0 if first and self._options.header else 1)}")
+            raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
+                              "(a binary file?)")
+        if not first:  # the first chunk was checked before its header was read
+            _check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
+        try:
+            frame = pl.read_csv(
+                chunk, has_header=False, infer_schema=False,
+                schema=None if first else self._text_schema,
+                separator=self._options.delimiter, empty_string_is_null=False,
+                raise_if_empty=False, try_parse_dates=False,
+            )
+        except pl.exceptions.PolarsError as error:
+            raise self._ragged(chunk, first) or unreadable(
+                self.name, "csv", _polars_message(error)) from None
+        width = frame.width if first else self._width
+        delimiter = self._options.delimiter
+        if (b'"' not in chunk and not _has_blank_line(chunk)
+                and chunk.count(delimiter.encode()) == frame.height * (width - 1)):
+            return frame  # the fast path: every record has the header's field count
+        fields, blank = _layout(chunk, delimiter)
+        if fields.shape[0] != frame.height:
+            raise unreadable(self.name, "csv", f"{fields.shape[0]} records but polars read "
+                             f"{frame.height} rows")
+        ragged = self._ragged_at(fields, blank, width, first)
+        if ragged is not None:
+            raise ragged
+        return frame.filter(pl.Series(~blank)) if blank.any() else frame
+
+    def _ragged(self, chunk: bytes, first: bool) -> FormatError | None:
+        fields, blank = _layout(chunk, self._options.delimiter)
+        kept = fields[~blank]
+        if not kept.shape[0]:
+            return None
+        return self._ragged_at(fields, blank, self._width or int(kept[0]), first)
+
+    def _ragged_at(self, fields: np.ndarray, blank: np.ndarray, width: int,
+                   first: bool) -> FormatError | None:
+        bad = np.flatnonzero(~blank & (fields != width))
+        if not bad.shape[0]:
+            return None
+        at = int(bad[0])
+        row = self.rows_read + int(np.count_nonzero(~blank[: at + 1]))
+        if first and self._options.header:
+            row -= 1
+        return FormatError(f"{self.name}: row {row} has {int(fields[at])} fields, expected "
+                           f"{width} like the {'header' if self._options.header else 'first row'}")
+
+    def _batch(self, frame: pl.DataFrame, parse: Mapping[int, pa.DataType]) -> pa.RecordBatch:
+        """Every column as text, then the columns in `parse` converted, appended in its
+        order (--keep writes the text of a scanned column as it was)."""
+        arrays = [frame.to_series(i).to_arrow() for i in range(self._width)]
+        arrays += [self._parse(i, frame.to_series(i), t) for i, t in parse.items()]
+        names = self.column_names + [self.column_names[i] for i in parse]
+        return pa.RecordBatch.from_arrays(arrays, names=names)
+
+    def _parse(self, position: int, cells: pl.Series, arrow_type: pa.DataType) -> pa.Array:
+        """A text column converted to `arrow_type`; missing markers become nulls, and a
+        cell that is neither is an error naming its row and column."""
+        numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+        if self._options.decimal_comma and numeric:
+            cells = cells.str.replace(",", ".", literal=True)
+        parsed = _convert(cells, arrow_type)
+        if parsed.null_count() == 0:
+            return parsed.to_arrow()
+        # Missing markers, or spaces around a number, or a bad cell: the slower path.
+        stripped = cells.str.strip_chars()
+        kept = pl.select(pl.when(stripped.is_in(self._na)).then(None).otherwise(stripped)
+                         ).to_series()
+        parsed = _convert(kept, arrow_type)
+        bad = parsed.is_null() & kept.is_not_null()
+        if bad.any():
+            at = int(bad.arg_true()[0])
+            raise FormatError(
+                f"{self.name}: row {self.rows_read + at + 1}, column "
+                f"{self.column_names[position]!r}: {str(kept[at])[:40]!r} is not "
+                f"{_type_name(arrow_type)} like the first rows{_type_hint(arrow_type)}")
+        return parsed.to_arrow()
+
+
+def _convert(cells: pl.Series, arrow_type: pa.DataType) -> pl.Series:
+    """Text cells as `arrow_type`; null where a cell does not parse (or is null)."""
+    if pa.types.is_boolean(arrow_type):
+        lowered = cells.str.to_lowercase()
+        return pl.select(pl.when(lowered == "true").then(True)
+                         .when(lowered == "false").then(False)).to_series()
+    if pa.types.is_date32(arrow_type):
+        return cells.str.to_date("%Y-%m-%d", strict=False)
+    if pa.types.is_decimal(arrow_type):
+        # polars rounds extra places away; a decimal must hold the cell exactly.
+        scale = arrow_type.scale
+        places = r"\.?" if scale == 0 else rf"(\.[0-9]{{0,{scale}}})?"
+        exact = cells.str.contains(rf"^[+-]?([0-9]+{places}|\.[0-9]{{1,{scale}}})$")
+        fits = pl.select(pl.when(exact).then(cells)).to_series()
+        return fits.cast(pl.Decimal(38, scale), strict=False)
+    if pa.types.is_integer(arrow_type):
+        return cells.cast(pl.Int64, strict=False)
+    return cells.cast(pl.Float64, strict=False)
+
+
+def _type_name(arrow_type: pa.DataType) -> str:
+    if pa.types.is_decimal(arrow_type):
+        return f"a decimal with at most {arrow_type.scale} places"
+    if pa.types.is_integer(arrow_type):
+        return "an integer"
+    if pa.types.is_boolean(arrow_type):
+        return "true or false"
+    if pa.types.is_date32(arrow_type):
+        return "a date (YYYY-MM-DD)"
+    return "a number"
+
+
+def _type_hint(arrow_type: pa.DataType) -> str:
+    if pa.types.is_integer(arrow_type):
+        return "; pass --dtype float64 if the column holds floats"
+    return ""
 
 
 def file_size(stream: IO[bytes]) -> int | None:
@@ -473,41 +453,6 @@ def file_size(stream: IO[bytes]) -> int | None:
         return None
 
 
-class CsvSink:
-    """Writes record batches as delimited text with polars, header first."""
-
-    def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvOptions,
-                 source_name: str = "the input") -> None:
-        for field in schema:
-            if (pa.types.is_nested(field.type) or pa.types.is_binary(field.type)
-                    or pa.types.is_large_binary(field.type)
-                    or pa.types.is_fixed_size_binary(field.type)):
-                raise UsageError(f"{source_name}: column {field.name!r} is {field.type}, "
-                                 "which delimited text cannot hold; write parquet instead")
-        self._stream = stream
-        self._schema = schema
-        self._options = options
-        self._header_due = options.header
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        frame = pl.from_arrow(_polars_compatible(batch))
-        assert isinstance(frame, pl.DataFrame)
-        if frame.columns != batch.schema.names:
-            frame.columns = batch.schema.names  # polars names an empty name "column_1"
-        # Render to memory, then write ourselves: polars turns any exception raised by a
-        # Python stream's write() into a bare OSError, which would hide a broken pipe
-        # (`| head`) and the OutputError of a full disk behind a traceback.
-        text = io.BytesIO()
-        frame.write_csv(
-            text, separator=self._options.delimiter, include_header=self._header_due,
-            null_value="",
-        )
-        self._stream.write(text.getbuffer())  # a view: no copy of the rendered text
-        self._header_due = False
-
-    def close(self) -> None:
-        if self._header_due:
-            self.write(pa.RecordBatch.from_pylist([], schema=self._schema))
 
 
 def _polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -524,3 +469,68 @@ def _polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
             column = pa.array(text, mask=None if valid is None else ~valid)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+class CsvSink:
+    """Writes record batches as delimited text: the header as the input had it, numbers
+    by polars, text cells as they were read, quoted only where the output needs it."""
+
+    def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvWriteOptions,
+                 source_name: str = "the input") -> None:
+        for field in schema:
+            if (pa.types.is_nested(field.type) or pa.types.is_binary(field.type)
+                    or pa.types.is_large_binary(field.type)
+                    or pa.types.is_fixed_size_binary(field.type)):
+                raise UsageError(f"{source_name}: column {field.name!r} is {field.type}, "
+                                 "which delimited text cannot hold; write parquet instead")
+        self._stream = stream
+        self._schema = schema
+        self._options = options
+        self._header_due = options.header
+        # A cell needs quotes when it holds the delimiter, a quote or a line end; an empty
+        # cell too when it is a row's only one (an empty line would read as no row).
+        self._needs_quotes = rf'[\x{{{ord(options.delimiter):X}}}"\r\n]'
+        self._single = len(schema) == 1
+        self._null = options.na_rep if options.na_rep or not self._single else '""'
+
+    def _quote(self, text: str) -> str:
+        if any(c in text for c in (self._options.delimiter, '"', "\r", "\n")) or (
+                self._single and not text):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self._header_due:
+            header = self._options.delimiter.join(self._quote(n) for n in self._schema.names)
+            self._stream.write((header + "\n").encode())
+            self._header_due = False
+        if not batch.num_rows:
+            return
+        names = [f"c{i}" for i in range(batch.num_columns)]
+        frame = pl.from_arrow(pa.RecordBatch.from_arrays(
+            _polars_compatible(batch).columns, names=names))
+        assert isinstance(frame, pl.DataFrame)
+        text = [n for n, dtype in frame.schema.items()
+                if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)]
+        if text:
+            frame = frame.with_columns(self._quoted(pl.col(n).cast(pl.String)).alias(n)
+                                       for n in text)
+        # Render to memory, then write ourselves: polars turns any exception raised by a
+        # Python stream's write() into a bare OSError, which would hide a broken pipe
+        # (`| head`) and the OutputError of a full disk behind a traceback.
+        rendered = io.BytesIO()
+        frame.write_csv(rendered, separator=self._options.delimiter, include_header=False,
+                        null_value=self._null, quote_style="never",
+                        decimal_comma=self._options.decimal_comma)
+        self._stream.write(rendered.getbuffer())  # a view: no copy of the rendered text
+
+    def _quoted(self, cells: pl.Expr) -> pl.Expr:
+        quoted = pl.lit('"') + cells.str.replace_all('"', '""', literal=True) + pl.lit('"')
+        needs = cells.str.contains(self._needs_quotes)
+        if self._single:
+            needs = needs | (cells == "")
+        return pl.when(needs).then(quoted).otherwise(cells)
+
+    def close(self) -> None:
+        if self._header_due:
+            self.write(pa.RecordBatch.from_pylist([], schema=self._schema))

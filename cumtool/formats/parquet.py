@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import IO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cumtool.errors import FormatError
 from cumtool.formats import unreadable
 
 # What pyarrow raises on a damaged file: any of its own errors (including a memory error
@@ -32,11 +31,6 @@ class ParquetSource:
             self._schema = self._file.schema_arrow
         except _DAMAGE as error:
             raise unreadable(name, "parquet", error) from None
-        names = self._schema.names
-        for column in names:
-            if names.count(column) > 1:
-                raise FormatError(f"{name}: column name {column!r} appears more than once; "
-                                  "cumtool needs unique column names")
 
     @property
     def schema(self) -> pa.Schema:
@@ -46,7 +40,10 @@ class ParquetSource:
     def num_rows(self) -> int:
         return int(self._file.metadata.num_rows)
 
-    def batches(self) -> Iterator[pa.RecordBatch]:
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None
+                ) -> Iterator[pa.RecordBatch]:
+        """Row-group batches. Parquet columns are typed: nothing is parsed (`parse`, for
+        text formats, is empty here)."""
         try:
             yield from self._file.iter_batches(batch_size=self._batch_rows)
         except _DAMAGE as error:
@@ -61,8 +58,8 @@ class ParquetSink:
         repeating = [f.name for f in schema if not (
             pa.types.is_floating(f.type) or pa.types.is_integer(f.type)
             or pa.types.is_decimal(f.type))]
-        self._writer = pq.ParquetWriter(stream, schema.remove_metadata(),
-                                        use_dictionary=repeating)
+        # The schema's metadata (a pandas index, for one) is the input's: kept.
+        self._writer = pq.ParquetWriter(stream, schema, use_dictionary=repeating)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
