@@ -18,7 +18,7 @@ import pyarrow as pa
 from cumtool import kernels
 from cumtool.columns import Selection, listing, resolve
 from cumtool.errors import DataError, ScanOverflowError, UsageError
-from cumtool.formats import ColumnHint
+from cumtool.formats import ColumnHint, delimiter_hint
 from cumtool.kernels import AXIS_NAMES, overflow_hint
 
 _ARROW_FLOAT_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
@@ -132,6 +132,20 @@ def table_axis(text: str) -> int:
     raise UsageError(
         f"--axis {text!r} is not valid for a table; use rows (index, 0) or columns (1, -1)"
     )
+
+
+def _pandas_index(schema: pa.Schema) -> set[str]:
+    """The columns pandas stored its index in (Parquet written by DataFrame.to_parquet)."""
+    import json
+
+    text = (schema.metadata or {}).get(b"pandas")
+    if not text:
+        return set()
+    try:
+        names = json.loads(text).get("index_columns", [])
+    except (ValueError, AttributeError):
+        return set()
+    return {name for name in names if isinstance(name, str)}
 
 
 def is_temporal(arrow_type: pa.DataType) -> bool:
@@ -289,8 +303,10 @@ class TablePlan:
                     f"({self._holds(position)}); numeric columns: "
                     f"{', '.join(numeric) or 'none'}")
         if not chosen:
+            index = _pandas_index(schema)
             chosen = [i for i, f in enumerate(schema) if self.hints[i].by_default
-                      and i not in structural and f.name and not _INDEX_NAME.match(f.name)]
+                      and i not in structural and f.name and not _INDEX_NAME.match(f.name)
+                      and f.name not in index]
         selected = [i for i in chosen if i not in excluded]
         if not selected:
             raise DataError(f"{self.name}: no numeric columns to scan; columns: "
@@ -308,14 +324,7 @@ class TablePlan:
         return kind
 
     def _dialect_hint(self) -> str:
-        """A file read as one column whose name holds a ; or a tab was likely split by it."""
-        if len(self.names) != 1:
-            return ""
-        for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
-            if delimiter in self.names[0]:
-                extra = " (and --decimal-comma for 1,5)" if delimiter == ";" else ""
-                return f"; the header holds {shown!r}: pass -d '{shown}'{extra}"
-        return ""
+        return delimiter_hint(self.names[0]) if len(self.names) == 1 else ""
 
     def _check_temporal(self, dtype: np.dtype | None) -> None:
         for position in self.temporal:

@@ -88,6 +88,15 @@ def delimiter_option(text: str | None, default: str, option: str) -> str:
     return delimiter
 
 
+def delimiter_hint(header: str) -> str:
+    """For a header read as one field: a ; (European), tab or | in it was the delimiter."""
+    for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
+        if delimiter in header:
+            extra = " (and --decimal-comma for 1,5)" if delimiter == ";" else ""
+            return f"; the header holds '{shown}': pass -d '{shown}'{extra}"
+    return ""
+
+
 # What R, pandas, databases and spreadsheets write for a missing cell (SEMANTICS.md).
 DEFAULT_NA = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "<NA>", "#N/A")
 

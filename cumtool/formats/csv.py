@@ -29,7 +29,13 @@ import polars as pl
 import pyarrow as pa
 
 from cumtool.errors import FormatError, UsageError
-from cumtool.formats import ColumnHint, CsvReadOptions, CsvWriteOptions, unreadable
+from cumtool.formats import (
+    ColumnHint,
+    CsvReadOptions,
+    CsvWriteOptions,
+    delimiter_hint,
+    unreadable,
+)
 
 INFER_ROWS = 10_000
 CHUNK_BYTES = 8 << 20
@@ -246,6 +252,7 @@ class CsvSource:
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
         _check_quotes(name, sample, options.delimiter, 0, header=options.header)
+        self._first_line = sample.split(b"\n", 1)[0].decode("utf-8", "replace")
         self.rows_read = 0
         self._width = 0
         frame = self._strings(sample, first=True)
@@ -374,7 +381,14 @@ class CsvSource:
         if first and self._options.header:
             row -= 1
         return FormatError(f"{self.name}: row {row} has {int(fields[at])} fields, expected "
-                           f"{width} like the {'header' if self._options.header else 'first row'}")
+                           f"{width} like the {'header' if self._options.header else 'first row'}"
+                           f"{self._delimiter_hint(width)}")
+
+    def _delimiter_hint(self, width: int) -> str:
+        """A header read as one field that holds ; or a tab was split by that instead."""
+        if width != 1 or self._options.delimiter != ",":
+            return ""
+        return delimiter_hint(self._first_line)
 
     def _batch(self, frame: pl.DataFrame, parse: Mapping[int, pa.DataType]) -> pa.RecordBatch:
         """Every column as text, then the columns in `parse` converted, appended in its
