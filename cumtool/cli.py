@@ -85,6 +85,9 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                           "is always missing)."),
         click.option("--na-rep", "na_rep", default="", metavar="TEXT",
                      help="How a missing cell is written in csv/tsv output (default: empty)."),
+        click.option("--encoding", default=None, metavar="ENC",
+                     help="CSV/TSV text encoding (latin-1, cp1252, ...) of the input, and "
+                          "of csv/tsv output (default: UTF-8)."),
         click.option("--decimal-comma", "decimal_comma", is_flag=True,
                      help="Numbers are written 1,5 (European): read them so, and write "
                           "results so."),
@@ -155,7 +158,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         exclusive=options["exclusive"], keep=options["keep"], decimal=options["decimal"],
         exclude=options["exclude"], only_scanned=options["only_scanned"], na=options["na"],
         na_rep=options["na_rep"], out_delimiter=options["out_delimiter"],
-        decimal_comma=options["decimal_comma"],
+        decimal_comma=options["decimal_comma"], encoding=options["encoding"],
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
     )

@@ -76,6 +76,7 @@ class Request:
     na_rep: str = ""
     out_delimiter: str | None = None
     decimal_comma: bool = False
+    encoding: str | None = None  # of CSV/TSV input and output (None: UTF-8)
 
 
 def run(request: Request) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.errors import DataError, UsageError
-from cumtool.formats import CsvWriteOptions, FileKind, delimiter_option
+from cumtool.formats import CsvWriteOptions, FileKind, delimiter_option, encoding_option
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -48,7 +48,8 @@ def write_options(request: Request, fmt: str) -> CsvWriteOptions:
         raise UsageError("--decimal-comma writes 1,5: the output's delimiter cannot be a "
                          "comma too; leave --out-delimiter out (csv output then uses ';')")
     return CsvWriteOptions(delimiter=delimiter, header=request.header,
-                           na_rep=request.na_rep, decimal_comma=request.decimal_comma)
+                           na_rep=request.na_rep, decimal_comma=request.decimal_comma,
+                           encoding=encoding_option(request.encoding))
 
 
 class _CompressingSink:

@@ -19,6 +19,7 @@ from cumtool.formats import (
     FileKind,
     check_format_name,
     delimiter_option,
+    encoding_option,
     kind_from_magic,
     kind_from_name,
     peekable,
@@ -140,7 +141,7 @@ def read_options(request: Request, fmt: str) -> CsvReadOptions:
             request.delimiter, "\t" if fmt == "tsv" else ",", "--delimiter"),
         header=request.header,
         na_values=DEFAULT_NA if request.na is None else request.na,
-        decimal_comma=request.decimal_comma)
+        decimal_comma=request.decimal_comma, encoding=encoding_option(request.encoding))
 
 
 def batch_rows(request: Request) -> int:

@@ -439,3 +439,44 @@ def test_unscanned_text_reaches_parquet_unchanged(tmp_path_factory, table, batch
         if pa.types.is_large_string(column.type):
             # Text and codes stay text; an empty cell is a missing one (null).
             assert column.to_pylist() == [r[j] or None for r in body]
+
+
+# Text encodings -----------------------------------------------------------------------------
+
+def test_bytes_that_are_not_utf8_are_an_error_naming_row_and_column(invoke, write_file):
+    path = write_file("latin.csv", b"a,b\n1,x\n2,caf\xe9\n")
+    result = invoke("cumsum", str(path))
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: row 2, column 'b': bytes e9 are not UTF-8; pass "
+                             "--encoding with the file's encoding (latin-1, cp1252, ...)\n")
+    late = write_file("late.csv", b"a,b\n" + b"1,x\n" * 300_000 + b"2,caf\xe9\n")
+    out = late.with_name("out.csv")
+    result = invoke("cumsum", str(late), "-o", str(out))
+    assert result.exit_code == 1
+    assert "row 300001, column 'b': bytes e9 are not UTF-8" in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+def test_encoding_reads_and_writes_text_byte_for_byte(invoke, write_file, tmp_path, encoding):
+    data = "Stadt;Menge\nKöln;1,5\nMünchen – Süd;2,25\n".encode(encoding, errors="replace")
+    path = write_file("de.csv", data)
+    out = tmp_path / "out.csv"
+    result = invoke("cumsum", str(path), "-d", ";", "--decimal-comma", "--encoding", encoding,
+                    "-o", str(out))
+    assert result.exit_code == 0, result.stderr
+    assert out.read_bytes() == data.replace(b"2,25", b"3,75")
+    parquet = tmp_path / "out.parquet"
+    assert invoke("cumsum", str(path), "-d", ";", "--decimal-comma", "--encoding", encoding,
+                  "-o", str(parquet)).exit_code == 0
+    assert pq.read_table(parquet).column("Stadt").to_pylist()[0] == "Köln"
+
+
+@pytest.mark.parametrize(("encoding", "message"), [
+    ("utf-16", "does not keep ASCII as it is"),
+    ("no-such-codec", "is not an encoding Python knows"),
+])
+def test_unusable_encodings_are_usage_errors(invoke, tmp_path, encoding, message):
+    result = invoke("cumsum", str(tmp_path / "missing.csv"), "--encoding", encoding)
+    assert result.exit_code == 2
+    assert message in result.stderr

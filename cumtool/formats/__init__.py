@@ -88,6 +88,30 @@ def delimiter_option(text: str | None, default: str, option: str) -> str:
     return delimiter
 
 
+def encoding_option(name: str | None) -> str | None:
+    """--encoding: a codec that keeps ASCII as it is (so newlines, quotes and delimiters
+    are the same bytes); None for UTF-8, cumtool's own."""
+    if name is None:
+        return None
+    import codecs
+
+    try:
+        codec = codecs.lookup(name)
+    except LookupError:
+        raise UsageError(f"--encoding {name!r} is not an encoding Python knows (latin-1, "
+                         "cp1252, iso-8859-15, shift_jis, ...)") from None
+    if codec.name == "utf-8":
+        return None
+    try:
+        ascii_compatible = '\n"\t,;|ab'.encode(codec.name) == b'\n"\t,;|ab'
+    except UnicodeError:
+        ascii_compatible = False
+    if not ascii_compatible:
+        raise UsageError(f"--encoding {name!r} does not keep ASCII as it is (UTF-16, ...); "
+                         "convert the file to UTF-8 first, e.g. with iconv")
+    return codec.name
+
+
 def delimiter_hint(header: str) -> str:
     """For a header read as one field: a ; (European), tab or | in it was the delimiter."""
     for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
@@ -109,6 +133,7 @@ class CsvReadOptions:
     header: bool = True
     na_values: tuple[str, ...] = DEFAULT_NA  # cells that are missing (the empty cell always)
     decimal_comma: bool = False  # 1,5 is one and a half
+    encoding: str | None = None  # None: UTF-8
 
 
 @dataclass(frozen=True)
@@ -119,6 +144,7 @@ class CsvWriteOptions:
     header: bool = True
     na_rep: str = ""  # how a missing cell is written
     decimal_comma: bool = False
+    encoding: str | None = None  # None: UTF-8
 
 
 @dataclass(frozen=True)

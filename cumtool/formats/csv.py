@@ -252,7 +252,8 @@ class CsvSource:
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
         _check_quotes(name, sample, options.delimiter, 0, header=options.header)
-        self._first_line = sample.split(b"\n", 1)[0].decode("utf-8", "replace")
+        self._first_line = sample.split(b"\n", 1)[0].decode(options.encoding or "utf-8",
+                                                            "replace")
         self.rows_read = 0
         self._width = 0
         frame = self._strings(sample, first=True)
@@ -340,6 +341,8 @@ class CsvSource:
                               "(a binary file?)")
         if not first:  # the first chunk was checked before its header was read
             _check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
+        if self._options.encoding:
+            chunk = self._transcode(chunk, first)
         try:
             frame = pl.read_csv(
                 chunk, has_header=False, infer_schema=False,
@@ -348,7 +351,7 @@ class CsvSource:
                 raise_if_empty=False, try_parse_dates=False,
             )
         except pl.exceptions.PolarsError as error:
-            raise self._ragged(chunk, first) or unreadable(
+            raise self._not_utf8(chunk, first) or self._ragged(chunk, first) or unreadable(
                 self.name, "csv", _polars_message(error)) from None
         width = frame.width if first else self._width
         delimiter = self._options.delimiter
@@ -363,6 +366,43 @@ class CsvSource:
         if ragged is not None:
             raise ragged
         return frame.filter(pl.Series(~blank)) if blank.any() else frame
+
+    def _transcode(self, chunk: bytes, first: bool) -> bytes:
+        """--encoding: the chunk in UTF-8 for polars (ASCII-compatible encodings only, so
+        records were cut at the same newlines)."""
+        encoding = self._options.encoding
+        assert encoding is not None
+        try:
+            return chunk.decode(encoding).encode("utf-8")
+        except UnicodeDecodeError as error:
+            line = chunk.count(b"\n", 0, error.start)
+            header = first and self._options.header
+            where = ("the header" if header and line == 0 else
+                     f"row {self.rows_read + line + (0 if header else 1)}")
+            raise FormatError(f"{self.name}: {where}: bytes "
+                              f"{chunk[error.start:error.end].hex(' ')} are not {encoding}"
+                              ) from None
+
+    def _not_utf8(self, chunk: bytes, first: bool) -> FormatError | None:
+        """The row and column of the first bytes that are not UTF-8 (never replaced)."""
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as error:
+            start = chunk.rfind(b"\n", 0, error.start) + 1
+            line = chunk.count(b"\n", 0, error.start)
+            field = chunk.count(self._options.delimiter.encode(), start, error.start)
+            header = first and self._options.header
+            where = ("the header" if header and line == 0 else
+                     f"row {self.rows_read + line + (0 if header else 1)}")
+            names = (self.column_names if self._width else
+                     self._first_line.split(self._options.delimiter))
+            if field < len(names) and not (header and line == 0):
+                where += f", column {names[field]!r}"
+            bad = chunk[error.start:error.end].hex(" ")
+            return FormatError(
+                f"{self.name}: {where}: bytes {bad} are not UTF-8; pass --encoding with the "
+                "file's encoding (latin-1, cp1252, ...)")
+        return None
 
     def _ragged(self, chunk: bytes, first: bool) -> FormatError | None:
         fields, blank = _layout(chunk, self._options.delimiter)
@@ -516,7 +556,7 @@ class CsvSink:
     def write(self, batch: pa.RecordBatch) -> None:
         if self._header_due:
             header = self._options.delimiter.join(self._quote(n) for n in self._schema.names)
-            self._stream.write((header + "\n").encode())
+            self._stream.write(self._encode((header + "\n").encode()))
             self._header_due = False
         if not batch.num_rows:
             return
@@ -536,7 +576,13 @@ class CsvSink:
         frame.write_csv(rendered, separator=self._options.delimiter, include_header=False,
                         null_value=self._null, quote_style="never",
                         decimal_comma=self._options.decimal_comma)
-        self._stream.write(rendered.getbuffer())  # a view: no copy of the rendered text
+        self._stream.write(self._encode(rendered.getbuffer()))
+
+    def _encode(self, text: bytes | memoryview) -> bytes | memoryview:
+        """UTF-8 as rendered, or --encoding's: cells read in it come out byte for byte."""
+        if self._options.encoding is None:
+            return text  # a view: no copy of the rendered text
+        return bytes(text).decode("utf-8").encode(self._options.encoding)
 
     def _quoted(self, cells: pl.Expr) -> pl.Expr:
         quoted = pl.lit('"') + cells.str.replace_all('"', '""', literal=True) + pl.lit('"')
