@@ -108,3 +108,9 @@ def test_semantics_page_names_every_option_of_the_contract() -> None:
     options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", CONTRACT.read_text(encoding="utf-8")))
     missing = sorted(o for o in options if not re.search(rf"{o}(?![\w-])", ours))
     assert not missing, f"docs/semantics.md does not mention {missing}"
+
+
+def test_readme_links_every_page_of_docs() -> None:
+    text = README.read_text(encoding="utf-8")
+    for page in sorted(DOCS.glob("*.md")):
+        assert f"(docs/{page.name})" in text, f"README does not link docs/{page.name}"
