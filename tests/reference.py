@@ -13,6 +13,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from helpers import int_fits as _int_fits
+from helpers import log_add_exp as _log_add_exp
+from helpers import wrap_int as _wrap
 
 OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
 
@@ -61,20 +64,6 @@ def output_dtype(op: str, source: np.dtype, cast: np.dtype | None = None) -> np.
     return source
 
 
-def _int_fits(value: int, dtype: np.dtype) -> bool:
-    info = np.iinfo(dtype)
-    return int(info.min) <= value <= int(info.max)
-
-
-def _wrap(value: int, dtype: np.dtype) -> int:
-    """Two's complement: `value` modulo 2**bits, as the (signed or unsigned) dtype sees it."""
-    bits = dtype.itemsize * 8
-    value %= 1 << bits
-    if dtype.kind == "i" and value >= 1 << (bits - 1):
-        value -= 1 << bits
-    return value
-
-
 def _cast_element(value: object, target: np.dtype, overflow: str) -> object:
     """One element of the --dtype cast, as a Python/numpy scalar of `target`."""
     if target.kind in "iu":
@@ -104,17 +93,6 @@ def _cast_element(value: object, target: np.dtype, overflow: str) -> object:
         # Rounding a single number to a float type is IEEE round-to-nearest: no library
         # policy in it (a finite value too large for the target becomes inf, as in torch).
         return np.array([value]).astype(target)[0]
-
-
-def _log_add_exp(x: float, y: float) -> float:
-    """torch's stable log(exp(x) + exp(y)) for reals: -inf is the identity, two equal
-    infinities give themselves, a NaN spreads."""
-    if math.isnan(x) or math.isnan(y):
-        return math.nan
-    low, high = min(x, y), max(x, y)
-    if low == high and not math.isfinite(low):
-        return x
-    return math.log1p(math.exp(low - high)) + high
 
 
 def _complex_log_add_exp(x: complex, y: complex) -> complex:

@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import along_axis
 from test_table_options import (
     COLUMNS,
     FLAG,
@@ -57,14 +58,12 @@ def _assert_values(got: np.ndarray, expected: np.ndarray, op: str) -> None:
 
 def _loop_along(array: np.ndarray, axis: int, **options: Any) -> tuple[np.ndarray, np.ndarray]:
     """ref_scan on every line along `axis`: (values as float or int, indices with -1)."""
-    moved = np.moveaxis(array, axis, -1)
-    values = np.empty(moved.shape, dtype=object)
-    indices = np.empty(moved.shape, dtype=np.int64)
-    for index in np.ndindex(moved.shape[:-1]):
-        line_values, line_indices = ref_scan(moved[index].tolist(), **options)
-        values[index] = line_values
-        indices[index] = [-1 if p is None else p for p in line_indices]
-    return np.moveaxis(values, -1, axis), np.moveaxis(indices, -1, axis)
+    def line(values: list[Any]) -> tuple[list[Any], list[int]]:
+        line_values, line_indices = ref_scan(values, **options)
+        return line_values, [-1 if p is None else p for p in line_indices]
+
+    values, indices = along_axis(array, axis, line, object, np.int64)
+    return values, indices
 
 
 # numpy arrays: reverse and exclusive ------------------------------------------------------

@@ -9,6 +9,9 @@ and NaNs. Each batched output must equal the one-batch output byte for byte (.np
 Parquet are compared by content: a zip entry carries a timestamp, and Parquet writes
 one row group per batch). The one-batch outputs themselves are checked against a plain
 Python loop for the float32 sums, so "identical" cannot mean "identically wrong".
+
+The CSV and Parquet sweeps are marked slow: `-m "not slow"` keeps the .npy sweeps and the
+float32 carry checks, CI runs all of them.
 """
 
 from __future__ import annotations
@@ -180,6 +183,7 @@ def _options(batch: int) -> tuple[str, ...]:
 # Tables ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize(("op", "extra"), RUNS)
 @pytest.mark.parametrize("axis", ["rows", "columns"])
@@ -190,6 +194,7 @@ def test_csv_file(files, op, extra, axis, batch):
     assert _run(*args, *_options(batch)).stdout_bytes == whole
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize(("op", "extra"), RUNS)
 def test_csv_as_float32(files, op, extra, batch):
@@ -199,6 +204,7 @@ def test_csv_as_float32(files, op, extra, batch):
     assert _run(*args, *_options(batch)).stdout_bytes == whole
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize(("op", "extra"), RUNS)
 def test_csv_standard_input(files, op, extra, batch):
@@ -209,6 +215,7 @@ def test_csv_standard_input(files, op, extra, batch):
     assert whole == _stdout((op, str(files["csv"]), *extra, *_options(WHOLE)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize(("op", "extra"), RUNS)
 @pytest.mark.parametrize("axis", ["rows", "columns"])
@@ -248,6 +255,7 @@ def test_npy(files, op, extra, name, axis, batch):
     assert _array_output((*args, *_options(batch)), indices) == whole
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize(("op", "extra"), RUNS)
 def test_npy_standard_input(files, op, extra, batch):

@@ -87,6 +87,7 @@ def test_op_help_lists_options_and_an_example(invoke, op):
     assert example.group(1).startswith(f"cumtool {op} sample_data/")
 
 
+@pytest.mark.slow
 def test_installed_script_help_and_version():
     """The `cumtool` command itself (the console script), not only the Click object."""
     done = subprocess.run(["cumtool", "--help"], capture_output=True, text=True, check=True)
@@ -119,6 +120,7 @@ def test_op_help_example_runs(invoke, op, tmp_path, monkeypatch):
         assert (tmp_path / output).stat().st_size > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -145,6 +147,7 @@ def test_help_imports_no_numeric_library(argv):
     assert done.stdout.strip().splitlines()[-1] == "LOADED="
 
 
+@pytest.mark.slow
 def test_a_real_run_does_import_numpy():
     """The check above can fail: running an op in the same way does load numpy."""
     code = (
@@ -389,6 +392,7 @@ def big_inputs(tmp_path_factory):
     return _big_inputs(tmp_path_factory.mktemp("big"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "expected_first"),
     [

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from helpers import npy_bytes
 
 import cumtool.sources
 
@@ -44,12 +45,6 @@ def assert_click_usage_error(result: Result, *names: str) -> None:
         assert name in last, (name, last)
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stdout == ""
-
-
-def npy(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
 
 
 @pytest.fixture
@@ -106,6 +101,7 @@ def test_empty_binary_file(invoke: Invoke, write_file, name):
     assert_error(invoke("cumsum", str(path)), 1, str(path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("redirect", "status", "message"),
     [
@@ -467,7 +463,7 @@ def test_npz_input_is_refused(invoke: Invoke, tmp_path):
 @pytest.mark.parametrize("keep", [5, 60, 200], ids=["magic", "header", "data"])
 @pytest.mark.parametrize("via", ["file", "stdin"])
 def test_truncated_npy(invoke: Invoke, tmp_path, keep, via):
-    data = npy(np.arange(24, dtype=np.int64).reshape(2, 3, 4))
+    data = npy_bytes(np.arange(24, dtype=np.int64).reshape(2, 3, 4))
     assert len(data) > 200
     path = tmp_path / "cut.npy"
     path.write_bytes(data[:keep])

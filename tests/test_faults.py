@@ -31,6 +31,10 @@ import cumtool.kernels
 import cumtool.output
 from cumtool.engine import Request, run
 
+# Fault tests (full disks, interrupts, closed pipes; many in subprocesses):
+# `-m 'not slow'` leaves them out.
+pytestmark = pytest.mark.slow
+
 Invoke = Callable[..., Result]
 ORIGINAL = b"the old file: every byte of it must survive a failed run\n"
 ROWS = 3000

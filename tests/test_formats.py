@@ -20,6 +20,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from helpers import along_axis, npy_bytes
 
 Invoke = Callable[..., Result]
 
@@ -614,12 +615,6 @@ def test_csv_gz_output_is_gzip_and_reads_back(invoke: Invoke, tmp_path):
 CUBE = (np.arange(24, dtype=np.int32).reshape(2, 3, 4) * np.array([1, -1, 2, -2])) % 7 - 3
 
 
-def npy_bytes(array: np.ndarray, fortran: bool = False) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, np.asfortranarray(array) if fortran else array)
-    return buffer.getvalue()
-
-
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -2, -3])
 def test_3d_npy_every_axis(invoke: Invoke, tmp_path, op, axis):
@@ -776,16 +771,15 @@ def test_3d_npy_to_csv_is_a_usage_error(invoke: Invoke, tmp_path):
 
 def ref_indices(values: np.ndarray, op: str, axis: int) -> np.ndarray:
     """Positions of the running max/min, the last of equal values, by a plain loop."""
-    moved = np.moveaxis(values, axis, 0)
-    out = np.empty(moved.shape, dtype=np.int64)
-    for line in np.ndindex(moved.shape[1:]):
-        best, where = None, -1
-        for i in range(moved.shape[0]):
-            x = moved[(i, *line)]
+    def line_indices(line: list) -> tuple[list[int]]:
+        best, where, out = None, -1, []
+        for i, x in enumerate(line):
             if best is None or (x >= best if op == "cummax" else x <= best):
                 best, where = x, i
-            out[(i, *line)] = where
-    return np.moveaxis(out, 0, axis)
+            out.append(where)
+        return (out,)
+
+    return along_axis(values, axis, line_indices, np.int64)[0]
 
 
 @pytest.mark.parametrize("op", ["cummax", "cummin"])

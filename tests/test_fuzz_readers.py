@@ -26,17 +26,21 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+import helpers
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from helpers import parquet_bytes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from reference import ReferenceOverflow, reference_scan
+
+# Fuzz tests: random and mutated input through every reader: `-m 'not slow'` leaves them out.
+pytestmark = pytest.mark.slow
 
 Invoke = Callable[..., Result]
 
@@ -350,12 +354,6 @@ def test_control_characters_in_a_message_are_shown_not_obeyed(invoke: Invoke) ->
 
 # Parquet ------------------------------------------------------------------------------------
 
-def parquet_bytes(table: pa.Table, **options: Any) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, **options)
-    return sink.getvalue()
-
-
 VALID_TABLE = pa.table({
     "i": pa.array([1, None, 3, -4, 5], pa.int32()),
     "f": pa.array([0.5, 1.5, None, float("nan"), -2.0], pa.float64()),
@@ -495,9 +493,7 @@ def test_broken_parquet_is_one_error_line(invoke: Invoke, damage: str, content: 
 # .npy ---------------------------------------------------------------------------------------
 
 def npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array, allow_pickle=False)
-    return buffer.getvalue()
+    return helpers.npy_bytes(array, allow_pickle=False)
 
 
 def npy_with_header(header: str, data: bytes = b"", version: int = 1) -> bytes:

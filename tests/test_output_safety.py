@@ -112,6 +112,7 @@ def test_failure_reading_standard_input_leaves_the_existing_file(invoke: Invoke,
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_indices_npz_failure_leaves_the_existing_file(tmp_path):
     """.npy on standard input cut short: found only when the last rows are read, after the
     .npz of values and indices has been half written. In a real process, so that anything
@@ -257,6 +258,7 @@ def test_read_only_directory(invoke: Invoke, tmp_path, monkeypatch):
     assert leftovers(locked) == []
 
 
+@pytest.mark.slow
 def test_full_disk_on_standard_output_is_an_error(tmp_path):
     """/dev/full: every write fails with ENOSPC; the message names standard output."""
     import subprocess

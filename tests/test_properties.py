@@ -38,6 +38,9 @@ from reference import (
 import cumtool
 from cumtool.engine import Request, run
 
+# Hypothesis property tests against the reference: `-m 'not slow'` leaves them out.
+pytestmark = pytest.mark.slow
+
 settings.register_profile(
     "cumtool-fast", max_examples=100, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -1,8 +1,9 @@
-"""README can never drift: every worked example in it runs, and prints what README shows.
+"""README and docs/ can never drift: every worked example runs, and prints what it shows.
 
-A ```console block in README.md is a shell session: `$ ` lines are commands, the lines
-up to the next `$ ` line are what the command printed (standard output, then standard
-error). The commands understood here are the ones README uses:
+The pages are README.md and every docs/*.md. A ```console block in them is a shell
+session: `$ ` lines are commands, the lines up to the next `$ ` line are what the command
+printed (standard output, then standard error). The commands understood here are the ones
+the pages use:
 
     $ cumtool ARGS [< FILE] [| head -n N]      run through the CLI (CliRunner)
     $ cat FILE | cumtool ARGS [| head -n N]    FILE becomes standard input
@@ -10,12 +11,13 @@ error). The commands understood here are the ones README uses:
     $ python -c 'CODE'                         run with this interpreter
 
 A command must exit 0 unless the next line of its block is `echo $?`, which shows the
-status. Each block runs in a fresh directory holding a link to sample_data/, so files
-written by one command can be read by the next without touching the repository.
-```pycon blocks are doctests of the Python API. The values README shows were checked by
+status. ```text blocks (docs/options.md) are not run: tests/test_docs.py checks that file
+against its generator. Each block runs in a fresh directory holding a link to sample_data/,
+so files written by one command can be read by the next without touching the repository.
+```pycon blocks are doctests of the Python API. The values the pages show were checked by
 hand against torch (the reference the contract names), not copied blindly. After a
 deliberate change of output, `python tests/test_readme.py --update` rewrites the shown
-output; review the diff.
+output of every page; review the diff.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ Invoke = Callable[..., Result]
 
 README = REPO / "README.md"
 TEXT = README.read_text(encoding="utf-8")
+# README first, then the pages of docs/ (a page added there is run without listing it).
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<body>.*?)^```\s*$", re.M | re.S)
 QUICK_START_COMMANDS = [
     "pip install . && cumtool cumsum sample_data/daily_sales.csv",
@@ -57,13 +61,23 @@ class Step:
 @dataclass
 class Block:
     lang: str
-    line: int  # where the block's body starts in README.md (1-based)
+    line: int  # where the block's body starts in its page (1-based)
     body: str
+    page: Path = README
+
+    @property
+    def where(self) -> str:
+        """`README.md:12` or `docs/formats.md:40`, for messages."""
+        return f"{self.page.relative_to(REPO)}:{self.line}"
 
 
-def fenced_blocks(text: str = TEXT) -> list[Block]:
-    return [Block(m["lang"], text.count("\n", 0, m.start("body")) + 1, m["body"])
+def fenced_blocks(text: str = TEXT, page: Path = README) -> list[Block]:
+    return [Block(m["lang"], text.count("\n", 0, m.start("body")) + 1, m["body"], page)
             for m in FENCE.finditer(text)]
+
+
+def page_blocks(page: Path) -> list[Block]:
+    return fenced_blocks(page.read_text(encoding="utf-8"), page)
 
 
 def console_steps(body: str) -> list[Step]:
@@ -78,15 +92,19 @@ def console_steps(body: str) -> list[Step]:
 
 
 def _block_id(block: Block) -> str:
-    """The block's section heading and line, e.g. `cumprod@L112`."""
-    before = TEXT.splitlines()[: block.line]
+    """The block's section heading and line, e.g. `cumprod@L112` in README and
+    `formats.md:parquet@L40` in docs/."""
+    before = block.page.read_text(encoding="utf-8").splitlines()[: block.line]
     heading = next((line for line in reversed(before) if line.startswith("#")), "README")
     slug = re.sub(r"[^a-z0-9]+", "-", heading.lstrip("#").strip().lower()).strip("-")
-    return f"{slug}@L{block.line}"
+    prefix = "" if block.page == README else f"{block.page.name}:"
+    return f"{prefix}{slug}@L{block.line}"
 
 
-CONSOLE_BLOCKS = [b for b in fenced_blocks() if b.lang == "console"]
-PYCON_BLOCKS = [b for b in fenced_blocks() if b.lang == "pycon"]
+ALL_BLOCKS = [b for page in PAGES for b in page_blocks(page)]
+CONSOLE_BLOCKS = [b for b in ALL_BLOCKS if b.lang == "console"]
+PYCON_BLOCKS = [b for b in ALL_BLOCKS if b.lang == "pycon"]
+README_CONSOLE_BLOCKS = [b for b in CONSOLE_BLOCKS if b.page == README]
 
 
 @dataclass
@@ -167,11 +185,12 @@ def test_console_example_prints_what_readme_shows(block: Block, invoke, workdir:
     done = run_block(block, invoke, workdir)
     for number, (step, outcome) in enumerate(done):
         assert _lines(outcome.text) == _lines("\n".join(step.expected)), (
-            f"README.md:{block.line}: `{step.command}` printed:\n{outcome.text}")
+            f"{block.where}: `{step.command}` printed:\n{outcome.text}\n"
+            "(after a deliberate change: python tests/test_readme.py --update)")
         status_shown = number + 1 < len(done) and done[number + 1][0].command == "echo $?"
         if not status_shown and step.command != "echo $?":
             assert outcome.exit_code == 0, (
-                f"README.md:{block.line}: `{step.command}` exited {outcome.exit_code}; "
+                f"{block.where}: `{step.command}` exited {outcome.exit_code}; "
                 "show the status with `$ echo $?` if the failure is the point")
 
 
@@ -179,8 +198,7 @@ def test_console_example_prints_what_readme_shows(block: Block, invoke, workdir:
     "block", [pytest.param(b, id=_block_id(b)) for b in PYCON_BLOCKS])
 def test_python_api_example_prints_what_readme_shows(block: Block, workdir: Path) -> None:
     parser = doctest.DocTestParser()
-    test = parser.get_doctest(block.body, {}, f"README.md:{block.line}", str(README),
-                              block.line - 1)
+    test = parser.get_doctest(block.body, {}, block.where, str(block.page), block.line - 1)
     assert test.examples, "a pycon block without examples"
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     report: list[str] = []
@@ -189,7 +207,7 @@ def test_python_api_example_prints_what_readme_shows(block: Block, workdir: Path
 
 
 def test_readme_has_worked_examples_for_every_op_and_axis() -> None:
-    commands = [step.command for block in CONSOLE_BLOCKS
+    commands = [step.command for block in README_CONSOLE_BLOCKS
                 for step in console_steps(block.body)]
     for op in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"):
         assert any(f"cumtool {op} " in c for c in commands), op
@@ -240,8 +258,9 @@ def test_help_examples_run_on_the_sample_files(op: str, invoke, workdir: Path
 
 
 def update_readme() -> None:
-    """Rewrite the output of every console block with what the commands print now.
-    Review `git diff README.md` afterwards: a changed number may be a bug, not news."""
+    """Rewrite the output of every console block of every page with what the commands
+    print now. Review `git diff README.md docs/` afterwards: a changed number may be a bug,
+    not news."""
     import tempfile
 
     from click.testing import CliRunner
@@ -252,24 +271,30 @@ def update_readme() -> None:
     def invoke(*args: str, input: bytes | None = None) -> Result:
         return runner.invoke(main, list(args), input=input, catch_exceptions=False)
 
-    pieces, position = [], 0
-    for match in FENCE.finditer(TEXT):
-        if match["lang"] != "console":
-            continue
-        with tempfile.TemporaryDirectory() as directory:
-            cwd = Path(directory)
-            (cwd / "sample_data").symlink_to(SAMPLE_DATA, target_is_directory=True)
-            previous = os.getcwd()
-            os.chdir(cwd)
-            try:
-                done = run_block(Block("console", 0, match["body"]), invoke, cwd)
-            finally:
-                os.chdir(previous)
-        body = "".join(f"$ {step.command}\n" + "".join(f"{line}\n" for line in _lines(o.text))
-                       for step, o in done)
-        pieces.append(TEXT[position:match.start("body")] + body)
-        position = match.end("body")
-    README.write_text("".join(pieces) + TEXT[position:], encoding="utf-8")
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        pieces, position = [], 0
+        for match in FENCE.finditer(text):
+            if match["lang"] != "console":
+                continue
+            with tempfile.TemporaryDirectory() as directory:
+                cwd = Path(directory)
+                (cwd / "sample_data").symlink_to(SAMPLE_DATA, target_is_directory=True)
+                previous = os.getcwd()
+                os.chdir(cwd)
+                try:
+                    done = run_block(Block("console", 0, match["body"], page), invoke, cwd)
+                finally:
+                    os.chdir(previous)
+            body = "".join(f"$ {step.command}\n"
+                           + "".join(f"{line}\n" for line in _lines(o.text))
+                           for step, o in done)
+            pieces.append(text[position:match.start("body")] + body)
+            position = match.end("body")
+        new = "".join(pieces) + text[position:]
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            print(f"rewrote {page.relative_to(REPO)}")
 
 
 if __name__ == "__main__":  # python tests/test_readme.py --update

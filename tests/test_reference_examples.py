@@ -8,6 +8,7 @@ ones SEMANTICS.md lists (torch's results, checked by hand), never cumtool's own 
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from helpers import along_axis, npy_bytes, ok
 
 Invoke = Callable[..., Result]
 WriteFile = Callable[[str, bytes | str], Path]
@@ -38,18 +40,6 @@ def cell_text(value: Any) -> str:
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
     lines = [",".join(header)] + [",".join(cell_text(v) for v in row) for row in rows]
     return "\n".join(lines) + "\n"
-
-
-def npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.stderr
-    assert result.stderr == ""
-    return result
 
 
 def csv_rows(text: str) -> tuple[list[str], list[list[str]]]:
@@ -241,14 +231,9 @@ def test_npy_3d_any_axis(invoke, write_file):
     path = write_file("cube.npy", npy_bytes(data))
     for axis in range(-3, 3):
         got = load_npy(ok(invoke("cumsum", str(path), "--axis", str(axis))).stdout_bytes)
-        moved = np.moveaxis(data, axis, -1).astype(np.int64)
-        expected = np.zeros_like(moved)
-        for index in np.ndindex(moved.shape[:-1]):
-            running = 0
-            for k, v in enumerate(moved[index]):
-                running += int(v)
-                expected[(*index, k)] = running
-        same(got, np.moveaxis(expected, -1, axis), "int64")
+        (expected,) = along_axis(data, axis,
+                                 lambda line: (list(itertools.accumulate(line)),), np.int64)
+        same(got, expected, "int64")
 
 
 # --dtype examples -----------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import along_axis, int_fits, log_add_exp, wrap_int
 
 import cumtool
 from cumtool import kernels
@@ -37,20 +38,6 @@ class RefOverflow(Exception):
         self.position = position
 
 
-def wrap_int(value: int, dtype: np.dtype) -> int:
-    """Two's complement: the value modulo 2**bits, in the dtype's signed/unsigned range."""
-    bits = dtype.itemsize * 8
-    value %= 2**bits
-    if dtype.kind == "i" and value >= 2 ** (bits - 1):
-        value -= 2**bits
-    return value
-
-
-def fits(value: int, dtype: np.dtype) -> bool:
-    info = np.iinfo(dtype)
-    return int(info.min) <= value <= int(info.max)
-
-
 def ref_int_scan(values: Sequence[int], op: str, out: np.dtype = I64,
                  overflow: str = "error") -> np.ndarray:
     """cumsum/cumprod of integers with exact Python ints; overflow is an error at the first
@@ -60,10 +47,10 @@ def ref_int_scan(values: Sequence[int], op: str, out: np.dtype = I64,
     result = []
     for i, x in enumerate(values):
         x = int(x)
-        if overflow == "error" and not fits(x, I64):
+        if overflow == "error" and not int_fits(x, I64):
             raise RefOverflow(i)
         acc = acc + x if op == "cumsum" else acc * x
-        if overflow == "error" and not fits(acc, out):
+        if overflow == "error" and not int_fits(acc, out):
             raise RefOverflow(i)
         result.append(wrap_int(acc, out))
     return np.array(result, dtype=out)
@@ -91,15 +78,6 @@ def ref_float_scan(values: Sequence[Any], op: str, dtype: np.dtype) -> np.ndarra
     with np.errstate(over="ignore"):
         return np.array(result, dtype=np.complex128 if dtype.kind == "c" else np.float64
                         ).astype(dtype) if result else np.array([], dtype)
-
-
-def log_add_exp(x: float, y: float) -> float:
-    """torch's _log_add_exp_helper for real numbers."""
-    low = y if math.isnan(y) else min(x, y)
-    high = y if math.isnan(y) else max(x, y)
-    if low != high or math.isfinite(low):
-        return math.log1p(math.exp(low - high)) + high
-    return x  # both -inf (stays -inf) or both +inf
 
 
 def ref_logcumsumexp(values: Sequence[float], out: np.dtype) -> np.ndarray:
@@ -742,13 +720,12 @@ def test_any_axis_of_a_3d_array(op, axis):
     rng = np.random.default_rng(9)
     data = rng.integers(-3, 4, (3, 4, 5)).astype(np.int32)
     got = cumtool.scan(data, op, axis=axis)
-    moved = np.moveaxis(data, axis, -1)
-    expected = np.empty(moved.shape, dtype=OUTPUT_DTYPE[op, "int32"])
-    for index in np.ndindex(moved.shape[:-1]):
-        line = [int(v) for v in moved[index]]
-        expected[index] = (ref_extreme(line, op)[0] if op in ("cummax", "cummin")
-                           else ref_int_scan(line, op))
-    assert_exact(got, np.moveaxis(expected, -1, axis), OUTPUT_DTYPE[op, "int32"])
+    (expected,) = along_axis(
+        data, axis,
+        lambda line: (ref_extreme(line, op)[0] if op in ("cummax", "cummin")
+                      else ref_int_scan(line, op),),
+        OUTPUT_DTYPE[op, "int32"])
+    assert_exact(got, expected, OUTPUT_DTYPE[op, "int32"])
 
 
 @pytest.mark.parametrize("axis", [2, -3, "5"])

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from helpers import along_axis, npy_bytes, ok, parquet_bytes
 
 OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -192,12 +193,6 @@ def read_csv_text(data: bytes | str) -> dict[str, list[str]]:
     return {name: [r[i] for r in rows[1:]] for i, name in enumerate(rows[0])}
 
 
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.stderr
-    assert result.stderr == ""
-    return result
-
-
 def run_all_batches(invoke: Invoke, *args: str, input: bytes | str | None = None) -> bytes:
     """Run with every batch size; all outputs must be the same (CSV: the same bytes;
     Parquet, whose pages follow the batches: the same table). Returns the first."""
@@ -212,12 +207,6 @@ def run_all_batches(invoke: Invoke, *args: str, input: bytes | str | None = None
         else:
             assert output == outputs[0], f"{batch} differs from --batch-rows 1"
     return outputs[0]
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink)
-    return sink.getvalue()
 
 
 def read_parquet_bytes(data: bytes) -> pa.Table:
@@ -383,6 +372,7 @@ def _pandas_expected(columns: dict[str, list[Any]], grouped: Any, op: str,
 PANDAS_OPS = ("cumsum", "cumprod", "cummax", "cummin")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in PANDAS_OPS])
 @pytest.mark.parametrize("key", [pytest.param("key", id="int-key"),
                                  pytest.param("name", id="string-key-with-missing")])
@@ -398,6 +388,7 @@ def test_by_with_skipna_equals_pandas_groupby(invoke, write_file, op, key):
     assert_cells(got["y"], _pandas_expected(columns, grouped, op, "y"))
 
 
+@pytest.mark.slow
 def test_a_thousand_groups_equal_pandas_at_small_batches(invoke, write_file):
     columns = _random_columns(2600, 1300, seed=7)
     assert len(set(columns["key"])) > 1000
@@ -418,6 +409,7 @@ POLARS_OPS = {"cumsum": "cum_sum", "cumprod": "cum_prod", "cummax": "cum_max",
               "cummin": "cum_min"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reverse", [pytest.param(False, id="forward"),
                                      pytest.param(True, id="reverse")])
 @pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in POLARS_OPS])
@@ -724,12 +716,6 @@ def test_axis_columns_with_reverse_and_exclusive(invoke, write_file, op, flags):
 # .npy with --reverse and --exclusive --------------------------------------------------------
 
 
-def _npy_bytes(array: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    np.save(buffer, array)
-    return buffer.getvalue()
-
-
 def _numpy_scan(array: np.ndarray, op: str, axis: int, reverse: bool,
                 exclusive: bool) -> np.ndarray:
     """Values with numpy only: flip, accumulate, shift in the identity, flip back."""
@@ -747,13 +733,11 @@ def _numpy_scan(array: np.ndarray, op: str, axis: int, reverse: bool,
 
 def _loop_indices(array: np.ndarray, op: str, axis: int, reverse: bool,
                   exclusive: bool) -> np.ndarray:
-    moved = np.moveaxis(array, axis, -1)
-    out = np.empty(moved.shape, dtype=np.int64)
-    for index in np.ndindex(moved.shape[:-1]):
-        _, positions = ref_scan(moved[index].tolist(), op, reverse=reverse,
-                                exclusive=exclusive)
-        out[index] = [-1 if p is None else p for p in positions]
-    return np.moveaxis(out, -1, axis)
+    def line_indices(line: list[Any]) -> tuple[list[int]]:
+        _, positions = ref_scan(line, op, reverse=reverse, exclusive=exclusive)
+        return ([-1 if p is None else p for p in positions],)
+
+    return along_axis(array, axis, line_indices, np.int64)[0]
 
 
 @pytest.mark.parametrize("batch", [pytest.param(["--batch-rows", "1"], id="batch1"),
@@ -773,7 +757,7 @@ def test_npy_reverse_and_exclusive_on_every_axis(invoke, op, axis, flags, batch)
         array = rng.choice([0.5, -1.5, 2.0, 1.25], size=(3, 4, 5))
     reverse, exclusive = "--reverse" in flags, "--exclusive" in flags
     result = ok(invoke(op, "--axis", str(axis), *flags, *batch, "--to", "npy",
-                       input=_npy_bytes(array)))
+                       input=npy_bytes(array)))
     got = np.load(io.BytesIO(result.stdout_bytes))
     expected = _numpy_scan(array, op, axis, reverse, exclusive)
     assert got.dtype == expected.dtype
@@ -795,7 +779,7 @@ def test_npy_indices_with_reverse_and_exclusive(invoke, tmp_path, op, axis, flag
                       [[3, 3, 1], [2, 0, 2]]], dtype=np.int64)
     out = tmp_path / "out.npz"
     ok(invoke(op, "--axis", str(axis), *flags, "--indices", "--batch-rows", "1",
-              "--to", "npy", "-o", str(out), input=_npy_bytes(array)))
+              "--to", "npy", "-o", str(out), input=npy_bytes(array)))
     with np.load(out) as saved:
         values, indices = saved["values"], saved["indices"]
     reverse, exclusive = "--reverse" in flags, "--exclusive" in flags
@@ -815,7 +799,7 @@ def test_npy_indices_with_reverse_and_exclusive(invoke, tmp_path, op, axis, flag
                  "standard input is an array", id="keep-npy"),
 ])
 def test_table_options_on_npy_are_usage_errors(invoke, args, message):
-    result = invoke("cumsum", *args, input=_npy_bytes(np.arange(4)))
+    result = invoke("cumsum", *args, input=npy_bytes(np.arange(4)))
     assert result.exit_code == 2
     assert result.stderr == f"Error: {message}\n"
     assert result.stdout_bytes == b""
@@ -872,6 +856,7 @@ def _money_rows(n: int) -> list[tuple[str, str]]:
     return [("ab"[i % 2], "19.99" if i % 3 else "0.01") for i in range(n)]
 
 
+@pytest.mark.slow
 def test_money_running_balance_equals_decimal_arithmetic(invoke, write_file):
     rows = _money_rows(1000)
     path = write_file("m.csv", "k,amount\n" + "".join(f"{k},{a}\n" for k, a in rows))
@@ -1025,6 +1010,7 @@ def test_decimal_to_npy_writes_values_not_scaled_integers(invoke, source):
     assert got.tolist() == [[19.99, 1.0], [20.0, 3.0]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [pytest.param(s, id=f"seed{s}") for s in range(4)])
 def test_random_keys_resets_and_flags_match_the_reference(invoke, write_file, seed):
     """Random groups, resets and missing cells; every combination of --reverse and

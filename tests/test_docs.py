@@ -1,0 +1,116 @@
+"""The documentation in docs/ stays true: the option reference is what the generator makes
+from `--help` now, every link between the pages resolves, README stays short, and
+docs/semantics.md keeps every section and option of the behaviour contract.
+
+The examples in the pages are run by tests/test_readme.py, with README's.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from conftest import REPO
+
+DOCS = REPO / "docs"
+README = REPO / "README.md"
+PAGES = [README, REPO / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
+# The contract as agreed, kept beside the repository (CI's clone has shared/ next to it).
+CONTRACT = REPO.parent / "shared" / "SEMANTICS.md"
+# Pages that README links to and that another branch is writing; drop a name once its
+# page has landed (the test then checks the link like any other).
+PENDING = {DOCS / "tables.md"}
+LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_generate", DOCS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_options_reference_is_what_the_generator_makes_now() -> None:
+    generate = _generator()
+    expected = generate.render()
+    current = (DOCS / "options.md").read_text(encoding="utf-8")
+    assert current == expected, (
+        "docs/options.md differs from the CLI's --help output; regenerate it with "
+        "`python docs/generate.py` (never edit it by hand) and commit the result")
+
+
+def test_options_reference_has_every_command_and_option() -> None:
+    """A check of the generator itself: it does not lose a command or an option."""
+    from cumtool.cli import main
+
+    text = (DOCS / "options.md").read_text(encoding="utf-8")
+    for name, command in main.commands.items():
+        assert f"$ cumtool {name} --help" in text, name
+        for param in command.params:
+            for opt in param.opts:
+                if opt.startswith("-"):
+                    assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", text), opt
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    return {_slug(m[1]) for m in re.finditer(r"^#+ (.*)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, id=p.name) for p in PAGES])
+def test_links_between_pages_resolve(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    for match in LINK.finditer(text):
+        target = match["target"]
+        if re.match(r"[a-z]+:", target):
+            continue  # a web address
+        path_part, _, anchor = target.partition("#")
+        path = (page.parent / path_part).resolve() if path_part else page
+        where = f"{page.relative_to(REPO)}: link {target}"
+        assert REPO in path.parents or path == REPO, f"{where} leaves the repository"
+        if path in PENDING:
+            continue
+        assert path.exists(), f"{where} points at nothing"
+        if anchor and path.suffix == ".md":
+            assert anchor in _anchors(path), f"{where}: no such heading"
+
+
+def test_readme_is_short() -> None:
+    size = len(README.read_text(encoding="utf-8"))
+    assert size < 12_000, f"README.md is {size} characters; move detail to docs/"
+
+
+def _sections(text: str) -> list[str]:
+    """The `## ` headings, without a closing remark in parentheses."""
+    return [re.sub(r"\s*\([^)]*\)$", "", m[1].strip())
+            for m in re.finditer(r"^## (.*)$", text, re.M)]
+
+
+@pytest.mark.skipif(not CONTRACT.exists(), reason="shared/SEMANTICS.md is not beside the repo")
+def test_semantics_page_covers_every_section_of_the_contract() -> None:
+    ours = set(_sections((DOCS / "semantics.md").read_text(encoding="utf-8")))
+    missing = [s for s in _sections(CONTRACT.read_text(encoding="utf-8")) if s not in ours]
+    assert not missing, f"docs/semantics.md lacks the contract's sections {missing}"
+
+
+@pytest.mark.skipif(not CONTRACT.exists(), reason="shared/SEMANTICS.md is not beside the repo")
+def test_semantics_page_names_every_option_of_the_contract() -> None:
+    ours = (DOCS / "semantics.md").read_text(encoding="utf-8")
+    options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", CONTRACT.read_text(encoding="utf-8")))
+    missing = sorted(o for o in options if not re.search(rf"{o}(?![\w-])", ours))
+    assert not missing, f"docs/semantics.md does not mention {missing}"
+
+
+def test_readme_links_every_page_of_docs() -> None:
+    text = README.read_text(encoding="utf-8")
+    for page in sorted(DOCS.glob("*.md")):
+        assert f"(docs/{page.name})" in text, f"README does not link docs/{page.name}"
