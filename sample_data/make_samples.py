@@ -140,12 +140,28 @@ def ledger() -> None:
     write_rows("ledger.csv", ["date", "account", "new_month", "amount"], rows)
 
 
+def real_exports() -> None:
+    """Files shaped like real exports, for docs/tables.md: codes with leading zeros, flags
+    and number spellings that must come out as they went in; R's NA and row names; a
+    European spreadsheet's semicolons and decimal commas (with a BOM and CRLF)."""
+    write_text("county_codes.csv", "state,county,name,price,sci,active\n"
+               "01,001,Autauga,1.50,1e3,True\n01,003,Baldwin,2.00,2E3,FALSE\n"
+               "02,013,Aleutians East,0.25,8.99E-05,true\n")
+    write_text("penguins_r.csv", '"","species","bill_length_mm","body_mass_g","sex","year"\n'
+               '"1","Adelie",39.1,3750,"male",2007\n"2","Adelie",NA,NA,NA,2007\n'
+               '"3","Gentoo",40.3,3250,"female",2008\n')
+    (HERE / "bookings_eu.csv").write_bytes(
+        "\ufeffDatum;Konto;Betrag\r\n2024-01-02;0042;1,50\r\n2024-01-03;0042;2,25\r\n"
+        "2024-01-04;0107;-0,75\r\n".encode())
+
+
 def main() -> None:
     reference_examples()
     daily_sales()
     weekly_visitors()
     rainfall()
     ledger()
+    real_exports()
 
 
 if __name__ == "__main__":
