@@ -274,7 +274,7 @@ def test_cumprod_of_int32_as_float32(invoke, write_file, tmp_path, via):
         assert table.column("x").to_pylist() == [1.0, 2.0, 6.0]
         return
     if via == "npy-stdin":
-        result = ok(invoke("cumprod", "--dtype", "float", input=npy_bytes(data)))
+        result = ok(invoke("cumprod", "--dtype", "torch.float", input=npy_bytes(data)))
     else:
         result = ok(invoke("cumprod", str(write_file("i.npy", npy_bytes(data))), "--dtype",
                            "float32"))

@@ -302,9 +302,21 @@ ACCEPTED_NAMES = [
     ("uint8", "uint8"), ("float16", "float16"), ("float32", "float32"),
     ("float64", "float64"), ("complex64", "complex64"), ("complex128", "complex128"),
     ("torch.int32", "int32"), ("torch.float16", "float16"), ("torch.complex64", "complex64"),
-    ("long", "int64"), ("int", "int32"), ("half", "float16"), ("float", "float32"),
-    ("double", "float64"), ("torch.long", "int64"), ("torch.double", "float64"),
+    ("long", "int64"), ("torch.int", "int32"), ("half", "float16"),
+    ("torch.float", "float32"), ("double", "float64"), ("torch.long", "int64"),
+    ("torch.double", "float64"),
 ]
+
+
+@pytest.mark.parametrize(("name", "widths"), [("float", "float32 or float64"),
+                                              ("int", "int32 or int64"),
+                                              ("FLOAT", "float32 or float64")])
+def test_float_and_int_are_refused_as_ambiguous(invoke, name, widths):
+    result = invoke("cumsum", "--dtype", name, input="x\n1\n")
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: --dtype {name!r} is ambiguous: torch reads it as "
+                             f"{widths.split(' or ')[0]}, numpy and pandas as "
+                             f"{widths.split(' or ')[1]}; give the width: {widths}\n")
 
 
 @pytest.mark.parametrize(("name", "dtype"), [pytest.param(n, d, id=n) for n, d in ACCEPTED_NAMES])
