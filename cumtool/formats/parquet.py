@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from cumtool.errors import FormatError
 from cumtool.formats import unreadable
+from cumtool.output import DiscardableStream
 
 # What pyarrow raises on a damaged file: any of its own errors (including a memory error
 # for a size read from corrupt metadata), OSError, and a column name that is not UTF-8.
@@ -61,7 +62,8 @@ class ParquetSink:
         repeating = [f.name for f in schema if not (
             pa.types.is_floating(f.type) or pa.types.is_integer(f.type)
             or pa.types.is_decimal(f.type))]
-        self._writer = pq.ParquetWriter(stream, schema.remove_metadata(),
+        self._out = DiscardableStream(stream)
+        self._writer = pq.ParquetWriter(self._out, schema.remove_metadata(),
                                         use_dictionary=repeating)
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -71,6 +73,8 @@ class ParquetSink:
         self._writer.close()
 
     def abort(self) -> None:
-        """Release the writer after a failure; the half-written file is discarded anyway."""
+        """Release the writer after a failure. Its footer goes nowhere: a close that failed
+        would leave the writer open, to try again (and fail noisily) when collected."""
+        self._out.discard()
         with contextlib.suppress(pa.ArrowException, OSError, ValueError):
             self._writer.close()
