@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -293,7 +294,11 @@ def spooling() -> Iterator[None]:
 
 
 def spool_error(error: OSError) -> OutputError:
-    reason = error.strerror or (os.strerror(error.errno) if error.errno else
-                                " ".join(str(error).split())[:200])
+    number = error.errno
+    if number is None:  # Arrow's spool writer gives the errno only in its message
+        found = re.search(r"\[errno (\d+)\]", str(error), re.IGNORECASE)
+        number = int(found.group(1)) if found else None
+    reason = os.strerror(number) if number else (
+        error.strerror or " ".join(str(error).split())[:200])
     return OutputError(f"cannot write a temporary file in {tempfile.gettempdir()}: {reason} "
                        "(TMPDIR chooses where temporary files go)")
