@@ -407,6 +407,41 @@ def test_a_full_temporary_directory_is_one_error_line(tmp_path: Path, tiny_disk:
     assert list(tiny_disk.iterdir()) == []
 
 
+def test_a_full_disk_in_the_results_spool_of_reverse(invoke: Invoke, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """--reverse on a table spools twice: the input, then the results (to put them back in
+    input order). The second spool's full disk is one line too."""
+    source = csv_input(tmp_path, 50)
+    target = tmp_path / "out.csv"
+    target.write_bytes(ORIGINAL)
+    real = pa.ipc.new_file
+    opened: list[Any] = []
+
+    class Full:
+        def __init__(self, writer: Any) -> None:
+            self._writer = writer
+
+        def write_batch(self, batch: pa.RecordBatch) -> None:
+            raise OSError(errno.ENOSPC, ENOSPC)
+
+        def close(self) -> None:
+            self._writer.close()
+
+    def new_file(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args)
+        writer = real(*args, **kwargs)
+        return Full(writer) if len(opened) == 2 else writer
+
+    monkeypatch.setattr(pa.ipc, "new_file", new_file)
+    result = invoke("cumsum", str(source), "-o", str(target), "--reverse")
+    assert len(opened) == 2
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: cannot write a temporary file in {tempfile.gettempdir()}: {ENOSPC} "
+           "(TMPDIR chooses where temporary files go)\n")
+    assert target.read_bytes() == ORIGINAL
+    assert leftovers(tmp_path) == []
+
+
 # 3. Signals -------------------------------------------------------------------------------------
 
 @pytest.mark.slow
