@@ -101,7 +101,7 @@ def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Generator[T, None,
 class BackgroundSink:
     """Runs a sink's writes in a thread, in order; `close` waits for them to finish."""
 
-    def __init__(self, sink: Any, depth: int = QUEUE_DEPTH) -> None:  # a Table or ArraySink
+    def __init__(self, sink: TableSink | ArraySink, depth: int = QUEUE_DEPTH) -> None:
         self._sink = sink
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
