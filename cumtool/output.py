@@ -224,19 +224,23 @@ def _replacing(path: str, info: os.stat_result | None) -> Iterator[IO[bytes]]:
 def _temporary(path: str, directory: str, directory_fd: int, base: str
                ) -> Iterator[tuple[IO[bytes], str]]:
     """A new private file in `directory`; removed again unless renamed away."""
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=_temporary_prefix(directory, base),
-                                         suffix=TEMPORARY_SUFFIX, dir=directory)
-    except OSError as error:
-        raise _failed(path, error) from None
-    name = os.path.basename(temporary)
-    raw = os.fdopen(fd, "wb")
-    try:
+    name: str | None = None
+    raw: IO[bytes] | None = None
+    try:  # from the start: a signal (SIGTERM) may land as soon as the file exists
+        try:
+            fd, temporary = tempfile.mkstemp(prefix=_temporary_prefix(directory, base),
+                                             suffix=TEMPORARY_SUFFIX, dir=directory)
+        except OSError as error:
+            raise _failed(path, error) from None
+        name = os.path.basename(temporary)
+        raw = os.fdopen(fd, "wb")
         yield raw, name
     except BaseException:
-        _close_quietly(raw)
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=directory_fd)
+        if raw is not None:
+            _close_quietly(raw)
+        if name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=directory_fd)
         raise
 
 
