@@ -195,7 +195,8 @@ def _replacing(path: str, info: os.stat_result | None) -> Iterator[IO[bytes]]:
         # refuse as a plain write would.
         raise OutputError(f"cannot write {path}: Permission denied")
     try:
-        directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        # O_PATH: a directory one may write but not list (mode 0333) is still usable.
+        directory_fd = os.open(directory, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
     except OSError as error:
         raise _failed(path, error) from None
     try:

@@ -664,6 +664,17 @@ def test_an_ordinary_user_keeps_mode_where_owner_cannot_be_kept(nobody_dir: Path
 
 
 @pytest.mark.slow
+def test_a_directory_that_cannot_be_listed_can_still_be_written(nobody_dir: Path) -> None:
+    (nobody_dir / "in.csv").write_text("a\n1\n2\n")
+    nobody_dir.chmod(0o333)
+    done = run_as_nobody(nobody_dir, "cumsum", "in.csv", "-o", "out.csv")
+    nobody_dir.chmod(0o755)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (nobody_dir / "out.csv").read_text() == "a\n1\n3\n"
+    assert leftovers(nobody_dir) == []
+
+
+@pytest.mark.slow
 def test_an_ordinary_users_new_file_gets_the_umask_default(nobody_dir: Path) -> None:
     (nobody_dir / "in.csv").write_text("a\n1\n")
     old = os.umask(0o022)
