@@ -317,6 +317,38 @@ def test_full_disk_at_every_point_is_one_error_line(
     assert target.read_bytes() == complete
 
 
+@pytest.mark.parametrize("name", ["out.csv", "out.parquet", "out.csv.gz", "out.npz"])
+def test_an_error_on_close_does_not_replace_the_first_error(
+        invoke: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The first write fails (disk full); closing the file then fails differently (EIO):
+    the user hears about the first failure, once."""
+    source = npy_input(tmp_path) if name.endswith(".npz") else csv_input(tmp_path)
+    target = tmp_path / name
+    target.write_bytes(ORIGINAL)
+
+    class Failing(FaultyFile):
+        def close(self) -> None:
+            if not self._raw.closed:
+                self._raw.close()
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    class Os:
+        def __getattr__(self, attribute: str) -> Any:
+            return getattr(os, attribute)
+
+        @staticmethod
+        def fdopen(fd: int, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+            return Failing(os.fdopen(fd, mode, *args, **kwargs), Faults("write", 1))
+
+    monkeypatch.setattr(cumtool.output, "os", Os())
+    options = ["--indices"] if name.endswith(".npz") else []
+    result = invoke(op_for(options), str(source), "-o", str(target), *options)
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: cannot write {target}: {ENOSPC}\n")
+    assert target.read_bytes() == ORIGINAL
+    assert leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize(("kind", "to", "options"), [
     pytest.param("csv", "csv", [], id="csv"),
     pytest.param("csv", "tsv", [], id="tsv"),
