@@ -261,6 +261,12 @@ class FaultyFile:
         self._raw.close()  # close(2) releases the descriptor even when it reports an error
         self._faults.hit("close")
 
+    def __enter__(self) -> FaultyFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
 
