@@ -4,18 +4,24 @@ here, so `cumtool --help` starts fast."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
 
-from cumtool.errors import CumtoolError
+from cumtool.errors import CumtoolError, Stopped
 from cumtool.ops import EXAMPLES, OPS, SUMMARIES
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
+# SIGTERM (kill, cron, systemd) and SIGHUP (a closed terminal) end a run like Ctrl-C, with
+# the shell's status for a signal: 128 + its number (143, 129).
+STOP_SIGNALS = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
 
 FORMAT_NAMES = ("csv", "tsv", "parquet", "npy")
 
@@ -163,7 +169,8 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
     )
     try:
-        run(request)
+        with _stopping_on_signals():
+            run(request)
     except CumtoolError as error:
         # One line, even when a name in the message holds a line break; and a control
         # character from a file (a terminal escape sequence) is shown, not obeyed.
@@ -176,6 +183,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         status = EXIT_BROKEN_PIPE
+    except Stopped as stop:
+        click.echo(f"Error: {STOP_SIGNALS[signal.Signals(stop.signal_number)]}", err=True)
+        status = 128 + stop.signal_number
     except KeyboardInterrupt:
         click.echo("Error: interrupted", err=True)
         status = EXIT_INTERRUPTED
@@ -185,6 +195,30 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     # (and its reader thread, blocked on standard input) alive until interpreter shutdown,
     # which then aborts with "could not acquire lock for <stdin>".
     ctx.exit(status)
+
+
+@contextlib.contextmanager
+def _stopping_on_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into an exception in the main thread while the run lasts,
+    so the output's temporary file is removed as for Ctrl-C. Only the first signal stops
+    the run: a second one must not cut the clean-up short."""
+    stopped = False
+
+    def stop(number: int, _frame: object) -> None:
+        nonlocal stopped
+        if not stopped:
+            stopped = True
+            raise Stopped(number)
+
+    if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
+        yield  # no SIGHUP on Windows; handlers can be set from the main thread only
+        return
+    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -198,8 +232,10 @@ def main() -> None:
       cumtool cumprod sample_data/cumprod_matrix.csv --axis columns
       cat data.npy | cumtool cummax - --axis 2 > out.npy
 
-    Exit status: 0 success, 1 data or I/O error, 2 usage error, 130 interrupted,
-    141 output pipe closed early (e.g. `| head`).
+    Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up (SIGHUP),
+    130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`),
+    143 terminated (SIGTERM). A failed or stopped run leaves any existing output file
+    as it was.
     """
 
 

@@ -20,7 +20,9 @@ from cumtool.columns import Selection
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import (
     OUTPUT_FORMATS,
+    ArraySink,
     FileKind,
+    TableSink,
     check_format_name,
     kind_from_name,
 )
@@ -34,6 +36,7 @@ from cumtool.pipeline import (
     prefetch,
     return_freed_batches_to_the_os,
     reversed_batches,
+    spooled_blocks,
 )
 from cumtool.sinks import array_sink, table_sink, write_options
 from cumtool.sources import open_source, read_options
@@ -145,20 +148,23 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     if out.format == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
     progress = _table_progress(request, source)
+    reverse = request.reverse and plan.axis == 0
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink = table_sink(request, out, stream, plan.schema, f"{caption} of {source.name}",
-                          source.name)
+        sink: TableSink = table_sink(request, out, stream, plan.schema,
+                                     f"{caption} of {source.name}", source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
-        # Closed with the run, so a failure stops the reader thread at once.
-        reader = stack.enter_context(contextlib.closing(prefetch(source.batches(plan.parse))))
-        batches = _rebatch(reader, request.batch_rows)
-        if request.reverse and plan.axis == 0:
-            # Scan from the last row up: spool the input, replay it backwards, and put
-            # the results back in input order through a second spool.
-            plan.reverse_total, batches = reversed_batches(batches, stack)
+        if reverse:
             sink = ReversingSink(sink, stack)
         with _aborting(sink):
+            # Closed with the run, so a failure stops the reader thread at once.
+            reader = stack.enter_context(
+                contextlib.closing(prefetch(source.batches(plan.parse))))
+            batches = _rebatch(reader, request.batch_rows)
+            if reverse:
+                # Scan from the last row up: spool the input, replay it backwards, and put
+                # the results back in input order through a second spool.
+                plan.reverse_total, batches = reversed_batches(batches, stack)
             for batch in batches:
                 sink.write(plan.apply(batch))
                 progress.update(getattr(source, "bytes_read", plan.rows_done))
@@ -172,9 +178,9 @@ def _scan_options(request: Request) -> dict[str, Any]:
 
 
 def _table_progress(request: Request, source: Any) -> Progress:
-    total_bytes = getattr(source, "total_bytes", None)
-    if total_bytes:
-        return Progress(request.progress, total_bytes, "bytes", source.name)
+    if hasattr(source, "bytes_read"):  # text: bytes of the file as stored (compressed)
+        total = getattr(source, "total_bytes", None) or None  # a pipe's size is no total
+        return Progress(request.progress, total, "bytes", source.name)
     return Progress(request.progress, getattr(source, "num_rows", None), "rows", source.name)
 
 
@@ -217,23 +223,24 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     rows = request.batch_rows or max(1, BLOCK_BYTES // max(row_bytes, 1))
     progress = Progress(request.progress, shape[0] if shape else None, "rows", source.name)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink = array_sink(request, out, stream, shape, spec,
-                          f"{request.op} along axis {axis} of {source.name}", source.name)
+        sink: ArraySink = array_sink(request, out, stream, shape, spec,
+                                     f"{request.op} along axis {axis} of {source.name}",
+                                     source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
         if request.reverse and axis == 0 and shape:
             sink = ReversingArraySink(sink, stack)
-        carry = kernels.initial_carry(spec, shape[1:]) if shape else None
         with _aborting(sink):
+            carry = kernels.initial_carry(spec, shape[1:]) if shape else None
             _scan_array_blocks(request, source, spec, axis, rows, carry, sink, progress)
 
 
 def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, axis: int,
-                       rows: int, carry: kernels.Carry | None, sink: Any,
+                       rows: int, carry: kernels.Carry | None, sink: ArraySink,
                        progress: Progress) -> None:
     start = 0
     backwards = request.reverse and axis == 0 and bool(source.shape)
-    blocks = source.reversed_blocks(rows) if backwards else source.blocks(rows)
+    blocks = spooled_blocks(source.reversed_blocks(rows)) if backwards else source.blocks(rows)
     # Closed with the run, so a failure stops the reader thread at once.
     with contextlib.closing(prefetch(blocks)) as reader:
         for block in reader:
@@ -260,14 +267,12 @@ def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, ax
 
 
 @contextlib.contextmanager
-def _aborting(sink: Any) -> Iterator[None]:
+def _aborting(sink: TableSink | ArraySink) -> Iterator[None]:
     """On failure, let a sink release its writer before the output file is discarded."""
     try:
         yield
     except BaseException:
-        abort = getattr(sink, "abort", None)
-        if abort is not None:
-            abort()
+        sink.abort()
         raise
 
 

@@ -1,6 +1,7 @@
 """The package's own exceptions; the CLI turns each into one `Error: ...` line and an exit status.
 
-Exit statuses: 0 success, 1 data or I/O error, 2 usage error (see README).
+Exit statuses: 0 success, 1 data or I/O error, 2 usage error (see README); a run stopped
+by a signal exits with 128 + its number.
 """
 
 from __future__ import annotations
@@ -36,3 +37,11 @@ class ScanOverflowError(DataError):
     def __init__(self, message: str, position: tuple[int, ...] = ()) -> None:
         super().__init__(message)
         self.position = position
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: the run stops and cleans up exactly as for Ctrl-C (SIGINT)."""
+
+    def __init__(self, signal_number: int) -> None:
+        super().__init__(signal_number)
+        self.signal_number = signal_number

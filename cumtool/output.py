@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -77,6 +79,60 @@ class _GuardedStream:
         self.closed = True
 
 
+class DiscardableStream:
+    """A writer's stream that can be told to drop what comes next: an aborted writer
+    (Parquet, a compressor, a zip) still writes its trailer when released, and that must
+    neither fail again on a full disk nor reach a file that is being discarded."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._discarding = False
+        self._position = 0  # while discarding: where the writer believes it is
+        self.closed = False
+
+    def discard(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self._position = self._stream.tell()
+        self._discarding = True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if self._discarding:
+            size = memoryview(data).nbytes
+            self._position += size
+            return size
+        return self._stream.write(data)
+
+    def flush(self) -> None:
+        if not self._discarding:
+            self._stream.flush()
+
+    def tell(self) -> int:
+        return self._position if self._discarding else self._stream.tell()
+
+    def seekable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        self.closed = True  # the owner closes the real stream
+
+
+def _failed(path: str, error: OSError) -> OutputError:
+    return OutputError(f"cannot write {path}: {error.strerror or error}")
+
+
+def _close_quietly(stream: IO[bytes]) -> None:
+    """Close after a failure: a second error (the flush of a full disk) must not replace
+    the first one, which is already on its way to the user."""
+    with contextlib.suppress(OSError, ValueError):
+        stream.close()
+
+
 @contextlib.contextmanager
 def open_output(path: str | None) -> Iterator[IO[bytes]]:
     """Yield a binary stream for `path` ('-' or None: standard output)."""
@@ -88,56 +144,166 @@ def open_output(path: str | None) -> Iterator[IO[bytes]]:
         yield stdout  # type: ignore[misc]
         stdout.flush()
         return
-    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:  # a new file (or a dangling link, written through)
+        info = None
+    except OSError as error:  # a symlink loop, a path through a file, ...
+        raise _failed(path, error) from None
+    if info is not None and not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
         # A device or a pipe (/dev/null, /dev/stdout, a FIFO): write to it directly; a
         # temporary file renamed over it would replace the device node itself.
-        try:
-            special = open(path, "wb")
-        except OSError as error:
-            raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
-        with special:
-            guarded = _GuardedStream(special, path)
-            yield guarded  # type: ignore[misc]
-            guarded.flush()
+        with _special_file(path) as special:
+            yield special
         return
+    with _replacing(path, info) as replacement:
+        yield replacement
+
+
+@contextlib.contextmanager
+def _special_file(path: str) -> Iterator[IO[bytes]]:
+    try:
+        special = open(path, "wb")
+    except OSError as error:
+        raise _failed(path, error) from None
+    guarded = _GuardedStream(special, path)
+    try:
+        yield guarded  # type: ignore[misc]
+        guarded.flush()
+    except BaseException:
+        _close_quietly(special)
+        raise
+    try:
+        special.close()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _failed(path, error) from None
+
+
+@contextlib.contextmanager
+def _replacing(path: str, info: os.stat_result | None) -> Iterator[IO[bytes]]:
+    """A temporary file beside the target, renamed over it once complete."""
     target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
-    directory = os.path.dirname(target)
+    directory, base = os.path.split(target)
     if not os.path.isdir(directory):
         raise OutputError(f"cannot write {path}: directory {directory} does not exist")
-    if os.path.isdir(target):
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise OutputError(f"cannot write {path}: it is a directory")
+    if info is not None and not _may_write(target):
+        # rename() would replace it anyway (it asks only for the directory's permission);
+        # refuse as a plain write would.
+        raise OutputError(f"cannot write {path}: Permission denied")
     try:
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{os.path.basename(target)}.", suffix=".cumtool-tmp", dir=directory
-        )
+        # O_PATH: a directory one may write but not list (mode 0333) is still usable.
+        directory_fd = os.open(directory, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
     except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+        raise _failed(path, error) from None
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with _temporary(path, directory, directory_fd, base) as (raw, name):
             guarded = _GuardedStream(raw, path)
             yield guarded  # type: ignore[misc]
             guarded.flush()
             try:
-                os.fsync(raw.fileno())
+                _settle(raw.fileno(), info)
+                ours = os.fstat(raw.fileno())
+                raw.close()
+                # Rename only the file this run wrote: a name swapped for a symlink (or
+                # any other file) would put that in place of the target.
+                now = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
+                if (now.st_dev, now.st_ino) != (ours.st_dev, ours.st_ino):
+                    raise OutputError(f"cannot write {path}: its temporary file {name} was "
+                                      "replaced by another program")
+                os.replace(name, base, src_dir_fd=directory_fd, dst_dir_fd=directory_fd)
             except OSError as error:
-                raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
-        _copy_mode(target, temporary)
+                raise _failed(path, error) from None
+    finally:
+        os.close(directory_fd)
+
+
+@contextlib.contextmanager
+def _temporary(path: str, directory: str, directory_fd: int, base: str
+               ) -> Iterator[tuple[IO[bytes], str]]:
+    """A new private file in `directory`; removed again unless renamed away."""
+    name: str | None = None
+    raw: IO[bytes] | None = None
+    try:  # from the start: a signal (SIGTERM) may land as soon as the file exists
         try:
-            os.replace(temporary, target)
+            fd, temporary = tempfile.mkstemp(prefix=_temporary_prefix(directory, base),
+                                             suffix=TEMPORARY_SUFFIX, dir=directory)
         except OSError as error:
-            raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+            raise _failed(path, error) from None
+        name = os.path.basename(temporary)
+        raw = os.fdopen(fd, "wb")
+        yield raw, name
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+        if raw is not None:
+            _close_quietly(raw)
+        if name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=directory_fd)
         raise
 
 
-def _copy_mode(target: str, temporary: str) -> None:
-    """A replaced file keeps its permissions; a new one gets the umask's default."""
+TEMPORARY_SUFFIX = ".cumtool-tmp"
+_RANDOM_PART = 8  # what mkstemp adds between prefix and suffix
+
+
+def _temporary_prefix(directory: str, base: str) -> str:
+    """`.<base>.`, with `base` shortened so that the whole name fits the file-name limit."""
     try:
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
+        limit = os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    room = limit - len(f"..{TEMPORARY_SUFFIX}") - _RANDOM_PART
+    while base and len(os.fsencode(base)) > room:
+        base = base[:-1]
+    return f".{base}."
+
+
+def _may_write(target: str) -> bool:
+    effective = os.access in os.supports_effective_ids
+    return os.access(target, os.W_OK, effective_ids=effective)
+
+
+def _settle(fd: int, replaced: os.stat_result | None) -> None:
+    """Make the file durable, with the replaced file's owner, group and mode (a new one:
+    what any other program would create), all through the descriptor: the name could
+    meanwhile point elsewhere."""
+    if replaced is None:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask
-    os.chmod(temporary, mode)
+        os.fchmod(fd, 0o666 & ~umask)
+        os.fsync(fd)
+        return
+    if (replaced.st_uid, replaced.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.fchown(fd, replaced.st_uid, replaced.st_gid)
+        except PermissionError:  # only root may give a file away; keep the group if we can
+            with contextlib.suppress(PermissionError):
+                os.fchown(fd, -1, replaced.st_gid)
+    os.fchmod(fd, stat.S_IMODE(replaced.st_mode))  # after fchown, which clears set-id bits
+    os.fsync(fd)
+
+
+@contextlib.contextmanager
+def spooling() -> Iterator[None]:
+    """Around work on temporary spool files (--reverse, .npz indices, tables as .npy): an
+    OSError there is a full or unwritable temporary directory, said in one line."""
+    try:
+        yield
+    except OSError as error:
+        if isinstance(error, BrokenPipeError):
+            raise
+        raise spool_error(error) from None
+
+
+def spool_error(error: OSError) -> OutputError:
+    number = error.errno
+    if number is None:  # Arrow's spool writer gives the errno only in its message
+        found = re.search(r"\[errno (\d+)\]", str(error), re.IGNORECASE)
+        number = int(found.group(1)) if found else None
+    reason = os.strerror(number) if number else (
+        error.strerror or " ".join(str(error).split())[:200])
+    return OutputError(f"cannot write a temporary file in {tempfile.gettempdir()}: {reason} "
+                       "(TMPDIR chooses where temporary files go)")

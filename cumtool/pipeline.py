@@ -9,6 +9,7 @@ Exceptions raised in a thread are re-raised in the main thread at the next hand-
 from __future__ import annotations
 
 import contextlib
+import errno
 import queue
 import tempfile
 import threading
@@ -16,12 +17,17 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from cumtool.output import spool_error, spooling
+
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
+    from cumtool.formats import ArraySink, TableSink
+
 T = TypeVar("T")
 _DONE = object()
+_ABORTED = RuntimeError("aborted")  # stands in for the failure while queued writes drain
 QUEUE_DEPTH = 2
 
 
@@ -95,7 +101,7 @@ def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Generator[T, None,
 class BackgroundSink:
     """Runs a sink's writes in a thread, in order; `close` waits for them to finish."""
 
-    def __init__(self, sink: Any, depth: int = QUEUE_DEPTH) -> None:
+    def __init__(self, sink: TableSink | ArraySink, depth: int = QUEUE_DEPTH) -> None:
         self._sink = sink
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
@@ -133,22 +139,23 @@ class BackgroundSink:
         self._raise_pending()
 
     def abort(self) -> None:
-        self._queue.put(_DONE)
-        self._thread.join()
-        abort = getattr(self._sink, "abort", None)
-        if abort is not None:
-            abort()
+        if self._thread.is_alive():
+            self._error = self._error or _ABORTED  # drop the writes still queued
+            self._queue.put(_DONE)
+            self._thread.join()
+        self._sink.abort()
 
 
 class Progress:
     """A rich progress bar on stderr, shown only once a run has taken `delay` seconds."""
 
     def __init__(self, enabled: bool, total: int | None, unit: str, description: str,
-                 delay: float = 1.0) -> None:
+                 delay: float = 1.0, console: Any = None) -> None:
         self._enabled = enabled
-        self._total = total
-        self._unit = unit
+        self.total = total  # None: unknown (a pipe), shown as a count without a bar's end
+        self.unit = unit  # "bytes" (of the input as stored) or "rows"
         self._description = description
+        self._console = console
         self._started_at = time.monotonic()
         self._delay = delay
         self._bar: Any = None
@@ -167,22 +174,32 @@ class Progress:
         from rich import progress as rp
         from rich.console import Console
 
-        count: Any = (rp.DownloadColumn() if self._unit == "bytes"
-                      else rp.MofNCompleteColumn() if self._total else
-                      rp.TextColumn("{task.completed} rows"))
-        rate: Any = (rp.TransferSpeedColumn() if self._unit == "bytes"
+        count: Any = (
+            (rp.DownloadColumn() if self.total else rp.FileSizeColumn())
+            if self.unit == "bytes" else
+            rp.MofNCompleteColumn() if self.total else rp.TextColumn("{task.completed} rows"))
+        rate: Any = (rp.TransferSpeedColumn() if self.unit == "bytes"
                      else rp.TextColumn(""))
         self._bar = rp.Progress(
-            rp.TextColumn("{task.description}"), rp.BarColumn(), count, rate,
-            rp.TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+            # Not markup: `[final]` in a file name would vanish, `[/bold]` raise (and
+            # rich.markup.escape doubles a trailing backslash).
+            rp.TextColumn("{task.description}", markup=False), rp.BarColumn(), count, rate,
+            rp.TimeRemainingColumn(), console=self._console or Console(stderr=True),
+            transient=True,
         )
         self._bar.start()
-        self._task = self._bar.add_task(self._description, total=self._total)
+        self._task = self._bar.add_task(shown(self._description), total=self.total)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def shown(name: str) -> str:
+    """A file name as bar text, control characters (a terminal escape, a line break) shown
+    escaped rather than obeyed."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
 def reversed_batches(
@@ -192,25 +209,56 @@ def reversed_batches(
     reverse order, batch by batch (memory-mapped: bounded memory at any size)."""
     import pyarrow as pa
 
-    spool = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".cumtool-spool"))
+    with spooling():
+        spool = stack.enter_context(tempfile.NamedTemporaryFile(suffix=".cumtool-spool"))
     total = 0
     writer = None
-    for batch in batches:
+    try:
+        for batch in batches:
+            with spooling():
+                if writer is None:
+                    writer = pa.ipc.new_file(spool.name, batch.schema)
+                writer.write_batch(batch)
+            total += batch.num_rows
         if writer is None:
-            writer = pa.ipc.new_file(spool.name, batch.schema)
-        writer.write_batch(batch)
-        total += batch.num_rows
-    if writer is None:
-        return 0, iter(())
-    writer.close()
+            return 0, iter(())
+        with spooling():
+            writer.close()
+    except BaseException:
+        if writer is not None:
+            with contextlib.suppress(pa.ArrowException, OSError):
+                writer.close()
+        raise
+    return total, (flip_rows(batch) for batch in _backwards(spool.name))
 
-    def backwards() -> Iterator[pa.RecordBatch]:
-        with pa.memory_map(spool.name) as source:
+
+def _backwards(path: str) -> Iterator[pa.RecordBatch]:
+    """The batches of an Arrow spool file, last first (memory-mapped)."""
+    import pyarrow as pa
+
+    with spooling():
+        source = pa.memory_map(path)
+    with source:
+        with spooling():
             reader = pa.ipc.open_file(source)
-            for i in reversed(range(reader.num_record_batches)):
-                yield flip_rows(reader.get_batch(i))
+        for i in reversed(range(reader.num_record_batches)):
+            with spooling():
+                batch = reader.get_batch(i)
+            yield batch
 
-    return total, backwards()
+
+def spooled_blocks(blocks: Iterator[T]) -> Iterator[T]:
+    """Blocks from a reader that spools its input first (.npy from a stream, reversed):
+    a full temporary directory said in one line, as for the other spools."""
+    try:
+        yield from blocks
+    except OSError as error:
+        if error.errno not in _DISK_FULL:
+            raise
+        raise spool_error(error) from None
+
+
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def flip_rows(batch: pa.RecordBatch | pa.Table) -> Any:
@@ -223,7 +271,7 @@ def flip_rows(batch: pa.RecordBatch | pa.Table) -> Any:
 class ReversingSink:
     """Collects batches produced in reverse order and writes them in input order."""
 
-    def __init__(self, sink: Any, stack: contextlib.ExitStack) -> None:
+    def __init__(self, sink: TableSink, stack: contextlib.ExitStack) -> None:
         self._sink = sink
         self._stack = stack
         self._spool: Any = None
@@ -232,45 +280,51 @@ class ReversingSink:
     def write(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
 
-        if self._writer is None:
-            self._spool = self._stack.enter_context(
-                tempfile.NamedTemporaryFile(suffix=".cumtool-spool"))
-            self._writer = pa.ipc.new_file(self._spool.name, batch.schema)
-        self._writer.write_batch(batch)
+        with spooling():
+            if self._writer is None:
+                self._spool = self._stack.enter_context(
+                    tempfile.NamedTemporaryFile(suffix=".cumtool-spool"))
+                self._writer = pa.ipc.new_file(self._spool.name, batch.schema)
+            self._writer.write_batch(batch)
 
     def close(self) -> None:
-        import pyarrow as pa
-
         if self._writer is not None:
-            self._writer.close()
-            with pa.memory_map(self._spool.name) as source:
-                reader = pa.ipc.open_file(source)
-                for i in reversed(range(reader.num_record_batches)):
-                    self._sink.write(flip_rows(reader.get_batch(i)))
+            with spooling():
+                self._writer.close()
+            for batch in _backwards(self._spool.name):
+                self._sink.write(flip_rows(batch))
         self._sink.close()
 
     def abort(self) -> None:
-        abort = getattr(self._sink, "abort", None)
-        if abort is not None:
-            abort()
+        if self._writer is not None:
+            import pyarrow as pa
+
+            with contextlib.suppress(pa.ArrowException, OSError):
+                self._writer.close()  # its spool file is removed with the run
+        self._sink.abort()
 
 
 class ReversingArraySink:
     """Array blocks produced last block first, written in input order (via a spool)."""
 
-    def __init__(self, sink: Any, stack: contextlib.ExitStack) -> None:
+    def __init__(self, sink: ArraySink, stack: contextlib.ExitStack) -> None:
         self._sink = sink
-        self._spool = stack.enter_context(tempfile.TemporaryFile(suffix=".cumtool-spool"))
+        self._stack = stack
+        self._spool: Any = None  # made at the first write, inside the run's failure handling
         self._blocks: list[tuple[int, np.ndarray, np.ndarray | None]] = []
         self._shapes: list[tuple[int, ...]] = []
 
     def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
         import numpy as np
 
-        offset = self._spool.tell()
-        self._spool.write(np.ascontiguousarray(values).data)
-        if indices is not None:
-            self._spool.write(np.ascontiguousarray(indices).data)
+        with spooling():
+            if self._spool is None:
+                self._spool = self._stack.enter_context(
+                    tempfile.TemporaryFile(suffix=".cumtool-spool"))
+            offset = self._spool.tell()
+            self._spool.write(np.ascontiguousarray(values).data)
+            if indices is not None:
+                self._spool.write(np.ascontiguousarray(indices).data)
         # Keep only empty arrays as shape/dtype templates; the data lives in the spool.
         self._blocks.append((offset, values[:0].reshape((0, *values.shape[1:])).copy()
                              if values.ndim else values, None if indices is None
@@ -283,16 +337,15 @@ class ReversingArraySink:
         for (offset, values, indices), shape in zip(reversed(self._blocks),
                                                     reversed(self._shapes), strict=True):
             count = int(np.prod(shape, dtype=np.int64))
-            self._spool.seek(offset)
-            block = np.fromfile(self._spool, dtype=values.dtype, count=count).reshape(shape)
             index_block = None
-            if indices is not None:
-                index_block = np.fromfile(self._spool, dtype=np.int64,
-                                          count=count).reshape(shape)
+            with spooling():
+                self._spool.seek(offset)
+                block = np.fromfile(self._spool, dtype=values.dtype, count=count).reshape(shape)
+                if indices is not None:
+                    index_block = np.fromfile(self._spool, dtype=np.int64,
+                                              count=count).reshape(shape)
             self._sink.write(block, index_block)
         self._sink.close()
 
     def abort(self) -> None:
-        abort = getattr(self._sink, "abort", None)
-        if abort is not None:
-            abort()
+        self._sink.abort()  # the spool is closed (and so removed) with the run

@@ -4,13 +4,22 @@ as arrays and arrays as tables. Writers' modules load only for their format."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from cumtool import kernels
 from cumtool.errors import DataError, UsageError
-from cumtool.formats import CsvWriteOptions, FileKind, delimiter_option, encoding_option
+from cumtool.formats import (
+    ArraySink,
+    CsvWriteOptions,
+    FileKind,
+    TableSink,
+    delimiter_option,
+    encoding_option,
+)
+from cumtool.output import DiscardableStream
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -19,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
-                caption: str, source_name: str) -> Any:
+                caption: str, source_name: str) -> TableSink:
     # Each writer's module (and its library) loads only when used.
     if out.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSink
@@ -33,7 +42,8 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     if out.format == "table":
         from cumtool.formats.pretty import PrettySink
 
-        return PrettySink(stream, caption, console=_terminal_console(request), schema=schema)
+        return _InMemory(PrettySink(stream, caption, console=_terminal_console(request),
+                                    schema=schema))
     from cumtool.formats.npy import NpyTableSink
 
     return _TableToNpy(NpyTableSink, stream, schema)
@@ -57,13 +67,19 @@ class _CompressingSink:
 
     def __init__(self, sink_type: Any, stream: IO[bytes], compression: str | None,
                  *args: Any) -> None:
-        self._compressor = None
+        self._compressor: Any = None
+        self._out: DiscardableStream | None = None
         if compression is not None:
             import pyarrow as pa
 
-            self._compressor = pa.CompressedOutputStream(stream, compression)
+            self._out = DiscardableStream(stream)
+            self._compressor = pa.CompressedOutputStream(self._out, compression)
             stream = self._compressor
-        self._sink = sink_type(stream, *args)
+        try:
+            self._sink = sink_type(stream, *args)
+        except BaseException:
+            self.abort()
+            raise
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._sink.write(batch)
@@ -72,6 +88,32 @@ class _CompressingSink:
         self._sink.close()
         if self._compressor is not None:
             self._compressor.close()
+
+    def abort(self) -> None:
+        # The CSV writer holds nothing but the stream; the compressor must be closed now,
+        # its trailer dropped, or it writes into a closed file when collected.
+        if self._compressor is not None and self._out is not None:
+            import pyarrow as pa
+
+            self._out.discard()
+            with contextlib.suppress(pa.ArrowException, OSError, ValueError):
+                self._compressor.close()
+
+
+class _InMemory:
+    """A sink that holds only memory until `close` (the terminal view): abort drops it."""
+
+    def __init__(self, sink: Any) -> None:
+        self._sink = sink
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._sink.write(batch)
+
+    def close(self) -> None:
+        self._sink.close()
+
+    def abort(self) -> None:
+        self._sink = None
 
 
 def _terminal_console(request: Request) -> Any:
@@ -125,10 +167,13 @@ class _TableToNpy:
     def close(self) -> None:
         self._sink.close()
 
+    def abort(self) -> None:
+        self._sink.abort()
+
 
 
 def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[int, ...],
-                spec: kernels.ScanSpec, caption: str, source_name: str) -> Any:
+                spec: kernels.ScanSpec, caption: str, source_name: str) -> ArraySink:
     from cumtool.formats.npy import NpySink
 
     if out.format == "npy":
@@ -164,7 +209,7 @@ def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[
 class _ArrayToTable:
     """1-D and 2-D array blocks as table batches: columns named 0, 1, ..."""
 
-    def __init__(self, sink: Any, schema: pa.Schema) -> None:
+    def __init__(self, sink: TableSink, schema: pa.Schema) -> None:
         self._sink = sink
         self._schema = schema
 
@@ -188,9 +233,14 @@ class _ArrayToTable:
     def close(self) -> None:
         self._sink.close()
 
+    def abort(self) -> None:
+        self._sink.abort()
+
 
 
 class _ArrayToPretty:
+    """Array blocks for the terminal view, which holds only memory until `close`."""
+
     def __init__(self, sink: Any, shape: tuple[int, ...]) -> None:
         self._sink = sink
         self._shape = shape
@@ -200,3 +250,6 @@ class _ArrayToPretty:
 
     def close(self) -> None:
         self._sink.close()
+
+    def abort(self) -> None:
+        self._sink = None

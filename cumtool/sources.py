@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -83,10 +83,12 @@ def open_source(
         from cumtool.formats.csv import CsvSource, file_size
 
         # With a float --dtype, integers to be scanned are read as floats straight away.
-        return CsvSource(stream, name, read_options(request, kind.format),
-                         compression=compressed,
-                         float_columns=dtype is not None and dtype.kind in "fc",
-                         decimal=request.decimal, total_bytes=file_size(stream)), kind
+        counted = CountingReader(stream)  # before decompression: progress in stored bytes
+        source = CsvSource(cast(IO[bytes], counted), name, read_options(request, kind.format),
+                           compression=compressed,
+                           float_columns=dtype is not None and dtype.kind in "fc",
+                           decimal=request.decimal, total_bytes=file_size(stream))
+        return Measured(source, counted), kind
     if kind.format == "parquet":
         from cumtool.formats.parquet import ParquetSource
 
@@ -94,6 +96,60 @@ def open_source(
     from cumtool.formats.npy import NpySource
 
     return NpySource(stream, name, path), kind
+
+
+class CountingReader:
+    """A read-only stream that counts the bytes read through it."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._read1 = getattr(stream, "read1", stream.read)
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.count += len(data)
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        data: bytes = self._read1(size)
+        self.count += len(data)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def tell(self) -> int:
+        return self.count
+
+    @property
+    def closed(self) -> bool:
+        return self._stream.closed
+
+    def close(self) -> None:
+        pass  # the run closes the stream itself
+
+
+class Measured:
+    """A text source whose progress is counted in the bytes of the input as stored, so a
+    compressed file's progress is measured against its (compressed) size."""
+
+    def __init__(self, source: Any, counted: CountingReader) -> None:
+        self._source = source
+        self._counted = counted
+
+    @property
+    def bytes_read(self) -> int:
+        return self._counted.count
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._source, name)
 
 
 def _stdin() -> IO[bytes]:

@@ -66,8 +66,9 @@ def test_group_help_lists_every_operation_and_the_exit_statuses(invoke, flag):
         assert re.search(rf"^\s+{op}\s+\S", text, re.M), f"{op} missing from the command list"
     assert "--version" in text
     flat = " ".join(text.split())
-    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 130 interrupted, "
-            "141 output pipe closed early") in flat
+    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up "
+            "(SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early "
+            "(e.g. `| head`), 143 terminated (SIGTERM).") in flat
     assert "cumtool cumsum sample_data/daily_sales.csv" in text
 
 

@@ -321,6 +321,8 @@ def test_npy_output_may_name_the_input_itself(invoke: Invoke, tmp_path):
 
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o755, 0o444])
 def test_an_existing_files_permissions_are_kept(invoke: Invoke, tmp_path, mode):
+    if not mode & 0o200 and os.geteuid() != 0:
+        pytest.skip("only root may replace a read-only file (refusal: test_endings.py)")
     source = tmp_path / "in.csv"
     source.write_text("a\n1\n2\n")
     out = tmp_path / "out.csv"

@@ -170,9 +170,14 @@ class TableSource(Protocol):
 
 
 class TableSink(Protocol):
+    """Where a table's batches go. After any failure (one in `close` too) the engine calls
+    `abort`, once: it releases the writer without completing the output, raising nothing."""
+
     def write(self, batch: pa.RecordBatch) -> None: ...
 
     def close(self) -> None: ...
+
+    def abort(self) -> None: ...
 
 
 class ArraySource(Protocol):
@@ -186,9 +191,13 @@ class ArraySource(Protocol):
 
 
 class ArraySink(Protocol):
+    """Where an array's blocks go (along axis 0); `abort` as for TableSink."""
+
     def write(self, values: np.ndarray, indices: np.ndarray | None) -> None: ...
 
     def close(self) -> None: ...
+
+    def abort(self) -> None: ...
 
 
 class PrefixedStream(io.RawIOBase):

@@ -20,6 +20,7 @@ from numpy.lib import format as npformat
 
 from cumtool.errors import FormatError
 from cumtool.kernels import is_scannable
+from cumtool.output import DiscardableStream, spooling
 
 _READ_PIECE = 16 << 20
 _EMPTY_CELLS = 1 << 24
@@ -197,27 +198,38 @@ class NpySink:
         self._dtype = dtype
         self._zip: zipfile.ZipFile | None = None
         self._indices_spool: IO[bytes] | None = None
-        if with_indices:
-            self._zip = zipfile.ZipFile(stream, mode="w", allowZip64=True)
-            self._values = self._zip.open("values.npy", mode="w", force_zip64=True)
-            self._indices_spool = tempfile.TemporaryFile()
-            self._indices_spool.write(_header_bytes(shape, np.dtype(np.int64)))
-        else:
-            self._values = stream
-        self._values.write(_header_bytes(shape, dtype))
+        self._out = DiscardableStream(stream)
+        self._values: IO[bytes] = stream
+        try:
+            if with_indices:
+                self._zip = zipfile.ZipFile(self._out, mode="w", allowZip64=True)
+                self._values = self._zip.open("values.npy", mode="w", force_zip64=True)
+                with spooling():
+                    self._indices_spool = tempfile.TemporaryFile()
+                    self._indices_spool.write(_header_bytes(shape, np.dtype(np.int64)))
+            self._values.write(_header_bytes(shape, dtype))
+        except BaseException:
+            self.abort()  # no engine holds this sink yet to abort it
+            raise
 
     def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
         self._values.write(np.ascontiguousarray(values, dtype=self._dtype).data)
         if self._indices_spool is not None and indices is not None:
-            self._indices_spool.write(np.ascontiguousarray(indices, dtype=np.int64).data)
+            with spooling():
+                self._indices_spool.write(np.ascontiguousarray(indices, dtype=np.int64).data)
 
     def close(self) -> None:
         if self._zip is None or self._indices_spool is None:
             return
         self._values.close()
-        self._indices_spool.seek(0)
+        with spooling():
+            self._indices_spool.seek(0)
         with self._zip.open("indices.npy", mode="w", force_zip64=True) as entry:
-            while chunk := self._indices_spool.read(1 << 20):
+            while True:
+                with spooling():
+                    chunk = self._indices_spool.read(1 << 20)
+                if not chunk:
+                    break
                 entry.write(chunk)
         self._indices_spool.close()
         self._zip.close()
@@ -225,14 +237,16 @@ class NpySink:
     def abort(self) -> None:
         """After a failure: let go of the .npz quietly (its output is discarded), or the
         zip module complains about an open entry, with a traceback, at exit."""
-        if self._zip is None:
-            return
-        with contextlib.suppress(Exception):
-            self._values.close()
-        with contextlib.suppress(Exception):
-            self._zip.close()
         if self._indices_spool is not None:
             self._indices_spool.close()
+        if self._zip is None:
+            return
+        self._out.discard()  # the zip's directory goes nowhere
+        with contextlib.suppress(OSError, ValueError):
+            if self._values is not self._stream:  # an entry of the zip was opened
+                self._values.close()
+        with contextlib.suppress(OSError, ValueError):
+            self._zip.close()
 
 
 class NpyTableSink:
@@ -244,15 +258,25 @@ class NpyTableSink:
         self._columns = columns
         self._dtype = dtype
         self._rows = 0
-        self._spool = tempfile.TemporaryFile()
+        with spooling():
+            self._spool = tempfile.TemporaryFile()
 
     def write_rows(self, block: np.ndarray) -> None:
-        self._spool.write(np.ascontiguousarray(block, dtype=self._dtype).data)
+        with spooling():
+            self._spool.write(np.ascontiguousarray(block, dtype=self._dtype).data)
         self._rows += block.shape[0]
 
     def close(self) -> None:
         self._stream.write(_header_bytes((self._rows, len(self._columns)), self._dtype))
-        self._spool.seek(0)
-        while chunk := self._spool.read(1 << 22):
+        with spooling():
+            self._spool.seek(0)
+        while True:
+            with spooling():
+                chunk = self._spool.read(1 << 22)
+            if not chunk:
+                break
             self._stream.write(chunk)
+        self._spool.close()
+
+    def abort(self) -> None:
         self._spool.close()

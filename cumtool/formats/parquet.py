@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cumtool.formats import unreadable
+from cumtool.output import DiscardableStream
 
 # What pyarrow raises on a damaged file: any of its own errors (including a memory error
 # for a size read from corrupt metadata), OSError, and a column name that is not UTF-8.
@@ -59,7 +60,8 @@ class ParquetSink:
             pa.types.is_floating(f.type) or pa.types.is_integer(f.type)
             or pa.types.is_decimal(f.type))]
         # The schema's metadata (a pandas index, for one) is the input's: kept.
-        self._writer = pq.ParquetWriter(stream, schema, use_dictionary=repeating)
+        self._out = DiscardableStream(stream)
+        self._writer = pq.ParquetWriter(self._out, schema, use_dictionary=repeating)
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
@@ -68,6 +70,8 @@ class ParquetSink:
         self._writer.close()
 
     def abort(self) -> None:
-        """Release the writer after a failure; the half-written file is discarded anyway."""
+        """Release the writer after a failure. Its footer goes nowhere: a close that failed
+        would leave the writer open, to try again (and fail noisily) when collected."""
+        self._out.discard()
         with contextlib.suppress(pa.ArrowException, OSError, ValueError):
             self._writer.close()
