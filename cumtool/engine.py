@@ -69,6 +69,9 @@ class Request:
     exclusive: bool = False
     keep: bool = False
     decimal: bool = False
+    stdin_is_terminal: bool = False  # the CLI: no input file and nothing piped in
+    table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
+    precision: int = 6  # the terminal table: significant digits of floats
 
 
 def run(request: Request) -> None:
@@ -79,6 +82,9 @@ def run(request: Request) -> None:
         raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")
     if request.batch_rows is not None and request.batch_rows < 1:
         raise UsageError("--batch-rows must be at least 1")
+    if request.input == "-" and request.stdin_is_terminal:
+        raise UsageError(f"no input: give a file, or pipe data into cumtool (cumtool "
+                         f"{request.op} data.csv, or ... | cumtool {request.op})")
     with contextlib.ExitStack() as stack:
         source, kind = open_source(request, dtype, stack)
         out_format = _output_format(request, kind)
@@ -93,6 +99,15 @@ def run(request: Request) -> None:
 
 
 def _output_format(request: Request, kind: FileKind) -> FileKind:
+    out = _named_output_format(request, kind)
+    if out.format in ("parquet", "npy") and request.output in (None, "-") \
+            and request.stdout_is_terminal:
+        # As gzip and zstd refuse to write compressed data to a terminal.
+        raise UsageError(f"{out.format} output is binary; write it with -o FILE or pipe it")
+    return out
+
+
+def _named_output_format(request: Request, kind: FileKind) -> FileKind:
     if request.to_format:
         fmt = check_format_name(request.to_format, OUTPUT_FORMATS, "--to")
         named = kind_from_name(request.output) if request.output not in (None, "-") else None
