@@ -36,6 +36,7 @@ from cumtool.pipeline import (
 )
 from cumtool.sinks import array_sink, table_sink
 from cumtool.sources import open_source
+from cumtool.view import View
 
 if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
     import pyarrow as pa
@@ -144,13 +145,16 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                            keep=request.keep, reverse=request.reverse)
     plan = TablePlan(request.op, request.axis, dtype, source.schema, source.name, options,
                      **_scan_options(request))
-    caption = f"{request.op} along rows" if plan.axis == 0 else f"{request.op} along columns"
+    # The table view shows the scanned columns and their results before the others.
+    passing = set(source.schema.names) - set(plan.selected)
+    view = View(request.op, "rows" if plan.axis == 0 else "columns", source.name,
+                tuple(plan.selected), frozenset(plan.schema.names) - passing,
+                request.table_rows, request.precision)
     if out.format == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
     progress = _table_progress(request, source)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink = table_sink(request, out, stream, plan.schema, f"{caption} of {source.name}",
-                          source.name)
+        sink = table_sink(request, out, stream, plan.schema, view, source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
         # Closed with the run, so a failure stops the reader thread at once.
@@ -218,8 +222,9 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     rows = request.batch_rows or max(1, BLOCK_BYTES // max(row_bytes, 1))
     progress = Progress(request.progress, shape[0] if shape else None, "rows", source.name)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink = array_sink(request, out, stream, shape, spec,
-                          f"{request.op} along axis {axis} of {source.name}", source.name)
+        view = View(request.op, f"axis {axis}", source.name, rows=request.table_rows,
+                    precision=request.precision)
+        sink = array_sink(request, out, stream, shape, spec, view, source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
         if request.reverse and axis == 0 and shape:

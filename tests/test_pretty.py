@@ -17,6 +17,7 @@ from click.testing import Result
 from rich.console import Console
 
 from cumtool.formats.pretty import PrettySink
+from cumtool.view import View
 
 Invoke = Callable[..., Result]
 ELLIPSIS = "…"
@@ -37,16 +38,33 @@ def raw_cells(line: str) -> list[str]:
     return line[1:-1].split(line[0])
 
 
-def table_rows(text: str) -> list[list[str]]:
+def numbered_rows(text: str) -> list[list[str]]:
+    """The cells of each row, its number first; the line between head and tail is one
+    cell."""
     return [[c.strip() for c in raw_cells(line)] for line in text.splitlines()
             if line.startswith("│")]
 
 
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of each row without its number; the line between head and tail is one
+    cell."""
+    return [row[1:] if len(row) > 1 else row for row in numbered_rows(text)]
+
+
 def header(text: str) -> tuple[list[str], list[str]]:
+    """Names and dtypes, after the row numbers' column (`#` over nothing)."""
     lines = [line for line in text.splitlines() if line.startswith("┃")]
     assert len(lines) == 2, text
     names, dtypes = ([c.strip() for c in raw_cells(line)] for line in lines)
-    return names, dtypes
+    assert (names[0], dtypes[0]) == ("#", "")
+    return names[1:], dtypes[1:]
+
+
+def six_digits(value: float) -> str:
+    """A float as the table shows it by default: 6 significant digits, and a float even
+    when it is a whole number."""
+    text = f"{value:.6g}"
+    return text if any(c in text for c in ".ein") else f"{text}.0"
 
 
 def write_npy(path: Path, array: np.ndarray) -> Path:
@@ -87,7 +105,7 @@ def test_header_of_parquet_types(invoke: Invoke, tmp_path):
 def test_numbers_right_aligned_and_text_left_aligned(invoke: Invoke, write_file):
     path = write_file("t.csv", "n,label\n1,a\n1000,bbbbbbbb\n")
     text = render(invoke, "cumsum", str(path))
-    rows = [raw_cells(line) for line in text.splitlines() if line.startswith("│")]
+    rows = [raw_cells(line)[1:] for line in text.splitlines() if line.startswith("│")]
     assert [[c.strip() for c in row] for row in rows] == [["1", "a"], ["1001", "bbbbbbbb"]]
     first_n, first_label = rows[0]
     assert first_n.endswith("1 ") and first_n.startswith("  ")  # padded on the left
@@ -95,13 +113,23 @@ def test_numbers_right_aligned_and_text_left_aligned(invoke: Invoke, write_file)
     assert len(first_n) == len(rows[1][0])  # one column width
 
 
-def test_caption_names_op_input_and_shape(invoke: Invoke, write_file):
+def test_caption_names_op_axis_input_shape_and_scanned_columns(invoke: Invoke, write_file):
     path = write_file("sales.csv", "a,b,c\n1,2,x\n3,4,y\n5,6,z\n")
     text = render(invoke, "cumprod", str(path))
     assert text.rstrip("\n").splitlines()[-1] == (
-        f"cumprod along rows of {path}, 3 rows x 3 columns")
-    text = render(invoke, "cummin", str(path), "-a", "columns")
-    assert f"cummin along columns of {path}, 3 rows x 3 columns" in text
+        f"cumprod along rows of {path}, 3 rows x 3 columns; scanned: a, b")
+    text = render(invoke, "cummin", str(path), "-a", "columns", "-c", "b")
+    assert text.rstrip("\n").splitlines()[-1] == (
+        f"cummin along columns of {path}, 3 rows x 3 columns; scanned: b")
+
+
+def test_caption_names_six_scanned_columns_and_counts_the_rest(invoke: Invoke, write_file):
+    names = [f"v{i}" for i in range(9)]
+    path = write_file("n.csv", ",".join(names) + "\n" + ",".join("1" * 9) + "\n")
+    text = render(invoke, "cumsum", str(path))
+    assert text.rstrip("\n").splitlines()[-1] == (
+        f"cumsum along rows of {path}, 1 rows x 9 columns; "
+        "scanned: v0, v1, v2, v3, v4, v5 and 3 more")
 
 
 def test_caption_of_an_array(invoke: Invoke, tmp_path):
@@ -116,14 +144,14 @@ def test_a_long_caption_stays_on_one_line(invoke: Invoke, tmp_path):
     path = deep / "quarterly_revenue_by_region_and_product_line.csv"
     path.write_text("a\n1\n2\n")
     text = render(invoke, "cumsum", str(path))
-    caption = f"cumsum along rows of {path}, 2 rows x 1 columns"
+    caption = f"cumsum along rows of {path}, 2 rows x 1 columns; scanned: a"
     assert len(caption) > 120
     assert caption in text.splitlines()
 
 
 def test_caption_from_standard_input(invoke: Invoke):
     text = render(invoke, "cumsum", input="a\n1\n")
-    assert "cumsum along rows of standard input, 1 rows x 1 columns" in text
+    assert "cumsum along rows of standard input, 1 rows x 1 columns; scanned: a" in text
 
 
 def test_output_file_holds_the_same_text(invoke: Invoke, write_file, tmp_path):
@@ -151,36 +179,79 @@ def test_a_1000_row_result_shows_first_and_last_rows(invoke: Invoke, write_file)
     values = np.arange(1000) % 17 - 8
     path = write_file("long.csv", "v\n" + "".join(f"{v}\n" for v in values))
     text = render(invoke, "cumsum", str(path))
-    rows = table_rows(text)
+    rows = numbered_rows(text)
     want = np.cumsum(values)
     assert len(text.splitlines()) < 40
     assert len(rows) == 21
-    assert [int(r[0]) for r in rows[:10]] == want[:10].tolist()
-    assert rows[10] == [ELLIPSIS]
-    assert [int(r[0]) for r in rows[11:]] == want[-10:].tolist()
+    assert rows[:10] == [[str(i + 1), str(v)] for i, v in enumerate(want[:10])]
+    assert rows[10] == [f"{ELLIPSIS} 980 rows {ELLIPSIS}"]
+    assert rows[11:] == [[str(i + 991), str(v)] for i, v in enumerate(want[-10:])]
     assert "1000 rows x 1 columns" in text
+
+
+def test_the_rows_line_spans_the_table(invoke: Invoke, write_file):
+    path = write_file("long.csv", "value,note\n" + "1,x\n" * 30)
+    lines = render(invoke, "cumsum", str(path)).splitlines()
+    width = len(lines[0])
+    assert lines[14] == "│" + f"{ELLIPSIS} 10 rows {ELLIPSIS}".center(width - 2) + "│"
+    assert lines[13].startswith("│ 10 │") and lines[15].startswith("│ 21 │")
 
 
 @pytest.mark.parametrize("count", [19, 20, 21])
 def test_no_ellipsis_unless_rows_are_left_out(invoke: Invoke, write_file, count):
     path = write_file("n.csv", "v\n" + "1\n" * count)
-    rows = table_rows(render(invoke, "cumsum", str(path), "--batch-rows", "3"))
-    shown = [r[0] for r in rows]
+    rows = numbered_rows(render(invoke, "cumsum", str(path), "--batch-rows", "3"))
     if count <= 20:
-        assert shown == [str(i) for i in range(1, count + 1)]
+        assert rows == [[str(i), str(i)] for i in range(1, count + 1)]
     else:
-        assert shown == [*map(str, range(1, 11)), ELLIPSIS, *map(str, range(12, 22))]
+        assert rows == [*([str(i), str(i)] for i in range(1, 11)),
+                        [f"{ELLIPSIS} 1 row {ELLIPSIS}"],
+                        *([str(i), str(i)] for i in range(12, 22))]
 
 
-def test_many_columns_show_the_first_and_last(invoke: Invoke, write_file):
+@pytest.mark.parametrize(("rows", "head", "tail"), [
+    pytest.param("6", 3, 3, id="even"),
+    pytest.param("5", 3, 2, id="odd"),
+    pytest.param("1", 1, 0, id="one"),
+    pytest.param("all", 30, 0, id="all"),
+    pytest.param("0", 30, 0, id="zero"),
+])
+def test_rows_option_shows_the_first_and_last_half(invoke: Invoke, write_file, rows, head,
+                                                   tail):
+    path = write_file("n.csv", "v\n" + "2\n" * 30)
+    got = numbered_rows(render(invoke, "cumsum", str(path), "-n", rows, "--batch-rows", "4"))
+    want = [[str(i), str(2 * i)] for i in range(1, head + 1)]
+    if head + tail < 30:
+        want.append([f"{ELLIPSIS} {30 - head - tail} rows {ELLIPSIS}"])
+    want += [[str(i), str(2 * i)] for i in range(31 - tail, 31)]
+    assert got == want
+    assert render(invoke, "cumsum", str(path), "--rows", rows) == render(
+        invoke, "cumsum", str(path), "-n", rows)
+
+
+def test_rows_option_refuses_what_is_not_a_count(invoke: Invoke, write_file):
+    result = invoke("cumsum", str(write_file("n.csv", "v\n1\n")), "-n", "-3")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: Invalid value for '-n' / '--rows': '-3' is not a number "
+                             "of rows or 'all'\nTry 'main cumsum --help'.\n")
+
+
+def test_not_on_a_terminal_every_column_shows(invoke: Invoke, write_file):
     names = [f"c{i}" for i in range(30)]
     path = write_file("w.csv", ",".join(names) + "\n" + ",".join(map(str, range(30))) + "\n")
     text = render(invoke, "cumsum", str(path))
-    got, dtypes = header(text)
-    assert got == [*names[:6], ELLIPSIS, *names[-6:]]
-    assert dtypes[6] == ELLIPSIS
-    assert table_rows(text) == [[*map(str, range(6)), ELLIPSIS, *map(str, range(24, 30))]]
+    assert header(text) == (names, ["int64"] * 30)
+    assert table_rows(text) == [[str(i) for i in range(30)]]
+    assert "more column" not in text
     assert "1 rows x 30 columns" in text
+
+
+def test_not_on_a_terminal_columns_are_bounded(invoke: Invoke, write_file):
+    names = [f"c{i}" for i in range(150)]
+    path = write_file("w.csv", ",".join(names) + "\n" + ",".join(map(str, range(150))) + "\n")
+    lines = render(invoke, "cumsum", str(path)).splitlines()
+    assert header("\n".join(lines))[0] == names[:100]
+    assert lines[-2] == f"{ELLIPSIS} 50 more columns not shown: c100, c101, c102, c103, c104, …"
 
 
 def test_a_long_1d_array(invoke: Invoke, tmp_path):
@@ -189,8 +260,11 @@ def test_a_long_1d_array(invoke: Invoke, tmp_path):
     rows = table_rows(text)
     want = np.maximum.accumulate(array)
     assert len(rows) == 21
-    assert [float(r[0]) for r in rows[:10]] == want[:10].tolist()
-    assert [float(r[0]) for r in rows[11:]] == want[-10:].tolist()
+    assert [r[0] for r in rows[:10]] == [six_digits(v) for v in want[:10]]
+    assert rows[10] == [f"{ELLIPSIS} 480 rows {ELLIPSIS}"]
+    assert [r[0] for r in rows[11:]] == [six_digits(v) for v in want[-10:]]
+    # An array's rows are numbered by their index, as its columns are.
+    assert [r[0] for r in numbered_rows(text)[11:]] == [str(i) for i in range(490, 500)]
     assert "shape (500,)" in text
 
 
@@ -207,7 +281,7 @@ def slices(text: str) -> dict[str, list[list[str]]]:
             current = label.group(1)
             found[current] = []
         elif line.startswith("│") and current is not None:
-            found[current].append([c.strip() for c in raw_cells(line)])
+            found[current].append([c.strip() for c in raw_cells(line)][1:])
     return found
 
 
@@ -245,9 +319,10 @@ def test_a_big_nd_array_is_bounded(invoke: Invoke, tmp_path):
     assert any(re.fullmatch(rf"{ELLIPSIS} 36 more slices {ELLIPSIS}", line) for line in lines)
     want = np.cumsum(array, axis=0, dtype=np.int64)
     last = found["[39, :, :]"]
-    assert len(last) == 21  # 10 rows, the ellipsis row, 10 rows
-    assert last[10] == [ELLIPSIS] * 13
-    assert last[0] == [*map(str, want[39, 0, :6]), ELLIPSIS, *map(str, want[39, 0, -6:])]
+    assert len(last) == 21  # 10 rows, the line between them, 10 rows
+    assert last[10] == []  # the line `… 10 rows …`: one cell, the row number's dropped
+    assert f"│{ELLIPSIS} 10 rows {ELLIPSIS}".replace(" ", "") in text.replace(" ", "")
+    assert last[0] == [str(v) for v in want[39, 0]]  # not on a terminal: every column
     assert "shape (40, 30, 50)" in text
 
 
@@ -255,10 +330,11 @@ def test_a_wide_2d_array_is_bounded_in_both_directions(invoke: Invoke, tmp_path)
     array = np.arange(300 * 200, dtype=np.int64).reshape(300, 200)
     text = render(invoke, "cummin", str(write_npy(tmp_path / "m.npy", array)), "-a", "1")
     names, _ = header(text)
-    assert names == [*map(str, range(6)), ELLIPSIS, *map(str, range(194, 200))]
+    assert names == [str(i) for i in range(100)]
     rows = table_rows(text)
     assert len(rows) == 21
-    assert rows[-1] == [str(array[-1, 0])] * 6 + [ELLIPSIS] + [str(array[-1, 0])] * 6
+    assert rows[-1] == [str(array[-1, 0])] * 100
+    assert f"{ELLIPSIS} 100 more columns not shown: 100, 101, 102, 103, 104, …" in text
 
 
 def test_zero_d_and_empty_arrays(invoke: Invoke, tmp_path):
@@ -346,7 +422,7 @@ def test_a_terminal_gets_styles(write_file):
     checks above do test something)."""
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, color_system="truecolor", width=100)
-    sink = PrettySink(io.BytesIO(), "cumsum along rows of x", console=console)
+    sink = PrettySink(io.BytesIO(), View("cumsum", "rows", "x"), console=console)
     sink.write(pa.record_batch({"a": pa.array([1.0, None, float("nan")])}))
     sink.close()
     text = out.getvalue()

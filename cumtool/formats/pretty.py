@@ -1,57 +1,117 @@
-"""The terminal view: a rich table of the result, bounded however big the result is.
+"""The terminal view: a rich table of the result that fits the terminal, however big.
 
-Of a long result only the first `HEAD_ROWS` and last `TAIL_ROWS` rows are kept, of a wide
-one the first and last `EDGE_COLUMNS` columns, and an N-d array shows as labelled 2-D
-slices (`[i, j, :, :]`), the first and last `EDGE_SLICES` of them; an ellipsis marks what
-is left out. So printing a huge result costs no memory. Missing cells print as a dim
-`null`, NaN as `nan`, so the two are never confused. Names and cells are always plain
-text, never rich markup, and the caption (op, input and shape) goes on a line of its own
-below the table, where a long one cannot be squeezed into the table's width. When not
-writing to a terminal the output has no colour codes and is as wide as the table needs.
+Rows: of a long result the first and last half of `View.rows` rows, with a `… N rows …`
+line between them; every row is numbered (a table's by its 1-based input row, an array's
+by its 0-based index, like the array's column labels and slice labels).
+
+Columns: whole columns only, as many as the terminal's width holds; a number or a name
+is never cut and a column never squeezed, and a line under the table counts (and names
+the first of) the columns left out. A single column wider than the terminal still shows,
+and the terminal wraps it. Which columns: the scanned columns and their results first,
+then the others, each group from the left, shown in input order. The results are what
+the run is for: a result 25th of 30 columns would otherwise never show on 80 columns,
+while input order on screen keeps the table recognisable as the file (a date or key
+column stays left of the values). Not on a terminal (a pipe, `-o FILE`) there is no width
+to fit: up to `MAX_COLUMNS` columns, each as wide as it needs.
+
+An N-d array shows as labelled 2-D slices (`[i, j, :, :]`), the first and last
+`EDGE_SLICES`, with the same rows and columns each. Only what can show is ever kept, so a
+huge result costs no memory.
+
+Cells: floats at `View.precision` significant digits (the table only: every other format
+keeps every digit); a missing cell is a dim `null`, NaN `nan`. Names, cells and the
+caption are plain text, never rich markup, with every control character shown escaped
+(`\\x1b`), so a file cannot drive the terminal. The text is written in the output's
+encoding, with a replacement character for what it cannot hold (and ASCII borders and
+`...` if it is not UTF-8). Not on a terminal there are no colour codes.
 """
 
 from __future__ import annotations
 
 import collections
 import math
-from typing import IO, cast
+from collections.abc import Sequence
+from typing import IO, Literal, cast
 
 import numpy as np
 import pyarrow as pa
-from rich.console import Console, RenderableType
+from rich.cells import cell_len
+from rich.console import Console
+from rich.segment import Segment, Segments
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-HEAD_ROWS = 10
-TAIL_ROWS = 10
-EDGE_COLUMNS = 6
+from cumtool.view import View, printable
+
 EDGE_SLICES = 2
-ELLIPSIS = "…"
-MIN_WIDTH = 80
+MAX_COLUMNS = 100  # not on a terminal: columns kept and shown at most
+PAD = 3  # what a column takes besides its text: a space each side and a border
+ROW_HEADER = "#"
 
 
-def _missing() -> Text:
-    return Text("null", style="dim italic")
+def terminal_console(stream: IO[bytes], encoding: str) -> Console:
+    """A console for standard output on a terminal: its width, colours, and `encoding`."""
+    return Console(file=cast(IO[str], _TextAdapter(stream, encoding, tty=True)),
+                   force_terminal=True, highlight=False)
 
 
-def _cell(value: object) -> Text:
-    if value is None:
-        return _missing()
-    if isinstance(value, np.floating | float):
-        if np.isnan(value):
-            return Text("nan", style="magenta")
-        return Text(str(value))
-    if isinstance(value, np.complexfloating | complex):
-        return Text(str(value).strip("()"))
-    return Text(str(value))
+class _Cells:
+    """Texts of cells, as the view formats them."""
+
+    def __init__(self, precision: int, ellipsis: str) -> None:
+        self.precision = precision
+        self.ellipsis = ellipsis
+
+    def cell(self, value: object) -> Text:
+        if value is None:
+            return Text("null", style="dim italic")
+        if isinstance(value, np.floating | float):
+            if np.isnan(value):
+                return Text("nan", style="magenta")
+            return Text(self.float_text(value))
+        if isinstance(value, np.complexfloating | complex):
+            parts = [self.float_text(part, trim="-") for part in (value.real, value.imag)]
+            return Text(f"{parts[0]}{'' if parts[1].startswith('-') else '+'}{parts[1]}j")
+        return Text(printable(str(value)))
+
+    def float_text(self, value: float | np.floating, trim: Literal["0", "-"] = "0") -> str:
+        """`value` at the view's significant digits, or fewer where its own dtype's
+        shortest text is shorter (float32 0.1 is 0.1); scientific as format's `g`."""
+        if not np.isfinite(value):
+            return str(float(value))
+        if isinstance(value, float):
+            value = np.float64(value)
+        digits = self.precision
+        scientific = np.format_float_scientific(value, precision=digits - 1, unique=True,
+                                                trim="-", exp_digits=2)
+        if -4 <= int(scientific.rsplit("e", 1)[1]) < digits:
+            return np.format_float_positional(value, precision=digits, unique=True,
+                                              fractional=False, trim=trim)
+        return scientific
+
+    def header(self, name: str, dtype: str) -> Text:
+        return Text(f"{printable(name)}\n{dtype}")
 
 
-def _keep(count: int, head: int, tail: int) -> tuple[list[int], int | None]:
-    """Positions shown of `count` (all, or the first `head` and last `tail`) and where an
-    ellipsis goes among them (None: nothing left out)."""
-    if count <= head + tail:
-        return list(range(count)), None
-    return [*range(head), *range(count - tail, count)], head
+def _header_width(name: str, dtype: str) -> int:
+    return max(cell_len(printable(name)), cell_len(dtype))
+
+
+def fit(widths: dict[int, int], order: Sequence[int], budget: int | None,
+        used: int) -> list[int]:
+    """The columns of `order` (positions) that show: as many as fit in `budget` cells
+    with `used` taken, from the first; at least one; all (to MAX_COLUMNS) when there
+    is no budget. A column takes its width plus PAD."""
+    if budget is None:
+        return list(order[:MAX_COLUMNS])
+    shown: list[int] = []
+    for position in order:
+        used += widths[position] + PAD
+        if shown and used > budget:
+            break
+        shown.append(position)
+    return shown
 
 
 def _is_numeric(dtype: pa.DataType) -> bool:
@@ -69,8 +129,8 @@ def _dtype_label(dtype: pa.DataType) -> str:
 
 
 def _numpy_cells(values: np.ndarray) -> list[object]:
-    """Python values, except floats stay numpy scalars: str() of a float32 is then its own
-    shortest text (0.1), not that of the float64 it would become (0.10000000149011612)."""
+    """Python values, except floats stay numpy scalars: a float32 is then shown at its
+    own precision (0.1), not that of the float64 it would become (0.10000000149011612)."""
     if values.dtype.kind in "fc":
         return list(values)
     return list(values.tolist())
@@ -91,29 +151,113 @@ def _arrow_cells(column: pa.Array) -> list[object]:
     return list(column.to_pylist())
 
 
-def _add_column(table: Table, name: str, dtype: str, numeric: bool) -> None:
-    table.add_column(Text(f"{name}\n{dtype}"), justify="right" if numeric else "left",
-                     no_wrap=numeric)
+def _split(rows: int | None) -> tuple[float, int]:
+    """Rows kept from the start and from the end for `View.rows`."""
+    if rows is None:
+        return math.inf, 0
+    return rows - rows // 2, rows // 2
 
 
-def _with_gap(cells: list[Text], gap: int | None, width: int = 1) -> list[Text]:
-    """Insert the ellipsis column's cell(s) at `gap`."""
-    if gap is None:
-        return cells
-    return [*cells[:gap * width], Text(ELLIPSIS), *cells[gap * width:]]
+class _Frame:
+    """One table to print: columns (header and alignment), numbered rows, where the
+    `… N rows …` line goes, and a line of text before it. Columns come in units that show
+    or hide together (an array's values and their indices)."""
+
+    def __init__(self, cells: _Cells, title: str | None = None,
+                 before: str | None = None) -> None:
+        self.cells = cells
+        self.title = title
+        self.before = before
+        self.headers: list[Text] = []
+        self.numeric: list[bool] = []
+        self.units: list[int] = []  # each column's unit
+        self.rows: list[tuple[str, list[Text]]] = []  # (row number, cells)
+        self.gap_at: int | None = None  # rows before the gap line
+        self.gap_rows = 0
+
+    def column(self, name: str, dtype: str, numeric: bool, unit: int) -> None:
+        self.headers.append(self.cells.header(name, dtype))
+        self.numeric.append(numeric)
+        self.units.append(unit)
+
+    def gap(self, hidden: int) -> None:
+        if hidden > 0:
+            self.gap_at, self.gap_rows = len(self.rows), hidden
+
+    def widths(self) -> list[int]:
+        """Each column's width: its header's or its widest cell's."""
+        widths = [max(cell_len(line) for line in h.plain.split("\n")) for h in self.headers]
+        for _number, row in self.rows:
+            for i, cell in enumerate(row):
+                widths[i] = max(widths[i], cell.cell_len)
+        return widths
+
+    def unit_widths(self) -> dict[int, int]:
+        """What each unit takes but for one PAD."""
+        out: dict[int, int] = {}
+        for unit, width in zip(self.units, self.widths(), strict=True):
+            out[unit] = out[unit] + PAD + width if unit in out else width
+        return out
+
+    def number_width(self) -> int:
+        return max([cell_len(ROW_HEADER), *(len(number) for number, _ in self.rows)])
+
+    def render(self, console: Console, units: set[int]) -> list[list[Segment]]:
+        """The table's lines with the columns of `units`."""
+        shown = [i for i, unit in enumerate(self.units) if unit in units]
+        table = Table(title=Text(self.title) if self.title else None)
+        table.add_column(Text(f"{ROW_HEADER}\n"), justify="right", style="dim",
+                         no_wrap=True)
+        for i in shown:
+            table.add_column(self.headers[i], justify="right" if self.numeric[i] else "left",
+                             no_wrap=True)
+        ellipsis = self.cells.ellipsis
+        for n, (number, row) in enumerate(self.rows):
+            if n == self.gap_at:
+                table.add_row(*[Text(ellipsis)] * len(table.columns))
+            table.add_row(Text(number), *[row[i] for i in shown])
+        if self.gap_at == len(self.rows):
+            table.add_row(*[Text(ellipsis)] * len(table.columns))
+        width = 1 + self.number_width() + PAD + sum(
+            w + PAD for i, w in enumerate(self.widths()) if i in shown)
+        options = console.options.update(width=width, no_wrap=True)
+        lines = console.render_lines(table, options, pad=False)
+        if self.gap_at is not None:
+            # The row of ellipses becomes one line across the table: `… N rows …`.
+            at = (1 if self.title else 0) + 4 + self.gap_at  # edge, 2 header lines, rule
+            rows = _count(self.gap_rows, "row")
+            lines[at] = _gap_line(lines[at], f"{ellipsis} {rows} {ellipsis}")
+        return lines
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _gap_line(line: list[Segment], text: str) -> list[Segment]:
+    inner = sum(s.cell_length for s in line) - 2
+    if inner < cell_len(text) or not line:
+        return [Segment(text, Style(dim=True))]
+    left, right = line[0], line[-1]
+    return [Segment(left.text[0], left.style), Segment(text.center(inner), Style(dim=True)),
+            Segment(right.text[-1], right.style)]
 
 
 class PrettySink:
-    """Collects what will be shown of a result and renders it as rich tables on close."""
+    """Collects what can show of a result and prints it as rich tables on close."""
 
-    def __init__(self, stream: IO[bytes], caption: str, console: Console | None = None,
-                 schema: pa.Schema | None = None) -> None:
+    def __init__(self, stream: IO[bytes], view: View, console: Console | None = None,
+                 schema: pa.Schema | None = None, encoding: str = "utf-8") -> None:
         self._stream = stream
-        self._caption = caption
+        self._view = view
+        self._encoding = encoding if console is None else console.encoding
         self._console = console
+        self._budget = None if console is None else console.width
+        ellipsis = "…" if self._encoding.lower().startswith("utf") else "..."
+        self._cells = _Cells(view.precision, ellipsis)
+        self._head_limit, self._tail_limit = _split(view.rows)
         self._schema: pa.Schema | None = None
-        self._columns: list[int] = []
-        self._column_gap: int | None = None
+        self._order: list[int] = []  # columns that may show, results first
         if schema is not None:
             self._set_schema(schema)
         self._head: list[pa.RecordBatch] = []
@@ -125,119 +269,154 @@ class PrettySink:
 
     def _set_schema(self, schema: pa.Schema) -> None:
         self._schema = schema
-        self._columns, self._column_gap = _keep(len(schema), EDGE_COLUMNS, EDGE_COLUMNS)
+        first = [i for i, name in enumerate(schema.names) if name in self._view.first]
+        rest = [i for i in range(len(schema)) if i not in set(first)]
+        widths = {i: _header_width(f.name, _dtype_label(f.type)) for i, f in enumerate(schema)}
+        # Each column takes at least its header's width: the columns that could show.
+        self._order = fit(widths, first + rest, self._budget, 1 + cell_len(ROW_HEADER) + PAD)
 
     # Tables ------------------------------------------------------------------
     def write(self, batch: pa.RecordBatch) -> None:
         if self._schema is None:
             self._set_schema(batch.schema)
         self._rows += batch.num_rows
-        batch = batch.select(self._columns)
-        if self._head_rows < HEAD_ROWS:
-            take = batch.slice(0, HEAD_ROWS - self._head_rows)
+        batch = batch.select(sorted(self._order))
+        if self._head_rows < self._head_limit:
+            take = batch.slice(0, int(min(self._head_limit - self._head_rows, batch.num_rows)))
             self._head.append(take)
             self._head_rows += take.num_rows
             batch = batch.slice(take.num_rows)
-        if batch.num_rows:
-            self._tail.append(batch.slice(max(0, batch.num_rows - TAIL_ROWS)))
+        if batch.num_rows and self._tail_limit:
+            self._tail.append(batch.slice(max(0, batch.num_rows - self._tail_limit)))
             self._tail_rows += self._tail[-1].num_rows
-            while self._tail_rows - self._tail[0].num_rows >= TAIL_ROWS:
+            while self._tail_rows - self._tail[0].num_rows >= self._tail_limit:
                 self._tail_rows -= self._tail.popleft().num_rows
 
     # Arrays ------------------------------------------------------------------
     def write_array(self, shape: tuple[int, ...], values: np.ndarray,
                     indices: np.ndarray | None) -> None:
         if self._array is None:
-            self._array = _ArrayView(shape)
+            self._array = _ArrayView(shape, values.dtype, indices is not None,
+                                     self._view.rows, self._budget)
         self._array.add(values, indices)
 
     def close(self) -> None:
         if self._array is not None:
-            renderables = self._array.render(self._caption)
+            frames, names, size = self._array.frames(self._cells)
+            order = self._array.order()
         else:
-            renderables = self._render_table()
-        console = self._console
-        if console is None:
-            console = _PipeConsole(
-                file=cast(IO[str], _TextAdapter(self._stream)), color_system=None,
-                force_terminal=False, highlight=False, soft_wrap=False,
-                width=max([MIN_WIDTH, *(_natural_width(r) for r in renderables)]),
-            )
-        for renderable in renderables:
-            # A line of text (the caption) is never broken by us: a terminal narrower than
-            # it wraps it on screen, and a copied path stays whole.
-            console.print(renderable, soft_wrap=isinstance(renderable, Text))
+            frames, names, size = self._table_frame()
+            order = self._order
+        console = self._console or _PipeConsole(
+            file=cast(IO[str], _TextAdapter(self._stream, self._encoding)),
+            color_system=None, force_terminal=False, highlight=False, soft_wrap=False)
+        # Widths over every frame, so that the slices of an array show the same columns.
+        widths: dict[int, int] = dict.fromkeys(order, 0)
+        numbers = 1
+        for frame in frames:
+            numbers = max(numbers, frame.number_width())
+            for unit, width in frame.unit_widths().items():
+                widths[unit] = max(widths[unit], width)
+        shown = set(fit(widths, order, self._budget, 1 + numbers + PAD))
+        for frame in frames:
+            if frame.before is not None:
+                console.print(Text(frame.before), soft_wrap=True)
+            lines = frame.render(console, shown)
+            console.print(Segments(_join(lines)), soft_wrap=True, end="")
+        hidden = [name for i, name in enumerate(names) if i not in shown]
+        if hidden:
+            listed = ", ".join(printable(n) for n in hidden[:5])
+            more = f", {self._cells.ellipsis}" if len(hidden) > 5 else ""
+            count = _count(len(hidden), "more column")
+            console.print(Text(f"{self._cells.ellipsis} {count} not shown: {listed}{more}",
+                               style="dim"), soft_wrap=True)
+        # A line of text (the caption) is never broken by us: a terminal narrower than it
+        # wraps it on screen, and a copied path stays whole.
+        console.print(Text(self._view.caption(size), style="italic"), soft_wrap=True)
 
-    def _render_table(self) -> list[RenderableType]:
+    def _table_frame(self) -> tuple[list[_Frame], list[str], str]:
         schema = self._schema if self._schema is not None else pa.schema([])
-        table = Table()
-        for number, position in enumerate(self._columns):
-            if number == self._column_gap:
-                _add_ellipsis_column(table)
+        frame = _Frame(self._cells)
+        for position in sorted(self._order):
             field = schema.field(position)
-            _add_column(table, field.name, _dtype_label(field.type), _is_numeric(field.type))
+            frame.column(field.name, _dtype_label(field.type), _is_numeric(field.type),
+                         position)
         for batch in self._head:
-            self._add_rows(table, batch)
+            self._add_rows(frame, batch, len(frame.rows))
         tail = pa.Table.from_batches(list(self._tail)) if self._tail else None
-        shown_tail = 0 if tail is None else min(TAIL_ROWS, tail.num_rows)
-        if self._rows - self._head_rows - shown_tail > 0:
-            table.add_row(*[Text(ELLIPSIS)] * len(table.columns))
+        shown_tail = 0 if tail is None else min(self._tail_limit, tail.num_rows)
+        frame.gap(self._rows - self._head_rows - shown_tail)
         if tail is not None:
+            first = self._rows - shown_tail
             for batch in tail.slice(tail.num_rows - shown_tail).to_batches():
-                self._add_rows(table, batch)
-        caption = f"{self._caption}, {self._rows} rows x {len(schema)} columns"
-        return [table, Text(caption, style="italic")]
+                self._add_rows(frame, batch, first)
+                first += batch.num_rows
+        size = f"{self._rows} rows x {len(schema)} columns"
+        return [frame], schema.names, size
 
-    def _add_rows(self, table: Table, batch: pa.RecordBatch) -> None:
+    def _add_rows(self, frame: _Frame, batch: pa.RecordBatch, first: int) -> None:
+        """`batch`'s rows, numbered from input row `first` (0-based) + 1."""
         columns = [_arrow_cells(column) for column in batch.columns]
-        for row in zip(*columns, strict=True):
-            table.add_row(*_with_gap([_cell(value) for value in row], self._column_gap))
+        for n, row in enumerate(zip(*columns, strict=True)):
+            frame.rows.append((str(first + n + 1), [self._cells.cell(v) for v in row]))
 
 
-def _add_ellipsis_column(table: Table) -> None:
-    table.add_column(Text(f"{ELLIPSIS}\n{ELLIPSIS}"), justify="center", no_wrap=True)
-
-
-def _natural_width(renderable: RenderableType) -> int:
-    """How wide `renderable` is when nothing limits it."""
-    measuring = Console(width=1 << 16, color_system=None, force_terminal=False)
-    return int(measuring.measure(renderable).maximum)
+def _join(lines: list[list[Segment]]) -> list[Segment]:
+    out: list[Segment] = []
+    for line in lines:
+        out.extend(line)
+        out.append(Segment.line())
+    return out
 
 
 class _ArrayView:
-    """What is shown of an N-d array, collected block by block along axis 0.
+    """What can show of an N-d array, collected block by block along axis 0.
 
     The array is a sequence of 2-D pages: a 0-d or 1-D array is one page of one column, a
     2-D array one page, and an N-d array one page per index of its leading N-2 axes. Only
-    the kept pages, cropped to the kept rows and columns, are ever stored."""
+    the kept pages, cropped to the kept rows and columns, are ever stored. With indices,
+    a column is a pair: its values and their positions."""
 
-    def __init__(self, shape: tuple[int, ...]) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, with_indices: bool,
+                 rows: int | None, budget: int | None) -> None:
         self.shape = shape
+        self.dtype = dtype
+        self.with_indices = with_indices
         ndim = len(shape)
         if ndim <= 2:
-            rows = 1 if ndim == 0 else shape[0]
+            page_rows = 1 if ndim == 0 else shape[0]
             columns = shape[1] if ndim == 2 else 1
             self.leading: tuple[int, ...] = ()
             self.pages_per_row = 0  # axis 0 runs down the page's rows
         else:
-            rows, columns = shape[-2], shape[-1]
+            page_rows, columns = shape[-2], shape[-1]
             self.leading = shape[:-2]
             self.pages_per_row = math.prod(shape[1:-2])
-        self.page_rows = rows
+        self.page_rows = page_rows
         self.page_columns = columns
-        self.row_keep, self.row_gap = _keep(rows, HEAD_ROWS, TAIL_ROWS)
-        self.column_keep, self.column_gap = _keep(columns, EDGE_COLUMNS, EDGE_COLUMNS)
+        head, tail = _split(rows)
+        self.row_keep = _keep(page_rows, head, tail)
         self.pages_total = math.prod(self.leading) if ndim > 2 else 1
-        self.page_keep, self.page_gap = _keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
-        self.dtype: np.dtype | None = None
-        self.with_indices = False
+        self.page_keep = _keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
+        # Each column takes at least its header's width: those that could show.
+        # (Columns are numbered, so the narrowest come first: the cut is by count.)
+        least = [self._least_width(c) for c in range(min(columns, MAX_COLUMNS * 4))]
+        self.column_keep = fit(dict(enumerate(least)), range(len(least)), budget,
+                               1 + cell_len(ROW_HEADER) + PAD)
         self.seen = 0  # positions along axis 0 received so far
         # page number -> row position -> (values, indices) of the kept columns
         self.rows: dict[int, dict[int, tuple[np.ndarray, np.ndarray | None]]] = {}
 
+    def _least_width(self, column: int) -> int:
+        width = max(len(str(column)), len(str(self.dtype)))
+        if self.with_indices:
+            width += max(len(f"{column}_index"), len("int64")) + PAD
+        return width
+
+    def order(self) -> list[int]:
+        return list(self.column_keep)
+
     def add(self, values: np.ndarray, indices: np.ndarray | None) -> None:
-        self.dtype = values.dtype
-        self.with_indices = indices is not None
         count = values.shape[0] if values.ndim else 1
         if len(self.shape) <= 2:
             flat = values.reshape(count, self.page_columns)
@@ -266,44 +445,47 @@ class _ArrayView:
                     None if indices is None else indices[local, self.column_keep].copy(),
                 )
 
-    def render(self, caption: str) -> list[RenderableType]:
-        dtype = str(self.dtype) if self.dtype is not None else "?"
-        out: list[RenderableType] = []
+    def frames(self, cells: _Cells) -> tuple[list[_Frame], list[str], str]:
+        frames = []
         for number, page in enumerate(self.page_keep):
-            if number == self.page_gap:
-                hidden = self.pages_total - len(self.page_keep)
-                out.append(Text(f"{ELLIPSIS} {hidden} more slices {ELLIPSIS}"))
-            title = None
+            title = before = None
             if len(self.shape) > 2:
                 label = ", ".join(str(int(i)) for i in np.unravel_index(page, self.leading))
-                title = Text(f"[{label}, :, :]")
-            out.append(self._page_table(self.rows.get(page, {}), dtype, title))
-        out.append(Text(f"{caption}, shape {self.shape}", style="italic"))
-        return out
+                title = f"[{label}, :, :]"
+            if number == EDGE_SLICES and self.pages_total > len(self.page_keep):
+                hidden = self.pages_total - len(self.page_keep)
+                before = f"{cells.ellipsis} {hidden} more slices {cells.ellipsis}"
+            frames.append(self._frame(cells, self.rows.get(page, {}), title, before))
+        names = [str(c) for c in range(self.page_columns)]
+        return frames, names, f"shape {self.shape}"
 
-    def _page_table(self, rows: dict[int, tuple[np.ndarray, np.ndarray | None]], dtype: str,
-                    title: Text | None) -> Table:
-        table = Table(title=title)
-        width = 2 if self.with_indices else 1
-        for number, column in enumerate(self.column_keep):
-            if number == self.column_gap:
-                _add_ellipsis_column(table)
-            _add_column(table, str(column), dtype, True)
+    def _frame(self, cells: _Cells, rows: dict[int, tuple[np.ndarray, np.ndarray | None]],
+               title: str | None, before: str | None) -> _Frame:
+        frame = _Frame(cells, title, before)
+        for column in self.column_keep:
+            frame.column(str(column), str(self.dtype), True, column)
             if self.with_indices:
-                _add_column(table, f"{column}_index", "int64", True)
+                frame.column(f"{column}_index", "int64", True, column)
         for number, row in enumerate(self.row_keep):
-            if number == self.row_gap:
-                table.add_row(*[Text(ELLIPSIS)] * len(table.columns))
+            if number and row != self.row_keep[number - 1] + 1:
+                frame.gap(row - self.row_keep[number - 1] - 1)
             if row not in rows:
                 continue
             values, indices = rows[row]
-            cells: list[Text] = []
+            row_cells = []
             for column, value in enumerate(_numpy_cells(values)):
-                cells.append(_cell(value))
+                row_cells.append(cells.cell(value))
                 if indices is not None:
-                    cells.append(Text(str(indices[column])))
-            table.add_row(*_with_gap(cells, self.column_gap, width))
-        return table
+                    row_cells.append(Text(str(indices[column])))
+            frame.rows.append((str(row), row_cells))
+        return frame
+
+
+def _keep(count: int, head: float, tail: int) -> list[int]:
+    """Positions shown of `count`: all, or the first `head` and last `tail`."""
+    if count <= head + tail:
+        return list(range(count))
+    return [*range(int(head)), *range(count - tail, count)]
 
 
 class _PipeConsole(Console):
@@ -315,17 +497,20 @@ class _PipeConsole(Console):
 
 
 class _TextAdapter:
-    """rich writes text; the sink's stream takes bytes."""
+    """rich writes text; the sink's stream takes bytes, in `encoding`, with a replacement
+    for what the encoding cannot hold (a CJK name on a Latin-1 terminal)."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes], encoding: str, tty: bool = False) -> None:
         self._stream = stream
+        self.encoding = encoding
+        self._tty = tty
 
     def write(self, text: str) -> int:
-        self._stream.write(text.encode("utf-8"))
+        self._stream.write(text.encode(self.encoding, errors="replace"))
         return len(text)
 
     def flush(self) -> None:
         self._stream.flush()
 
     def isatty(self) -> bool:
-        return False
+        return self._tty
