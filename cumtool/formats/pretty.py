@@ -59,9 +59,19 @@ def terminal_console(stream: IO[bytes], encoding: str) -> Console:
 class _Cells:
     """Texts of cells, as the view formats them."""
 
-    def __init__(self, precision: int, ellipsis: str) -> None:
+    def __init__(self, precision: int, encoding: str) -> None:
         self.precision = precision
-        self.ellipsis = ellipsis
+        self.encoding = encoding
+        self.utf = encoding.lower().replace("_", "-").startswith("utf")
+        self.ellipsis = "…" if self.utf else "..."
+
+    def text(self, text: str) -> str:
+        """Text from outside, escaped, and as the output's encoding shows it: with `?`
+        for what it cannot hold, so that columns are measured as they will show."""
+        text = printable(text)
+        if self.utf:
+            return text
+        return text.encode(self.encoding, errors="replace").decode(self.encoding)
 
     def cell(self, value: object) -> Text:
         if value is None:
@@ -73,7 +83,7 @@ class _Cells:
         if isinstance(value, np.complexfloating | complex):
             parts = [self.float_text(part, trim="-") for part in (value.real, value.imag)]
             return Text(f"{parts[0]}{'' if parts[1].startswith('-') else '+'}{parts[1]}j")
-        return Text(printable(str(value)))
+        return Text(self.text(str(value)))
 
     def float_text(self, value: float | np.floating, trim: Literal["0", "-"] = "0") -> str:
         """`value` at the view's significant digits, or fewer where its own dtype's
@@ -91,11 +101,11 @@ class _Cells:
         return scientific
 
     def header(self, name: str, dtype: str) -> Text:
-        return Text(f"{printable(name)}\n{dtype}")
+        return Text(f"{self.text(name)}\n{dtype}")
 
 
 def _header_width(name: str, dtype: str) -> int:
-    return max(cell_len(printable(name)), cell_len(dtype))
+    return max(cell_len(printable(name)), cell_len(dtype))  # at least: "?" is narrower
 
 
 def fit(widths: dict[int, int], order: Sequence[int], budget: int | None,
@@ -211,13 +221,12 @@ class _Frame:
         for i in shown:
             table.add_column(self.headers[i], justify="right" if self.numeric[i] else "left",
                              no_wrap=True)
-        ellipsis = self.cells.ellipsis
         for n, (number, row) in enumerate(self.rows):
             if n == self.gap_at:
-                table.add_row(*[Text(ellipsis)] * len(table.columns))
+                table.add_row(*[Text("")] * len(table.columns))  # replaced below
             table.add_row(Text(number), *[row[i] for i in shown])
         if self.gap_at == len(self.rows):
-            table.add_row(*[Text(ellipsis)] * len(table.columns))
+            table.add_row(*[Text("")] * len(table.columns))  # replaced below
         width = 1 + self.number_width() + PAD + sum(
             w + PAD for i, w in enumerate(self.widths()) if i in shown)
         options = console.options.update(width=width, no_wrap=True)
@@ -226,6 +235,7 @@ class _Frame:
             # The row of ellipses becomes one line across the table: `… N rows …`.
             at = (1 if self.title else 0) + 4 + self.gap_at  # edge, 2 header lines, rule
             rows = _count(self.gap_rows, "row")
+            ellipsis = self.cells.ellipsis
             lines[at] = _gap_line(lines[at], f"{ellipsis} {rows} {ellipsis}")
         return lines
 
@@ -253,8 +263,7 @@ class PrettySink:
         self._encoding = encoding if console is None else console.encoding
         self._console = console
         self._budget = None if console is None else console.width
-        ellipsis = "…" if self._encoding.lower().startswith("utf") else "..."
-        self._cells = _Cells(view.precision, ellipsis)
+        self._cells = _Cells(view.precision, self._encoding)
         self._head_limit, self._tail_limit = _split(view.rows)
         self._schema: pa.Schema | None = None
         self._order: list[int] = []  # columns that may show, results first
@@ -325,14 +334,15 @@ class PrettySink:
             console.print(Segments(_join(lines)), soft_wrap=True, end="")
         hidden = [name for i, name in enumerate(names) if i not in shown]
         if hidden:
-            listed = ", ".join(printable(n) for n in hidden[:5])
+            listed = ", ".join(self._cells.text(n) for n in hidden[:5])
             more = f", {self._cells.ellipsis}" if len(hidden) > 5 else ""
             count = _count(len(hidden), "more column")
             console.print(Text(f"{self._cells.ellipsis} {count} not shown: {listed}{more}",
                                style="dim"), soft_wrap=True)
         # A line of text (the caption) is never broken by us: a terminal narrower than it
         # wraps it on screen, and a copied path stays whole.
-        console.print(Text(self._view.caption(size), style="italic"), soft_wrap=True)
+        console.print(Text(self._cells.text(self._view.caption(size)), style="italic"),
+                      soft_wrap=True)
 
     def _table_frame(self) -> tuple[list[_Frame], list[str], str]:
         schema = self._schema if self._schema is not None else pa.schema([])
