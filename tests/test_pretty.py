@@ -429,3 +429,140 @@ def test_a_terminal_gets_styles(write_file):
     assert "\x1b[" in text
     plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
     assert [r[0] for r in table_rows(plain)] == ["1.0", "null", "nan"]
+
+
+# On a terminal: the table fits its width ------------------------------------------------------
+
+
+def on_console(width: int, batch: pa.RecordBatch, view: View | None = None) -> str:
+    """What a terminal `width` columns wide shows of `batch` (plain text: no colours)."""
+    out = io.StringIO()
+    console = Console(width=width, file=out, force_terminal=False, color_system=None)
+    sink = PrettySink(io.BytesIO(), view or View("cumsum", "rows", "wide.csv"),
+                      console=console, schema=batch.schema)
+    sink.write(batch)
+    sink.close()
+    return out.getvalue()
+
+
+WIDE = pa.record_batch({f"c{i:02d}": pa.array([1_000_000 + i, 2_000_000 + i, 3_000_000 + i])
+                        for i in range(30)})
+
+
+@pytest.mark.parametrize(("width", "count"), [(40, 3), (80, 7), (200, 19)])
+def test_whole_columns_as_far_as_the_width_allows(width, count):
+    # Each column: 7 characters (a value, wider than its name and dtype) + 3; the row
+    # numbers: 1 + 3, and the left edge 1. So (width - 5) // 10 columns fit.
+    text = on_console(width, WIDE)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines[:-2]) == 5 + 10 * count <= width
+    names = [f"c{i:02d}" for i in range(count)]
+    assert header(text) == (names, ["int64"] * count)
+    assert numbered_rows(text) == [[str(row), *(str(row * 1_000_000 + i) for i in range(count))]
+                                   for row in (1, 2, 3)]
+    hidden = ", ".join(f"c{i:02d}" for i in range(count, count + 5))
+    assert lines[-2] == f"{ELLIPSIS} {30 - count} more columns not shown: {hidden}, {ELLIPSIS}"
+    assert lines[-1] == "cumsum along rows of wide.csv, 3 rows x 30 columns"
+
+
+def test_results_are_chosen_first_and_shown_in_input_order():
+    view = View("cumsum", "rows", "wide.csv", ("c20", "c27"), frozenset({"c20", "c27"}))
+    text = on_console(80, WIDE, view)
+    assert header(text)[0] == ["c00", "c01", "c02", "c03", "c04", "c20", "c27"]
+    assert text.splitlines()[-2] == (
+        f"{ELLIPSIS} 23 more columns not shown: c05, c06, c07, c08, c09, {ELLIPSIS}")
+    assert text.splitlines()[-1] == ("cumsum along rows of wide.csv, 3 rows x 30 columns; "
+                                     "scanned: c20, c27")
+
+
+def test_a_column_wider_than_the_terminal_shows_whole():
+    name = "a_column_name_longer_than_the_terminal_is_wide"
+    batch = pa.record_batch({name: pa.array([12345678901234, 2]), "b": pa.array([1, 2])})
+    text = on_console(30, batch)
+    assert header(text) == ([name], ["int64"])
+    assert [row[1] for row in numbered_rows(text)] == ["12345678901234", "2"]
+    assert text.splitlines()[-2] == f"{ELLIPSIS} 1 more column not shown: b"
+
+
+def test_long_numbers_and_names_are_never_cut_on_a_narrow_terminal():
+    batch = pa.record_batch({"total_revenue_eur": pa.array([2**62, -(2**62)]),
+                             "x": pa.array([1.5, 2.25])})
+    text = on_console(40, batch)
+    assert header(text) == (["total_revenue_eur", "x"], ["int64", "float64"])
+    assert table_rows(text) == [[str(2**62), "1.5"], [str(-(2**62)), "2.25"]]
+    assert max(len(line) for line in text.splitlines()[:-1]) <= 40
+
+
+def test_the_row_numbers_column_grows_with_the_row_numbers():
+    batch = pa.record_batch({"v": pa.array(range(12345))})
+    rows = numbered_rows(on_console(80, batch))
+    assert rows[0] == ["1", "0"]
+    assert rows[10] == [f"{ELLIPSIS} 12325 rows {ELLIPSIS}"]
+    assert rows[-1] == ["12345", "12344"]
+
+
+def test_array_slices_fit_the_terminal_with_the_same_columns():
+    sink_out = io.StringIO()
+    console = Console(width=60, file=sink_out, force_terminal=False, color_system=None)
+    sink = PrettySink(io.BytesIO(), View("cumsum", "axis 0", "cube.npy"), console=console)
+    cube = np.arange(2 * 3 * 40, dtype=np.int64).reshape(2, 3, 40) * 1000
+    sink.write_array(cube.shape, cube, None)
+    sink.close()
+    text = sink_out.getvalue()
+    found = slices(text)
+    assert list(found) == ["[0, :, :]", "[1, :, :]"]
+    # Values are up to 6 wide: # (1 + 3) + edge 1, then 9 per column: 6 fit in 60.
+    assert found["[1, :, :]"][2] == [str(v) for v in cube[1, 2, :6]]
+    assert found["[0, :, :]"][0] == [str(v) for v in cube[0, 0, :6]]
+    assert text.splitlines()[-2] == (
+        f"{ELLIPSIS} 34 more columns not shown: 6, 7, 8, 9, 10, {ELLIPSIS}")
+
+
+# Floats at a readable precision ---------------------------------------------------------------
+
+
+FLOATS = "x\n381.17999999999995\n0.1\n1234567.891\n0.00001234\n1e300\n-2.5\n"
+
+
+@pytest.mark.parametrize(("args", "want"), [
+    pytest.param([], ["381.18", "381.28", "1.23495e+06", "1.23495e+06", "1e+300", "1e+300"],
+                 id="default-6"),
+    pytest.param(["--precision", "3"], ["381", "381", "1.23e+06", "1.23e+06", "1e+300",
+                                        "1e+300"], id="3"),
+    pytest.param(["--precision", "17"], ["381.17999999999995", "381.28", "1234949.171",
+                                         "1234949.17101234", "1e+300", "1e+300"], id="17"),
+])
+def test_floats_show_at_the_precision_asked(invoke: Invoke, write_file, args, want):
+    path = write_file("f.csv", FLOATS)
+    text = render(invoke, "cumsum", str(path), *args)
+    assert [r[0] for r in table_rows(text)] == want
+    # The same run to CSV keeps every digit.
+    result = invoke("cumsum", str(path), "--to", "csv", *args)
+    assert result.stdout.splitlines() == [
+        "x", "381.17999999999995", "381.28", "1234949.171", "1234949.17101234", "1e+300",
+        "1e+300"]
+
+
+def test_precision_keeps_small_numbers_and_marks_whole_floats(invoke: Invoke, write_file):
+    path = write_file("f.csv", "x,n\n0.000123456789,7\n2.0,8\n")
+    text = render(invoke, "cummax", str(path))
+    assert table_rows(text) == [["0.000123457", "7"], ["2.0", "8"]]
+
+
+def test_float32_is_not_shown_with_more_digits_than_it_has(tmp_path, invoke: Invoke):
+    path = write_npy(tmp_path / "f.npy", np.array([0.1, 0.2], dtype=np.float32))
+    text = render(invoke, "cumsum", str(path), "--precision", "17")
+    assert [r[0] for r in table_rows(text)] == ["0.1", "0.3"]
+
+
+def test_decimals_are_exact_whatever_the_precision(invoke: Invoke, write_file):
+    path = write_file("money.csv", "amount\n1234567.89\n0.01\n")
+    text = render(invoke, "cumsum", str(path), "--decimal", "--precision", "2")
+    assert [r[0] for r in table_rows(text)] == ["1234567.89", "1234567.90"]
+
+
+def test_precision_out_of_range_is_a_usage_error(invoke: Invoke, write_file):
+    result = invoke("cumsum", str(write_file("f.csv", "x\n1\n")), "--precision", "0")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: Invalid value for '--precision': 0 is not in the range "
+                             "1<=x<=17.\nTry 'main cumsum --help'.\n")

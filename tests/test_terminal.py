@@ -264,3 +264,39 @@ def test_a_hostile_argument_is_shown_escaped_in_one_line_and_a_hint(tmp_path: Pa
     assert done.out == b""
     assert done.err == (f"Error: Got unexpected extra argument (x{HOSTILE_SHOWN})\n"
                         "Try 'cumtool cumsum --help'.\n")
+
+
+@pytest.mark.parametrize(("args", "error", "hint"), [
+    pytest.param(["cumsum", "{path}", "--zzzz"], "No such option '--zzzz'.",
+                 "Try 'main cumsum --help'.", id="unknown-option"),
+    pytest.param(["cumsum", "{path}", "--overflow", "nope"],
+                 "Invalid value for '--overflow': 'nope' is not one of 'error', 'wrap'.",
+                 "Try 'main cumsum --help'.", id="bad-choice"),
+    pytest.param(["cumsum", "{path}", "extra"], "Got unexpected extra argument (extra)",
+                 "Try 'main cumsum --help'.", id="extra-argument"),
+    pytest.param(["cumsum", "{path}", "-c", "a,\x1b[2J,"],
+                 "Invalid value for '-c' / '--columns': empty column name in 'a,\\x1b[2J,'",
+                 "Try 'main cumsum --help'.", id="hostile-value"),
+    pytest.param([f"no{HOSTILE}such"], f"No such command 'no{HOSTILE_SHOWN}such'.",
+                 "Try 'main --help'.", id="hostile-command"),
+])
+def test_usage_errors_are_one_line_and_a_hint(invoke, tmp_path: Path, args: list[str],
+                                              error: str, hint: str):
+    path = tmp_path / "t.csv"
+    path.write_text("a\n1\n")
+    result = invoke(*(arg.format(path=path) if arg == "{path}" else arg for arg in args))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"Error: {error}\n{hint}\n"
+
+
+def test_a_usage_error_without_a_command_has_no_hint(invoke, tmp_path: Path):
+    result = invoke("cumsum", str(tmp_path / "t.csv"), "-o")
+    assert result.exit_code == 2
+    assert result.stderr == "Error: Option '-o' requires an argument.\n"
+
+
+def test_help_and_version_are_not_errors(invoke):
+    assert invoke("cumsum", "--help").exit_code == 0
+    result = invoke("--version")
+    assert (result.exit_code, result.stderr) == (0, "")

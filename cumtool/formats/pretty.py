@@ -96,8 +96,10 @@ class _Cells:
         scientific = np.format_float_scientific(value, precision=digits - 1, unique=True,
                                                 trim="-", exp_digits=2)
         if -4 <= int(scientific.rsplit("e", 1)[1]) < digits:
+            # "2.0" marks a whole float; a rounded one shows no digit it lacks: "381".
+            whole = trim == "0" and value == np.floor(value)
             return np.format_float_positional(value, precision=digits, unique=True,
-                                              fractional=False, trim=trim)
+                                              fractional=False, trim="0" if whole else "-")
         return scientific
 
     def header(self, name: str, dtype: str) -> Text:
