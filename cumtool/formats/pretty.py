@@ -29,9 +29,10 @@ encoding, with a replacement character for what it cannot hold (and ASCII border
 from __future__ import annotations
 
 import collections
+import itertools
 import math
 from collections.abc import Sequence
-from typing import IO, Literal, cast
+from typing import IO, Any, Literal, cast
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +46,7 @@ from rich.text import Text
 from cumtool.view import View, printable
 
 EDGE_SLICES = 2
-MAX_COLUMNS = 100  # not on a terminal: columns kept and shown at most
+MAX_COLUMNS = 100  # columns kept and shown at most (not on a terminal: the only limit)
 PAD = 3  # what a column takes besides its text: a space each side and a border
 ROW_HEADER = "#"
 
@@ -113,12 +114,12 @@ def _header_width(name: str, dtype: str) -> int:
 def fit(widths: dict[int, int], order: Sequence[int], budget: int | None,
         used: int) -> list[int]:
     """The columns of `order` (positions) that show: as many as fit in `budget` cells
-    with `used` taken, from the first; at least one; all (to MAX_COLUMNS) when there
-    is no budget. A column takes its width plus PAD."""
+    with `used` taken, from the first; at least one; all when there is no budget; never
+    more than MAX_COLUMNS. A column takes its width plus PAD."""
     if budget is None:
         return list(order[:MAX_COLUMNS])
     shown: list[int] = []
-    for position in order:
+    for position in order[:MAX_COLUMNS]:
         used += widths[position] + PAD
         if shown and used > budget:
             break
@@ -281,7 +282,7 @@ class PrettySink:
     def _set_schema(self, schema: pa.Schema) -> None:
         self._schema = schema
         first = [i for i, name in enumerate(schema.names) if name in self._view.first]
-        rest = [i for i in range(len(schema)) if i not in set(first)]
+        rest = [i for i, name in enumerate(schema.names) if name not in self._view.first]
         widths = {i: _header_width(f.name, _dtype_label(f.type)) for i, f in enumerate(schema)}
         # Each column takes at least its header's width: the columns that could show.
         self._order = fit(widths, first + rest, self._budget, 1 + cell_len(ROW_HEADER) + PAD)
@@ -334,11 +335,12 @@ class PrettySink:
                 console.print(Text(frame.before), soft_wrap=True)
             lines = frame.render(console, shown)
             console.print(Segments(_join(lines)), soft_wrap=True, end="")
-        hidden = [name for i, name in enumerate(names) if i not in shown]
+        hidden = len(names) - len(shown)
         if hidden:
-            listed = ", ".join(self._cells.text(n) for n in hidden[:5])
-            more = f", {self._cells.ellipsis}" if len(hidden) > 5 else ""
-            count = _count(len(hidden), "more column")
+            first = itertools.islice((n for i, n in enumerate(names) if i not in shown), 5)
+            listed = ", ".join(self._cells.text(n) for n in first)
+            more = f", {self._cells.ellipsis}" if hidden > 5 else ""
+            count = _count(hidden, "more column")
             console.print(Text(f"{self._cells.ellipsis} {count} not shown: {listed}{more}",
                                style="dim"), soft_wrap=True)
         # A line of text (the caption) is never broken by us: a terminal narrower than it
@@ -412,7 +414,7 @@ class _ArrayView:
         self.page_keep = _keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
         # Each column takes at least its header's width: those that could show.
         # (Columns are numbered, so the narrowest come first: the cut is by count.)
-        least = [self._least_width(c) for c in range(min(columns, MAX_COLUMNS * 4))]
+        least = [self._least_width(c) for c in range(min(columns, MAX_COLUMNS))]
         self.column_keep = fit(dict(enumerate(least)), range(len(least)), budget,
                                1 + cell_len(ROW_HEADER) + PAD)
         self.seen = 0  # positions along axis 0 received so far
@@ -457,7 +459,7 @@ class _ArrayView:
                     None if indices is None else indices[local, self.column_keep].copy(),
                 )
 
-    def frames(self, cells: _Cells) -> tuple[list[_Frame], list[str], str]:
+    def frames(self, cells: _Cells) -> tuple[list[_Frame], Sequence[str], str]:
         frames = []
         for number, page in enumerate(self.page_keep):
             title = before = None
@@ -468,8 +470,7 @@ class _ArrayView:
                 hidden = self.pages_total - len(self.page_keep)
                 before = f"{cells.ellipsis} {hidden} more slices {cells.ellipsis}"
             frames.append(self._frame(cells, self.rows.get(page, {}), title, before))
-        names = [str(c) for c in range(self.page_columns)]
-        return frames, names, f"shape {self.shape}"
+        return frames, _Numbers(self.page_columns), f"shape {self.shape}"
 
     def _frame(self, cells: _Cells, rows: dict[int, tuple[np.ndarray, np.ndarray | None]],
                title: str | None, before: str | None) -> _Frame:
@@ -498,6 +499,20 @@ def _keep(count: int, head: float, tail: int) -> list[int]:
     if count <= head + tail:
         return list(range(count))
     return [*range(int(head)), *range(count - tail, count)]
+
+
+class _Numbers(Sequence[str]):
+    """An array's column names, 0 to count - 1, made only when asked for."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        return str(range(self._count)[index]) if isinstance(index, int) else [
+            str(i) for i in range(self._count)[index]]
 
 
 class _PipeConsole(Console):
