@@ -106,9 +106,8 @@ class _Cells:
     def header(self, name: str, dtype: str) -> Text:
         return Text(f"{self.text(name)}\n{dtype}")
 
-
-def _header_width(name: str, dtype: str) -> int:
-    return max(cell_len(printable(name)), cell_len(dtype))  # at least: "?" is narrower
+    def header_width(self, name: str, dtype: str) -> int:
+        return max(cell_len(self.text(name)), cell_len(dtype))
 
 
 def fit(widths: dict[int, int], order: Sequence[int], budget: int | None,
@@ -270,6 +269,7 @@ class PrettySink:
         self._head_limit, self._tail_limit = _split(view.rows)
         self._schema: pa.Schema | None = None
         self._order: list[int] = []  # columns that may show, results first
+        self._kept: list[int] = []
         if schema is not None:
             self._set_schema(schema)
         self._head: list[pa.RecordBatch] = []
@@ -283,16 +283,18 @@ class PrettySink:
         self._schema = schema
         first = [i for i, name in enumerate(schema.names) if name in self._view.first]
         rest = [i for i, name in enumerate(schema.names) if name not in self._view.first]
-        widths = {i: _header_width(f.name, _dtype_label(f.type)) for i, f in enumerate(schema)}
+        widths = {i: self._cells.header_width(f.name, _dtype_label(f.type))
+                  for i, f in enumerate(schema)}
         # Each column takes at least its header's width: the columns that could show.
         self._order = fit(widths, first + rest, self._budget, 1 + cell_len(ROW_HEADER) + PAD)
+        self._kept = sorted(self._order)  # the same, in input order
 
     # Tables ------------------------------------------------------------------
     def write(self, batch: pa.RecordBatch) -> None:
         if self._schema is None:
             self._set_schema(batch.schema)
         self._rows += batch.num_rows
-        batch = batch.select(sorted(self._order))
+        batch = batch.select(self._kept)
         if self._head_rows < self._head_limit:
             take = batch.slice(0, int(min(self._head_limit - self._head_rows, batch.num_rows)))
             self._head.append(take)
@@ -351,7 +353,7 @@ class PrettySink:
     def _table_frame(self) -> tuple[list[_Frame], list[str], str]:
         schema = self._schema if self._schema is not None else pa.schema([])
         frame = _Frame(self._cells)
-        for position in sorted(self._order):
+        for position in self._kept:
             field = schema.field(position)
             frame.column(field.name, _dtype_label(field.type), _is_numeric(field.type),
                          position)
