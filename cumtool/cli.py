@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cumtool.errors import CumtoolError
+from cumtool.errors import CumtoolError, UsageError
 from cumtool.ops import EXAMPLES, OPS, SUMMARIES
 from cumtool.view import printable
 
@@ -45,7 +45,7 @@ def _table_rows(_ctx: click.Context, _param: click.Parameter, value: str) -> int
 def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """The options every operation shares."""
     options = [
-        click.argument("input", default="-", required=False, metavar="[INPUT]"),
+        click.argument("input", default=None, required=False, metavar="[INPUT]"),
         click.option("-a", "--axis", "--dim", "axis", default="rows", show_default=True,
                      help="rows (index, 0): down each column; columns (1): across each "
                           "row; or any integer axis of an N-d .npy array."),
@@ -131,7 +131,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     from cumtool.engine import Request, run
 
     request = Request(
-        op=op, input=options["input"], output=options["output"],
+        op=op, input=options["input"] or "-", output=options["output"],
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
         delimiter=options["delimiter"], header=not options["no_header"],
@@ -141,10 +141,13 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         exclusive=options["exclusive"], keep=options["keep"], decimal=options["decimal"],
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
-        stdin_is_terminal=sys.stdin is not None and sys.stdin.isatty(),
         table_rows=options["table_rows"], precision=options["precision"],
     )
     try:
+        if options["input"] is None and sys.stdin is not None and sys.stdin.isatty():
+            # Not a wait for input no one sends: only an explicit '-' reads what is typed.
+            raise UsageError(f"no input: give a file, or pipe data into cumtool (cumtool "
+                             f"{op} data.csv, or ... | cumtool {op})")
         run(request)
     except CumtoolError as error:
         # One line, even when a name in the message holds a line break; and a control

@@ -70,7 +70,6 @@ class Request:
     exclusive: bool = False
     keep: bool = False
     decimal: bool = False
-    stdin_is_terminal: bool = False  # the CLI: no input file and nothing piped in
     table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
     precision: int = 6  # the terminal table: significant digits of floats
 
@@ -83,9 +82,6 @@ def run(request: Request) -> None:
         raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")
     if request.batch_rows is not None and request.batch_rows < 1:
         raise UsageError("--batch-rows must be at least 1")
-    if request.input == "-" and request.stdin_is_terminal:
-        raise UsageError(f"no input: give a file, or pipe data into cumtool (cumtool "
-                         f"{request.op} data.csv, or ... | cumtool {request.op})")
     with contextlib.ExitStack() as stack:
         source, kind = open_source(request, dtype, stack)
         out_format = _output_format(request, kind)

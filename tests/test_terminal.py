@@ -45,9 +45,10 @@ class Done:
 
 def cumtool(*args: str | bytes, tmp_path: Path, stdin_terminal: bool = False,
             stdout_terminal: bool = True, columns: int = 100, env: dict | None = None,
-            stdin_path: Path | None = None, timeout: float = 60) -> Done:
-    """Run `cumtool ARGS` with standard output on a pseudo-terminal `columns` wide, and
-    standard input on it too, or from `stdin_path`, or empty."""
+            stdin_path: Path | None = None, typed: bytes = b"", timeout: float = 60) -> Done:
+    """Run `cumtool ARGS` with standard output on a pseudo-terminal `columns` wide (or a
+    pipe), and standard input on it too (where `typed` is typed), or from `stdin_path`,
+    or empty."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     attributes = termios.tcgetattr(slave)
@@ -63,6 +64,7 @@ def cumtool(*args: str | bytes, tmp_path: Path, stdin_terminal: bool = False,
             stdout=slave if stdout_terminal else subprocess.PIPE, stderr=err,
             env=environment, start_new_session=True)
     os.close(slave)
+    os.write(master, typed)
     chunks = []
     deadline = time.monotonic() + timeout
     try:
@@ -79,9 +81,9 @@ def cumtool(*args: str | bytes, tmp_path: Path, stdin_terminal: bool = False,
             if not data:
                 break
             chunks.append(data)
-        if not stdout_terminal:
+        if not stdout_terminal:  # the terminal got only what was typed, echoed
             assert process.stdout is not None
-            chunks.append(process.stdout.read())
+            chunks = [process.stdout.read()]
         status = process.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         if process.poll() is None:
@@ -232,16 +234,21 @@ NO_INPUT = ("Error: no input: give a file, or pipe data into cumtool (cumtool cu
             "or ... | cumtool cummax)\n")
 
 
-@pytest.mark.parametrize("args", [[], ["-"]], ids=["nothing", "dash"])
 @pytest.mark.parametrize("stdout_terminal", [True, False], ids=["to-terminal", "to-pipe"])
-def test_no_input_on_a_terminal_says_how_to_give_it(tmp_path: Path, args: list[str],
-                                                    stdout_terminal: bool):
+def test_no_input_on_a_terminal_says_how_to_give_it(tmp_path: Path, stdout_terminal: bool):
     # Were it to wait for input, the run would time out: the terminal never ends.
-    done = cumtool("cummax", *args, tmp_path=tmp_path, stdin_terminal=True,
+    done = cumtool("cummax", tmp_path=tmp_path, stdin_terminal=True,
                    stdout_terminal=stdout_terminal, timeout=30)
     assert done.status == 2
     assert done.out == b""
     assert done.err == NO_INPUT
+
+
+def test_an_explicit_dash_reads_what_is_typed_on_the_terminal(tmp_path: Path):
+    done = cumtool("cummax", "-", tmp_path=tmp_path, stdin_terminal=True,
+                   stdout_terminal=False, typed=b"a\n3\n1\n\x04", timeout=30)
+    assert done.status == 0, done.err
+    assert done.out == b"a\n3\n3\n"
 
 
 def test_piped_input_is_read_while_the_output_is_a_terminal(tmp_path: Path):

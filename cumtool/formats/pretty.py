@@ -53,8 +53,8 @@ ROW_HEADER = "#"
 
 def terminal_console(stream: IO[bytes], encoding: str) -> Console:
     """A console for standard output on a terminal: its width, colours, and `encoding`."""
-    return Console(file=cast(IO[str], _TextAdapter(stream, encoding, tty=True)),
-                   force_terminal=True, highlight=False)
+    return _PipeConsole(file=cast(IO[str], _TextAdapter(stream, encoding, tty=True)),
+                        force_terminal=True, highlight=False)
 
 
 class _Cells:
@@ -518,8 +518,8 @@ class _Numbers(Sequence[str]):
 
 
 class _PipeConsole(Console):
-    """rich answers a closed pipe with a silent exit status 1; cumtool's own handler
-    gives the 141 of every other output format."""
+    """rich answers a closed pipe (or terminal) with a silent exit status 1; cumtool's
+    own handler gives the 141 of every other output format."""
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
