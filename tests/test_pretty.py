@@ -566,3 +566,18 @@ def test_precision_out_of_range_is_a_usage_error(invoke: Invoke, write_file):
     assert result.exit_code == 2
     assert result.stderr == ("Error: Invalid value for '--precision': 0 is not in the range "
                              "1<=x<=17.\nTry 'main cumsum --help'.\n")
+
+
+@pytest.mark.parametrize(("value", "precision", "shown"), [
+    pytest.param("16432.999999999996", "6", "16433.0", id="rounded-up-to-a-zero-digit"),
+    pytest.param("123456.0", "6", "123456", id="all-digits-before-the-point"),
+    pytest.param("381.18", "3", "381", id="rounded-to-the-point"),
+    pytest.param("99999.95", "6", "99999.9", id="stored-just-below-the-half"),
+    pytest.param("999999.7", "6", "1e+06", id="rounded-into-scientific"),
+    pytest.param("-0.00012345", "2", "-0.00012", id="small-negative"),
+])
+def test_the_last_digit_shown_is_within_the_precision(invoke: Invoke, write_file, value,
+                                                      precision, shown):
+    path = write_file("f.csv", f"x\n{value}\n")
+    text = render(invoke, "cummax", str(path), "--precision", precision)
+    assert table_rows(text) == [[shown]]

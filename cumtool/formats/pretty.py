@@ -96,11 +96,13 @@ class _Cells:
         digits = self.precision
         scientific = np.format_float_scientific(value, precision=digits - 1, unique=True,
                                                 trim="-", exp_digits=2)
-        if -4 <= int(scientific.rsplit("e", 1)[1]) < digits:
-            # "2.0" marks a whole float; a rounded one shows no digit it lacks: "381".
-            whole = trim == "0" and value == np.floor(value)
+        exponent = int(scientific.rsplit("e", 1)[1])
+        if -4 <= exponent < digits:
+            # "2.0" and "16433.0" (16432.9999... to 6 digits) end in a digit that is
+            # within the precision; 381.18 to 3 digits is "381", not "381.0".
+            zero: Literal["0", "-"] = trim if exponent + 1 < digits else "-"
             return np.format_float_positional(value, precision=digits, unique=True,
-                                              fractional=False, trim="0" if whole else "-")
+                                              fractional=False, trim=zero)
         return scientific
 
     def header(self, name: str, dtype: str) -> Text:
