@@ -297,6 +297,9 @@ def test_3d_array_shows_labelled_2d_slices(invoke: Invoke, tmp_path, axis):
     names, dtypes = header(text.split("[1, :, :]")[0])
     assert names == ["0", "1", "2", "3"]
     assert dtypes == ["int64"] * 4
+    # The labels are centred over their table, with no blanks at the end of a line.
+    assert text.splitlines()[0] == " " * 14 + "[0, :, :]"
+    assert all(line == line.rstrip() for line in text.splitlines())
 
 
 def test_4d_array_slices_are_labelled_by_both_leading_indices(invoke: Invoke, tmp_path):

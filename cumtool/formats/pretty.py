@@ -219,7 +219,7 @@ class _Frame:
     def render(self, console: Console, units: set[int]) -> list[list[Segment]]:
         """The table's lines with the columns of `units`."""
         shown = [i for i, unit in enumerate(self.units) if unit in units]
-        table = Table(title=Text(self.title) if self.title else None)
+        table = Table()
         table.add_column(Text(f"{ROW_HEADER}\n"), justify="right", style="dim",
                          no_wrap=True)
         for i in shown:
@@ -236,11 +236,13 @@ class _Frame:
         options = console.options.update(width=width, no_wrap=True)
         lines = console.render_lines(table, options, pad=False)
         if self.gap_at is not None:
-            # The row of ellipses becomes one line across the table: `… N rows …`.
-            at = (1 if self.title else 0) + 4 + self.gap_at  # edge, 2 header lines, rule
+            # The blank row becomes one line across the table: `… N rows …`.
+            at = 4 + self.gap_at  # after the top edge, 2 header lines and the rule
             rows = _count(self.gap_rows, "row")
             ellipsis = self.cells.ellipsis
             lines[at] = _gap_line(lines[at], f"{ellipsis} {rows} {ellipsis}")
+        if self.title:  # centred over the table, with no trailing blanks
+            lines.insert(0, [Segment(self.title.center(width).rstrip(), Style(italic=True))])
         return lines
 
 
