@@ -24,6 +24,9 @@ caption are plain text, never rich markup, with every control character shown es
 (`\\x1b`), so a file cannot drive the terminal. The text is written in the output's
 encoding, with a replacement character for what it cannot hold (and ASCII borders and
 `...` if it is not UTF-8). Not on a terminal there are no colour codes.
+
+This module decides what is kept of a result and prints it; layout.py lays out one table
+(cell texts, which columns fit, the rendered frame).
 """
 
 from __future__ import annotations
@@ -32,100 +35,36 @@ import collections
 import itertools
 import math
 from collections.abc import Sequence
-from typing import IO, Any, Literal, cast
+from typing import IO, Any, cast
 
 import numpy as np
 import pyarrow as pa
 from rich.cells import cell_len
 from rich.console import Console
-from rich.segment import Segment, Segments
-from rich.style import Style
-from rich.table import Table
+from rich.segment import Segments
 from rich.text import Text
 
-from cumtool.view import View, printable
+from cumtool.formats.layout import (
+    MAX_COLUMNS,
+    PAD,
+    ROW_HEADER,
+    Cells,
+    Frame,
+    fit,
+    join_lines,
+    keep,
+    plural,
+    split_rows,
+)
+from cumtool.view import View
 
 EDGE_SLICES = 2
-MAX_COLUMNS = 100  # columns kept and shown at most (not on a terminal: the only limit)
-PAD = 3  # what a column takes besides its text: a space each side and a border
-ROW_HEADER = "#"
 
 
 def terminal_console(stream: IO[bytes], encoding: str) -> Console:
     """A console for standard output on a terminal: its width, colours, and `encoding`."""
     return _PipeConsole(file=cast(IO[str], _TextAdapter(stream, encoding, tty=True)),
                         force_terminal=True, highlight=False)
-
-
-class _Cells:
-    """Texts of cells, as the view formats them."""
-
-    def __init__(self, precision: int, encoding: str) -> None:
-        self.precision = precision
-        self.encoding = encoding
-        self.utf = encoding.lower().replace("_", "-").startswith("utf")
-        self.ellipsis = "…" if self.utf else "..."
-
-    def text(self, text: str) -> str:
-        """Text from outside, escaped, and as the output's encoding shows it: with `?`
-        for what it cannot hold, so that columns are measured as they will show."""
-        text = printable(text)
-        if self.utf:
-            return text
-        return text.encode(self.encoding, errors="replace").decode(self.encoding)
-
-    def cell(self, value: object) -> Text:
-        if value is None:
-            return Text("null", style="dim italic")
-        if isinstance(value, np.floating | float):
-            if np.isnan(value):
-                return Text("nan", style="magenta")
-            return Text(self.float_text(value))
-        if isinstance(value, np.complexfloating | complex):
-            parts = [self.float_text(part, trim="-") for part in (value.real, value.imag)]
-            return Text(f"{parts[0]}{'' if parts[1].startswith('-') else '+'}{parts[1]}j")
-        return Text(self.text(str(value)))
-
-    def float_text(self, value: float | np.floating, trim: Literal["0", "-"] = "0") -> str:
-        """`value` at the view's significant digits, or fewer where its own dtype's
-        shortest text is shorter (float32 0.1 is 0.1); scientific as format's `g`."""
-        if not np.isfinite(value):
-            return str(float(value))
-        if isinstance(value, float):
-            value = np.float64(value)
-        digits = self.precision
-        scientific = np.format_float_scientific(value, precision=digits - 1, unique=True,
-                                                trim="-", exp_digits=2)
-        exponent = int(scientific.rsplit("e", 1)[1])
-        if -4 <= exponent < digits:
-            # "2.0" and "16433.0" (16432.9999... to 6 digits) end in a digit that is
-            # within the precision; 381.18 to 3 digits is "381", not "381.0".
-            zero: Literal["0", "-"] = trim if exponent + 1 < digits else "-"
-            return np.format_float_positional(value, precision=digits, unique=True,
-                                              fractional=False, trim=zero)
-        return scientific
-
-    def header(self, name: str, dtype: str) -> Text:
-        return Text(f"{self.text(name)}\n{dtype}")
-
-    def header_width(self, name: str, dtype: str) -> int:
-        return max(cell_len(self.text(name)), cell_len(dtype))
-
-
-def fit(widths: dict[int, int], order: Sequence[int], budget: int | None,
-        used: int) -> list[int]:
-    """The columns of `order` (positions) that show: as many as fit in `budget` cells
-    with `used` taken, from the first; at least one; all when there is no budget; never
-    more than MAX_COLUMNS. A column takes its width plus PAD."""
-    if budget is None:
-        return list(order[:MAX_COLUMNS])
-    shown: list[int] = []
-    for position in order[:MAX_COLUMNS]:
-        used += widths[position] + PAD
-        if shown and used > budget:
-            break
-        shown.append(position)
-    return shown
 
 
 def _is_numeric(dtype: pa.DataType) -> bool:
@@ -165,100 +104,6 @@ def _arrow_cells(column: pa.Array) -> list[object]:
     return list(column.to_pylist())
 
 
-def _split(rows: int | None) -> tuple[float, int]:
-    """Rows kept from the start and from the end for `View.rows`."""
-    if rows is None:
-        return math.inf, 0
-    return rows - rows // 2, rows // 2
-
-
-class _Frame:
-    """One table to print: columns (header and alignment), numbered rows, where the
-    `… N rows …` line goes, and a line of text before it. Columns come in units that show
-    or hide together (an array's values and their indices)."""
-
-    def __init__(self, cells: _Cells, title: str | None = None,
-                 before: str | None = None) -> None:
-        self.cells = cells
-        self.title = title
-        self.before = before
-        self.headers: list[Text] = []
-        self.numeric: list[bool] = []
-        self.units: list[int] = []  # each column's unit
-        self.rows: list[tuple[str, list[Text]]] = []  # (row number, cells)
-        self.gap_at: int | None = None  # rows before the gap line
-        self.gap_rows = 0
-
-    def column(self, name: str, dtype: str, numeric: bool, unit: int) -> None:
-        self.headers.append(self.cells.header(name, dtype))
-        self.numeric.append(numeric)
-        self.units.append(unit)
-
-    def gap(self, hidden: int) -> None:
-        if hidden > 0:
-            self.gap_at, self.gap_rows = len(self.rows), hidden
-
-    def widths(self) -> list[int]:
-        """Each column's width: its header's or its widest cell's."""
-        widths = [max(cell_len(line) for line in h.plain.split("\n")) for h in self.headers]
-        for _number, row in self.rows:
-            for i, cell in enumerate(row):
-                widths[i] = max(widths[i], cell.cell_len)
-        return widths
-
-    def unit_widths(self) -> dict[int, int]:
-        """What each unit takes but for one PAD."""
-        out: dict[int, int] = {}
-        for unit, width in zip(self.units, self.widths(), strict=True):
-            out[unit] = out[unit] + PAD + width if unit in out else width
-        return out
-
-    def number_width(self) -> int:
-        return max([cell_len(ROW_HEADER), *(len(number) for number, _ in self.rows)])
-
-    def render(self, console: Console, units: set[int]) -> list[list[Segment]]:
-        """The table's lines with the columns of `units`."""
-        shown = [i for i, unit in enumerate(self.units) if unit in units]
-        table = Table()
-        table.add_column(Text(f"{ROW_HEADER}\n"), justify="right", style="dim",
-                         no_wrap=True)
-        for i in shown:
-            table.add_column(self.headers[i], justify="right" if self.numeric[i] else "left",
-                             no_wrap=True)
-        for n, (number, row) in enumerate(self.rows):
-            if n == self.gap_at:
-                table.add_row(*[Text("")] * len(table.columns))  # replaced below
-            table.add_row(Text(number), *[row[i] for i in shown])
-        if self.gap_at == len(self.rows):
-            table.add_row(*[Text("")] * len(table.columns))  # replaced below
-        width = 1 + self.number_width() + PAD + sum(
-            w + PAD for i, w in enumerate(self.widths()) if i in shown)
-        options = console.options.update(width=width, no_wrap=True)
-        lines = console.render_lines(table, options, pad=False)
-        if self.gap_at is not None:
-            # The blank row becomes one line across the table: `… N rows …`.
-            at = 4 + self.gap_at  # after the top edge, 2 header lines and the rule
-            rows = _count(self.gap_rows, "row")
-            ellipsis = self.cells.ellipsis
-            lines[at] = _gap_line(lines[at], f"{ellipsis} {rows} {ellipsis}")
-        if self.title:  # centred over the table, with no trailing blanks
-            lines.insert(0, [Segment(self.title.center(width).rstrip(), Style(italic=True))])
-        return lines
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-def _gap_line(line: list[Segment], text: str) -> list[Segment]:
-    inner = sum(s.cell_length for s in line) - 2
-    if inner < cell_len(text) or not line:
-        return [Segment(text, Style(dim=True))]
-    left, right = line[0], line[-1]
-    return [Segment(left.text[0], left.style), Segment(text.center(inner), Style(dim=True)),
-            Segment(right.text[-1], right.style)]
-
-
 class PrettySink:
     """Collects what can show of a result and prints it as rich tables on close."""
 
@@ -269,8 +114,8 @@ class PrettySink:
         self._encoding = encoding if console is None else console.encoding
         self._console = console
         self._budget = None if console is None else console.width
-        self._cells = _Cells(view.precision, self._encoding)
-        self._head_limit, self._tail_limit = _split(view.rows)
+        self._cells = Cells(view.precision, self._encoding)
+        self._head_limit, self._tail_limit = split_rows(view.rows)
         self._schema: pa.Schema | None = None
         self._order: list[int] = []  # columns that may show, results first
         self._kept: list[int] = []
@@ -340,13 +185,13 @@ class PrettySink:
             if frame.before is not None:
                 console.print(Text(frame.before), soft_wrap=True)
             lines = frame.render(console, shown)
-            console.print(Segments(_join(lines)), soft_wrap=True, end="")
+            console.print(Segments(join_lines(lines)), soft_wrap=True, end="")
         hidden = len(names) - len(shown)
         if hidden:
             first = itertools.islice((n for i, n in enumerate(names) if i not in shown), 5)
             listed = ", ".join(self._cells.text(n) for n in first)
             more = f", {self._cells.ellipsis}" if hidden > 5 else ""
-            count = _count(hidden, "more column")
+            count = plural(hidden, "more column")
             console.print(Text(f"{self._cells.ellipsis} {count} not shown: {listed}{more}",
                                style="dim"), soft_wrap=True)
         # A line of text (the caption) is never broken by us: a terminal narrower than it
@@ -354,9 +199,9 @@ class PrettySink:
         console.print(Text(self._cells.text(self._view.caption(size)), style="italic"),
                       soft_wrap=True)
 
-    def _table_frame(self) -> tuple[list[_Frame], list[str], str]:
+    def _table_frame(self) -> tuple[list[Frame], list[str], str]:
         schema = self._schema if self._schema is not None else pa.schema([])
-        frame = _Frame(self._cells)
+        frame = Frame(self._cells)
         for position in self._kept:
             field = schema.field(position)
             frame.column(field.name, _dtype_label(field.type), _is_numeric(field.type),
@@ -374,19 +219,11 @@ class PrettySink:
         size = f"{self._rows} rows x {len(schema)} columns"
         return [frame], schema.names, size
 
-    def _add_rows(self, frame: _Frame, batch: pa.RecordBatch, first: int) -> None:
+    def _add_rows(self, frame: Frame, batch: pa.RecordBatch, first: int) -> None:
         """`batch`'s rows, numbered from input row `first` (0-based) + 1."""
         columns = [_arrow_cells(column) for column in batch.columns]
         for n, row in enumerate(zip(*columns, strict=True)):
             frame.rows.append((str(first + n + 1), [self._cells.cell(v) for v in row]))
-
-
-def _join(lines: list[list[Segment]]) -> list[Segment]:
-    out: list[Segment] = []
-    for line in lines:
-        out.extend(line)
-        out.append(Segment.line())
-    return out
 
 
 class _ArrayView:
@@ -414,10 +251,10 @@ class _ArrayView:
             self.pages_per_row = math.prod(shape[1:-2])
         self.page_rows = page_rows
         self.page_columns = columns
-        head, tail = _split(rows)
-        self.row_keep = _keep(page_rows, head, tail)
+        head, tail = split_rows(rows)
+        self.row_keep = keep(page_rows, head, tail)
         self.pages_total = math.prod(self.leading) if ndim > 2 else 1
-        self.page_keep = _keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
+        self.page_keep = keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
         # Each column takes at least its header's width: those that could show.
         # (Columns are numbered, so the narrowest come first: the cut is by count.)
         least = [self._least_width(c) for c in range(min(columns, MAX_COLUMNS))]
@@ -465,7 +302,7 @@ class _ArrayView:
                     None if indices is None else indices[local, self.column_keep].copy(),
                 )
 
-    def frames(self, cells: _Cells) -> tuple[list[_Frame], Sequence[str], str]:
+    def frames(self, cells: Cells) -> tuple[list[Frame], Sequence[str], str]:
         frames = []
         for number, page in enumerate(self.page_keep):
             title = before = None
@@ -478,9 +315,9 @@ class _ArrayView:
             frames.append(self._frame(cells, self.rows.get(page, {}), title, before))
         return frames, _Numbers(self.page_columns), f"shape {self.shape}"
 
-    def _frame(self, cells: _Cells, rows: dict[int, tuple[np.ndarray, np.ndarray | None]],
-               title: str | None, before: str | None) -> _Frame:
-        frame = _Frame(cells, title, before)
+    def _frame(self, cells: Cells, rows: dict[int, tuple[np.ndarray, np.ndarray | None]],
+               title: str | None, before: str | None) -> Frame:
+        frame = Frame(cells, title, before)
         for column in self.column_keep:
             frame.column(str(column), str(self.dtype), True, column)
             if self.with_indices:
@@ -498,13 +335,6 @@ class _ArrayView:
                     row_cells.append(Text(str(indices[column])))
             frame.rows.append((str(row), row_cells))
         return frame
-
-
-def _keep(count: int, head: float, tail: int) -> list[int]:
-    """Positions shown of `count`: all, or the first `head` and last `tail`."""
-    if count <= head + tail:
-        return list(range(count))
-    return [*range(int(head)), *range(count - tail, count)]
 
 
 class _Numbers(Sequence[str]):
