@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
-from cumtool.errors import CumtoolError, Stopped
+from cumtool.errors import CumtoolError, Stopped, UsageError
 from cumtool.ops import EXAMPLES, OPS, SUMMARIES
+from cumtool.view import printable
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
@@ -24,6 +25,8 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 STOP_SIGNALS = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
 
 FORMAT_NAMES = ("csv", "tsv", "parquet", "npy")
+# Bare `cumtool` shows the help as an error (Click 8.2 and later).
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
 def _selections(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -49,10 +52,19 @@ def _na_list(_ctx: click.Context, _param: click.Parameter, value: str | None
     return None if value is None else tuple(value.split(","))
 
 
+def _table_rows(_ctx: click.Context, _param: click.Parameter, value: str) -> int | None:
+    text = value.strip().lower()
+    if text in ("all", "0"):
+        return None
+    if not text.isdigit():
+        raise click.BadParameter(f"{value!r} is not a number of rows or 'all'")
+    return int(text)
+
+
 def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """The options every operation shares."""
     options = [
-        click.argument("input", default="-", required=False, metavar="[INPUT]"),
+        click.argument("input", default=None, required=False, metavar="[INPUT]"),
         click.option("-a", "--axis", "--dim", "axis", default="rows", show_default=True,
                      help="rows (index, 0): down each column; columns (1): across each "
                           "row; or any integer axis of an N-d .npy array."),
@@ -125,6 +137,14 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="No progress bar (it shows only on a terminal, for long runs)."),
         click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Rows per batch (default: sized for speed and memory)."),
+        click.option("-n", "--rows", "table_rows", default="20", callback=_table_rows,
+                     metavar="N", show_default=True,
+                     help="Table view: rows shown, the first and last N/2 of them; "
+                          "'all' or 0: every row."),
+        click.option("--precision", type=click.IntRange(1, 17), default=6, metavar="N",
+                     show_default=True,
+                     help="Table view: significant digits of floats (files and pipes of "
+                          "csv, tsv, parquet, npy keep every digit)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -154,7 +174,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     from cumtool.engine import Request, run
 
     request = Request(
-        op=op, input=options["input"], output=options["output"],
+        op=op, input=options["input"] or "-", output=options["output"],
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
         delimiter=options["delimiter"], header=not options["no_header"],
@@ -167,15 +187,19 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         decimal_comma=options["decimal_comma"], encoding=options["encoding"],
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
+        table_rows=options["table_rows"], precision=options["precision"],
     )
     try:
+        if options["input"] is None and sys.stdin is not None and sys.stdin.isatty():
+            # Not a wait for input no one sends: only an explicit '-' reads what is typed.
+            raise UsageError(f"no input: give a file, or pipe data into cumtool (cumtool "
+                             f"{op} data.csv, or ... | cumtool {op})")
         with _stopping_on_signals():
             run(request)
     except CumtoolError as error:
         # One line, even when a name in the message holds a line break; and a control
         # character from a file (a terminal escape sequence) is shown, not obeyed.
-        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(error))
-        click.echo(f"Error: {message}", err=True)
+        click.echo(f"Error: {printable(str(error))}", err=True)
         status = error.exit_code
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
@@ -221,7 +245,35 @@ def _stopping_on_signals() -> Iterator[None]:
             signal.signal(number, handler)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Cli(click.Group):
+    """Click's own errors the way cumtool's are: one `Error: ...` line, escaped like any
+    text from outside (an argument may hold a terminal escape sequence), and a hint
+    line, instead of Click's usage block."""
+
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        if not standalone_mode:  # a caller that handles Click's exceptions itself
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            status = super().main(args, prog_name, complete_var, False, **extra)
+        except _NO_ARGS_IS_HELP as error:  # bare `cumtool`: the help
+            error.show()
+            status = error.exit_code
+        except click.ClickException as error:
+            click.echo(f"Error: {printable(error.format_message())}", err=True)
+            ctx = getattr(error, "ctx", None)
+            if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+                help_name = max(ctx.command.get_help_option_names(ctx), key=len)
+                click.echo(f"Try '{printable(ctx.command_path)} {help_name}'.", err=True)
+            status = error.exit_code
+        except click.Abort:  # Ctrl-C while Click parsed the command line
+            click.echo("Error: interrupted", err=True)
+            status = EXIT_INTERRUPTED
+        sys.exit(status if isinstance(status, int) else 0)
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cumtool", prog_name="cumtool")
 def main() -> None:
     """Running totals and other cumulative operations on CSV, TSV, Parquet and .npy files.

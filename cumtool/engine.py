@@ -40,6 +40,7 @@ from cumtool.pipeline import (
 )
 from cumtool.sinks import array_sink, table_sink, write_options
 from cumtool.sources import open_source, read_options
+from cumtool.view import View
 
 if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
     import pyarrow as pa
@@ -80,6 +81,8 @@ class Request:
     out_delimiter: str | None = None
     decimal_comma: bool = False
     encoding: str | None = None  # of CSV/TSV input and output (None: UTF-8)
+    table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
+    precision: int = 6  # the terminal table: significant digits of floats
 
 
 def run(request: Request) -> None:
@@ -106,6 +109,15 @@ def run(request: Request) -> None:
 
 
 def _output_format(request: Request, kind: FileKind) -> FileKind:
+    out = _named_output_format(request, kind)
+    if out.format in ("parquet", "npy") and request.output in (None, "-") \
+            and request.stdout_is_terminal:
+        # As gzip and zstd refuse to write compressed data to a terminal.
+        raise UsageError(f"{out.format} output is binary; write it with -o FILE or pipe it")
+    return out
+
+
+def _named_output_format(request: Request, kind: FileKind) -> FileKind:
     if request.to_format:
         fmt = check_format_name(request.to_format, OUTPUT_FORMATS, "--to")
         named = kind_from_name(request.output) if request.output not in (None, "-") else None
@@ -144,14 +156,18 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                            typed_output=out.format in ("parquet", "npy"))
     plan = TablePlan(request.op, request.axis, dtype, source.schema, source.name, options,
                      getattr(source, "hints", None), **_scan_options(request))
-    caption = f"{request.op} along rows" if plan.axis == 0 else f"{request.op} along columns"
+    # The table view shows the scanned columns and their results before the others.
+    scanned = set(plan.selected)
+    passing = {name for i, name in enumerate(plan.names) if i not in scanned}
+    view = View(request.op, "rows" if plan.axis == 0 else "columns", source.name,
+                tuple(plan.names[i] for i in plan.selected),
+                frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
     if out.format == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
     progress = _table_progress(request, source)
     reverse = request.reverse and plan.axis == 0
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink: TableSink = table_sink(request, out, stream, plan.schema,
-                                     f"{caption} of {source.name}", source.name)
+        sink: TableSink = table_sink(request, out, stream, plan.schema, view, source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
         if reverse:
@@ -223,9 +239,9 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     rows = request.batch_rows or max(1, BLOCK_BYTES // max(row_bytes, 1))
     progress = Progress(request.progress, shape[0] if shape else None, "rows", source.name)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink: ArraySink = array_sink(request, out, stream, shape, spec,
-                                     f"{request.op} along axis {axis} of {source.name}",
-                                     source.name)
+        view = View(request.op, f"axis {axis}", source.name, rows=request.table_rows,
+                    precision=request.precision)
+        sink: ArraySink = array_sink(request, out, stream, shape, spec, view, source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
         if request.reverse and axis == 0 and shape:

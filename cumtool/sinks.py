@@ -5,6 +5,7 @@ as arrays and arrays as tables. Writers' modules load only for their format."""
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,10 +26,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from cumtool.engine import Request
+    from cumtool.view import View
 
 
 def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
-                caption: str, source_name: str) -> TableSink:
+                view: View, source_name: str) -> TableSink:
     # Each writer's module (and its library) loads only when used.
     if out.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSink
@@ -42,8 +44,8 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     if out.format == "table":
         from cumtool.formats.pretty import PrettySink
 
-        return _InMemory(PrettySink(stream, caption, console=_terminal_console(request),
-                                    schema=schema))
+        return _InMemory(PrettySink(stream, view, console=_terminal_console(request, stream),
+                                    schema=schema, encoding=_text_encoding(request)))
     from cumtool.formats.npy import NpyTableSink
 
     return _TableToNpy(NpyTableSink, stream, schema)
@@ -116,11 +118,18 @@ class _InMemory:
         self._sink = None
 
 
-def _terminal_console(request: Request) -> Any:
-    if request.output in (None, "-") and request.stdout_is_terminal:
-        from rich.console import Console
+def _text_encoding(request: Request) -> str:
+    """The table's text: in the locale's encoding on standard output, else UTF-8."""
+    if request.output in (None, "-"):
+        return getattr(sys.stdout, "encoding", None) or "utf-8"
+    return "utf-8"
 
-        return Console(highlight=False)
+
+def _terminal_console(request: Request, stream: IO[bytes]) -> Any:
+    if request.output in (None, "-") and request.stdout_is_terminal:
+        from cumtool.formats.pretty import terminal_console
+
+        return terminal_console(stream, _text_encoding(request))
     return None
 
 
@@ -173,7 +182,7 @@ class _TableToNpy:
 
 
 def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[int, ...],
-                spec: kernels.ScanSpec, caption: str, source_name: str) -> ArraySink:
+                spec: kernels.ScanSpec, view: View, source_name: str) -> ArraySink:
     from cumtool.formats.npy import NpySink
 
     if out.format == "npy":
@@ -186,8 +195,8 @@ def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[
     if out.format == "table":
         from cumtool.formats.pretty import PrettySink
 
-        return _ArrayToPretty(PrettySink(stream, caption, console=_terminal_console(request)),
-                              shape)
+        return _ArrayToPretty(PrettySink(stream, view, console=_terminal_console(request, stream),
+                                         encoding=_text_encoding(request)), shape)
     if len(shape) > 2:
         raise UsageError(f"a {len(shape)}-d array cannot be written as {out.format}; "
                          "write .npy or use --to table")
@@ -202,7 +211,7 @@ def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[
         if request.indices:
             fields.append(pa.field(f"{name}_index", pa.int64()))
     schema = pa.schema(fields)
-    sink = table_sink(request, out, stream, schema, caption, source_name)
+    sink = table_sink(request, out, stream, schema, view, source_name)
     return _ArrayToTable(sink, schema)
 
 

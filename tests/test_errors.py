@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,13 +38,16 @@ def assert_error(result: Result, status: int, *names: str) -> str:
 
 
 def assert_click_usage_error(result: Result, *names: str) -> None:
-    """Click's own usage errors: a usage line, a hint, then `Error: ...`; status 2."""
+    """Click's own usage errors: one `Error: ...` line, then at most a hint
+    `Try 'main OP --help'.` (no usage block); status 2."""
     assert result.exit_code == 2, result.stderr
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("Error: ")
+    lines = result.stderr.splitlines()
+    assert 1 <= len(lines) <= 2, result.stderr
+    assert lines[0].startswith("Error: ")
     for name in names:
-        assert name in last, (name, last)
-    assert "Traceback" not in result.stderr + result.stdout
+        assert name in lines[0], (name, lines[0])
+    if len(lines) == 2:
+        assert re.fullmatch(r"Try 'main( \w+)? --help'\.", lines[1]), lines[1]
     assert result.stdout == ""
 
 

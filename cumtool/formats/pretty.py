@@ -1,57 +1,70 @@
-"""The terminal view: a rich table of the result, bounded however big the result is.
+"""The terminal view: a rich table of the result that fits the terminal, however big.
 
-Of a long result only the first `HEAD_ROWS` and last `TAIL_ROWS` rows are kept, of a wide
-one the first and last `EDGE_COLUMNS` columns, and an N-d array shows as labelled 2-D
-slices (`[i, j, :, :]`), the first and last `EDGE_SLICES` of them; an ellipsis marks what
-is left out. So printing a huge result costs no memory. Missing cells print as a dim
-`null`, NaN as `nan`, so the two are never confused. Names and cells are always plain
-text, never rich markup, and the caption (op, input and shape) goes on a line of its own
-below the table, where a long one cannot be squeezed into the table's width. When not
-writing to a terminal the output has no colour codes and is as wide as the table needs.
+Rows: of a long result the first and last half of `View.rows` rows, with a `… N rows …`
+line between them; every row is numbered (a table's by its 1-based input row, an array's
+by its 0-based index, like the array's column labels and slice labels).
+
+Columns: whole columns only, as many as the terminal's width holds; a number or a name
+is never cut and a column never squeezed, and a line under the table counts (and names
+the first of) the columns left out. A single column wider than the terminal still shows,
+and the terminal wraps it. Which columns: the scanned columns and their results first,
+then the others, each group from the left, shown in input order. The results are what
+the run is for: a result 25th of 30 columns would otherwise never show on 80 columns,
+while input order on screen keeps the table recognisable as the file (a date or key
+column stays left of the values). Not on a terminal (a pipe, `-o FILE`) there is no width
+to fit: up to `MAX_COLUMNS` columns, each as wide as it needs.
+
+An N-d array shows as labelled 2-D slices (`[i, j, :, :]`), the first and last
+`EDGE_SLICES`, with the same rows and columns each. Only what can show is ever kept, so a
+huge result costs no memory.
+
+Cells: floats at `View.precision` significant digits (the table only: every other format
+keeps every digit); a missing cell is a dim `null`, NaN `nan`. Names, cells and the
+caption are plain text, never rich markup, with every control character shown escaped
+(`\\x1b`), so a file cannot drive the terminal. The text is written in the output's
+encoding, with a replacement character for what it cannot hold (and ASCII borders and
+`...` if it is not UTF-8). Not on a terminal there are no colour codes.
+
+This module decides what is kept of a result and prints it; layout.py lays out one table
+(cell texts, which columns fit, the rendered frame).
 """
 
 from __future__ import annotations
 
 import collections
+import itertools
 import math
-from typing import IO, cast
+from collections.abc import Sequence
+from typing import IO, Any, cast
 
 import numpy as np
 import pyarrow as pa
-from rich.console import Console, RenderableType
-from rich.table import Table
+from rich.cells import cell_len
+from rich.console import Console
+from rich.segment import Segments
 from rich.text import Text
 
-HEAD_ROWS = 10
-TAIL_ROWS = 10
-EDGE_COLUMNS = 6
+from cumtool.formats.layout import (
+    MAX_COLUMNS,
+    PAD,
+    ROW_HEADER,
+    Cells,
+    Frame,
+    fit,
+    join_lines,
+    keep,
+    plural,
+    split_rows,
+)
+from cumtool.view import View
+
 EDGE_SLICES = 2
-ELLIPSIS = "…"
-MIN_WIDTH = 80
 
 
-def _missing() -> Text:
-    return Text("null", style="dim italic")
-
-
-def _cell(value: object) -> Text:
-    if value is None:
-        return _missing()
-    if isinstance(value, np.floating | float):
-        if np.isnan(value):
-            return Text("nan", style="magenta")
-        return Text(str(value))
-    if isinstance(value, np.complexfloating | complex):
-        return Text(str(value).strip("()"))
-    return Text(str(value))
-
-
-def _keep(count: int, head: int, tail: int) -> tuple[list[int], int | None]:
-    """Positions shown of `count` (all, or the first `head` and last `tail`) and where an
-    ellipsis goes among them (None: nothing left out)."""
-    if count <= head + tail:
-        return list(range(count)), None
-    return [*range(head), *range(count - tail, count)], head
+def terminal_console(stream: IO[bytes], encoding: str) -> Console:
+    """A console for standard output on a terminal: its width, colours, and `encoding`."""
+    return _PipeConsole(file=cast(IO[str], _TextAdapter(stream, encoding, tty=True)),
+                        force_terminal=True, highlight=False)
 
 
 def _is_numeric(dtype: pa.DataType) -> bool:
@@ -69,8 +82,8 @@ def _dtype_label(dtype: pa.DataType) -> str:
 
 
 def _numpy_cells(values: np.ndarray) -> list[object]:
-    """Python values, except floats stay numpy scalars: str() of a float32 is then its own
-    shortest text (0.1), not that of the float64 it would become (0.10000000149011612)."""
+    """Python values, except floats stay numpy scalars: a float32 is then shown at its
+    own precision (0.1), not that of the float64 it would become (0.10000000149011612)."""
     if values.dtype.kind in "fc":
         return list(values)
     return list(values.tolist())
@@ -91,29 +104,21 @@ def _arrow_cells(column: pa.Array) -> list[object]:
     return list(column.to_pylist())
 
 
-def _add_column(table: Table, name: str, dtype: str, numeric: bool) -> None:
-    table.add_column(Text(f"{name}\n{dtype}"), justify="right" if numeric else "left",
-                     no_wrap=numeric)
-
-
-def _with_gap(cells: list[Text], gap: int | None, width: int = 1) -> list[Text]:
-    """Insert the ellipsis column's cell(s) at `gap`."""
-    if gap is None:
-        return cells
-    return [*cells[:gap * width], Text(ELLIPSIS), *cells[gap * width:]]
-
-
 class PrettySink:
-    """Collects what will be shown of a result and renders it as rich tables on close."""
+    """Collects what can show of a result and prints it as rich tables on close."""
 
-    def __init__(self, stream: IO[bytes], caption: str, console: Console | None = None,
-                 schema: pa.Schema | None = None) -> None:
+    def __init__(self, stream: IO[bytes], view: View, console: Console | None = None,
+                 schema: pa.Schema | None = None, encoding: str = "utf-8") -> None:
         self._stream = stream
-        self._caption = caption
+        self._view = view
+        self._encoding = encoding if console is None else console.encoding
         self._console = console
+        self._budget = None if console is None else console.width
+        self._cells = Cells(view.precision, self._encoding)
+        self._head_limit, self._tail_limit = split_rows(view.rows)
         self._schema: pa.Schema | None = None
-        self._columns: list[int] = []
-        self._column_gap: int | None = None
+        self._order: list[int] = []  # columns that may show, results first
+        self._kept: list[int] = []
         if schema is not None:
             self._set_schema(schema)
         self._head: list[pa.RecordBatch] = []
@@ -125,119 +130,150 @@ class PrettySink:
 
     def _set_schema(self, schema: pa.Schema) -> None:
         self._schema = schema
-        self._columns, self._column_gap = _keep(len(schema), EDGE_COLUMNS, EDGE_COLUMNS)
+        first = [i for i, name in enumerate(schema.names) if name in self._view.first]
+        rest = [i for i, name in enumerate(schema.names) if name not in self._view.first]
+        widths = {i: self._cells.header_width(f.name, _dtype_label(f.type))
+                  for i, f in enumerate(schema)}
+        # Each column takes at least its header's width: the columns that could show.
+        self._order = fit(widths, first + rest, self._budget, 1 + cell_len(ROW_HEADER) + PAD)
+        self._kept = sorted(self._order)  # the same, in input order
 
     # Tables ------------------------------------------------------------------
     def write(self, batch: pa.RecordBatch) -> None:
         if self._schema is None:
             self._set_schema(batch.schema)
         self._rows += batch.num_rows
-        batch = batch.select(self._columns)
-        if self._head_rows < HEAD_ROWS:
-            take = batch.slice(0, HEAD_ROWS - self._head_rows)
+        batch = batch.select(self._kept)
+        if self._head_rows < self._head_limit:
+            take = batch.slice(0, int(min(self._head_limit - self._head_rows, batch.num_rows)))
             self._head.append(take)
             self._head_rows += take.num_rows
             batch = batch.slice(take.num_rows)
-        if batch.num_rows:
-            self._tail.append(batch.slice(max(0, batch.num_rows - TAIL_ROWS)))
+        if batch.num_rows and self._tail_limit:
+            self._tail.append(batch.slice(max(0, batch.num_rows - self._tail_limit)))
             self._tail_rows += self._tail[-1].num_rows
-            while self._tail_rows - self._tail[0].num_rows >= TAIL_ROWS:
+            while self._tail_rows - self._tail[0].num_rows >= self._tail_limit:
                 self._tail_rows -= self._tail.popleft().num_rows
 
     # Arrays ------------------------------------------------------------------
     def write_array(self, shape: tuple[int, ...], values: np.ndarray,
                     indices: np.ndarray | None) -> None:
         if self._array is None:
-            self._array = _ArrayView(shape)
+            self._array = _ArrayView(shape, values.dtype, indices is not None,
+                                     self._view.rows, self._budget)
         self._array.add(values, indices)
 
     def close(self) -> None:
         if self._array is not None:
-            renderables = self._array.render(self._caption)
+            frames, names, size = self._array.frames(self._cells)
+            order = self._array.order()
         else:
-            renderables = self._render_table()
-        console = self._console
-        if console is None:
-            console = _PipeConsole(
-                file=cast(IO[str], _TextAdapter(self._stream)), color_system=None,
-                force_terminal=False, highlight=False, soft_wrap=False,
-                width=max([MIN_WIDTH, *(_natural_width(r) for r in renderables)]),
-            )
-        for renderable in renderables:
-            # A line of text (the caption) is never broken by us: a terminal narrower than
-            # it wraps it on screen, and a copied path stays whole.
-            console.print(renderable, soft_wrap=isinstance(renderable, Text))
+            frames, names, size = self._table_frame()
+            order = self._order
+        console = self._console or _PipeConsole(
+            file=cast(IO[str], _TextAdapter(self._stream, self._encoding)),
+            color_system=None, force_terminal=False, highlight=False, soft_wrap=False)
+        # Widths over every frame, so that the slices of an array show the same columns.
+        widths: dict[int, int] = dict.fromkeys(order, 0)
+        numbers = 1
+        for frame in frames:
+            numbers = max(numbers, frame.number_width())
+            for unit, width in frame.unit_widths().items():
+                widths[unit] = max(widths[unit], width)
+        shown = set(fit(widths, order, self._budget, 1 + numbers + PAD))
+        for frame in frames:
+            if frame.before is not None:
+                console.print(Text(frame.before), soft_wrap=True)
+            lines = frame.render(console, shown)
+            console.print(Segments(join_lines(lines)), soft_wrap=True, end="")
+        hidden = len(names) - len(shown)
+        if hidden:
+            first = itertools.islice((n for i, n in enumerate(names) if i not in shown), 5)
+            listed = ", ".join(self._cells.text(n) for n in first)
+            more = f", {self._cells.ellipsis}" if hidden > 5 else ""
+            count = plural(hidden, "more column")
+            console.print(Text(f"{self._cells.ellipsis} {count} not shown: {listed}{more}",
+                               style="dim"), soft_wrap=True)
+        # A line of text (the caption) is never broken by us: a terminal narrower than it
+        # wraps it on screen, and a copied path stays whole.
+        console.print(Text(self._cells.text(self._view.caption(size)), style="italic"),
+                      soft_wrap=True)
 
-    def _render_table(self) -> list[RenderableType]:
+    def _table_frame(self) -> tuple[list[Frame], list[str], str]:
         schema = self._schema if self._schema is not None else pa.schema([])
-        table = Table()
-        for number, position in enumerate(self._columns):
-            if number == self._column_gap:
-                _add_ellipsis_column(table)
+        frame = Frame(self._cells)
+        for position in self._kept:
             field = schema.field(position)
-            _add_column(table, field.name, _dtype_label(field.type), _is_numeric(field.type))
+            frame.column(field.name, _dtype_label(field.type), _is_numeric(field.type),
+                         position)
         for batch in self._head:
-            self._add_rows(table, batch)
+            self._add_rows(frame, batch, len(frame.rows))
         tail = pa.Table.from_batches(list(self._tail)) if self._tail else None
-        shown_tail = 0 if tail is None else min(TAIL_ROWS, tail.num_rows)
-        if self._rows - self._head_rows - shown_tail > 0:
-            table.add_row(*[Text(ELLIPSIS)] * len(table.columns))
+        shown_tail = 0 if tail is None else min(self._tail_limit, tail.num_rows)
+        frame.gap(self._rows - self._head_rows - shown_tail)
         if tail is not None:
+            first = self._rows - shown_tail
             for batch in tail.slice(tail.num_rows - shown_tail).to_batches():
-                self._add_rows(table, batch)
-        caption = f"{self._caption}, {self._rows} rows x {len(schema)} columns"
-        return [table, Text(caption, style="italic")]
+                self._add_rows(frame, batch, first)
+                first += batch.num_rows
+        size = f"{self._rows} rows x {len(schema)} columns"
+        return [frame], schema.names, size
 
-    def _add_rows(self, table: Table, batch: pa.RecordBatch) -> None:
+    def _add_rows(self, frame: Frame, batch: pa.RecordBatch, first: int) -> None:
+        """`batch`'s rows, numbered from input row `first` (0-based) + 1."""
         columns = [_arrow_cells(column) for column in batch.columns]
-        for row in zip(*columns, strict=True):
-            table.add_row(*_with_gap([_cell(value) for value in row], self._column_gap))
-
-
-def _add_ellipsis_column(table: Table) -> None:
-    table.add_column(Text(f"{ELLIPSIS}\n{ELLIPSIS}"), justify="center", no_wrap=True)
-
-
-def _natural_width(renderable: RenderableType) -> int:
-    """How wide `renderable` is when nothing limits it."""
-    measuring = Console(width=1 << 16, color_system=None, force_terminal=False)
-    return int(measuring.measure(renderable).maximum)
+        for n, row in enumerate(zip(*columns, strict=True)):
+            frame.rows.append((str(first + n + 1), [self._cells.cell(v) for v in row]))
 
 
 class _ArrayView:
-    """What is shown of an N-d array, collected block by block along axis 0.
+    """What can show of an N-d array, collected block by block along axis 0.
 
     The array is a sequence of 2-D pages: a 0-d or 1-D array is one page of one column, a
     2-D array one page, and an N-d array one page per index of its leading N-2 axes. Only
-    the kept pages, cropped to the kept rows and columns, are ever stored."""
+    the kept pages, cropped to the kept rows and columns, are ever stored. With indices,
+    a column is a pair: its values and their positions."""
 
-    def __init__(self, shape: tuple[int, ...]) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, with_indices: bool,
+                 rows: int | None, budget: int | None) -> None:
         self.shape = shape
+        self.dtype = dtype
+        self.with_indices = with_indices
         ndim = len(shape)
         if ndim <= 2:
-            rows = 1 if ndim == 0 else shape[0]
+            page_rows = 1 if ndim == 0 else shape[0]
             columns = shape[1] if ndim == 2 else 1
             self.leading: tuple[int, ...] = ()
             self.pages_per_row = 0  # axis 0 runs down the page's rows
         else:
-            rows, columns = shape[-2], shape[-1]
+            page_rows, columns = shape[-2], shape[-1]
             self.leading = shape[:-2]
             self.pages_per_row = math.prod(shape[1:-2])
-        self.page_rows = rows
+        self.page_rows = page_rows
         self.page_columns = columns
-        self.row_keep, self.row_gap = _keep(rows, HEAD_ROWS, TAIL_ROWS)
-        self.column_keep, self.column_gap = _keep(columns, EDGE_COLUMNS, EDGE_COLUMNS)
+        head, tail = split_rows(rows)
+        self.row_keep = keep(page_rows, head, tail)
         self.pages_total = math.prod(self.leading) if ndim > 2 else 1
-        self.page_keep, self.page_gap = _keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
-        self.dtype: np.dtype | None = None
-        self.with_indices = False
+        self.page_keep = keep(self.pages_total, EDGE_SLICES, EDGE_SLICES)
+        # Each column takes at least its header's width: those that could show.
+        # (Columns are numbered, so the narrowest come first: the cut is by count.)
+        least = [self._least_width(c) for c in range(min(columns, MAX_COLUMNS))]
+        self.column_keep = fit(dict(enumerate(least)), range(len(least)), budget,
+                               1 + cell_len(ROW_HEADER) + PAD)
         self.seen = 0  # positions along axis 0 received so far
         # page number -> row position -> (values, indices) of the kept columns
         self.rows: dict[int, dict[int, tuple[np.ndarray, np.ndarray | None]]] = {}
 
+    def _least_width(self, column: int) -> int:
+        width = max(len(str(column)), len(str(self.dtype)))
+        if self.with_indices:
+            width += max(len(f"{column}_index"), len("int64")) + PAD
+        return width
+
+    def order(self) -> list[int]:
+        return list(self.column_keep)
+
     def add(self, values: np.ndarray, indices: np.ndarray | None) -> None:
-        self.dtype = values.dtype
-        self.with_indices = indices is not None
         count = values.shape[0] if values.ndim else 1
         if len(self.shape) <= 2:
             flat = values.reshape(count, self.page_columns)
@@ -266,66 +302,78 @@ class _ArrayView:
                     None if indices is None else indices[local, self.column_keep].copy(),
                 )
 
-    def render(self, caption: str) -> list[RenderableType]:
-        dtype = str(self.dtype) if self.dtype is not None else "?"
-        out: list[RenderableType] = []
+    def frames(self, cells: Cells) -> tuple[list[Frame], Sequence[str], str]:
+        frames = []
         for number, page in enumerate(self.page_keep):
-            if number == self.page_gap:
-                hidden = self.pages_total - len(self.page_keep)
-                out.append(Text(f"{ELLIPSIS} {hidden} more slices {ELLIPSIS}"))
-            title = None
+            title = before = None
             if len(self.shape) > 2:
                 label = ", ".join(str(int(i)) for i in np.unravel_index(page, self.leading))
-                title = Text(f"[{label}, :, :]")
-            out.append(self._page_table(self.rows.get(page, {}), dtype, title))
-        out.append(Text(f"{caption}, shape {self.shape}", style="italic"))
-        return out
+                title = f"[{label}, :, :]"
+            if number == EDGE_SLICES and self.pages_total > len(self.page_keep):
+                hidden = self.pages_total - len(self.page_keep)
+                before = f"{cells.ellipsis} {hidden} more slices {cells.ellipsis}"
+            frames.append(self._frame(cells, self.rows.get(page, {}), title, before))
+        return frames, _Numbers(self.page_columns), f"shape {self.shape}"
 
-    def _page_table(self, rows: dict[int, tuple[np.ndarray, np.ndarray | None]], dtype: str,
-                    title: Text | None) -> Table:
-        table = Table(title=title)
-        width = 2 if self.with_indices else 1
-        for number, column in enumerate(self.column_keep):
-            if number == self.column_gap:
-                _add_ellipsis_column(table)
-            _add_column(table, str(column), dtype, True)
+    def _frame(self, cells: Cells, rows: dict[int, tuple[np.ndarray, np.ndarray | None]],
+               title: str | None, before: str | None) -> Frame:
+        frame = Frame(cells, title, before)
+        for column in self.column_keep:
+            frame.column(str(column), str(self.dtype), True, column)
             if self.with_indices:
-                _add_column(table, f"{column}_index", "int64", True)
+                frame.column(f"{column}_index", "int64", True, column)
         for number, row in enumerate(self.row_keep):
-            if number == self.row_gap:
-                table.add_row(*[Text(ELLIPSIS)] * len(table.columns))
+            if number and row != self.row_keep[number - 1] + 1:
+                frame.gap(row - self.row_keep[number - 1] - 1)
             if row not in rows:
                 continue
             values, indices = rows[row]
-            cells: list[Text] = []
+            row_cells = []
             for column, value in enumerate(_numpy_cells(values)):
-                cells.append(_cell(value))
+                row_cells.append(cells.cell(value))
                 if indices is not None:
-                    cells.append(Text(str(indices[column])))
-            table.add_row(*_with_gap(cells, self.column_gap, width))
-        return table
+                    row_cells.append(Text(str(indices[column])))
+            frame.rows.append((str(row), row_cells))
+        return frame
+
+
+class _Numbers(Sequence[str]):
+    """An array's column names, 0 to count - 1, made only when asked for."""
+
+    def __init__(self, count: int) -> None:
+        self._count = count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: Any) -> Any:
+        return str(range(self._count)[index]) if isinstance(index, int) else [
+            str(i) for i in range(self._count)[index]]
 
 
 class _PipeConsole(Console):
-    """rich answers a closed pipe with a silent exit status 1; cumtool's own handler
-    gives the 141 of every other output format."""
+    """rich answers a closed pipe (or terminal) with a silent exit status 1; cumtool's
+    own handler gives the 141 of every other output format."""
 
     def on_broken_pipe(self) -> None:
         raise BrokenPipeError
 
 
 class _TextAdapter:
-    """rich writes text; the sink's stream takes bytes."""
+    """rich writes text; the sink's stream takes bytes, in `encoding`, with a replacement
+    for what the encoding cannot hold (a CJK name on a Latin-1 terminal)."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes], encoding: str, tty: bool = False) -> None:
         self._stream = stream
+        self.encoding = encoding
+        self._tty = tty
 
     def write(self, text: str) -> int:
-        self._stream.write(text.encode("utf-8"))
+        self._stream.write(text.encode(self.encoding, errors="replace"))
         return len(text)
 
     def flush(self) -> None:
         self._stream.flush()
 
     def isatty(self) -> bool:
-        return False
+        return self._tty
