@@ -282,7 +282,8 @@ def test_a_hostile_argument_is_shown_escaped_in_one_line_and_a_hint(tmp_path: Pa
     pytest.param(["cumsum", "{path}", "extra"], "Got unexpected extra argument (extra)",
                  "Try 'main cumsum --help'.", id="extra-argument"),
     pytest.param(["cumsum", "{path}", "-c", "a,\x1b[2J,"],
-                 "Invalid value for '-c' / '--columns': empty column name in 'a,\\x1b[2J,'",
+                 "Invalid value for '-c' / '--columns': -c 'a,\\x1b[2J,': an empty column "
+                 "name; quote it as '\"\"' to choose a column whose name is empty",
                  "Try 'main cumsum --help'.", id="hostile-value"),
     pytest.param([f"no{HOSTILE}such"], f"No such command 'no{HOSTILE_SHOWN}such'.",
                  "Try 'main --help'.", id="hostile-command"),
