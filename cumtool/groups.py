@@ -145,6 +145,12 @@ class GroupCarry:
         self.index = np.empty(0, dtype=np.int64)
         self.pending = np.empty(0, dtype=bool)  # --exclusive: see kernels.Carry.pending
 
+    def copy(self) -> GroupCarry:
+        twin = GroupCarry(self.spec)
+        twin.value, twin.index, twin.pending = (
+            self.value.copy(), self.index.copy(), self.pending.copy())
+        return twin
+
     def grow(self, count: int) -> None:
         if count > self.value.shape[0]:
             extra = count - self.value.shape[0]

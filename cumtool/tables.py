@@ -400,8 +400,15 @@ class TablePlan:
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         if self.axis == 0:
             runs = self._runs(batch)
-            results = {i: self._scan_rows(i, batch.column(self.data_at.get(i, i)), runs)
-                       for i in self.selected}
+            results = {}
+            overflows = []
+            for i in self.selected:
+                try:
+                    results[i] = self._scan_rows(i, batch.column(self.data_at.get(i, i)), runs)
+                except ScanOverflowError as error:
+                    overflows.append(error)
+            if overflows:  # the first in file order, then the leftmost column
+                raise min(overflows, key=lambda error: error.position)
         else:
             results = self._scan_across(batch)
         arrays: list[pa.Array] = []
@@ -444,6 +451,7 @@ class TablePlan:
             carry.grow(count)
         from cumtool import groups
 
+        self._batch_runs = (group_ids, resets)  # for locating an overflow (_scan_runs)
         return groups.split_runs(group_ids, resets)
 
     def _reverse_resets(self, group_ids: np.ndarray, resets: np.ndarray,
@@ -491,12 +499,7 @@ class TablePlan:
             if runs is None:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])
             else:
-                positions = (np.arange(self.rows_done, self.rows_done + len(data))
-                             if spec.indices else None)
-                from cumtool import groups
-
-                result = groups.scan_runs(spec, values, valid, runs,
-                                          self.group_carries[column], positions)
+                result = self._scan_runs(column, values, valid, runs)
         except ScanOverflowError as error:
             raise self._overflow(column, self.rows_done + error.position[0], error) from None
         missing = None if valid is None else ~valid
@@ -513,6 +516,43 @@ class TablePlan:
             missing = identity if missing is None else missing | identity
             return arrow_column(result.values, missing).view(self.temporal[column]), indices
         return arrow_column(result.values, missing), indices
+
+    def _scan_runs(self, column: int, values: np.ndarray, valid: np.ndarray | None,
+                   runs: Any) -> kernels.ScanResult:
+        """A grouped scan of a batch. Runs are scanned bucket by bucket, so the overflow
+        that one reports need not be the first in file order: then the shortest prefix of
+        the batch that overflows is found by bisection (from the same carried state, which
+        a failed scan leaves as it was), and its last row is the one reported."""
+        from cumtool import groups
+
+        spec = self.specs[column]
+        carry = self.group_carries[column]
+        positions = (np.arange(self.rows_done, self.rows_done + values.shape[0])
+                     if spec.indices else None)
+        try:
+            return groups.scan_runs(spec, values, valid, runs, carry, positions)
+        except ScanOverflowError as error:
+            first, reported = 0, error  # the prefix [0, error row] overflows
+            high = error.position[0]
+            while first < high:
+                middle = (first + high) // 2
+                prefix = slice(0, middle + 1)
+                try:
+                    groups.scan_runs(spec, values[prefix],
+                                     None if valid is None else valid[prefix],
+                                     self._prefix_runs(middle + 1), carry.copy(),
+                                     None if positions is None else positions[prefix])
+                except ScanOverflowError as earlier:
+                    high, reported = middle, earlier
+                else:
+                    first = middle + 1
+            raise ScanOverflowError(str(reported), (high,)) from None
+
+    def _prefix_runs(self, rows: int) -> Any:
+        from cumtool import groups
+
+        group_ids, resets = self._batch_runs
+        return groups.split_runs(group_ids[:rows], None if resets is None else resets[:rows])
 
     def _input_positions(self, indices: np.ndarray) -> np.ndarray:
         if self.reverse_total is None:
