@@ -16,7 +16,7 @@ from typing import Literal
 
 import numpy as np
 
-from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.ops import OPS
 
 Overflow = Literal["error", "wrap"]
@@ -58,7 +58,7 @@ _UFUNCS = {
 
 def overflow_hint(overflow: str) -> str:
     """The advice that ends an integer-overflow error message."""
-    return "; use --overflow wrap for wrap-around" if overflow == "error" else ""
+    return f"; use {option('overflow', 'wrap')} for wrap-around" if overflow == "error" else ""
 
 
 def accepted_dtype_names() -> str:
@@ -70,8 +70,8 @@ def parse_dtype(name: str) -> np.dtype:
     key = name.strip().lower()
     if key in _AMBIGUOUS:
         torch_means, numpy_means = _AMBIGUOUS[key]
-        raise UsageError(f"--dtype {name!r} is ambiguous: torch reads it as {torch_means}, "
-                         f"numpy and pandas as {numpy_means}; give the width: "
+        raise UsageError(f"{option('dtype')} {name!r} is ambiguous: torch reads it as "
+                         f"{torch_means}, numpy and pandas as {numpy_means}; give the width: "
                          f"{torch_means} or {numpy_means}")
     if key.startswith("torch."):  # torch's own name is not ambiguous: torch.float is 32 bits
         key = key.removeprefix("torch.")
@@ -81,7 +81,7 @@ def parse_dtype(name: str) -> np.dtype:
         return _ACCEPTED_DTYPES[key]
     why = "is not supported" if key in _REFUSED_DTYPES else "is not a dtype"
     raise UsageError(
-        f"--dtype {name!r} {why}; accepted: {accepted_dtype_names()}"
+        f"{option('dtype')} {name!r} {why}; accepted: {accepted_dtype_names()}"
     )
 
 
@@ -143,7 +143,8 @@ def _make_spec(
         return ScanSpec(op, source_dtype, in_dtype, in_dtype, in_dtype, overflow, skipna, indices)
     if op == "logcumsumexp":
         if dtype is not None and kind not in "fc":
-            raise UsageError(f"logcumsumexp needs a floating or complex --dtype, not {in_dtype}")
+            raise UsageError(f"logcumsumexp needs a floating or complex {option('dtype')}, "
+                             f"not {in_dtype}")
         acc = _FLOAT64 if kind in "biu" else _WIDER_FLOAT[in_dtype]
         out = _FLOAT64 if kind in "biu" else in_dtype
         return ScanSpec(op, source_dtype, in_dtype, acc, out, overflow, skipna, indices)

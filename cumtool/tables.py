@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from cumtool import kernels
 from cumtool.columns import Selection, listing, resolve
-from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import ColumnHint, delimiter_hint
 from cumtool.kernels import AXIS_NAMES, overflow_hint
 
@@ -130,7 +130,8 @@ def table_axis(text: str) -> int:
     if number is not None and -2 <= number <= 1:
         return number % 2
     raise UsageError(
-        f"--axis {text!r} is not valid for a table; use rows (index, 0) or columns (1, -1)"
+        f"{option('axis')} {text!r} is not valid for a table; use rows (index, 0) or "
+        "columns (1, -1)"
     )
 
 
@@ -205,11 +206,12 @@ class TablePlan:
         self._repeated = {n for n, count in collections.Counter(self.names).items() if count > 1}
         self.hints = hints or [stored_hint(f.type) for f in schema]
         if self.axis == 1 and (options.by or options.reset):
-            raise UsageError("--by and --reset work down the rows; they cannot be used with "
-                             "--axis columns")
+            raise UsageError(f"{option('by')} and {option('reset')} work down the rows; they "
+                             f"cannot be used with {option('axis', 'columns')}")
         if dtype is not None and dtype.kind == "c":
-            raise UsageError(f"--dtype {dtype} gives complex values, which a table cannot "
-                             "hold; use --dtype with a real type, or .npy input")
+            raise UsageError(f"{option('dtype', str(dtype))} gives complex values, which a "
+                             f"table cannot hold; use {option('dtype')} with a real type, or "
+                             "an array")
         self.by = self._resolve(options.by)
         self.reset = self._reset_position(options.reset, schema)
         self.selected = self._select(schema)
@@ -280,11 +282,12 @@ class TablePlan:
             return None
         positions = resolve(selection, self.names, self.name)
         if len(positions) != 1:
-            raise UsageError(f"--reset takes one column, not {len(positions)} ({selection})")
+            raise UsageError(f"{option('reset')} takes one column, not {len(positions)} "
+                             f"({selection})")
         position = positions[0]
         arrow_type = self.hints[position].parse_as or schema.field(position).type
         if not (pa.types.is_boolean(arrow_type) or numpy_dtype(arrow_type) is not None):
-            raise DataError(f"{self.name}: --reset column {self.label(position)} must be "
+            raise DataError(f"{self.name}: {option('reset')} column {self.label(position)} must be "
                             f"boolean or numeric, not {self.hints[position].kind}")
         return position
 
@@ -320,7 +323,8 @@ class TablePlan:
     def _holds(self, position: int) -> str:
         kind = self.hints[position].kind
         if kind == "bigint":
-            return "integers beyond int64; pass --dtype float64 to scan them as floats"
+            return (f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
+                    "floats")
         return kind
 
     def _dialect_hint(self) -> str:
@@ -333,7 +337,7 @@ class TablePlan:
                                  f"{self.label(position)}); cummax and cummin are")
             if dtype is not None or self.axis == 1:
                 raise UsageError(f"column {self.label(position)} holds dates: scan it down "
-                                 "the rows, without --dtype")
+                                 f"the rows, without {option('dtype')}")
 
     def _specs(self, dtype: np.dtype | None,
                scan: dict[str, Any]) -> dict[int, kernels.ScanSpec]:
@@ -390,8 +394,8 @@ class TablePlan:
                 added = result_fields(i, f"{self.names[i]}_{self.op}")
                 clash = next((f.name for f in added if f.name in taken), None)
                 if clash is not None:
-                    raise DataError(f"{self.name}: --keep would add column {clash!r}, which "
-                                    "the input already has")
+                    raise DataError(f"{self.name}: {option('keep')} would add column "
+                                    f"{clash!r}, which the input already has")
                 fields.extend(added)
         return fields
 
@@ -480,11 +484,12 @@ class TablePlan:
         """1-based input row of a 0-based row in scan order."""
         return self.reverse_total - scan_row if self.reverse_total is not None else scan_row + 1
 
-    def _overflow(self, column: int, scan_row: int, error: Exception) -> DataError:
+    def _overflow(self, column: int, scan_row: int,
+                  error: ScanOverflowError) -> ScanOverflowError:
         # position: the input row (from 0) and the column's place among the scanned ones
         return ScanOverflowError(
             f"{self.name}: column {self.label(column)}, row {self._input_row(scan_row)}: "
-            f"{error}{overflow_hint(self.overflow)}",
+            f"{error.raw}{overflow_hint(self.overflow)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
     def _scan_rows(self, column: int, data: pa.Array,
@@ -586,10 +591,10 @@ class TablePlan:
             at_column, at_row = error.position[0], error.position[1]
             if flip:
                 at_column = len(self.selected) - 1 - at_column
-            raise DataError(
-                f"{self.name}: row {self._input_row(self.rows_done + at_row)}, column "
-                f"{self.label(self.selected[at_column])}: {error}{overflow_hint(self.overflow)}"
-            ) from None
+            row = self._input_row(self.rows_done + at_row)
+            raise ScanOverflowError(
+                f"{self.name}: row {row}, column {self.label(self.selected[at_column])}: "
+                f"{error.raw}{overflow_hint(self.overflow)}", (row - 1, at_column)) from None
         out: dict[int, tuple[pa.Array, pa.Array | None]] = {}
         for i, column in enumerate(self.selected):
             missing = None if valid is None else ~valid[i]
