@@ -111,7 +111,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         with _aborting(sink):
             # Closed with the run, so a failure stops the reader thread at once.
             reader = stack.enter_context(
-                contextlib.closing(prefetch(source.batches(plan.parse))))
+                contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))))
             batches = _rebatch(reader, request.batch_rows)
             if reverse:
                 # Scan from the last row up: spool the input, replay it backwards, and put

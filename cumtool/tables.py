@@ -224,6 +224,13 @@ class TablePlan:
         self.width = len(schema)
         self.data_at = {i: self.width + k for k, i in enumerate(self.parse)}
         self.shown = {i: self.data_at[i] for i in self.shown}
+        # Text a reader need not hand over: replaced by results or converted copies, or
+        # not written at all (keys for --by are grouped by their text).
+        written = set(range(self.width)) if not options.only_scanned else set(self.selected)
+        self.text_unused = frozenset(
+            i for i in range(self.width) if i not in self.by and (
+                i not in written or i in self.shown
+                or (i in self.selected and not options.keep)))
         self.input_schema = pa.schema(
             [*schema, *(pa.field(self.names[i], t) for i, t in self.parse.items())],
             metadata=schema.metadata)
@@ -238,7 +245,8 @@ class TablePlan:
         if self.by or self.reset is not None:
             from cumtool import groups  # polars joins: loaded only for grouped scans
 
-            self.group_keys = groups.GroupKeys(self.by) if self.by else None
+            self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None)
+                               if self.by else None)
             self.group_carries = {i: groups.GroupCarry(s) for i, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0

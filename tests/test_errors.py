@@ -587,7 +587,7 @@ def test_a_quote_csv_does_not_allow_is_refused_not_read_as_a_field(
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        pytest.param(b'a,b\n"x ""y"" z",1\n"",2\n', ['"x ""y"" z",1', ',3'], id="escaped"),
+        pytest.param(b'a,b\n"x ""y"" z",1\n"",2\n', ['"x ""y"" z",1', '"",3'], id="escaped"),
         pytest.param(b'a,b\r\n"p\r\nq",1\r\n"r",2\r\n', ['"p\r\nq",1', "r,3"], id="crlf-newline"),
         pytest.param(b'a,b\n"1,5",1\n,2', ['"1,5",1', ",3"], id="delimiter-no-final-newline"),
     ],
