@@ -480,3 +480,38 @@ def test_unusable_encodings_are_usage_errors(invoke, tmp_path, encoding, message
     result = invoke("cumsum", str(tmp_path / "missing.csv"), "--encoding", encoding)
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+# Chunks ------------------------------------------------------------------------------------
+
+NUMBERISH = st.one_of(st.integers(-10**6, 10**6).map(str),
+                      st.sampled_from(["", "NA", " 7 ", "nan", "1e3", "-0"]),
+                      st.floats(allow_nan=False, allow_infinity=False).map(repr))
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cells=st.lists(st.tuples(st.integers(-1000, 1000), NUMBERISH,
+                                st.sampled_from(["x", "a,b", "", 'q"q'])), min_size=1,
+                      max_size=60),
+       keep=st.booleans(), op=st.sampled_from(["cumsum", "cummax"]))
+def test_chunks_never_change_a_result(monkeypatch, cells, keep, op) -> None:
+    """Later chunks parse their numbers straight away when they can (else as text): the
+    output is byte for byte that of one chunk, missing markers and all."""
+    from click.testing import CliRunner
+
+    import cumtool.formats.csv as csv_format
+
+    # The first row says m holds floats, whatever the (tiny) first chunk holds besides.
+    text = _write_csv(["n", "m", "t"], [["0", "0.5", "x"], *([str(n), m, t]
+                                                              for n, m, t in cells)])
+    args = [op, "--to", "csv", *(["--keep"] if keep else [])]
+    whole = CliRunner().invoke(main, args, input=text.encode())
+    with monkeypatch.context() as patch:
+        patch.setattr(csv_format, "CHUNK_BYTES", 16)
+        patch.setattr(csv_format, "SAMPLE_BYTES", 16)
+        patch.setattr(csv_format, "READ_BYTES", 16)
+        chunked = CliRunner().invoke(main, args, input=text.encode())
+    assert (chunked.exit_code, chunked.stdout, chunked.stderr) == (
+        whole.exit_code, whole.stdout, whole.stderr), text

@@ -18,6 +18,7 @@ value); text cells are quoted by cumtool, and only where the output needs it.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import select
@@ -39,13 +40,15 @@ from cumtool.formats import (
 
 INFER_ROWS = 10_000
 CHUNK_BYTES = 8 << 20
-_SAMPLE_BYTES = 1 << 20
+SAMPLE_BYTES = 1 << 20  # the first chunk, whose rows say what each column holds
+READ_BYTES = 64 * 1024  # the least one read asks for
 _BOM = b"\xef\xbb\xbf"
 _TEXT = pa.large_string()
 _INTEGER = r"^[+-]?[0-9]+$"
 _LEADING_ZERO = r"^[+-]?0[0-9]"
 _ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 T = TypeVar("T")
+_POLARS_NUMBER: dict[str, pl.DataType] = {"int64": pl.Int64(), "double": pl.Float64()}
 
 
 class _Chunker:
@@ -89,7 +92,7 @@ class _Chunker:
         parts = [self._pending]
         size = len(self._pending)
         while not self._eof and (size < minimum):
-            data = self._read(max(minimum - size, 64 * 1024))
+            data = self._read(max(minimum - size, READ_BYTES))
             if not data:
                 self._eof = True
                 break
@@ -225,7 +228,7 @@ class CsvSource:
     def __init__(
         self, stream: IO[bytes], name: str, options: CsvReadOptions, *,
         compression: str | None = None, float_columns: bool = False, decimal: bool = False,
-        chunk_bytes: int = CHUNK_BYTES, total_bytes: int | None = None,
+        chunk_bytes: int | None = None, total_bytes: int | None = None,
     ) -> None:
         self.name = name
         self.total_bytes = total_bytes
@@ -234,12 +237,12 @@ class CsvSource:
         self._na = pl.Series(markers, dtype=pl.String).implode()
         if compression:
             stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
-        self._chunker = _Chunker(stream, chunk_bytes)
+        self._chunker = _Chunker(stream, chunk_bytes or CHUNK_BYTES)
         try:
-            sample = self._chunker.take(_SAMPLE_BYTES)
+            sample = self._chunker.take(SAMPLE_BYTES)
             # A first row longer than the sample: read on until a whole row follows the
             # header, or the types would be judged from the header alone.
-            while sample.count(b"\n") < 2 and (more := self._chunker.take(_SAMPLE_BYTES)):
+            while sample.count(b"\n") < 2 and (more := self._chunker.take(SAMPLE_BYTES)):
                 sample += more
         except (OSError, pa.ArrowException) as error:
             raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
@@ -318,8 +321,16 @@ class CsvSource:
         """Batches of the input: its columns as text, then those in `parse` converted.
         Columns in `unused` (scanned, their text not written) come as nulls, uncopied."""
         parse = parse or {}
+        # Numbers whose text is not written are parsed by polars straight away (a chunk
+        # it cannot parse so, with a missing marker or a bad cell, is read as text).
+        typed = {} if self._options.decimal_comma else {
+            i: _POLARS_NUMBER[str(t)] for i, t in parse.items()
+            if i in unused and str(t) in _POLARS_NUMBER}
+        schema: dict[str, pl.DataType] = dict(self._text_schema)
+        schema.update((f"c{i}", t) for i, t in typed.items())
         try:
-            frames = (self._strings(chunk, first=False) for chunk in self._chunker.chunks())
+            frames = (self._strings(chunk, first=False, typed=schema if typed else None)
+                      for chunk in self._chunker.chunks())
             for frame in _prepend(self._first, frames):
                 batch = self._batch(frame, parse, unused)
                 self.rows_read += frame.height
@@ -327,8 +338,10 @@ class CsvSource:
         except (OSError, pa.ArrowException) as error:
             raise unreadable(self.name, "csv", error) from None
 
-    def _strings(self, chunk: bytes, first: bool) -> pl.DataFrame:
-        """A chunk as text columns, blank lines dropped; a ragged record is an error."""
+    def _strings(self, chunk: bytes, first: bool,
+                 typed: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
+        """A chunk as text columns (or some as numbers, by the `typed` schema, where they
+        all parse so), blank lines dropped; a ragged record is an error."""
         nul = chunk.find(b"\0")
         if nul >= 0:  # binary data, not text: stop at the first NUL, whatever follows
             line = chunk.count(b"\n", 0, nul)
@@ -340,13 +353,19 @@ class CsvSource:
             _check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
         if self._options.encoding:
             chunk = self._transcode(chunk, first)
+        frame = None
+        if typed is not None:
+            with contextlib.suppress(pl.exceptions.PolarsError):
+                frame = pl.read_csv(chunk, has_header=False, schema=typed,
+                                    separator=self._options.delimiter, raise_if_empty=False)
         try:
-            frame = pl.read_csv(
-                chunk, has_header=False, infer_schema=False,
-                schema=None if first else self._text_schema,
-                separator=self._options.delimiter, raise_if_empty=False,
-                try_parse_dates=False,
-            )
+            if frame is None:
+                frame = pl.read_csv(
+                    chunk, has_header=False, infer_schema=False,
+                    schema=None if first else self._text_schema,
+                    separator=self._options.delimiter, raise_if_empty=False,
+                    try_parse_dates=False,
+                )
         except pl.exceptions.PolarsError as error:
             raise self._not_utf8(chunk, first) or self._ragged(chunk, first) or unreadable(
                 self.name, "csv", _polars_message(error)) from None
@@ -361,7 +380,8 @@ class CsvSource:
         # longer records, so a short one or a blank line shows as too few.
         outside = chunk.count(delimiter.encode())
         if b'"' in chunk:
-            inside = frame.select(pl.all().str.count_matches(delimiter, literal=True).sum())
+            inside = frame.select(pl.col(pl.String).str.count_matches(delimiter,
+                                                                      literal=True).sum())
             outside -= int(inside.sum_horizontal().item() or 0)
         if outside == frame.height * (width - 1):
             return frame
@@ -443,7 +463,8 @@ class CsvSource:
         converted, appended in its order (--keep writes the text of a scanned column)."""
         arrays = [pa.nulls(frame.height, _TEXT) if i in unused else frame.to_series(i).to_arrow()
                   for i in range(self._width)]
-        arrays += [self._parse(i, frame.to_series(i), t) for i, t in parse.items()]
+        arrays += [self._parse(i, cells, t) if (cells := frame.to_series(i)).dtype == pl.String
+                   else cells.to_arrow() for i, t in parse.items()]
         names = self.column_names + [self.column_names[i] for i in parse]
         return pa.RecordBatch.from_arrays(arrays, names=names)
 
