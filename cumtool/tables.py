@@ -231,8 +231,11 @@ class TablePlan:
             i for i in range(self.width) if i not in self.by and (
                 i not in written or i in self.shown
                 or (i in self.selected and not options.keep)))
+        # A text reader hands unused text over as a column of nulls (pa.null(): no memory).
+        given = [f.with_type(pa.null()) if hints is not None and i in self.text_unused else f
+                 for i, f in enumerate(schema)]
         self.input_schema = pa.schema(
-            [*schema, *(pa.field(self.names[i], t) for i, t in self.parse.items())],
+            [*given, *(pa.field(self.names[i], t) for i, t in self.parse.items())],
             metadata=schema.metadata)
         types = {i: self._data_field(i).type for i in self.selected}
         self.decimal_scale = {i: t.scale for i, t in types.items() if pa.types.is_decimal(t)}

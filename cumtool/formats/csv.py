@@ -319,7 +319,7 @@ class CsvSource:
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
         """Batches of the input: its columns as text, then those in `parse` converted.
-        Columns in `unused` (scanned, their text not written) come as nulls, uncopied."""
+        Columns in `unused` (their text not written) come as type-null columns, uncopied."""
         parse = parse or {}
         # Numbers whose text is not written are parsed by polars straight away (a chunk
         # it cannot parse so, with a missing marker or a bad cell, is read as text).
@@ -461,7 +461,7 @@ class CsvSource:
                unused: Collection[int]) -> pa.RecordBatch:
         """Every column as text (an empty cell null), then the columns in `parse`
         converted, appended in its order (--keep writes the text of a scanned column)."""
-        arrays = [pa.nulls(frame.height, _TEXT) if i in unused else frame.to_series(i).to_arrow()
+        arrays = [pa.nulls(frame.height) if i in unused else frame.to_series(i).to_arrow()
                   for i in range(self._width)]
         arrays += [self._parse(i, cells, t) if (cells := frame.to_series(i)).dtype == pl.String
                    else cells.to_arrow() for i, t in parse.items()]
