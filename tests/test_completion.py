@@ -161,6 +161,8 @@ def test_help_lists_the_values_completion_offers(invoke):
         pytest.param(("semi.txt", "-c", ""), ["a;b c;2-3"], id="default-delimiter"),
         pytest.param(("latin.csv", "--encoding", "latin-1", "-c", "c"), ["café"],
                      id="encoding"),
+        pytest.param(("sales.csv", "--dtype", "float", "--axis", "x", "-c", "u"), ["units"],
+                     id="after-wrong-option-values"),
         pytest.param(("orders.parquet", "-c", ""), PARQUET_NAMES, id="parquet"),
         pytest.param(("orders.parquet", "--by", "q"), ["qty"], id="parquet-by"),
         pytest.param(("orders.parquet", "--exclude", "id,"), ['id,"price, usd"', "id,qty"],
