@@ -65,7 +65,7 @@ def complete_columns(ctx: click.Context, _param: click.Parameter, incomplete: st
     path = params.get("input") or next(iter(ctx.args), None)
     if not path or path == "-":
         return []
-    header = header_names(path, from_format=params.get("from_format"),
+    header = header_names(os.path.expanduser(path), from_format=params.get("from_format"),
                           delimiter=params.get("delimiter"), encoding=params.get("encoding"))
     return [CompletionItem(value) for value in column_completions(header, incomplete)]
 
@@ -89,7 +89,8 @@ def header_names(path: str, *, from_format: str | None = None, delimiter: str | 
         inner = _decompressed(head, kind.compression)
         if inner is None:
             return []
-        head, truncated = inner, True
+        head, complete = inner
+        truncated = not complete
         if from_format is None and kind_from_name(path) is None:
             kind = FileKind(kind_from_magic(head).format)  # what the engine sniffs too
     if kind.format not in ("csv", "tsv"):
@@ -108,21 +109,23 @@ def _kind(path: str, head: bytes, from_format: str | None) -> FileKind:
     return FileKind(from_format, kind.compression) if from_format else kind
 
 
-def _decompressed(head: bytes, compression: str) -> bytes | None:
-    """The first bytes of a gzip or bz2 stream; None for a format the standard library
-    does not read (zstd, lz4) or a damaged stream."""
+def _decompressed(head: bytes, compression: str) -> tuple[bytes, bool] | None:
+    """The first bytes of a gzip or bz2 stream, and whether that is all of it; None for a
+    format the standard library does not read (zstd, lz4) or a damaged stream."""
     if compression == "gzip":
         import zlib
 
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
-            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, HEAD_BYTES)
+            return inflate.decompress(head, HEAD_BYTES), inflate.eof
         except zlib.error:
             return None
     if compression == "bz2":
         import bz2
 
+        unpack = bz2.BZ2Decompressor()
         try:
-            return bz2.BZ2Decompressor().decompress(head, HEAD_BYTES)
+            return unpack.decompress(head, HEAD_BYTES), unpack.eof
         except (OSError, EOFError):
             return None
     return None

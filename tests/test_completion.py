@@ -200,6 +200,21 @@ def test_a_named_pipe_is_not_opened(files):
     assert completions("cumsum", "pipe.csv", "-c", "") == []
 
 
+@pytest.mark.parametrize(("name", "compress"),
+                         [pytest.param("h.csv", lambda data: data, id="plain"),
+                          pytest.param("h.csv.gz", gzip.compress, id="gzip"),
+                          pytest.param("h.csv.bz2", bz2.compress, id="bz2")])
+def test_a_header_without_a_line_break_is_read_whole(tmp_path, name, compress):
+    path = tmp_path / name
+    path.write_bytes(compress(b"a,b,c"))
+    assert header_names(str(path)) == ["a", "b", "c"]
+
+
+def test_a_path_from_home_is_expanded(files, monkeypatch):
+    monkeypatch.setenv("HOME", str(files))
+    assert completions("cumsum", "~/sales.csv", "-c", "re") == ["revenue"]
+
+
 def test_a_header_longer_than_what_is_read_loses_only_its_cut_name(tmp_path):
     names = [f"column{i}" for i in range(20_000)]  # about 190 KiB
     path = tmp_path / "wide.csv"
