@@ -15,6 +15,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +128,23 @@ def test_help_lists_the_values_completion_offers(invoke):
     assert "-a, --axis, --dim [rows|index|columns|N]" in text
     assert "--overflow [error|wrap]" in text
     assert ", ".join(DTYPE_NAMES) in text and ", ".join(TORCH_ALIASES) in text
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(("--dtype", "FLOAT32"), "a\n1.0\n3.0\n", id="dtype-uppercase"),
+        pytest.param(("--dtype", "torch.float"), "a\n1.0\n3.0\n", id="dtype-torch-name"),
+        pytest.param(("-t", "double"), "a\n1.0\n3.0\n", id="dtype-torch-alias"),
+        pytest.param(("--to", "CSV"), "a\n1\n3\n", id="to-uppercase"),
+        pytest.param(("--from", "Csv"), "a\n1\n3\n", id="from-mixed-case"),
+        pytest.param(("--axis", "ROWS"), "a\n1\n3\n", id="axis-uppercase"),
+        pytest.param(("--axis", " 0 "), "a\n1\n3\n", id="axis-integer-spaces"),
+    ],
+)
+def test_values_are_accepted_in_any_case_as_before(invoke, args, expected):
+    result = invoke("cumsum", *args, input="a\n1\n2\n")
+    assert (result.exit_code, result.stderr, result.stdout) == (0, "", expected)
 
 
 # Column names -----------------------------------------------------------------------
@@ -315,6 +333,30 @@ def test_installed_script(files, shell, words, cword, expected):
     done = run_completion(shell, words, cword)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.strip("\n").splitlines() == expected.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("words", "cword", "first"),
+    [pytest.param("cumtool cumsum sales.csv -c ", 4, "plain,date", id="csv-columns"),
+     pytest.param("cumtool cumsum --dtype ", 3, "plain,int8", id="dtype")],
+)
+def test_completion_loads_no_numeric_library(files, words, cword, first):
+    """Every Tab starts cumtool: a CSV header or an option value must not cost numpy,
+    pyarrow or polars (only a Parquet file's names load pyarrow)."""
+    code = ("import sys\n"
+            "from cumtool.cli import main\n"
+            "try:\n"
+            "    main(prog_name='cumtool', complete_var='_CUMTOOL_COMPLETE')\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "loaded = [m for m in ('numpy', 'pyarrow', 'polars') if m in sys.modules]\n"
+            "print('LOADED=' + ','.join(loaded))\n")
+    env = {**os.environ, "_CUMTOOL_COMPLETE": "bash_complete", "COMP_WORDS": words,
+           "COMP_CWORD": str(cword)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=60)
+    lines = done.stdout.splitlines()
+    assert (lines[0], lines[-1], done.stderr) == (first, "LOADED=", "")
 
 
 @pytest.mark.parametrize(
