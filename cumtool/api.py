@@ -54,7 +54,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
         if reverse and index:
             index = tuple(array.shape[axis_number] - 1 - i if d == axis_number else i
                           for d, i in enumerate(index))
-        raise ScanOverflowError(str(error), index) from None
+        raise ScanOverflowError(error.raw + kernels.overflow_hint(overflow), index) from None
     return (result.values, result.indices) if indices else result.values
 
 
@@ -130,7 +130,7 @@ def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: 
     except ScanOverflowError as error:
         # As without by=: the array's own index, and no table or CLI wording.
         row, line = error.position
-        reason = str(error).split(": ", 2)[2].removesuffix(kernels.overflow_hint(spec.overflow))
+        reason = error.raw.split(": ", 2)[2]
         raise ScanOverflowError(reason, (row,) if array.ndim == 1 else (row, line)) from None
     values = np.column_stack([out.column(n).to_numpy() for n in names]).reshape(array.shape)
     if spec.indices:

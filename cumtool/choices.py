@@ -5,7 +5,7 @@ into a numpy dtype)."""
 
 from __future__ import annotations
 
-from cumtool.errors import UsageError
+from cumtool.errors import UsageError, option
 
 AXIS_NAMES = {"rows": 0, "index": 0, "columns": 1}  # --axis words; integers work too
 
@@ -37,8 +37,8 @@ def dtype_name(name: str) -> str:
     key = name.strip().lower()
     if key in AMBIGUOUS:
         torch_means, numpy_means = AMBIGUOUS[key]
-        raise UsageError(f"--dtype {name!r} is ambiguous: torch reads it as {torch_means}, "
-                         f"numpy and pandas as {numpy_means}; give the width: "
+        raise UsageError(f"{option('dtype')} {name!r} is ambiguous: torch reads it as "
+                         f"{torch_means}, numpy and pandas as {numpy_means}; give the width: "
                          f"{torch_means} or {numpy_means}")
     if key.startswith("torch."):  # torch's own name is not ambiguous: torch.float is 32 bits
         key = key.removeprefix("torch.")
@@ -47,7 +47,7 @@ def dtype_name(name: str) -> str:
     if key in DTYPE_NAMES:
         return key
     why = "is not supported" if key in REFUSED_DTYPES else "is not a dtype"
-    raise UsageError(f"--dtype {name!r} {why}; accepted: {accepted_dtype_names()}")
+    raise UsageError(f"{option('dtype')} {name!r} {why}; accepted: {accepted_dtype_names()}")
 
 
 def check_axis(text: str) -> str:
@@ -58,6 +58,6 @@ def check_axis(text: str) -> str:
         try:
             int(key)
         except ValueError:
-            raise UsageError(f"--axis {text!r} is not an axis; use rows (index, 0), "
+            raise UsageError(f"{option('axis')} {text!r} is not an axis; use rows (index, 0), "
                              "columns (1), or an integer axis of a .npy array") from None
     return text

@@ -46,7 +46,7 @@ def _parsed(parse: Callable[[str, str], Any], text: str, option: str) -> Any:
     try:
         return parse(text, option)
     except CumtoolError as error:
-        raise click.BadParameter(str(error)) from None
+        raise click.BadParameter(error.cli_message()) from None
 
 
 def _na_list(_ctx: click.Context, _param: click.Parameter, value: str | None
@@ -210,7 +210,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     except CumtoolError as error:
         # One line, even when a name in the message holds a line break; and a control
         # character from a file (a terminal escape sequence) is shown, not obeyed.
-        click.echo(f"Error: {printable(str(error))}", err=True)
+        click.echo(f"Error: {printable(error.cli_message())}", err=True)
         status = error.exit_code
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining

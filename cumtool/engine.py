@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
-from cumtool.columns import Selection
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import (
-    OUTPUT_FORMATS,
     ArraySink,
     FileKind,
     TableSink,
-    check_format_name,
     kind_from_name,
 )
 from cumtool.kernels import overflow_hint
@@ -39,8 +35,9 @@ from cumtool.pipeline import (
     reversed_batches,
     spooled_blocks,
 )
-from cumtool.sinks import array_sink, table_sink, write_options
-from cumtool.sources import open_source, read_options
+from cumtool.request import Request
+from cumtool.sinks import array_sink, table_sink
+from cumtool.sources import open_source
 from cumtool.view import View
 
 if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
@@ -49,60 +46,14 @@ if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or writte
 BLOCK_BYTES = 8 << 20
 
 
-@dataclass
-class Request:
-    """One cumtool run, as plain data (the CLI builds it from its options)."""
-
-    op: str
-    input: str = "-"
-    output: str | None = None  # None or "-": standard output
-    from_format: str | None = None
-    to_format: str | None = None
-    axis: str = "rows"
-    dtype: str | None = None
-    columns: tuple[Selection, ...] = ()  # -c, as given (cumtool.columns.parse)
-    delimiter: str | None = None
-    header: bool = True
-    indices: bool = False
-    overflow: kernels.Overflow = "error"
-    skipna: bool = False
-    batch_rows: int | None = None  # None: sized for speed; tests use tiny batches
-    stdout_is_terminal: bool = False
-    progress: bool = False  # a progress bar on stderr for long runs (the CLI: stderr is a tty)
-    by: tuple[Selection, ...] = ()
-    reset: Selection | None = None
-    reverse: bool = False
-    exclusive: bool = False
-    keep: bool = False
-    decimal: bool = False
-    exclude: tuple[Selection, ...] = ()
-    only_scanned: bool = False
-    na: tuple[str, ...] | None = None  # missing-cell markers (None: SEMANTICS.md's list)
-    na_rep: str = ""
-    out_delimiter: str | None = None
-    decimal_comma: bool = False
-    encoding: str | None = None  # of CSV/TSV input and output (None: UTF-8)
-    table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
-    precision: int = 6  # the terminal table: significant digits of floats
-
-
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
     return_freed_batches_to_the_os()
+    request.check()  # every option and combination, before any I/O
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
-    if request.indices and request.op not in ("cummax", "cummin"):
-        raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")
-    if request.batch_rows is not None and request.batch_rows < 1:
-        raise UsageError("--batch-rows must be at least 1")
-    read_options(request, "csv")  # the delimiters and their combinations, before any I/O
-    write_options(request, "csv")
     with contextlib.ExitStack() as stack:
         source, kind = open_source(request, dtype, stack)
         out_format = _output_format(request, kind)
-        if out_format.compression and out_format.format not in ("csv", "tsv"):
-            raise UsageError(
-                f"{request.output}: {out_format.compression} compression is for csv and tsv "
-                f"output only, not {out_format.format}; leave the compression suffix off")
         if hasattr(source, "blocks"):  # an array source
             _run_array(request, dtype, source, out_format, stack)
         else:
@@ -110,29 +61,14 @@ def run(request: Request) -> None:
 
 
 def _output_format(request: Request, kind: FileKind) -> FileKind:
-    out = _named_output_format(request, kind)
-    if out.format in ("parquet", "npy") and request.output in (None, "-") \
-            and request.stdout_is_terminal:
-        # As gzip and zstd refuse to write compressed data to a terminal.
-        raise UsageError(f"{out.format} output is binary; write it with -o FILE or pipe it")
-    return out
-
-
-def _named_output_format(request: Request, kind: FileKind) -> FileKind:
+    """--to, else -o's extension, else a table on a terminal or the input's format (the
+    names were checked by Request.check)."""
+    named = kind_from_name(request.output) if request.output not in (None, "-") else None
     if request.to_format:
-        fmt = check_format_name(request.to_format, OUTPUT_FORMATS, "--to")
-        named = kind_from_name(request.output) if request.output not in (None, "-") else None
-        return FileKind(fmt, named.compression if named else None)
-    if request.output in (None, "-"):
-        return FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
-    named = kind_from_name(request.output)
-    if named is None:
-        raise UsageError(
-            f"cannot tell the output format from {request.output!r}; add --to "
-            f"({', '.join(OUTPUT_FORMATS)}) or use a known extension (.csv, .tsv, .csv.gz, "
-            ".parquet, .npy)"
-        )
-    return named
+        return FileKind(request.to_format.lower(), named.compression if named else None)
+    if named is not None:
+        return named
+    return FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
 
 
 # Tables --------------------------------------------------------------------------------
@@ -176,7 +112,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         with _aborting(sink):
             # Closed with the run, so a failure stops the reader thread at once.
             reader = stack.enter_context(
-                contextlib.closing(prefetch(source.batches(plan.parse))))
+                contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))))
             batches = _rebatch(reader, request.batch_rows)
             if reverse:
                 # Scan from the last row up: spool the input, replay it backwards, and put
@@ -227,10 +163,7 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                stack: contextlib.ExitStack) -> None:
     shape: tuple[int, ...] = source.shape
     axis = resolve_array_axis(request.axis, len(shape))
-    for option, given in (("--by", request.by), ("--reset", request.reset),
-                          ("--keep", request.keep), ("--columns", request.columns),
-                          ("--exclude", request.exclude),
-                          ("--only-scanned", request.only_scanned)):
+    for option, given in request.table_only().items():
         if given:
             raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
                              f"{source.name} is an array")

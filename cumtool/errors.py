@@ -6,11 +6,50 @@ by a signal exits with 128 + its number.
 
 from __future__ import annotations
 
+import re
+
+_MARK = "\x1f"  # brackets an option named in a message, for each front end to word
+_OPTION = re.compile(f"{_MARK}([a-z_]+)(?:=([^{_MARK}]*))?{_MARK}")
+_CLI_SPELLING = {"columns": "-c"}
+
+
+def option(name: str, value: str | None = None) -> str:
+    """An option (and a value) named in a message. The message stays front-end neutral:
+    the CLI words it `--name value`, the Python API `name='value'` (its keyword)."""
+    return f"{_MARK}{name}{'' if value is None else '=' + value}{_MARK}"
+
+
+def word(text: str, cli: bool) -> str:
+    """`text` with every `option(...)` worded for the command line or for Python."""
+    if _MARK not in text:
+        return text
+
+    def worded(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        if cli:
+            flag = _CLI_SPELLING.get(name, "--" + name.replace("_", "-"))
+            return flag if value is None else f"{flag} {value}"
+        return f"{name}=" if value is None else f"{name}={value!r}"
+
+    return _OPTION.sub(worded, text)
+
 
 class CumtoolError(Exception):
-    """Base class: a failure the user can act on, with a one-line message."""
+    """Base class: a failure the user can act on, with a one-line message. Options named
+    in it are worded for Python by str(); the CLI prints `cli_message()`."""
 
     exit_code = 1
+
+    def __str__(self) -> str:
+        return word(self.raw, cli=False)
+
+    @property
+    def raw(self) -> str:
+        """The message as raised, options unworded: for wrapping in another message."""
+        return str(self.args[0]) if self.args else ""
+
+    def cli_message(self) -> str:
+        return word(self.raw, cli=True)
 
 
 class UsageError(CumtoolError):

@@ -29,8 +29,9 @@ _NAN = "__cumtool_nan"
 class GroupKeys:
     """Dense group ids for key tuples, stable across batches (a missing key is a key)."""
 
-    def __init__(self, positions: list[int]) -> None:
+    def __init__(self, positions: list[int], empty_is_missing: bool = False) -> None:
         self.positions = positions
+        self.empty_is_missing = empty_is_missing  # text read from CSV: "" is an empty cell
         self._known: pl.DataFrame | None = None
         self.count = 0
 
@@ -40,6 +41,9 @@ class GroupKeys:
             [batch.column(i) for i in self.positions],
             names=[f"key{i}" for i in range(len(self.positions))]))
         assert isinstance(keys, pl.DataFrame)
+        if self.empty_is_missing:  # a quoted "" is an empty cell, missing like a bare one
+            keys = keys.with_columns(pl.col(n).replace("", None)
+                                     for n, t in keys.schema.items() if t == pl.String)
         keys = _joinable(keys)
         on = keys.columns
         keys = keys.with_row_index(_ROW)
@@ -144,6 +148,12 @@ class GroupCarry:
         self.value = np.empty(0, dtype=spec.acc_dtype)
         self.index = np.empty(0, dtype=np.int64)
         self.pending = np.empty(0, dtype=bool)  # --exclusive: see kernels.Carry.pending
+
+    def copy(self) -> GroupCarry:
+        twin = GroupCarry(self.spec)
+        twin.value, twin.index, twin.pending = (
+            self.value.copy(), self.index.copy(), self.pending.copy())
+        return twin
 
     def grow(self, count: int) -> None:
         if count > self.value.shape[0]:

@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 
 from cumtool.choices import DTYPE_NAMES, dtype_name
-from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.ops import OPS
 
 Overflow = Literal["error", "wrap"]
@@ -44,7 +44,7 @@ _UFUNCS = {
 
 def overflow_hint(overflow: str) -> str:
     """The advice that ends an integer-overflow error message."""
-    return "; use --overflow wrap for wrap-around" if overflow == "error" else ""
+    return f"; use {option('overflow', 'wrap')} for wrap-around" if overflow == "error" else ""
 
 
 def parse_dtype(name: str) -> np.dtype:
@@ -110,7 +110,8 @@ def _make_spec(
         return ScanSpec(op, source_dtype, in_dtype, in_dtype, in_dtype, overflow, skipna, indices)
     if op == "logcumsumexp":
         if dtype is not None and kind not in "fc":
-            raise UsageError(f"logcumsumexp needs a floating or complex --dtype, not {in_dtype}")
+            raise UsageError(f"logcumsumexp needs a floating or complex {option('dtype')}, "
+                             f"not {in_dtype}")
         acc = _FLOAT64 if kind in "biu" else _WIDER_FLOAT[in_dtype]
         out = _FLOAT64 if kind in "biu" else in_dtype
         return ScanSpec(op, source_dtype, in_dtype, acc, out, overflow, skipna, indices)

@@ -37,7 +37,7 @@ class CheckedChoice(click.Choice):
         try:
             return self.check(str(value))
         except UsageError as error:
-            raise OptionValueError(str(error)) from None
+            raise OptionValueError(error.cli_message()) from None
 
 
 def format_choice(formats: tuple[str, ...], option: str) -> CheckedChoice:
@@ -87,7 +87,7 @@ class AxisType(click.ParamType):
         try:
             return check_axis(str(value))
         except UsageError as error:
-            raise OptionValueError(str(error)) from None
+            raise OptionValueError(error.cli_message()) from None
 
     def shell_complete(self, ctx: click.Context, param: click.Parameter,
                        incomplete: str) -> list[CompletionItem]:

@@ -14,18 +14,15 @@ from cumtool import kernels
 from cumtool.errors import DataError, UsageError
 from cumtool.formats import (
     ArraySink,
-    CsvWriteOptions,
     FileKind,
     TableSink,
-    delimiter_option,
-    encoding_option,
 )
 from cumtool.output import DiscardableStream
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from cumtool.engine import Request
+    from cumtool.request import Request
     from cumtool.view import View
 
 
@@ -36,7 +33,7 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
         from cumtool.formats.csv import CsvSink
 
         return _CompressingSink(CsvSink, stream, out.compression, schema,
-                                write_options(request, out.format), source_name)
+                                request.csv_write(out.format), source_name)
     if out.format == "parquet":
         from cumtool.formats.parquet import ParquetSink
 
@@ -49,19 +46,6 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     from cumtool.formats.npy import NpyTableSink
 
     return _TableToNpy(NpyTableSink, stream, schema)
-
-
-def write_options(request: Request, fmt: str) -> CsvWriteOptions:
-    """The output's delimiter follows its format (-d is the input's), or --out-delimiter;
-    with --decimal-comma a csv is ;-separated, as spreadsheets that write 1,5 do."""
-    default = "\t" if fmt == "tsv" else ";" if request.decimal_comma else ","
-    delimiter = delimiter_option(request.out_delimiter, default, "--out-delimiter")
-    if request.decimal_comma and delimiter == ",":
-        raise UsageError("--decimal-comma writes 1,5: the output's delimiter cannot be a "
-                         "comma too; leave --out-delimiter out (csv output then uses ';')")
-    return CsvWriteOptions(delimiter=delimiter, header=request.header,
-                           na_rep=request.na_rep, decimal_comma=request.decimal_comma,
-                           encoding=encoding_option(request.encoding))
 
 
 class _CompressingSink:

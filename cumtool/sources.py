@@ -13,20 +13,16 @@ import numpy as np
 
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
-    DEFAULT_NA,
     INPUT_FORMATS,
-    CsvReadOptions,
     FileKind,
     check_format_name,
-    delimiter_option,
-    encoding_option,
     kind_from_magic,
     kind_from_name,
     peekable,
 )
 
 if TYPE_CHECKING:
-    from cumtool.engine import Request
+    from cumtool.request import Request
 
 DEFAULT_BATCH_ROWS = 1 << 17
 SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
@@ -84,7 +80,7 @@ def open_source(
 
         # With a float --dtype, integers to be scanned are read as floats straight away.
         counted = CountingReader(stream)  # before decompression: progress in stored bytes
-        source = CsvSource(cast(IO[bytes], counted), name, read_options(request, kind.format),
+        source = CsvSource(cast(IO[bytes], counted), name, request.csv_read(kind.format),
                            compression=compressed,
                            float_columns=dtype is not None and dtype.kind in "fc",
                            decimal=request.decimal, total_bytes=file_size(stream))
@@ -189,15 +185,6 @@ def _sniff_gzip(stream: IO[bytes], seekable: bool) -> FileKind:
     except zlib.error:
         return FileKind("csv")
     return kind_from_magic(inner)
-
-
-def read_options(request: Request, fmt: str) -> CsvReadOptions:
-    return CsvReadOptions(
-        delimiter=delimiter_option(
-            request.delimiter, "\t" if fmt == "tsv" else ",", "--delimiter"),
-        header=request.header,
-        na_values=DEFAULT_NA if request.na is None else request.na,
-        decimal_comma=request.decimal_comma, encoding=encoding_option(request.encoding))
 
 
 def batch_rows(request: Request) -> int:

@@ -18,7 +18,7 @@ import pyarrow as pa
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.columns import Selection, listing, resolve
-from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import ColumnHint, delimiter_hint
 from cumtool.kernels import overflow_hint
 
@@ -131,7 +131,8 @@ def table_axis(text: str) -> int:
     if number is not None and -2 <= number <= 1:
         return number % 2
     raise UsageError(
-        f"--axis {text!r} is not valid for a table; use rows (index, 0) or columns (1, -1)"
+        f"{option('axis')} {text!r} is not valid for a table; use rows (index, 0) or "
+        "columns (1, -1)"
     )
 
 
@@ -206,11 +207,12 @@ class TablePlan:
         self._repeated = {n for n, count in collections.Counter(self.names).items() if count > 1}
         self.hints = hints or [stored_hint(f.type) for f in schema]
         if self.axis == 1 and (options.by or options.reset):
-            raise UsageError("--by and --reset work down the rows; they cannot be used with "
-                             "--axis columns")
+            raise UsageError(f"{option('by')} and {option('reset')} work down the rows; they "
+                             f"cannot be used with {option('axis', 'columns')}")
         if dtype is not None and dtype.kind == "c":
-            raise UsageError(f"--dtype {dtype} gives complex values, which a table cannot "
-                             "hold; use --dtype with a real type, or .npy input")
+            raise UsageError(f"{option('dtype', str(dtype))} gives complex values, which a "
+                             f"table cannot hold; use {option('dtype')} with a real type, or "
+                             "an array")
         self.by = self._resolve(options.by)
         self.reset = self._reset_position(options.reset, schema)
         self.selected = self._select(schema)
@@ -223,6 +225,13 @@ class TablePlan:
         self.width = len(schema)
         self.data_at = {i: self.width + k for k, i in enumerate(self.parse)}
         self.shown = {i: self.data_at[i] for i in self.shown}
+        # Text a reader need not hand over: replaced by results or converted copies, or
+        # not written at all (keys for --by are grouped by their text).
+        written = set(range(self.width)) if not options.only_scanned else set(self.selected)
+        self.text_unused = frozenset(
+            i for i in range(self.width) if i not in self.by and (
+                i not in written or i in self.shown
+                or (i in self.selected and not options.keep)))
         self.input_schema = pa.schema(
             [*schema, *(pa.field(self.names[i], t) for i, t in self.parse.items())],
             metadata=schema.metadata)
@@ -237,7 +246,8 @@ class TablePlan:
         if self.by or self.reset is not None:
             from cumtool import groups  # polars joins: loaded only for grouped scans
 
-            self.group_keys = groups.GroupKeys(self.by) if self.by else None
+            self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None)
+                               if self.by else None)
             self.group_carries = {i: groups.GroupCarry(s) for i, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0
@@ -281,11 +291,12 @@ class TablePlan:
             return None
         positions = resolve(selection, self.names, self.name)
         if len(positions) != 1:
-            raise UsageError(f"--reset takes one column, not {len(positions)} ({selection})")
+            raise UsageError(f"{option('reset')} takes one column, not {len(positions)} "
+                             f"({selection})")
         position = positions[0]
         arrow_type = self.hints[position].parse_as or schema.field(position).type
         if not (pa.types.is_boolean(arrow_type) or numpy_dtype(arrow_type) is not None):
-            raise DataError(f"{self.name}: --reset column {self.label(position)} must be "
+            raise DataError(f"{self.name}: {option('reset')} column {self.label(position)} must be "
                             f"boolean or numeric, not {self.hints[position].kind}")
         return position
 
@@ -321,7 +332,8 @@ class TablePlan:
     def _holds(self, position: int) -> str:
         kind = self.hints[position].kind
         if kind == "bigint":
-            return "integers beyond int64; pass --dtype float64 to scan them as floats"
+            return (f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
+                    "floats")
         return kind
 
     def _dialect_hint(self) -> str:
@@ -334,7 +346,7 @@ class TablePlan:
                                  f"{self.label(position)}); cummax and cummin are")
             if dtype is not None or self.axis == 1:
                 raise UsageError(f"column {self.label(position)} holds dates: scan it down "
-                                 "the rows, without --dtype")
+                                 f"the rows, without {option('dtype')}")
 
     def _specs(self, dtype: np.dtype | None,
                scan: dict[str, Any]) -> dict[int, kernels.ScanSpec]:
@@ -391,8 +403,8 @@ class TablePlan:
                 added = result_fields(i, f"{self.names[i]}_{self.op}")
                 clash = next((f.name for f in added if f.name in taken), None)
                 if clash is not None:
-                    raise DataError(f"{self.name}: --keep would add column {clash!r}, which "
-                                    "the input already has")
+                    raise DataError(f"{self.name}: {option('keep')} would add column "
+                                    f"{clash!r}, which the input already has")
                 fields.extend(added)
         return fields
 
@@ -401,8 +413,15 @@ class TablePlan:
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         if self.axis == 0:
             runs = self._runs(batch)
-            results = {i: self._scan_rows(i, batch.column(self.data_at.get(i, i)), runs)
-                       for i in self.selected}
+            results = {}
+            overflows = []
+            for i in self.selected:
+                try:
+                    results[i] = self._scan_rows(i, batch.column(self.data_at.get(i, i)), runs)
+                except ScanOverflowError as error:
+                    overflows.append(error)
+            if overflows:  # the first in file order, then the leftmost column
+                raise min(overflows, key=lambda error: error.position)
         else:
             results = self._scan_across(batch)
         arrays: list[pa.Array] = []
@@ -445,6 +464,7 @@ class TablePlan:
             carry.grow(count)
         from cumtool import groups
 
+        self._batch_runs = (group_ids, resets)  # for locating an overflow (_scan_runs)
         return groups.split_runs(group_ids, resets)
 
     def _reverse_resets(self, group_ids: np.ndarray, resets: np.ndarray,
@@ -473,11 +493,12 @@ class TablePlan:
         """1-based input row of a 0-based row in scan order."""
         return self.reverse_total - scan_row if self.reverse_total is not None else scan_row + 1
 
-    def _overflow(self, column: int, scan_row: int, error: Exception) -> DataError:
+    def _overflow(self, column: int, scan_row: int,
+                  error: ScanOverflowError) -> ScanOverflowError:
         # position: the input row (from 0) and the column's place among the scanned ones
         return ScanOverflowError(
             f"{self.name}: column {self.label(column)}, row {self._input_row(scan_row)}: "
-            f"{error}{overflow_hint(self.overflow)}",
+            f"{error.raw}{overflow_hint(self.overflow)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
     def _scan_rows(self, column: int, data: pa.Array,
@@ -492,12 +513,7 @@ class TablePlan:
             if runs is None:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])
             else:
-                positions = (np.arange(self.rows_done, self.rows_done + len(data))
-                             if spec.indices else None)
-                from cumtool import groups
-
-                result = groups.scan_runs(spec, values, valid, runs,
-                                          self.group_carries[column], positions)
+                result = self._scan_runs(column, values, valid, runs)
         except ScanOverflowError as error:
             raise self._overflow(column, self.rows_done + error.position[0], error) from None
         missing = None if valid is None else ~valid
@@ -514,6 +530,43 @@ class TablePlan:
             missing = identity if missing is None else missing | identity
             return arrow_column(result.values, missing).view(self.temporal[column]), indices
         return arrow_column(result.values, missing), indices
+
+    def _scan_runs(self, column: int, values: np.ndarray, valid: np.ndarray | None,
+                   runs: Any) -> kernels.ScanResult:
+        """A grouped scan of a batch. Runs are scanned bucket by bucket, so the overflow
+        that one reports need not be the first in file order: then the shortest prefix of
+        the batch that overflows is found by bisection (from the same carried state, which
+        a failed scan leaves as it was), and its last row is the one reported."""
+        from cumtool import groups
+
+        spec = self.specs[column]
+        carry = self.group_carries[column]
+        positions = (np.arange(self.rows_done, self.rows_done + values.shape[0])
+                     if spec.indices else None)
+        try:
+            return groups.scan_runs(spec, values, valid, runs, carry, positions)
+        except ScanOverflowError as error:
+            first, reported = 0, error  # the prefix [0, error row] overflows
+            high = error.position[0]
+            while first < high:
+                middle = (first + high) // 2
+                prefix = slice(0, middle + 1)
+                try:
+                    groups.scan_runs(spec, values[prefix],
+                                     None if valid is None else valid[prefix],
+                                     self._prefix_runs(middle + 1), carry.copy(),
+                                     None if positions is None else positions[prefix])
+                except ScanOverflowError as earlier:
+                    high, reported = middle, earlier
+                else:
+                    first = middle + 1
+            raise ScanOverflowError(str(reported), (high,)) from None
+
+    def _prefix_runs(self, rows: int) -> Any:
+        from cumtool import groups
+
+        group_ids, resets = self._batch_runs
+        return groups.split_runs(group_ids[:rows], None if resets is None else resets[:rows])
 
     def _input_positions(self, indices: np.ndarray) -> np.ndarray:
         if self.reverse_total is None:
@@ -547,10 +600,10 @@ class TablePlan:
             at_column, at_row = error.position[0], error.position[1]
             if flip:
                 at_column = len(self.selected) - 1 - at_column
-            raise DataError(
-                f"{self.name}: row {self._input_row(self.rows_done + at_row)}, column "
-                f"{self.label(self.selected[at_column])}: {error}{overflow_hint(self.overflow)}"
-            ) from None
+            row = self._input_row(self.rows_done + at_row)
+            raise ScanOverflowError(
+                f"{self.name}: row {row}, column {self.label(self.selected[at_column])}: "
+                f"{error.raw}{overflow_hint(self.overflow)}", (row - 1, at_column)) from None
         out: dict[int, tuple[pa.Array, pa.Array | None]] = {}
         for i, column in enumerate(self.selected):
             missing = None if valid is None else ~valid[i]

@@ -382,11 +382,11 @@ def test_table_decimal_stays_exact_with_by_and_reverse():
     pytest.param({"by": "nope"}, DataError,
                  "the table: no column 'nope'; columns: k, r, x", id="by-unknown"),
     pytest.param({"reset": "k"}, DataError,
-                 "the table: --reset column 'k' must be boolean or numeric, not string",
+                 "the table: reset= column 'k' must be boolean or numeric, not string",
                  id="reset-text"),
     pytest.param({"by": "k", "axis": "columns"}, UsageError,
-                 "--by and --reset work down the rows; they cannot be used with --axis "
-                 "columns", id="by-across"),
+                 "by= and reset= work down the rows; they cannot be used with "
+                 "axis='columns'", id="by-across"),
     pytest.param({"keep": True, "columns": ["nope"]}, DataError,
                  "the table: no column 'nope'; columns: k, r, x", id="columns-unknown"),
 ])
@@ -404,3 +404,30 @@ def test_table_overflow_names_the_row_in_input_order():
     assert str(caught.value).startswith("the table: column 'x', row 2: cumsum overflows")
     got = cumtool.scan(table, "cumsum", by="k", reverse=True, overflow="wrap")
     assert got.column("x").to_pylist() == [2, 2**63 - 2**64, 2**62, 1]
+
+
+# Errors carry their place and are worded for Python ----------------------------------------
+
+def test_api_overflow_errors_name_keywords_not_flags():
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(np.array([2**62, 2**62], dtype=np.int64), "cumsum")
+    assert str(caught.value) == ("cumsum overflows int64 (adding 4611686018427387904); use "
+                                 "overflow='wrap' for wrap-around")
+    assert caught.value.position == (1,)
+    with pytest.raises(UsageError, match=r"^dtype= 'float' is ambiguous"):
+        cumtool.scan(np.ones(2), "cumsum", dtype="float")
+
+
+def test_api_table_overflow_across_columns_is_a_scan_overflow_error():
+    table = pa.table({"a": [1, 2], "b": [2**63 - 1, 0]})
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(table, "cumsum", axis="columns")
+    assert caught.value.position == (0, 1)  # row 1 (from 0), the second scanned column
+    assert str(caught.value).startswith("the table: row 1, column 'b': cumsum overflows int64")
+    assert str(caught.value).endswith("; use overflow='wrap' for wrap-around")
+
+
+def test_cli_words_the_same_errors_with_flags(invoke):
+    result = invoke("cumsum", "--by", "k", "--axis", "columns", input="k,x\na,1\n")
+    assert result.stderr == ("Error: --by and --reset work down the rows; they cannot be used "
+                             "with --axis columns\n")

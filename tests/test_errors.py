@@ -599,7 +599,7 @@ def test_a_quote_csv_does_not_allow_is_refused_not_read_as_a_field(
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        pytest.param(b'a,b\n"x ""y"" z",1\n"",2\n', ['"x ""y"" z",1', ',3'], id="escaped"),
+        pytest.param(b'a,b\n"x ""y"" z",1\n"",2\n', ['"x ""y"" z",1', '"",3'], id="escaped"),
         pytest.param(b'a,b\r\n"p\r\nq",1\r\n"r",2\r\n', ['"p\r\nq",1', "r,3"], id="crlf-newline"),
         pytest.param(b'a,b\n"1,5",1\n,2', ['"1,5",1', ",3"], id="delimiter-no-final-newline"),
     ],
@@ -610,3 +610,33 @@ def test_quoting_csv_allows_is_read(invoke: Invoke, write_file, content: bytes,
     assert result.exit_code == 0, result.stderr
     body = result.stdout_bytes.decode().split("\n", 1)[1]
     assert body == "".join(line + "\n" for line in expected)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    pytest.param(["--to", "bogus"], "--to 'bogus' is not a format", id="to"),
+    pytest.param(["--from", "xls"], "--from 'xls' is not a format", id="from"),
+    pytest.param(["--dtype", "float"], "--dtype 'float' is ambiguous", id="dtype"),
+    pytest.param(["-o", "out.parquet.gz"], "gzip compression is for csv and tsv output only",
+                 id="compressed-parquet"),
+    pytest.param(["-o", "out.weird"], "cannot tell the output format from 'out.weird'",
+                 id="unknown-extension"),
+    pytest.param(["--decimal-comma", "--out-delimiter", ","], "--decimal-comma writes 1,5",
+                 id="decimal-comma-delimiter"),
+    pytest.param(["--encoding", "utf-16"], "does not keep ASCII", id="encoding"),
+    pytest.param(["--batch-rows", "0"], "--batch-rows", id="batch-rows"),
+])
+def test_options_are_checked_before_the_input_is_opened(invoke: Invoke, tmp_path, args,
+                                                        message):
+    """The input does not exist: the option, not the file, must be what is reported."""
+    result = invoke("cumsum", str(tmp_path / "missing.csv"), *args)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith("Error: ") and message in result.stderr
+    assert "missing.csv: no such file" not in result.stderr
+
+
+def test_table_options_on_a_named_npy_file_are_refused_before_it_is_opened(invoke: Invoke,
+                                                                          tmp_path):
+    result = invoke("cumsum", str(tmp_path / "missing.npy"), "--by", "k")
+    assert result.exit_code == 2
+    assert result.stderr == (f"Error: --by works on tables (CSV, TSV, Parquet), and "
+                             f"{tmp_path / 'missing.npy'} is an array\n")

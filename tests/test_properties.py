@@ -567,3 +567,49 @@ def test_tied_zeros_within_by_groups(invoke: Any, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines() == [
         "k,v,v_index", "a,-0.0,0", "b,1.0,1", "a,0.0,2", "a,0.0,2", "b,1.0,1", "a,-0.0,5"]
+
+
+@st.composite
+def grouped_overflow_tables(draw: Any) -> tuple[str, list[tuple[str, int, int, int]]]:
+    """Rows (key, reset, x, y) with values near int64's edge, so some group overflows."""
+    n = draw(st.integers(2, 40))
+    big = st.sampled_from([2**62, 2**61 + 7, -(2**62), 3, -5, 2**60])
+    rows = [(draw(st.sampled_from("abc")), int(draw(st.integers(0, 9)) == 0), draw(big),
+             draw(big)) for _ in range(n)]
+    return "k,r,x,y\n" + "".join(f"{k},{r},{x},{y}\n" for k, r, x, y in rows), rows
+
+
+def first_grouped_overflow(rows: list[tuple[str, int, int, int]], reset: bool
+                           ) -> tuple[int, str] | None:
+    """(row from 1, column) of the first running sum, in file order, that leaves int64."""
+    totals: dict[tuple[str, str], int] = {}
+    for number, (key, flag, x, y) in enumerate(rows, start=1):
+        for column, value in (("x", x), ("y", y)):
+            if reset and flag:
+                totals[(key, column)] = 0
+            total = totals.get((key, column), 0) + value
+            if not -(2**63) <= total < 2**63:
+                return number, column
+            totals[(key, column)] = total
+    return None
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=grouped_overflow_tables(), reset=st.booleans())
+def test_grouped_overflow_names_the_first_row_in_file_order(invoke: Any, table: Any,
+                                                          reset: bool) -> None:
+    text, rows = table
+    expected = first_grouped_overflow(rows, reset)
+    options = ["--by", "k", *(["--reset", "r"] if reset else [])]
+    for batch_rows in ("1", "2", "7", "100000"):
+        result = invoke("cumsum", *options, "--batch-rows", batch_rows, input=text)
+        if expected is None:
+            assert result.exit_code == 0, result.stderr
+            continue
+        row, column = expected
+        assert result.exit_code == 1, (batch_rows, result.stdout)
+        assert result.stderr.startswith(
+            f"Error: standard input: column '{column}', row {row}: cumsum overflows int64"), (
+            batch_rows, result.stderr)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import io
 import os
 import select
-from collections.abc import Iterator, Mapping
-from typing import IO, TypeVar
+from collections.abc import Collection, Iterator, Mapping
+from typing import IO, Literal, TypeVar
 
 import numpy as np
 import polars as pl
@@ -215,10 +215,6 @@ def _layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
     return fields, blank
 
 
-def _has_blank_line(chunk: bytes) -> bool:
-    return (chunk.startswith((b"\n", b"\r\n")) or b"\n\n" in chunk or b"\n\r\n" in chunk)
-
-
 class CsvSource:
     """Delimited text from any binary stream, in batches of whole records.
 
@@ -260,7 +256,7 @@ class CsvSource:
         self._width = frame.width
         self._text_schema = {f"c{i}": pl.String() for i in range(self._width)}
         if options.header:
-            self.column_names = [str(cell) for cell in frame.row(0)]
+            self.column_names = ["" if cell is None else str(cell) for cell in frame.row(0)]
             frame = frame.slice(1)
         else:
             self.column_names = [str(i + 1) for i in range(self._width)]
@@ -317,14 +313,15 @@ class CsvSource:
     def bytes_read(self) -> int:
         return self._chunker.bytes_read
 
-    def batches(self, parse: Mapping[int, pa.DataType] | None = None
-                ) -> Iterator[pa.RecordBatch]:
-        """Batches of the input: its columns as text, then those in `parse` converted."""
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None,
+                unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
+        """Batches of the input: its columns as text, then those in `parse` converted.
+        Columns in `unused` (scanned, their text not written) come as nulls, uncopied."""
         parse = parse or {}
         try:
             frames = (self._strings(chunk, first=False) for chunk in self._chunker.chunks())
             for frame in _prepend(self._first, frames):
-                batch = self._batch(frame, parse)
+                batch = self._batch(frame, parse, unused)
                 self.rows_read += frame.height
                 yield batch
         except (OSError, pa.ArrowException) as error:
@@ -347,17 +344,27 @@ class CsvSource:
             frame = pl.read_csv(
                 chunk, has_header=False, infer_schema=False,
                 schema=None if first else self._text_schema,
-                separator=self._options.delimiter, empty_string_is_null=False,
-                raise_if_empty=False, try_parse_dates=False,
+                separator=self._options.delimiter, raise_if_empty=False,
+                try_parse_dates=False,
             )
         except pl.exceptions.PolarsError as error:
             raise self._not_utf8(chunk, first) or self._ragged(chunk, first) or unreadable(
                 self.name, "csv", _polars_message(error)) from None
         width = frame.width if first else self._width
         delimiter = self._options.delimiter
-        if (b'"' not in chunk and not _has_blank_line(chunk)
-                and chunk.count(delimiter.encode()) == frame.height * (width - 1)):
-            return frame  # the fast path: every record has the header's field count
+        if width == 1:
+            # No field count to check; a blank line is a null row (a quoted "" is text).
+            column = frame.to_series(0)
+            return frame.filter(column.is_not_null()) if column.null_count() else frame
+        # Every record has the header's field count, and none is a blank line, exactly
+        # when the delimiters outside quotes number (width - 1) per row: polars refuses
+        # longer records, so a short one or a blank line shows as too few.
+        outside = chunk.count(delimiter.encode())
+        if b'"' in chunk:
+            inside = frame.select(pl.all().str.count_matches(delimiter, literal=True).sum())
+            outside -= int(inside.sum_horizontal().item() or 0)
+        if outside == frame.height * (width - 1):
+            return frame
         fields, blank = _layout(chunk, delimiter)
         if fields.shape[0] != frame.height:
             raise unreadable(self.name, "csv", f"{fields.shape[0]} records but polars read "
@@ -430,10 +437,12 @@ class CsvSource:
             return ""
         return delimiter_hint(self._first_line)
 
-    def _batch(self, frame: pl.DataFrame, parse: Mapping[int, pa.DataType]) -> pa.RecordBatch:
-        """Every column as text, then the columns in `parse` converted, appended in its
-        order (--keep writes the text of a scanned column as it was)."""
-        arrays = [frame.to_series(i).to_arrow() for i in range(self._width)]
+    def _batch(self, frame: pl.DataFrame, parse: Mapping[int, pa.DataType],
+               unused: Collection[int]) -> pa.RecordBatch:
+        """Every column as text (an empty cell null), then the columns in `parse`
+        converted, appended in its order (--keep writes the text of a scanned column)."""
+        arrays = [pa.nulls(frame.height, _TEXT) if i in unused else frame.to_series(i).to_arrow()
+                  for i in range(self._width)]
         arrays += [self._parse(i, frame.to_series(i), t) for i, t in parse.items()]
         names = self.column_names + [self.column_names[i] for i in parse]
         return pa.RecordBatch.from_arrays(arrays, names=names)
@@ -564,17 +573,25 @@ class CsvSink:
         frame = pl.from_arrow(pa.RecordBatch.from_arrays(
             _polars_compatible(batch).columns, names=names))
         assert isinstance(frame, pl.DataFrame)
-        text = [n for n, dtype in frame.schema.items()
-                if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)]
-        if text:
-            frame = frame.with_columns(self._quoted(pl.col(n).cast(pl.String)).alias(n)
-                                       for n in text)
         # Render to memory, then write ourselves: polars turns any exception raised by a
         # Python stream's write() into a bare OSError, which would hide a broken pipe
         # (`| head`) and the OutputError of a full disk behind a traceback.
         rendered = io.BytesIO()
+        if self._options.na_rep or self._single:
+            # A missing cell written as text of its own, or a lone one: empty text must
+            # not read as that text, nor as a blank line; so text is quoted here.
+            text = [n for n, dtype in frame.schema.items()
+                    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)]
+            if text:
+                frame = frame.with_columns(self._quoted(pl.col(n).cast(pl.String)).alias(n)
+                                           for n in text)
+            quoting: Literal["never", "necessary"] = "never"
+        else:
+            # An empty cell read from text is null and written empty; polars quotes the
+            # rest where needed (a delimiter, a quote, a line end; "" stays "").
+            quoting = "necessary"
         frame.write_csv(rendered, separator=self._options.delimiter, include_header=False,
-                        null_value=self._null, quote_style="never",
+                        null_value=self._null, quote_style=quoting,
                         decimal_comma=self._options.decimal_comma)
         self._stream.write(self._encode(rendered.getbuffer()))
 
@@ -585,6 +602,7 @@ class CsvSink:
         return bytes(text).decode("utf-8").encode(self._options.encoding)
 
     def _quoted(self, cells: pl.Expr) -> pl.Expr:
+        cells = cells.fill_null("")  # an empty cell: --na-rep is for scanned columns
         quoted = pl.lit('"') + cells.str.replace_all('"', '""', literal=True) + pl.lit('"')
         needs = cells.str.contains(self._needs_quotes)
         if self._single:

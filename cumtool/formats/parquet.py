@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import IO
 
 import pyarrow as pa
@@ -41,10 +41,10 @@ class ParquetSource:
     def num_rows(self) -> int:
         return int(self._file.metadata.num_rows)
 
-    def batches(self, parse: Mapping[int, pa.DataType] | None = None
-                ) -> Iterator[pa.RecordBatch]:
-        """Row-group batches. Parquet columns are typed: nothing is parsed (`parse`, for
-        text formats, is empty here)."""
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None,
+                unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
+        """Row-group batches. Parquet columns are typed: nothing is parsed or left out
+        (`parse` and `unused` are for text formats)."""
         try:
             yield from self._file.iter_batches(batch_size=self._batch_rows)
         except _DAMAGE as error:

@@ -1,0 +1,132 @@
+"""One run's options as plain, frozen data, checked before any file is opened.
+
+The CLI builds a Request from its flags and `engine.run` carries it out; readers and
+writers take only the parts they need (`csv_read`, `csv_write`). `check` makes every
+check that needs no input data, so a bad option or combination is a usage error before
+the input is opened: `cumtool cumsum missing.csv --to bogus` complains about --to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from cumtool.columns import Selection
+from cumtool.errors import UsageError
+from cumtool.formats import (
+    DEFAULT_NA,
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    CsvReadOptions,
+    CsvWriteOptions,
+    check_format_name,
+    delimiter_option,
+    encoding_option,
+    kind_from_name,
+)
+
+Overflow = Literal["error", "wrap"]
+TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One cumtool run, as plain data: the CLI builds it from its flags."""
+
+    op: str
+    input: str = "-"
+    output: str | None = None  # None or "-": standard output
+    from_format: str | None = None
+    to_format: str | None = None
+    axis: str = "rows"
+    dtype: str | None = None
+    columns: tuple[Selection, ...] = ()  # -c, as given (cumtool.columns.parse)
+    delimiter: str | None = None
+    header: bool = True
+    indices: bool = False
+    overflow: Overflow = "error"
+    skipna: bool = False
+    batch_rows: int | None = None  # None: sized for speed; tests use tiny batches
+    stdout_is_terminal: bool = False
+    progress: bool = False  # a progress bar on stderr for long runs (the CLI: stderr is a tty)
+    by: tuple[Selection, ...] = ()
+    reset: Selection | None = None
+    reverse: bool = False
+    exclusive: bool = False
+    keep: bool = False
+    decimal: bool = False
+    exclude: tuple[Selection, ...] = ()
+    only_scanned: bool = False
+    na: tuple[str, ...] | None = None  # missing-cell markers (None: SEMANTICS.md's list)
+    na_rep: str = ""
+    out_delimiter: str | None = None
+    decimal_comma: bool = False
+    encoding: str | None = None  # of CSV/TSV input and output (None: UTF-8)
+    table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
+    precision: int = 6  # the terminal table: significant digits of floats
+
+    def check(self) -> None:
+        """Raise UsageError for a bad option or combination; reads nothing."""
+        from cumtool.kernels import parse_dtype  # numpy: not for `cumtool --help`
+
+        if self.dtype is not None:
+            parse_dtype(self.dtype)
+        if self.indices and self.op not in ("cummax", "cummin"):
+            raise UsageError(f"--indices is only for cummax and cummin, not {self.op}")
+        if self.batch_rows is not None and self.batch_rows < 1:
+            raise UsageError("--batch-rows must be at least 1")
+        if self.from_format:
+            check_format_name(self.from_format, INPUT_FORMATS, "--from")
+        self.csv_read("csv")
+        self.csv_write("csv")
+        self._check_output()
+        named = None if self.input == "-" else kind_from_name(self.input)
+        if (self.from_format or (named.format if named else None)) == "npy":
+            for option, given in self.table_only().items():
+                if given:
+                    raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
+                                     f"{self.input} is an array")
+
+    def _check_output(self) -> None:
+        to_stdout = self.output in (None, "-")
+        named = None if to_stdout else kind_from_name(str(self.output))
+        fmt = (check_format_name(self.to_format, OUTPUT_FORMATS, "--to") if self.to_format
+               else named.format if named else None)
+        if fmt is None and not to_stdout:
+            raise UsageError(
+                f"cannot tell the output format from {self.output!r}; add --to "
+                f"({', '.join(OUTPUT_FORMATS)}) or use a known extension (.csv, .tsv, .csv.gz, "
+                ".parquet, .npy)")
+        if fmt in ("parquet", "npy") and to_stdout and self.stdout_is_terminal:
+            # As gzip and zstd refuse to write compressed data to a terminal.
+            raise UsageError(f"{fmt} output is binary; write it with -o FILE or pipe it")
+        if named is not None and named.compression and fmt not in ("csv", "tsv"):
+            raise UsageError(
+                f"{self.output}: {named.compression} compression is for csv and tsv output "
+                f"only, not {fmt}; leave the compression suffix off")
+
+    def table_only(self) -> dict[str, object]:
+        """The options that work on tables only, by flag, as given."""
+        return dict(zip(TABLE_ONLY, (self.by, self.reset, self.keep, self.columns,
+                                     self.exclude, self.only_scanned), strict=True))
+
+    def csv_read(self, fmt: str) -> CsvReadOptions:
+        return CsvReadOptions(
+            delimiter=delimiter_option(
+                self.delimiter, "\t" if fmt == "tsv" else ",", "--delimiter"),
+            header=self.header,
+            na_values=DEFAULT_NA if self.na is None else self.na,
+            decimal_comma=self.decimal_comma, encoding=encoding_option(self.encoding))
+
+    def csv_write(self, fmt: str) -> CsvWriteOptions:
+        """The output's delimiter follows its format (-d is the input's), or
+        --out-delimiter; with --decimal-comma a csv is ;-separated, as spreadsheets that
+        write 1,5 do."""
+        default = "\t" if fmt == "tsv" else ";" if self.decimal_comma else ","
+        delimiter = delimiter_option(self.out_delimiter, default, "--out-delimiter")
+        if self.decimal_comma and delimiter == ",":
+            raise UsageError("--decimal-comma writes 1,5: the output's delimiter cannot be a "
+                             "comma too; leave --out-delimiter out (csv output then uses ';')")
+        return CsvWriteOptions(delimiter=delimiter, header=self.header, na_rep=self.na_rep,
+                               decimal_comma=self.decimal_comma,
+                               encoding=encoding_option(self.encoding))
