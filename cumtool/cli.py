@@ -14,8 +14,11 @@ from typing import Any
 
 import click
 
+from cumtool.choices import DTYPE_NAMES, TORCH_ALIASES
+from cumtool.completion import complete_columns, complete_path
 from cumtool.errors import CumtoolError, Stopped, UsageError
 from cumtool.ops import EXAMPLES, OPS, SUMMARIES
+from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
 from cumtool.view import printable
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
@@ -24,7 +27,6 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 # the shell's status for a signal: 128 + its number (143, 129).
 STOP_SIGNALS = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
 
-FORMAT_NAMES = ("csv", "tsv", "parquet", "npy")
 # Bare `cumtool` shows the help as an error (Click 8.2 and later).
 _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
@@ -64,28 +66,35 @@ def _table_rows(_ctx: click.Context, _param: click.Parameter, value: str) -> int
 def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """The options every operation shares."""
     options = [
-        click.argument("input", default=None, required=False, metavar="[INPUT]"),
-        click.option("-a", "--axis", "--dim", "axis", default="rows", show_default=True,
+        click.argument("input", default=None, required=False, metavar="[INPUT]",
+                       shell_complete=complete_path),
+        click.option("-a", "--axis", "--dim", "axis", type=AxisType(), default="rows",
+                     show_default=True,
                      help="rows (index, 0): down each column; columns (1): across each "
                           "row; or any integer axis of an N-d .npy array."),
-        click.option("-t", "--dtype", default=None,
-                     help="Cast the input to this dtype first, then scan (int8..int64, "
-                          "uint8, float16/32/64, complex64/128, or torch names)."),
+        # Sixteen names: listed in the help text, as a metavar they would not fit a line.
+        click.option("-t", "--dtype", type=DtypeChoice(), default=None, metavar="DTYPE",
+                     help=f"Cast the input to this dtype first, then scan: "
+                          f"{', '.join(DTYPE_NAMES)}; or torch's {', '.join(TORCH_ALIASES)}, "
+                          "torch.float32, ..."),
         click.option("-o", "--output", default=None, metavar="PATH",
+                     shell_complete=complete_path,
                      help="Write here (format from the extension); '-' or none: "
                           "standard output."),
-        click.option("--from", "from_format", default=None, metavar="FORMAT",
-                     help=f"Input format: {', '.join(FORMAT_NAMES)} (default: from the "
-                          "extension, else the first bytes)."),
-        click.option("--to", "to_format", default=None, metavar="FORMAT",
-                     help=f"Output format: {', '.join(FORMAT_NAMES)}, table (default: from "
-                          "-o, else a table on a terminal, else the input's format)."),
+        click.option("--from", "from_format", type=FROM_FORMAT, default=None,
+                     help="Input format (default: from the extension, else the first "
+                          "bytes)."),
+        click.option("--to", "to_format", type=TO_FORMAT, default=None,
+                     help="Output format (default: from -o, else a table on a terminal, "
+                          "else the input's format)."),
         click.option("-c", "--columns", multiple=True, callback=_selections,
+                     shell_complete=complete_columns,
                      metavar="COLS", help="Columns to scan (default: every numeric column); "
                      "the others pass through. Names, 1-based positions, ranges (2-4, a-c), "
                      "\"quoted, names\", name[k] for a repeated name, !COLS for all but "
                      "COLS; repeat to add."),
         click.option("--exclude", multiple=True, callback=_selections, metavar="COLS",
+                     shell_complete=complete_columns,
                      help="Do not scan these columns (scan the rest of the default or "
                           "-c columns); repeat to add."),
         click.option("--only-scanned", "only_scanned", is_flag=True,
@@ -118,9 +127,11 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--skipna", is_flag=True,
                      help="Treat NaN like a missing cell: skipped by the scan, kept in place."),
         click.option("--by", "by", multiple=True, callback=_selections, metavar="COLS",
+                     shell_complete=complete_columns,
                      help="Tables: a separate running scan for each distinct value (or "
                           "combination) of these key columns; rows keep their order."),
         click.option("--reset", default=None, callback=_selections, metavar="COL",
+                     shell_complete=complete_columns,
                      help="Tables: start the scan afresh at every row where COL is true or "
                           "non-zero."),
         click.option("--reverse", is_flag=True,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cumtool import kernels
+from cumtool.choices import AXIS_NAMES
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import (
     ArraySink,
@@ -22,7 +23,7 @@ from cumtool.formats import (
     TableSink,
     kind_from_name,
 )
-from cumtool.kernels import AXIS_NAMES, overflow_hint
+from cumtool.kernels import overflow_hint
 from cumtool.output import open_output
 from cumtool.pipeline import (
     BackgroundSink,

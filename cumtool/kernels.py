@@ -16,27 +16,13 @@ from typing import Literal
 
 import numpy as np
 
+from cumtool.choices import DTYPE_NAMES, dtype_name
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.ops import OPS
 
 Overflow = Literal["error", "wrap"]
-AXIS_NAMES = {"rows": 0, "index": 0, "columns": 1}  # --axis words; integers work too
-
-_ACCEPTED_DTYPES = {
-    name: np.dtype(name)
-    for name in (
-        "int8", "int16", "int32", "int64", "uint8",
-        "float16", "float32", "float64", "complex64", "complex128",
-    )
-}
-# torch's spellings of the same dtypes.
-_TORCH_ALIASES = {
-    "long": "int64", "short": "int16", "half": "float16",
-    "double": "float64", "cfloat": "complex64", "cdouble": "complex128",
-}
-# torch reads these as 32 bits, numpy and pandas users mean 64: refused, naming both.
-_AMBIGUOUS = {"float": ("float32", "float64"), "int": ("int32", "int64")}
-_REFUSED_DTYPES = ("bool", "uint16", "uint32", "uint64", "bfloat16")
+# --dtype names (numpy's, torch's) live in choices.py, which the CLI imports without numpy.
+_ACCEPTED_DTYPES = {name: np.dtype(name) for name in DTYPE_NAMES}
 
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
@@ -61,28 +47,9 @@ def overflow_hint(overflow: str) -> str:
     return f"; use {option('overflow', 'wrap')} for wrap-around" if overflow == "error" else ""
 
 
-def accepted_dtype_names() -> str:
-    return ", ".join(list(_ACCEPTED_DTYPES) + list(_TORCH_ALIASES))
-
-
 def parse_dtype(name: str) -> np.dtype:
     """Turn a `--dtype` value (numpy or torch spelling) into a numpy dtype."""
-    key = name.strip().lower()
-    if key in _AMBIGUOUS:
-        torch_means, numpy_means = _AMBIGUOUS[key]
-        raise UsageError(f"{option('dtype')} {name!r} is ambiguous: torch reads it as "
-                         f"{torch_means}, numpy and pandas as {numpy_means}; give the width: "
-                         f"{torch_means} or {numpy_means}")
-    if key.startswith("torch."):  # torch's own name is not ambiguous: torch.float is 32 bits
-        key = key.removeprefix("torch.")
-        key = _AMBIGUOUS[key][0] if key in _AMBIGUOUS else key
-    key = _TORCH_ALIASES.get(key, key)
-    if key in _ACCEPTED_DTYPES:
-        return _ACCEPTED_DTYPES[key]
-    why = "is not supported" if key in _REFUSED_DTYPES else "is not a dtype"
-    raise UsageError(
-        f"{option('dtype')} {name!r} {why}; accepted: {accepted_dtype_names()}"
-    )
+    return _ACCEPTED_DTYPES[dtype_name(name)]
 
 
 def is_scannable(dtype: np.dtype) -> bool:

@@ -16,10 +16,11 @@ import numpy as np
 import pyarrow as pa
 
 from cumtool import kernels
+from cumtool.choices import AXIS_NAMES
 from cumtool.columns import Selection, listing, resolve
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import ColumnHint, delimiter_hint
-from cumtool.kernels import AXIS_NAMES, overflow_hint
+from cumtool.kernels import overflow_hint
 
 _ARROW_FLOAT_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
 _INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # a pandas index stored in Parquet

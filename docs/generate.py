@@ -32,6 +32,24 @@ version prints it. The meaning of each option is explained in [semantics.md](sem
 [tables.md](tables.md) (columns, missing cells, CSV dialects); the worked examples in
 [README](../README.md) show them at work.
 
+## Shell completion
+
+Tab completes operations, options, file names, the values of `--to`, `--from`, `--dtype`,
+`--axis` and `--overflow`, and the input's column names after `-c`, `--exclude`, `--by`
+and `--reset`: from a CSV or TSV header (its first 64 KiB) or a Parquet schema, quoted
+where a selection needs it (`"price, usd"`), and the next name after a comma. Give the
+file, and any `-d`, `--no-header`, `--from` or `--encoding`, before the option. Add one
+line to your shell's start-up file:
+
+- bash 4.4 or later, in `~/.bashrc`: `eval "$(_CUMTOOL_COMPLETE=bash_source cumtool)"`
+- zsh, in `~/.zshrc` after `compinit`: `eval "$(_CUMTOOL_COMPLETE=zsh_source cumtool)"`
+- fish, in `~/.config/fish/completions/cumtool.fish`:
+  `_CUMTOOL_COMPLETE=fish_source cumtool | source`
+
+Each line runs cumtool once as the shell starts; to save that, write the script to a file
+once (`_CUMTOOL_COMPLETE=bash_source cumtool > ~/.cumtool-complete.bash`) and source the
+file instead.
+
 """
 
 

@@ -253,7 +253,7 @@ def test_bad_axis_for_a_table_lists_the_valid_ones(invoke: Invoke, sample, axis)
         pytest.param((2, 3, 4), "-4", "-3 to 2", id="3d-too-low"),
         pytest.param((5,), "1", "-1 to 0", id="1d"),
         pytest.param((5,), "columns", "-1 to 0", id="1d-columns"),
-        pytest.param((2, 2, 2, 2), "x", "-4 to 3", id="4d-word"),
+        pytest.param((2, 2, 2, 2), "4", "-4 to 3", id="4d"),
     ],
 )
 def test_axis_out_of_range_for_an_array_names_the_range(invoke: Invoke, tmp_path, shape,
@@ -263,6 +263,18 @@ def test_axis_out_of_range_for_an_array_names_the_range(invoke: Invoke, tmp_path
     assert_error(invoke("cumsum", str(path), "-a", axis), 2, "--axis", f"{len(shape)}-d",
                  valid)
     assert_error(invoke("cumsum", "-a", axis, input=path.read_bytes()), 2, valid)
+
+
+@pytest.mark.parametrize("axis", [pytest.param("x", id="word"), pytest.param("1.5", id="float"),
+                                  pytest.param("", id="empty")])
+def test_axis_that_is_neither_a_word_nor_an_integer_stops_before_the_input_is_read(
+        invoke: Invoke, tmp_path, axis):
+    """Checked while the options are parsed (no file is opened): the message cannot know
+    the array's range, and lists what an axis can be."""
+    missing = tmp_path / "missing.npy"
+    assert_error(invoke("cumsum", str(missing), "-a", axis), 2,
+                 f"--axis {axis!r} is not an axis; use rows (index, 0), columns (1), or an "
+                 "integer axis of a .npy array")
 
 
 @pytest.mark.parametrize("dtype", ["int128", "float8", "string", "f4x", ""])
