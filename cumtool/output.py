@@ -20,13 +20,33 @@ from typing import IO
 from cumtool.errors import OutputError
 
 
-class _GuardedStream:
+class _WriteOnly:
+    """What the writers (pyarrow, polars, numpy) ask of a stream they are handed: written
+    in order, never sought or read, and closed by its owner, never by them."""
+
+    closed = False
+
+    def seekable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        # The owner closes the real stream; writers that close their target (pyarrow) must
+        # not close standard output or the temporary file early.
+        self.closed = True
+
+
+class _GuardedStream(_WriteOnly):
     """Turns OSError on write into an OutputError that names the target."""
 
     def __init__(self, stream: IO[bytes], name: str, flush_each: bool = False) -> None:
         self._stream = stream
         self.name = name
-        self.closed = False
         self._flush_each = flush_each
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
@@ -64,22 +84,9 @@ class _GuardedStream:
     def tell(self) -> int:
         return self._stream.tell()
 
-    def seekable(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        # The owner closes the real stream; writers that close their target (pyarrow) must
-        # not close standard output or the temporary file early.
-        self.closed = True
 
 
-class DiscardableStream:
+class DiscardableStream(_WriteOnly):
     """A writer's stream that can be told to drop what comes next: an aborted writer
     (Parquet, a compressor, a zip) still writes its trailer when released, and that must
     neither fail again on a full disk nor reach a file that is being discarded."""
@@ -88,7 +95,6 @@ class DiscardableStream:
         self._stream = stream
         self._discarding = False
         self._position = 0  # while discarding: where the writer believes it is
-        self.closed = False
 
     def discard(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -109,17 +115,6 @@ class DiscardableStream:
     def tell(self) -> int:
         return self._position if self._discarding else self._stream.tell()
 
-    def seekable(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        self.closed = True  # the owner closes the real stream
 
 
 def _failed(path: str, error: OSError) -> OutputError:
