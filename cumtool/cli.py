@@ -163,17 +163,23 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _make_command(op: str) -> click.Command:
-    epilog = f"\b\nExample:\n  {EXAMPLES[op]}"
+    ops = op.split(",")
+    if len(ops) == 1:
+        summary, example = SUMMARIES[op], EXAMPLES[op]
+    else:
+        summary = (f"{', '.join(ops)} in one pass: the input's columns are kept, and each "
+                   "scanned column is followed by <name>_<op> for each op.")
+        example = f"cumtool {op} sample_data/daily_sales.csv"
 
-    @click.command(name=op, help=f"{SUMMARIES[op]}\n\nINPUT is a CSV, TSV (plain or "
+    @click.command(name=op, help=f"{summary}\n\nINPUT is a CSV, TSV (plain or "
                    "compressed), Parquet or .npy file, or '-' / nothing for standard input.",
-                   epilog=epilog)
+                   epilog=f"\b\nExample:\n  {example}")
     @scan_options
     @click.pass_context
     def command(ctx: click.Context, **options: Any) -> None:
         _run(ctx, op, options)
 
-    if op in ("cummax", "cummin"):
+    if {"cummax", "cummin"} & set(ops):
         command = click.option(
             "--indices", is_flag=True,
             help="Also output the position each value came from (a <name>_index column, "
@@ -260,6 +266,15 @@ class _Cli(click.Group):
     """Click's own errors the way cumtool's are: one `Error: ...` line, escaped like any
     text from outside (an argument may hold a terminal escape sequence), and a hint
     line, instead of Click's usage block."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """An op, or several ops in one pass: `cumsum,cummax` (each once, in that order)."""
+        command = super().get_command(ctx, cmd_name)
+        ops = cmd_name.split(",")
+        if command is None and len(ops) > 1 and len(set(ops)) == len(ops) and all(
+                op in OPS for op in ops):
+            return _make_command(cmd_name)
+        return command
 
     def main(self, args: Any = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,

@@ -85,14 +85,18 @@ def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa
 
 def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack) -> None:
-    from cumtool.tables import TableOptions, TablePlan
+    from cumtool.tables import MultiPlan, TableOptions, TablePlan
 
     options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
                            reset=request.reset, keep=request.keep, reverse=request.reverse,
                            only_scanned=request.only_scanned,
                            typed_output=out.format in ("parquet", "npy"))
-    plan = TablePlan(request.op, request.axis, dtype, source.schema, source.name, options,
-                     getattr(source, "hints", None), **_scan_options(request))
+    hints = getattr(source, "hints", None)
+    plan: TablePlan | MultiPlan = (
+        TablePlan(request.op, request.axis, dtype, source.schema, source.name, options, hints,
+                  **_scan_options(request)) if len(request.ops) == 1 else
+        MultiPlan(request.ops, request.axis, dtype, source.schema, source.name, options,
+                  hints, **_scan_options(request)))
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)
     passing = {name for i, name in enumerate(plan.names) if i not in scanned}
@@ -167,6 +171,9 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         if given:
             raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
                              f"{source.name} is an array")
+    if len(request.ops) > 1:
+        raise UsageError(f"several ops in one pass work on tables (CSV, TSV, Parquet), and "
+                         f"{source.name} is an array; run one op at a time")
     spec = kernels.make_spec(request.op, source.dtype, dtype, what=source.name,
                              **_scan_options(request))
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * source.dtype.itemsize if shape else 1

@@ -71,7 +71,14 @@ class Request:
 
         if self.dtype is not None:
             parse_dtype(self.dtype)
-        if self.indices and self.op not in ("cummax", "cummin"):
+        from cumtool.ops import OPS
+
+        unknown = [op for op in self.ops if op not in OPS]
+        if unknown or len(set(self.ops)) != len(self.ops):
+            raise UsageError(f"{self.op!r} is not an op or a list of different ops; choose "
+                             f"from {', '.join(OPS)} (e.g. cumsum,cummax)")
+        # An option is refused only when it means nothing for every op asked for.
+        if self.indices and not {"cummax", "cummin"} & set(self.ops):
             raise UsageError(f"--indices is only for cummax and cummin, not {self.op}")
         if self.batch_rows is not None and self.batch_rows < 1:
             raise UsageError("--batch-rows must be at least 1")
@@ -104,6 +111,11 @@ class Request:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")
+
+    @property
+    def ops(self) -> list[str]:
+        """The ops of the run: one, or several in one pass (`cumsum,cummax`)."""
+        return self.op.split(",")
 
     def table_only(self) -> dict[str, object]:
         """The options that work on tables only, by flag, as given."""

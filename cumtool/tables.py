@@ -8,6 +8,7 @@ scanned exactly as scaled int64 integers and written back as decimals.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -377,43 +378,72 @@ class TablePlan:
         return (position in self.decimal_scale
                 and self.specs[position].source_dtype.kind == "i")
 
-    def _fields(self) -> list[pa.Field]:
-        def result_fields(position: int, name: str) -> list[pa.Field]:
-            spec = self.specs[position]
-            out_type: pa.DataType
-            if self._is_decimal_out(position):
-                out_type = pa.decimal128(38, self.decimal_scale[position])
-            elif position in self.temporal:
-                out_type = self.temporal[position]
-            else:
-                out_type = pa.from_numpy_dtype(spec.out_dtype)
-            fields = [pa.field(name, out_type)]
-            if spec.indices:
-                fields.append(pa.field(f"{name}_index", pa.int64()))
-            return fields
+    def result_fields(self, position: int, name: str) -> list[pa.Field]:
+        """The output fields of a scanned column's result, named `name`."""
+        spec = self.specs[position]
+        out_type: pa.DataType
+        if self._is_decimal_out(position):
+            out_type = pa.decimal128(38, self.decimal_scale[position])
+        elif position in self.temporal:
+            out_type = self.temporal[position]
+        else:
+            out_type = pa.from_numpy_dtype(spec.out_dtype)
+        fields = [pa.field(name, out_type)]
+        if spec.indices:
+            fields.append(pa.field(f"{name}_index", pa.int64()))
+        return fields
 
-        scanned = set(self.selected)
-        fields: list[pa.Field] = []
-        for i in range(self.width):
-            f = self.input_schema.field(self.shown.get(i, i))
-            if i in scanned and not self.options.keep:
-                fields.extend(result_fields(i, f.name))
-            elif i in scanned or not self.options.only_scanned:
-                fields.append(f)
-        if self.options.keep:
-            taken = set(self.names)
-            for i in self.selected:
-                added = result_fields(i, f"{self.names[i]}_{self.op}")
-                clash = next((f.name for f in added if f.name in taken), None)
-                if clash is not None:
-                    raise DataError(f"{self.name}: {option('keep')} would add column "
-                                    f"{clash!r}, which the input already has")
-                fields.extend(added)
+    def kept_fields(self) -> list[pa.Field]:
+        """With --keep: the input's columns as they are written (all, or the scanned)."""
+        return [self.input_schema.field(self.shown.get(i, i)) for i in range(self.width)
+                if not self.options.only_scanned or i in self.selected]
+
+    def _fields(self) -> list[pa.Field]:
+        if not self.options.keep:
+            scanned = set(self.selected)
+            fields: list[pa.Field] = []
+            for i in range(self.width):
+                f = self.input_schema.field(self.shown.get(i, i))
+                if i in scanned:
+                    fields.extend(self.result_fields(i, f.name))
+                elif not self.options.only_scanned:
+                    fields.append(f)
+            return fields
+        fields = self.kept_fields()
+        taken = set(self.names)
+        for i in self.selected:
+            added = self.result_fields(i, f"{self.names[i]}_{self.op}")
+            clash = next((f.name for f in added if f.name in taken), None)
+            if clash is not None:
+                raise DataError(f"{self.name}: {option('keep')} would add column "
+                                f"{clash!r}, which the input already has")
+            fields.extend(added)
         return fields
 
     # Scanning --------------------------------------------------------------------------
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        results = self.results(batch)
+        arrays: list[pa.Array] = []
+        if self.options.keep:
+            arrays = self.kept_arrays(batch)
+            for i in self.selected:
+                arrays.extend(a for a in results[i] if a is not None)
+        else:
+            for i in range(self.width):
+                if i in results:
+                    arrays.extend(a for a in results[i] if a is not None)
+                elif not self.options.only_scanned:
+                    arrays.append(self._passed_through(batch, i))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def kept_arrays(self, batch: pa.RecordBatch) -> list[pa.Array]:
+        """The columns of kept_fields(), from a batch."""
+        return [self._passed_through(batch, i) for i in range(self.width)
+                if not self.options.only_scanned or i in self.selected]
+
+    def results(self, batch: pa.RecordBatch) -> dict[int, tuple[pa.Array, pa.Array | None]]:
+        """Each scanned column's result (and index) for a batch, in scan order."""
         if self.axis == 0:
             runs = self._runs(batch)
             results = {}
@@ -427,17 +457,8 @@ class TablePlan:
                 raise min(overflows, key=lambda error: error.position)
         else:
             results = self._scan_across(batch)
-        arrays: list[pa.Array] = []
-        for i in range(self.width):
-            if i in results and not self.options.keep:
-                arrays.extend(a for a in results[i] if a is not None)
-            elif i in results or not self.options.only_scanned:
-                arrays.append(self._passed_through(batch, i))
-        if self.options.keep:
-            for i in self.selected:
-                arrays.extend(a for a in results[i] if a is not None)
         self.rows_done += batch.num_rows
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        return results
 
     def _passed_through(self, batch: pa.RecordBatch, position: int) -> pa.Array:
         column = batch.column(self.shown.get(position, position))
@@ -615,3 +636,47 @@ class TablePlan:
                 indices = arrow_column(result.indices[i], result.indices[i] < 0)
             out[column] = (arrow_column(result.values[i], missing), indices)
         return out
+
+
+class MultiPlan:
+    """Several ops in one pass (`cumsum,cummax`): one TablePlan per op over the same
+    columns, each with its own carried state. The input's columns are kept, and each
+    scanned column is followed by its results, op by op: x_cumsum, x_cummax, y_cumsum..."""
+
+    def __init__(self, ops: list[str], axis: str, dtype: np.dtype | None, schema: pa.Schema,
+                 name: str, options: TableOptions, hints: list[ColumnHint] | None = None,
+                 **scan: Any) -> None:
+        kept = dataclasses.replace(options, keep=True)
+        indices = scan.pop("indices", False)
+        self.plans = [TablePlan(op, axis, dtype, schema, name, kept, hints,
+                                indices=indices and op in ("cummax", "cummin"), **scan)
+                      for op in ops]
+        first = self.plans[0]
+        self.axis, self.names, self.selected = first.axis, first.names, first.selected
+        self.parse, self.text_unused = first.parse, first.text_unused
+        fields = first.kept_fields()
+        for i in self.selected:
+            for plan in self.plans:
+                fields.extend(plan.result_fields(i, f"{self.names[i]}_{plan.op}"))
+        self.schema = pa.schema(fields, metadata=schema.metadata)
+
+    @property
+    def rows_done(self) -> int:
+        return self.plans[0].rows_done
+
+    @property
+    def reverse_total(self) -> int | None:
+        return self.plans[0].reverse_total
+
+    @reverse_total.setter
+    def reverse_total(self, rows: int | None) -> None:
+        for plan in self.plans:
+            plan.reverse_total = rows
+
+    def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        results = [plan.results(batch) for plan in self.plans]
+        arrays = self.plans[0].kept_arrays(batch)
+        for i in self.selected:
+            for result in results:
+                arrays.extend(a for a in result[i] if a is not None)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
