@@ -6,15 +6,15 @@ TablePlan as CSV and Parquet; so the API and the CLI cannot disagree.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from cumtool import kernels
-from cumtool.engine import _array_index, resolve_array_axis
+from cumtool.engine import _array_index, resolve_array_axis, scan_batches
 from cumtool.errors import DataError, ScanOverflowError, UsageError
-from cumtool.pipeline import flip_rows
 
 
 def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
@@ -70,7 +70,7 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
     import pyarrow as pa
 
     from cumtool.columns import names
-    from cumtool.tables import TableOptions, TablePlan
+    from cumtool.tables import TableOptions, make_plan
 
     def chosen(given: Any, keyword: str) -> tuple[Any, ...]:
         if given is None:
@@ -82,16 +82,28 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
         keep=keep, reverse=reverse)
-    plan = TablePlan(op, axis, dtype, table.schema, "the table", table_options, **options)
-    batches = table.to_batches()
-    if reverse and plan.axis == 0:
-        plan.reverse_total = table.num_rows
-        flipped = flip_rows(table)
-        batches = flipped.to_batches()
-    out = pa.Table.from_batches([plan.apply(b) for b in batches], schema=plan.schema)
-    if reverse and plan.axis == 0:
-        out = flip_rows(out)
-    return out
+    plan = make_plan(op, axis, dtype, table.schema, "the table", table_options, **options)
+    collected = _Collected()
+    with contextlib.ExitStack() as stack:  # --reverse spools, removed at the end
+        scan_batches(plan, lambda: iter(table.to_batches()), collected,
+                     reverse and plan.axis == 0, stack)
+    return pa.Table.from_batches(collected.batches, schema=plan.schema)
+
+
+class _Collected:
+    """The sink of cumtool.scan on a table: the output batches, in memory."""
+
+    def __init__(self) -> None:
+        self.batches: list[Any] = []
+
+    def write(self, batch: Any) -> None:
+        self.batches.append(batch)
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        self.batches.clear()
 
 
 def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: Any,

@@ -9,7 +9,7 @@ tables.py and the kernels in kernels.py; this module drives the flow between the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -85,18 +85,14 @@ def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa
 
 def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack) -> None:
-    from cumtool.tables import MultiPlan, TableOptions, TablePlan
+    from cumtool.tables import TableOptions, make_plan
 
     options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
                            reset=request.reset, keep=request.keep, reverse=request.reverse,
                            only_scanned=request.only_scanned,
                            typed_output=out.format in ("parquet", "npy"))
-    hints = getattr(source, "hints", None)
-    plan: TablePlan | MultiPlan = (
-        TablePlan(request.op, request.axis, dtype, source.schema, source.name, options, hints,
-                  **_scan_options(request)) if len(request.ops) == 1 else
-        MultiPlan(request.ops, request.axis, dtype, source.schema, source.name, options,
-                  hints, **_scan_options(request)))
+    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
+                     getattr(source, "hints", None), **_scan_options(request))
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)
     passing = {name for i, name in enumerate(plan.names) if i not in scanned}
@@ -111,21 +107,34 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         sink: TableSink = table_sink(request, out, stream, plan.schema, view, source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
-        if reverse:
-            sink = ReversingSink(sink, stack)
-        with _aborting(sink):
+
+        def read() -> Iterator[pa.RecordBatch]:
             # Closed with the run, so a failure stops the reader thread at once.
             reader = stack.enter_context(
                 contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))))
-            batches = _rebatch(reader, request.batch_rows)
-            if reverse:
-                # Scan from the last row up: spool the input, replay it backwards, and put
-                # the results back in input order through a second spool.
-                plan.reverse_total, batches = reversed_batches(batches, stack)
-            for batch in batches:
-                sink.write(plan.apply(batch))
-                progress.update(getattr(source, "bytes_read", plan.rows_done))
-            sink.close()
+            return _rebatch(reader, request.batch_rows)
+
+        scan_batches(plan, read, sink, reverse, stack,
+                     lambda: progress.update(getattr(source, "bytes_read", plan.rows_done)))
+
+
+def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,
+                 reverse: bool, stack: contextlib.ExitStack,
+                 done: Callable[[], None] = lambda: None) -> None:
+    """The table flow that files and cumtool.scan share: batches -> plan -> sink, which
+    is aborted on any failure. --reverse scans from the last row up: the input is spooled
+    and replayed backwards, and the results go back into input order through a second
+    spool. `done` follows each batch (the progress bar)."""
+    if reverse:
+        sink = ReversingSink(sink, stack)
+    with _aborting(sink):
+        batches = read()
+        if reverse:
+            plan.reverse_total, batches = reversed_batches(batches, stack)
+        for batch in batches:
+            sink.write(plan.apply(batch))
+            done()
+        sink.close()
 
 
 def _scan_options(request: Request) -> dict[str, Any]:

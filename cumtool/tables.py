@@ -680,3 +680,13 @@ class MultiPlan:
             for result in results:
                 arrays.extend(a for a in result[i] if a is not None)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def make_plan(op: str, axis: str, dtype: np.dtype | None, schema: pa.Schema, name: str,
+              options: TableOptions, hints: list[ColumnHint] | None = None,
+              **scan: Any) -> TablePlan | MultiPlan:
+    """The plan of one op, or of several in one pass (`cumsum,cummax`)."""
+    ops = op.split(",")
+    if len(ops) == 1:
+        return TablePlan(op, axis, dtype, schema, name, options, hints, **scan)
+    return MultiPlan(ops, axis, dtype, schema, name, options, hints, **scan)

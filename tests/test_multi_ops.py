@@ -104,3 +104,15 @@ def test_arrays_are_refused_with_a_reason(invoke, tmp_path):
     result = invoke("cumsum,cummax", str(path))
     assert result.exit_code == 2
     assert "several ops in one pass work on tables" in result.stderr
+
+
+def test_the_python_api_takes_several_ops_too():
+    import pyarrow as pa
+
+    import cumtool
+
+    got = cumtool.scan(pa.table({"k": ["a", "b", "a"], "x": [1, 2, 3]}), "cumsum,cummax",
+                       by="k", reverse=True)
+    assert got.column_names == ["k", "x", "x_cumsum", "x_cummax"]
+    assert got.column("x_cumsum").to_pylist() == [4, 2, 3]
+    assert got.column("x_cummax").to_pylist() == [3, 2, 3]
