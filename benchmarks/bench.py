@@ -48,11 +48,13 @@ import scenario_npy
 import scenario_ops
 import scenario_parquet
 import scenario_small
+import scenario_text
 from common import SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 
 # In the order they run and report.
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "csv": scenario_csv.run,
+    "text": scenario_text.run,
     "parquet": scenario_parquet.run,
     "npy": scenario_npy.run,
     "small": scenario_small.run,
