@@ -26,6 +26,7 @@ from cumtool.formats import (
     check_format_name,
     kind_from_name,
 )
+from cumtool.formats.records import size_option
 from cumtool.kernels import AXIS_NAMES, overflow_hint
 from cumtool.output import open_output
 from cumtool.pipeline import (
@@ -83,6 +84,7 @@ class Request:
     encoding: str | None = None  # of CSV/TSV input and output (None: UTF-8)
     table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
     precision: int = 6  # the terminal table: significant digits of floats
+    max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
 
 
 def run(request: Request) -> None:
@@ -93,6 +95,7 @@ def run(request: Request) -> None:
         raise UsageError(f"--indices is only for cummax and cummin, not {request.op}")
     if request.batch_rows is not None and request.batch_rows < 1:
         raise UsageError("--batch-rows must be at least 1")
+    size_option(request.max_record_size, "--max-record-size")
     read_options(request, "csv")  # the delimiters and their combinations, before any I/O
     write_options(request, "csv")
     with contextlib.ExitStack() as stack:

@@ -81,13 +81,15 @@ def open_source(
     # Each format's module (and its library: polars, pyarrow) loads only when used.
     if kind.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSource, file_size
+        from cumtool.formats.records import MAX_RECORD_BYTES
 
         # With a float --dtype, integers to be scanned are read as floats straight away.
         counted = CountingReader(stream)  # before decompression: progress in stored bytes
         source = CsvSource(cast(IO[bytes], counted), name, read_options(request, kind.format),
                            compression=compressed,
                            float_columns=dtype is not None and dtype.kind in "fc",
-                           decimal=request.decimal, total_bytes=file_size(stream))
+                           decimal=request.decimal, total_bytes=file_size(stream),
+                           max_record=request.max_record_size or MAX_RECORD_BYTES)
         return Measured(source, counted), kind
     if kind.format == "parquet":
         from cumtool.formats.parquet import ParquetSource

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import io
 import os
-import select
 from collections.abc import Iterator, Mapping
 from typing import IO, TypeVar
 
@@ -36,6 +35,7 @@ from cumtool.formats import (
     delimiter_hint,
     unreadable,
 )
+from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
 
 INFER_ROWS = 10_000
 CHUNK_BYTES = 8 << 20
@@ -46,102 +46,6 @@ _INTEGER = r"^[+-]?[0-9]+$"
 _LEADING_ZERO = r"^[+-]?0[0-9]"
 _ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 T = TypeVar("T")
-
-
-class _Chunker:
-    """Cuts a byte stream into chunks that end on a record boundary."""
-
-    def __init__(self, stream: IO[bytes], chunk_bytes: int) -> None:
-        self._stream = stream
-        self._chunk_bytes = chunk_bytes
-        self._pending = b""
-        self._eof = False
-        self._read1 = getattr(stream, "read1", None)
-        try:
-            self._fd: int | None = stream.fileno()
-        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-            self._fd = None
-        self.bytes_read = 0
-        self._lone_cr: bool | None = None
-
-    def _more_is_ready(self) -> bool:
-        """Whether more input is available without blocking (a pipe with a slow producer
-        should not hold back rows already here)."""
-        if self._fd is None:
-            return True
-        try:
-            ready, _, _ = select.select([self._fd], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(ready)
-
-    def _read(self, size: int) -> bytes:
-        data = bytes(self._read1(size) if self._read1 is not None else self._stream.read(size))
-        self.bytes_read += len(data)
-        if self._lone_cr is None and data:
-            # Old Mac files end lines with a lone CR: judged from the first bytes read.
-            self._lone_cr = b"\r" in data and b"\n" not in data
-        return data.replace(b"\r", b"\n") if self._lone_cr else data
-
-    def take(self, minimum: int) -> bytes:
-        """Read until at least `minimum` bytes are pending (or the input pauses or ends),
-        and return the longest prefix of whole records."""
-        parts = [self._pending]
-        size = len(self._pending)
-        while not self._eof and (size < minimum):
-            data = self._read(max(minimum - size, 64 * 1024))
-            if not data:
-                self._eof = True
-                break
-            parts.append(data)
-            size += len(data)
-            if size > 0 and not self._more_is_ready() and b"\n" in data:
-                break
-        buffer = b"".join(parts)
-        if self._eof:
-            self._pending = b""
-            return buffer
-        cut = _record_end(buffer)
-        if cut == 0:
-            # No complete record yet (a very long line): read on.
-            self._pending = buffer
-            return self.take(len(buffer) + minimum) if not self._eof else self._flush()
-        self._pending = buffer[cut:]
-        return buffer[:cut]
-
-    def _flush(self) -> bytes:
-        buffer, self._pending = self._pending, b""
-        return buffer
-
-    def chunks(self) -> Iterator[bytes]:
-        while True:
-            chunk = self.take(self._chunk_bytes)
-            if chunk:
-                yield chunk
-            if self._eof and not self._pending:
-                return
-
-
-
-
-def _record_end(buffer: bytes) -> int:
-    """Length of the longest prefix of `buffer` made of whole records: up to a newline
-    that is outside quotes (an even number of quote characters before it)."""
-    end = buffer.rfind(b"\n")
-    if end < 0:
-        return 0
-    if buffer.find(b'"', 0, end) < 0:
-        return end + 1
-    quotes = buffer.count(b'"', 0, end)
-    while quotes % 2:
-        previous = buffer.rfind(b"\n", 0, end)
-        if previous < 0:
-            return 0
-        quotes -= buffer.count(b'"', previous, end)
-        end = previous
-    return end + 1
-
-
 
 
 def _polars_message(error: Exception) -> str:
@@ -230,6 +134,7 @@ class CsvSource:
         self, stream: IO[bytes], name: str, options: CsvReadOptions, *,
         compression: str | None = None, float_columns: bool = False, decimal: bool = False,
         chunk_bytes: int = CHUNK_BYTES, total_bytes: int | None = None,
+        max_record: int = MAX_RECORD_BYTES,
     ) -> None:
         self.name = name
         self.total_bytes = total_bytes
@@ -238,7 +143,9 @@ class CsvSource:
         self._na = pl.Series(markers, dtype=pl.String).implode()
         if compression:
             stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
-        self._chunker = _Chunker(stream, chunk_bytes)
+        self._chunker = Chunker(stream, chunk_bytes, max_record)
+        self.rows_read = 0
+        sample = b""
         try:
             sample = self._chunker.take(_SAMPLE_BYTES)
             # A first row longer than the sample: read on until a whole row follows the
@@ -248,13 +155,15 @@ class CsvSource:
         except (OSError, pa.ArrowException) as error:
             raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
                              error) from None
+        except RecordTooLong as error:
+            raise self._too_long(error, sample, first=True) from None
         sample = sample.removeprefix(_BOM).lstrip(b"\r\n")  # blank lines before the header
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
+        self._check_nul(sample, first=True)
         _check_quotes(name, sample, options.delimiter, 0, header=options.header)
         self._first_line = sample.split(b"\n", 1)[0].decode(options.encoding or "utf-8",
                                                             "replace")
-        self.rows_read = 0
         self._width = 0
         frame = self._strings(sample, first=True)
         self._width = frame.width
@@ -329,9 +238,24 @@ class CsvSource:
                 yield batch
         except (OSError, pa.ArrowException) as error:
             raise unreadable(self.name, "csv", error) from None
+        except RecordTooLong as error:
+            raise self._too_long(error, b"", first=False) from None
 
-    def _strings(self, chunk: bytes, first: bool) -> pl.DataFrame:
-        """A chunk as text columns, blank lines dropped; a ragged record is an error."""
+    def _too_long(self, error: RecordTooLong, sample: bytes, first: bool) -> FormatError:
+        """The cap on one record was passed: name the row, at once (the rest is unread)."""
+        header = first and self._options.header
+        before = error.before
+        if first:  # the records of the sample have not been counted yet
+            _fields, blank = _layout(sample, self._options.delimiter)
+            before += int(np.count_nonzero(~blank))
+        where = ("the header" if header and before == 0
+                 else f"row {self.rows_read + before + (0 if header else 1)}")
+        cause = " (a quote that is never closed?)" if error.quoted else ""
+        return FormatError(
+            f"{self.name}: {where} is longer than {shown_size(self._chunker.max_record)}"
+            f"{cause}; --max-record-size raises the limit")
+
+    def _check_nul(self, chunk: bytes, first: bool) -> None:
         nul = chunk.find(b"\0")
         if nul >= 0:  # binary data, not text: stop at the first NUL, whatever follows
             line = chunk.count(b"\n", 0, nul)
@@ -339,6 +263,10 @@ class CsvSource:
                      f"row {self.rows_read + line + (0 if first and self._options.header else 1)}")
             raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
                               "(a binary file?)")
+
+    def _strings(self, chunk: bytes, first: bool) -> pl.DataFrame:
+        """A chunk as text columns, blank lines dropped; a ragged record is an error."""
+        self._check_nul(chunk, first)
         if not first:  # the first chunk was checked before its header was read
             _check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
         if self._options.encoding:
