@@ -29,22 +29,18 @@ import pyarrow as pa
 
 from cumtool.errors import FormatError, UsageError
 from cumtool.formats import (
-    ColumnHint,
     CsvReadOptions,
     CsvWriteOptions,
     delimiter_hint,
     unreadable,
 )
+from cumtool.formats.judge import judge_columns
 from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
 
-INFER_ROWS = 10_000
 CHUNK_BYTES = 8 << 20
 _SAMPLE_BYTES = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _TEXT = pa.large_string()
-_INTEGER = r"^[+-]?[0-9]+$"
-_LEADING_ZERO = r"^[+-]?0[0-9]"
-_ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 T = TypeVar("T")
 
 
@@ -175,50 +171,8 @@ class CsvSource:
             self.column_names = [str(i + 1) for i in range(self._width)]
         self._first = frame
         self.schema = pa.schema([pa.field(n, _TEXT) for n in self.column_names])
-        self.hints = [self._judge(frame.to_series(i), float_columns, decimal)
-                      for i in range(self._width)] if frame.height else [
-            ColumnHint(pa.int64(), True, "int") for _ in range(self._width)]
-
-    # What the columns hold ------------------------------------------------------------
-
-    def _judge(self, column: pl.Series, float_columns: bool, decimal: bool) -> ColumnHint:
-        """What a column's first rows hold: numbers (scanned by default), codes with a
-        leading zero, flags and dates (scanned when named), or text."""
-        cells = column.head(INFER_ROWS).str.strip_chars()
-        present = cells.filter(~cells.is_in(self._na))
-        if present.len() == 0:
-            return ColumnHint(pa.float64(), False, "empty")
-        numbers: pl.Series | None = present
-        if self._options.decimal_comma:
-            point = present.str.contains(".", literal=True).any()
-            numbers = None if point else present.str.replace(",", ".", literal=True)
-        if numbers is not None:
-            by_default = not bool(numbers.str.contains(_LEADING_ZERO).any())
-            kind = "int" if by_default else "code"
-            if numbers.cast(pl.Int64, strict=False).null_count() == 0:
-                return ColumnHint(pa.float64() if float_columns else pa.int64(), by_default,
-                                  kind)
-            if numbers.str.contains(_INTEGER).all():  # beyond int64: an id, not a count
-                if float_columns:
-                    return ColumnHint(pa.float64(), by_default, kind)
-                return ColumnHint(None, False, "bigint")
-            if numbers.cast(pl.Float64, strict=False).null_count() == 0:
-                return ColumnHint(self._float_type(numbers, decimal), by_default,
-                                  "float" if by_default else "code")
-        if present.str.to_lowercase().is_in(["true", "false"]).all():
-            return ColumnHint(pa.bool_(), False, "bool")
-        if (present.str.contains(_ISO_DATE).all()
-                and present.str.to_date("%Y-%m-%d", strict=False).null_count() == 0):
-            return ColumnHint(pa.date32(), False, "date")
-        return ColumnHint(None, False, "text")
-
-    @staticmethod
-    def _float_type(numbers: pl.Series, decimal: bool) -> pa.DataType:
-        """float64, or with --decimal a decimal with as many places as the cells have."""
-        if not decimal or numbers.str.contains(r"[eEnN]").any():
-            return pa.float64()
-        places = numbers.str.extract(r"\.([0-9]+)$").str.len_chars().max()
-        return pa.decimal128(38, int(places) if isinstance(places, int) else 0)
+        self.hints = judge_columns(frame, markers, decimal_comma=options.decimal_comma,
+                                   float_columns=float_columns, decimal=decimal)
 
     # Reading ---------------------------------------------------------------------------
 
@@ -361,7 +315,8 @@ class CsvSource:
     def _batch(self, frame: pl.DataFrame, parse: Mapping[int, pa.DataType]) -> pa.RecordBatch:
         """Every column as text, then the columns in `parse` converted, appended in its
         order (--keep writes the text of a scanned column as it was)."""
-        arrays = [frame.to_series(i).to_arrow() for i in range(self._width)]
+        # The text columns in one call, not one a column (100,000 columns: 1 s less).
+        arrays = [_one_chunk(column) for column in frame.to_arrow().columns]
         arrays += [self._parse(i, frame.to_series(i), t) for i, t in parse.items()]
         names = self.column_names + [self.column_names[i] for i in parse]
         return pa.RecordBatch.from_arrays(arrays, names=names)
@@ -388,6 +343,10 @@ class CsvSource:
                 f"{self.column_names[position]!r}: {str(kept[at])[:40]!r} is not "
                 f"{_type_name(arrow_type)} like the first rows{_type_hint(arrow_type)}")
         return parsed.to_arrow()
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _convert(cells: pl.Series, arrow_type: pa.DataType) -> pl.Series:
