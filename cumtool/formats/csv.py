@@ -39,6 +39,8 @@ from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, sh
 
 CHUNK_BYTES = 8 << 20
 _SAMPLE_BYTES = 1 << 20
+_CHUNK_CELLS = 1 << 18
+_MIN_CHUNK_BYTES = 64 << 10
 _BOM = b"\xef\xbb\xbf"
 _TEXT = pa.large_string()
 T = TypeVar("T")
@@ -170,6 +172,13 @@ class CsvSource:
         else:
             self.column_names = [str(i + 1) for i in range(self._width)]
         self._first = frame
+        # Chunks are sized in cells as well as bytes: a cell costs tens of bytes in a
+        # batch (offsets, the parsed value, the result), so 8 MiB of 2-byte rows made
+        # batches of 4M rows and held 500 MB.
+        records = frame.height + (1 if options.header else 0)
+        per_record = len(sample) / max(records, 1)
+        self._chunker.chunk_bytes = int(min(chunk_bytes, max(
+            _MIN_CHUNK_BYTES, per_record * max(1, _CHUNK_CELLS // max(self._width, 1)))))
         self.schema = pa.schema([pa.field(n, _TEXT) for n in self.column_names])
         self.hints = judge_columns(frame, markers, decimal_comma=options.decimal_comma,
                                    float_columns=float_columns, decimal=decimal)

@@ -36,7 +36,7 @@ class Chunker:
     def __init__(self, stream: IO[bytes], chunk_bytes: int,
                  max_record: int = MAX_RECORD_BYTES) -> None:
         self._stream = stream
-        self._chunk_bytes = chunk_bytes
+        self.chunk_bytes = chunk_bytes
         self.max_record = max_record
         self._pending = bytearray()
         self._last_end = 0  # just past the last newline outside quotes in _pending
@@ -137,7 +137,7 @@ class Chunker:
 
     def chunks(self) -> Iterator[bytes]:
         while True:
-            chunk = self.take(self._chunk_bytes)
+            chunk = self.take(self.chunk_bytes)
             if chunk:
                 yield chunk
             if self._eof and not self._pending:
