@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import mmap
 import os
 import tempfile
 import tokenize
@@ -177,6 +178,7 @@ class NpySource:
             stop = min(start + rows, total)
             if self._array is not None:
                 yield np.ascontiguousarray(self._array[start:stop])
+                _drop_pages(self._array)
             else:
                 raw = self._read_exact((stop - start) * row_bytes)
                 yield raw.view(self.dtype).reshape((stop - start, *self.shape[1:]))
@@ -203,6 +205,19 @@ def _reversed_blocks_of(array: np.ndarray, rows: int) -> Iterator[np.ndarray]:
     for stop in range(total, 0, -rows):
         start = max(0, stop - rows)
         yield np.ascontiguousarray(array[start:stop][::-1])
+        _drop_pages(array)
+
+
+def _drop_pages(array: np.ndarray) -> None:
+    """Unmap the pages of a memory-mapped file read so far: they count as the process's
+    memory while mapped (a 1 GB .npy peaked at 1 GB), and are read again from the page
+    cache if touched again. A block handed out may be a view of the mapping: it stays
+    valid."""
+    mapped = getattr(array, "_mmap", None)
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if mapped is not None and advice is not None:
+        with contextlib.suppress(OSError, ValueError):
+            mapped.madvise(advice)
 
 
 def _header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> bytes:
