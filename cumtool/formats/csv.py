@@ -90,7 +90,9 @@ def _check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
 
 
 def _prepend(first: T, rest: Iterator[T]) -> Iterator[T]:
-    yield first
+    items = [first]
+    del first
+    yield items.pop()  # held only by the consumer from here on
     yield from rest
 
 
@@ -195,10 +197,17 @@ class CsvSource:
         parse = parse or {}
         try:
             frames = (self._strings(chunk, first=False) for chunk in self._chunker.chunks())
-            for frame in _prepend(self._first, frames):
+            first, self._first = self._first, pl.DataFrame()
+            items = _prepend(first, frames)
+            del first
+            for frame in items:
                 batch = self._batch(frame, parse)
                 self.rows_read += frame.height
+                # Hold neither the text frame nor the batch while the consumer works and
+                # the next chunk is read: a wide table costs about 1 kB a column in each.
+                del frame
                 yield batch
+                del batch
         except (OSError, pa.ArrowException) as error:
             raise unreadable(self.name, "csv", error) from None
         except RecordTooLong as error:
