@@ -195,6 +195,16 @@ def test_fortran_order_npy_on_standard_input(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), np.cumsum(array, axis=0))
 
 
+@pytest.mark.slow
+def test_a_npy_file_larger_than_the_bound_is_not_held_mapped(tmp_path: Path) -> None:
+    """Memory-mapped pages count as the process's memory until they are unmapped."""
+    np.save(tmp_path / "big.npy", np.ones((60_000, 1000)))  # 480 MB
+    report = run_capped(["cumsum", "big.npy", "-o", "out.npy"], tmp_path)
+    assert report["status"] == 0, report
+    assert report["peak"] < BOUND, report
+    assert np.load(tmp_path / "out.npy", mmap_mode="r")[-1, 0] == 60_000
+
+
 # Shapes ----------------------------------------------------------------------------------
 
 def _npy_header(shape: tuple[int, ...], data: bytes = b"") -> bytes:
