@@ -63,6 +63,14 @@ def _table_rows(_ctx: click.Context, _param: click.Parameter, value: str) -> int
     return int(text)
 
 
+def _size(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    if value is None:
+        return None
+    from cumtool.formats.records import size_option  # numpy: only when a size is given
+
+    return int(_parsed(size_option, value, param.opts[-1]))
+
+
 def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """The options every operation shares."""
     options = [
@@ -156,6 +164,10 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      show_default=True,
                      help="Table view: significant digits of floats (files and pipes of "
                           "csv, tsv, parquet, npy keep every digit)."),
+        click.option("--max-record-size", "max_record_size", default=None,
+                     callback=_size, metavar="SIZE",
+                     help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
+                          "error, so memory stays bounded [default: 32M]."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -205,6 +217,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
         table_rows=options["table_rows"], precision=options["precision"],
+        max_record_size=options["max_record_size"],
     )
     try:
         if options["input"] is None and sys.stdin is not None and sys.stdin.isatty():

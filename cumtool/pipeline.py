@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from cumtool.output import spool_error, spooling
 
@@ -245,6 +245,37 @@ def _backwards(path: str) -> Iterator[pa.RecordBatch]:
             with spooling():
                 batch = reader.get_batch(i)
             yield batch
+
+
+_SPOOL_PIECE = 1 << 20
+
+
+def spool_stream(stream: IO[bytes], size: int | None = None) -> IO[bytes]:
+    """A non-seekable input (or its next `size` bytes) copied to a temporary file, rewound:
+    a format read from its end (Parquet's footer) or out of order (a Fortran-order .npy)
+    is then read from disk, not held in memory. The file is anonymous (unlinked at once),
+    so nothing is left behind however the run ends, SIGKILL included. Read errors pass
+    through as they are, for the caller to name the format; a full disk is an
+    OutputError."""
+    with spooling():
+        spool = tempfile.TemporaryFile(suffix=".cumtool-spool")
+    try:
+        copied = 0
+        while size is None or copied < size:
+            piece = stream.read(_SPOOL_PIECE if size is None
+                                else min(_SPOOL_PIECE, size - copied))
+            if not piece:
+                break
+            with spooling():
+                spool.write(piece)
+            copied += len(piece)
+        with spooling():
+            spool.flush()
+            spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
 
 
 def spooled_blocks(blocks: Iterator[T]) -> Iterator[T]:

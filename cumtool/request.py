@@ -64,6 +64,7 @@ class Request:
     encoding: str | None = None  # of CSV/TSV input and output (None: UTF-8)
     table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
     precision: int = 6  # the terminal table: significant digits of floats
+    max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -82,6 +83,10 @@ class Request:
             raise UsageError(f"--indices is only for cummax and cummin, not {self.op}")
         if self.batch_rows is not None and self.batch_rows < 1:
             raise UsageError("--batch-rows must be at least 1")
+        if self.max_record_size is not None:
+            from cumtool.formats.records import size_option
+
+            size_option(self.max_record_size, "--max-record-size")
         if self.from_format:
             check_format_name(self.from_format, INPUT_FORMATS, "--from")
         self.csv_read("csv")

@@ -188,7 +188,13 @@ def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[
         raise UsageError(f"complex values cannot be written as {out.format}; write .npy")
     import pyarrow as pa
 
-    names = [str(i) for i in range(shape[1] if len(shape) == 2 else 1)]
+    width = shape[1] if len(shape) == 2 else 1
+    if width > MAX_TABLE_COLUMNS:
+        # Each column of a table costs memory in every batch, whatever its rows.
+        raise UsageError(f"{source_name}: {width} columns are too many for {out.format} "
+                         f"output (at most {MAX_TABLE_COLUMNS}, to stay within memory); "
+                         "write .npy")
+    names = [str(i) for i in range(width)]
     fields = []
     for name in names:
         fields.append(pa.field(name, pa.from_numpy_dtype(spec.out_dtype)))
@@ -197,6 +203,9 @@ def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[
     schema = pa.schema(fields)
     sink = table_sink(request, out, stream, schema, view, source_name)
     return _ArrayToTable(sink, schema)
+
+
+MAX_TABLE_COLUMNS = 1 << 15
 
 
 class _ArrayToTable:

@@ -19,12 +19,12 @@ from cumtool.formats import (
     kind_from_magic,
     kind_from_name,
     peekable,
+    unreadable,
 )
 
 if TYPE_CHECKING:
     from cumtool.request import Request
 
-DEFAULT_BATCH_ROWS = 1 << 17
 SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 
 
@@ -35,32 +35,31 @@ def open_source(
     if request.input == "-":
         name = "standard input"
         stream: IO[bytes] = peekable(_stdin())
-        # The first line, as far as it has arrived, tells tsv from csv.
-        sniff = stream.peek(SNIFF_BYTES)[:SNIFF_BYTES]  # type: ignore[attr-defined]
+        sniff = _peek(stream, name)
         head = sniff[:8]
         kind = kind_from_magic(sniff)
     else:
         path = request.input
         name = path
-        if not os.path.exists(path):
-            raise DataError(f"{path}: no such file")
-        if os.path.isdir(path):
-            raise DataError(f"{path}: is a directory, not a file")
+        stream = _open_path(path, stack)
         try:
-            stream = stack.enter_context(open(path, "rb"))
-            sniff = stream.read(SNIFF_BYTES)
-            head = sniff[:8]
-            stream.seek(0)
+            if stream.seekable():
+                sniff = stream.read(SNIFF_BYTES)
+                stream.seek(0)
+            else:  # a FIFO, <(process substitution), a terminal: read as a stream
+                sniff = _peek(stream, name)
+                path = None
         except OSError as error:
-            raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
-        kind = kind_from_name(path) or kind_from_magic(sniff)
+            raise DataError(f"{name}: cannot read: {error.strerror or error}") from None
+        head = sniff[:8]
+        kind = kind_from_name(name) or kind_from_magic(sniff)
         sniffed = kind_from_magic(head)
         if sniffed.format in ("npy", "parquet") and sniffed.format != kind.format and (
-                sniffed.format == "npy" or _has_parquet_footer(stream)):
+                sniffed.format == "npy" or path is None or _has_parquet_footer(stream)):
             kind = sniffed  # a binary format is known by its bytes, whatever the name says
         if kind.compression is None and head.startswith(b"\x1f\x8b"):
             kind = FileKind(kind.format, "gzip")
-    if kind.compression == "gzip" and (path is None or kind_from_name(path) is None):
+    if kind.compression == "gzip" and (path is None or kind_from_name(name) is None):
         # Unnamed gzip (standard input, no extension): look inside for tsv, npy, parquet.
         kind = FileKind(_sniff_gzip(stream, seekable=path is not None).format, "gzip")
     if request.from_format:
@@ -77,21 +76,56 @@ def open_source(
     # Each format's module (and its library: polars, pyarrow) loads only when used.
     if kind.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSource, file_size
+        from cumtool.formats.records import MAX_RECORD_BYTES
 
         # With a float --dtype, integers to be scanned are read as floats straight away.
         counted = CountingReader(stream)  # before decompression: progress in stored bytes
         source = CsvSource(cast(IO[bytes], counted), name, request.csv_read(kind.format),
                            compression=compressed,
                            float_columns=dtype is not None and dtype.kind in "fc",
-                           decimal=request.decimal, total_bytes=file_size(stream))
+                           decimal=request.decimal, total_bytes=file_size(stream),
+                           max_record=request.max_record_size or MAX_RECORD_BYTES)
         return Measured(source, counted), kind
     if kind.format == "parquet":
         from cumtool.formats.parquet import ParquetSource
 
-        return ParquetSource(path if path else stream, name, batch_rows(request)), kind
+        if path is None:  # its footer is at the end: spool to disk, not to memory
+            stream = stack.enter_context(_spooled(stream, name, "parquet"))
+        return ParquetSource(path if path else stream, name, request.batch_rows), kind
     from cumtool.formats.npy import NpySource
 
     return NpySource(stream, name, path), kind
+
+
+def _open_path(path: str, stack: contextlib.ExitStack) -> IO[bytes]:
+    if not os.path.exists(path):
+        raise DataError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise DataError(f"{path}: is a directory, not a file")
+    try:
+        # A buffer as large as the sniff: peek() on a pipe returns at most one buffer.
+        stream = stack.enter_context(open(path, "rb", buffering=SNIFF_BYTES))
+    except OSError as error:
+        raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
+    return stream
+
+
+def _peek(stream: IO[bytes], name: str) -> bytes:
+    """The first bytes of a stream, as far as they have arrived, left to be read again
+    (the first line tells tsv from csv; magic bytes tell npy, parquet, gzip)."""
+    try:
+        return bytes(stream.peek(SNIFF_BYTES)[:SNIFF_BYTES])  # type: ignore[attr-defined]
+    except OSError as error:
+        raise DataError(f"{name}: cannot read: {error.strerror or error}") from None
+
+
+def _spooled(stream: IO[bytes], name: str, fmt: str) -> IO[bytes]:
+    from cumtool.pipeline import spool_stream
+
+    try:
+        return spool_stream(stream)
+    except (OSError, ValueError) as error:  # pyarrow's decompression errors are ValueErrors
+        raise unreadable(name, fmt, error) from None
 
 
 class CountingReader:
@@ -185,7 +219,3 @@ def _sniff_gzip(stream: IO[bytes], seekable: bool) -> FileKind:
     except zlib.error:
         return FileKind("csv")
     return kind_from_magic(inner)
-
-
-def batch_rows(request: Request) -> int:
-    return request.batch_rows or DEFAULT_BATCH_ROWS

@@ -502,6 +502,7 @@ def test_chunks_never_change_a_result(monkeypatch, cells, keep, op) -> None:
     from click.testing import CliRunner
 
     import cumtool.formats.csv as csv_format
+    from cumtool.formats import records
 
     # The first row says m holds floats, whatever the (tiny) first chunk holds besides.
     text = _write_csv(["n", "m", "t"], [["0", "0.5", "x"], *([str(n), m, t]
@@ -510,8 +511,9 @@ def test_chunks_never_change_a_result(monkeypatch, cells, keep, op) -> None:
     whole = CliRunner().invoke(main, args, input=text.encode())
     with monkeypatch.context() as patch:
         patch.setattr(csv_format, "CHUNK_BYTES", 16)
+        patch.setattr(csv_format, "MIN_CHUNK_BYTES", 16)
         patch.setattr(csv_format, "SAMPLE_BYTES", 16)
-        patch.setattr(csv_format, "READ_BYTES", 16)
+        patch.setattr(records, "READ_BYTES", 16)
         chunked = CliRunner().invoke(main, args, input=text.encode())
     assert (chunked.exit_code, chunked.stdout, chunked.stderr) == (
         whole.exit_code, whole.stdout, whole.stderr), text

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import mmap
+import os
 import tempfile
 import tokenize
 import warnings
@@ -21,9 +23,15 @@ from numpy.lib import format as npformat
 from cumtool.errors import FormatError
 from cumtool.kernels import is_scannable
 from cumtool.output import DiscardableStream, spooling
+from cumtool.pipeline import spool_stream
 
 _READ_PIECE = 16 << 20
 _EMPTY_CELLS = 1 << 24
+MAX_DIMS = 64  # numpy's own limit: a header may claim more
+# Arrays are scanned row by row along axis 0, and a few rows (the carried running value,
+# blocks queued for reading and writing) are in memory at once: a row's size is capped so
+# that they fit the 256 MiB bound.
+MAX_ROW_BYTES = 16 << 20
 
 
 class _SmallReads:
@@ -90,6 +98,15 @@ class NpySource:
         if any(n < 0 for n in self.shape):
             raise FormatError(f"{name}: not a valid .npy file: shape {self.shape} has a "
                               "negative dimension")
+        if len(self.shape) > MAX_DIMS:
+            raise FormatError(f"{name}: .npy has {len(self.shape)} dimensions; numpy (and "
+                              f"cumtool) handle at most {MAX_DIMS}")
+        row_bytes = math.prod(self.shape[1:]) * dtype.itemsize
+        if row_bytes > MAX_ROW_BYTES:
+            raise FormatError(
+                f"{name}: .npy of shape {self.shape}: one row along axis 0 holds "
+                f"{row_bytes / (1 << 20):.0f} MiB; cumtool scans row by row in bounded "
+                f"memory and takes rows of at most {MAX_ROW_BYTES >> 20} MiB (reshape it)")
         if math.prod(self.shape) == 0 and math.prod(n for n in self.shape if n) > _EMPTY_CELLS:
             # No data bounds the other dimensions of an empty array, yet a scan keeps a
             # running value per line and a table has a column per cell of a row.
@@ -114,11 +131,24 @@ class NpySource:
                 order="F" if fortran else "C",
             ) if expected else np.empty(self.shape, dtype)
         elif fortran:
-            self._array = self._read_exact(expected).view(dtype).reshape(self.shape, order="F")
+            # Its rows are scattered through the data: spool it to disk, not to memory.
+            self._array = self._spooled(expected)
         elif expected and self.shape:
             # A stream's header cannot be checked against a file size: make sure the first
             # row is really there before anything of a row's size is allocated for it.
             self._head = self._read_exact(expected // self.shape[0]).tobytes()
+
+    def _spooled(self, size: int) -> np.ndarray:
+        """The rest of a stream (`size` bytes), memory-mapped from an anonymous temporary
+        file: nothing is left behind however the run ends."""
+        with spool_stream(self._stream, size) as spool:
+            stored = os.fstat(spool.fileno()).st_size
+            if stored < size:
+                raise FormatError(f"{self.name}: .npy is truncated ({stored} of {size} bytes)")
+            if not size:
+                return np.empty(self.shape, self.dtype)
+            # The mapping keeps the file's data after it is closed.
+            return np.memmap(spool, dtype=self.dtype, mode="r", shape=self.shape, order="F")
 
     def _read_exact(self, size: int) -> np.ndarray:
         # In pieces: one read() of what a (corrupt) header promises would allocate it all
@@ -148,6 +178,7 @@ class NpySource:
             stop = min(start + rows, total)
             if self._array is not None:
                 yield np.ascontiguousarray(self._array[start:stop])
+                _drop_pages(self._array)
             else:
                 raw = self._read_exact((stop - start) * row_bytes)
                 yield raw.view(self.dtype).reshape((stop - start, *self.shape[1:]))
@@ -174,6 +205,19 @@ def _reversed_blocks_of(array: np.ndarray, rows: int) -> Iterator[np.ndarray]:
     for stop in range(total, 0, -rows):
         start = max(0, stop - rows)
         yield np.ascontiguousarray(array[start:stop][::-1])
+        _drop_pages(array)
+
+
+def _drop_pages(array: np.ndarray) -> None:
+    """Unmap the pages of a memory-mapped file read so far: they count as the process's
+    memory while mapped (a 1 GB .npy peaked at 1 GB), and are read again from the page
+    cache if touched again. A block handed out may be a view of the mapping: it stays
+    valid."""
+    mapped = getattr(array, "_mmap", None)
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if mapped is not None and advice is not None:
+        with contextlib.suppress(OSError, ValueError):
+            mapped.madvise(advice)
 
 
 def _header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> bytes:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 from collections.abc import Collection, Iterator, Mapping
 from typing import IO
 
@@ -18,20 +17,34 @@ from cumtool.output import DiscardableStream
 _DAMAGE = (pa.ArrowException, OSError, UnicodeDecodeError)
 
 
-class ParquetSource:
-    """A Parquet file read by row-group batches. Parquet keeps its footer at the end, so a
-    non-seekable stream (standard input) is first read into memory."""
+# Column chunks are read through a buffer of this size, not whole: one row group of a
+# few hundred MB must not be held in memory at once.
+_BUFFER_BYTES = 1 << 20
+BATCH_BYTES = 8 << 20  # a batch's size in memory, about (row count from the metadata)
+MAX_BATCH_ROWS = 1 << 17
 
-    def __init__(self, stream: IO[bytes] | str, name: str, batch_rows: int) -> None:
+
+class ParquetSource:
+    """A Parquet file read in batches of about BATCH_BYTES. Parquet keeps its footer at the
+    end: a non-seekable stream (standard input, .parquet.zst) comes spooled to a file."""
+
+    def __init__(self, stream: IO[bytes] | str, name: str, batch_rows: int | None) -> None:
         self.name = name
-        self._batch_rows = batch_rows
         try:
-            if not isinstance(stream, str) and not stream.seekable():
-                stream = io.BytesIO(stream.read())  # a broken .gz fails here, as OSError
-            self._file = pq.ParquetFile(stream)
+            self._file = pq.ParquetFile(stream, buffer_size=_BUFFER_BYTES, pre_buffer=False)
             self._schema = self._file.schema_arrow
+            self._batch_rows = batch_rows or self._rows_per_batch()
         except _DAMAGE as error:
             raise unreadable(name, "parquet", error) from None
+
+    def _rows_per_batch(self) -> int:
+        """Rows of about BATCH_BYTES, from the sizes the metadata gives (uncompressed)."""
+        metadata = self._file.metadata
+        rows = max(int(metadata.num_rows), 1)
+        stored = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+        # Arrow holds at least 8 bytes a cell (values or offsets) whatever the encoding.
+        row_bytes = max(stored / rows, 8 * max(len(self._schema), 1))
+        return int(min(MAX_BATCH_ROWS, max(1, BATCH_BYTES // row_bytes)))
 
     @property
     def schema(self) -> pa.Schema:

@@ -1,0 +1,174 @@
+"""Cutting delimited text into chunks of whole records, with memory bounded whatever the
+input: a record longer than the cap (one line without a newline, an unclosed quote, a
+binary file) stops the run as soon as the cap is passed, and a NUL byte stops reading at
+once. Each byte is scanned once, so a long record costs linear time, not quadratic.
+"""
+
+from __future__ import annotations
+
+import io
+import select
+from collections.abc import Iterator
+from typing import IO
+
+import numpy as np
+
+MAX_RECORD_BYTES = 32 << 20
+READ_BYTES = 64 * 1024  # the least one read asks for
+_QUOTE = ord('"')
+_NEWLINE = ord("\n")
+
+
+class RecordTooLong(Exception):  # internal: CsvSource turns it into a FormatError
+    """A record passed the cap; `before` non-blank records precede it in the data not yet
+    handed out, `quoted` says whether it holds an open quote (the likely cause)."""
+
+    def __init__(self, before: int, quoted: bool) -> None:
+        super().__init__(before, quoted)
+        self.before = before
+        self.quoted = quoted
+
+
+class Chunker:
+    """Cuts a byte stream into chunks that end on a record boundary (a newline outside
+    quotes), of about `chunk_bytes` each; no record may exceed `max_record` bytes."""
+
+    def __init__(self, stream: IO[bytes], chunk_bytes: int,
+                 max_record: int = MAX_RECORD_BYTES) -> None:
+        self._stream = stream
+        self.chunk_bytes = chunk_bytes
+        self.max_record = max_record
+        self._pending = bytearray()
+        self._last_end = 0  # just past the last newline outside quotes in _pending
+        self._quoted = False  # inside quotes at the end of _pending
+        self._too_long = False  # the record at the start of _pending is over the cap
+        self._eof = False
+        self._read1 = getattr(stream, "read1", None)
+        try:
+            self._fd: int | None = stream.fileno()
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            self._fd = None
+        self.bytes_read = 0
+        self._lone_cr: bool | None = None
+
+    def _more_is_ready(self) -> bool:
+        """Whether more input is available without blocking (a pipe with a slow producer
+        should not hold back rows already here)."""
+        if self._fd is None:
+            return True
+        try:
+            ready, _, _ = select.select([self._fd], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(ready)
+
+    def _read(self, size: int) -> bytes:
+        data = bytes(self._read1(size) if self._read1 is not None else self._stream.read(size))
+        self.bytes_read += len(data)
+        if self._lone_cr is None and data:
+            # Old Mac files end lines with a lone CR: judged from the first bytes read.
+            self._lone_cr = b"\r" in data and b"\n" not in data
+        return data.replace(b"\r", b"\n") if self._lone_cr else data
+
+    def _scan(self, data: bytes, offset: int) -> None:
+        """Track the quote state and the last record end through new bytes only."""
+        if b'"' not in data:
+            if not self._quoted:
+                newline = data.rfind(b"\n")
+                if newline >= 0:
+                    self._last_end = offset + newline + 1
+            return
+        array = np.frombuffer(data, dtype=np.uint8)
+        quotes = np.flatnonzero(array == _QUOTE)
+        newlines = np.flatnonzero(array == _NEWLINE)
+        if newlines.shape[0]:
+            outside = newlines[(np.searchsorted(quotes, newlines) + self._quoted) % 2 == 0]
+            if outside.shape[0]:
+                self._last_end = offset + int(outside[-1]) + 1
+        self._quoted = bool((self._quoted + quotes.shape[0]) % 2)
+
+    def take(self, minimum: int) -> bytes:
+        """Read until at least `minimum` bytes and a whole record are pending (or the input
+        pauses or ends, or holds a NUL byte), and return the whole records read."""
+        if self._too_long:
+            raise RecordTooLong(0, self._quoted)
+        pending = self._pending
+        while not self._eof and (len(pending) < minimum or not self._last_end):
+            data = self._read(max(minimum - len(pending), READ_BYTES))
+            if not data:
+                self._eof = True
+                break
+            offset = len(pending)
+            pending += data
+            if b"\0" in data:
+                # Binary data: read no further; the parser reports the NUL's row.
+                self._eof = True
+                break
+            self._scan(data, offset)
+            if len(pending) - self._last_end > self.max_record:
+                if not self._last_end:
+                    raise RecordTooLong(0, self._quoted)
+                self._too_long = True  # first hand out the whole records before it
+                break
+            if self._last_end and not self._more_is_ready():
+                break
+        cut = len(pending) if self._eof else self._last_end
+        chunk = bytes(pending[:cut])
+        del pending[:cut]
+        self._last_end = 0
+        if len(chunk) > self.max_record:
+            self._check_lengths(chunk)
+        return chunk
+
+    def _check_lengths(self, chunk: bytes) -> None:
+        """A whole record inside a chunk may be over the cap too (a small cap)."""
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        newlines = np.flatnonzero(data == _NEWLINE)
+        quotes = np.flatnonzero(data == _QUOTE)
+        if quotes.shape[0]:
+            newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+        ends = np.append(newlines, data.shape[0])
+        lengths = np.diff(ends, prepend=-1) - 1
+        over = np.flatnonzero(lengths > self.max_record)
+        if over.shape[0]:
+            at = int(over[0])
+            blank = int(np.count_nonzero(lengths[:at] == 0))
+            raise RecordTooLong(at - blank, b'"' in chunk)
+
+    def chunks(self) -> Iterator[bytes]:
+        while True:
+            chunk = self.take(self.chunk_bytes)
+            if chunk:
+                yield chunk
+            if self._eof and not self._pending:
+                return
+
+
+def size_option(text: str | int | None, option: str) -> int | None:
+    """A byte size as typed: 1048576, 512K, 64M, 1G (powers of 1024; KiB/MB spellings)."""
+    from cumtool.errors import UsageError
+
+    if text is None or isinstance(text, int):
+        value = text
+    else:
+        cleaned = text.strip().upper().removesuffix("B").removesuffix("I")
+        factor = 1
+        if cleaned[-1:] in _UNITS:
+            factor, cleaned = _UNITS[cleaned[-1]], cleaned[:-1]
+        if not cleaned.strip().isdigit():
+            raise UsageError(f"{option} {text!r} is not a size; give bytes or a number with "
+                             "K, M or G (e.g. 64M)")
+        value = int(cleaned) * factor
+    if value is not None and value < 1:
+        raise UsageError(f"{option} must be at least 1 byte")
+    return value
+
+
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def shown_size(size: int) -> str:
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor} {unit}"
+    return f"{size} bytes"
