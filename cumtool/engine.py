@@ -180,56 +180,93 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         if given:
             raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
                              f"{source.name} is an array")
-    if len(request.ops) > 1:
-        raise UsageError(f"several ops in one pass work on tables (CSV, TSV, Parquet), and "
-                         f"{source.name} is an array; run one op at a time")
-    spec = kernels.make_spec(request.op, source.dtype, dtype, what=source.name,
-                             **_scan_options(request))
+    scan = _scan_options(request)
+    indices = scan.pop("indices")
+    specs = [kernels.make_spec(op, source.dtype, dtype, what=source.name, **scan,
+                               indices=indices and op in ("cummax", "cummin"))
+             for op in request.ops]
+    if len(specs) > 1 and (out.format != "npy" or str(request.output).lower().endswith(".npy")):
+        raise UsageError(f"several ops on an array write a .npz, one array per op; name the "
+                         f"output .npz (or use --to npy into a pipe), not "
+                         f"{request.output or out.format}")
     row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * source.dtype.itemsize if shape else 1
     rows = request.batch_rows or max(1, BLOCK_BYTES // max(row_bytes, 1))
     progress = Progress(request.progress, shape[0] if shape else None, "rows", source.name)
+    reverse = request.reverse and axis == 0 and bool(shape)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        view = View(request.op, f"axis {axis}", source.name, rows=request.table_rows,
-                    precision=request.precision)
-        sink: ArraySink = array_sink(request, out, stream, shape, spec, view, source.name)
-        if out.format != "table":
-            sink = BackgroundSink(sink)
-        if request.reverse and axis == 0 and shape:
-            sink = ReversingArraySink(sink, stack)
+        sink: ArraySink
+        if len(specs) == 1:
+            view = View(request.op, f"axis {axis}", source.name, rows=request.table_rows,
+                        precision=request.precision)
+            sink = array_sink(request, out, stream, shape, specs[0], view, source.name)
+            if out.format != "table":
+                sink = BackgroundSink(sink)
+            writers = [ReversingArraySink(sink, stack) if reverse else sink]
+            sink = writers[0]
+        else:
+            from cumtool.formats.npy import NpzOfOps
+
+            npz = NpzOfOps(stream, shape, [(s.op, s.out_dtype, s.indices) for s in specs])
+            writers = [ReversingArraySink(w, stack) if reverse else w for w in npz.writers]
+            sink = _Together(writers, npz)
         with _aborting(sink):
-            carry = kernels.initial_carry(spec, shape[1:]) if shape else None
-            _scan_array_blocks(request, source, spec, axis, rows, carry, sink, progress)
+            carries = [kernels.initial_carry(s, shape[1:]) if shape else None for s in specs]
+            _scan_array_blocks(request, source, specs, axis, rows, carries, writers, progress)
+            sink.close()
 
 
-def _scan_array_blocks(request: Request, source: Any, spec: kernels.ScanSpec, axis: int,
-                       rows: int, carry: kernels.Carry | None, sink: ArraySink,
-                       progress: Progress) -> None:
+class _Together:
+    """The sinks of several ops, closed and aborted together, then their container."""
+
+    def __init__(self, sinks: list[ArraySink], container: Any) -> None:
+        self._sinks = sinks
+        self._container = container
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        raise AssertionError("each op writes to its own sink")
+
+    def close(self) -> None:
+        for sink in self._sinks:
+            sink.close()
+        self._container.close()
+
+    def abort(self) -> None:
+        for sink in self._sinks:
+            sink.abort()
+        self._container.abort()
+
+
+def _scan_array_blocks(request: Request, source: Any, specs: list[kernels.ScanSpec],
+                       axis: int, rows: int, carries: list[kernels.Carry | None],
+                       sinks: list[ArraySink], progress: Progress) -> None:
+    """Scan the array block by block along axis 0, each op with its own carried state
+    and sink (one op, or several in one pass)."""
     start = 0
     backwards = request.reverse and axis == 0 and bool(source.shape)
     blocks = spooled_blocks(source.reversed_blocks(rows)) if backwards else source.blocks(rows)
     # Closed with the run, so a failure stops the reader thread at once.
     with contextlib.closing(prefetch(blocks)) as reader:
         for block in reader:
-            try:
-                if block.ndim == 0:
-                    result = kernels.scan_array(spec, block)
-                elif axis == 0:
-                    assert carry is not None
-                    result = kernels.scan_block(spec, block, None, carry)
+            for spec, carry, sink in zip(specs, carries, sinks, strict=True):
+                try:
+                    if block.ndim == 0:
+                        result = kernels.scan_array(spec, block)
+                    elif axis == 0:
+                        assert carry is not None
+                        result = kernels.scan_block(spec, block, None, carry)
+                        if backwards:
+                            result = kernels.flip_result(result, 0, source.shape[0])
+                    else:
+                        result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
+                except ScanOverflowError as error:
+                    index = _array_index(error.position, axis, start)
                     if backwards:
-                        result = kernels.flip_result(result, 0, source.shape[0])
-                else:
-                    result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
-            except ScanOverflowError as error:
-                index = _array_index(error.position, axis, start)
-                if backwards:
-                    index = (source.shape[0] - 1 - index[0], *index[1:])
-                raise DataError(f"{source.name}: at index {index}: {error}"
-                                f"{overflow_hint(request.overflow)}") from None
-            sink.write(result.values, result.indices)
+                        index = (source.shape[0] - 1 - index[0], *index[1:])
+                    raise DataError(f"{source.name}: at index {index}: {error.raw}"
+                                    f"{overflow_hint(request.overflow)}") from None
+                sink.write(result.values, result.indices)
             start += block.shape[0] if block.ndim else 1
             progress.update(start)
-    sink.close()
 
 
 @contextlib.contextmanager

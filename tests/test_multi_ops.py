@@ -98,12 +98,78 @@ def test_indices_is_refused_only_when_no_op_has_them(invoke):
                                           "x_cummin", "x_cummin_index"]
 
 
-def test_arrays_are_refused_with_a_reason(invoke, tmp_path):
+ARRAY = np.array([[3, 1, -2], [-1, 5, 0], [4, -2, 7], [2, 2, -9]], dtype=np.int32)
+
+
+def npy_result(data: bytes) -> dict[str, np.ndarray]:
+    with np.load(io.BytesIO(data)) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+@pytest.mark.parametrize("options", [
+    pytest.param([], id="plain"),
+    pytest.param(["--axis", "1"], id="axis-1"),
+    pytest.param(["--reverse"], id="reverse"),
+    pytest.param(["--reverse", "--exclusive", "--indices"], id="reverse-exclusive-indices"),
+    pytest.param(["--dtype", "float32"], id="dtype"),
+])
+@pytest.mark.parametrize("batch_rows", ["1", "3", "1000"])
+def test_an_array_gives_a_npz_with_one_array_per_op(invoke, tmp_path, options, batch_rows):
     path = tmp_path / "a.npy"
-    np.save(path, np.arange(3))
-    result = invoke("cumsum,cummax", str(path))
+    np.save(path, ARRAY)
+    ops = ["cumsum", "cummax", "logcumsumexp"]
+    together = invoke(",".join(ops), str(path), *options, "--batch-rows", batch_rows,
+                      "--to", "npy")
+    assert together.exit_code == 0, together.stderr
+    got = npy_result(together.stdout_bytes)
+    names = [n for op in ops for n in (op, *([f"{op}_indices"] if "--indices" in options
+                                              and op == "cummax" else []))]
+    assert list(got) == names
+    for op in ops:
+        extra = [o for o in options if o != "--indices" or op == "cummax"]
+        alone = invoke(op, str(path), *extra, "--batch-rows", batch_rows, "--to", "npy")
+        assert alone.exit_code == 0, alone.stderr
+        if "--indices" in extra:
+            single = npy_result(alone.stdout_bytes)
+            np.testing.assert_array_equal(got[f"{op}_indices"], single["indices"])
+            single_values = single["values"]
+        else:
+            single_values = np.load(io.BytesIO(alone.stdout_bytes))
+        assert got[op].dtype == single_values.dtype
+        np.testing.assert_array_equal(got[op], single_values)
+
+
+def test_an_array_from_standard_input_to_a_npz_file(invoke, tmp_path):
+    buffer = io.BytesIO()
+    np.save(buffer, ARRAY)
+    out = tmp_path / "o.npz"
+    result = invoke("cummin,cumprod", "-o", str(out), input=buffer.getvalue())
+    assert result.exit_code == 0, result.stderr
+    with np.load(out) as archive:
+        assert archive.files == ["cummin", "cumprod"]
+        np.testing.assert_array_equal(archive["cummin"], np.minimum.accumulate(ARRAY))
+        np.testing.assert_array_equal(archive["cumprod"], np.cumprod(ARRAY, axis=0))
+
+
+@pytest.mark.parametrize("target", ["o.npy", "o.csv"])
+def test_several_ops_on_an_array_need_a_npz(invoke, tmp_path, target):
+    path = tmp_path / "a.npy"
+    np.save(path, ARRAY)
+    out = tmp_path / target
+    result = invoke("cumsum,cummax", str(path), "-o", str(out))
     assert result.exit_code == 2
-    assert "several ops in one pass work on tables" in result.stderr
+    assert result.stderr.startswith("Error: several ops on an array write a .npz")
+    assert not out.exists()
+
+
+def test_an_overflow_in_any_op_writes_nothing(invoke, tmp_path):
+    path = tmp_path / "a.npy"
+    np.save(path, np.array([2**62, 2**62], dtype=np.int64))
+    out = tmp_path / "o.npz"
+    result = invoke("cummax,cumsum", str(path), "-o", str(out))
+    assert result.exit_code == 1
+    assert "at index (1,): cumsum overflows int64" in result.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == [path]
 
 
 def test_the_python_api_takes_several_ops_too():

@@ -324,3 +324,70 @@ class NpyTableSink:
 
     def abort(self) -> None:
         self._spool.close()
+
+
+class NpzOfOps:
+    """Several ops on one array (`cumsum,cummax`) as one .npz: an entry per op in the
+    order given (and `<op>_indices` after cummax/cummin with --indices). Each entry is
+    written as the run goes to a .npy spool of its own; `close` zips them into the output
+    in order, as numpy.load reads them back."""
+
+    def __init__(self, stream: IO[bytes], shape: tuple[int, ...],
+                 entries: list[tuple[str, np.dtype, bool]]) -> None:
+        self._out = DiscardableStream(stream)
+        self._spools: list[tuple[str, IO[bytes]]] = []
+        self.writers: list[_OpEntries] = []
+        try:
+            for name, dtype, with_indices in entries:
+                values = self._spool(name, shape, dtype)
+                indices = (self._spool(f"{name}_indices", shape, np.dtype(np.int64))
+                           if with_indices else None)
+                self.writers.append(_OpEntries(values, indices))
+        except BaseException:
+            self.abort()
+            raise
+
+    def _spool(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> NpySink:
+        with spooling():
+            spool = tempfile.TemporaryFile()
+        self._spools.append((name, spool))
+        return NpySink(spool, shape, dtype, with_indices=False)
+
+    def close(self) -> None:
+        with zipfile.ZipFile(self._out, mode="w", allowZip64=True) as archive:
+            for name, spool in self._spools:
+                with spooling():
+                    spool.seek(0)
+                with archive.open(f"{name}.npy", mode="w", force_zip64=True) as entry:
+                    while True:
+                        with spooling():
+                            chunk = spool.read(1 << 20)
+                        if not chunk:
+                            break
+                        entry.write(chunk)
+                spool.close()
+
+    def abort(self) -> None:
+        self._out.discard()
+        for _name, spool in self._spools:
+            spool.close()
+
+
+class _OpEntries:
+    """One op's array sink: its values, and its positions, each to an entry's spool."""
+
+    def __init__(self, values: NpySink, indices: NpySink | None) -> None:
+        self._values = values
+        self._indices = indices
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        with spooling():
+            self._values.write(values, None)
+            if self._indices is not None and indices is not None:
+                self._indices.write(indices, None)
+
+    def close(self) -> None:
+        """Nothing to do: the spools are zipped by NpzOfOps.close."""
+
+    def abort(self) -> None:
+        """Nothing to do: NpzOfOps.abort closes the spools."""
