@@ -124,7 +124,7 @@ class _TableToNpy:
     def __init__(self, sink_type: Any, stream: IO[bytes], schema: pa.Schema) -> None:
         import pyarrow as pa
 
-        from cumtool.tables import numpy_dtype
+        from cumtool.columnar import numpy_dtype
 
         dtypes = []
         for f in schema:
@@ -142,7 +142,7 @@ class _TableToNpy:
     def write(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
 
-        from cumtool.tables import column_to_numpy, decimal_to_float
+        from cumtool.columnar import column_to_numpy, decimal_to_float
 
         columns = []
         for name, column in zip(batch.schema.names, batch.columns, strict=True):
@@ -218,7 +218,7 @@ class _ArrayToTable:
     def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
         import pyarrow as pa
 
-        from cumtool.tables import arrow_column
+        from cumtool.columnar import arrow_column
 
         # Explicit width: reshape(n, -1) cannot infer it for an empty block.
         width = int(np.prod(values.shape[1:], dtype=np.int64))

@@ -454,7 +454,7 @@ def _polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
     columns = []
     for column in batch.columns:
         if pa.types.is_float16(column.type):
-            from cumtool.tables import column_to_numpy
+            from cumtool.columnar import column_to_numpy
 
             values, valid = column_to_numpy(column)
             text = [np.format_float_positional(v, unique=True, trim="0") for v in values]

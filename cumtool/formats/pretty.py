@@ -91,7 +91,7 @@ def _numpy_cells(values: np.ndarray) -> list[object]:
 
 def _arrow_cells(column: pa.Array) -> list[object]:
     if pa.types.is_floating(column.type):
-        from cumtool.tables import column_to_numpy  # not to_numpy(): it imports pandas
+        from cumtool.columnar import column_to_numpy  # not to_numpy(): it imports pandas
 
         values, valid = column_to_numpy(column)
         return [value if valid is None or valid[i] else None

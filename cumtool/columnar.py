@@ -1,0 +1,108 @@
+"""Arrow columns as numpy arrays and back, sharing memory where Arrow allows: what the
+scan kernels read and what the writers get. Decimals travel as their scaled int64.
+
+(Not Array.to_numpy or pa.array(): both import pandas, half a second of start-up.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from cumtool.errors import ScanOverflowError
+
+_ARROW_FLOAT_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
+
+
+def numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
+    """The numpy dtype of a scannable Arrow type (decimals: their scaled int64), else None."""
+    if (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+            or pa.types.is_boolean(arrow_type)):
+        # Not arrow_type.to_pandas_dtype(): that imports pandas (half a second).
+        name = str(arrow_type)
+        return np.dtype(_ARROW_FLOAT_NAMES.get(name, name))
+    if pa.types.is_decimal(arrow_type):
+        return np.dtype(np.int64)
+    return None
+
+
+def column_to_numpy(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Values and validity (None: no missing cells) of a numeric Arrow column, as views of
+    its buffers where possible. Values under missing cells are unspecified: the kernels
+    skip them. Decimals come out as their unscaled int64 integers.
+
+    (Not Array.to_numpy: that imports pandas, half a second of start-up.)"""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_decimal(column.type):
+        return _decimal_to_int64(column)
+    valid = validity(column)
+    offset, length = column.offset, len(column)
+    if pa.types.is_boolean(column.type):
+        return _bits(column.buffers()[1], offset, length), valid
+    dtype = numpy_dtype(column.type)
+    if dtype is None:
+        raise TypeError(f"not a numeric column: {column.type}")
+    values = np.frombuffer(column.buffers()[1], dtype=dtype, count=offset + length)[offset:]
+    return values, valid
+
+
+def validity(column: pa.Array) -> np.ndarray | None:
+    """Which cells are present (None: all of them)."""
+    if column.null_count == 0:
+        return None
+    return _bits(column.buffers()[0], column.offset, len(column))
+
+
+def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
+    packed = np.frombuffer(buffer, dtype=np.uint8)
+    return np.unpackbits(packed, bitorder="little", count=offset + length)[offset:].view(bool)
+
+
+def _decimal_to_int64(column: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    column = column.cast(pa.decimal128(38, column.type.scale))
+    words = np.frombuffer(column.buffers()[1], dtype=np.int64,
+                          count=2 * (column.offset + len(column)))[2 * column.offset:]
+    low, high = words[0::2], words[1::2]
+    valid = validity(column)
+    wide = high != (low >> 63)  # the 128-bit value does not fit in 64 bits
+    if valid is not None:
+        wide &= valid
+    if wide.any():
+        row = int(np.flatnonzero(wide)[0])
+        raise ScanOverflowError(f"decimal {column[row]} does not fit 64 bits", (row,))
+    return low.copy() if valid is None else np.where(valid, low, 0), valid
+
+
+def int64_to_decimal(values: np.ndarray, missing: np.ndarray | None,
+                     arrow_type: pa.DataType) -> pa.Array:
+    words = np.empty(2 * values.shape[0], dtype=np.int64)
+    words[0::2] = values
+    words[1::2] = values >> 63
+    validity = None
+    if missing is not None and missing.any():
+        validity = pa.py_buffer(np.packbits(~missing, bitorder="little"))
+    return pa.Array.from_buffers(arrow_type, values.shape[0],
+                                 [validity, pa.py_buffer(words.tobytes())])
+
+
+def decimal_to_float(column: pa.Array) -> pa.Array:
+    """Decimals as the nearest float64 (via their text: Arrow's direct cast can be off by
+    an ulp, 19.99 becoming 19.990000000000002)."""
+    return column.cast(pa.string()).cast(pa.float64())
+
+
+def arrow_column(values: np.ndarray, missing: np.ndarray | None) -> pa.Array:
+    """A numeric numpy array (and its missing cells) as an Arrow array, sharing memory.
+
+    (Not pa.array(): it imports pandas to check for pandas types, half a second.)"""
+    values = np.ascontiguousarray(values)
+    length = values.shape[0]
+    bitmap = None
+    if missing is not None and missing.any():
+        bitmap = pa.py_buffer(np.packbits(~missing, bitorder="little"))
+    if values.dtype == np.bool_:
+        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+        return pa.Array.from_buffers(pa.bool_(), length, [bitmap, data])
+    arrow_type = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(arrow_type, length, [bitmap, pa.py_buffer(values)])
