@@ -334,6 +334,14 @@ def run_interleaved(commands: list[Command], runs: int, warmup: int) -> None:
 
 # Commands ------------------------------------------------------------------------------
 
+def miller_rsum(mlr: str, source: Path, output: Path) -> Command:
+    """Miller's running sum of the wide table's columns (it writes to standard output,
+    keeping the input columns and appending `<name>_rsum` ones)."""
+    return Command("Miller step -a rsum",
+                   [mlr, "--icsv", "--ocsv", "step", "-a", "rsum", "-f",
+                    ",".join(WIDE_COLUMNS), str(source)], output, stdout_to_output=True)
+
+
 def python_script(code: str, *args: str | Path) -> list[str]:
     return [sys.executable, "-c", textwrap.dedent(code).strip(), *map(str, args)]
 

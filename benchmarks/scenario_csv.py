@@ -18,6 +18,7 @@ from common import (
     Scenario,
     check_last_rows,
     compare_outputs,
+    miller_rsum,
     python_script,
 )
 
@@ -46,11 +47,7 @@ def run(bench: Bench) -> None:
     scenario = Scenario("csv", f"CSV -> CSV, {bench.rows_label()} rows x 8 columns, "
                         "cumsum down every column", commands, "cumtool")
     if bench.mlr:
-        commands.append(Command(
-            "Miller step -a rsum",
-            [bench.mlr, "--icsv", "--ocsv", "step", "-a", "rsum", "-f",
-             ",".join(WIDE_COLUMNS), str(source)],
-            out("csv-miller.csv"), stdout_to_output=True))
+        commands.append(miller_rsum(bench.mlr, source, out("csv-miller.csv")))
         scenario.notes.append("Miller keeps the input columns and appends "
                               "`<name>_rsum` ones, so it writes twice the columns.")
     else:

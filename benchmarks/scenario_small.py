@@ -9,11 +9,11 @@ from common import (
     POLARS_EAGER_CSV,
     POLARS_LAZY_CSV,
     SMALL_ROWS,
-    WIDE_COLUMNS,
     Bench,
     Command,
     Scenario,
     check_last_rows,
+    miller_rsum,
     python_script,
 )
 
@@ -34,11 +34,7 @@ def run(bench: Bench) -> None:
     scenario = Scenario("small", f"Small CSV -> CSV, {SMALL_ROWS // 1000}k rows x 8, "
                         "end to end (start-up dominates)", commands, "cumtool")
     if bench.mlr:
-        commands.append(Command(
-            "Miller step -a rsum",
-            [bench.mlr, "--icsv", "--ocsv", "step", "-a", "rsum", "-f",
-             ",".join(WIDE_COLUMNS), str(source)],
-            out("small-miller.csv"), stdout_to_output=True))
+        commands.append(miller_rsum(bench.mlr, source, out("small-miller.csv")))
     else:
         scenario.notes.append("Miller (`mlr`) is not on PATH: skipped.")
     bench.execute(scenario)
