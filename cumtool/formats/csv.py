@@ -223,24 +223,28 @@ class CsvSource:
 
     def _too_long(self, error: RecordTooLong, sample: bytes, first: bool) -> FormatError:
         """The cap on one record was passed: name the row, at once (the rest is unread)."""
-        header = first and self._options.header
         before = error.before
         if first:  # the records of the sample have not been counted yet
             _fields, blank = _layout(sample, self._options.delimiter)
             before += int(np.count_nonzero(~blank))
-        where = ("the header" if header and before == 0
-                 else f"row {self.rows_read + before + (0 if header else 1)}")
+        where = self._where(before, first)
         cause = " (a quote that is never closed?)" if error.quoted else ""
         return FormatError(
             f"{self.name}: {where} is longer than {shown_size(self._chunker.max_record)}"
             f"{cause}; --max-record-size raises the limit")
 
+    def _where(self, line: int, first: bool) -> str:
+        """A place in a chunk for a message: its `line`-th record (from 0) is the header
+        in the first chunk of a file with one, else the row that many after those read."""
+        header = first and self._options.header
+        if header and line == 0:
+            return "the header"
+        return f"row {self.rows_read + line + (0 if header else 1)}"
+
     def _check_nul(self, chunk: bytes, first: bool) -> None:
         nul = chunk.find(b"\0")
         if nul >= 0:  # binary data, not text: stop at the first NUL, whatever follows
-            line = chunk.count(b"\n", 0, nul)
-            where = ("the header" if first and self._options.header and line == 0 else
-                     f"row {self.rows_read + line + (0 if first and self._options.header else 1)}")
+            where = self._where(chunk.count(b"\n", 0, nul), first)
             raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
                               "(a binary file?)")
 
@@ -302,10 +306,7 @@ class CsvSource:
         try:
             return chunk.decode(encoding).encode("utf-8")
         except UnicodeDecodeError as error:
-            line = chunk.count(b"\n", 0, error.start)
-            header = first and self._options.header
-            where = ("the header" if header and line == 0 else
-                     f"row {self.rows_read + line + (0 if header else 1)}")
+            where = self._where(chunk.count(b"\n", 0, error.start), first)
             raise FormatError(f"{self.name}: {where}: bytes "
                               f"{chunk[error.start:error.end].hex(' ')} are not {encoding}"
                               ) from None
@@ -318,12 +319,10 @@ class CsvSource:
             start = chunk.rfind(b"\n", 0, error.start) + 1
             line = chunk.count(b"\n", 0, error.start)
             field = chunk.count(self._options.delimiter.encode(), start, error.start)
-            header = first and self._options.header
-            where = ("the header" if header and line == 0 else
-                     f"row {self.rows_read + line + (0 if header else 1)}")
+            where = self._where(line, first)
             names = (self.column_names if self._width else
                      self._first_line.split(self._options.delimiter))
-            if field < len(names) and not (header and line == 0):
+            if field < len(names) and where != "the header":
                 where += f", column {names[field]!r}"
             bad = chunk[error.start:error.end].hex(" ")
             return FormatError(
