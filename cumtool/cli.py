@@ -17,7 +17,7 @@ import click
 from cumtool.choices import DTYPE_NAMES, TORCH_ALIASES
 from cumtool.completion import complete_columns, complete_path
 from cumtool.errors import CumtoolError, Stopped, UsageError
-from cumtool.ops import EXAMPLES, OPS, SUMMARIES
+from cumtool.ops import EXAMPLES, INDEXED, OPS, SUMMARIES
 from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
 from cumtool.view import printable
 
@@ -191,7 +191,7 @@ def _make_command(op: str) -> click.Command:
     def command(ctx: click.Context, **options: Any) -> None:
         _run(ctx, op, options)
 
-    if {"cummax", "cummin"} & set(ops):
+    if set(INDEXED) & set(ops):
         command = click.option(
             "--indices", is_flag=True,
             help="Also output the position each value came from (a <name>_index column, "

@@ -24,6 +24,7 @@ from cumtool.formats import (
     kind_from_name,
 )
 from cumtool.kernels import overflow_hint
+from cumtool.ops import INDEXED
 from cumtool.output import open_output
 from cumtool.pipeline import (
     BackgroundSink,
@@ -183,7 +184,7 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     scan = _scan_options(request)
     indices = scan.pop("indices")
     specs = [kernels.make_spec(op, source.dtype, dtype, what=source.name, **scan,
-                               indices=indices and op in ("cummax", "cummin"))
+                               indices=indices and op in INDEXED)
              for op in request.ops]
     if len(specs) > 1 and (out.format != "npy" or str(request.output).lower().endswith(".npy")):
         raise UsageError(f"several ops on an array write a .npz, one array per op; name the "

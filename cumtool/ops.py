@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+INDEXED = ("cummax", "cummin")  # the ops whose results have a position: --indices
 
 SUMMARIES = {
     "cumsum": "Running sum: out[i] = x[0] + ... + x[i].",

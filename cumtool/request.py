@@ -72,14 +72,14 @@ class Request:
 
         if self.dtype is not None:
             parse_dtype(self.dtype)
-        from cumtool.ops import OPS
+        from cumtool.ops import INDEXED, OPS
 
         unknown = [op for op in self.ops if op not in OPS]
         if unknown or len(set(self.ops)) != len(self.ops):
             raise UsageError(f"{self.op!r} is not an op or a list of different ops; choose "
                              f"from {', '.join(OPS)} (e.g. cumsum,cummax)")
         # An option is refused only when it means nothing for every op asked for.
-        if self.indices and not {"cummax", "cummin"} & set(self.ops):
+        if self.indices and not set(INDEXED) & set(self.ops):
             raise UsageError(f"--indices is only for cummax and cummin, not {self.op}")
         if self.batch_rows is not None and self.batch_rows < 1:
             raise UsageError("--batch-rows must be at least 1")

@@ -29,6 +29,7 @@ from cumtool.columns import Selection, listing, resolve
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import ColumnHint, delimiter_hint
 from cumtool.kernels import overflow_hint
+from cumtool.ops import INDEXED
 
 _INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # a pandas index stored in Parquet
 
@@ -561,7 +562,7 @@ class MultiPlan:
         kept = dataclasses.replace(options, keep=True)
         indices = scan.pop("indices", False)
         self.plans = [TablePlan(op, axis, dtype, schema, name, kept, hints,
-                                indices=indices and op in ("cummax", "cummin"), **scan)
+                                indices=indices and op in INDEXED, **scan)
                       for op in ops]
         first = self.plans[0]
         self.axis, self.names, self.selected = first.axis, first.names, first.selected
