@@ -18,13 +18,13 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import warnings
 import os
 import resource
 import struct
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
