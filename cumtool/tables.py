@@ -130,6 +130,7 @@ class TablePlan:
         self.by = self._resolve(options.by)
         self.reset = self._reset_position(options.reset, schema)
         self.selected = self._select(schema)
+        self.scanned = frozenset(self.selected)  # membership tests stay O(1) on wide files
         parsed = [*self.selected, *([self.reset] if self.reset is not None else [])]
         self.parse = {i: t for i in parsed if (t := self.hints[i].parse_as) is not None}
         self.shown: dict[int, int] = {}  # columns written from their converted copy
@@ -142,10 +143,11 @@ class TablePlan:
         # Text a reader need not hand over: replaced by results or converted copies, or
         # not written at all (keys for --by are grouped by their text).
         written = set(range(self.width)) if not options.only_scanned else set(self.selected)
+        keys = set(self.by)
         self.text_unused = frozenset(
-            i for i in range(self.width) if i not in self.by and (
+            i for i in range(self.width) if i not in keys and (
                 i not in written or i in self.shown
-                or (i in self.selected and not options.keep)))
+                or (i in self.scanned and not options.keep)))
         # A text reader hands unused text over as a column of nulls (pa.null(): no memory).
         given = [f.with_type(pa.null()) if hints is not None and i in self.text_unused else f
                  for i, f in enumerate(schema)]
@@ -309,15 +311,14 @@ class TablePlan:
     def kept_fields(self) -> list[pa.Field]:
         """With --keep: the input's columns as they are written (all, or the scanned)."""
         return [self.input_schema.field(self.shown.get(i, i)) for i in range(self.width)
-                if not self.options.only_scanned or i in self.selected]
+                if not self.options.only_scanned or i in self.scanned]
 
     def _fields(self) -> list[pa.Field]:
         if not self.options.keep:
-            scanned = set(self.selected)
             fields: list[pa.Field] = []
             for i in range(self.width):
                 f = self.input_schema.field(self.shown.get(i, i))
-                if i in scanned:
+                if i in self.scanned:
                     fields.extend(self.result_fields(i, f.name))
                 elif not self.options.only_scanned:
                     fields.append(f)
@@ -353,7 +354,7 @@ class TablePlan:
     def kept_arrays(self, batch: pa.RecordBatch) -> list[pa.Array]:
         """The columns of kept_fields(), from a batch."""
         return [self._passed_through(batch, i) for i in range(self.width)
-                if not self.options.only_scanned or i in self.selected]
+                if not self.options.only_scanned or i in self.scanned]
 
     def results(self, batch: pa.RecordBatch) -> dict[int, tuple[pa.Array, pa.Array | None]]:
         """Each scanned column's result (and index) for a batch, in scan order."""
