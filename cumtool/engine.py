@@ -32,7 +32,6 @@ from cumtool.pipeline import (
     ReversingArraySink,
     ReversingSink,
     prefetch,
-    return_freed_batches_to_the_os,
     reversed_batches,
     spooled_blocks,
 )
@@ -49,7 +48,6 @@ BLOCK_BYTES = 8 << 20
 
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
-    return_freed_batches_to_the_os()
     request.check()  # every option and combination, before any I/O
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:

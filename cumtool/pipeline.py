@@ -31,33 +31,6 @@ _ABORTED = RuntimeError("aborted")  # stands in for the failure while queued wri
 QUEUE_DEPTH = 2
 
 
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt() parameter number
-_MMAP_THRESHOLD_BYTES = 1 << 20
-
-
-def return_freed_batches_to_the_os() -> None:
-    """Keep peak memory flat on long streams (glibc only; elsewhere nothing to do).
-
-    glibc raises its mmap threshold each time a large block is freed, so after the first
-    batches every batch buffer comes from the heap, and freed ones stay in the process:
-    resident memory grew to about 400 MB on a 10M-row CSV here. A fixed threshold
-    keeps batch-sized buffers memory-mapped and returned on free (about 290 MB)."""
-    import ctypes
-    import ctypes.util
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    try:
-        libc = ctypes.CDLL(name)
-        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD_BYTES)
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-        return
-
-
 def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Generator[T, None, None]:
     """Iterate `items` in a background thread, `depth` items ahead."""
     handoff: queue.Queue[Any] = queue.Queue(maxsize=depth)
@@ -206,7 +179,7 @@ def reversed_batches(
     batches: Iterator[pa.RecordBatch], stack: contextlib.ExitStack
 ) -> tuple[int, Iterator[pa.RecordBatch]]:
     """Spool `batches` to a temporary Arrow file; return the row count and the rows in
-    reverse order, batch by batch (memory-mapped: bounded memory at any size)."""
+    reverse order, batch by batch (read back one at a time: bounded memory at any size)."""
     import pyarrow as pa
 
     with spooling():
@@ -233,11 +206,13 @@ def reversed_batches(
 
 
 def _backwards(path: str) -> Iterator[pa.RecordBatch]:
-    """The batches of an Arrow spool file, last first (memory-mapped)."""
+    """The batches of an Arrow spool file, last first. Read, not memory-mapped: mapped
+    pages stay resident (and counted) until unmapped, so a 10M-row --reverse run held the
+    whole spool, 830 MB; a read batch is freed once written."""
     import pyarrow as pa
 
     with spooling():
-        source = pa.memory_map(path)
+        source = pa.OSFile(path)
     with source:
         with spooling():
             reader = pa.ipc.open_file(source)
