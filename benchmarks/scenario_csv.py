@@ -29,6 +29,9 @@ def run(bench: Bench) -> None:
     commands = [
         Command("cumtool", bench.cumtool("cumsum", source, out("csv-cumtool.csv")),
                 out("csv-cumtool.csv")),
+        # To standard output, as in a pipe: no fsync (-o makes the file durable first).
+        Command("cumtool to stdout", [*bench.cumtool.argv, "cumsum", str(source)],
+                out("csv-cumtool-stdout.csv"), stdout_to_output=True),
         Command("polars lazy", python_script(POLARS_LAZY_CSV, source,
                                              out("csv-polars-lazy.csv")),
                 out("csv-polars-lazy.csv")),
@@ -67,5 +70,7 @@ def run(bench: Bench) -> None:
     if good:
         scenario.checks.append(f"every output has {reference['rows']} rows and ends on "
                                "the exact column sums (relative 1e-9)")
-    bench.ratio_goal(f"CSV -> CSV {bench.rows_label()} x 8: cumtool ÷ polars lazy",
+    bench.ratio_goal(f"CSV -> CSV {bench.rows_label()} x 8, -o: cumtool ÷ polars lazy",
                      scenario, "cumtool", "polars lazy", 1.0)
+    bench.ratio_goal(f"CSV -> CSV {bench.rows_label()} x 8, stdout: cumtool ÷ polars lazy",
+                     scenario, "cumtool to stdout", "polars lazy", 1.0)
