@@ -11,6 +11,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from cumtool.errors import DataError
 from cumtool.formats import unreadable
 from cumtool.output import DiscardableStream
 
@@ -89,9 +90,45 @@ class ArrowSink:
         opener = ipc.new_file if file_format else ipc.new_stream
         self._writer = opener(self._out, schema, options=options)
         self._file_format = file_format
+        self._dictionaries: dict[int, pa.Array] = {}
 
     def write(self, batch: pa.RecordBatch) -> None:
-        self._writer.write_batch(batch)
+        if self._file_format:
+            batch = self._one_dictionary(batch)
+        try:
+            self._writer.write_batch(batch)
+        except pa.ArrowException as error:
+            raise DataError(f"cannot write Arrow IPC: {error}") from None
+
+    def _one_dictionary(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """An IPC file allows one dictionary per column, growing by deltas only: a batch
+        whose dictionary is another (a stream's replacement, Parquet's row groups) has
+        its indices mapped into the dictionary so far, extended by its new values."""
+        arrays = list(batch.columns)
+        changed = False
+        for i, column in enumerate(arrays):
+            if not pa.types.is_dictionary(column.type):
+                continue
+            seen = self._dictionaries.get(i)
+            dictionary = column.dictionary
+            if seen is None or (len(dictionary) >= len(seen)
+                                and dictionary.slice(0, len(seen)).equals(seen)):
+                self._dictionaries[i] = dictionary
+                continue
+            import pyarrow.compute as pc
+
+            grown = pa.concat_arrays([seen, dictionary]).unique()
+            indices = pc.index_in(column.dictionary_decode(), value_set=grown)
+            try:
+                arrays[i] = pa.DictionaryArray.from_arrays(
+                    indices.cast(column.type.index_type), grown)
+            except pa.ArrowInvalid:
+                raise DataError(f"column {batch.schema.names[i]!r}: its dictionary outgrows "
+                                f"its {column.type.index_type} indices; write arrows (the "
+                                "stream format) instead") from None
+            self._dictionaries[i] = grown
+            changed = True
+        return pa.RecordBatch.from_arrays(arrays, schema=batch.schema) if changed else batch
 
     def close(self) -> None:
         self._writer.close()

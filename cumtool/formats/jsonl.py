@@ -89,6 +89,9 @@ def _lines(stream: IO[bytes], name: str, max_line: int) -> Iterator[tuple[int, b
                             f"{max_line} bytes; raise --max-record-size if it is meant")
         for line in pieces:
             number += 1
+            if len(line) > max_line:
+                raise DataError(f"{name}: line {number} is longer than {max_line} bytes; "
+                                "raise --max-record-size if it is meant")
             if line.strip():
                 yield number, line
     if rest.strip():
@@ -224,8 +227,8 @@ def cell_text(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 class JsonlSink:
-    """One JSON object a line, keys in column order. A missing cell is left out of its
-    record, or written `null` where the input's column had `null` and no absent key."""
+    """One JSON object a line, keys in column order. A missing cell is `null`, or left
+    out of its record where a JSON Lines input's column had absent keys."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
         self._stream = stream
@@ -253,7 +256,9 @@ def _json_values(field: pa.Field, column: pa.Array) -> list[str | None]:
     metadata = field.metadata or {}
     if JSON_TEXT in metadata:
         return column.to_pylist()
-    missing = "null" if metadata.get(FIELD_MISSING) == b"null" else None
+    # A missing cell from another format (CSV's empty cell, Parquet's null) is a null,
+    # so that a column of them is not lost; JSON Lines input says what it had.
+    missing = None if metadata.get(FIELD_MISSING) == b"absent" else "null"
     arrow_type = column.type
     if pa.types.is_dictionary(arrow_type):
         column = column.dictionary_decode()
