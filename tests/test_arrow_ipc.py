@@ -10,10 +10,10 @@ import io
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from helpers import ok, parquet_bytes
 
 from cumtool.errors import UsageError
 from cumtool.request import Request
-from tests.helpers import ok, parquet_bytes
 
 TABLE = pa.table({
     "when": pa.array([datetime.datetime(2024, 3, 1, 12), None, datetime.datetime(2024, 3, 3)],

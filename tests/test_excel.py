@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
-
-from tests.helpers import ok
+from helpers import ok
 
 SALES = [
     ["date", "code", "units", "price", "note"],

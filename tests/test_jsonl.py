@@ -13,10 +13,9 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from helpers import ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from tests.helpers import ok
 
 # Every kind of JSON value, in an unscanned column of its own and in a mixed one.
 RECORDS = [

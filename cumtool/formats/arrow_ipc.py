@@ -15,8 +15,9 @@ from cumtool.errors import DataError
 from cumtool.formats import unreadable
 from cumtool.output import DiscardableStream
 
-# What pyarrow raises on a damaged or truncated file.
-_DAMAGE = (pa.ArrowException, OSError, UnicodeDecodeError)
+# What pyarrow raises on a damaged or truncated file (a MemoryError for a size read from
+# corrupt metadata).
+_DAMAGE = (pa.ArrowException, OSError, UnicodeDecodeError, MemoryError)
 # A file written as one huge batch is handed on in slices (zero-copy) of this many rows,
 # so the results of one batch stay small.
 MAX_BATCH_ROWS = 1 << 17
@@ -72,6 +73,9 @@ class ArrowSource:
         nothing is parsed or left out (`parse` and `unused` are for text formats)."""
         try:
             for batch in self._stored():
+                # The reader checks only the layout: offsets, UTF-8 and dictionary indices
+                # out of range would reach the writers (polars panics on them).
+                batch.validate(full=True)
                 for start in range(0, max(batch.num_rows, 1), self._batch_rows):
                     yield batch.slice(start, self._batch_rows)
         except _DAMAGE as error:
