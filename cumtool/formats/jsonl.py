@@ -17,6 +17,7 @@ says, column by column, which the input had).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Iterator, Mapping
 from typing import IO, Any
 
@@ -34,40 +35,44 @@ _EXACT_FLOAT = 1 << 53  # integers beyond this are not exact as float64
 _INT64 = 1 << 63
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_string = json.encoder.encode_basestring  # C, non-ASCII kept as it is: for str
+_decode = json.JSONDecoder().decode
 
 
-class _Column:
-    """What the first pass saw of one key."""
+def _json(value: Any) -> str:
+    """A value's compact JSON text (the common scalars without the encoder's overhead)."""
+    kind = type(value)
+    if kind is str:
+        return _encode_string(value)
+    if kind is int:
+        return int.__repr__(value)
+    return _encode(value)
 
-    __slots__ = ("big", "count", "has_null", "types", "wide")
 
-    def __init__(self) -> None:
-        self.count = 0  # records that have the key
-        self.has_null = False
-        self.big = False  # an integer beyond float64's exact range
-        self.wide = False  # an integer beyond int64
-        self.types: set[type] = set()
+def _number(value: float) -> str:
+    return float.__repr__(value) if math.isfinite(value) else _encode(value)
 
-    def field(self, name: str, records: int) -> pa.Field:
-        absent = self.count < records
-        kinds = self.types
-        if kinds and kinds <= {int} and not self.wide:
-            arrow_type: pa.DataType | None = pa.int64()
-        elif kinds and kinds <= {int, float} and not self.big:
-            arrow_type = pa.float64()
-        elif kinds == {str}:
-            arrow_type = pa.string()
-        elif kinds == {bool}:
-            arrow_type = pa.bool_()
-        else:
-            arrow_type = None
-        # A typed column cannot tell `null` from an absent key: text or flags that have
-        # both keep their JSON text; numbers stay numbers (both are a missing cell).
-        if arrow_type is None or (self.has_null and absent and arrow_type in (
-                pa.string(), pa.bool_())):
-            return pa.field(name, pa.string(), metadata={JSON_TEXT: b"1"})
-        missing = b"null" if self.has_null and not absent else b"absent"
-        return pa.field(name, arrow_type, metadata={FIELD_MISSING: missing})
+
+def _field(name: str, kinds: set[type], absent: bool, big: bool, wide: bool) -> pa.Field:
+    """A column's field from the types of its values (NoneType: an explicit null), whether
+    some record lacks it, and whether an integer is beyond 2^53 (`big`) or int64 (`wide`)."""
+    has_null = type(None) in kinds
+    kinds = kinds - {type(None)}
+    arrow_type: pa.DataType | None = None
+    if kinds and kinds <= {int} and not wide:
+        arrow_type = pa.int64()
+    elif kinds and kinds <= {int, float} and not big:
+        arrow_type = pa.float64()
+    elif kinds == {str}:
+        arrow_type = pa.string()
+    elif kinds == {bool}:
+        arrow_type = pa.bool_()
+    # A typed column cannot tell `null` from an absent key: text or flags that have both
+    # keep their JSON text; numbers stay numbers (both are a missing cell).
+    if arrow_type is None or (has_null and absent and arrow_type in (pa.string(), pa.bool_())):
+        return pa.field(name, pa.string(), metadata={JSON_TEXT: b"1"})
+    missing = b"null" if has_null and not absent else b"absent"
+    return pa.field(name, arrow_type, metadata={FIELD_MISSING: missing})
 
 
 def _lines(stream: IO[bytes], name: str, max_line: int) -> Iterator[tuple[int, bytes]]:
@@ -100,7 +105,7 @@ def _lines(stream: IO[bytes], name: str, max_line: int) -> Iterator[tuple[int, b
 
 def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
     try:
-        value = json.loads(line)
+        value = _decode(line.decode("utf-8"))
     except UnicodeDecodeError:
         raise DataError(f"{name}: line {number} is not UTF-8 text") from None
     except json.JSONDecodeError as error:
@@ -123,27 +128,32 @@ class JsonlSource:
         self._stream = stream
         self._batch_rows = batch_rows or BATCH_ROWS
         self._max_line = max_line
-        columns: dict[str, _Column] = {}
+        kinds: dict[str, set[type]] = {}  # by key, in order of first appearance
+        shapes: dict[tuple[str, ...], int] = {}  # records by their keys (logs repeat them)
+        big: set[str] = set()
+        wide: set[str] = set()
         records = 0
         for number, line in self._read():
             record = _record(line, number, name)
             records += 1
+            shape = tuple(record)
+            shapes[shape] = shapes.get(shape, 0) + 1
             for key, value in record.items():
-                column = columns.get(key)
-                if column is None:
-                    column = columns[key] = _Column()
-                column.count += 1
-                kind = type(value)
-                if value is None:
-                    column.has_null = True
-                    continue
-                column.types.add(kind)
-                if kind is int and not -_EXACT_FLOAT <= value <= _EXACT_FLOAT:
-                    column.big = True
+                seen = kinds.get(key)
+                if seen is None:
+                    seen = kinds[key] = set()
+                seen.add(type(value))
+                if type(value) is int and not -_EXACT_FLOAT <= value <= _EXACT_FLOAT:
+                    big.add(key)
                     if not -_INT64 <= value < _INT64:
-                        column.wide = True
+                        wide.add(key)
+        count = dict.fromkeys(kinds, 0)
+        for shape, times in shapes.items():
+            for key in shape:
+                count[key] += times
         self.num_rows = records
-        self._schema = pa.schema([c.field(key, records) for key, c in columns.items()])
+        self._schema = pa.schema([_field(key, seen, count[key] < records, key in big,
+                                         key in wide) for key, seen in kinds.items()])
 
     def _read(self) -> Iterator[tuple[int, bytes]]:
         try:
@@ -183,7 +193,7 @@ _ABSENT = object()
 
 def _array(field: pa.Field, values: list[Any]) -> pa.Array:
     if field.metadata and JSON_TEXT in field.metadata:
-        return string_array([None if v is _ABSENT else _encode(v) for v in values])
+        return string_array([None if v is _ABSENT else _json(v) for v in values])
     present = [v is not _ABSENT and v is not None for v in values]
     missing = ~np.array(present, dtype=bool)
     if field.type == pa.string():
@@ -266,10 +276,12 @@ def _json_values(field: pa.Field, column: pa.Array) -> list[str | None]:
     values = column.to_pylist()
     if pa.types.is_integer(arrow_type) or pa.types.is_decimal(arrow_type):
         return [missing if v is None else str(v) for v in values]
-    if pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type):
-        return [missing if v is None else _encode(v) for v in values]
+    if pa.types.is_floating(arrow_type):
+        return [missing if v is None else _number(v) for v in values]
+    if pa.types.is_boolean(arrow_type):
+        return [missing if v is None else "true" if v else "false" for v in values]
     if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return [missing if v is None else _encode(v) for v in values]
+        return [missing if v is None else _encode_string(v) for v in values]
     # Dates, times and timestamps as ISO text; anything else as its JSON, or its text.
     return [missing if v is None else _encode(v.isoformat() if hasattr(v, "isoformat")
                                              else _plain(v)) for v in values]
