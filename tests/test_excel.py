@@ -240,3 +240,23 @@ def test_other_formats_do_not_import_fastexcel(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_times_flags_empty_columns_and_error_cells(invoke, tmp_path):
+    path = xlsx(tmp_path / "odd.xlsx", {"S": [
+        ["t", "flag", "empty", "err", "n"],
+        [datetime.time(12, 30), True, None, "#DIV/0!", 1],
+        [datetime.time(13, 0), False, None, 5, 2],
+    ]})
+    out = tmp_path / "out.parquet"
+    result = invoke("cumsum", str(path), "-o", str(out))
+    # fastexcel's own warning (an empty column read as text) stays off standard error.
+    assert result.exit_code == 0 and result.stderr == ""
+    table = pq.read_table(out)
+    assert table.schema.field("t").type == pa.time64("us")
+    assert table.column("t").to_pylist() == [datetime.time(12, 30), datetime.time(13, 0)]
+    assert table.column("flag").to_pylist() == [True, False]
+    assert table.column("empty").to_pylist() == [None, None]
+    # An error cell is a missing cell, as polars and pandas read it.
+    assert table.column("err").to_pylist() == [None, 5]
+    assert table.column("n").to_pylist() == [1, 3]

@@ -2,14 +2,16 @@
 calamine, which hands the sheet over as Arrow. fastexcel is imported only here, when a
 spreadsheet is read.
 
-A spreadsheet stores every number as a float and every date as a date-time, so two
-types are put back as the sheet shows them: a column of whole numbers is int64, and a
-column of date-times that are all at midnight is a date column. Text stays text (a code
+A spreadsheet stores every number as a float and every date as a date-time, so three
+types are put back as the sheet shows them: a column of whole numbers is int64, a column
+of date-times that are all at midnight is a date column, and one whose date-times all
+fall on Excel's day 0 (1899-12-31) holds times of day. Text stays text (a code
 `007` typed as text is `007`); an empty cell is a missing cell.
 """
 
 from __future__ import annotations
 
+import datetime
 import sys
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
@@ -40,6 +42,11 @@ def _fastexcel() -> Any:
     except ImportError:
         raise UsageError("reading spreadsheets needs the excel extra: "
                          "pip install 'cumtool[excel]'") from None
+    import logging
+
+    # Its warnings ("falling back to string" for an empty column) would be stray lines on
+    # standard error: what it reads is reported by cumtool's own messages.
+    logging.getLogger("fastexcel").setLevel(logging.ERROR)
     return fastexcel
 
 
@@ -115,6 +122,8 @@ def _as_shown(table: pa.Table) -> pa.Table:
             column = column.cast(pa.int64())
         elif pa.types.is_timestamp(column.type) and _midnight(column):
             column = column.cast(pa.date32())
+        elif pa.types.is_timestamp(column.type) and _day_zero(column):
+            column = column.cast(pa.time64("us"))  # times of day: Excel's day 0 and a time
         columns.append(column)
         fields.append(pa.field(field.name, column.type))
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
@@ -127,6 +136,15 @@ def _whole(column: pa.Array) -> bool:
     values = np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.float64)
     return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values))
                 and np.all(np.abs(values) <= _EXACT_FLOAT))
+
+
+def _day_zero(column: pa.Array) -> bool:
+    """Every date-time on 1899-12-31, the day Excel counts from: cells holding a time."""
+    present = column.drop_null()
+    if len(present) == 0:
+        return False
+    zero = pa.scalar(datetime.date(1899, 12, 31), pa.date32())
+    return bool(pc.all(pc.equal(present.cast(pa.date32()), zero)).as_py())
 
 
 def _midnight(column: pa.Array) -> bool:
