@@ -319,7 +319,8 @@ class _Cli(click.Group):
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cumtool", prog_name="cumtool")
 def main() -> None:
-    """Running totals and other cumulative operations on CSV, TSV, Parquet and .npy files.
+    """Running totals and other cumulative operations on CSV, TSV, Parquet, .npy, JSON
+    Lines, Arrow IPC and spreadsheet files.
 
     \b
     Examples:
