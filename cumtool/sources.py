@@ -118,7 +118,7 @@ def _open_more(request: Request, kind: FileKind, stream: IO[bytes], name: str,
     if kind.format in ("arrow", "arrows"):
         from cumtool.formats.arrow_ipc import ArrowSource
 
-        file_format = kind.format == "arrow"
+        file_format = _ipc_file_format(stream, kind.format == "arrow")
         if path is None and file_format:  # its footer is at the end: spool to disk
             stream = stack.enter_context(_spooled(stream, name, "arrow"))
         return ArrowSource(path if path and file_format else stream, name,
@@ -127,6 +127,26 @@ def _open_more(request: Request, kind: FileKind, stream: IO[bytes], name: str,
 
     return SpreadsheetSource(path if path else _read_all(stream, name), name, request.sheet,
                              header=request.header)
+
+
+def _ipc_file_format(stream: IO[bytes], asked: bool) -> bool:
+    """Whether Arrow IPC input is the file format: as its first bytes say (`--from arrow`
+    on a stream still reads it), else as asked."""
+    from cumtool.formats import ARROW_FILE_MAGIC, ARROW_STREAM_MAGIC
+
+    try:
+        if hasattr(stream, "peek"):
+            head = bytes(stream.peek(8)[:8])
+        elif stream.seekable():
+            head = stream.read(8)
+            stream.seek(0)
+        else:
+            return asked
+    except OSError:
+        return asked
+    if head.startswith(ARROW_FILE_MAGIC):
+        return True
+    return False if head.startswith(ARROW_STREAM_MAGIC) else asked
 
 
 def _read_all(stream: IO[bytes], name: str) -> bytes:

@@ -172,3 +172,14 @@ def test_compressed_arrow_output_is_refused(invoke, write_file, tmp_path):
                     str(tmp_path / "out.arrow.gz"))
     assert result.exit_code == 2
     assert "compression is for csv and tsv output only, not arrow" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("stream", "given"),
+    [pytest.param(True, "arrow", id="stream-as-arrow"),
+     pytest.param(False, "arrows", id="file-as-arrows")])
+def test_from_either_ipc_name_reads_what_the_bytes_are(invoke, stream, given):
+    data = file_bytes(TABLE, stream=stream)
+    result = ok(invoke("cumsum", "--from", given, "-c", "small", "--to", "csv",
+                       "--only-scanned", input=data))
+    assert result.stdout == "small\n100\n127\n122\n"

@@ -12,6 +12,7 @@ import openpyxl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from click.testing import Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,7 +59,7 @@ def mutated(draw: st.DrawFn, data: bytes) -> bytes:
     return data[:at] + junk + data[at:]
 
 
-def _check(result) -> None:  # noqa: ANN001
+def _check(result: Result) -> None:
     if result.exit_code == 0:
         assert all(line.startswith("Note: ") for line in result.stderr.splitlines())
         return
