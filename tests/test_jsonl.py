@@ -277,3 +277,15 @@ def test_csv_to_jsonl_to_arrow_to_csv_is_lossless(invoke, rows):
     got = list(csv.reader(io.StringIO(back)))
     assert got[0] == ["a", "b", "n"]
     assert [(a, b) for a, b, _ in got[1:]] == [(a, b) for a, b, _ in rows]
+
+
+def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch):
+    from cumtool.formats import jsonl as module
+
+    monkeypatch.setattr(module, "_MAX_SHAPES", 2)  # fold the counts after every few records
+    # v is in every record (its null stays null); a and c are absent from some.
+    records = [{"a": 1, "v": 1}, {"v": None, "a": 2}, {"v": 2, "c": 1},
+               {"a": 3, "v": 3, "c": 2}, {"c": 3, "v": 4, "a": 4}]
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", jsonl(records))))).stdout
+    assert out == ('{"a":1,"v":1}\n{"a":3,"v":null}\n{"v":3,"c":1}\n{"a":6,"v":6,"c":3}\n'
+                   '{"a":10,"v":10,"c":6}\n')

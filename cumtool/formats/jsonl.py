@@ -75,6 +75,17 @@ def _field(name: str, kinds: set[type], absent: bool, big: bool, wide: bool) -> 
     return pa.field(name, arrow_type, metadata={FIELD_MISSING: missing})
 
 
+_MAX_SHAPES = 4096
+
+
+def _fold(shapes: dict[tuple[str, ...], int], count: dict[str, int]) -> None:
+    """Add the records counted by their keys to the count by key, and forget them."""
+    for shape, times in shapes.items():
+        for key in shape:
+            count[key] = count.get(key, 0) + times
+    shapes.clear()
+
+
 def _lines(stream: IO[bytes], name: str, max_line: int) -> Iterator[tuple[int, bytes]]:
     """(line number from 1, line) for each line that is not blank."""
     number = 0
@@ -130,6 +141,7 @@ class JsonlSource:
         self._max_line = max_line
         kinds: dict[str, set[type]] = {}  # by key, in order of first appearance
         shapes: dict[tuple[str, ...], int] = {}  # records by their keys (logs repeat them)
+        count: dict[str, int] = {}  # records that have the key (folded from shapes)
         big: set[str] = set()
         wide: set[str] = set()
         records = 0
@@ -138,6 +150,8 @@ class JsonlSource:
             records += 1
             shape = tuple(record)
             shapes[shape] = shapes.get(shape, 0) + 1
+            if len(shapes) > _MAX_SHAPES:  # keys in ever new orders: memory stays flat
+                _fold(shapes, count)
             for key, value in record.items():
                 seen = kinds.get(key)
                 if seen is None:
@@ -147,12 +161,9 @@ class JsonlSource:
                     big.add(key)
                     if not -_INT64 <= value < _INT64:
                         wide.add(key)
-        count = dict.fromkeys(kinds, 0)
-        for shape, times in shapes.items():
-            for key in shape:
-                count[key] += times
+        _fold(shapes, count)
         self.num_rows = records
-        self._schema = pa.schema([_field(key, seen, count[key] < records, key in big,
+        self._schema = pa.schema([_field(key, seen, count.get(key, 0) < records, key in big,
                                          key in wide) for key, seen in kinds.items()])
 
     def _read(self) -> Iterator[tuple[int, bytes]]:
