@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import scenario_arrow
 import scenario_by
 import scenario_csv
 import scenario_memory
@@ -56,6 +57,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "csv": scenario_csv.run,
     "text": scenario_text.run,
     "parquet": scenario_parquet.run,
+    "arrow": scenario_arrow.run,
     "npy": scenario_npy.run,
     "small": scenario_small.run,
     "ops": scenario_ops.run,

@@ -24,8 +24,12 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
          exclude: Sequence[str | int] | None = None) -> Any:
     """Scan `data` along `axis` with the CLI's rules.
 
-    `data` is a pyarrow Table or RecordBatch (returns a pyarrow Table, as the CLI would
-    write it; `by` and `reset` name columns) or anything numpy.asarray accepts (returns
+    `data` is a table: a pyarrow Table, RecordBatch or RecordBatchReader, or any
+    DataFrame that offers an Arrow stream (`__arrow_c_stream__`: polars, pandas, DuckDB),
+    read without a copy; it returns the result as a polars DataFrame for a polars one, a
+    pandas DataFrame for a pandas one and a pyarrow Table otherwise, as the CLI would
+    write it (`by` and `reset` name columns). Or `data` is anything numpy.asarray
+    accepts (returns
     the result array, or `(values, indices)` with `indices=True`; there `by` and `reset`
     are arrays with one entry per position along axis 0 of a 1-D or 2-D array).
     Raises cumtool.UsageError for bad arguments and cumtool.DataError (ScanOverflowError)
@@ -33,9 +37,12 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
     """
     cast = kernels.parse_dtype(dtype) if dtype is not None else None
     options = dict(overflow=overflow, skipna=skipna, indices=indices, exclusive=exclusive)
-    if _is_arrow(data):
-        return _scan_table(data, op, str(axis), cast, options, reverse=reverse, by=by,
-                           reset=reset, columns=columns, keep=keep, exclude=exclude)
+    stream = None if _is_arrow(data) else _arrow_stream(data)
+    if _is_arrow(data) or stream is not None:
+        table = _scan_table(data if stream is None else stream, op, str(axis), cast, options,
+                            reverse=reverse, by=by, reset=reset, columns=columns, keep=keep,
+                            exclude=exclude)
+        return table if stream is None else _same_kind(table, data)
     if columns is not None or keep or exclude is not None:
         raise UsageError("columns=, exclude= and keep= are for Arrow tables")
     array = np.asarray(data)
@@ -58,6 +65,34 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
     return (result.values, result.indices) if indices else result.values
 
 
+def _arrow_stream(data: Any) -> Any:
+    """A pyarrow RecordBatchReader over a DataFrame (polars, pandas, DuckDB, a pyarrow
+    reader: anything with `__arrow_c_stream__` whose rows are records), sharing its
+    buffers; None for anything else (a Series streams values, not records: numpy reads
+    it)."""
+    if isinstance(data, np.ndarray) or not hasattr(data, "__arrow_c_stream__"):
+        return None
+    import pyarrow as pa
+
+    try:
+        return pa.RecordBatchReader.from_stream(data)
+    except pa.ArrowInvalid:  # a stream of plain values (a Series), not of records
+        return None
+
+
+def _same_kind(table: Any, given: Any) -> Any:
+    """The result as the kind of object given: polars and pandas DataFrames as such,
+    anything else as the pyarrow Table."""
+    module = type(given).__module__.split(".")[0]
+    if module == "polars" and type(given).__name__ == "DataFrame":
+        import polars as pl
+
+        return pl.from_arrow(table)
+    if module == "pandas" and type(given).__name__ == "DataFrame":
+        return table.to_pandas()
+    return table
+
+
 def _is_arrow(data: Any) -> bool:
     module = type(data).__module__
     return module.startswith("pyarrow") and type(data).__name__ in ("Table", "RecordBatch")
@@ -78,6 +113,8 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         return (names([given] if isinstance(given, str | int) else given, keyword),)
 
     table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+    # A reader (a DataFrame's stream) is read batch by batch, as a file is.
+    batches = table if isinstance(table, pa.RecordBatchReader) else table.to_batches()
     table_options = TableOptions(
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
@@ -85,7 +122,7 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
     plan = make_plan(op, axis, dtype, table.schema, "the table", table_options, **options)
     collected = _Collected()
     with contextlib.ExitStack() as stack:  # --reverse spools, removed at the end
-        scan_batches(plan, lambda: iter(table.to_batches()), collected,
+        scan_batches(plan, lambda: iter(batches), collected,
                      reverse and plan.axis == 0, stack)
     return pa.Table.from_batches(collected.batches, schema=plan.schema)
 

@@ -95,6 +95,9 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--to", "to_format", type=TO_FORMAT, default=None,
                      help="Output format (default: from -o, else a table on a terminal, "
                           "else the input's format)."),
+        click.option("--sheet", default=None, metavar="NAME|N",
+                     help="Spreadsheets (.xlsx, .xls, .ods): the sheet to read, by name or "
+                          "number from 1 (default: the first)."),
         click.option("-c", "--columns", multiple=True, callback=_selections,
                      shell_complete=complete_columns,
                      metavar="COLS", help="Columns to scan (default: every numeric column); "
@@ -184,7 +187,8 @@ def _make_command(op: str) -> click.Command:
         example = f"cumtool {op} sample_data/daily_sales.csv"
 
     @click.command(name=op, help=f"{summary}\n\nINPUT is a CSV, TSV (plain or "
-                   "compressed), Parquet or .npy file, or '-' / nothing for standard input.",
+                   "compressed), Parquet, .npy, JSON Lines, Arrow IPC or spreadsheet (.xlsx, "
+                   ".xls, .ods) file, or '-' / nothing for standard input.",
                    epilog=f"\b\nExample:\n  {example}")
     @scan_options
     @click.pass_context
@@ -217,7 +221,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
         table_rows=options["table_rows"], precision=options["precision"],
-        max_record_size=options["max_record_size"],
+        max_record_size=options["max_record_size"], sheet=options["sheet"],
     )
     try:
         if options["input"] is None and sys.stdin is not None and sys.stdin.isatty():
@@ -315,7 +319,8 @@ class _Cli(click.Group):
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="cumtool", prog_name="cumtool")
 def main() -> None:
-    """Running totals and other cumulative operations on CSV, TSV, Parquet and .npy files.
+    """Running totals and other cumulative operations on CSV, TSV, Parquet, .npy, JSON
+    Lines, Arrow IPC and spreadsheet files.
 
     \b
     Examples:

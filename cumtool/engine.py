@@ -18,6 +18,7 @@ from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import (
+    OUTPUT_FORMATS,
     ArraySink,
     FileKind,
     TableSink,
@@ -67,7 +68,10 @@ def _output_format(request: Request, kind: FileKind) -> FileKind:
         return FileKind(request.to_format.lower(), named.compression if named else None)
     if named is not None:
         return named
-    return FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
+    if request.stdout_is_terminal:
+        return FileKind("table")
+    # A spreadsheet (read, not written) goes on as CSV.
+    return FileKind(kind.format if kind.format in OUTPUT_FORMATS else "csv")
 
 
 # Tables --------------------------------------------------------------------------------
@@ -89,7 +93,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
                            reset=request.reset, keep=request.keep, reverse=request.reverse,
                            only_scanned=request.only_scanned,
-                           typed_output=out.format in ("parquet", "npy"))
+                           typed_output=out.format in ("parquet", "npy", "arrow", "arrows"))
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
                      getattr(source, "hints", None), **_scan_options(request))
     # The table view shows the scanned columns and their results before the others.

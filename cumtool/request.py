@@ -14,6 +14,7 @@ from typing import Literal
 from cumtool.columns import Selection
 from cumtool.errors import UsageError
 from cumtool.formats import (
+    BINARY_OUTPUTS,
     DEFAULT_NA,
     INPUT_FORMATS,
     OUTPUT_FORMATS,
@@ -65,6 +66,7 @@ class Request:
     table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
     precision: int = 6  # the terminal table: significant digits of floats
     max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
+    sheet: str | None = None  # a spreadsheet's sheet: its name, or its number from 1
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -93,6 +95,10 @@ class Request:
         self.csv_write("csv")
         self._check_output()
         named = None if self.input == "-" else kind_from_name(self.input)
+        if self.sheet is not None:
+            from cumtool.formats.excel import check_sheet
+
+            check_sheet(self.sheet, self.from_format or (named.format if named else None))
         if (self.from_format or (named.format if named else None)) == "npy":
             for option, given in self.table_only().items():
                 if given:
@@ -102,14 +108,16 @@ class Request:
     def _check_output(self) -> None:
         to_stdout = self.output in (None, "-")
         named = None if to_stdout else kind_from_name(str(self.output))
+        if named is not None and named.format not in OUTPUT_FORMATS:  # a spreadsheet
+            named = None
         fmt = (check_format_name(self.to_format, OUTPUT_FORMATS, "--to") if self.to_format
                else named.format if named else None)
         if fmt is None and not to_stdout:
             raise UsageError(
                 f"cannot tell the output format from {self.output!r}; add --to "
                 f"({', '.join(OUTPUT_FORMATS)}) or use a known extension (.csv, .tsv, .csv.gz, "
-                ".parquet, .npy)")
-        if fmt in ("parquet", "npy") and to_stdout and self.stdout_is_terminal:
+                ".parquet, .npy, .jsonl, .arrow)")
+        if fmt in BINARY_OUTPUTS and to_stdout and self.stdout_is_terminal:
             # As gzip and zstd refuse to write compressed data to a terminal.
             raise UsageError(f"{fmt} output is binary; write it with -o FILE or pipe it")
         if named is not None and named.compression and fmt not in ("csv", "tsv"):

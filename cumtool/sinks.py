@@ -29,6 +29,18 @@ if TYPE_CHECKING:
 def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
                 view: View, source_name: str) -> TableSink:
     # Each writer's module (and its library) loads only when used.
+    if out.format in ("jsonl", "arrow", "arrows"):
+        return _more_table_sink(out, stream, schema)
+    if out.format in ("csv", "tsv", "table") and _has_json_text(schema):
+        import pyarrow as pa
+
+        from cumtool.formats.jsonl import cell_text
+
+        # JSON Lines' nested and mixed values: strings as their text, the rest as JSON.
+        fields = [f.remove_metadata() for f in schema]
+        plain = table_sink(request, out, stream, pa.schema(fields, metadata=schema.metadata),
+                           view, source_name)
+        return _Converting(plain, cell_text)
     if out.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSink
 
@@ -46,6 +58,40 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     from cumtool.formats.npy import NpyTableSink
 
     return _TableToNpy(NpyTableSink, stream, schema)
+
+
+def _has_json_text(schema: pa.Schema) -> bool:
+    return any(f.metadata and b"cumtool.json" in f.metadata for f in schema)
+
+
+def _more_table_sink(out: FileKind, stream: IO[bytes], schema: pa.Schema) -> TableSink:
+    if out.compression:
+        raise UsageError(f"{out.compression} compression is for csv and tsv output only, "
+                         f"not {out.format}")
+    if out.format == "jsonl":
+        from cumtool.formats.jsonl import JsonlSink
+
+        return JsonlSink(stream, schema)
+    from cumtool.formats.arrow_ipc import ArrowSink
+
+    return ArrowSink(stream, schema, file_format=out.format == "arrow")
+
+
+class _Converting:
+    """A sink whose batches are converted first."""
+
+    def __init__(self, sink: TableSink, convert: Any) -> None:
+        self._sink = sink
+        self._convert = convert
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._sink.write(self._convert(batch))
+
+    def close(self) -> None:
+        self._sink.close()
+
+    def abort(self) -> None:
+        self._sink.abort()
 
 
 class _CompressingSink:

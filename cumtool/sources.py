@@ -11,9 +11,10 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from cumtool.errors import DataError, FormatError
+from cumtool.errors import DataError, FormatError, UsageError
 from cumtool.formats import (
     INPUT_FORMATS,
+    SPREADSHEETS,
     FileKind,
     check_format_name,
     kind_from_magic,
@@ -54,8 +55,9 @@ def open_source(
         head = sniff[:8]
         kind = kind_from_name(name) or kind_from_magic(sniff)
         sniffed = kind_from_magic(head)
-        if sniffed.format in ("npy", "parquet") and sniffed.format != kind.format and (
-                sniffed.format == "npy" or path is None or _has_parquet_footer(stream)):
+        binary = sniffed.format in ("npy", "arrow", "arrows") or (
+            sniffed.format == "parquet" and (path is None or _has_parquet_footer(stream)))
+        if binary and sniffed.format != kind.format:
             kind = sniffed  # a binary format is known by its bytes, whatever the name says
         if kind.compression is None and head.startswith(b"\x1f\x8b"):
             kind = FileKind(kind.format, "gzip")
@@ -65,6 +67,9 @@ def open_source(
     if request.from_format:
         fmt = check_format_name(request.from_format, INPUT_FORMATS, "--from")
         kind = FileKind(fmt, kind.compression)
+    if request.sheet is not None and kind.format not in SPREADSHEETS:
+        raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods); {name} is read "
+                         f"as {kind.format}")
     if kind.format == "npy" and (head.startswith(b"PK") or name.lower().endswith(".npz")):
         raise FormatError(f"{name}: .npz input is not supported; give a .npy file")
     compressed = kind.compression
@@ -92,9 +97,63 @@ def open_source(
         if path is None:  # its footer is at the end: spool to disk, not to memory
             stream = stack.enter_context(_spooled(stream, name, "parquet"))
         return ParquetSource(path if path else stream, name, request.batch_rows), kind
+    if kind.format != "npy":
+        return _open_more(request, kind, stream, name, path, stack), kind
     from cumtool.formats.npy import NpySource
 
     return NpySource(stream, name, path), kind
+
+
+def _open_more(request: Request, kind: FileKind, stream: IO[bytes], name: str,
+               path: str | None, stack: contextlib.ExitStack) -> Any:
+    """JSON Lines, Arrow IPC and spreadsheets (each module loads only when used)."""
+    if kind.format == "jsonl":
+        from cumtool.formats.jsonl import JsonlSource
+        from cumtool.formats.records import MAX_RECORD_BYTES
+
+        if path is None:  # read twice (columns first, then batches): from disk
+            stream = stack.enter_context(_spooled(stream, name, "jsonl"))
+        return JsonlSource(stream, name, request.batch_rows,
+                           request.max_record_size or MAX_RECORD_BYTES)
+    if kind.format in ("arrow", "arrows"):
+        from cumtool.formats.arrow_ipc import ArrowSource
+
+        file_format = _ipc_file_format(stream, kind.format == "arrow")
+        if path is None and file_format:  # its footer is at the end: spool to disk
+            stream = stack.enter_context(_spooled(stream, name, "arrow"))
+        return ArrowSource(path if path and file_format else stream, name,
+                           file_format=file_format, batch_rows=request.batch_rows)
+    from cumtool.formats.excel import SpreadsheetSource
+
+    return SpreadsheetSource(path if path else _read_all(stream, name), name, request.sheet,
+                             header=request.header)
+
+
+def _ipc_file_format(stream: IO[bytes], asked: bool) -> bool:
+    """Whether Arrow IPC input is the file format: as its first bytes say (`--from arrow`
+    on a stream still reads it), else as asked."""
+    from cumtool.formats import ARROW_FILE_MAGIC, ARROW_STREAM_MAGIC
+
+    try:
+        if hasattr(stream, "peek"):
+            head = bytes(stream.peek(8)[:8])
+        elif stream.seekable():
+            head = stream.read(8)
+            stream.seek(0)
+        else:
+            return asked
+    except OSError:
+        return asked
+    if head.startswith(ARROW_FILE_MAGIC):
+        return True
+    return False if head.startswith(ARROW_STREAM_MAGIC) else asked
+
+
+def _read_all(stream: IO[bytes], name: str) -> bytes:
+    try:
+        return stream.read()
+    except (OSError, ValueError) as error:
+        raise unreadable(name, "a spreadsheet", error) from None
 
 
 def _open_path(path: str, stack: contextlib.ExitStack) -> IO[bytes]:

@@ -303,7 +303,11 @@ class TablePlan:
             out_type = self.temporal[position]
         else:
             out_type = pa.from_numpy_dtype(spec.out_dtype)
-        fields = [pa.field(name, out_type)]
+        # How the input wrote a missing cell (JSON Lines: `null`, or an absent key) is
+        # how its results write theirs: missing stays missing.
+        written = (self.input_schema.field(position).metadata or {}).get(b"cumtool.json.missing")
+        fields = [pa.field(name, out_type,
+                           metadata={b"cumtool.json.missing": written} if written else None)]
         if spec.indices:
             fields.append(pa.field(f"{name}_index", pa.int64()))
         return fields

@@ -155,6 +155,14 @@ def real_exports() -> None:
         "2024-01-04;0107;-0,75\r\n".encode())
 
 
+def events() -> None:
+    """JSON Lines as logs are, for docs/formats.md: records with different keys (a key
+    missing, one added later, in another order), nested values, an integer and a float."""
+    write_text("events.jsonl", '{"user": "ann", "spent": 5, "tags": ["new"]}\n'
+               '{"user": "bob", "extra": {"vip": true}}\n'
+               '{"spent": 2.5, "user": "ann"}\n')
+
+
 def main() -> None:
     reference_examples()
     daily_sales()
@@ -162,6 +170,7 @@ def main() -> None:
     rainfall()
     ledger()
     real_exports()
+    events()
 
 
 if __name__ == "__main__":

@@ -90,9 +90,11 @@ def test_operation_names(args, expected):
     ("args", "expected"),
     [
         pytest.param(("--to", "p"), ["parquet"], id="to-p"),
-        pytest.param(("--to", ""), ["csv", "tsv", "parquet", "npy", "table"], id="to"),
+        pytest.param(("--to", ""), ["csv", "tsv", "parquet", "npy", "jsonl", "arrow",
+                                     "arrows", "table"], id="to"),
         pytest.param(("--to", "T"), ["tsv", "table"], id="to-uppercase"),
-        pytest.param(("--from", ""), ["csv", "tsv", "parquet", "npy"], id="from"),
+        pytest.param(("--from", ""), ["csv", "tsv", "parquet", "npy", "jsonl", "arrow",
+                                       "arrows", "xlsx", "xls", "ods"], id="from"),
         pytest.param(("--from", "t"), ["tsv"], id="from-no-table"),
         pytest.param(("--dtype", "fl"), ["float16", "float32", "float64"],
                      id="dtype-fl-not-ambiguous-float"),
@@ -123,8 +125,8 @@ def test_cummax_completes_its_own_option():
 
 def test_help_lists_the_values_completion_offers(invoke):
     text = " ".join(invoke("cumsum", "--help").stdout.split())
-    assert "--from [csv|tsv|parquet|npy]" in text
-    assert "--to [csv|tsv|parquet|npy|table]" in text
+    assert "--from [csv|tsv|parquet|npy|jsonl|arrow|arrows|xlsx|xls|ods]" in text
+    assert "--to [csv|tsv|parquet|npy|jsonl|arrow|arrows|table]" in text
     assert "-a, --axis, --dim [rows|index|columns|N]" in text
     assert "--overflow [error|wrap]" in text
     assert ", ".join(DTYPE_NAMES) in text and ", ".join(TORCH_ALIASES) in text

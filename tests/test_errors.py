@@ -329,7 +329,7 @@ def test_bad_delimiter(invoke: Invoke, sample, delimiter):
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [pytest.param("--from", "xlsx", id="from"), pytest.param("--to", "json", id="to"),
+    [pytest.param("--from", "xml", id="from"), pytest.param("--to", "json", id="to"),
      pytest.param("--from", "table", id="from-table")],
 )
 def test_unknown_format_name(invoke: Invoke, sample, option, value):
@@ -614,7 +614,7 @@ def test_quoting_csv_allows_is_read(invoke: Invoke, write_file, content: bytes,
 
 @pytest.mark.parametrize(("args", "message"), [
     pytest.param(["--to", "bogus"], "--to 'bogus' is not a format", id="to"),
-    pytest.param(["--from", "xls"], "--from 'xls' is not a format", id="from"),
+    pytest.param(["--from", "xml"], "--from 'xml' is not a format", id="from"),
     pytest.param(["--dtype", "float"], "--dtype 'float' is ambiguous", id="dtype"),
     pytest.param(["-o", "out.parquet.gz"], "gzip compression is for csv and tsv output only",
                  id="compressed-parquet"),

@@ -19,19 +19,29 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-INPUT_FORMATS = ("csv", "tsv", "parquet", "npy")
-OUTPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "table")
-TABLE_FORMATS = ("csv", "tsv", "parquet")
+INPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows", "xlsx", "xls",
+                 "ods")
+OUTPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows", "table")
+TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "arrow", "arrows", "xlsx", "xls", "ods")
+SPREADSHEETS = ("xlsx", "xls", "ods")  # read with fastexcel (the `excel` extra)
+BINARY_OUTPUTS = ("parquet", "npy", "arrow", "arrows")  # not for a terminal
 
 _EXTENSIONS = {
     ".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv",
     ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".npz": "npy",
+    ".jsonl": "jsonl", ".ndjson": "jsonl",
+    ".arrow": "arrow", ".feather": "arrow", ".arrows": "arrows",
+    ".xlsx": "xlsx", ".xlsm": "xlsx", ".xls": "xls", ".ods": "ods",
 }
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
 
 NPY_MAGIC = b"\x93NUMPY"
 PARQUET_MAGIC = b"PAR1"
 GZIP_MAGIC = b"\x1f\x8b"
+ARROW_FILE_MAGIC = b"ARROW1"
+ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"  # the continuation marker of the first message
+ZIP_MAGIC = b"PK\x03\x04"  # .xlsx and .ods are zip archives (so is .npz)
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # .xls
 
 
 @dataclass(frozen=True)
@@ -65,10 +75,37 @@ def kind_from_magic(head: bytes) -> FileKind:
         return FileKind("npy")
     if head.startswith(GZIP_MAGIC):
         return FileKind("csv", "gzip")
+    if head.startswith(ARROW_FILE_MAGIC):
+        return FileKind("arrow")
+    if head.startswith(ARROW_STREAM_MAGIC):
+        return FileKind("arrows")
+    if head.startswith(OLE2_MAGIC):
+        return FileKind("xls")
+    if head.startswith(ZIP_MAGIC):
+        # Members' names (and an .ods' mimetype, its first member) are in local headers.
+        if b"opendocument.spreadsheet" in head[:200]:
+            return FileKind("ods")
+        if b"xl/" in head or b"[Content_Types].xml" in head[:200]:
+            return FileKind("xlsx")
     first_line = head.split(b"\n", 1)[0]
+    if _is_json_object(first_line):
+        return FileKind("jsonl")
     if b"\t" in first_line and b"," not in first_line:
         return FileKind("tsv")
     return FileKind("csv")
+
+
+def _is_json_object(line: bytes) -> bool:
+    """A first line that is a whole JSON object: JSON Lines (no CSV header is one)."""
+    text = line.strip()
+    if not (text.startswith(b"{") and text.endswith(b"}")):
+        return False
+    import json
+
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
 
 
 def check_format_name(name: str, allowed: tuple[str, ...], option: str) -> str:

@@ -1,0 +1,154 @@
+"""Spreadsheets in (.xlsx, .xlsm, .xls, .ods) with fastexcel, the `excel` extra: Rust's
+calamine, which hands the sheet over as Arrow. fastexcel is imported only here, when a
+spreadsheet is read.
+
+A spreadsheet stores every number as a float and every date as a date-time, so three
+types are put back as the sheet shows them: a column of whole numbers is int64, a column
+of date-times that are all at midnight is a date column, and one whose date-times all
+fall on Excel's day 0 (1899-12-31) holds times of day. Text stays text (a code
+`007` typed as text is `007`); an empty cell is a missing cell.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from collections.abc import Collection, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cumtool.errors import DataError, FormatError, UsageError
+
+MAX_BATCH_ROWS = 1 << 16
+_EXACT_FLOAT = float(1 << 53)
+
+
+def check_sheet(sheet: str, fmt: str | None) -> None:
+    """--sheet before any file is opened: a name, or a number from 1, for a spreadsheet."""
+    if fmt is not None and fmt not in ("xlsx", "xls", "ods"):
+        raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods), not {fmt}")
+    if not sheet.strip():
+        raise UsageError("--sheet needs a sheet name or a number from 1")
+    if sheet.strip() == "0":
+        raise UsageError("--sheet 0: sheets are numbered from 1")
+
+
+def _fastexcel() -> Any:
+    try:
+        import fastexcel
+    except ImportError:
+        raise UsageError("reading spreadsheets needs the excel extra: "
+                         "pip install 'cumtool[excel]'") from None
+    import logging
+
+    # Its warnings ("falling back to string" for an empty column) would be stray lines on
+    # standard error: what it reads is reported by cumtool's own messages.
+    logging.getLogger("fastexcel").setLevel(logging.ERROR)
+    return fastexcel
+
+
+def _choose(names: list[str], sheet: str | None, name: str) -> int:
+    """The 0-based index of the sheet asked for. A sheet's exact name wins over a number
+    (a sheet may be called `2024`)."""
+    if sheet is None:
+        if len(names) > 1:
+            others = ", ".join(repr(n) for n in names[1:6]) + (", ..." if len(names) > 6
+                                                                else "")
+            print(f"Note: {name} has {len(names)} sheets; reading the first, {names[0]!r} "
+                  f"(the others: {others}; choose one with --sheet)", file=sys.stderr)
+        return 0
+    if sheet in names:
+        return names.index(sheet)
+    text = sheet.strip()
+    if text.isdigit():
+        number = int(text)
+        if 1 <= number <= len(names):
+            return number - 1
+        raise DataError(f"{name}: --sheet {sheet}: it has {len(names)} sheet"
+                        f"{'s' if len(names) != 1 else ''} ({_listing(names)})")
+    raise DataError(f"{name}: no sheet named {sheet!r}; its sheets: {_listing(names)}")
+
+
+def _listing(names: list[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:10])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > 10 else "")
+
+
+class SpreadsheetSource:
+    """One sheet of a workbook (a path, or the bytes of one read from a pipe)."""
+
+    def __init__(self, workbook: str | bytes, name: str, sheet: str | None, *,
+                 header: bool) -> None:
+        fastexcel = _fastexcel()
+        self.name = name
+        try:
+            reader = fastexcel.read_excel(workbook)
+            names = list(reader.sheet_names)
+            if not names:
+                raise FormatError(f"{name}: the workbook has no sheets")
+            index = _choose(names, sheet, name)
+            self.sheet = names[index]
+            loaded = reader.load_sheet(index, header_row=0 if header else None)
+            table = pa.Table.from_batches([loaded.to_arrow()])
+        except fastexcel.FastExcelError as error:
+            reason = str(error).split("\n", 1)[0]
+            raise FormatError(f"{name}: cannot read as a spreadsheet: {reason}") from None
+        if not header:  # columns 1, 2, ... as for a CSV without a header
+            table = table.rename_columns([str(i + 1) for i in range(table.num_columns)])
+        self._table = _as_shown(table)
+        self.num_rows = self._table.num_rows
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._table.schema
+
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None,
+                unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
+        """The sheet in slices; its columns are typed (nothing to parse)."""
+        yield from self._table.to_batches(max_chunksize=MAX_BATCH_ROWS)
+
+
+def _as_shown(table: pa.Table) -> pa.Table:
+    """Whole-number columns as int64 and midnight date-times as dates; fields nullable
+    (a result may be missing where its input was not)."""
+    columns = []
+    fields = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        if pa.types.is_floating(column.type) and _whole(column):
+            column = column.cast(pa.int64())
+        elif pa.types.is_timestamp(column.type) and _midnight(column):
+            column = column.cast(pa.date32())
+        elif pa.types.is_timestamp(column.type) and _day_zero(column):
+            column = column.cast(pa.time64("us"))  # times of day: Excel's day 0 and a time
+        columns.append(column)
+        fields.append(pa.field(field.name, column.type))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _whole(column: pa.Array) -> bool:
+    present = column.drop_null()
+    if len(present) == 0:
+        return False
+    values = np.asarray(present.to_numpy(zero_copy_only=False), dtype=np.float64)
+    return bool(np.all(np.isfinite(values)) and np.all(values == np.round(values))
+                and np.all(np.abs(values) <= _EXACT_FLOAT))
+
+
+def _day_zero(column: pa.Array) -> bool:
+    """Every date-time on 1899-12-31, the day Excel counts from: cells holding a time."""
+    present = column.drop_null()
+    if len(present) == 0:
+        return False
+    zero = pa.scalar(datetime.date(1899, 12, 31), pa.date32())
+    return bool(pc.all(pc.equal(present.cast(pa.date32()), zero)).as_py())
+
+
+def _midnight(column: pa.Array) -> bool:
+    present = column.drop_null()
+    if len(present) == 0:
+        return False
+    return bool(pc.all(pc.equal(present.cast(pa.date32()).cast(present.type), present)).as_py())

@@ -1,0 +1,92 @@
+"""cumtool.scan on DataFrames: anything with `__arrow_c_stream__` goes in, read without a
+copy; polars and pandas DataFrames come back as such, other streams as a pyarrow Table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import cumtool
+
+
+def test_polars_in_polars_out():
+    frame = pl.DataFrame({"store": ["n", "s", "n", "s"], "units": [1, 10, None, 30],
+                          "price": [0.5, 1.0, 1.5, 2.0]})
+    out = cumtool.scan(frame, "cumsum", by="store")
+    assert isinstance(out, pl.DataFrame)
+    assert out.schema == pl.Schema({"store": pl.String, "units": pl.Int64,
+                                    "price": pl.Float64})
+    assert out.to_dict(as_series=False) == {"store": ["n", "s", "n", "s"],
+                                            "units": [1, 10, None, 40],
+                                            "price": [0.5, 1.0, 2.0, 3.0]}
+
+
+def test_polars_columns_that_are_not_scanned_are_not_copied():
+    frame = pl.DataFrame({"w": [1.0, 2.0, 3.0], "v": [1, 2, 3]})
+    out = cumtool.scan(frame, "cumsum", columns=["w"])
+    address = frame["v"].to_numpy().__array_interface__["data"][0]
+    assert out["v"].to_numpy().__array_interface__["data"][0] == address
+    assert out["w"].to_list() == [1.0, 3.0, 6.0]
+
+
+def test_pandas_in_pandas_out_keeps_the_index():
+    frame = pd.DataFrame({"units": [3, 4, 5], "name": ["a", "b", "c"]},
+                         index=pd.Index([10, 20, 30], name="row"))
+    out = cumtool.scan(frame, "cummax", keep=True)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.index) == [10, 20, 30] and out.index.name == "row"
+    assert out.to_dict("list") == {"units": [3, 4, 5], "name": ["a", "b", "c"],
+                                   "units_cummax": [3, 4, 5]}
+    assert out["units_cummax"].dtype == np.dtype("int64")
+
+
+def test_a_pyarrow_reader_gives_a_table():
+    table = pa.table({"x": [1, 2, 3], "s": ["a", "b", "c"]})
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=1))
+    out = cumtool.scan(reader, "cumprod", reverse=True)
+    assert isinstance(out, pa.Table)
+    assert out.to_pydict() == {"x": [6, 6, 3], "s": ["a", "b", "c"]}
+
+
+def test_a_duckdb_relation_gives_a_table():
+    duckdb = pytest.importorskip("duckdb")  # the bench extra, not the test extra
+    relation = duckdb.sql("select range::BIGINT as n from range(1, 5)")
+    out = cumtool.scan(relation, "cumsum")
+    assert isinstance(out, pa.Table)
+    assert out.column("n").to_pylist() == [1, 3, 6, 10]
+
+
+@pytest.mark.parametrize("series", [
+    pytest.param(lambda: pl.Series("a", [1, 2, 3]), id="polars"),
+    pytest.param(lambda: pd.Series([1, 2, 3]), id="pandas")])
+def test_a_series_is_scanned_as_an_array(series):
+    out = cumtool.scan(series(), "cumsum")
+    assert isinstance(out, np.ndarray)
+    assert out.tolist() == [1, 3, 6]
+
+
+def test_errors_name_the_table_column():
+    frame = pl.DataFrame({"n": ["a", "b"]})
+    with pytest.raises(cumtool.DataError, match="column 'n' is not numeric"):
+        cumtool.scan(frame, "cumsum", columns=["n"])
+
+
+def test_overflow_in_a_frame_is_a_scan_overflow_error():
+    frame = pl.DataFrame({"n": pl.Series([100, 100], dtype=pl.Int8)})
+    with pytest.raises(cumtool.ScanOverflowError, match="row 2"):
+        cumtool.scan(frame, "cumsum", dtype="int8")
+
+
+def test_numpy_input_imports_neither_polars_nor_pandas():
+    code = ("import sys\nimport numpy as np\nimport cumtool\n"
+            "cumtool.scan(np.arange(4), 'cumsum')\n"
+            "print('polars' in sys.modules, 'pandas' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False False"

@@ -1,0 +1,291 @@
+"""JSON Lines in and out: every unscanned value comes back as the same JSON value, keys in
+their order, absent keys absent; scanned fields follow the table rules; bad lines are
+errors naming the line."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pyarrow.parquet as pq
+import pytest
+from click.testing import Result
+from helpers import ok
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+# Every kind of JSON value, in an unscanned column of its own and in a mixed one.
+RECORDS = [
+    {"id": "a", "x": 1, "text": "007", "flag": True, "nested": {"z": 1, "a": [1, {"b": None}]},
+     "list": [3, "x", None], "mixed": 1, "big": 123456789012345678901234567890,
+     "unicode": "é \u2028 😀 \"q\" \\ \n\t", "float": 1.5, "nothing": None},
+    {"id": "b", "x": 2, "text": "123", "flag": False, "nested": {}, "list": [],
+     "mixed": "one", "big": 1, "unicode": "", "float": -0.0},
+    {"x": 3, "id": "c", "text": "", "nested": {"a": 1, "z": 2}, "list": [[]],
+     "mixed": {"k": "v"}, "float": 1e300, "nothing": None},
+    {"id": "d", "extra": "late key", "mixed": [1.5, True], "unicode": "\u00e9"},
+    {"id": "e", "x": 5, "mixed": None, "flag": None, "text": "z"},
+]
+COLUMNS = ["id", "x", "text", "flag", "nested", "list", "mixed", "big", "unicode", "float",
+           "nothing", "extra"]
+
+
+def jsonl(records: list[dict], **dumps: object) -> bytes:
+    return "".join(json.dumps(r, **dumps) + "\n" for r in records).encode()  # type: ignore[arg-type]
+
+
+def records_of(result: Result) -> list[dict]:
+    ok(result)
+    return [json.loads(line) for line in result.stdout_bytes.decode().split("\n") if line]
+
+
+def items(record: dict) -> list:
+    """A record's keys and values in order, nested objects' orders included."""
+    return [(k, items(v) if isinstance(v, dict) else v) for k, v in record.items()]
+
+
+def same_json(left: object, right: object) -> bool:
+    """Equal as JSON values, with string and number and boolean told apart (in Python
+    True == 1), and key orders compared."""
+    if isinstance(left, dict) and isinstance(right, dict):
+        return list(left) == list(right) and all(same_json(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(map(same_json, left, right))
+    if isinstance(left, bool) or isinstance(right, bool):
+        return left is right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right and str(left).startswith("-") == str(right).startswith("-")
+    return type(left) is type(right) and left == right
+
+
+@pytest.mark.parametrize("where", [pytest.param("file", id="file"),
+                                   pytest.param("stdin", id="stdin")])
+def test_unscanned_values_and_key_order_pass_through(invoke, write_file, where):
+    data = jsonl(RECORDS)
+    if where == "file":
+        out = records_of(invoke("cumsum", str(write_file("in.jsonl", data)), "-c", "x"))
+    else:
+        out = records_of(invoke("cumsum", "-c", "x", input=data))
+    expected_x = [1, 3, 6, None, 11]
+    assert len(out) == len(RECORDS)
+    for record, got, x in zip(RECORDS, out, expected_x, strict=True):
+        # The same keys, in column order (the first record's, then later ones' new keys).
+        assert list(got) == [k for k in COLUMNS if k in record], (record, got)
+        for key, value in record.items():
+            if key == "x":
+                assert got[key] == x and type(got[key]) is int
+            else:
+                assert same_json(got[key], value), (key, value, got[key])
+
+
+def test_every_value_type_round_trips_through_arrow_and_parquet(invoke, tmp_path, write_file):
+    source = write_file("in.jsonl", jsonl(RECORDS))
+    arrow = tmp_path / "mid.arrow"
+    ok(invoke("cumsum", str(source), "-c", "x", "-o", str(arrow)))
+    parquet = tmp_path / "mid.parquet"
+    ok(invoke("cumsum", str(arrow), "-c", "x", "--exclusive", "-o", str(parquet)))
+    back = records_of(invoke("cummax", str(parquet), "--to", "jsonl", "-c", "x"))
+    for record, got in zip(RECORDS, back, strict=True):
+        assert list(got) == [k for k in COLUMNS if k in record]
+        for key, value in record.items():
+            if key != "x":
+                assert same_json(got[key], value), (key, value, got[key])
+
+
+def test_columns_are_the_union_of_keys_in_order_of_first_appearance(invoke, write_file):
+    path = write_file("in.jsonl", '{"b": 1}\n{"a": "x", "b": 2}\n{"c": true}\n')
+    result = ok(invoke("cumsum", str(path), "--to", "csv"))
+    assert result.stdout == "b,a,c\n1,,\n3,x,\ntrue\n".replace("true\n", ",,true\n")
+
+
+def test_absent_stays_absent_and_null_stays_null(invoke, write_file):
+    text = ('{"k": "p", "v": 1, "n": null, "s": "a"}\n'
+            '{"k": "q", "n": null}\n'
+            '{"k": "p", "v": null, "n": null, "s": null}\n'
+            '{"v": 4, "n": null}\n')
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", text)))).stdout
+    # v has absent keys (and a null): a missing cell is left out; n is null in every
+    # record: written null; s has both: its JSON text keeps each as it was.
+    assert out == ('{"k":"p","v":1,"n":null,"s":"a"}\n'
+                   '{"k":"q","n":null}\n'
+                   '{"k":"p","n":null,"s":null}\n'
+                   '{"v":5,"n":null}\n')
+
+
+def test_missing_scanned_field_stays_missing_with_keep(invoke, write_file):
+    text = '{"v": 1}\n{"w": 0}\n{"v": 2}\n'
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", text)), "-c", "v", "--keep")).stdout
+    assert out == '{"v":1,"v_cumsum":1}\n{"w":0}\n{"v":2,"v_cumsum":3}\n'
+
+
+def test_numbers_and_floats_are_scanned_with_their_types(invoke, write_file):
+    text = '{"i": 1, "f": 0.5, "mix": 1}\n{"i": 2, "f": 1.5, "mix": 2.5}\n'
+    path = write_file("in.jsonl", text)
+    out = ok(invoke("cumsum", str(path))).stdout
+    assert out == '{"i":1,"f":0.5,"mix":1.0}\n{"i":3,"f":2.0,"mix":3.5}\n'
+
+
+def test_parquet_output_has_exact_types(invoke, tmp_path, write_file):
+    path = write_file("in.jsonl", jsonl(RECORDS))
+    out = tmp_path / "out.parquet"
+    ok(invoke("cumsum", str(path), "-o", str(out)))
+    schema = pq.read_schema(out)
+    types = {f.name: f.type for f in schema}
+    assert types == {"id": pa.string(), "x": pa.int64(), "text": pa.string(),
+                     "flag": pa.string(), "nested": pa.string(), "list": pa.string(),
+                     "mixed": pa.string(), "big": pa.string(), "unicode": pa.string(),
+                     "float": pa.float64(), "nothing": pa.string(), "extra": pa.string()}
+    # flag has true, false, null and absent keys: its JSON text keeps them apart.
+    table = pq.read_table(out)
+    assert table.column("flag").to_pylist() == ["true", "false", None, None, "null"]
+    assert table.column("x").to_pylist() == [1, 3, 6, None, 11]
+    assert schema.field("nested").metadata == {b"cumtool.json": b"1"}
+
+
+def test_csv_output_shows_strings_as_text_and_other_values_as_json(invoke, write_file):
+    text = ('{"s": "a,b", "o": {"k": [1, "x"]}, "m": "text", "v": 1}\n'
+            '{"s": "", "o": null, "m": 2, "v": 2}\n')
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", text)), "--to", "csv")).stdout
+    # An empty string is written "" and a null as nothing, as the CSV writer keeps them.
+    assert out == 's,o,m,v\n"a,b","{""k"":[1,""x""]}",text,1\n"",,2,3\n'
+
+
+@pytest.mark.parametrize("rows", [pytest.param(n, id=f"batch-{n}") for n in (1, 2, 3, 1000)])
+def test_batches_do_not_change_the_output(invoke, write_file, rows):
+    path = write_file("in.jsonl", jsonl(RECORDS))
+    whole = ok(invoke("cumsum", str(path), "-c", "x", "--keep")).stdout_bytes
+    assert ok(invoke("cumsum", str(path), "-c", "x", "--keep", "--batch-rows",
+                     str(rows))).stdout_bytes == whole
+    assert ok(invoke("cumsum", str(path), "-c", "x", "--keep", "--reverse", "--batch-rows",
+                     str(rows))).stdout_bytes.count(b"\n") == len(RECORDS)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [pytest.param("in.ndjson", (), id="ndjson"),
+     pytest.param("in.txt", ("--from", "jsonl"), id="from"),
+     pytest.param("in.jsonl.gz", (), id="gzip"),
+     pytest.param("noext", (), id="sniffed")])
+def test_names_and_sniffing(invoke, write_file, name, args):
+    data = b'{"v": 1}\r\n\r\n{"v": 2}'  # CRLF, a blank line, no final line end
+    if name.endswith(".gz"):
+        data = gzip.compress(data)
+    out = ok(invoke("cumsum", str(write_file(name, data)), *args, "--to", "jsonl")).stdout
+    assert out == '{"v":1}\n{"v":3}\n'
+
+
+def test_stdin_is_sniffed_as_jsonl(invoke):
+    assert ok(invoke("cumsum", input=b'{"v": 2}\n{"v": 2}\n')).stdout == '{"v":2}\n{"v":4}\n'
+
+
+def test_csv_to_jsonl_keeps_text_as_strings(invoke, write_file):
+    path = write_file("in.csv", "code,n,note\n007,1,NA\n010,2,\n")
+    out = ok(invoke("cumsum", str(path), "--to", "jsonl")).stdout
+    # An empty cell is missing: null, so that the key (and a column of them) stays.
+    assert out == ('{"code":"007","n":1,"note":"NA"}\n'
+                   '{"code":"010","n":3,"note":null}\n')
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [pytest.param(b'{"v": 1}\n{"v": 2,}\n', "line 2 is not JSON: Expecting property name "
+                  "enclosed in double quotes (at character 9)", id="bad-json"),
+     pytest.param(b'{"v": 1}\n\n[1, 2]\n', "line 3 is an array, not a JSON object",
+                  id="array"),
+     pytest.param(b'{"v": 1}\n7\n', "line 2 is the value b'7', not a JSON object",
+                  id="number"),
+     pytest.param(b'{"v": 1}\n{"v": "\xff"}\n', "line 2 is not UTF-8 text", id="utf8")])
+def test_a_bad_line_is_an_error_naming_it(invoke, write_file, text, message):
+    path = write_file("in.jsonl", text)
+    result = invoke("cumsum", str(path))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: {path}: {message}\n"
+
+
+def test_a_bad_line_on_stdin_names_standard_input(invoke):
+    result = invoke("cumsum", "--from", "jsonl", input=b'{"v": 1}\nnot json\n')
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: standard input: line 2 is not JSON: ")
+    assert result.stderr.count("\n") == 1
+
+
+def test_a_bad_line_leaves_no_output_file(invoke, tmp_path, write_file):
+    out = tmp_path / "out.jsonl"
+    result = invoke("cumsum", str(write_file("in.jsonl", '{"v": 1}\n{')), "-o", str(out),
+                    "--batch-rows", "1")
+    assert result.exit_code == 1
+    assert not out.exists()
+
+
+def test_scanning_a_field_that_is_not_always_a_number_is_an_error(invoke, write_file):
+    path = write_file("in.jsonl", '{"v": 1}\n{"v": "n/a"}\n')
+    result = invoke("cumsum", str(path), "-c", "v")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: {path}: column 'v' is not numeric")
+
+
+def test_a_line_longer_than_the_record_limit_is_an_error(invoke, write_file):
+    path = write_file("in.jsonl", '{"v": 1}\n{"v": "' + "x" * 3000 + '"}\n{"v": 2}\n')
+    result = invoke("cumsum", str(path), "--max-record-size", "1K")
+    assert result.exit_code == 1
+    assert "line 2 is longer than 1024 bytes" in result.stderr
+
+
+def test_empty_input_has_no_column_to_scan(invoke, write_file):
+    path = write_file("in.jsonl", b"\n")
+    result = invoke("cumsum", str(path), "--to", "jsonl")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {path}: no numeric columns to scan; columns: none\n"
+
+
+def test_arrow_stream_output_keeps_json_text_for_a_jsonl_round_trip(invoke, write_file):
+    path = write_file("in.jsonl", jsonl(RECORDS))
+    stream = ok(invoke("cumsum", str(path), "--to", "arrows")).stdout_bytes
+    assert ipc.open_stream(io.BytesIO(stream)).read_all().num_rows == len(RECORDS)
+    again = records_of(invoke("cumsum", "--to", "jsonl", "-c", "x", "--exclusive",
+                              input=stream))
+    assert [list(r) for r in again] == [[k for k in COLUMNS if k in r] for r in RECORDS]
+
+
+# CSV -> jsonl -> Arrow -> CSV keeps unscanned columns as they were ------------------------
+
+_cell = st.text(alphabet=st.characters(blacklist_categories=("Cs",),
+                                       blacklist_characters="\x00\r"), max_size=8)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(_cell, _cell, st.integers(-1000, 1000)), min_size=1,
+                     max_size=6))
+def test_csv_to_jsonl_to_arrow_to_csv_is_lossless(invoke, rows):
+    import csv
+
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["a", "b", "n"])
+    writer.writerows(rows)
+    original = text.getvalue().encode()
+    as_jsonl = ok(invoke("cumsum", "--from", "csv", "-c", "n", "--to", "jsonl",
+                         input=original)).stdout_bytes
+    as_arrow = ok(invoke("cumsum", "-c", "n", "--exclusive", "--to", "arrows",
+                         input=as_jsonl)).stdout_bytes
+    back = ok(invoke("cumsum", "-c", "n", "--to", "csv", input=as_arrow)).stdout
+    got = list(csv.reader(io.StringIO(back)))
+    assert got[0] == ["a", "b", "n"]
+    assert [(a, b) for a, b, _ in got[1:]] == [(a, b) for a, b, _ in rows]
+
+
+def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch):
+    from cumtool.formats import jsonl as module
+
+    monkeypatch.setattr(module, "_MAX_SHAPES", 2)  # fold the counts after every few records
+    # v is in every record (its null stays null); a and c are absent from some.
+    records = [{"a": 1, "v": 1}, {"v": None, "a": 2}, {"v": 2, "c": 1},
+               {"a": 3, "v": 3, "c": 2}, {"c": 3, "v": 4, "a": 4}]
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", jsonl(records))))).stdout
+    assert out == ('{"a":1,"v":1}\n{"a":3,"v":null}\n{"v":3,"c":1}\n{"a":6,"v":6,"c":3}\n'
+                   '{"a":10,"v":10,"c":6}\n')
