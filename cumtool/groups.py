@@ -61,6 +61,14 @@ class GroupKeys:
         ordered = joined.sort(_ROW)
         return ordered.get_column(_GROUP).to_numpy()
 
+    def known(self) -> pl.DataFrame | None:
+        """The keys seen so far and their group ids (for --state); None before any row."""
+        return self._known
+
+    def restore(self, known: pl.DataFrame | None, count: int) -> None:
+        """Continue from keys saved by known() (a run resumed with --state)."""
+        self._known, self.count = known, count
+
 
 def _joinable(keys: pl.DataFrame) -> pl.DataFrame:
     """polars' joins do not reliably match a NaN key with NaN (a NaN row could find no
