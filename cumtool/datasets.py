@@ -69,7 +69,7 @@ class ChainSource:
         self.schema = pa.schema(fields, metadata=self._own.metadata)
         self.hints: list[ColumnHint] | None = None
         if self._hinted:
-            own_hints = list(first.hints)
+            own_hints = self._judged_hints(first)
             self.hints = ([_TEXT_HINT] * self._shift + own_hints
                           + [_TEXT_HINT] * len(self._partition))
         self._width = len(self._own)
@@ -89,6 +89,26 @@ class ChainSource:
                              f"{option('filename_column')} work on tables (CSV, TSV, "
                              "Parquet), and this is an array (.npy)")
         return source, kind
+
+    def _judged_hints(self, first: Any) -> list[ColumnHint]:
+        """What each text column holds, judged from the first file that has a value in
+        it: a first file with no rows, or with a column all missing, says nothing of it."""
+        hints = list(first.hints)
+        unknown = {i for i, hint in enumerate(hints)
+                   if first.sampled_rows == 0 or hint.kind == "empty"}
+        for k in range(1, len(self.files)):
+            if not unknown:
+                break
+            with contextlib.ExitStack() as stack:
+                source, kind = self._open(k, stack)
+                self._check(k, source, kind)
+                if source.sampled_rows == 0:
+                    continue
+                for i in list(unknown):
+                    if source.hints[i].kind != "empty":
+                        hints[i] = source.hints[i]
+                        unknown.remove(i)
+        return hints
 
     def _unified_parquet_schema(self, schema: pa.Schema) -> pa.Schema:
         """The first file's schema, with a type-null column typed as in a later file."""
@@ -116,8 +136,8 @@ class ChainSource:
 
         first, path = self.files[0].path, self.files[k].path
         if kind.format != self.kind.format and {kind.format, self.kind.format} != {"csv", "tsv"}:
-            raise DataError(f"{path}: {kind.format}, but {first} is {self.kind.format}; the "
-                            "inputs must share a format and schema")
+            raise DataError(f"{path}: is {kind.format}, but {first} is {self.kind.format}; "
+                            "the inputs must share a format and schema")
         theirs = source.schema
         if theirs.names != self._own.names:
             raise DataError(f"{path}: its columns differ from {first}'s "
@@ -236,7 +256,9 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     finish = state.prepare(request, plan, chain)
     view = View(request.op, "rows", chain.name)
     try:
-        os.makedirs(directory, exist_ok=True)
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+            stack.callback(_remove_if_empty, directory)  # made for a run that failed
         staging = tempfile.mkdtemp(prefix=".cumtool-stage-", dir=directory)
     except OSError as error:
         raise OutputError(f"cannot write {directory}: {error.strerror or error}") from None
@@ -268,6 +290,11 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
         except OSError as error:
             raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
     finish()
+
+
+def _remove_if_empty(directory: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
 
 
 def is_dataset(request: Request) -> bool:

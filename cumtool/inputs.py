@@ -119,7 +119,8 @@ def _hive_keys(directory: str, relative: str, first: str) -> tuple[tuple[str, st
         raise DataError(f"{os.path.join(directory, relative)}: not in a key=value folder "
                         f"like the other files of the hive-partitioned dataset {directory}")
     partitioning = ds.HivePartitioning(pa.schema([(n, pa.string()) for n in names]))
-    keys = ds.get_partition_keys(partitioning.parse("/".join(folders)))
+    # pyarrow parses a path of folders between slashes (a last segment is a file name).
+    keys = ds.get_partition_keys(partitioning.parse("/" + "/".join(folders) + "/"))
     first_names = [part.split("=", 1)[0] for part in _folders(os.path.relpath(first, directory))]
     if names != first_names:
         raise DataError(f"{os.path.join(directory, relative)}: partition keys "

@@ -232,10 +232,8 @@ def _encode_object(obj: Any) -> dict[str, Any]:
 
 
 def _encode_value(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return encode_array(value)
-    if isinstance(value, np.generic):
-        return {"scalar": encode_array(np.asarray(value))}
+    if isinstance(value, np.ndarray | np.generic):  # a numpy scalar: as a 0-d array
+        return encode_array(np.asarray(value))
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
@@ -265,8 +263,6 @@ def _restore_object(path: str, obj: Any, saved: dict[str, Any]) -> None:
 
 def _decode_value(value: Any) -> Any:
     if isinstance(value, dict):
-        if "scalar" in value:
-            return decode_array(value["scalar"])[()]
         if "float" in value:
             return float(_floats([value["float"]], np.dtype(np.float64))[0])
         return decode_array(value)
