@@ -551,3 +551,9 @@ def test_any_split_into_files_batches_or_resumed_runs_gives_the_same_bytes(
         run(day, "--state", folder / "run.state", "-o", folder / f"day-{k}.out.{out}")
         resumed += _output(folder / f"day-{k}.out.{out}", out, k == 0)
     assert resumed == expected
+
+
+def test_by_on_a_csv_with_a_header_and_no_rows_writes_the_header(cli):
+    write("empty.csv", "k,x\n")
+    result = ok(cli("cumsum", "empty.csv", "--by", "k", "-c", "x"))
+    assert result.stdout == "k,x\n"
