@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from cumtool.errors import DataError, UsageError, option
+from cumtool.errors import DataError, OutputError, UsageError, option
 from cumtool.kernels import ScanSpec
 from cumtool.request import Request
 
@@ -44,6 +44,9 @@ def prepare(request: Request, plan: Any, source: Any) -> Callable[[], None]:
     if request.state is None:
         return lambda: None
     path = request.state
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):  # found now, not after the output is written
+        raise OutputError(f"cannot write {path}: directory {folder} does not exist")
     made_with = _made_with(request, plans)
     if os.path.exists(path):
         _load(path, made_with, plans)

@@ -557,3 +557,19 @@ def test_by_on_a_csv_with_a_header_and_no_rows_writes_the_header(cli):
     write("empty.csv", "k,x\n")
     result = ok(cli("cumsum", "empty.csv", "--by", "k", "-c", "x"))
     assert result.stdout == "k,x\n"
+
+
+def test_state_in_a_missing_directory_is_an_error_before_anything_is_written(cli):
+    write("d.csv", "x\n1\n")
+    result = cli("cumsum", "d.csv", "--state", "nowhere/s.json", "-o", "out.csv")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: cannot write nowhere/s.json: directory "
+                             f"{os.path.abspath('nowhere')} does not exist\n")
+    assert not os.path.exists("out.csv")
+
+
+def test_hive_folders_of_csv_files_give_their_keys_too(cli):
+    write("d/site=a/1.csv", "x\n1\n")
+    write("d/site=b/1.csv", "x\n2\n")
+    result = ok(cli("cumsum", "d", "--by", "site"))
+    assert result.stdout == "x,site\n1,a\n2,b\n"
