@@ -94,8 +94,8 @@ class ChainSource:
         """What each text column holds, judged from the first file that has a value in
         it: a first file with no rows, or with a column all missing, says nothing of it."""
         hints = list(first.hints)
-        unknown = {i for i, hint in enumerate(hints)
-                   if first.sampled_rows == 0 or hint.kind == "empty"}
+        guessed = first.sampled_rows == 0  # no rows: every hint is a guess
+        unknown = {i for i, hint in enumerate(hints) if guessed or hint.kind == "empty"}
         for k in range(1, len(self.files)):
             if not unknown:
                 break
@@ -104,10 +104,11 @@ class ChainSource:
                 self._check(k, source, kind)
                 if source.sampled_rows == 0:
                     continue
-                for i in list(unknown):
-                    if source.hints[i].kind != "empty":
+                for i in unknown:
+                    if guessed or source.hints[i].kind != "empty":
                         hints[i] = source.hints[i]
-                        unknown.remove(i)
+                guessed = False
+                unknown = {i for i in unknown if hints[i].kind == "empty"}
         return hints
 
     def _unified_parquet_schema(self, schema: pa.Schema) -> pa.Schema:

@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from cumtool.errors import DataError, UsageError, option
+from cumtool.errors import DataError, OutputError, UsageError, option
 
 _MAGIC = re.compile(r"[*?[]")
 _DIGITS = re.compile(r"(\d+)")
@@ -143,6 +143,9 @@ def check(inputs: tuple[str, ...], output: str | None, *, reverse: bool, state: 
                          "reversed scan starts from the last row, so it cannot be resumed")
     if filename_column is not None and not filename_column:
         raise UsageError(f"{option('filename_column')} needs a column name")
+    if output not in (None, "-") and not per_input_output(output) and os.path.isdir(output):
+        raise OutputError(f"cannot write {output}: it is a directory; end it with a slash "
+                          f"(-o {output}/) to write one output per input into it")
     if per_input_output(output):
         if not inputs or inputs == ("-",):
             raise UsageError(f"-o {output} writes one output per input file; standard input "

@@ -573,3 +573,12 @@ def test_hive_folders_of_csv_files_give_their_keys_too(cli):
     write("d/site=b/1.csv", "x\n2\n")
     result = ok(cli("cumsum", "d", "--by", "site"))
     assert result.stdout == "x,site\n1,a\n2,b\n"
+
+
+def test_an_output_directory_without_its_slash_says_how_to_write_into_it(cli, tmp_path):
+    write("a.csv", "x\n1\n")
+    (tmp_path / "out").mkdir()
+    result = cli("cumsum", "a.csv", "-o", "out")
+    assert result.exit_code == 1
+    assert result.stderr == ("Error: cannot write out: it is a directory; end it with a "
+                             "slash (-o out/) to write one output per input into it\n")
