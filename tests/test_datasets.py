@@ -177,10 +177,13 @@ def test_csv_column_kinds_come_from_the_first_file_with_a_value_in_them(cli):
     assert result.stdout == "k,x\na,\nb,2\nc,5\n"
 
 
-def test_an_overflow_names_the_file_and_the_row_within_it(cli):
-    write("a.csv", "x\n9223372036854775000\n")
-    write("b.csv", "x\n1\n2000\n")
-    result = cli("cumsum", "a.csv", "b.csv", "-o", "out.csv", "--batch-rows", "1")
+@pytest.mark.parametrize("options", [pytest.param([], id="plain"),
+                                     pytest.param(["--by", "k"], id="by"),
+                                     pytest.param(["--batch-rows", "1"], id="batches")])
+def test_an_overflow_names_the_file_and_the_row_within_it(cli, options):
+    write("a.csv", "k,x\na,9223372036854775000\n")
+    write("b.csv", "k,x\nb,1\na,2000\n")
+    result = cli("cumsum", "a.csv", "b.csv", "-o", "out.csv", "-c", "x", *options)
     assert result.exit_code == 1
     assert result.stderr == ("Error: b.csv: column 'x', row 2: cumsum overflows int64 "
                              "(adding 2000); use --overflow wrap for wrap-around\n")
@@ -541,6 +544,11 @@ def test_any_split_into_files_batches_or_resumed_runs_gives_the_same_bytes(
     batch = data.draw(st.integers(1, 4))
     run(*files, "--batch-rows", str(batch), "-o", folder / f"files.{out}")
     assert _output(folder / f"files.{out}", out, True) == expected
+    run(*files, "-o", f"{folder / 'each'}/")  # one output per file, carried across them
+    each: list = []
+    for k in range(len(files)):
+        each += _output(folder / "each" / f"part-{k}.{out}", out, k == 0)
+    assert each == expected
 
     # Resumed runs: CSV parts need a row each to tell what their columns hold.
     day_cuts = _cuts(data.draw, len(rows), 1 if fmt == "csv" else 0)
