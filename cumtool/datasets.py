@@ -109,6 +109,7 @@ class ChainSource:
                         hints[i] = source.hints[i]
                 guessed = False
                 unknown = {i for i in unknown if hints[i].kind == "empty"}
+        self.sampled_rows = 0 if guessed else 1  # 0: no file had a row to judge from
         return hints
 
     def _unified_parquet_schema(self, schema: pa.Schema) -> pa.Schema:
@@ -251,7 +252,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                            only_scanned=request.only_scanned,
                            typed_output=fmt in ("parquet", "npy"))
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
-                     chain.hints, **_scan_options(request))
+                     state.hints(request, chain), **_scan_options(request))
     if fmt == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
     finish = state.prepare(request, plan, chain)

@@ -97,10 +97,10 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                            reset=request.reset, keep=request.keep, reverse=request.reverse,
                            only_scanned=request.only_scanned,
                            typed_output=out.format in ("parquet", "npy"))
-    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
-                     getattr(source, "hints", None), **_scan_options(request))
     from cumtool import state
 
+    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
+                     state.hints(request, source), **_scan_options(request))
     save_state = state.prepare(request, plan, source)  # --state, and positions in files
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)

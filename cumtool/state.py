@@ -57,6 +57,45 @@ def prepare(request: Request, plan: Any, source: Any) -> Callable[[], None]:
     return save
 
 
+def hints(request: Request, source: Any) -> list[Any] | None:
+    """What each text column holds: as the source judged it, except where it had no
+    value to judge from (a day with no rows, or with a column all missing): there, as the
+    state saved it, so that a quiet day does not turn yesterday's float column into a
+    guessed integer or text one."""
+    judged = getattr(source, "hints", None)
+    if judged is None or request.state is None or not os.path.exists(request.state):
+        return judged
+    import pyarrow as pa
+
+    from cumtool.formats import ColumnHint
+
+    document = _read(request.state)
+    try:
+        made_with = document["made_with"]
+        saved = {c["name"]: c for c in document["plans"][0]["columns"]}
+    except (KeyError, TypeError, IndexError) as error:
+        raise _damaged(request.state, f"{type(error).__name__}: {error}") from None
+    no_rows = getattr(source, "sampled_rows", 1) == 0
+    result = []
+    for name, hint in zip(source.schema.names, judged, strict=True):
+        record = saved.get(name)
+        if not no_rows and hint.kind != "empty":
+            result.append(hint)
+        elif record is not None:
+            scale = record.get("decimal_scale")
+            arrow_type = (pa.decimal128(38, scale) if scale is not None
+                          else pa.from_numpy_dtype(np.dtype(record["spec"]["source_dtype"])))
+            kind = "float" if pa.types.is_floating(arrow_type) else "int"
+            result.append(ColumnHint(arrow_type, True, kind))
+        elif not no_rows:
+            result.append(hint)
+        elif name == made_with.get("reset"):
+            result.append(ColumnHint(pa.int64(), False, "int"))
+        else:
+            result.append(ColumnHint(None, False, "text"))
+    return result
+
+
 def _locator(locate: Callable[[int], tuple[str, int]], plan: Any
              ) -> Callable[[int], tuple[str, int]]:
     return lambda row: locate(row - plan.rows_before)
@@ -134,7 +173,7 @@ def _damaged(path: str, why: str) -> DataError:
                      f"remove it to start afresh, or give another {option('state')} file")
 
 
-def _load(path: str, made_with: dict[str, Any], plans: list[Any]) -> None:
+def _read(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as stream:
             document = json.load(stream)
@@ -147,6 +186,11 @@ def _load(path: str, made_with: dict[str, Any], plans: list[Any]) -> None:
     if document.get("version") != VERSION:
         raise _damaged(path, f"version {document.get('version')!r}, this cumtool reads "
                              f"version {VERSION}")
+    return document
+
+
+def _load(path: str, made_with: dict[str, Any], plans: list[Any]) -> None:
+    document = _read(path)
     try:
         _compare(path, document["made_with"], made_with)
         saved_plans = document["plans"]
