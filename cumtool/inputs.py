@@ -64,6 +64,8 @@ def expand(inputs: tuple[str, ...]) -> list[InputFile]:
             files.extend(_globbed(argument))
         elif os.path.isdir(argument):
             files.extend(_walk(argument, argument))
+        elif not os.path.exists(argument):  # said before any output is written
+            raise DataError(f"{argument}: no such file")
         else:
             files.append(InputFile(argument, os.path.basename(argument)))
     return files

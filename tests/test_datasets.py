@@ -73,6 +73,14 @@ def test_a_quoted_glob_is_expanded_in_natural_order(cli):
     assert result.stdout == ("file,x\nlogs/p-1.csv,1\nlogs/p-2.csv,3\nlogs/p-10.csv,13\n")
 
 
+def test_a_missing_later_input_is_an_error_before_any_output(cli):
+    write("a.csv", "x\n1\n")
+    result = cli("cumsum", "a.csv", "nope.csv")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == "Error: nope.csv: no such file\n"
+
+
 def test_a_glob_that_matches_nothing_is_an_error(cli):
     result = cli("cumsum", "logs/*.csv")
     assert result.exit_code == 1
