@@ -50,6 +50,12 @@ def prepare(request: Request, plan: Any, source: Any) -> Callable[[], None]:
     made_with = _made_with(request, plans)
     if os.path.exists(path):
         _load(path, made_with, plans)
+    try:  # a carry this module cannot write is found now, not after the output is written
+        for each in plans:
+            _plan_record(each)
+    except TypeError as error:
+        raise UsageError(f"{option('state')} cannot save the state of {request.op}: "
+                         f"{error}") from None
 
     def save() -> None:
         _save(path, made_with, plans)
@@ -126,7 +132,11 @@ def _spec_record(spec: ScanSpec) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for field in dataclasses.fields(spec):
         value = getattr(spec, field.name)
-        record[field.name] = str(value) if isinstance(value, np.dtype) else value
+        if isinstance(value, np.generic):
+            value = value.item()
+        if not (value is None or isinstance(value, bool | int | float | str)):
+            value = str(value)  # a dtype, or an option an op adds
+        record[field.name] = value
     return record
 
 
@@ -300,6 +310,8 @@ def _encode_value(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return {"float": _float_text(value, np.asarray(value).view(np.uint64).item(), 16)}
+    if isinstance(value, list | tuple):
+        return {"list": [_encode_value(item) for item in value]}
     if hasattr(value, "__dict__"):
         return {"object": _encode_object(value)}
     raise TypeError(f"cannot save a carried {type(value).__name__}")
@@ -327,6 +339,8 @@ def _decode_value(value: Any) -> Any:
     if isinstance(value, dict):
         if "float" in value:
             return float(_floats([value["float"]], np.dtype(np.float64))[0])
+        if "list" in value:
+            return [_decode_value(item) for item in value["list"]]
         return decode_array(value)
     return value
 
