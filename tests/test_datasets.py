@@ -655,3 +655,18 @@ def test_state_saves_any_carry_fields_an_op_adds_exactly():
     assert fresh.flags[0].dtype == np.int16 and fresh.flags[0].tolist() == [1, 2]
     assert fresh.flags[1] is None
     assert fresh.inner.weight.tobytes() == nan.tobytes()
+
+
+def test_reverse_over_several_files_scans_their_concatenation_backwards(cli):
+    write("a.csv", "x\n1\n2\n")
+    write("b.csv", "x\n3\n4\n")
+    result = ok(cli("cummax", "a.csv", "b.csv", "--reverse", "--indices"))
+    assert result.stdout == "x,x_index\n4,3\n4,3\n4,3\n4,3\n"
+    result = ok(cli("cumsum", "a.csv", "b.csv", "--reverse"))
+    assert result.stdout == "x\n10\n9\n7\n4\n"
+
+
+def test_filename_column_on_standard_input_is_a_dash(runner):
+    result = ok(runner.invoke(main, ["cumsum", "-", "--filename-column", "f"],
+                              input="x\n1\n2\n", catch_exceptions=False))
+    assert result.stdout == "f,x\n-,1\n-,3\n"
