@@ -94,7 +94,8 @@ class ChainSource:
         """What each text column holds, judged from the first file that has a value in
         it: a first file with no rows, or with a column all missing, says nothing of it."""
         hints = list(first.hints)
-        guessed = first.sampled_rows == 0  # no rows: every hint is a guess
+        # Sources that judge no sample (other text formats) count as having rows.
+        guessed = getattr(first, "sampled_rows", 1) == 0  # no rows: every hint is a guess
         unknown = {i for i, hint in enumerate(hints) if guessed or hint.kind == "empty"}
         for k in range(1, len(self.files)):
             if not unknown:
@@ -102,7 +103,7 @@ class ChainSource:
             with contextlib.ExitStack() as stack:
                 source, kind = self._open(k, stack)
                 self._check(k, source, kind)
-                if source.sampled_rows == 0:
+                if getattr(source, "sampled_rows", 1) == 0:
                     continue
                 for i in unknown:
                     if guessed or source.hints[i].kind != "empty":
