@@ -670,3 +670,12 @@ def test_filename_column_on_standard_input_is_a_dash(runner):
     result = ok(runner.invoke(main, ["cumsum", "-", "--filename-column", "f"],
                               input="x\n1\n2\n", catch_exceptions=False))
     assert result.stdout == "f,x\n-,1\n-,3\n"
+
+
+def test_output_directory_may_be_the_input_directory(cli):
+    write("data/1.csv", "x\n1\n2\n")
+    write("data/2.csv", "x\n3\n")
+    ok(cli("cumsum", "data", "-o", "data/"))
+    assert sorted(os.listdir("data")) == ["1.csv", "2.csv"]
+    assert Path("data/1.csv").read_text() == "x\n1\n3\n"
+    assert Path("data/2.csv").read_text() == "x\n6\n"
