@@ -74,7 +74,7 @@ def _size(_ctx: click.Context, param: click.Parameter, value: str | None) -> int
 def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
     """The options every operation shares."""
     options = [
-        click.argument("input", default=None, required=False, metavar="[INPUT]",
+        click.argument("input", nargs=-1, metavar="[INPUT]...",
                        shell_complete=complete_path),
         click.option("-a", "--axis", "--dim", "axis", type=AxisType(), default="rows",
                      show_default=True,
@@ -88,7 +88,15 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-o", "--output", default=None, metavar="PATH",
                      shell_complete=complete_path,
                      help="Write here (format from the extension); '-' or none: "
-                          "standard output."),
+                          "standard output; DIR/ (ending in /): one output per input, "
+                          "under the same relative names."),
+        click.option("--state", default=None, metavar="FILE", shell_complete=complete_path,
+                     help="Tables: continue from the running values saved in FILE (if it "
+                          "exists), and save them there when the run succeeds (for "
+                          "cron: day by day gives the bits of one run)."),
+        click.option("--filename-column", "filename_column", default=None, metavar="NAME",
+                     help="Tables: add a first column NAME holding each row's input path "
+                          "as given (--by NAME: a running total per file)."),
         click.option("--from", "from_format", type=FROM_FORMAT, default=None,
                      help="Input format (default: from the extension, else the first "
                           "bytes)."),
@@ -188,7 +196,9 @@ def _make_command(op: str) -> click.Command:
 
     @click.command(name=op, help=f"{summary}\n\nINPUT is a CSV, TSV (plain or "
                    "compressed), Parquet, .npy, JSON Lines, Arrow IPC or spreadsheet (.xlsx, "
-                   ".xls, .ods) file, or '-' / nothing for standard input.",
+                   ".xls, .ods) file, or '-' / nothing for standard input. Several INPUTs, "
+                   "quoted globs ('logs/*.csv', in natural order) and directories "
+                   "(hive-partitioned Parquet too) are read as one table.",
                    epilog=f"\b\nExample:\n  {example}")
     @scan_options
     @click.pass_context
@@ -206,8 +216,11 @@ def _make_command(op: str) -> click.Command:
 def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     from cumtool.engine import Request, run
 
+    given = tuple(options["input"])
     request = Request(
-        op=op, input=options["input"] or "-", output=options["output"],
+        op=op, input=given[0] if given else "-", output=options["output"],
+        inputs=given if len(given) > 1 else (), state=options["state"],
+        filename_column=options["filename_column"],
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
         delimiter=options["delimiter"], header=not options["no_header"],
@@ -224,7 +237,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         max_record_size=options["max_record_size"], sheet=options["sheet"],
     )
     try:
-        if options["input"] is None and sys.stdin is not None and sys.stdin.isatty():
+        if not given and sys.stdin is not None and sys.stdin.isatty():
             # Not a wait for input no one sends: only an explicit '-' reads what is typed.
             raise UsageError(f"no input: give a file, or pipe data into cumtool (cumtool "
                              f"{op} data.csv, or ... | cumtool {op})")

@@ -62,7 +62,9 @@ def complete_columns(ctx: click.Context, _param: click.Parameter, incomplete: st
     if params.get("no_header"):
         return []  # columns are positions then
     # While a value is still missing, Click leaves the input among the unparsed args.
-    path = params.get("input") or next(iter(ctx.args), None)
+    given = params.get("input")
+    path = (given[0] if isinstance(given, tuple | list) and given else given
+            ) or next(iter(ctx.args), None)
     if not path or path == "-":
         return []
     header = header_names(os.path.expanduser(path), from_format=params.get("from_format"),

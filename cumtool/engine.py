@@ -19,6 +19,7 @@ from cumtool.choices import AXIS_NAMES
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import (
     OUTPUT_FORMATS,
+    TYPED_OUTPUTS,
     ArraySink,
     FileKind,
     TableSink,
@@ -52,6 +53,11 @@ def run(request: Request) -> None:
     request.check()  # every option and combination, before any I/O
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
+        from cumtool import datasets
+
+        if datasets.is_dataset(request):  # several inputs, a glob, a directory, -o DIR/
+            datasets.run(request, dtype, stack)
+            return
         source, kind = open_source(request, dtype, stack)
         out_format = _output_format(request, kind)
         if hasattr(source, "blocks"):  # an array source
@@ -88,14 +94,16 @@ def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa
 
 def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack) -> None:
+    from cumtool import state
     from cumtool.tables import TableOptions, make_plan
 
     options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
                            reset=request.reset, keep=request.keep, reverse=request.reverse,
                            only_scanned=request.only_scanned,
-                           typed_output=out.format in ("parquet", "npy", "arrow", "arrows"))
+                           typed_output=out.format in TYPED_OUTPUTS)
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
-                     getattr(source, "hints", None), **_scan_options(request))
+                     state.hints(request, source), **_scan_options(request))
+    save_state = state.prepare(request, plan, source)  # --state, and positions in files
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)
     passing = {name for i, name in enumerate(plan.names) if i not in scanned}
@@ -119,6 +127,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
 
         scan_batches(plan, read, sink, reverse, stack,
                      lambda: progress.update(getattr(source, "bytes_read", plan.rows_done)))
+    save_state()  # only once the output is complete
 
 
 def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,

@@ -61,6 +61,14 @@ class GroupKeys:
         ordered = joined.sort(_ROW)
         return ordered.get_column(_GROUP).to_numpy()
 
+    def known(self) -> pl.DataFrame | None:
+        """The keys seen so far and their group ids (for --state); None before any row."""
+        return self._known
+
+    def restore(self, known: pl.DataFrame | None, count: int) -> None:
+        """Continue from keys saved by known() (a run resumed with --state)."""
+        self._known, self.count = known, count
+
 
 def _joinable(keys: pl.DataFrame) -> pl.DataFrame:
     """polars' joins do not reliably match a NaN key with NaN (a NaN row could find no
@@ -100,7 +108,7 @@ def _buckets(order: np.ndarray, run_sorted: np.ndarray, run_count: int) -> list[
     """Bucket runs by length (powers of two): padding is at most half of each block."""
     n = order.shape[0]
     lengths = np.bincount(run_sorted, minlength=run_count)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    starts = np.cumsum(lengths) - lengths  # (a batch of no rows has no runs)
     rank = np.arange(n) - np.repeat(starts, lengths)
     bucket_of_run = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
     row_bucket = np.repeat(bucket_of_run, lengths)

@@ -27,7 +27,8 @@ from cumtool.formats import (
 )
 
 Overflow = Literal["error", "wrap"]
-TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned")
+TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
+              "--state", "--filename-column")
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,11 @@ class Request:
     precision: int = 6  # the terminal table: significant digits of floats
     max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
     sheet: str | None = None  # a spreadsheet's sheet: its name, or its number from 1
+    # Every INPUT argument (files, globs, directories) when there are several or any is
+    # not a plain file; `input` is then the first (cumtool.inputs, cumtool.datasets).
+    inputs: tuple[str, ...] = ()
+    state: str | None = None  # --state FILE: the carried state, loaded and saved
+    filename_column: str | None = None  # --filename-column NAME: each row's input path
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -93,6 +99,11 @@ class Request:
             check_format_name(self.from_format, INPUT_FORMATS, "--from")
         self.csv_read("csv")
         self.csv_write("csv")
+        from cumtool import inputs
+
+        inputs.check(self.inputs or (self.input,), self.output, reverse=self.reverse,
+                     state=self.state, filename_column=self.filename_column,
+                     to_format=self.to_format)
         self._check_output()
         named = None if self.input == "-" else kind_from_name(self.input)
         if self.sheet is not None:
@@ -106,6 +117,12 @@ class Request:
                                      f"{self.input} is an array")
 
     def _check_output(self) -> None:
+        from cumtool.inputs import per_input_output
+
+        if per_input_output(self.output):  # -o DIR/: formats as the inputs', or --to
+            if self.to_format:
+                check_format_name(self.to_format, OUTPUT_FORMATS, "--to")
+            return
         to_stdout = self.output in (None, "-")
         named = None if to_stdout else kind_from_name(str(self.output))
         if named is not None and named.format not in OUTPUT_FORMATS:  # a spreadsheet
@@ -133,7 +150,8 @@ class Request:
     def table_only(self) -> dict[str, object]:
         """The options that work on tables only, by flag, as given."""
         return dict(zip(TABLE_ONLY, (self.by, self.reset, self.keep, self.columns,
-                                     self.exclude, self.only_scanned), strict=True))
+                                     self.exclude, self.only_scanned, self.state,
+                                     self.filename_column), strict=True))
 
     def csv_read(self, fmt: str) -> CsvReadOptions:
         return CsvReadOptions(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +171,9 @@ class TablePlan:
             self.group_carries = {i: groups.GroupCarry(s) for i, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0
+        self.rows_before = 0  # rows of earlier runs (--state): positions count on from them
+        # The file and row within it of an input row (from 1), for messages (several inputs).
+        self.where: Callable[[int], tuple[str, int]] | None = None
         self.schema = pa.schema(self._fields(), metadata=schema.metadata)
 
     # Which columns ---------------------------------------------------------------------
@@ -435,11 +439,18 @@ class TablePlan:
         """1-based input row of a 0-based row in scan order."""
         return self.reverse_total - scan_row if self.reverse_total is not None else scan_row + 1
 
+    def _place(self, row: int) -> tuple[str, int]:
+        """The file and the row within it of input row `row` (from 1)."""
+        if self.where is not None:
+            return self.where(row)
+        return self.name, row - self.rows_before
+
     def _overflow(self, column: int, scan_row: int,
                   error: ScanOverflowError) -> ScanOverflowError:
         # position: the input row (from 0) and the column's place among the scanned ones
+        name, row = self._place(self._input_row(scan_row))
         return ScanOverflowError(
-            f"{self.name}: column {self.label(column)}, row {self._input_row(scan_row)}: "
+            f"{name}: column {self.label(column)}, row {row}: "
             f"{error.raw}{overflow_hint(self.overflow)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
@@ -543,8 +554,9 @@ class TablePlan:
             if flip:
                 at_column = len(self.selected) - 1 - at_column
             row = self._input_row(self.rows_done + at_row)
+            name, row_in_file = self._place(row)
             raise ScanOverflowError(
-                f"{self.name}: row {row}, column {self.label(self.selected[at_column])}: "
+                f"{name}: row {row_in_file}, column {self.label(self.selected[at_column])}: "
                 f"{error.raw}{overflow_hint(self.overflow)}", (row - 1, at_column)) from None
         out: dict[int, tuple[pa.Array, pa.Array | None]] = {}
         for i, column in enumerate(self.selected):

@@ -163,8 +163,19 @@ def events() -> None:
                '{"spent": 2.5, "user": "ann"}\n')
 
 
+def meter_readings() -> None:
+    """Daily drops of two meters' readings, for docs/datasets.md: several files, a glob in
+    natural order (day-10 after day-9) and runs resumed with --state."""
+    days = {1: [("north", 12), ("south", 7)], 2: [("north", 5), ("south", 9)],
+            10: [("north", 8), ("south", 1)]}
+    (HERE / "meter").mkdir(exist_ok=True)
+    for day, rows in days.items():
+        write_rows(f"meter/day-{day}.csv", ["meter", "kwh"], [list(row) for row in rows])
+
+
 def main() -> None:
     reference_examples()
+    meter_readings()
     daily_sales()
     weekly_visitors()
     rainfall()

@@ -263,14 +263,15 @@ def test_piped_input_is_read_while_the_output_is_a_terminal(tmp_path: Path):
 # Click's messages ----------------------------------------------------------------------------
 
 
-def test_a_hostile_argument_is_shown_escaped_in_one_line_and_a_hint(tmp_path: Path):
+def test_a_hostile_argument_is_shown_escaped_in_one_line(tmp_path: Path):
+    """A second INPUT is one more file to read (a glob here, for its '['): its name is
+    shown escaped."""
     path = tmp_path / "t.csv"
     path.write_text("a\n1\n")
     done = cumtool("cumsum", str(path), f"x{HOSTILE}", tmp_path=tmp_path)
-    assert done.status == 2
+    assert done.status == 1
     assert done.out == b""
-    assert done.err == (f"Error: Got unexpected extra argument (x{HOSTILE_SHOWN})\n"
-                        "Try 'cumtool cumsum --help'.\n")
+    assert done.err == f"Error: x{HOSTILE_SHOWN}: no file matches\n"
 
 
 @pytest.mark.parametrize(("args", "error", "hint"), [
@@ -279,8 +280,6 @@ def test_a_hostile_argument_is_shown_escaped_in_one_line_and_a_hint(tmp_path: Pa
     pytest.param(["cumsum", "{path}", "--overflow", "nope"],
                  "Invalid value for '--overflow': 'nope' is not one of 'error', 'wrap'.",
                  "Try 'main cumsum --help'.", id="bad-choice"),
-    pytest.param(["cumsum", "{path}", "extra"], "Got unexpected extra argument (extra)",
-                 "Try 'main cumsum --help'.", id="extra-argument"),
     pytest.param(["cumsum", "{path}", "-c", "a,\x1b[2J,"],
                  "Invalid value for '-c' / '--columns': -c 'a,\\x1b[2J,': an empty column "
                  "name; quote it as '\"\"' to choose a column whose name is empty",

@@ -23,6 +23,8 @@ INPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows", "xl
                  "ods")
 OUTPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows", "table")
 TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "arrow", "arrows", "xlsx", "xls", "ods")
+# Output formats that keep types: numbers read as text are written as numbers there.
+TYPED_OUTPUTS = ("parquet", "npy", "arrow", "arrows")
 SPREADSHEETS = ("xlsx", "xls", "ods")  # read with fastexcel (the `excel` extra)
 BINARY_OUTPUTS = ("parquet", "npy", "arrow", "arrows")  # not for a terminal
 

@@ -173,6 +173,7 @@ class CsvSource:
         else:
             self.column_names = [str(i + 1) for i in range(self._width)]
         self._first = frame
+        self.sampled_rows = frame.height  # rows the hints were judged from (0: guesses)
         # Chunks are sized in cells as well as bytes: a cell costs tens of bytes in a
         # batch (offsets, the parsed value, the result), so 8 MiB of 2-byte rows made
         # batches of 4M rows and held 500 MB.

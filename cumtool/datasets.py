@@ -1,0 +1,308 @@
+"""Many inputs as one stream: the files of a run read one after the other, with the
+carried state running across them, so several files give the bits of their concatenation.
+
+The first file sets the schema (and, for CSV, what each column holds); every later file
+must have the same columns, or the run stops with an error naming both files. A Parquet
+column that is all missing may be stored as type null (pyarrow does so for an empty text
+column): it takes its type from the other files. Error positions name the file and the
+row within it. With `-o DIR/` each input gets its own output under its relative name;
+the outputs are staged in a hidden folder and moved into place only once all succeeded.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import dataclasses
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from cumtool import inputs
+from cumtool.errors import DataError, OutputError, UsageError, option
+from cumtool.formats import TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name
+from cumtool.request import Request
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+_TEXT_HINT = ColumnHint(None, False, "text")
+
+
+class ChainSource:
+    """The files of a run as one table source (the engine's TableSource), opened one at a
+    time. Columns: the --filename-column first, then the files' own, then hive keys."""
+
+    def __init__(self, request: Request, dtype: np.dtype | None, files: list[inputs.InputFile],
+                 stack: contextlib.ExitStack) -> None:
+        self._request = request
+        self._dtype = dtype
+        self.files = files
+        self._first, self.kind = self._open(0, stack)
+        first = self._first
+        self.name = first.name
+        self._own = first.schema
+        self._hinted = getattr(first, "hints", None) is not None
+        if self.kind.format == "parquet" and len(files) > 1:
+            self._own = self._unified_parquet_schema(first.schema)
+        self._partition = [name for name, _ in files[0].partition]
+        self._filename = request.filename_column
+        self._shift = 1 if self._filename is not None else 0
+        import pyarrow as pa
+
+        fields = list(self._own)
+        taken = set(self._own.names)
+        for name in self._partition:
+            if name in taken:
+                raise DataError(f"{files[0].path}: hive partition key {name!r} is also a "
+                                "column of the file")
+            fields.append(pa.field(name, pa.string()))
+            taken.add(name)
+        if self._filename is not None:
+            if self._filename in taken:
+                raise DataError(f"{option('filename_column', self._filename)}: the input "
+                                f"already has a column {self._filename!r}")
+            fields.insert(0, pa.field(self._filename, pa.string()))
+        self.schema = pa.schema(fields, metadata=self._own.metadata)
+        self.hints: list[ColumnHint] | None = None
+        if self._hinted:
+            own_hints = self._judged_hints(first)
+            self.hints = ([_TEXT_HINT] * self._shift + own_hints
+                          + [_TEXT_HINT] * len(self._partition))
+        self._width = len(self._own)
+        self.starts: list[int] = []  # the row (from 0, this run) where each file began
+        self.rows_read = 0
+
+    # Opening ---------------------------------------------------------------------------
+
+    def _open(self, k: int, stack: contextlib.ExitStack) -> tuple[Any, FileKind]:
+        from cumtool.sources import open_source
+
+        path = self.files[k].path
+        source, kind = open_source(dataclasses.replace(self._request, input=path, inputs=()),
+                                   self._dtype, stack)
+        if hasattr(source, "blocks"):
+            raise UsageError(f"{path}: several inputs, directories and "
+                             f"{option('filename_column')} work on tables (CSV, TSV, "
+                             "Parquet), and this is an array (.npy)")
+        return source, kind
+
+    def _judged_hints(self, first: Any) -> list[ColumnHint]:
+        """What each text column holds, judged from the first file that has a value in
+        it: a first file with no rows, or with a column all missing, says nothing of it."""
+        hints = list(first.hints)
+        # Sources that judge no sample (other text formats) count as having rows.
+        guessed = getattr(first, "sampled_rows", 1) == 0  # no rows: every hint is a guess
+        unknown = {i for i, hint in enumerate(hints) if guessed or hint.kind == "empty"}
+        for k in range(1, len(self.files)):
+            if not unknown:
+                break
+            with contextlib.ExitStack() as stack:
+                source, kind = self._open(k, stack)
+                self._check(k, source, kind)
+                if getattr(source, "sampled_rows", 1) == 0:
+                    continue
+                for i in unknown:
+                    if guessed or source.hints[i].kind != "empty":
+                        hints[i] = source.hints[i]
+                guessed = False
+                unknown = {i for i in unknown if hints[i].kind == "empty"}
+        self.sampled_rows = 0 if guessed else 1  # 0: no file had a row to judge from
+        return hints
+
+    def _unified_parquet_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The first file's schema, with a type-null column typed as in a later file."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        nulls = [i for i, f in enumerate(schema) if pa.types.is_null(f.type)]
+        for f in self.files[1:]:
+            if not nulls:
+                break
+            try:
+                other = pq.read_schema(f.path)
+            except (pa.ArrowException, OSError):
+                continue  # said properly when the file is opened in turn
+            for i in list(nulls):
+                if (i < len(other) and other.field(i).name == schema.field(i).name
+                        and not pa.types.is_null(other.field(i).type)):
+                    schema = schema.set(i, schema.field(i).with_type(other.field(i).type))
+                    nulls.remove(i)
+        return schema
+
+    def _check(self, k: int, source: Any, kind: FileKind) -> None:
+        """A later file must be a table of the same format and columns as the first."""
+        import pyarrow as pa
+
+        first, path = self.files[0].path, self.files[k].path
+        if kind.format != self.kind.format and {kind.format, self.kind.format} != {"csv", "tsv"}:
+            raise DataError(f"{path}: is {kind.format}, but {first} is {self.kind.format}; "
+                            "the inputs must share a format and schema")
+        theirs = source.schema
+        if theirs.names != self._own.names:
+            raise DataError(f"{path}: its columns differ from {first}'s "
+                            f"({_difference(theirs.names, self._own.names)}); the inputs "
+                            "must share a schema")
+        if self._hinted:
+            return  # text: each run converts the columns the first file says
+        for mine, other in zip(self._own, theirs, strict=True):
+            if mine.type != other.type and not pa.types.is_null(other.type):
+                raise DataError(f"{path}: column {mine.name!r} is {other.type}, but in "
+                                f"{first} it is {mine.type}; the inputs must share a schema")
+
+    # Reading ---------------------------------------------------------------------------
+
+    def locate(self, row: int) -> tuple[str, int]:
+        """The file and row in it (from 1) of the run's `row`-th row (from 1)."""
+        k = max(bisect.bisect_right(self.starts, row - 1) - 1, 0)
+        return self.files[k].path, row - (self.starts[k] if self.starts else 0)
+
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None,
+                unused: frozenset[int] | set[int] = frozenset()) -> Iterator[pa.RecordBatch]:
+        for k in range(len(self.files)):
+            yield from self.file_batches(k, parse or {}, unused)
+
+    def file_batches(self, k: int, parse: Mapping[int, pa.DataType],
+                     unused: frozenset[int] | set[int]) -> Iterator[pa.RecordBatch]:
+        """The batches of the k-th file, with the columns this source adds."""
+        shift, width = self._shift, self._width
+        own_parse = {i - shift: t for i, t in parse.items() if shift <= i < shift + width}
+        own_unused = {i - shift for i in unused if shift <= i < shift + width}
+        with contextlib.ExitStack() as stack:
+            source = self._first
+            if k:
+                source, kind = self._open(k, stack)
+                self._check(k, source, kind)
+            self.starts.append(self.rows_read)
+            for batch in source.batches(own_parse, own_unused):
+                yield self._decorated(k, batch, unused)
+                self.rows_read += batch.num_rows
+
+    def _decorated(self, k: int, batch: pa.RecordBatch,
+                   unused: frozenset[int] | set[int]) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        n = batch.num_rows
+        columns = batch.columns
+        if not self._hinted and any(pa.types.is_null(c.type) and not pa.types.is_null(f.type)
+                                    for c, f in zip(columns, self._own, strict=False)):
+            columns = [c.cast(f.type) if pa.types.is_null(c.type) else c
+                       for c, f in zip(columns, self._own, strict=True)]
+        names = list(batch.schema.names)
+
+        def constant(position: int, text: str | None) -> pa.Array:
+            if self._hinted and position in unused:
+                return pa.nulls(n)
+            return pa.array([text] * n, pa.string())
+
+        own = list(columns[:self._width])
+        extra = list(columns[self._width:])
+        own_names, extra_names = names[:self._width], names[self._width:]
+        keys = self.files[k].partition
+        added = [constant(self._shift + self._width + j, value)
+                 for j, (_, value) in enumerate(keys)]
+        arrays = own + added + extra
+        labels = own_names + [name for name, _ in keys] + extra_names
+        if self._filename is not None:
+            arrays.insert(0, constant(0, self.files[k].path))
+            labels.insert(0, self._filename)
+        return pa.RecordBatch.from_arrays(arrays, names=labels)
+
+
+def _difference(theirs: list[str], mine: list[str]) -> str:
+    if len(theirs) != len(mine):
+        return f"{len(theirs)} columns, not {len(mine)}"
+    at = next(i for i, (a, b) in enumerate(zip(theirs, mine, strict=True)) if a != b)
+    return f"column {at + 1} is {theirs[at]!r}, not {mine[at]!r}"
+
+
+# Running ---------------------------------------------------------------------------------
+
+def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack) -> None:
+    """A run over several inputs, a glob or a directory (or with --filename-column)."""
+    from cumtool import engine
+
+    files = inputs.expand(request.inputs or (request.input,))
+    chain = ChainSource(request, dtype, files, stack)
+    if inputs.per_input_output(request.output):
+        _run_per_input(request, dtype, chain, stack)
+    else:
+        engine._run_table(request, dtype, chain, engine._output_format(request, chain.kind),
+                          stack)
+
+
+def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
+                   stack: contextlib.ExitStack) -> None:
+    """`-o DIR/`: each input's rows to its own file, the scan carried across them."""
+    from cumtool import state
+    from cumtool.engine import _aborting, _rebatch, _scan_options
+    from cumtool.pipeline import BackgroundSink, prefetch
+    from cumtool.sinks import table_sink
+    from cumtool.tables import TableOptions, make_plan
+    from cumtool.view import View
+
+    directory = str(request.output)
+    fmt = request.to_format.lower() if request.to_format else chain.kind.format
+    extension = f".{fmt}" if request.to_format else None
+    targets = inputs.output_names(chain.files, directory, extension)
+    options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
+                           reset=request.reset, keep=request.keep, reverse=False,
+                           only_scanned=request.only_scanned,
+                           typed_output=fmt in TYPED_OUTPUTS)
+    plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
+                     state.hints(request, chain), **_scan_options(request))
+    if fmt == "npy" and request.indices:
+        raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
+    finish = state.prepare(request, plan, chain)
+    view = View(request.op, "rows", chain.name)
+    try:
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+            stack.callback(_remove_if_empty, directory)  # made for a run that failed
+        staging = tempfile.mkdtemp(prefix=".cumtool-stage-", dir=directory)
+    except OSError as error:
+        raise OutputError(f"cannot write {directory}: {error.strerror or error}") from None
+    stack.callback(shutil.rmtree, staging, True)
+    staged = [os.path.join(staging, os.path.relpath(t, directory)) for t in targets]
+    from cumtool.output import open_output
+
+    for k, target in enumerate(staged):
+        kind = kind_from_name(targets[k])
+        out = FileKind(fmt, kind.compression if kind is not None and kind.format == fmt
+                       else None)
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+        except OSError as error:
+            raise OutputError(f"cannot write {targets[k]}: {error.strerror or error}") from None
+        with open_output(target) as stream:
+            sink = BackgroundSink(table_sink(request, out, stream, plan.schema, view,
+                                             chain.files[k].path))
+            with _aborting(sink), contextlib.closing(prefetch(
+                    chain.file_batches(k, plan.parse, plan.text_unused))) as reader:
+                for batch in _rebatch(reader, request.batch_rows):
+                    sink.write(plan.apply(batch))
+                sink.close()
+    # Every output is complete: only now do they replace what was there.
+    for source, target in zip(staged, targets, strict=True):
+        try:
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            os.replace(source, target)
+        except OSError as error:
+            raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
+    finish()
+
+
+def _remove_if_empty(directory: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
+
+
+def is_dataset(request: Request) -> bool:
+    """Whether a run goes through ChainSource rather than one source."""
+    given = request.inputs or (request.input,)
+    return (inputs.is_dataset(given) or inputs.per_input_output(request.output)
+            or request.filename_column is not None)
+
