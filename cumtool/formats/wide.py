@@ -91,6 +91,9 @@ class WideSource:
         self.markers = list(dict.fromkeys([*options.na_values, ""]))
         sample = handover.sample
         del handover
+        # Until the header is read, messages name columns by its first line's fields.
+        self.column_names = sample.split(b"\n", 1)[0].decode(
+            options.encoding or "utf-8", "replace").split(options.delimiter)
         rows = self._records(self._decode(sample, first=True), first=True)
         width = len(rows[0])
         self.width = width
@@ -201,7 +204,7 @@ class WideSource:
                                   ) from None
             start = chunk.rfind(b"\n", 0, error.start) + 1
             field = chunk.count(self._delimiter.encode(), start, error.start)
-            if where != "the header" and field < len(getattr(self, "column_names", ())):
+            if where != "the header" and field < len(self.column_names):
                 where += f", column {self.column_names[field]!r}"
             raise FormatError(
                 f"{self.name}: {where}: bytes {bad} are not UTF-8; pass --encoding with the "
@@ -295,14 +298,16 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
     with open_output(request.output) as stream, contextlib.closing(progress):
         sink = _CompressingSink(_Bytes, stream, out.compression)
         try:
-            if write_options.header:
-                sink.write(groups.header())
+            # The header goes out with the first batch, as on the narrow path.
+            header = groups.header() if write_options.header else b""
             batches = stack.enter_context(contextlib.closing(
                 prefetch(source.row_batches(request.batch_rows))))
             for rows in batches:
-                sink.write(groups.render(rows))
+                sink.write(header + groups.render(rows))
+                header = b""
                 del rows
                 progress.update(source.bytes_read)
+            sink.write(header)
             sink.close()
         except BaseException:
             sink.abort()
