@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 WIDE_COLUMNS = 8192  # a header with more fields than this takes the wide path
 GROUP_COLUMNS = 4096  # columns scanned and written together
-BATCH_CELLS = 1 << 19  # cells in one batch (at least one record)
+BATCH_CELLS = 3 << 17  # cells in one batch (at least one record): about 25 MB of str
 
 
 class WideInput(Exception):  # internal: CsvSource hands a wide input over to WideSource
@@ -301,7 +301,7 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
             # The header goes out with the first batch, as on the narrow path.
             header = groups.header() if write_options.header else b""
             batches = stack.enter_context(contextlib.closing(
-                prefetch(source.row_batches(request.batch_rows))))
+                prefetch(source.row_batches(request.batch_rows), depth=1)))
             for rows in batches:
                 sink.write(header + groups.render(rows))
                 header = b""
