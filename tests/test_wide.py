@@ -200,6 +200,22 @@ def test_a_wide_file_to_a_gzip_file_is_the_narrow_output(
     assert gzip.decompress(out.read_bytes()) == b"a,b,c\n1,x,2\n4,y,6\n"
 
 
+def test_a_latin_1_file_comes_out_byte_for_byte(invoke: Callable[..., Result]) -> None:
+    data = "x,name,y\n1,caf\xe9,2\n3,na\xefve,4\n".encode("latin-1")
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "--encoding",
+                                       "latin-1"], data)
+    assert ok(reference).stdout_bytes == "x,name,y\n1,caf\xe9,2\n4,na\xefve,6\n".encode(
+        "latin-1")
+    _same(reference, result)
+
+
+def test_a_gzip_wide_input(invoke: Callable[..., Result], write_file: Any) -> None:
+    path = write_file("in.csv.gz", gzip.compress(b"a,b,c\n1,x,2\n3,y,4\n"))
+    reference, result = _both(invoke, ["cumsum", str(path), "-o", "-", "--to", "csv"], b"")
+    assert ok(result).stdout_bytes == b"a,b,c\n1,x,2\n4,y,6\n"
+    _same(reference, result)
+
+
 def test_the_header_decides_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(wide, "WIDE_COLUMNS", 3)
     assert not wide.is_wide(b"a,b,c\n1,2,3\n", ",")
@@ -209,18 +225,21 @@ def test_the_header_decides_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
     assert wide.is_wide(b'"a\nb",c,d,e\n1,2,3,4\n', ",")
 
 
-@pytest.mark.parametrize("args, what", [
-    (["--by", "a"], "--by"),
-    (["--reset", "a"], "--reset"),
-    (["--keep"], "--keep"),
-    (["--reverse"], "--reverse"),
-    (["--axis", "columns"], "--axis columns"),
-    (["-o", "out.parquet"], "parquet output"),
-    (["--to", "npy"], "npy output"),
+_FEWER = "select at most 2 columns first (e.g. with xsv select or cut)"
+
+
+@pytest.mark.parametrize("args, what, hint", [
+    (["--by", "a"], "--by", _FEWER),
+    (["--reset", "a"], "--reset", _FEWER),
+    (["--keep"], "--keep", _FEWER),
+    (["--reverse"], "--reverse", _FEWER),
+    (["--axis", "columns"], "--axis columns", _FEWER),
+    (["-o", "out.parquet"], "parquet output", "write csv or tsv (-o out.csv)"),
+    (["--to", "npy"], "npy output", "write csv or tsv (-o out.csv)"),
 ], ids=["by", "reset", "keep", "reverse", "axis", "parquet", "npy"])
 def test_options_that_need_whole_rows_are_refused_above_the_threshold(
         invoke: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-        args: list[str], what: str) -> None:
+        args: list[str], what: str, hint: str) -> None:
     monkeypatch.chdir(tmp_path)
     data = b"a,b,c\n1,2,3\n0,5,6\n"
     monkeypatch.setattr(wide, "WIDE_COLUMNS", 2)
@@ -228,8 +247,7 @@ def test_options_that_need_whole_rows_are_refused_above_the_threshold(
     assert result.exit_code == 2, result.stderr
     assert result.stderr == (
         f"Error: standard input: 3 columns are more than 2, and {what} is not supported "
-        "on tables this wide (it would hold whole rows in memory); select fewer columns "
-        "first (e.g. with xsv select or cut), or write csv or tsv one op at a time\n")
+        f"on tables this wide (it needs whole rows in memory at once); {hint}\n")
     assert not (tmp_path / "out.parquet").exists()
     monkeypatch.setattr(wide, "WIDE_COLUMNS", 3)  # at the threshold: the narrow path
     assert invoke("cumsum", "-", "--from", "csv", *args, input=data).exit_code == 0
@@ -240,7 +258,9 @@ def test_several_ops_are_refused_above_the_threshold(
     monkeypatch.setattr(wide, "WIDE_COLUMNS", 2)
     result = invoke("cumsum,cummax", "-", "--from", "csv", input=b"a,b,c\n1,2,3\n")
     assert result.exit_code == 2
-    assert "3 columns are more than 2, and several ops (cumsum,cummax)" in result.stderr
+    assert result.stderr.endswith("3 columns are more than 2, and several ops (cumsum,cummax) "
+                                  "is not supported on tables this wide (it needs whole "
+                                  "rows in memory at once); run one op at a time\n")
 
 
 @pytest.mark.parametrize("data, message", [

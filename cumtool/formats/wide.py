@@ -253,25 +253,26 @@ class WideSource:
 # Scanning and writing ------------------------------------------------------------------
 
 def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> None:
-    """Options that would hold whole records of a wide table at once: a usage error that
-    names the width, rather than a run past the memory bound."""
+    """Options that need whole-width batches of a wide table: a usage error that names
+    the width and what to do instead, rather than a run past the memory bound."""
     from cumtool.errors import UsageError
     from cumtool.tables import table_axis
 
+    fewer = f"select at most {WIDE_COLUMNS:,} columns first (e.g. with xsv select or cut)"
     given = {
-        "--by": bool(request.by), "--reset": request.reset is not None,
-        "--keep": request.keep, "--reverse": request.reverse,
-        "--axis columns": table_axis(request.axis) == 1,
-        f"several ops ({request.op})": len(request.ops) > 1,
-        f"{out.format} output": out.format not in ("csv", "tsv"),
+        "--by": (bool(request.by), fewer), "--reset": (request.reset is not None, fewer),
+        "--keep": (request.keep, fewer), "--reverse": (request.reverse, fewer),
+        "--axis columns": (table_axis(request.axis) == 1, fewer),
+        f"several ops ({request.op})": (len(request.ops) > 1, "run one op at a time"),
+        f"{out.format} output": (out.format not in ("csv", "tsv"),
+                                 "write csv or tsv (-o out.csv)"),
     }
-    for what, asked in given.items():
+    for what, (asked, hint) in given.items():
         if asked:
             raise UsageError(
                 f"{source.name}: {source.width:,} columns are more than {WIDE_COLUMNS:,}, "
-                f"and {what} is not supported on tables this wide (it would hold whole rows "
-                "in memory); select fewer columns first (e.g. with xsv select or cut), or "
-                "write csv or tsv one op at a time")
+                f"and {what} is not supported on tables this wide (it needs whole rows in "
+                f"memory at once); {hint}")
 
 
 def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: FileKind,
