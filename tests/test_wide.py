@@ -182,7 +182,8 @@ _QUOTED = (b'id,"name, full",v,"note"\n'
 @pytest.mark.parametrize("args", [
     ["cumsum"], ["cummax", "--indices"], ["cumsum", "--na-rep", "NA"],
     ["cumsum", "--only-scanned"], ["cumsum", "-c", "v"], ["cumsum", "--to", "tsv"],
-], ids=["cumsum", "indices", "na-rep", "only-scanned", "named", "tsv-out"])
+    ["cumsum", "--only-scanned", "-c", "v"],
+], ids=["cumsum", "indices", "na-rep", "only-scanned", "named", "tsv-out", "one-column-out"])
 def test_quoted_cells_with_delimiters_and_newlines(invoke: Callable[..., Result],
                                                    args: list[str]) -> None:
     reference, result = _both(invoke, [*args, "-", "--from", "csv"], _QUOTED)

@@ -51,7 +51,8 @@ def is_wide(sample: bytes, delimiter: str) -> bool:
     separator = delimiter.encode()
     if sample.count(separator) < WIDE_COLUMNS:  # cheap for every narrow file
         return False
-    first = sample.split(b"\n", 1)[0]
+    end = sample.find(b"\n")
+    first = sample if end < 0 else sample[:end]
     if b'"' not in first:
         return first.count(separator) + 1 > WIDE_COLUMNS
     from cumtool.formats.csv import _layout
