@@ -135,12 +135,13 @@ class WideSource:
         """The records, `rows` (else batch_rows) at a time, across chunk boundaries."""
         size = min(rows or self.batch_rows, self.batch_rows)
         pending: list[list[str | None]] = []
-        for records in self._record_lists():
-            pending.extend(records)
-            del records
-            while len(pending) >= size:
-                yield pending[:size]
-                del pending[:size]
+        with contextlib.closing(self._record_lists()) as lists:
+            for records in lists:
+                pending.extend(records)
+                del records
+                while len(pending) >= size:
+                    yield pending[:size]
+                    del pending[:size]
         if pending:
             yield pending
 
@@ -151,20 +152,24 @@ class WideSource:
         from cumtool.formats import unreadable
         from cumtool.formats.csv import _check_quotes
         from cumtool.formats.records import RecordTooLong
+        from cumtool.pipeline import prefetch
 
         first, self._first = self._first, []
         yield first
         del first
         try:
-            for chunk in self._chunker.chunks():
-                self._check_nul(chunk)
-                _check_quotes(self.name, chunk, self._delimiter, self.rows_read)
-                records = self._records(self._decode(chunk, first=False), first=False)
-                del chunk
-                self._check_widths(records, first=False)
-                self.rows_read += len(records)
-                yield records
-                del records
+            # Bytes are read (and decompressed) a chunk ahead in a thread; the cells are
+            # cut here, so a single batch of them is in memory at a time.
+            with contextlib.closing(prefetch(self._chunker.chunks(), depth=1)) as chunks:
+                for chunk in chunks:
+                    self._check_nul(chunk)
+                    _check_quotes(self.name, chunk, self._delimiter, self.rows_read)
+                    records = self._records(self._decode(chunk, first=False), first=False)
+                    del chunk
+                    self._check_widths(records, first=False)
+                    self.rows_read += len(records)
+                    yield records
+                    del records
         except (OSError, pa.ArrowException) as error:
             raise unreadable(self.name, "csv", error) from None
         except RecordTooLong as error:
@@ -280,7 +285,7 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
              stack: contextlib.ExitStack) -> None:
     """Scan a wide CSV/TSV input group by group into CSV/TSV output."""
     from cumtool.output import open_output
-    from cumtool.pipeline import Progress, prefetch
+    from cumtool.pipeline import Progress
     from cumtool.sinks import _CompressingSink
 
     refuse_unsupported(request, source, out)
@@ -303,7 +308,7 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
             # The header goes out with the first batch, as on the narrow path.
             header = groups.header() if write_options.header else b""
             batches = stack.enter_context(contextlib.closing(
-                prefetch(source.row_batches(request.batch_rows), depth=1)))
+                source.row_batches(request.batch_rows)))
             for rows in batches:
                 sink.write(header + groups.render(rows))
                 header = b""
