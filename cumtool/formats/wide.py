@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class WideSource:
     def bytes_read(self) -> int:
         return self._chunker.bytes_read
 
-    def row_batches(self, rows: int | None = None) -> Iterator[list[list[str | None]]]:
+    def row_batches(self, rows: int | None = None) -> Generator[list[list[str | None]], None, None]:
         """The records, `rows` (else batch_rows) at a time, across chunk boundaries."""
         size = min(rows or self.batch_rows, self.batch_rows)
         pending: list[list[str | None]] = []
@@ -145,7 +145,7 @@ class WideSource:
         if pending:
             yield pending
 
-    def _record_lists(self) -> Iterator[list[list[str | None]]]:
+    def _record_lists(self) -> Generator[list[list[str | None]], None, None]:
         """The records of the first chunk, then of each chunk read."""
         import pyarrow as pa
 
