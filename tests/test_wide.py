@@ -21,6 +21,9 @@ from cumtool.formats import wide
 from tests.helpers import ok
 from tests.test_hostile import BOUND, run_capped
 
+# As the other property tests: CUMTOOL_HYPOTHESIS_PROFILE=cumtool-deep for a long run.
+EXAMPLES = 1500 if os.environ.get("CUMTOOL_HYPOTHESIS_PROFILE") == "cumtool-deep" else 150
+
 
 def _both(invoke: Callable[..., Result], args: list[str], data: bytes,
           group: int = 2) -> tuple[Result, Result]:
@@ -133,7 +136,8 @@ def _args(op: str, delimiter: str, options: list[list[str]]) -> list[str]:
     return args
 
 
-@settings(max_examples=int(os.environ.get("WIDE_EXAMPLES", "150")), deadline=None,
+@pytest.mark.slow  # fuzz: `-m 'not slow'` leaves it out; the chosen cases below stay in
+@settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(table=tables(), op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin",
                                            "logcumsumexp"]),
@@ -147,6 +151,7 @@ def test_the_wide_path_writes_what_the_narrow_path_writes(
     _same(reference, result)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(table=tables(kinds=("int", "comma", "text", "code")),
@@ -160,6 +165,7 @@ def test_decimal_comma_on_the_wide_path(invoke: Callable[..., Result],
     _same(*_both(invoke, _args(op, delimiter, [["--decimal-comma"]]), data))
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(table=tables(kinds=("date", "int", "text")), op=st.sampled_from(["cummax", "cummin"]))
