@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import select
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -336,3 +338,34 @@ def test_a_wide_file_on_standard_input_within_the_bound(tmp_path: Path) -> None:
     lines = (tmp_path / "out.tsv").read_text().splitlines()
     assert len(lines) == 21
     assert lines[20].split("\t")[0] == str(sum(row % 7 for row in range(20)))
+
+
+@pytest.mark.slow
+def test_rows_from_a_slow_producer_go_out_before_it_ends() -> None:
+    """`producer | cumtool cumsum -`: each row is written once it has arrived, even when
+    a batch of rows this wide would hold more."""
+    width = wide.WIDE_COLUMNS + 1
+    process = subprocess.Popen([sys.executable, "-m", "cumtool", "cumsum", "-", "-q"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        header = ",".join(f"c{i}" for i in range(width))
+        process.stdin.write(f"{header}\n{','.join(['1'] * width)}\n".encode())
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        assert ready, "no output while the producer is still writing"
+        assert process.stdout.readline() == f"{header}\n".encode()
+        assert process.stdout.readline() == f"{','.join(['1'] * width)}\n".encode()
+        process.stdin.write(f"{','.join(['2'] * width)}\n".encode())
+        process.stdin.close()
+        assert process.stdout.readline() == f"{','.join(['3'] * width)}\n".encode()
+        assert process.wait(timeout=60) == 0
+        assert process.stderr is not None and process.stderr.read() == b""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

@@ -106,6 +106,10 @@ class WideSource:
         self._check_widths(rows, first=True)
         self.rows_read = len(rows)
         self._first = rows
+        from cumtool.formats.csv import SAMPLE_BYTES
+
+        # A first chunk cut short: the input paused (or ended) there.
+        self._first_paused = len(sample) < SAMPLE_BYTES
         # Batches of about BATCH_CELLS cells: few records when they are wide.
         self.batch_rows = max(1, BATCH_CELLS // width)
         per_record = len(sample) / max(len(rows) + (1 if options.header else 0), 1)
@@ -136,17 +140,21 @@ class WideSource:
         size = min(rows or self.batch_rows, self.batch_rows)
         pending: list[list[str | None]] = []
         with contextlib.closing(self._record_lists()) as lists:
-            for records in lists:
+            for records, paused in lists:
                 pending.extend(records)
                 del records
                 while len(pending) >= size:
                     yield pending[:size]
                     del pending[:size]
+                if paused and pending:  # a slow producer: the rows here go out now
+                    yield pending
+                    pending = []
         if pending:
             yield pending
 
-    def _record_lists(self) -> Generator[list[list[str | None]], None, None]:
-        """The records of the first chunk, then of each chunk read."""
+    def _record_lists(self) -> Generator[tuple[list[list[str | None]], bool], None, None]:
+        """The records of the first chunk, then of each chunk read; and whether the input
+        paused (or ended) there: a chunk is cut short only then."""
         import pyarrow as pa
 
         from cumtool.formats import unreadable
@@ -155,20 +163,21 @@ class WideSource:
         from cumtool.pipeline import prefetch
 
         first, self._first = self._first, []
-        yield first
+        yield first, self._first_paused
         del first
         try:
             # Bytes are read (and decompressed) a chunk ahead in a thread; the cells are
             # cut here, so a single batch of them is in memory at a time.
             with contextlib.closing(prefetch(self._chunker.chunks(), depth=1)) as chunks:
                 for chunk in chunks:
+                    paused = len(chunk) < self._chunker.chunk_bytes
                     self._check_nul(chunk)
                     _check_quotes(self.name, chunk, self._delimiter, self.rows_read)
                     records = self._records(self._decode(chunk, first=False), first=False)
                     del chunk
                     self._check_widths(records, first=False)
                     self.rows_read += len(records)
-                    yield records
+                    yield records, paused
                     del records
         except (OSError, pa.ArrowException) as error:
             raise unreadable(self.name, "csv", error) from None
