@@ -106,10 +106,7 @@ class WideSource:
         self._check_widths(rows, first=True)
         self.rows_read = len(rows)
         self._first = rows
-        from cumtool.formats.csv import SAMPLE_BYTES
-
-        # A first chunk cut short: the input paused (or ended) there.
-        self._first_paused = len(sample) < SAMPLE_BYTES
+        self._first_paused = self._chunker.short  # the input paused (or ended) there
         # Batches of about BATCH_CELLS cells: few records when they are wide.
         self.batch_rows = max(1, BATCH_CELLS // width)
         per_record = len(sample) / max(len(rows) + (1 if options.header else 0), 1)
@@ -168,9 +165,11 @@ class WideSource:
         try:
             # Bytes are read (and decompressed) a chunk ahead in a thread; the cells are
             # cut here, so a single batch of them is in memory at a time.
-            with contextlib.closing(prefetch(self._chunker.chunks(), depth=1)) as chunks:
-                for chunk in chunks:
-                    paused = len(chunk) < self._chunker.chunk_bytes
+            chunker = self._chunker
+            # Whether each chunk was cut short is read in the reader thread, with it.
+            read = ((chunk, chunker.short) for chunk in chunker.chunks())
+            with contextlib.closing(prefetch(read, depth=1)) as chunks:
+                for chunk, paused in chunks:
                     self._check_nul(chunk)
                     _check_quotes(self.name, chunk, self._delimiter, self.rows_read)
                     records = self._records(self._decode(chunk, first=False), first=False)
