@@ -60,7 +60,11 @@ def run(request: Request) -> None:
             return
         source, kind = open_source(request, dtype, stack)
         out_format = _output_format(request, kind)
-        if hasattr(source, "blocks"):  # an array source
+        if getattr(source, "wide", False):  # CSV too wide for whole-width batches
+            from cumtool.formats.wide import run_wide
+
+            run_wide(request, dtype, source, out_format, stack)
+        elif hasattr(source, "blocks"):  # an array source
             _run_array(request, dtype, source, out_format, stack)
         else:
             _run_table(request, dtype, source, out_format, stack)

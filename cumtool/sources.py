@@ -82,14 +82,21 @@ def open_source(
     if kind.format in ("csv", "tsv"):
         from cumtool.formats.csv import CsvSource, file_size
         from cumtool.formats.records import MAX_RECORD_BYTES
+        from cumtool.formats.wide import WideInput, WideSource
 
         # With a float --dtype, integers to be scanned are read as floats straight away.
         counted = CountingReader(stream)  # before decompression: progress in stored bytes
-        source = CsvSource(cast(IO[bytes], counted), name, request.csv_read(kind.format),
-                           compression=compressed,
-                           float_columns=dtype is not None and dtype.kind in "fc",
-                           decimal=request.decimal, total_bytes=file_size(stream),
-                           max_record=request.max_record_size or MAX_RECORD_BYTES)
+        float_columns = dtype is not None and dtype.kind in "fc"
+        try:
+            source: Any = CsvSource(
+                cast(IO[bytes], counted), name, request.csv_read(kind.format),
+                compression=compressed, float_columns=float_columns,
+                decimal=request.decimal, total_bytes=file_size(stream),
+                max_record=request.max_record_size or MAX_RECORD_BYTES)
+        except WideInput as wide:  # read column group by column group (formats/wide.py)
+            source = WideSource(wide, name, request.csv_read(kind.format),
+                                float_columns=float_columns, decimal=request.decimal,
+                                total_bytes=file_size(stream))
         return Measured(source, counted), kind
     if kind.format == "parquet":
         from cumtool.formats.parquet import ParquetSource

@@ -37,6 +37,7 @@ from cumtool.formats import (
 )
 from cumtool.formats.judge import judge_columns
 from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
+from cumtool.formats.wide import WideInput, is_wide
 
 CHUNK_BYTES = 8 << 20
 SAMPLE_BYTES = 1 << 20  # the first chunk, whose rows say what each column holds
@@ -163,6 +164,8 @@ class CsvSource:
         _check_quotes(name, sample, options.delimiter, 0, header=options.header)
         self._first_line = sample.split(b"\n", 1)[0].decode(options.encoding or "utf-8",
                                                             "replace")
+        if is_wide(sample, options.delimiter):  # read column group by column group
+            raise WideInput(self._chunker, sample)
         self._width = 0
         frame = self._strings(sample, first=True)
         self._width = frame.width

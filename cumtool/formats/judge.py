@@ -6,6 +6,9 @@ columns wide was judged column by column in about 50 s)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import polars as pl
 import pyarrow as pa
 
@@ -23,6 +26,18 @@ def judge_columns(frame: pl.DataFrame, na: list[str], *, decimal_comma: bool,
     if not frame.height:
         return [ColumnHint(pa.int64(), True, "int") for _ in range(frame.width)]
     position = {name: i for i, name in enumerate(frame.columns)}
+    long = frame.head(INFER_ROWS).unpivot(variable_name="column", value_name="cell")
+    return judge_cells(long, frame.width, position, na, decimal_comma=decimal_comma,
+                       float_columns=float_columns, decimal=decimal)
+
+
+def judge_cells(long: pl.DataFrame, width: int, position: Mapping[Any, int] | Sequence[int],
+                na: list[str],
+                *, decimal_comma: bool, float_columns: bool,
+                decimal: bool) -> list[ColumnHint]:
+    """The hints of `width` columns from their cells in long form (`column`: a key that
+    `position` maps to the column's place, `cell`: its text), at most INFER_ROWS rows each.
+    Very wide files are judged so: they never become a frame of one column each."""
     cell = pl.col("cell")
     numbers = cell.str.replace(",", ".", literal=True) if decimal_comma else cell
     checks = [
@@ -39,10 +54,9 @@ def judge_columns(frame: pl.DataFrame, na: list[str], *, decimal_comma: bool,
     if decimal:
         checks += [numbers.str.contains(r"[eEnN]").any().alias("exponent"),
                    numbers.str.extract(r"\.([0-9]+)$").str.len_chars().max().alias("places")]
-    long = (frame.head(INFER_ROWS).unpivot(variable_name="column", value_name="cell")
-            .with_columns(cell.str.strip_chars()).filter(~cell.is_in(na)))
+    long = long.with_columns(cell.str.strip_chars()).filter(~cell.is_in(na))
     found = long.group_by("column").agg(checks)
-    hints = [ColumnHint(pa.float64(), False, "empty")] * frame.width
+    hints = [ColumnHint(pa.float64(), False, "empty")] * width
     for row in found.iter_rows(named=True):
         hints[position[row["column"]]] = _hint(row, decimal_comma, float_columns, decimal)
     return hints

@@ -50,6 +50,7 @@ class Chunker:
             self._fd = None
         self.bytes_read = 0
         self._lone_cr: bool | None = None
+        self.short = False  # the last chunk taken: cut short because the input paused or ended
 
     def _more_is_ready(self) -> bool:
         """Whether more input is available without blocking (a pipe with a slow producer
@@ -112,6 +113,7 @@ class Chunker:
                 break
             if self._last_end and not self._more_is_ready():
                 break
+        self.short = len(pending) < minimum
         cut = len(pending) if self._eof else self._last_end
         chunk = bytes(pending[:cut])
         del pending[:cut]

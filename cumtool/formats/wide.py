@@ -1,0 +1,731 @@
+"""Very wide delimited text: more columns than WIDE_COLUMNS, read and written column group
+by column group, so memory stays bounded whatever the width.
+
+polars and pyarrow allocate a few kB per column of a frame or batch (40,000 columns of
+3 rows held 437 MB, 100,000 columns 1.09 GB). Here no frame or batch ever spans the whole
+width: records are cut into cells in Python, the columns are taken GROUP_COLUMNS at a
+time, and each group goes through the same column rules, kernels and CSV writer as a
+narrow file (its own TablePlan, carried state kept per group from batch to batch); the
+groups' cells of each record are joined back into one output record. The columns of a
+group that share a type are converted and scanned as one block, not one by one.
+
+Options that need whole rows at once (--by, --reset, --keep, --reverse, --axis columns,
+several ops, output other than csv or tsv) are refused on such files, naming the width.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from collections.abc import Generator
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+    import pyarrow as pa
+
+    from cumtool.formats import CsvReadOptions, FileKind
+    from cumtool.formats.records import Chunker
+    from cumtool.request import Request
+    from cumtool.tables import TablePlan
+
+WIDE_COLUMNS = 8192  # a header with more fields than this takes the wide path
+GROUP_COLUMNS = 4096  # columns scanned and written together
+BATCH_CELLS = 3 << 17  # cells in one batch (at least one record): about 25 MB of str
+
+
+class WideInput(Exception):  # internal: CsvSource hands a wide input over to WideSource
+    """The header of a CSV input is wider than WIDE_COLUMNS: its chunker and first chunk
+    (header and first rows, as CsvSource read and checked them)."""
+
+    def __init__(self, chunker: Chunker, sample: bytes) -> None:
+        super().__init__("a wide input")
+        self.chunker = chunker
+        self.sample = sample
+
+
+def is_wide(sample: bytes, delimiter: str) -> bool:
+    """Whether the first record of `sample` has more than WIDE_COLUMNS fields."""
+    separator = delimiter.encode()
+    if sample.count(separator) < WIDE_COLUMNS:  # cheap for every narrow file
+        return False
+    end = sample.find(b"\n")
+    first = sample if end < 0 else sample[:end]
+    if b'"' not in first:
+        return first.count(separator) + 1 > WIDE_COLUMNS
+    from cumtool.formats.csv import _layout
+
+    fields, _blank = _layout(sample, delimiter)
+    return int(fields[0]) > WIDE_COLUMNS
+
+
+def _cell_pattern(delimiter: str) -> re.Pattern[str]:
+    """One field and what ends it: a quoted field (quotes doubled inside), or plain text
+    up to the delimiter or the end of the line (a CR before the LF is no part of it)."""
+    d = re.escape(delimiter)
+    return re.compile(rf'(?:"((?:[^"]|"")*)"|([^"\n{d}]*?))({d}|\r?\n|\Z)', re.DOTALL)
+
+
+class WideSource:
+    """Delimited text wider than WIDE_COLUMNS, in batches of records cut into cells (a
+    list of rows, each a list of cells: text, or None for an empty unquoted cell, as
+    polars reads them on the narrow path)."""
+
+    wide = True
+
+    def __init__(self, handover: WideInput, name: str, options: CsvReadOptions, *,
+                 float_columns: bool = False, decimal: bool = False,
+                 total_bytes: int | None = None) -> None:
+        import polars as pl
+
+        from cumtool.formats.judge import INFER_ROWS, judge_cells
+
+        self.name = name
+        self.total_bytes = total_bytes
+        self._options = options
+        self._chunker = handover.chunker
+        self._delimiter = options.delimiter
+        self._pattern = _cell_pattern(options.delimiter)
+        self.rows_read = 0
+        self.markers = list(dict.fromkeys([*options.na_values, ""]))
+        sample = handover.sample
+        del handover
+        # Until the header is read, messages name columns by its first line's fields.
+        self.column_names = sample.split(b"\n", 1)[0].decode(
+            options.encoding or "utf-8", "replace").split(options.delimiter)
+        rows = self._records(self._decode(sample, first=True), first=True)
+        width = len(rows[0])
+        self.width = width
+        if options.header:
+            header = rows.pop(0)
+            self.column_names = ["" if cell is None else cell for cell in header]
+        else:
+            self.column_names = [str(i + 1) for i in range(width)]
+        self._check_widths(rows, first=True)
+        self.rows_read = len(rows)
+        self._first = rows
+        self._first_paused = self._chunker.short  # the input paused (or ended) there
+        # Batches of about BATCH_CELLS cells: few records when they are wide.
+        self.batch_rows = max(1, BATCH_CELLS // width)
+        per_record = len(sample) / max(len(rows) + (1 if options.header else 0), 1)
+        self._chunker.chunk_bytes = int(max(64 << 10, per_record * self.batch_rows))
+        judged = rows[:INFER_ROWS]
+        if judged:
+            import numpy as np
+
+            long = pl.DataFrame({
+                "column": pl.Series(np.tile(np.arange(width, dtype=np.int32), len(judged))),
+                "cell": pl.Series([cell for row in judged for cell in row], dtype=pl.String)})
+            self.hints = judge_cells(long, width, range(width), self.markers,
+                                     decimal_comma=options.decimal_comma,
+                                     float_columns=float_columns, decimal=decimal)
+        else:
+            import pyarrow as pa
+
+            from cumtool.formats import ColumnHint
+
+            self.hints = [ColumnHint(pa.int64(), True, "int") for _ in range(width)]
+
+    @property
+    def bytes_read(self) -> int:
+        return self._chunker.bytes_read
+
+    def row_batches(self, rows: int | None = None) -> Generator[list[list[str | None]], None, None]:
+        """The records, `rows` (else batch_rows) at a time, across chunk boundaries."""
+        size = min(rows or self.batch_rows, self.batch_rows)
+        pending: list[list[str | None]] = []
+        with contextlib.closing(self._record_lists()) as lists:
+            for records, paused in lists:
+                pending.extend(records)
+                del records
+                while len(pending) >= size:
+                    yield pending[:size]
+                    del pending[:size]
+                if paused and pending:  # a slow producer: the rows here go out now
+                    yield pending
+                    pending = []
+        if pending:
+            yield pending
+
+    def _record_lists(self) -> Generator[tuple[list[list[str | None]], bool], None, None]:
+        """The records of the first chunk, then of each chunk read; and whether the input
+        paused (or ended) there: a chunk is cut short only then."""
+        import pyarrow as pa
+
+        from cumtool.formats import unreadable
+        from cumtool.formats.csv import _check_quotes
+        from cumtool.formats.records import RecordTooLong
+        from cumtool.pipeline import prefetch
+
+        first, self._first = self._first, []
+        yield first, self._first_paused
+        del first
+        try:
+            # Bytes are read (and decompressed) a chunk ahead in a thread; the cells are
+            # cut here, so a single batch of them is in memory at a time.
+            chunker = self._chunker
+            # Whether each chunk was cut short is read in the reader thread, with it.
+            read = ((chunk, chunker.short) for chunk in chunker.chunks())
+            with contextlib.closing(prefetch(read, depth=1)) as chunks:
+                for chunk, paused in chunks:
+                    self._check_nul(chunk)
+                    _check_quotes(self.name, chunk, self._delimiter, self.rows_read)
+                    records = self._records(self._decode(chunk, first=False), first=False)
+                    del chunk
+                    self._check_widths(records, first=False)
+                    self.rows_read += len(records)
+                    yield records, paused
+                    del records
+        except (OSError, pa.ArrowException) as error:
+            raise unreadable(self.name, "csv", error) from None
+        except RecordTooLong as error:
+            from cumtool.errors import FormatError
+            from cumtool.formats.records import shown_size
+
+            cause = " (a quote that is never closed?)" if error.quoted else ""
+            raise FormatError(
+                f"{self.name}: row {self.rows_read + error.before + 1} is longer than "
+                f"{shown_size(self._chunker.max_record)}{cause}; --max-record-size raises "
+                "the limit") from None
+
+    def _where(self, line: int, first: bool) -> str:
+        if first and self._options.header and line == 0:
+            return "the header"
+        return f"row {self.rows_read + line + (0 if first and self._options.header else 1)}"
+
+    def _check_nul(self, chunk: bytes) -> None:
+        from cumtool.errors import FormatError
+
+        nul = chunk.find(b"\0")
+        if nul >= 0:
+            where = self._where(chunk.count(b"\n", 0, nul), first=False)
+            raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
+                              "(a binary file?)")
+
+    def _decode(self, chunk: bytes, first: bool) -> str:
+        from cumtool.errors import FormatError
+
+        encoding = self._options.encoding
+        try:
+            return chunk.decode(encoding or "utf-8")
+        except UnicodeDecodeError as error:
+            where = self._where(chunk.count(b"\n", 0, error.start), first)
+            bad = chunk[error.start:error.end].hex(" ")
+            if encoding:
+                raise FormatError(f"{self.name}: {where}: bytes {bad} are not {encoding}"
+                                  ) from None
+            start = chunk.rfind(b"\n", 0, error.start) + 1
+            field = chunk.count(self._delimiter.encode(), start, error.start)
+            if where != "the header" and field < len(self.column_names):
+                where += f", column {self.column_names[field]!r}"
+            raise FormatError(
+                f"{self.name}: {where}: bytes {bad} are not UTF-8; pass --encoding with the "
+                "file's encoding (latin-1, cp1252, ...)") from None
+
+    def _records(self, text: str, first: bool) -> list[list[str | None]]:
+        """The records of `text` cut into cells; blank lines dropped."""
+        from cumtool.errors import FormatError
+
+        match = self._pattern.match
+        delimiter = self._delimiter
+        records: list[list[str | None]] = []
+        row: list[str | None] = []
+        position, end = 0, len(text)
+        while position < end:
+            found = match(text, position)
+            if found is None:
+                where = self._where(len(records), first)
+                raise FormatError(f"{self.name}: cannot read as csv: {where}: a quote that "
+                                  "is never closed")
+            quoted, plain, ending = found.groups()
+            if quoted is not None:
+                row.append(quoted.replace('""', '"') if '"' in quoted else quoted)
+            else:
+                row.append(plain or None)
+            position = found.end()
+            if ending != delimiter:
+                if len(row) != 1 or row[0] is not None:  # a blank line is no record
+                    records.append(row)
+                row = []
+        if row:  # the text ended right after a delimiter: an empty last cell
+            row.append(None)
+            records.append(row)
+        return records
+
+    def _check_widths(self, records: list[list[str | None]], first: bool) -> None:
+        from cumtool.errors import FormatError
+
+        for at, record in enumerate(records):
+            if len(record) != self.width:
+                like = "header" if self._options.header else "first row"
+                raise FormatError(f"{self.name}: row {self.rows_read + at + 1} has "
+                                  f"{len(record)} fields, expected {self.width} like the {like}")
+
+
+# Scanning and writing ------------------------------------------------------------------
+
+def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> None:
+    """Options that need whole-width batches of a wide table: a usage error that names
+    the width and what to do instead, rather than a run past the memory bound."""
+    from cumtool.errors import UsageError
+    from cumtool.tables import table_axis
+
+    fewer = f"select at most {WIDE_COLUMNS:,} columns first (e.g. with xsv select or cut)"
+    given = {
+        "--by": (bool(request.by), fewer), "--reset": (request.reset is not None, fewer),
+        "--keep": (request.keep, fewer), "--reverse": (request.reverse, fewer),
+        "--axis columns": (table_axis(request.axis) == 1, fewer),
+        f"several ops ({request.op})": (len(request.ops) > 1, "run one op at a time"),
+        f"{out.format} output": (out.format not in ("csv", "tsv"),
+                                 "write csv or tsv (-o out.csv)"),
+    }
+    for what, (asked, hint) in given.items():
+        if asked:
+            raise UsageError(
+                f"{source.name}: {source.width:,} columns are more than {WIDE_COLUMNS:,}, "
+                f"and {what} is not supported on tables this wide (it needs whole rows in "
+                f"memory at once); {hint}")
+
+
+def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: FileKind,
+             stack: contextlib.ExitStack) -> None:
+    """Scan a wide CSV/TSV input group by group into CSV/TSV output."""
+    from cumtool.output import open_output
+    from cumtool.pipeline import Progress
+    from cumtool.sinks import _CompressingSink
+
+    refuse_unsupported(request, source, out)
+    if dtype is not None and dtype.kind == "c":
+        from cumtool.errors import UsageError, option
+
+        raise UsageError(f"{option('dtype', str(dtype))} gives complex values, which a "
+                         f"table cannot hold; use {option('dtype')} with a real type, or "
+                         "an array")
+    selected = _select(request, source)
+    write_options = request.csv_write(out.format)
+    scan = dict(overflow=request.overflow, skipna=request.skipna, indices=request.indices,
+                exclusive=request.exclusive)
+    groups = _Groups(request, dtype, source, selected, write_options, scan)
+    total = source.total_bytes or None
+    progress = Progress(request.progress, total, "bytes", source.name)
+    with open_output(request.output) as stream, contextlib.closing(progress):
+        sink = _CompressingSink(_Bytes, stream, out.compression)
+        try:
+            # The header goes out with the first batch, as on the narrow path.
+            header = groups.header() if write_options.header else b""
+            batches = stack.enter_context(contextlib.closing(
+                source.row_batches(request.batch_rows)))
+            for rows in batches:
+                sink.write(header + groups.render(rows))
+                header = b""
+                del rows
+                progress.update(source.bytes_read)
+            sink.write(header)
+            sink.close()
+        except BaseException:
+            sink.abort()
+            raise
+
+
+class _Bytes:
+    """Rendered records straight to the (possibly compressing) output stream."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    def write(self, data: bytes) -> None:
+        if data:
+            self._stream.write(data)
+
+    def close(self) -> None:
+        pass
+
+
+def _select(request: Request, source: WideSource) -> list[int]:
+    """The positions scanned, by the rules of TablePlan over the whole header (-c,
+    --exclude, or every number column)."""
+    import collections
+
+    from cumtool.columnar import numpy_dtype
+    from cumtool.columns import listing, resolve
+    from cumtool.errors import DataError, option
+    from cumtool.tables import _INDEX_NAME, is_temporal
+
+    names, hints = source.column_names, source.hints
+
+    def resolved(selections: Any) -> list[int]:
+        chosen: list[int] = []
+        for selection in selections:
+            chosen.extend(resolve(selection, names, source.name))
+        return list(dict.fromkeys(chosen))
+
+    def scannable(i: int) -> bool:
+        parse_as = hints[i].parse_as
+        return parse_as is not None and (numpy_dtype(parse_as) is not None
+                                         or is_temporal(parse_as))
+
+    chosen = resolved(s for s in request.columns if not s.negated)
+    excluded = set(resolved((*request.exclude, *(s for s in request.columns if s.negated))))
+    for position in chosen:
+        if not scannable(position):
+            repeated = collections.Counter(names)[names[position]] > 1
+            label = (f"{names[position]!r} (column {position + 1})" if repeated
+                     else repr(names[position]))
+            kind = hints[position].kind
+            holds = (f"integers beyond int64; pass {option('dtype', 'float64')} to scan "
+                     "them as floats" if kind == "bigint" else kind)
+            numeric = [names[i] for i in range(len(names)) if scannable(i)]
+            raise DataError(f"{source.name}: column {label} is not numeric ({holds}); "
+                            f"numeric columns: {', '.join(numeric) or 'none'}")
+    if not chosen:
+        chosen = [i for i, hint in enumerate(hints)
+                  if hint.by_default and names[i] and not _INDEX_NAME.match(names[i])]
+    selected = [i for i in chosen if i not in excluded]
+    if not selected:
+        raise DataError(f"{source.name}: no numeric columns to scan; columns: "
+                        f"{listing(names)}")
+    return selected
+
+
+class _Groups:
+    """The column groups of a wide table, each with its scans (carried state kept from
+    batch to batch) and CSV writer; renders each batch of records as output records."""
+
+    def __init__(self, request: Request, dtype: np.dtype | None, source: WideSource,
+                 selected: list[int], write_options: Any, scan: dict[str, Any]) -> None:
+        import collections
+        import itertools
+
+        import polars as pl
+
+        width = source.width
+        repeated = {n for n, c in collections.Counter(source.column_names).items() if c > 1}
+        self._na = pl.Series(source.markers, dtype=pl.String).implode()
+        self._decimal_comma = request.csv_read("csv").decimal_comma
+        self._separator = write_options.delimiter.encode()
+        self._encoding = write_options.encoding
+        bounds = [*range(0, width, GROUP_COLUMNS), width]
+        if len(bounds) > 2 and bounds[-1] - bounds[-2] < 2:
+            del bounds[-2]  # no group of one column: a lone column is written differently
+        rank = {column: k for k, column in enumerate(selected)}
+        specs: dict[tuple[str, str], Any] = {}  # one spec a source type, as make_spec is
+        context = _Context(request, dtype, source, rank, repeated, write_options, scan, specs)
+        self._groups = [_Group(context, start, stop)
+                        for start, stop in itertools.pairwise(bounds)]
+        if request.only_scanned:
+            self._groups = [g for g in self._groups if g.selected]
+            if sum(len(g.schema) for g in self._groups) == 1:
+                self._groups[0].single(True)
+
+    def header(self) -> bytes:
+        parts = [group.render_header() for group in self._groups]
+        return self._joined(parts)
+
+    def render(self, rows: list[list[str | None]]) -> bytes:
+        from cumtool.errors import ScanOverflowError
+
+        columns = list(zip(*rows, strict=True))  # cells column by column
+        parts: list[list[bytes]] = []
+        first: ScanOverflowError | None = None
+        for group in self._groups:
+            try:
+                parts.append(group.render(columns, len(rows), self._na, self._decimal_comma))
+            except ScanOverflowError as error:
+                # The first in file order, then the leftmost scanned column, as on the
+                # narrow path: a later group may hold an earlier row.
+                if first is None or error.position < first.position:
+                    first = error
+        if first is not None:
+            raise first
+        for group in self._groups:
+            group.rows_done += len(rows)
+        return self._joined(parts)
+
+    def _joined(self, parts: list[list[bytes]]) -> bytes:
+        separator = self._separator
+        text = b"".join(separator.join(cells) + b"\n" for cells in zip(*parts, strict=True))
+        if self._encoding is not None:
+            return text.decode("utf-8").encode(self._encoding)
+        return text
+
+
+class _Context:
+    """What every group of a run shares."""
+
+    def __init__(self, request: Request, dtype: np.dtype | None, source: WideSource,
+                 rank: dict[int, int], repeated: set[str], write_options: Any,
+                 scan: dict[str, Any], specs: dict[tuple[str, str], Any]) -> None:
+        self.request, self.dtype, self.source = request, dtype, source
+        self.rank, self.repeated = rank, repeated
+        self.write_options, self.scan, self.specs = write_options, scan, specs
+
+    def label(self, position: int) -> str:
+        name = self.source.column_names[position]
+        return f"{name!r} (column {position + 1})" if name in self.repeated else repr(name)
+
+
+class _Group:
+    """Columns [start, stop) of a wide table. Numbers (ints, floats, flags) that share a
+    type are scanned as one block, with their carried state; a group that scans decimals
+    or dates goes through a TablePlan of its own for those."""
+
+    def __init__(self, context: _Context, start: int, stop: int) -> None:
+        import dataclasses
+
+        import pyarrow as pa
+
+        from cumtool.formats.csv import CsvSink
+        from cumtool.tables import is_temporal
+
+        self.start, self.stop = start, stop
+        self.rows_done = 0
+        self._context = context
+        source, request = context.source, context.request
+        self._name = source.name
+        names = source.column_names[start:stop]
+        hints = source.hints[start:stop]
+        # Local positions, in the order of the whole selection.
+        self.selected = sorted((i - start for i in range(start, stop) if i in context.rank),
+                               key=lambda i: context.rank[start + i])
+        self.parse = {i: hints[i].parse_as for i in self.selected}
+        self.plan: TablePlan | None = None
+        special = [i for i in self.selected if pa.types.is_decimal(self.parse[i])
+                   or is_temporal(self.parse[i])]
+        if special:
+            self.plan = self._plan(special, names, hints)
+        self._blocks: list[tuple[Any, list[int], Any]] = []
+        fields: dict[int, list[pa.Field]] = {}
+        by_type: dict[str, list[int]] = {}
+        for i in self.selected:
+            if i not in special:
+                by_type.setdefault(str(self.parse[i]), []).append(i)
+        for columns in by_type.values():
+            spec = self._spec(columns[0])
+            self._blocks.append((spec, columns, _carry(spec, len(columns))))
+            out_type = pa.from_numpy_dtype(spec.out_dtype)
+            for i in columns:
+                fields[i] = [pa.field(names[i], out_type)]
+                if spec.indices:
+                    fields[i].append(pa.field(f"{names[i]}_index", pa.int64()))
+        if self.plan is not None:
+            for i in special:
+                fields[i] = self.plan.result_fields(i, names[i])
+        text = pa.large_string()
+        only = request.only_scanned
+        self.text_columns = [i for i in range(stop - start)
+                             if i not in fields and not only]
+        self.schema = pa.schema([f for i in range(stop - start)
+                                 for f in (fields[i] if i in fields
+                                           else [] if only else [pa.field(names[i], text)])])
+        self._rendered = io.BytesIO()
+        options = dataclasses.replace(context.write_options, header=True, encoding=None)
+        self._sink = CsvSink(self._rendered, self.schema, options, source.name)
+        self.single(False)
+
+    def _plan(self, special: list[int], names: list[str], hints: list[Any]) -> TablePlan:
+        """A TablePlan for the group's decimals and dates (the scan rules of a narrow
+        file, column by column)."""
+        import pyarrow as pa
+
+        from cumtool.columns import Item, Selection
+        from cumtool.tables import TableOptions, TablePlan
+
+        columns = Selection(tuple(Item(str(i), position=i) for i in special))
+        options = TableOptions(columns=(columns,))
+        schema = pa.schema([pa.field(n, pa.large_string()) for n in names])
+        plan = TablePlan(self._context.request.op, "rows", self._context.dtype, schema,
+                         self._name, options, hints, **self._context.scan)
+        plan._repeated = self._context.repeated  # messages number a name repeated anywhere
+        return plan
+
+    def _spec(self, position: int) -> Any:
+        """The spec of a column of numbers: the same for every column of its type, made
+        once (an error names the first such column, as on the narrow path)."""
+        from cumtool import kernels
+        from cumtool.columnar import numpy_dtype
+
+        arrow_type = self.parse[position]
+        key = (str(arrow_type), "")
+        specs = self._context.specs
+        if key not in specs:
+            source_dtype = numpy_dtype(arrow_type)
+            assert source_dtype is not None
+            specs[key] = kernels.make_spec(
+                self._context.request.op, source_dtype, self._context.dtype,
+                what=f"column {self._context.label(self.start + position)}",
+                **self._context.scan)
+        return specs[key]
+
+    def single(self, alone: bool) -> None:
+        """Whether this group's one column is the whole output (written as CsvSink
+        writes a table of one column), else it is written as one of many."""
+        sink: Any = self._sink
+        sink._single = alone and len(self.schema) == 1
+        sink._null = sink._options.na_rep if sink._options.na_rep or not sink._single else '""'
+
+    def render_header(self) -> list[bytes]:
+        """The group's column names, quoted as CsvSink quotes a header."""
+        sink: Any = self._sink
+        return [self._context.write_options.delimiter.join(
+            sink._quote(name) for name in self.schema.names).encode()]
+
+    def render(self, columns: list[tuple[str | None, ...]], n: int, na: pl.Series,
+               decimal_comma: bool) -> list[bytes]:
+        """The output records (without line ends) of this group's columns of a batch of
+        `n` records (`columns`: the whole batch's cells, column by column)."""
+        import itertools
+
+        import polars as pl
+        import pyarrow as pa
+
+        start = self.start
+        results = self._scan(self._parsed(columns, n, na, decimal_comma), n)
+        text: dict[int, pa.Array] = {}
+        if self.text_columns:
+            cells = pl.Series(list(itertools.chain.from_iterable(
+                columns[start + i] for i in self.text_columns)), dtype=pl.String)
+            stacked = cells.to_arrow()
+            del cells
+            text = {i: stacked.slice(k * n, n) for k, i in enumerate(self.text_columns)}
+        arrays: list[pa.Array] = []
+        for i in range(self.stop - start):
+            if i in results:
+                arrays.extend(a for a in results[i] if a is not None)
+            elif i in text:
+                arrays.append(text[i])
+        return self._render(pa.RecordBatch.from_arrays(arrays, schema=self.schema), n)
+
+    def _render(self, batch: pa.RecordBatch, count: int) -> list[bytes]:
+        import numpy as np
+
+        self._sink._header_due = False  # the header is rendered once, by render_header
+        self._sink.write(batch)
+        rendered = self._rendered.getvalue()
+        self._rendered.seek(0)
+        self._rendered.truncate()
+        data = np.frombuffer(rendered, dtype=np.uint8)
+        ends = np.flatnonzero(data == ord("\n"))
+        quotes = np.flatnonzero(data == ord('"'))
+        if quotes.shape[0]:
+            ends = ends[np.searchsorted(quotes, ends) % 2 == 0]
+        if ends.shape[0] != count:
+            raise AssertionError(f"{ends.shape[0]} records rendered for {count}")
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        return [rendered[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+    def _parsed(self, columns: list[tuple[str | None, ...]], n: int, na: pl.Series,
+                decimal_comma: bool) -> dict[str, tuple[list[int], pa.Array]]:
+        """The scanned columns converted as CsvSource converts them (missing markers
+        become nulls; a cell that is neither is an error naming its row and column): all
+        the group's columns of a type in one conversion, stacked one after another."""
+        import itertools
+
+        import polars as pl
+        import pyarrow as pa
+
+        from cumtool.errors import FormatError
+        from cumtool.formats.csv import _convert, _type_hint, _type_name
+
+        start = self.start
+        by_type: dict[str, list[int]] = {}
+        for i in self.selected:
+            by_type.setdefault(str(self.parse[i]), []).append(i)
+        out: dict[str, tuple[list[int], pa.Array]] = {}
+        for key, positions in by_type.items():
+            arrow_type = self.parse[positions[0]]
+            cells = pl.Series(list(itertools.chain.from_iterable(
+                columns[start + i] for i in positions)), dtype=pl.String)
+            numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+            if decimal_comma and numeric:
+                cells = cells.str.replace(",", ".", literal=True)
+            parsed = _convert(cells, arrow_type)
+            if parsed.null_count():
+                # As CsvSource: a column whose cells all parse as they are is taken as
+                # parsed, the others through missing markers and stripped spaces.
+                k = len(positions)
+                failed = parsed.is_null().to_numpy().reshape(k, n).any(axis=1)
+                stripped = cells.str.strip_chars()
+                kept = pl.select(pl.when(stripped.is_in(na)).then(None)
+                                 .otherwise(stripped)).to_series()
+                careful = _convert(kept, arrow_type)
+                slow = pl.Series(failed.repeat(n))
+                bad = (careful.is_null() & kept.is_not_null() & slow).to_numpy().reshape(k, n)
+                if bad.any():
+                    column = int(bad.any(axis=1).argmax())
+                    at = int(bad[column].argmax())
+                    raise FormatError(
+                        f"{self._name}: row {self.rows_done + at + 1}, column "
+                        f"{self._context.source.column_names[start + positions[column]]!r}: "
+                        f"{str(kept[column * n + at])[:40]!r} is not "
+                        f"{_type_name(arrow_type)} like the first rows{_type_hint(arrow_type)}")
+                parsed = pl.select(pl.when(slow).then(careful).otherwise(parsed)).to_series()
+            stacked = parsed.to_arrow()
+            if isinstance(stacked, pa.ChunkedArray):
+                stacked = stacked.combine_chunks()
+            out[key] = (positions, stacked)
+        return out
+
+    def _scan(self, stacks: dict[str, tuple[list[int], pa.Array]],
+              n: int) -> dict[int, tuple[pa.Array, pa.Array | None]]:
+        """Each scanned column's result (and index) for a batch: a block of columns that
+        share a type in one kernel call, decimals and dates through the plan. Overflows
+        carry their place in the whole table: (row from 0, rank among the scanned)."""
+        from cumtool import kernels
+        from cumtool.columnar import arrow_column, column_to_numpy
+        from cumtool.errors import ScanOverflowError
+        from cumtool.kernels import overflow_hint
+
+        results: dict[int, tuple[pa.Array, pa.Array | None]] = {}
+        overflows: list[ScanOverflowError] = []
+        context = self._context
+        for spec, columns, carry in self._blocks:
+            positions, stacked = stacks[str(self.parse[columns[0]])]
+            assert positions == columns
+            k = len(columns)
+            values, valid = column_to_numpy(stacked)
+            block = values.reshape(k, n).T
+            valid_block = None if valid is None else valid.reshape(k, n).T
+            try:
+                result = kernels.scan_block(spec, block, valid_block, carry)
+            except ScanOverflowError as error:
+                row, line = error.position[0], error.position[1]
+                column = self.start + columns[line]
+                overflows.append(ScanOverflowError(
+                    f"{self._name}: column {context.label(column)}, row "
+                    f"{self.rows_done + row + 1}: {error.raw}"
+                    f"{overflow_hint(context.request.overflow)}",
+                    (self.rows_done + row, context.rank[column])))
+                continue
+            flat = result.values.T.reshape(-1)
+            out = arrow_column(flat, None if valid is None else ~valid)
+            index_stack = None
+            if result.indices is not None:
+                flat_indices = result.indices.T.reshape(-1)
+                index_stack = arrow_column(flat_indices, flat_indices < 0)
+            for j, i in enumerate(columns):
+                results[i] = (out.slice(j * n, n),
+                              None if index_stack is None else index_stack.slice(j * n, n))
+        if self.plan is not None:
+            plan = self.plan
+            plan.rows_done = self.rows_done
+            for positions, stacked in stacks.values():
+                for j, i in enumerate(positions):
+                    if i not in plan.scanned:
+                        continue
+                    try:
+                        results[i] = plan._scan_rows(i, stacked.slice(j * n, n), None)
+                    except ScanOverflowError as error:
+                        row = error.position[0]
+                        overflows.append(ScanOverflowError(
+                            error.raw, (row, context.rank[self.start + i])))
+        if overflows:
+            raise min(overflows, key=lambda error: error.position)
+        return results
+
+
+def _carry(spec: Any, lines: int) -> Any:
+    from cumtool import kernels
+
+    return kernels.initial_carry(spec, (lines,))

@@ -1,0 +1,371 @@
+"""Very wide CSV/TSV (cumtool/formats/wide.py): read, scanned and written column group by
+column group. The output must be the narrow path's, byte for byte: the differential
+tests lower the width threshold and the group size so that small random tables take the
+wide path, and compare with the same run on the narrow path."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import select
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from cumtool.formats import wide
+from tests.helpers import ok
+from tests.test_hostile import BOUND, run_capped
+
+# As the other property tests: CUMTOOL_HYPOTHESIS_PROFILE=cumtool-deep for a long run.
+EXAMPLES = 1500 if os.environ.get("CUMTOOL_HYPOTHESIS_PROFILE") == "cumtool-deep" else 150
+
+
+def _both(invoke: Callable[..., Result], args: list[str], data: bytes,
+          group: int = 2) -> tuple[Result, Result]:
+    """The run on the narrow path, then on the wide path (every table of two or more
+    columns is wide, in groups of `group` columns)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(wide, "WIDE_COLUMNS", 1 << 40)
+        reference = invoke(*args, input=data)
+    taken: list[bool] = []
+    run_wide = wide.run_wide
+
+    def spied(*run: Any) -> None:
+        taken.append(True)
+        run_wide(*run)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(wide, "WIDE_COLUMNS", 1)
+        patch.setattr(wide, "GROUP_COLUMNS", group)
+        patch.setattr(wide, "run_wide", spied)
+        result = invoke(*args, input=data)
+    if result.exit_code == 0:
+        assert taken, "the run did not take the wide path"
+    return reference, result
+
+
+def _same(reference: Result, result: Result) -> None:
+    """The same exit status and message, and on success the same bytes out (after a
+    failure, how much already reached standard output depends on the writer thread)."""
+    assert (result.exit_code, result.stderr) == (reference.exit_code, reference.stderr)
+    if reference.exit_code == 0:
+        assert result.stdout_bytes == reference.stdout_bytes
+
+
+# Random tables -----------------------------------------------------------------------------
+
+_TEXTS = st.sampled_from(["a", "b c", "x,y", 'say "hi"', "two\nlines", "tab\there", " ",
+                          "w;z", "é", "N/A", "", "-"])
+_MISSING = st.sampled_from(["", "NA", "null", '""', " "])
+
+
+def _cell(kind: str) -> st.SearchStrategy[str]:
+    if kind == "int":
+        return st.integers(-1000, 1000).map(str)
+    if kind == "big":  # overflows cumsum/cumprod int64 quickly
+        return st.integers(2**61, 2**63 - 1).map(str)
+    if kind == "float":
+        return st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: repr(round(v, 3)))
+    if kind == "special":
+        return st.sampled_from(["nan", "inf", "-inf", "1.5", "0.25", "-3"])
+    if kind == "code":
+        return st.sampled_from(["007", "012", "1", "099"])
+    if kind == "bool":
+        return st.sampled_from(["true", "false", "True"])
+    if kind == "date":
+        return st.sampled_from(["2024-01-31", "2023-12-01", "2025-06-15"])
+    if kind == "comma":  # 1,5 with --decimal-comma
+        return st.sampled_from(["1,5", "2", "-0,25", "10,125"])
+    return _TEXTS
+
+
+def _quoted(text: str, delimiter: str, force: bool) -> str:
+    if force or any(c in text for c in (delimiter, '"', "\n", "\r")):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+@st.composite
+def tables(draw: st.DrawFn, kinds: tuple[str, ...] = ("int", "big", "float", "special",
+                                                       "code", "bool", "date", "text")
+           ) -> tuple[bytes, str, int]:
+    """A delimited table as bytes: random column kinds, missing cells, quoted cells,
+    blank lines and CRLF endings; and its delimiter and width."""
+    delimiter = draw(st.sampled_from([",", "\t", ";"]))
+    width = draw(st.integers(2, 7))
+    column_kinds = [draw(st.sampled_from(kinds)) for _ in range(width)]
+    rows = draw(st.integers(0, 8))
+    names = [draw(st.sampled_from(["a", "b", "a", "", "x y", "q,r", "n\"m", "k"]))
+             + (str(i) if draw(st.booleans()) else "") for i in range(width)]
+    ending = draw(st.sampled_from(["\n", "\r\n"]))
+    lines = [delimiter.join(_quoted(n, delimiter, False) for n in names)]
+    for _ in range(rows):
+        cells = []
+        for kind in column_kinds:
+            if draw(st.integers(0, 9)) == 0:
+                text = draw(_MISSING)
+                cells.append(text if text == '""' else _quoted(text, delimiter, False))
+            else:
+                cells.append(_quoted(draw(_cell(kind)), delimiter, draw(st.integers(0, 9)) == 0))
+        lines.append(delimiter.join(cells))
+        if draw(st.integers(0, 12)) == 0:
+            lines.append("")  # a blank line
+    text = ending.join(lines) + (ending if draw(st.booleans()) else "")
+    return text.encode(), delimiter, width
+
+
+_OPTIONS = st.lists(st.sampled_from([
+    ["--na-rep", "NA"], ["--na-rep", "-"], ["--na", "NA,-"], ["--skipna"], ["--exclusive"],
+    ["--overflow", "wrap"], ["--dtype", "float64"], ["--batch-rows", "1"],
+    ["--batch-rows", "3"], ["--only-scanned"], ["--decimal"], ["--no-header"],
+    ["--exclude", "1"], ["-c", "2"], ["--out-delimiter", "|"], ["--to", "tsv"],
+]), max_size=3, unique_by=lambda o: o[0])
+
+
+def _args(op: str, delimiter: str, options: list[list[str]]) -> list[str]:
+    args = [op, "-", "--from", "csv", "-d", delimiter, "-q"]
+    for option in options:
+        args += option
+    if op in ("cummax", "cummin") and len(options) % 2:
+        args.append("--indices")
+    return args
+
+
+@pytest.mark.slow  # fuzz: `-m 'not slow'` leaves it out; the chosen cases below stay in
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(table=tables(), op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin",
+                                           "logcumsumexp"]),
+       options=_OPTIONS, group=st.integers(2, 4))
+def test_the_wide_path_writes_what_the_narrow_path_writes(
+        invoke: Callable[..., Result], table: tuple[bytes, str, int], op: str,
+        options: list[list[str]], group: int) -> None:
+    data, delimiter, _width = table
+    reference, result = _both(invoke, _args(op, delimiter, options), data, group)
+    event(f"exit status {reference.exit_code}")
+    _same(reference, result)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(table=tables(kinds=("int", "comma", "text", "code")),
+       op=st.sampled_from(["cumsum", "cummax"]))
+def test_decimal_comma_on_the_wide_path(invoke: Callable[..., Result],
+                                        table: tuple[bytes, str, int], op: str) -> None:
+    data, delimiter, _width = table
+    if delimiter == ",":
+        data = data.replace(b",", b";")  # 1,5 needs another delimiter
+        delimiter = ";"
+    _same(*_both(invoke, _args(op, delimiter, [["--decimal-comma"]]), data))
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(table=tables(kinds=("date", "int", "text")), op=st.sampled_from(["cummax", "cummin"]))
+def test_dates_named_with_c_on_the_wide_path(invoke: Callable[..., Result],
+                                             table: tuple[bytes, str, int], op: str) -> None:
+    data, delimiter, width = table
+    columns = ",".join(str(i + 1) for i in range(width))  # dates too, where they judge so
+    _same(*_both(invoke, _args(op, delimiter, [["-c", columns]]), data))
+
+
+# Chosen cases -------------------------------------------------------------------------------
+
+_QUOTED = (b'id,"name, full",v,"note"\n'
+           b'1,"Smith, J",5,"said ""hi""\nand left"\n'
+           b'2,,NA,""\n'
+           b'\n'
+           b'3,"x",7,plain\n')
+
+
+@pytest.mark.parametrize("args", [
+    ["cumsum"], ["cummax", "--indices"], ["cumsum", "--na-rep", "NA"],
+    ["cumsum", "--only-scanned"], ["cumsum", "-c", "v"], ["cumsum", "--to", "tsv"],
+    ["cumsum", "--only-scanned", "-c", "v"],
+], ids=["cumsum", "indices", "na-rep", "only-scanned", "named", "tsv-out", "one-column-out"])
+def test_quoted_cells_with_delimiters_and_newlines(invoke: Callable[..., Result],
+                                                   args: list[str]) -> None:
+    reference, result = _both(invoke, [*args, "-", "--from", "csv"], _QUOTED)
+    ok(reference)
+    _same(reference, result)
+
+
+def test_a_wide_file_to_a_gzip_file_is_the_narrow_output(
+        invoke: Callable[..., Result], tmp_path: Path) -> None:
+    data = b"a,b,c\n1,x,2\n3,y,4\n"
+    out = tmp_path / "out.csv.gz"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(wide, "WIDE_COLUMNS", 2)
+        ok(invoke("cumsum", "-", "--from", "csv", "-o", str(out), input=data))
+    assert gzip.decompress(out.read_bytes()) == b"a,b,c\n1,x,2\n4,y,6\n"
+
+
+def test_a_latin_1_file_comes_out_byte_for_byte(invoke: Callable[..., Result]) -> None:
+    data = "x,name,y\n1,caf\xe9,2\n3,na\xefve,4\n".encode("latin-1")
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "--encoding",
+                                       "latin-1"], data)
+    assert ok(reference).stdout_bytes == "x,name,y\n1,caf\xe9,2\n4,na\xefve,6\n".encode(
+        "latin-1")
+    _same(reference, result)
+
+
+def test_a_gzip_wide_input(invoke: Callable[..., Result], write_file: Any) -> None:
+    path = write_file("in.csv.gz", gzip.compress(b"a,b,c\n1,x,2\n3,y,4\n"))
+    reference, result = _both(invoke, ["cumsum", str(path), "-o", "-", "--to", "csv"], b"")
+    assert ok(result).stdout_bytes == b"a,b,c\n1,x,2\n4,y,6\n"
+    _same(reference, result)
+
+
+def test_the_header_decides_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wide, "WIDE_COLUMNS", 3)
+    assert not wide.is_wide(b"a,b,c\n1,2,3\n", ",")
+    assert wide.is_wide(b"a,b,c,d\n1,2,3,4\n", ",")
+    # Delimiters inside quotes do not count; a quoted line end does not end the header.
+    assert not wide.is_wide(b'"a,b,c",d\n1,2\n', ",")
+    assert wide.is_wide(b'"a\nb",c,d,e\n1,2,3,4\n', ",")
+
+
+_FEWER = "select at most 2 columns first (e.g. with xsv select or cut)"
+
+
+@pytest.mark.parametrize("args, what, hint", [
+    (["--by", "a"], "--by", _FEWER),
+    (["--reset", "a"], "--reset", _FEWER),
+    (["--keep"], "--keep", _FEWER),
+    (["--reverse"], "--reverse", _FEWER),
+    (["--axis", "columns"], "--axis columns", _FEWER),
+    (["-o", "out.parquet"], "parquet output", "write csv or tsv (-o out.csv)"),
+    (["--to", "npy"], "npy output", "write csv or tsv (-o out.csv)"),
+], ids=["by", "reset", "keep", "reverse", "axis", "parquet", "npy"])
+def test_options_that_need_whole_rows_are_refused_above_the_threshold(
+        invoke: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        args: list[str], what: str, hint: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = b"a,b,c\n1,2,3\n0,5,6\n"
+    monkeypatch.setattr(wide, "WIDE_COLUMNS", 2)
+    result = invoke("cumsum", "-", "--from", "csv", *args, input=data)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr == (
+        f"Error: standard input: 3 columns are more than 2, and {what} is not supported "
+        f"on tables this wide (it needs whole rows in memory at once); {hint}\n")
+    assert not (tmp_path / "out.parquet").exists()
+    monkeypatch.setattr(wide, "WIDE_COLUMNS", 3)  # at the threshold: the narrow path
+    assert invoke("cumsum", "-", "--from", "csv", *args, input=data).exit_code == 0
+
+
+def test_several_ops_are_refused_above_the_threshold(
+        invoke: Callable[..., Result], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wide, "WIDE_COLUMNS", 2)
+    result = invoke("cumsum,cummax", "-", "--from", "csv", input=b"a,b,c\n1,2,3\n")
+    assert result.exit_code == 2
+    assert result.stderr.endswith("3 columns are more than 2, and several ops (cumsum,cummax) "
+                                  "is not supported on tables this wide (it needs whole "
+                                  "rows in memory at once); run one op at a time\n")
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"a,b,c\n1,2,3\n4,5\n", "Error: standard input: row 2 has 2 fields, expected 3 like "
+                             "the header\n"),
+    # Past the first chunk, which the columns' types are judged from.
+    (b"a,b,c\n" + b"1,2,3\n" * 200_000 + b"4,x,6\n",
+     "Error: standard input: row 200001, column 'b': 'x' is not an integer like the first "
+     "rows; pass --dtype float64 if the column holds floats\n"),
+    (b"a,b,c\n9223372036854775807,2,3\n1,5,6\n", None),
+    (b"a,b,c\n1,2,3\n4,\xff,6\n", "Error: standard input: row 2, column 'b': bytes ff are "
+                                  "not UTF-8; pass --encoding with the file's encoding "
+                                  "(latin-1, cp1252, ...)\n"),
+], ids=["ragged", "bad-number", "overflow", "not-utf8"])
+def test_errors_name_the_row_and_column_as_on_the_narrow_path(
+        invoke: Callable[..., Result], data: bytes, message: str | None) -> None:
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv"], data)
+    assert reference.exit_code == 1
+    if message is not None:
+        assert result.stderr == message
+    _same(reference, result)
+
+
+def test_the_first_overflow_in_file_order_wins_across_groups(
+        invoke: Callable[..., Result]) -> None:
+    big = b"9223372036854775807"
+    # Group (a, b) overflows at row 3, group (c, d) at row 2.
+    data = b"a,b,c,d\n0,0," + big + b",0\n" + big + b",0," + big + b",0\n1,0,1,1\n"
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv"], data)
+    assert "column 'c', row 2" in reference.stderr
+    _same(reference, result)
+
+
+# Memory and time on really wide files (subprocesses) ----------------------------------------
+
+def _wide_csv(path: Path, width: int, rows: int = 3) -> None:
+    """The shape of benchmarks/hostile.py's wide inputs."""
+    with open(path, "w") as out:
+        out.write(",".join(f"c{i}" for i in range(width)) + "\n")
+        for row in range(rows):
+            out.write(",".join(str((row + i) % 7) for i in range(width)) + "\n")
+
+
+@pytest.mark.slow
+def test_100_000_columns_stay_within_the_bound(tmp_path: Path) -> None:
+    _wide_csv(tmp_path / "w100.csv", 100_000)
+    report = run_capped(["cumsum", "w100.csv", "-o", "out.csv"], tmp_path)
+    assert report["status"] == 0, report
+    assert report["peak"] < BOUND, report
+    lines = (tmp_path / "out.csv").read_text().splitlines()
+    assert len(lines) == 4
+    assert lines[0].split(",")[-1] == "c99999"
+    last = lines[3].split(",")
+    assert len(last) == 100_000
+    assert last[:3] == ["3", "6", "9"]  # (0+1+2), (1+2+3), (2+3+4) mod 7 sums
+    assert last[-1] == str(sum((row + 99_999) % 7 for row in range(3)))
+
+
+@pytest.mark.slow
+def test_a_wide_file_on_standard_input_within_the_bound(tmp_path: Path) -> None:
+    _wide_csv(tmp_path / "w.csv", 40_000, rows=20)
+    report = run_capped([], tmp_path, shell=f"cat w.csv | {sys.executable} -m cumtool "
+                        "cumsum - -o out.tsv --to tsv")
+    assert report["status"] == 0, report
+    assert report["peak"] < BOUND, report
+    lines = (tmp_path / "out.tsv").read_text().splitlines()
+    assert len(lines) == 21
+    assert lines[20].split("\t")[0] == str(sum(row % 7 for row in range(20)))
+
+
+@pytest.mark.slow
+def test_rows_from_a_slow_producer_go_out_before_it_ends() -> None:
+    """`producer | cumtool cumsum -`: each row is written once it has arrived, even when
+    a batch of rows this wide would hold more."""
+    width = wide.WIDE_COLUMNS + 1
+    process = subprocess.Popen([sys.executable, "-m", "cumtool", "cumsum", "-", "-q"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        header = ",".join(f"c{i}" for i in range(width))
+        process.stdin.write(f"{header}\n{','.join(['1'] * width)}\n".encode())
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], 60)
+        assert ready, "no output while the producer is still writing"
+        assert process.stdout.readline() == f"{header}\n".encode()
+        assert process.stdout.readline() == f"{','.join(['1'] * width)}\n".encode()
+        process.stdin.write(f"{','.join(['2'] * width)}\n".encode())
+        process.stdin.close()
+        assert process.stdout.readline() == f"{','.join(['3'] * width)}\n".encode()
+        assert process.wait(timeout=60) == 0
+        assert process.stderr is not None and process.stderr.read() == b""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
