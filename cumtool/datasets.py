@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from cumtool import inputs
 from cumtool.errors import DataError, OutputError, UsageError, option
-from cumtool.formats import TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name
+from cumtool.formats import TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name, wide
 from cumtool.request import Request
 
 if TYPE_CHECKING:
@@ -88,6 +88,11 @@ class ChainSource:
             raise UsageError(f"{path}: several inputs, directories and "
                              f"{option('filename_column')} work on tables (CSV, TSV, "
                              "Parquet), and this is an array (.npy)")
+        if getattr(source, "wide", False):  # read group by group: one file at a time only
+            raise UsageError(f"{path}: {source.width:,} columns are more than "
+                             f"{wide.WIDE_COLUMNS:,}; a file this wide is read on its own, not "
+                             f"with other inputs or {option('filename_column')}; give one "
+                             "file per run")
         return source, kind
 
     def _judged_hints(self, first: Any) -> list[ColumnHint]:

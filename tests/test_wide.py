@@ -272,6 +272,23 @@ def test_several_ops_are_refused_above_the_threshold(
                                   "rows in memory at once); run one op at a time\n")
 
 
+@pytest.mark.parametrize("extra", [["b.csv"], ["--filename-column", "file"]],
+                         ids=["two-inputs", "filename-column"])
+def test_a_wide_file_among_several_inputs_is_refused(
+        invoke: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        extra: list[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.csv", "b.csv"):
+        (tmp_path / name).write_bytes(b"a,b,c\n1,2,3\n")
+    monkeypatch.setattr(wide, "WIDE_COLUMNS", 2)
+    result = invoke("cumsum", "a.csv", *extra, "-o", "out.csv")
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr == (
+        "Error: a.csv: 3 columns are more than 2; a file this wide is read on its own, not "
+        "with other inputs or --filename-column; give one file per run\n")
+    assert not (tmp_path / "out.csv").exists()
+
+
 @pytest.mark.parametrize("data, message", [
     (b"a,b,c\n1,2,3\n4,5\n", "Error: standard input: row 2 has 2 fields, expected 3 like "
                              "the header\n"),
