@@ -217,6 +217,21 @@ def test_na_replaces_the_markers(invoke):
     assert rows(result.stdout) == [["x", "y"], ["1", "1"], ["", "NA"], ["3", "3"]]
 
 
+@pytest.mark.parametrize("batch_rows", ["1", "2", "1000"])
+@pytest.mark.parametrize(("markers", "text", "expected"), [
+    pytest.param("0", "a,b\n0,1\n5,2\n", [["a", "b"], ["", "1"], ["5", "3"]], id="zero"),
+    pytest.param("0,NA", "a,b\n0,1\n5,2\nNA,3\n",
+                 [["a", "b"], ["", "1"], ["5", "3"], ["", "6"]], id="zero-and-NA"),
+    pytest.param("nan", "a\n1.5\nnan\n2\n", [["a"], ["1.5"], [""], ["3.5"]], id="nan"),
+])
+def test_a_marker_that_is_also_a_number_is_missing_in_every_batch(
+        invoke, markers, text, expected, batch_rows):
+    # Whether a batch held some other bad cell must not decide whether `0` is missing.
+    result = invoke("cumsum", "--na", markers, "--batch-rows", batch_rows, input=text)
+    assert result.exit_code == 0, result.stderr
+    assert rows(result.stdout) == expected
+
+
 # Rows, lines and delimiters -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -19,6 +19,7 @@ value); text cells are quoted by cumtool, and only where the output needs it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 from collections.abc import Collection, Iterator, Mapping
@@ -140,6 +141,7 @@ class CsvSource:
         self._options = options
         markers = list(dict.fromkeys([*options.na_values, ""]))
         self._na = pl.Series(markers, dtype=pl.String).implode()
+        self.markers = markers
         if compression:
             stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
         chunk_bytes = chunk_bytes or CHUNK_BYTES
@@ -203,7 +205,8 @@ class CsvSource:
         # it cannot parse so, with a missing marker or a bad cell, is read as text).
         typed = {} if self._options.decimal_comma else {
             i: _POLARS_NUMBER[str(t)] for i, t in parse.items()
-            if i in unused and str(t) in _POLARS_NUMBER}
+            if i in unused and str(t) in _POLARS_NUMBER
+            and not markers_parse(self.markers, t)}
         schema: dict[str, pl.DataType] = dict(self._text_schema)
         schema.update((f"c{i}", t) for i, t in typed.items())
         try:
@@ -382,7 +385,7 @@ class CsvSource:
         if self._options.decimal_comma and numeric:
             cells = cells.str.replace(",", ".", literal=True)
         parsed = _convert(cells, arrow_type)
-        if parsed.null_count() == 0:
+        if parsed.null_count() == 0 and not markers_parse(self.markers, arrow_type):
             return parsed.to_arrow()
         # Missing markers, or spaces around a number, or a bad cell: the slower path.
         stripped = cells.str.strip_chars()
@@ -401,6 +404,20 @@ class CsvSource:
 
 def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+@functools.lru_cache(maxsize=64)
+def _markers_parse(markers: tuple[str, ...], arrow_type: pa.DataType) -> bool:
+    return bool(_convert(pl.Series(markers, dtype=pl.String).str.strip_chars(), arrow_type)
+                .is_not_null().any())
+
+
+def markers_parse(markers: list[str], arrow_type: pa.DataType) -> bool:
+    """Whether a missing marker is also a value of `arrow_type` (`--na 0`, `nan` in a float
+    column). Then every cell must be checked against the markers: a batch whose cells all
+    parse cannot be taken as parsed, or `0` would be a number in one batch and missing in
+    the next."""
+    return _markers_parse(tuple(markers), arrow_type)
 
 
 def _convert(cells: pl.Series, arrow_type: pa.DataType) -> pl.Series:

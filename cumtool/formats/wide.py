@@ -626,7 +626,7 @@ class _Group:
         import pyarrow as pa
 
         from cumtool.errors import FormatError
-        from cumtool.formats.csv import _convert, _type_hint, _type_name
+        from cumtool.formats.csv import _convert, _type_hint, _type_name, markers_parse
 
         start = self.start
         by_type: dict[str, list[int]] = {}
@@ -641,11 +641,14 @@ class _Group:
             if decimal_comma and numeric:
                 cells = cells.str.replace(",", ".", literal=True)
             parsed = _convert(cells, arrow_type)
-            if parsed.null_count():
+            check_all = markers_parse(self._context.source.markers, arrow_type)
+            if parsed.null_count() or check_all:
                 # As CsvSource: a column whose cells all parse as they are is taken as
-                # parsed, the others through missing markers and stripped spaces.
+                # parsed (unless a missing marker parses too), the others through missing
+                # markers and stripped spaces.
                 k = len(positions)
-                failed = parsed.is_null().to_numpy().reshape(k, n).any(axis=1)
+                failed = (np.ones(k, dtype=bool) if check_all
+                          else parsed.is_null().to_numpy().reshape(k, n).any(axis=1))
                 stripped = cells.str.strip_chars()
                 kept = pl.select(pl.when(stripped.is_in(na)).then(None)
                                  .otherwise(stripped)).to_series()
