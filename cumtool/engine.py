@@ -140,7 +140,7 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
 
 def _scan_options(request: Request) -> dict[str, Any]:
     return dict(overflow=request.overflow, skipna=request.skipna, indices=request.indices,
-                exclusive=request.exclusive)
+                exclusive=request.exclusive, **request.stat_options())
 
 
 

@@ -65,6 +65,14 @@ class Request:
     table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
     precision: int = 6  # the terminal table: significant digits of floats
     max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
+    # Running statistics (cumtool/stats.py); None: not given
+    ddof: int | None = None
+    com: float | None = None
+    span: float | None = None
+    halflife: float | None = None
+    alpha: float | None = None
+    adjust: bool = True
+    compensated: bool = False
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -81,6 +89,7 @@ class Request:
         # An option is refused only when it means nothing for every op asked for.
         if self.indices and not set(INDEXED) & set(self.ops):
             raise UsageError(f"--indices is only for cummax and cummin, not {self.op}")
+        self.stat_options()
         if self.batch_rows is not None and self.batch_rows < 1:
             raise UsageError("--batch-rows must be at least 1")
         if self.max_record_size is not None:
@@ -116,6 +125,15 @@ class Request:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")
+
+    def stat_options(self) -> dict[str, object]:
+        """The statistics' options, checked, as the scan kernels take them."""
+        from cumtool.stats import run_options
+
+        return run_options(self.ops, indices=self.indices, exclusive=self.exclusive,
+                           ddof=self.ddof, com=self.com, span=self.span,
+                           halflife=self.halflife, alpha=self.alpha, adjust=self.adjust,
+                           compensated=self.compensated)
 
     @property
     def ops(self) -> list[str]:

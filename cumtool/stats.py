@@ -1,0 +1,566 @@
+"""Running statistics: cumcount, cummean, cumvar, cumstd, ewma, diff, and Neumaier's
+compensated running sum (`--compensated`), as SEMANTICS.md's "Running statistics" defines
+them, down to the order of the float operations.
+
+Each op is one `StatKernel` here: the fields of its carried state (a numpy record per
+line, so kernels.Carry and groups.GroupCarry hold it as they hold a running value), how a
+block's states follow from the carried one, and what is output from a state. Everything
+around it (casting, --skipna, --exclusive, missing cells, the carry) is done once, in
+`scan_block`, so a new op is one new class and one line in KERNELS.
+
+Where an op's next state depends on the rounded previous one (Welford, ewma), there is no
+exact vectorised form: the recurrence runs over Python floats (IEEE binary64, bit for bit
+numpy's float64 arithmetic) one line at a time, or over the lines of a wide block (many
+--by groups) one row at a time with numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from cumtool.errors import DataError, ScanOverflowError, UsageError, option
+
+if TYPE_CHECKING:
+    from cumtool.kernels import Carry, ScanResult, ScanSpec
+
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
+_ROWS_LOOP_LINES = 32  # wider blocks (many groups) loop over rows, vectorised across lines
+
+EWMA_PARAMETERS = ("com", "span", "halflife", "alpha")
+
+
+# Options ---------------------------------------------------------------------------------
+
+def center_of_mass(com: float | None = None, span: float | None = None,
+                   halflife: float | None = None, alpha: float | None = None) -> float:
+    """ewma's centre of mass from exactly one of its four parameters, in float64 as pandas'
+    get_center_of_mass computes it (exp and log are numpy's); UsageError names the option."""
+    given = {name: value for name, value in zip(
+        EWMA_PARAMETERS, (com, span, halflife, alpha), strict=True) if value is not None}
+    if not given:
+        raise UsageError(f"ewma needs one of {option('alpha')}, {option('span')}, "
+                         f"{option('com')} or {option('halflife')}")
+    if len(given) > 1:
+        first, second = list(given)[:2]
+        raise UsageError(f"give one of {option('alpha')}, {option('span')}, {option('com')}, "
+                         f"{option('halflife')}, not both {option(first)} and "
+                         f"{option(second)}")
+    name, value = next(iter(given.items()))
+    value = float(value)
+    ranges = {"com": (value >= 0, "C >= 0"), "span": (value >= 1, "S >= 1"),
+              "halflife": (value > 0, "H > 0"), "alpha": (0 < value <= 1, "0 < A <= 1")}
+    inside, rule = ranges[name]
+    if not inside or math.isnan(value):
+        raise UsageError(f"{option(name, _number(value))} is out of range: it needs {rule}")
+    if name == "com":
+        return value
+    if name == "span":
+        return (value - 1) / 2
+    if name == "halflife":
+        decay = 1 - np.exp(np.log(0.5) / value)
+        return float(1 / decay - 1)
+    return (1 - value) / value
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def check_ddof(ddof: int) -> int:
+    if ddof < 0:
+        raise UsageError(f"{option('ddof', str(ddof))} is out of range: it needs N >= 0")
+    return int(ddof)
+
+
+# The kernels -------------------------------------------------------------------------------
+
+class StatKernel:
+    """One op: its state, how a block's states follow from the carried one, its output."""
+
+    name: ClassVar[str]
+    # --exclusive: where nothing comes before (count 0), the output is a missing cell
+    missing_before_first: ClassVar[bool] = True
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        raise NotImplementedError
+
+    def out_dtype(self, in_dtype: np.dtype, cast_given: bool) -> np.dtype:
+        return _FLOAT64
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+        """The state after each element (a record array shaped like x); `count` is the
+        running number of present values, already computed."""
+        raise NotImplementedError
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _records(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    return np.zeros(shape, dtype=dtype)
+
+
+def _as_float64(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float64, copy=False)
+
+
+class CumCount(StatKernel):
+    name = "cumcount"
+    missing_before_first = False  # nothing before: a count of 0
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        return np.dtype([("n", np.int64)])
+
+    def out_dtype(self, in_dtype: np.dtype, cast_given: bool) -> np.dtype:
+        return _INT64
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+        states = _records(self.state_dtype(spec), x.shape)
+        states["n"] = count
+        return states
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        return states["n"].copy()
+
+
+def _running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+                 start: np.ndarray, states: np.ndarray) -> None:
+    """states['s'] (and 'c' with --compensated): the running sum of x from the carried one,
+    left to right in x's dtype, skipped cells adding nothing. The plain sum is numpy's
+    sequential accumulate; Neumaier's s is that same sum, and its correction c is the
+    running sum of each step's rounding error, so both vectorise exactly."""
+    terms = x.copy() if present is None else np.where(present, x, x.dtype.type(0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = terms.copy()
+        sums[:1] += start["s"][np.newaxis]
+        np.add.accumulate(sums, axis=0, out=sums)
+        states["s"] = sums
+        if not spec.compensated:
+            return
+        before = np.concatenate([start["s"][np.newaxis].astype(x.dtype), sums[:-1]])
+        error = np.where(np.abs(before) >= np.abs(terms), (before - sums) + terms,
+                         (terms - sums) + before)
+        finite = np.isfinite(sums)
+        error[~finite] = 0
+        error[:1] += start["c"][np.newaxis]
+        np.add.accumulate(error, axis=0, out=error)
+        # A sum that is not finite resets c to 0, and stays not finite from there on.
+        error[~finite] = 0
+        states["c"] = error
+
+
+def _compensated_total(states: np.ndarray) -> np.ndarray:
+    """Neumaier's result s + c, or s itself where the sum is not finite."""
+    s = states["s"]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(np.isfinite(s), s + states["c"], s)
+
+
+class CompensatedSum(StatKernel):
+    """cumsum of floats with --compensated: Neumaier's sum in the accumulator dtype."""
+
+    name = "cumsum"
+    missing_before_first = False  # nothing before: the sum 0
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        return np.dtype([("n", np.int64), ("s", spec.acc_dtype), ("c", spec.acc_dtype)])
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+        states = _records(self.state_dtype(spec), x.shape)
+        states["n"] = count
+        acc = x.astype(spec.acc_dtype, copy=False)
+        if acc.dtype.kind == "c":  # componentwise: complex addition is
+            for part in ("real", "imag"):
+                parts = _records(np.dtype([("s", acc.real.dtype), ("c", acc.real.dtype)]),
+                                 x.shape)
+                begin = _records(parts.dtype, start.shape)
+                begin["s"], begin["c"] = getattr(start["s"], part), getattr(start["c"], part)
+                _running_sum(spec, np.ascontiguousarray(getattr(acc, part)), present, begin,
+                             parts)
+                for field in ("s", "c"):
+                    setattr(states[field], part, parts[field])
+        else:
+            _running_sum(spec, acc, present, start, states)
+        return states
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        if spec.acc_dtype.kind == "c":
+            total = states["s"].copy()
+            for part in ("real", "imag"):
+                parts = np.rec.fromarrays([getattr(states["s"], part),
+                                           getattr(states["c"], part)], names="s,c")
+                setattr(total, part, _compensated_total(parts))
+        else:
+            total = _compensated_total(states)
+        with np.errstate(over="ignore"):
+            return total.astype(spec.out_dtype)
+
+
+class CumMean(StatKernel):
+    name = "cummean"
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        return np.dtype([("n", np.int64), ("s", np.float64), ("c", np.float64)])
+
+    def out_dtype(self, in_dtype: np.dtype, cast_given: bool) -> np.dtype:
+        return np.dtype(np.float32) if in_dtype in (np.float16, np.float32) else _FLOAT64
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+        states = _records(self.state_dtype(spec), x.shape)
+        states["n"] = count
+        _running_sum(spec, _as_float64(x), present, start, states)
+        return states
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        total = _compensated_total(states) if spec.compensated else states["s"]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return (total / states["n"]).astype(spec.out_dtype)
+
+
+def _sequential(x: np.ndarray, present: np.ndarray | None, start: np.ndarray,
+                states: np.ndarray, fields: tuple[str, ...],
+                line_loop: Callable[[list[float], tuple[float, ...], int],
+                                    tuple[list[float], ...]],
+                rows_step: Callable[[np.ndarray, list[np.ndarray], np.ndarray],
+                                    list[np.ndarray]]) -> None:
+    """Fill states[fields] by a recurrence over each line's present values, in order.
+
+    Narrow blocks: per line, the present values as Python floats through `line_loop`
+    (given the line's starting state and count), then each skipped cell takes the state
+    before it. Wide blocks (many --by groups): one numpy step per row across all lines."""
+    rows = x.shape[0]
+    lines = int(np.prod(x.shape[1:], dtype=np.int64))
+    flat_x = x.reshape(rows, lines)
+    flat_present = None if present is None else present.reshape(rows, lines)
+    flat_start = start.reshape(lines)
+    flat_states = states.reshape(rows, lines)
+    if lines > _ROWS_LOOP_LINES:
+        current = [flat_start[f].copy() for f in fields]
+        count = flat_start["n"].copy()
+        for row in range(rows):
+            here = None if flat_present is None else flat_present[row]
+            step = rows_step(flat_x[row], current, count)
+            if here is not None:
+                step = [np.where(here, new, old) for new, old in zip(step, current, strict=True)]
+                count = count + here
+            else:
+                count = count + 1
+            current = step
+            for field, values in zip(fields, current, strict=True):
+                flat_states[field][row] = values
+        return
+    positions = np.arange(rows)
+    for line in range(lines):
+        column = flat_x[:, line]
+        taken = None if flat_present is None else flat_present[:, line]
+        values = column if taken is None else column[taken]
+        begin = tuple(float(flat_start[f][line]) for f in fields)
+        results = line_loop(values.tolist(), begin, int(flat_start["n"][line]))
+        if taken is None:
+            for field, computed in zip(fields, results, strict=True):
+                flat_states[field][:, line] = computed
+            continue
+        # A skipped cell keeps the state of the last present one before it (or the start).
+        last = np.maximum.accumulate(np.where(taken, positions, -1))
+        order = np.cumsum(taken) - 1
+        for field, computed, first in zip(fields, results, begin, strict=True):
+            full = np.asarray(computed, dtype=np.float64)
+            picked = full[order[np.maximum(last, 0)]] if full.size else np.zeros(rows)
+            flat_states[field][:, line] = np.where(last >= 0, picked, first)
+
+
+def _welford_line(values: list[float], start: tuple[float, ...], n: int
+                  ) -> tuple[list[float], ...]:
+    m, m2 = start
+    means = [0.0] * len(values)
+    squares = [0.0] * len(values)
+    for k, x in enumerate(values):
+        n += 1
+        d = x - m
+        m += d / n
+        m2 += d * (x - m)
+        means[k] = m
+        squares[k] = m2
+    return means, squares
+
+
+def _welford_rows(x: np.ndarray, current: list[np.ndarray], count: np.ndarray
+                  ) -> list[np.ndarray]:
+    m, m2 = current
+    n = count + 1
+    d = x - m
+    m = m + d / n
+    return [m, m2 + d * (x - m)]
+
+
+class CumVar(StatKernel):
+    name = "cumvar"
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        return np.dtype([("n", np.int64), ("m", np.float64), ("m2", np.float64)])
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+        states = _records(self.state_dtype(spec), x.shape)
+        states["n"] = count
+        with np.errstate(all="ignore"):
+            _sequential(_as_float64(x), present, start, states, ("m", "m2"), _welford_line,
+                        _welford_rows)
+        return states
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        n = states["n"]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = states["m2"] / (n - spec.ddof)
+        var[n <= spec.ddof] = np.nan
+        return var
+
+
+class CumStd(CumVar):
+    name = "cumstd"
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return np.sqrt(super().output(spec, states))
+
+
+def _ewma_weights(spec: ScanSpec) -> tuple[float, float]:
+    """(f, w_new): the factor old weights decay by, and the weight of a new value."""
+    assert spec.com is not None
+    alpha = 1.0 / (1.0 + spec.com)
+    return 1.0 - alpha, (1.0 if spec.adjust else alpha)
+
+
+class Ewma(StatKernel):
+    name = "ewma"
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        return np.dtype([("n", np.int64), ("y", np.float64), ("w", np.float64)])
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+        states = _records(self.state_dtype(spec), x.shape)
+        states["n"] = count
+        decay, new = _ewma_weights(spec)
+        adjust = spec.adjust
+
+        def line_loop(values: list[float], begin: tuple[float, ...], n: int
+                      ) -> tuple[list[float], ...]:
+            y, w = begin
+            means = [0.0] * len(values)
+            weights = [0.0] * len(values)
+            k = 0
+            if n == 0 and values:  # the first value starts the mean
+                y, w = values[0], 1.0
+                means[0], weights[0] = y, w
+                k = 1
+            for k in range(k, len(values)):
+                x = values[k]
+                w *= decay
+                if y != x:
+                    y = (w * y + new * x) / (w + new)
+                w = w + new if adjust else 1.0
+                means[k] = y
+                weights[k] = w
+            return means, weights
+
+        def rows_step(x: np.ndarray, current: list[np.ndarray], n: np.ndarray
+                      ) -> list[np.ndarray]:
+            y, w = current
+            w = w * decay
+            mixed = np.where(y != x, (w * y + new * x) / (w + new), y)
+            w = w + new if adjust else np.ones_like(w)
+            first = n == 0
+            return [np.where(first, x, mixed), np.where(first, 1.0, w)]
+
+        with np.errstate(all="ignore"):
+            _sequential(_as_float64(x), present, start, states, ("y", "w"), line_loop,
+                        rows_step)
+        return states
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        return states["y"].copy()
+
+
+class Diff(StatKernel):
+    """out = x - the previous present value (x itself at the first): cumsum's inverse."""
+
+    name = "diff"
+    missing_before_first = False  # refused with --exclusive anyway
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        return np.dtype([("n", np.int64), ("last", spec.acc_dtype), ("out", spec.acc_dtype)])
+
+    def out_dtype(self, in_dtype: np.dtype, cast_given: bool) -> np.dtype:
+        if in_dtype.kind in "biu":
+            return in_dtype if cast_given else _INT64
+        return in_dtype
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+        from cumtool.kernels import _first_position, _to_acc
+
+        states = _records(self.state_dtype(spec), x.shape)
+        states["n"] = count
+        # Cells under missing ones are unspecified: zeros, which cannot fail the cast.
+        values = _to_acc(spec, x if present is None else np.where(present, x, 0), None)
+        # The last present value up to each row (the carried one before the first).
+        if present is None:
+            last = values
+        else:
+            rows = np.arange(x.shape[0]).reshape((-1,) + (1,) * (x.ndim - 1))
+            at = np.maximum.accumulate(np.where(present, rows, -1), axis=0)
+            last = np.where(at >= 0, np.take_along_axis(values, np.maximum(at, 0), axis=0),
+                            start["last"][np.newaxis])
+        previous = np.concatenate([start["last"][np.newaxis], last[:-1]])
+        had = np.concatenate([start["n"][np.newaxis], count[:-1]]) > 0
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.where(had, values - previous, values)
+        if spec.acc_dtype.kind == "i" and spec.overflow == "error":
+            # Two's complement: a - b overflowed when a and b differ in sign and the
+            # result's sign is not a's.
+            bad = had & (((values ^ previous) & (values ^ out)) < 0)
+            if present is not None:
+                bad &= present
+            if bad.any():
+                pos = _first_position(bad)
+                raise ScanOverflowError(
+                    f"diff overflows int64 ({values[pos]} - {previous[pos]})", pos)
+        if spec.out_dtype.kind in "iu" and spec.out_dtype != _INT64 and spec.overflow == "error":
+            info = np.iinfo(spec.out_dtype)
+            bad = (out < info.min) | (out > info.max)
+            if present is not None:
+                bad &= present
+            if bad.any():
+                pos = _first_position(bad)
+                raise ScanOverflowError(
+                    f"diff gives {out[pos]}, which does not fit {spec.out_dtype}", pos)
+        states["last"] = last
+        states["out"] = out
+        return states
+
+    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return states["out"].astype(spec.out_dtype)
+
+
+KERNELS: dict[str, StatKernel] = {kernel.name: kernel for kernel in (
+    CumCount(), CumMean(), CumVar(), CumStd(), Ewma(), Diff())}
+_COMPENSATED_SUM = CompensatedSum()
+
+
+def kernel_of(spec: ScanSpec) -> StatKernel | None:
+    """The kernel here that scans `spec`, or None for kernels.py's own ops."""
+    if spec.op == "cumsum":
+        return _COMPENSATED_SUM if spec.compensated else None
+    return KERNELS.get(spec.op)
+
+
+# Specs and scanning ------------------------------------------------------------------------
+
+def make_spec(op: str, source_dtype: np.dtype, in_dtype: np.dtype, cast_given: bool,
+              what: str) -> tuple[np.dtype, np.dtype]:
+    """(accumulator dtype, output dtype) of a statistics op; raises for complex input where
+    the op is not defined for it."""
+    kind = in_dtype.kind
+    if kind == "c" and op not in ("cumcount", "diff"):
+        message = f"{op} is not defined for complex values ({what} is {in_dtype})"
+        raise (UsageError if cast_given else DataError)(message)
+    kernel = KERNELS[op]
+    out = kernel.out_dtype(in_dtype, cast_given)
+    acc = _INT64 if kind in "biu" else in_dtype if op == "diff" else _FLOAT64
+    return acc, out
+
+
+def start_state(spec: ScanSpec) -> np.void:
+    """The state before any value: count 0, sums and means +0.0."""
+    kernel = kernel_of(spec)
+    assert kernel is not None
+    return np.zeros((), dtype=kernel.state_dtype(spec))[()]
+
+
+def scan_block(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None,
+               carry: Carry) -> ScanResult:
+    """kernels.scan_block for the ops here: the same casting, skipping and carry."""
+    from cumtool.kernels import ScanResult, cast_input
+
+    kernel = kernel_of(spec)
+    assert kernel is not None
+    x = cast_input(spec, block, valid)
+    skip = None if valid is None else ~valid
+    nan_skipped = None
+    if spec.skipna and x.dtype.kind in "fc":
+        nan_skipped = np.isnan(x)
+        if nan_skipped.any():
+            skip = nan_skipped if skip is None else skip | nan_skipped
+        else:
+            nan_skipped = None
+    rows = x.shape[0]
+    carry.offset += rows
+    if x.size == 0:
+        return ScanResult(np.empty(x.shape, spec.out_dtype), None, skip)
+    present = None if skip is None else ~skip
+    start = carry.value
+    count = (np.ones(x.shape, np.int64) if present is None else present.astype(np.int64))
+    count[:1] += start["n"][np.newaxis]
+    np.add.accumulate(count, axis=0, out=count)
+    states = kernel.states(spec, x, present, start, count)
+    carry.value = states[-1].copy()
+    missing = None
+    if spec.exclusive:  # the state before each element: the carried one first
+        states = np.concatenate([start[np.newaxis], states[:-1]])
+        if kernel.missing_before_first:
+            nothing = states["n"] == 0
+            missing = nothing if nothing.any() else None
+    values = kernel.output(spec, states)
+    if missing is not None:
+        values[missing] = np.nan
+    if nan_skipped is not None:
+        if values.dtype.kind in "fc":
+            # NaN skipped by --skipna stays NaN in place, as for cumsum.
+            values[nan_skipped] = x[nan_skipped]
+        else:  # cumcount: int64 holds no NaN, so a table writes the cell missing
+            missing = nan_skipped if missing is None else missing | nan_skipped
+    return ScanResult(values, None, skip, missing)
+
+
+# The options of a run ------------------------------------------------------------------------
+
+def run_options(ops: list[str], *, indices: bool = False, exclusive: bool = False,
+                ddof: int | None = None, com: float | None = None, span: float | None = None,
+                halflife: float | None = None, alpha: float | None = None,
+                adjust: bool = True, compensated: bool = False) -> dict[str, object]:
+    """Check the statistics' options of a run of `ops` (as given: None is not given) and
+    return make_spec's keywords for them. An option is refused only when it means nothing
+    for every op of the run; diff refuses --exclusive, in a list too."""
+    from cumtool.ops import NO_EXCLUSIVE, OPS_OF_OPTION
+
+    given = {"--indices": indices, "--ddof": ddof is not None, "--com": com is not None,
+             "--span": span is not None, "--halflife": halflife is not None,
+             "--alpha": alpha is not None, "--no-adjust": not adjust,
+             "--compensated": compensated}
+    for flag, on in given.items():
+        owners = OPS_OF_OPTION[flag]
+        if on and not set(owners) & set(ops):
+            name = option(flag[2:].replace("-", "_")) if flag != "--no-adjust" else flag
+            raise UsageError(f"{name} is only for {' and '.join(owners)}, not "
+                             f"{','.join(ops)}")
+    refusing = [op for op in ops if op in NO_EXCLUSIVE]
+    if exclusive and refusing:
+        raise UsageError(f"{option('exclusive')} means nothing for {refusing[0]}, whose "
+                         f"first value is x[0] itself; leave {option('exclusive')} out "
+                         f"(run {refusing[0]} on its own if the other ops need it)")
+    keywords: dict[str, object] = {"ddof": 1 if ddof is None else check_ddof(ddof),
+                                   "adjust": adjust, "compensated": compensated}
+    if "ewma" in ops:
+        keywords["com"] = center_of_mass(com, span, halflife, alpha)
+    return keywords
