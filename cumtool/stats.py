@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
-_ROWS_LOOP_LINES = 32  # wider blocks (many groups) loop over rows, vectorised across lines
+_ROWS_LOOP_LINES = 128  # wider blocks (many groups) loop over rows, vectorised across lines
 
 EWMA_PARAMETERS = ("com", "span", "halflife", "alpha")
 
@@ -227,82 +227,77 @@ class CumMean(StatKernel):
 
 
 def _sequential(x: np.ndarray, present: np.ndarray | None, start: np.ndarray,
-                states: np.ndarray, fields: tuple[str, ...],
-                line_loop: Callable[[list[float], tuple[float, ...], int],
-                                    tuple[list[float], ...]],
-                rows_step: Callable[[np.ndarray, list[np.ndarray], np.ndarray],
-                                    list[np.ndarray]]) -> None:
-    """Fill states[fields] by a recurrence over each line's present values, in order.
+                count: np.ndarray, field: str,
+                line_loop: Callable[[list[float], float, int], list[float]],
+                rows_step: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+                ) -> np.ndarray:
+    """One float64 state field after each element, by a recurrence over each line's
+    present values in order; a skipped cell keeps the state before it.
 
     Narrow blocks: per line, the present values as Python floats through `line_loop`
-    (given the line's starting state and count), then each skipped cell takes the state
-    before it. Wide blocks (many --by groups): one numpy step per row across all lines."""
+    (given the line's starting value and count). Wide blocks (many --by groups): one numpy
+    step per row across all lines, `rows_step(x_row, value_before, count_before)`."""
     rows = x.shape[0]
     lines = int(np.prod(x.shape[1:], dtype=np.int64))
     flat_x = x.reshape(rows, lines)
     flat_present = None if present is None else present.reshape(rows, lines)
     flat_start = start.reshape(lines)
-    flat_states = states.reshape(rows, lines)
+    out = np.empty((rows, lines), dtype=np.float64)
     if lines > _ROWS_LOOP_LINES:
-        current = [flat_start[f].copy() for f in fields]
-        count = flat_start["n"].copy()
+        current = flat_start[field].astype(np.float64)
+        before = flat_start["n"].copy()
+        counts = count.reshape(rows, lines)
         for row in range(rows):
-            here = None if flat_present is None else flat_present[row]
-            step = rows_step(flat_x[row], current, count)
-            if here is not None:
-                step = [np.where(here, new, old) for new, old in zip(step, current, strict=True)]
-                count = count + here
-            else:
-                count = count + 1
-            current = step
-            for field, values in zip(fields, current, strict=True):
-                flat_states[field][row] = values
-        return
+            step = rows_step(flat_x[row], current, before)
+            current = step if flat_present is None else np.where(flat_present[row], step,
+                                                                 current)
+            out[row] = current
+            before = counts[row]
+        return out.reshape(x.shape)
     positions = np.arange(rows)
     for line in range(lines):
         column = flat_x[:, line]
         taken = None if flat_present is None else flat_present[:, line]
         values = column if taken is None else column[taken]
-        begin = tuple(float(flat_start[f][line]) for f in fields)
-        results = line_loop(values.tolist(), begin, int(flat_start["n"][line]))
+        begin = float(flat_start[field][line])
+        computed = line_loop(values.tolist(), begin, int(flat_start["n"][line]))
         if taken is None:
-            for field, computed in zip(fields, results, strict=True):
-                flat_states[field][:, line] = computed
+            out[:, line] = computed
             continue
         # A skipped cell keeps the state of the last present one before it (or the start).
         last = np.maximum.accumulate(np.where(taken, positions, -1))
         order = np.cumsum(taken) - 1
-        for field, computed, first in zip(fields, results, begin, strict=True):
-            full = np.asarray(computed, dtype=np.float64)
-            picked = full[order[np.maximum(last, 0)]] if full.size else np.zeros(rows)
-            flat_states[field][:, line] = np.where(last >= 0, picked, first)
+        full = np.asarray(computed, dtype=np.float64)
+        picked = full[order[np.maximum(last, 0)]] if full.size else np.zeros(rows)
+        out[:, line] = np.where(last >= 0, picked, begin)
+    return out.reshape(x.shape)
 
 
-def _welford_line(values: list[float], start: tuple[float, ...], n: int
-                  ) -> tuple[list[float], ...]:
-    m, m2 = start
-    means = [0.0] * len(values)
-    squares = [0.0] * len(values)
-    for k, x in enumerate(values):
+def _before(start: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The value before each element: the carried one, then each element's predecessor."""
+    return np.concatenate([start[np.newaxis], after[:-1]])
+
+
+def _welford_means(values: list[float], m: float, n: int) -> list[float]:
+    means = []
+    keep = means.append
+    for x in values:
         n += 1
-        d = x - m
-        m += d / n
-        m2 += d * (x - m)
-        means[k] = m
-        squares[k] = m2
-    return means, squares
+        m += (x - m) / n
+        keep(m)
+    return means
 
 
-def _welford_rows(x: np.ndarray, current: list[np.ndarray], count: np.ndarray
-                  ) -> list[np.ndarray]:
-    m, m2 = current
-    n = count + 1
-    d = x - m
-    m = m + d / n
-    return [m, m2 + d * (x - m)]
+def _welford_means_rows(x: np.ndarray, m: np.ndarray, before: np.ndarray) -> np.ndarray:
+    result: np.ndarray = m + (x - m) / (before + 1)
+    return result
 
 
 class CumVar(StatKernel):
+    """Welford: only the mean needs a loop. M2 then grows by d * (x - m) with d = x - the
+    mean before, and those terms are summed left to right by numpy's accumulate, exactly
+    the contract's M2 += d * (x - m), step by step."""
+
     name = "cumvar"
 
     def state_dtype(self, spec: ScanSpec) -> np.dtype:
@@ -312,9 +307,17 @@ class CumVar(StatKernel):
                start: np.ndarray, count: np.ndarray) -> np.ndarray:
         states = _records(self.state_dtype(spec), x.shape)
         states["n"] = count
+        x = _as_float64(x)
         with np.errstate(all="ignore"):
-            _sequential(_as_float64(x), present, start, states, ("m", "m2"), _welford_line,
-                        _welford_rows)
+            means = _sequential(x, present, start, count, "m", _welford_means,
+                                _welford_means_rows)
+            terms = (x - _before(start["m"], means)) * (x - means)
+            if present is not None:
+                terms[~present] = 0.0  # M2 + 0.0 is M2: M2 is never -0.0 (from +0.0)
+            terms[:1] += start["m2"][np.newaxis]
+            np.add.accumulate(terms, axis=0, out=terms)
+        states["m"] = means
+        states["m2"] = terms
         return states
 
     def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
@@ -333,14 +336,51 @@ class CumStd(CumVar):
             return np.sqrt(super().output(spec, states))
 
 
-def _ewma_weights(spec: ScanSpec) -> tuple[float, float]:
-    """(f, w_new): the factor old weights decay by, and the weight of a new value."""
+class _EwmaWeights:
+    """ewma's weights depend on the count only: w_old after the first value is 1, then
+    w = w * f + w_new (adjusted) or 1. Kept per (com, adjust), grown on demand; the
+    adjusted sequence reaches a fixed point in float64, after which it is constant."""
+
+    def __init__(self, decay: float, new: float, adjust: bool) -> None:
+        self.decay, self.new = decay, new
+        self.after = np.ones(1, dtype=np.float64)  # after[c - 1]: w_old after c values
+        self.settled = not adjust
+
+    def upto(self, count: int) -> np.ndarray:
+        """w_old after 1..count values, or fewer once settled: the last is then the
+        value for every later count (memory stays bounded on long inputs)."""
+        have = self.after.shape[0]
+        if count > have:
+            w = float(self.after[-1])
+            grown: list[float] = []
+            while not self.settled and len(grown) < count - have:
+                following = w * self.decay + self.new
+                self.settled = following == w
+                w = following
+                grown.append(w)
+            grown.extend([w] * (count - have - len(grown)))
+            self.after = np.concatenate([self.after, np.asarray(grown, dtype=np.float64)])
+        return self.after[:count]
+
+
+_EWMA_WEIGHTS: dict[tuple[float, bool], _EwmaWeights] = {}
+
+
+def _ewma_weights(spec: ScanSpec) -> _EwmaWeights:
+    """pandas: alpha = 1 / (1 + com), f = 1 - alpha, w_new = 1 (adjusted) or alpha."""
     assert spec.com is not None
-    alpha = 1.0 / (1.0 + spec.com)
-    return 1.0 - alpha, (1.0 if spec.adjust else alpha)
+    key = (spec.com, spec.adjust)
+    if key not in _EWMA_WEIGHTS:
+        alpha = 1.0 / (1.0 + spec.com)
+        _EWMA_WEIGHTS[key] = _EwmaWeights(1.0 - alpha, 1.0 if spec.adjust else alpha,
+                                          spec.adjust)
+    return _EWMA_WEIGHTS[key]
 
 
 class Ewma(StatKernel):
+    """y = x[first]; then w_old *= f; if y != x: y = (w_old y + w_new x) / (w_old + w_new).
+    w_old follows from the count alone (_EwmaWeights), so only y needs the loop."""
+
     name = "ewma"
 
     def state_dtype(self, spec: ScanSpec) -> np.dtype:
@@ -350,41 +390,53 @@ class Ewma(StatKernel):
                start: np.ndarray, count: np.ndarray) -> np.ndarray:
         states = _records(self.state_dtype(spec), x.shape)
         states["n"] = count
-        decay, new = _ewma_weights(spec)
-        adjust = spec.adjust
-
-        def line_loop(values: list[float], begin: tuple[float, ...], n: int
-                      ) -> tuple[list[float], ...]:
-            y, w = begin
-            means = [0.0] * len(values)
-            weights = [0.0] * len(values)
-            k = 0
-            if n == 0 and values:  # the first value starts the mean
-                y, w = values[0], 1.0
-                means[0], weights[0] = y, w
-                k = 1
-            for k in range(k, len(values)):
-                x = values[k]
-                w *= decay
-                if y != x:
-                    y = (w * y + new * x) / (w + new)
-                w = w + new if adjust else 1.0
-                means[k] = y
-                weights[k] = w
-            return means, weights
-
-        def rows_step(x: np.ndarray, current: list[np.ndarray], n: np.ndarray
-                      ) -> list[np.ndarray]:
-            y, w = current
-            w = w * decay
-            mixed = np.where(y != x, (w * y + new * x) / (w + new), y)
-            w = w + new if adjust else np.ones_like(w)
-            first = n == 0
-            return [np.where(first, x, mixed), np.where(first, 1.0, w)]
-
+        weights = _ewma_weights(spec)
+        new = weights.new
+        after = weights.upto(int(count.max(initial=1)) + 1)
+        x = _as_float64(x)
         with np.errstate(all="ignore"):
-            _sequential(_as_float64(x), present, start, states, ("y", "w"), line_loop,
-                        rows_step)
+            # At a value with c values before it: the decayed old weight, and the sum.
+            old_by_count = np.concatenate([[np.nan], after * weights.decay])
+            total_by_count = old_by_count + new
+            last = old_by_count.shape[0] - 1
+
+            def old(before: np.ndarray) -> np.ndarray:
+                return old_by_count[np.minimum(before, last)]
+
+            def total(before: np.ndarray) -> np.ndarray:
+                return total_by_count[np.minimum(before, last)]
+
+            def line_loop(values: list[float], y: float, n: int) -> list[float]:
+                means: list[float] = []
+                keep = means.append
+                if n == 0 and values:  # the first value starts the mean
+                    y = values[0]
+                    keep(y)
+                    values = values[1:]
+                    n = 1
+                # Until the weights settle (count `last`), each count has its own;
+                # from there on they are constants, and the loop is shorter.
+                varying = max(0, min(len(values), last - n))
+                before = np.arange(n, n + varying)
+                olds = old(before).tolist()
+                totals = total(before).tolist()
+                for value, w, t in zip(values[:varying], olds, totals, strict=True):
+                    if y != value:
+                        y = (w * y + new * value) / t
+                    keep(y)
+                w, t = float(old_by_count[last]), float(total_by_count[last])
+                for value in values[varying:]:
+                    if y != value:
+                        y = (w * y + new * value) / t
+                    keep(y)
+                return means
+
+            def rows_step(x: np.ndarray, y: np.ndarray, before: np.ndarray) -> np.ndarray:
+                mixed = np.where(y != x, (old(before) * y + new * x) / total(before), y)
+                return np.where(before == 0, x, mixed)
+
+            states["y"] = _sequential(x, present, start, count, "y", line_loop, rows_step)
+        states["w"] = np.where(count > 0, after[np.minimum(count, after.shape[0]) - 1], 0.0)
         return states
 
     def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
