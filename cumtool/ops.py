@@ -47,7 +47,7 @@ EXAMPLES = {
     "cumcount": "cumtool cumcount sample_data/daily_sales.csv -c revenue --keep",
     "cummean": "cumtool cummean sample_data/daily_sales.csv -c units --by store --keep",
     "cumvar": "cumtool cumvar sample_data/daily_sales.csv -c revenue --ddof 0",
-    "cumstd": "cumtool cummean,cumstd sample_data/daily_sales.csv -c units --by store",
-    "ewma": "cumtool ewma sample_data/daily_sales.csv -c revenue --span 3 --keep",
-    "diff": "cumtool diff sample_data/cumulative_cases.csv -c cases --keep",
+    "cumstd": "cumtool cumstd sample_data/daily_sales.csv -c units --by store --keep",
+    "ewma": "cumtool ewma sample_data/prices.csv -c close --span 3 --keep",
+    "diff": "cumtool diff sample_data/cumulative_cases.csv -c cases --by region --keep",
 }
