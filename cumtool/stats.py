@@ -195,8 +195,9 @@ class CompensatedSum(StatKernel):
         if spec.acc_dtype.kind == "c":
             total = states["s"].copy()
             for part in ("real", "imag"):
-                parts = np.rec.fromarrays([getattr(states["s"], part),
-                                           getattr(states["c"], part)], names="s,c")
+                parts = _records(np.dtype([("s", np.float64), ("c", np.float64)]),
+                                 total.shape)
+                parts["s"], parts["c"] = getattr(states["s"], part), getattr(states["c"], part)
                 setattr(total, part, _compensated_total(parts))
         else:
             total = _compensated_total(states)
@@ -279,7 +280,7 @@ def _before(start: np.ndarray, after: np.ndarray) -> np.ndarray:
 
 
 def _welford_means(values: list[float], m: float, n: int) -> list[float]:
-    means = []
+    means: list[float] = []
     keep = means.append
     for x in values:
         n += 1
@@ -537,7 +538,9 @@ def start_state(spec: ScanSpec) -> np.void:
     """The state before any value: count 0, sums and means +0.0."""
     kernel = kernel_of(spec)
     assert kernel is not None
-    return np.zeros((), dtype=kernel.state_dtype(spec))[()]
+    start = np.zeros(1, dtype=kernel.state_dtype(spec))[0]
+    assert isinstance(start, np.void)
+    return start
 
 
 def scan_block(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None,
