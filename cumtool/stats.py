@@ -93,17 +93,27 @@ class StatKernel:
         return _FLOAT64
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-               start: np.ndarray, count: np.ndarray) -> np.ndarray:
-        """The state after each element (a record array shaped like x); `count` is the
-        running number of present values, already computed."""
+               start: np.ndarray, count: np.ndarray) -> States:
+        """The state after each element (an array shaped like x per field); `count` is
+        the running number of present values, already computed."""
         raise NotImplementedError
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         raise NotImplementedError
+
+
+# A block's states: one contiguous array per field of the state (a record array would
+# make every pass over a field strided, and the statistics several times slower).
+States = dict[str, np.ndarray]
 
 
 def _records(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     return np.zeros(shape, dtype=dtype)
+
+
+def _blank(dtype: np.dtype, shape: tuple[int, ...]) -> States:
+    assert dtype.names is not None
+    return {name: np.zeros(shape, dtype=dtype[name]) for name in dtype.names}
 
 
 def _as_float64(x: np.ndarray) -> np.ndarray:
@@ -121,17 +131,17 @@ class CumCount(StatKernel):
         return _INT64
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-               start: np.ndarray, count: np.ndarray) -> np.ndarray:
-        states = _records(self.state_dtype(spec), x.shape)
+               start: np.ndarray, count: np.ndarray) -> States:
+        states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         return states
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         return states["n"].copy()
 
 
 def _running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-                 start: np.ndarray, states: np.ndarray) -> None:
+                 start: np.ndarray, states: States) -> None:
     """states['s'] (and 'c' with --compensated): the running sum of x from the carried one,
     left to right in x's dtype, skipped cells adding nothing. The plain sum is numpy's
     sequential accumulate; Neumaier's s is that same sum, and its correction c is the
@@ -156,7 +166,7 @@ def _running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
         states["c"] = error
 
 
-def _compensated_total(states: np.ndarray) -> np.ndarray:
+def _compensated_total(states: States) -> np.ndarray:
     """Neumaier's result s + c, or s itself where the sum is not finite."""
     s = states["s"]
     with np.errstate(over="ignore", invalid="ignore"):
@@ -173,15 +183,16 @@ class CompensatedSum(StatKernel):
         return np.dtype([("n", np.int64), ("s", spec.acc_dtype), ("c", spec.acc_dtype)])
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-               start: np.ndarray, count: np.ndarray) -> np.ndarray:
-        states = _records(self.state_dtype(spec), x.shape)
+               start: np.ndarray, count: np.ndarray) -> States:
+        states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         acc = x.astype(spec.acc_dtype, copy=False)
         if acc.dtype.kind == "c":  # componentwise: complex addition is
             for part in ("real", "imag"):
-                parts = _records(np.dtype([("s", acc.real.dtype), ("c", acc.real.dtype)]),
-                                 x.shape)
-                begin = _records(parts.dtype, start.shape)
+                parts = _blank(np.dtype([("s", acc.real.dtype), ("c", acc.real.dtype)]),
+                               x.shape)
+                begin = _records(np.dtype([("s", acc.real.dtype), ("c", acc.real.dtype)]),
+                                 start.shape)
                 begin["s"], begin["c"] = getattr(start["s"], part), getattr(start["c"], part)
                 _running_sum(spec, np.ascontiguousarray(getattr(acc, part)), present, begin,
                              parts)
@@ -191,13 +202,11 @@ class CompensatedSum(StatKernel):
             _running_sum(spec, acc, present, start, states)
         return states
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         if spec.acc_dtype.kind == "c":
             total = states["s"].copy()
             for part in ("real", "imag"):
-                parts = _records(np.dtype([("s", np.float64), ("c", np.float64)]),
-                                 total.shape)
-                parts["s"], parts["c"] = getattr(states["s"], part), getattr(states["c"], part)
+                parts = {"s": getattr(states["s"], part), "c": getattr(states["c"], part)}
                 setattr(total, part, _compensated_total(parts))
         else:
             total = _compensated_total(states)
@@ -215,13 +224,13 @@ class CumMean(StatKernel):
         return np.dtype(np.float32) if in_dtype in (np.float16, np.float32) else _FLOAT64
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-               start: np.ndarray, count: np.ndarray) -> np.ndarray:
-        states = _records(self.state_dtype(spec), x.shape)
+               start: np.ndarray, count: np.ndarray) -> States:
+        states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         _running_sum(spec, _as_float64(x), present, start, states)
         return states
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         total = _compensated_total(states) if spec.compensated else states["s"]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return (total / states["n"]).astype(spec.out_dtype)
@@ -305,8 +314,8 @@ class CumVar(StatKernel):
         return np.dtype([("n", np.int64), ("m", np.float64), ("m2", np.float64)])
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-               start: np.ndarray, count: np.ndarray) -> np.ndarray:
-        states = _records(self.state_dtype(spec), x.shape)
+               start: np.ndarray, count: np.ndarray) -> States:
+        states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         x = _as_float64(x)
         with np.errstate(all="ignore"):
@@ -321,7 +330,7 @@ class CumVar(StatKernel):
         states["m2"] = terms
         return states
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         n = states["n"]
         with np.errstate(divide="ignore", invalid="ignore"):
             var = states["m2"] / (n - spec.ddof)
@@ -332,7 +341,7 @@ class CumVar(StatKernel):
 class CumStd(CumVar):
     name = "cumstd"
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             return np.sqrt(super().output(spec, states))
 
@@ -351,15 +360,15 @@ class _EwmaWeights:
         """w_old after 1..count values, or fewer once settled: the last is then the
         value for every later count (memory stays bounded on long inputs)."""
         have = self.after.shape[0]
-        if count > have:
+        if count > have and not self.settled:
+            want = max(count, 2 * have)  # grown geometrically: few copies on long inputs
             w = float(self.after[-1])
             grown: list[float] = []
-            while not self.settled and len(grown) < count - have:
+            while not self.settled and have + len(grown) < want:
                 following = w * self.decay + self.new
                 self.settled = following == w
                 w = following
                 grown.append(w)
-            grown.extend([w] * (count - have - len(grown)))
             self.after = np.concatenate([self.after, np.asarray(grown, dtype=np.float64)])
         return self.after[:count]
 
@@ -388,8 +397,8 @@ class Ewma(StatKernel):
         return np.dtype([("n", np.int64), ("y", np.float64), ("w", np.float64)])
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-               start: np.ndarray, count: np.ndarray) -> np.ndarray:
-        states = _records(self.state_dtype(spec), x.shape)
+               start: np.ndarray, count: np.ndarray) -> States:
+        states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         weights = _ewma_weights(spec)
         new = weights.new
@@ -440,7 +449,7 @@ class Ewma(StatKernel):
         states["w"] = np.where(count > 0, after[np.minimum(count, after.shape[0]) - 1], 0.0)
         return states
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         return states["y"].copy()
 
 
@@ -459,10 +468,10 @@ class Diff(StatKernel):
         return in_dtype
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
-               start: np.ndarray, count: np.ndarray) -> np.ndarray:
+               start: np.ndarray, count: np.ndarray) -> States:
         from cumtool.kernels import _first_position, _to_acc
 
-        states = _records(self.state_dtype(spec), x.shape)
+        states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         # Cells under missing ones are unspecified: zeros, which cannot fail the cast.
         values = _to_acc(spec, x if present is None else np.where(present, x, 0), None)
@@ -501,7 +510,7 @@ class Diff(StatKernel):
         states["out"] = out
         return states
 
-    def output(self, spec: ScanSpec, states: np.ndarray) -> np.ndarray:
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         with np.errstate(over="ignore"):
             return states["out"].astype(spec.out_dtype)
 
@@ -569,10 +578,14 @@ def scan_block(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None,
     count[:1] += start["n"][np.newaxis]
     np.add.accumulate(count, axis=0, out=count)
     states = kernel.states(spec, x, present, start, count)
-    carry.value = states[-1].copy()
+    last = np.empty(start.shape, dtype=start.dtype)
+    for name, values in states.items():
+        last[name] = values[-1]
+    carry.value = last
     missing = None
     if spec.exclusive:  # the state before each element: the carried one first
-        states = np.concatenate([start[np.newaxis], states[:-1]])
+        states = {name: np.concatenate([start[name][np.newaxis], values[:-1]])
+                  for name, values in states.items()}
         if kernel.missing_before_first:
             nothing = states["n"] == 0
             missing = nothing if nothing.any() else None
