@@ -100,7 +100,7 @@ def _buckets(order: np.ndarray, run_sorted: np.ndarray, run_count: int) -> list[
     """Bucket runs by length (powers of two): padding is at most half of each block."""
     n = order.shape[0]
     lengths = np.bincount(run_sorted, minlength=run_count)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    starts = np.cumsum(lengths) - lengths  # a batch of no rows has no runs, no starts
     rank = np.arange(n) - np.repeat(starts, lengths)
     bucket_of_run = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
     row_bucket = np.repeat(bucket_of_run, lengths)

@@ -624,3 +624,35 @@ def test_options_of_some_ops_are_accepted_in_a_list_that_has_one(invoke):
 def test_the_api_refuses_the_same(op, options, message):
     with pytest.raises(UsageError, match=message):
         cumtool.scan(np.array([1.0, 2.0]), op, **options)
+
+
+@settings(max_examples=20, deadline=None)
+@given(cells=st.lists(st.one_of(st.just(""), st.just("nan"),
+                                st.floats(-1e3, 1e3, allow_nan=False).map(repr),
+                                st.integers(-99, 99).map(str)), max_size=25),
+       batch=st.integers(1, 6), op=st.sampled_from(NEW_OPS),
+       flags=st.sampled_from([(), ("--skipna",), ("--reverse",), ("--by", "k"),
+                              ("--reset", "r")]))
+def test_tiny_batch_rows_give_the_same_bytes_on_the_command_line(cells, batch, op, flags):
+    from click.testing import CliRunner
+
+    from cumtool.cli import main
+
+    text = "k,r,x\n" + "".join(f"{i % 3},{int(i % 5 == 0)},{c}\n" for i, c in enumerate(cells))
+    extra = [*(EWMA if op == "ewma" else ()), *flags]
+    runner = CliRunner()
+
+    def run(rows: str) -> bytes:
+        result = runner.invoke(main, [op, "-c", "x", *extra, "--batch-rows", rows],
+                               input=text, catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        return result.stdout_bytes
+
+    assert run(str(batch)) == run("100000")
+
+
+@pytest.mark.parametrize("op", ["cumsum", *NEW_OPS])
+def test_a_header_only_table_by_groups_gives_a_header_only_table(invoke, op):
+    extra = EWMA if op == "ewma" else ()
+    result = ok(invoke(op, "-c", "x", "--by", "k", *extra, input="k,r,x\n"))
+    assert result.stdout == "k,r,x\n"
