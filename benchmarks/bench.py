@@ -49,6 +49,7 @@ import scenario_npy
 import scenario_ops
 import scenario_parquet
 import scenario_small
+import scenario_stats
 import scenario_text
 from common import SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 
@@ -61,6 +62,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "npy": scenario_npy.run,
     "small": scenario_small.run,
     "ops": scenario_ops.run,
+    "stats": scenario_stats.run,
     "by": scenario_by.run,
     "memory": scenario_memory.run,
 }

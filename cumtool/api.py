@@ -21,7 +21,10 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
          overflow: str = "error", skipna: bool = False, indices: bool = False,
          reverse: bool = False, exclusive: bool = False, by: Any = None,
          reset: Any = None, columns: Sequence[str | int] | None = None, keep: bool = False,
-         exclude: Sequence[str | int] | None = None) -> Any:
+         exclude: Sequence[str | int] | None = None, ddof: int | None = None,
+         alpha: float | None = None, span: float | None = None, com: float | None = None,
+         halflife: float | None = None, adjust: bool = True,
+         compensated: bool = False) -> Any:
     """Scan `data` along `axis` with the CLI's rules.
 
     `data` is a table: a pyarrow Table, RecordBatch or RecordBatchReader, or any
@@ -34,9 +37,18 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
     are arrays with one entry per position along axis 0 of a 1-D or 2-D array).
     Raises cumtool.UsageError for bad arguments and cumtool.DataError (ScanOverflowError)
     for data that cannot be scanned, e.g. integer overflow without overflow="wrap".
+    The running statistics take `ddof` (cumvar, cumstd), one of `alpha`, `span`, `com`,
+    `halflife` and `adjust` (ewma), and `compensated` (cumsum of floats, cummean), as
+    the CLI's options of those names.
     """
+    from cumtool.stats import run_options
+
     cast = kernels.parse_dtype(dtype) if dtype is not None else None
-    options = dict(overflow=overflow, skipna=skipna, indices=indices, exclusive=exclusive)
+    stat_options = run_options(op.split(","), indices=indices, exclusive=exclusive,
+                               ddof=ddof, com=com, span=span, halflife=halflife,
+                               alpha=alpha, adjust=adjust, compensated=compensated)
+    options = dict(overflow=overflow, skipna=skipna, indices=indices, exclusive=exclusive,
+                   **stat_options)
     stream = None if _is_arrow(data) else _arrow_stream(data)
     if _is_arrow(data) or stream is not None:
         table = _scan_table(data if stream is None else stream, op, str(axis), cast, options,
@@ -52,7 +64,8 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
                              **options)  # type: ignore[arg-type]
     axis_number = resolve_array_axis(str(axis), array.ndim)
     if by is not None or reset is not None:
-        return _scan_keyed_array(spec, array, axis_number, by, reset, reverse, cast)
+        return _scan_keyed_array(spec, array, axis_number, by, reset, reverse, cast,
+                                 bool(stat_options["compensated"]))
     try:
         result = kernels.scan_array(spec, array, axis_number, reverse=reverse)
     except ScanOverflowError as error:
@@ -144,7 +157,8 @@ class _Collected:
 
 
 def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: Any,
-                      reset: Any, reverse: bool, dtype: np.dtype | None) -> Any:
+                      reset: Any, reverse: bool, dtype: np.dtype | None,
+                      compensated: bool) -> Any:
     """by=/reset= on an array: through the table path, one column per line."""
     import pyarrow as pa
 
@@ -174,7 +188,8 @@ def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: 
     try:
         out = _scan_table(table, spec.op, "rows", dtype, dict(
             overflow=spec.overflow, skipna=spec.skipna, indices=spec.indices,
-            exclusive=spec.exclusive), reverse=reverse, by=key_names,
+            exclusive=spec.exclusive, ddof=spec.ddof, com=spec.com, adjust=spec.adjust,
+            compensated=compensated), reverse=reverse, by=key_names,
             reset="reset" if reset is not None else None, columns=names, keep=False)
     except ScanOverflowError as error:
         # As without by=: the array's own index, and no table or CLI wording.

@@ -17,7 +17,7 @@ import click
 from cumtool.choices import DTYPE_NAMES, TORCH_ALIASES
 from cumtool.completion import complete_columns, complete_path
 from cumtool.errors import CumtoolError, Stopped, UsageError
-from cumtool.ops import EXAMPLES, INDEXED, OPS, SUMMARIES
+from cumtool.ops import EXAMPLES, INDEXED, OPS, OPS_OF_OPTION, SUMMARIES
 from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
 from cumtool.view import printable
 
@@ -210,7 +210,38 @@ def _make_command(op: str) -> click.Command:
             "--indices", is_flag=True,
             help="Also output the position each value came from (a <name>_index column, "
                  "or a .npz with values and indices).")(command)
+    # Options of some ops only, offered where one of the ops has them (ops.OPS_OF_OPTION).
+    for flag, decorate in reversed(_OP_OPTIONS):
+        if flag != "--indices" and set(OPS_OF_OPTION[flag]) & set(ops):
+            command = decorate(command)
     return command
+
+
+_OP_OPTIONS: list[tuple[str, Callable[..., Any]]] = [
+    ("--ddof", click.option(
+        "--ddof", type=int, default=None, metavar="N",
+        help="cumvar, cumstd: delta degrees of freedom, divide by count - N (N >= 0) "
+             "[default: 1]")),
+    ("--alpha", click.option(
+        "--alpha", type=float, default=None, metavar="A",
+        help="ewma: smoothing factor, 0 < A <= 1 (give one of --alpha, --span, --com, "
+             "--halflife).")),
+    ("--span", click.option("--span", type=float, default=None, metavar="S",
+                            help="ewma: span, S >= 1: alpha = 2 / (S + 1).")),
+    ("--com", click.option("--com", type=float, default=None, metavar="C",
+                           help="ewma: centre of mass, C >= 0: alpha = 1 / (1 + C).")),
+    ("--halflife", click.option(
+        "--halflife", type=float, default=None, metavar="H",
+        help="ewma: half-life in rows, H > 0: alpha = 1 - exp(log(0.5) / H).")),
+    ("--no-adjust", click.option(
+        "--no-adjust", "no_adjust", is_flag=True,
+        help="ewma: the recursive form y = (1 - alpha) y + alpha x (pandas adjust=False) "
+             "instead of the adjusted weights.")),
+    ("--compensated", click.option(
+        "--compensated", is_flag=True,
+        help="cumsum of floats, cummean: Neumaier's compensated sum, which does not "
+             "drift (slower).")),
+]
 
 
 def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
@@ -235,6 +266,10 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
         table_rows=options["table_rows"], precision=options["precision"],
         max_record_size=options["max_record_size"], sheet=options["sheet"],
+        ddof=options.get("ddof"), com=options.get("com"), span=options.get("span"),
+        halflife=options.get("halflife"), alpha=options.get("alpha"),
+        adjust=not options.get("no_adjust", False),
+        compensated=options.get("compensated", False),
     )
     try:
         if not given and sys.stdin is not None and sys.stdin.isatty():

@@ -243,7 +243,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                    stack: contextlib.ExitStack) -> None:
     """`-o DIR/`: each input's rows to its own file, the scan carried across them."""
     from cumtool import state
-    from cumtool.engine import _aborting, _rebatch, _scan_options
+    from cumtool.engine import _aborting, _rebatch
     from cumtool.pipeline import BackgroundSink, prefetch
     from cumtool.sinks import table_sink
     from cumtool.tables import TableOptions, make_plan
@@ -258,7 +258,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                            only_scanned=request.only_scanned,
                            typed_output=fmt in TYPED_OUTPUTS)
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
-                     state.hints(request, chain), **_scan_options(request))
+                     state.hints(request, chain), **request.scan_options())
     if fmt == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
     finish = state.prepare(request, plan, chain)

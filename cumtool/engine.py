@@ -106,7 +106,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                            only_scanned=request.only_scanned,
                            typed_output=out.format in TYPED_OUTPUTS)
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
-                     state.hints(request, source), **_scan_options(request))
+                     state.hints(request, source), **request.scan_options())
     save_state = state.prepare(request, plan, source)  # --state, and positions in files
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)
@@ -153,11 +153,6 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
         sink.close()
 
 
-def _scan_options(request: Request) -> dict[str, Any]:
-    return dict(overflow=request.overflow, skipna=request.skipna, indices=request.indices,
-                exclusive=request.exclusive)
-
-
 
 def _table_progress(request: Request, source: Any) -> Progress:
     if hasattr(source, "bytes_read"):  # text: bytes of the file as stored (compressed)
@@ -196,7 +191,7 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         if given:
             raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
                              f"{source.name} is an array")
-    scan = _scan_options(request)
+    scan = request.scan_options()
     indices = scan.pop("indices")
     specs = [kernels.make_spec(op, source.dtype, dtype, what=source.name, **scan,
                                indices=indices and op in INDEXED)

@@ -108,7 +108,7 @@ def _buckets(order: np.ndarray, run_sorted: np.ndarray, run_count: int) -> list[
     """Bucket runs by length (powers of two): padding is at most half of each block."""
     n = order.shape[0]
     lengths = np.bincount(run_sorted, minlength=run_count)
-    starts = np.cumsum(lengths) - lengths  # (a batch of no rows has no runs)
+    starts = np.cumsum(lengths) - lengths  # a batch of no rows has no runs, no starts
     rank = np.arange(n) - np.repeat(starts, lengths)
     bucket_of_run = np.ceil(np.log2(np.maximum(lengths, 1))).astype(np.int64)
     row_bucket = np.repeat(bucket_of_run, lengths)
@@ -153,7 +153,7 @@ class GroupCarry:
 
     def __init__(self, spec: kernels.ScanSpec) -> None:
         self.spec = spec
-        self.value = np.empty(0, dtype=spec.acc_dtype)
+        self.value = np.empty(0, dtype=spec.state_dtype)
         self.index = np.empty(0, dtype=np.int64)
         self.pending = np.empty(0, dtype=bool)  # --exclusive: see kernels.Carry.pending
 
@@ -167,7 +167,7 @@ class GroupCarry:
         if count > self.value.shape[0]:
             extra = count - self.value.shape[0]
             self.value = np.concatenate(
-                [self.value, np.full(extra, self.spec.identity, dtype=self.spec.acc_dtype)])
+                [self.value, np.full(extra, self.spec.identity, dtype=self.spec.state_dtype)])
             self.index = np.concatenate([self.index, np.full(extra, -1, dtype=np.int64)])
             self.pending = np.concatenate([self.pending, np.zeros(extra, dtype=bool)])
 
@@ -183,8 +183,10 @@ def scan_runs(
     out_indices = np.empty(n, dtype=np.int64) if spec.indices else None
     skipped = np.zeros(n, dtype=bool)
     any_skipped = False
+    missing = np.zeros(n, dtype=bool)
+    any_missing = False
     run_count = runs.group_of_run.shape[0]
-    end_value = np.empty(run_count, dtype=spec.acc_dtype)
+    end_value = np.empty(run_count, dtype=spec.state_dtype)
     end_index = np.empty(run_count, dtype=np.int64)
     end_pending = np.zeros(run_count, dtype=bool)
     for bucket in runs.buckets:
@@ -200,7 +202,7 @@ def scan_runs(
         groups = runs.group_of_run[bucket_runs]
         fresh = runs.fresh[bucket_runs]
         run_carry = kernels.Carry(
-            np.where(fresh, spec.identity, carry.value[groups]).astype(spec.acc_dtype),
+            np.where(fresh, spec.identity, carry.value[groups]).astype(spec.state_dtype),
             np.where(fresh, -1, carry.index[groups]),
             pending=np.where(fresh, False, carry.pending[groups]),
         )
@@ -215,6 +217,9 @@ def scan_runs(
         if result.skipped is not None:
             skipped[rows] = result.skipped[cell]
             any_skipped = True
+        if result.missing is not None:
+            missing[rows] = result.missing[cell]
+            any_missing = True
         end_value[bucket_runs] = run_carry.value
         end_index[bucket_runs] = run_carry.index
         if run_carry.pending is not None:
@@ -223,4 +228,5 @@ def scan_runs(
     carry.value[runs.group_of_run[last]] = end_value[last]
     carry.index[runs.group_of_run[last]] = end_index[last]
     carry.pending[runs.group_of_run[last]] = end_pending[last]
-    return kernels.ScanResult(out, out_indices, skipped if any_skipped else None)
+    return kernels.ScanResult(out, out_indices, skipped if any_skipped else None,
+                              missing if any_missing else None)

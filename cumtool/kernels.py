@@ -18,7 +18,7 @@ import numpy as np
 
 from cumtool.choices import DTYPE_NAMES, dtype_name
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.ops import OPS
+from cumtool.ops import OPS, STAT_OPS
 
 Overflow = Literal["error", "wrap"]
 # --dtype names (numpy's, torch's) live in choices.py, which the CLI imports without numpy.
@@ -70,10 +70,33 @@ class ScanSpec:
     skipna: bool = False
     indices: bool = False
     exclusive: bool = False  # out[i] covers the elements before i only
+    # Running statistics (stats.py): cumvar/cumstd's ddof, ewma's centre of mass and
+    # adjustment, and Neumaier's sum for float cumsum and cummean (--compensated).
+    ddof: int = 1
+    com: float | None = None
+    adjust: bool = True
+    compensated: bool = False
 
     @property
     def identity(self) -> np.generic:
+        """The running state before any element (a record of several for stats.py's ops)."""
+        if self.is_stat:
+            from cumtool import stats
+
+            return stats.start_state(self)
         return _identity(self.op, self.acc_dtype)
+
+    @property
+    def is_stat(self) -> bool:
+        """Whether stats.py scans this (its ops, and cumsum with --compensated)."""
+        return self.op in STAT_OPS or self.compensated
+
+    @property
+    def state_dtype(self) -> np.dtype:
+        """The dtype of the carried running state."""
+        if self.is_stat:
+            return self.identity.dtype
+        return self.acc_dtype
 
 
 def make_spec(
@@ -86,10 +109,26 @@ def make_spec(
     indices: bool = False,
     exclusive: bool = False,
     what: str = "the input",
+    ddof: int = 1,
+    com: float | None = None,
+    adjust: bool = True,
+    compensated: bool = False,
 ) -> ScanSpec:
-    """Apply SEMANTICS.md's dtype table; `what` names the data in error messages."""
+    """Apply SEMANTICS.md's dtype table; `what` names the data in error messages. The
+    statistics' parameters are kept only by the ops they mean something for, so one set
+    of options can make the specs of a list of ops."""
     spec = _make_spec(op, source_dtype, dtype, overflow, skipna, indices, what)
-    return dataclasses.replace(spec, exclusive=exclusive) if exclusive else spec
+    extra: dict[str, object] = {}
+    if op in ("cumvar", "cumstd"):
+        extra["ddof"] = ddof
+    if op == "ewma":
+        extra.update(com=com, adjust=adjust)
+    # Integer cumsum is exact: only sums taken in floats are compensated.
+    if compensated and (op == "cummean" or (op == "cumsum" and spec.acc_dtype.kind in "fc")):
+        extra["compensated"] = True
+    if exclusive:
+        extra["exclusive"] = True
+    return dataclasses.replace(spec, **extra) if extra else spec  # type: ignore[arg-type]
 
 
 def _make_spec(
@@ -103,6 +142,11 @@ def _make_spec(
         raise DataError(f"{what} has dtype {source_dtype}, which cumtool cannot scan")
     in_dtype = source_dtype if dtype is None else np.dtype(dtype)
     kind = in_dtype.kind
+    if op in STAT_OPS:
+        from cumtool import stats
+
+        acc, out = stats.make_spec(op, source_dtype, in_dtype, dtype is not None, what)
+        return ScanSpec(op, source_dtype, in_dtype, acc, out, overflow, skipna, indices)
     if op in ("cummax", "cummin"):
         if kind == "c":
             message = f"{op} is not defined for complex values ({what} is {in_dtype})"
@@ -153,7 +197,7 @@ class Carry:
 
 
 def initial_carry(spec: ScanSpec, line_shape: tuple[int, ...] = ()) -> Carry:
-    value = np.full(line_shape, spec.identity, dtype=spec.acc_dtype)
+    value = np.full(line_shape, spec.identity, dtype=spec.state_dtype)
     return Carry(value, np.full(line_shape, -1, dtype=np.int64))
 
 
@@ -162,6 +206,9 @@ class ScanResult:
     values: np.ndarray  # out_dtype, same shape as the block
     indices: np.ndarray | None  # int64 positions for cummax/cummin --indices; -1 where skipped
     skipped: np.ndarray | None  # cells that did not enter the scan (missing, or NaN with skipna)
+    # output cells that are missing though their input is not: a statistic of nothing
+    # (--exclusive at the start), cumcount at a NaN skipped by --skipna
+    missing: np.ndarray | None = None
 
 
 def scan_block(
@@ -176,6 +223,10 @@ def scan_block(
     onwards (grouped scans). Raises ScanOverflowError with the position (in the block)
     of the first integer result that does not fit.
     """
+    if spec.is_stat:
+        from cumtool import stats
+
+        return stats.scan_block(spec, block, valid, carry)
     before = (carry.value.copy(), carry.index.copy()) if spec.exclusive else None
     return _scan_inclusive(spec, block, valid, carry, positions, before)
 
@@ -477,7 +528,8 @@ def flip_result(result: ScanResult, axis: int, length: int | None = None) -> Sca
         last = (result.indices.shape[axis] if length is None else length) - 1
         indices = np.flip(np.where(result.indices >= 0, last - result.indices, -1), axis)
     skipped = None if result.skipped is None else np.flip(result.skipped, axis)
-    return ScanResult(np.flip(result.values, axis), indices, skipped)
+    missing = None if result.missing is None else np.flip(result.missing, axis)
+    return ScanResult(np.flip(result.values, axis), indices, skipped, missing)
 
 
 def _complex_log_add_exp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -521,4 +573,5 @@ def scan_array(
     values = np.moveaxis(result.values, 0, axis)
     indices = None if result.indices is None else np.moveaxis(result.indices, 0, axis)
     skipped = None if result.skipped is None else np.moveaxis(result.skipped, 0, axis)
-    return ScanResult(values, indices, skipped)
+    missing = None if result.missing is None else np.moveaxis(result.missing, 0, axis)
+    return ScanResult(values, indices, skipped, missing)

@@ -9,7 +9,7 @@ the input is opened: `cumtool cumsum missing.csv --to bogus` complains about --t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cumtool.columns import Selection
 from cumtool.errors import UsageError
@@ -73,6 +73,14 @@ class Request:
     inputs: tuple[str, ...] = ()
     state: str | None = None  # --state FILE: the carried state, loaded and saved
     filename_column: str | None = None  # --filename-column NAME: each row's input path
+    # Running statistics (cumtool/stats.py); None: not given
+    ddof: int | None = None
+    com: float | None = None
+    span: float | None = None
+    halflife: float | None = None
+    alpha: float | None = None
+    adjust: bool = True
+    compensated: bool = False
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -89,6 +97,7 @@ class Request:
         # An option is refused only when it means nothing for every op asked for.
         if self.indices and not set(INDEXED) & set(self.ops):
             raise UsageError(f"--indices is only for cummax and cummin, not {self.op}")
+        self.stat_options()
         if self.batch_rows is not None and self.batch_rows < 1:
             raise UsageError("--batch-rows must be at least 1")
         if self.max_record_size is not None:
@@ -141,6 +150,20 @@ class Request:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")
+
+    def stat_options(self) -> dict[str, object]:
+        """The statistics' options, checked, as the scan kernels take them."""
+        from cumtool.stats import run_options
+
+        return run_options(self.ops, indices=self.indices, exclusive=self.exclusive,
+                           ddof=self.ddof, com=self.com, span=self.span,
+                           halflife=self.halflife, alpha=self.alpha, adjust=self.adjust,
+                           compensated=self.compensated)
+
+    def scan_options(self) -> dict[str, Any]:
+        """Every option the scan kernels take (make_spec's keywords), for any reader."""
+        return dict(overflow=self.overflow, skipna=self.skipna, indices=self.indices,
+                    exclusive=self.exclusive, **self.stat_options())
 
     @property
     def ops(self) -> list[str]:

@@ -350,7 +350,13 @@ def _float_text(value: float, bits: int, digits: int) -> str:
 
 
 def encode_array(array: np.ndarray) -> dict[str, Any]:
-    """An array as JSON, exactly: dtype, shape and values (floats in hex)."""
+    """An array as JSON, exactly: dtype, shape and values (floats in hex). A record array
+    (the running statistics' state: count, mean, M2 ...) is saved field by field."""
+    if array.dtype.names is not None:
+        return {"record": [[name, str(array.dtype[name].str)] for name in array.dtype.names],
+                "shape": list(array.shape),
+                "fields": {name: encode_array(np.ascontiguousarray(array[name]))
+                           for name in array.dtype.names}}
     flat = np.ascontiguousarray(array).reshape(-1)
     kind = array.dtype.kind
     values: list[Any]
@@ -368,6 +374,12 @@ def encode_array(array: np.ndarray) -> dict[str, Any]:
 
 
 def decode_array(record: dict[str, Any]) -> np.ndarray:
+    if "record" in record:
+        array = np.empty(tuple(int(n) for n in record["shape"]),
+                         np.dtype([(str(name), str(kind)) for name, kind in record["record"]]))
+        for name, field in record["fields"].items():
+            array[name] = decode_array(field)
+        return array
     dtype = np.dtype(record["dtype"])
     shape = tuple(int(n) for n in record["shape"])
     values = record["values"]

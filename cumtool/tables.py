@@ -32,6 +32,8 @@ from cumtool.formats import ColumnHint, delimiter_hint
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED
 
+# Running statistics that compute in float64 whatever the input: decimals too.
+FLOAT_STATS = ("cummean", "cumvar", "cumstd", "ewma")
 _INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # a pandas index stored in Parquet
 
 
@@ -279,7 +281,7 @@ class TablePlan:
                                 else np.int64)
             if position in self.decimal_scale and (
                     self.axis == 1 or dtype is not None
-                    or self.op in ("cumprod", "logcumsumexp")):
+                    or self.op in ("cumprod", "logcumsumexp", *FLOAT_STATS)):
                 return np.dtype(np.float64)  # decimals compute in float64 for these
             found = numpy_dtype(self._data_field(position).type)
             assert found is not None
@@ -294,7 +296,7 @@ class TablePlan:
         return {i: spec for i in self.selected}
 
     def _is_decimal_out(self, position: int) -> bool:
-        return (position in self.decimal_scale
+        return (position in self.decimal_scale and self.op != "cumcount"
                 and self.specs[position].source_dtype.kind == "i")
 
     def result_fields(self, position: int, name: str) -> list[pa.Field]:
@@ -469,7 +471,7 @@ class TablePlan:
                 result = self._scan_runs(column, values, valid, runs)
         except ScanOverflowError as error:
             raise self._overflow(column, self.rows_done + error.position[0], error) from None
-        missing = None if valid is None else ~valid
+        missing = _missing_out(valid, result.missing)
         indices = None
         if result.indices is not None:
             # -1: a skipped cell, or the identity (--exclusive): no position, a null.
@@ -560,12 +562,21 @@ class TablePlan:
                 f"{error.raw}{overflow_hint(self.overflow)}", (row - 1, at_column)) from None
         out: dict[int, tuple[pa.Array, pa.Array | None]] = {}
         for i, column in enumerate(self.selected):
-            missing = None if valid is None else ~valid[i]
+            missing = _missing_out(None if valid is None else valid[i],
+                                   None if result.missing is None else result.missing[i])
             indices = None
             if result.indices is not None:
                 indices = arrow_column(result.indices[i], result.indices[i] < 0)
             out[column] = (arrow_column(result.values[i], missing), indices)
         return out
+
+
+def _missing_out(valid: np.ndarray | None, missing: np.ndarray | None) -> np.ndarray | None:
+    """The result cells written missing: those of missing input, and those the scan says
+    (a statistic of nothing)."""
+    if valid is None:
+        return missing
+    return ~valid if missing is None else ~valid | missing
 
 
 class MultiPlan:

@@ -140,6 +140,32 @@ def ledger() -> None:
     write_rows("ledger.csv", ["date", "account", "new_month", "amount"], rows)
 
 
+def cumulative_cases() -> None:
+    """Cumulative counters, as a health agency publishes them: diff gives the daily
+    numbers back (one region skipped a report: an empty cell)."""
+    rows = [
+        ["2024-03-01", "north", 12], ["2024-03-01", "south", 5],
+        ["2024-03-02", "north", 19], ["2024-03-02", "south", 9],
+        ["2024-03-03", "north", 31], ["2024-03-03", "south", ""],
+        ["2024-03-04", "north", 38], ["2024-03-04", "south", 17],
+    ]
+    write_rows("cumulative_cases.csv", ["date", "region", "cases"], rows)
+
+
+def prices() -> None:
+    """Closing prices of one share over ten days, for ewma."""
+    closes = ["101.2", "102.5", "101.9", "103.4", "104.1", "103.0", "105.6", "106.2",
+              "105.1", "107.3"]
+    write_rows("prices.csv", ["day", "close"],
+               [[f"2024-04-{i + 1:02d}", close] for i, close in enumerate(closes)])
+
+
+def tenths() -> None:
+    """Ten payments of 0.10: a float running sum drifts (0.9999999999999999), Neumaier's
+    compensated sum (--compensated) does not."""
+    write_column("tenths.csv", "paid", ["0.1"] * 10)
+
+
 def real_exports() -> None:
     """Files shaped like real exports, for docs/tables.md: codes with leading zeros, flags
     and number spellings that must come out as they went in; R's NA and row names; a
@@ -180,6 +206,9 @@ def main() -> None:
     weekly_visitors()
     rainfall()
     ledger()
+    cumulative_cases()
+    prices()
+    tenths()
     real_exports()
     events()
 

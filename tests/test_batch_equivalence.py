@@ -44,6 +44,14 @@ RUNS = [
     pytest.param("cummin", ("--indices",), id="cummin-indices"),
     pytest.param("cumsum", ("--skipna",), id="cumsum-skipna"),
     pytest.param("cummax", ("--indices", "--skipna"), id="cummax-indices-skipna"),
+    pytest.param("cumcount", (), id="cumcount"),
+    pytest.param("cummean", (), id="cummean"),
+    pytest.param("cummean", ("--skipna", "--compensated"), id="cummean-skipna-compensated"),
+    pytest.param("cumstd", ("--ddof", "0"), id="cumstd-ddof0"),
+    pytest.param("ewma", ("--alpha", "0.35"), id="ewma"),
+    pytest.param("ewma", ("--halflife", "2", "--no-adjust", "--skipna"), id="ewma-no-adjust"),
+    pytest.param("diff", (), id="diff"),
+    pytest.param("cumsum", ("--compensated",), id="cumsum-compensated"),
 ]
 
 

@@ -335,6 +335,12 @@ DAYS = ["k,x,y,r\na,1,0.1,0\nb,2,0.2,0\na,3,nan,0\n",
     pytest.param(["cumsum", "--exclusive", "--by", "k"], id="exclusive-by"),
     pytest.param(["cumsum,cummax", "--skipna"], id="two-ops-skipna"),
     pytest.param(["logcumsumexp", "-c", "y"], id="logcumsumexp"),
+    # The running statistics carry record arrays (count, mean, M2, weights ...).
+    pytest.param(["cumcount,cummean,cumvar,cumstd,diff", "--by", "k"], id="statistics-by"),
+    pytest.param(["ewma", "--alpha", "0.35", "-c", "x", "--skipna"], id="ewma"),
+    pytest.param(["ewma", "--span", "3", "--no-adjust", "--by", "k"], id="ewma-no-adjust-by"),
+    pytest.param(["cumsum,cummean", "--compensated", "-c", "y"], id="compensated"),
+    pytest.param(["cumstd", "--ddof", "0", "--exclusive"], id="cumstd-exclusive"),
 ])
 def test_day_by_day_with_state_gives_the_bytes_of_one_run(cli, options):
     for day, text in enumerate(DAYS):

@@ -48,7 +48,8 @@ OPTIONS = [
 
 @pytest.mark.parametrize("options", OPTIONS)
 @pytest.mark.parametrize("ops", [["cumsum", "cummax"], ["cummin", "cumprod", "cumsum"],
-                                 ["logcumsumexp", "cummax"]], ids="-".join)
+                                 ["logcumsumexp", "cummax"],
+                                 ["cumcount", "cummean", "cumstd", "cummax"]], ids="-".join)
 @pytest.mark.parametrize("batch_rows", ["1", "4", "1000"])
 def test_each_result_is_what_the_op_gives_alone(invoke, options, ops, batch_rows):
     if "--indices" in options and not {"cummax", "cummin"} & set(ops):

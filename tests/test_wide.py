@@ -135,6 +135,8 @@ def _args(op: str, delimiter: str, options: list[list[str]]) -> list[str]:
         args += option
     if op in ("cummax", "cummin") and len(options) % 2:
         args.append("--indices")
+    if op == "ewma":
+        args += ["--alpha", "0.35"]
     return args
 
 
@@ -142,7 +144,8 @@ def _args(op: str, delimiter: str, options: list[list[str]]) -> list[str]:
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(table=tables(), op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin",
-                                           "logcumsumexp"]),
+                                           "logcumsumexp", "cumcount", "cummean", "cumvar",
+                                           "cumstd", "ewma", "diff"]),
        options=_OPTIONS, group=st.integers(2, 4))
 def test_the_wide_path_writes_what_the_narrow_path_writes(
         invoke: Callable[..., Result], table: tuple[bytes, str, int], op: str,
@@ -270,6 +273,21 @@ def test_several_ops_are_refused_above_the_threshold(
     assert result.stderr.endswith("3 columns are more than 2, and several ops (cumsum,cummax) "
                                   "is not supported on tables this wide (it needs whole "
                                   "rows in memory at once); run one op at a time\n")
+
+
+@pytest.mark.parametrize("args", [
+    ["cummean", "--exclusive"], ["ewma", "--alpha", "0.5"],
+    ["ewma", "--span", "3", "--no-adjust", "--exclusive"], ["cumvar", "--ddof", "0"],
+    ["cumstd", "--exclusive"], ["cumcount", "--skipna"], ["diff"],
+    ["cumsum", "--compensated"],
+], ids=lambda args: "-".join(a.strip("-") for a in args))
+def test_running_statistics_on_the_wide_path(invoke: Callable[..., Result],
+                                             args: list[str]) -> None:
+    # Their parameters reach the kernels, and a statistic of nothing stays missing.
+    data = b"a,b,c\n1,2,3\n4,,6\n7,8,9\n"
+    reference, result = _both(invoke, [args[0], "-", "--from", "csv", *args[1:]], data, 2)
+    assert reference.exit_code == 0, reference.stderr
+    _same(reference, result)
 
 
 @pytest.mark.parametrize("extra", [["b.csv"], ["--filename-column", "file"]],

@@ -305,8 +305,7 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
                          "an array")
     selected = _select(request, source)
     write_options = request.csv_write(out.format)
-    scan = dict(overflow=request.overflow, skipna=request.skipna, indices=request.indices,
-                exclusive=request.exclusive)
+    scan = request.scan_options()
     groups = _Groups(request, dtype, source, selected, write_options, scan)
     total = source.total_bytes or None
     progress = Progress(request.progress, total, "bytes", source.name)
@@ -702,7 +701,11 @@ class _Group:
                     (self.rows_done + row, context.rank[column])))
                 continue
             flat = result.values.T.reshape(-1)
-            out = arrow_column(flat, None if valid is None else ~valid)
+            missing = None if valid is None else ~valid
+            if result.missing is not None:  # a statistic of nothing (--exclusive at the start)
+                stat_missing = result.missing.T.reshape(-1)
+                missing = stat_missing if missing is None else missing | stat_missing
+            out = arrow_column(flat, missing)
             index_stack = None
             if result.indices is not None:
                 flat_indices = result.indices.T.reshape(-1)
