@@ -43,6 +43,12 @@ class Done:
         return self.out.decode("utf-8")
 
 
+# The cumtool installed with the Python running the tests (a venv's), not whichever one
+# comes first on PATH.
+_SCRIPT = Path(sys.executable).with_name("cumtool")
+COMMAND = str(_SCRIPT) if _SCRIPT.exists() else "cumtool"
+
+
 def cumtool(*args: str | bytes, tmp_path: Path, stdin_terminal: bool = False,
             stdout_terminal: bool = True, columns: int = 100, env: dict | None = None,
             stdin_path: Path | None = None, typed: bytes = b"", timeout: float = 60) -> Done:
@@ -60,7 +66,7 @@ def cumtool(*args: str | bytes, tmp_path: Path, stdin_terminal: bool = False,
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "wb") as err, open(stdin_path or os.devnull, "rb") as data:
         process = subprocess.Popen(
-            ["cumtool", *args], stdin=slave if stdin_terminal else data,
+            [COMMAND, *args], stdin=slave if stdin_terminal else data,
             stdout=slave if stdout_terminal else subprocess.PIPE, stderr=err,
             env=environment, start_new_session=True)
     os.close(slave)
