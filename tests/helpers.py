@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import math
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,3 +79,9 @@ def along_axis(array: np.ndarray, axis: int,
         for out, result in zip(outs, results, strict=True):
             out[index] = result
     return tuple(np.moveaxis(out, -1, axis) for out in outs)
+
+
+# The cumtool installed with the Python running the tests (a venv's), not whichever one
+# comes first on PATH.
+_SCRIPT = Path(sys.executable).with_name("cumtool")
+CUMTOOL = str(_SCRIPT) if _SCRIPT.exists() else "cumtool"

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow.csv as pacsv
 import pytest
 from conftest import SAMPLE_DATA
+from helpers import CUMTOOL
 
 OPS = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
 SHARED_OPTIONS = (
@@ -91,10 +92,10 @@ def test_op_help_lists_options_and_an_example(invoke, op):
 @pytest.mark.slow
 def test_installed_script_help_and_version():
     """The `cumtool` command itself (the console script), not only the Click object."""
-    done = subprocess.run(["cumtool", "--help"], capture_output=True, text=True, check=True)
+    done = subprocess.run([CUMTOOL, "--help"], capture_output=True, text=True, check=True)
     assert done.stdout.startswith("Usage: cumtool [OPTIONS] COMMAND [ARGS]...")
     assert done.stderr == ""
-    done = subprocess.run(["cumtool", "cummin", "-h"], capture_output=True, text=True,
+    done = subprocess.run([CUMTOOL, "cummin", "-h"], capture_output=True, text=True,
                           check=True)
     assert done.stdout.startswith("Usage: cumtool cummin [OPTIONS] [INPUT]")
     done = subprocess.run([sys.executable, "-m", "cumtool", "--version"], capture_output=True,

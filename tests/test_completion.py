@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.shell_completion import ShellComplete
+from helpers import CUMTOOL
 
 from cumtool.choices import DTYPE_NAMES, TORCH_ALIASES
 from cumtool.cli import main
@@ -48,7 +49,7 @@ def run_completion(shell: str, words: str, cword: int | str) -> subprocess.Compl
     """The installed script, called the way `shell`'s completion script calls it."""
     env = {**os.environ, "_CUMTOOL_COMPLETE": f"{shell}_complete", "COMP_WORDS": words,
            "COMP_CWORD": str(cword)}
-    return subprocess.run(["cumtool"], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run([CUMTOOL], capture_output=True, text=True, env=env, timeout=60)
 
 
 @pytest.fixture
@@ -385,7 +386,7 @@ def test_completion_loads_no_numeric_library(files, words, cword, first):
 )
 def test_source_scripts(shell, line):
     env = {**os.environ, "_CUMTOOL_COMPLETE": f"{shell}_source"}
-    done = subprocess.run(["cumtool"], capture_output=True, text=True, env=env, timeout=60)
+    done = subprocess.run([CUMTOOL], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0
     assert line in done.stdout
 

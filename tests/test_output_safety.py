@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
+from helpers import CUMTOOL
 
 import cumtool.output
 from cumtool.engine import Request, run
@@ -124,7 +125,7 @@ def test_indices_npz_failure_leaves_the_existing_file(tmp_path):
     data = buffer.getvalue()[:-8]
     out = tmp_path / "out.npz"
     out.write_bytes(ORIGINAL)
-    done = subprocess.run(["cumtool", "cummax", "--indices", "-o", str(out), "--batch-rows",
+    done = subprocess.run([CUMTOOL, "cummax", "--indices", "-o", str(out), "--batch-rows",
                            "2"], input=data, capture_output=True, timeout=60)
     assert done.returncode == 1
     stderr = done.stderr.decode()
@@ -266,7 +267,7 @@ def test_full_disk_on_standard_output_is_an_error(tmp_path):
     source = tmp_path / "in.csv"
     source.write_text("a\n" + "1\n" * 1000)
     with open("/dev/full", "wb") as full:
-        done = subprocess.run(["cumtool", "cumsum", str(source)], stdout=full,
+        done = subprocess.run([CUMTOOL, "cumsum", str(source)], stdout=full,
                               stderr=subprocess.PIPE, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr == "Error: cannot write standard output: No space left on device\n"

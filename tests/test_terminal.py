@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from helpers import CUMTOOL
 
 ELLIPSIS = "…"
 SGR = re.compile(r"\x1b\[[0-9;]*m")  # rich's own styles: colour, bold, dim, italic
@@ -43,12 +44,6 @@ class Done:
         return self.out.decode("utf-8")
 
 
-# The cumtool installed with the Python running the tests (a venv's), not whichever one
-# comes first on PATH.
-_SCRIPT = Path(sys.executable).with_name("cumtool")
-COMMAND = str(_SCRIPT) if _SCRIPT.exists() else "cumtool"
-
-
 def cumtool(*args: str | bytes, tmp_path: Path, stdin_terminal: bool = False,
             stdout_terminal: bool = True, columns: int = 100, env: dict | None = None,
             stdin_path: Path | None = None, typed: bytes = b"", timeout: float = 60) -> Done:
@@ -66,7 +61,7 @@ def cumtool(*args: str | bytes, tmp_path: Path, stdin_terminal: bool = False,
     err_path = tmp_path / "stderr.txt"
     with open(err_path, "wb") as err, open(stdin_path or os.devnull, "rb") as data:
         process = subprocess.Popen(
-            [COMMAND, *args], stdin=slave if stdin_terminal else data,
+            [CUMTOOL, *args], stdin=slave if stdin_terminal else data,
             stdout=slave if stdout_terminal else subprocess.PIPE, stderr=err,
             env=environment, start_new_session=True)
     os.close(slave)
