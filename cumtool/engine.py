@@ -38,6 +38,7 @@ from cumtool.pipeline import (
 )
 from cumtool.request import Request
 from cumtool.sinks import array_sink, table_sink
+from cumtool.small import try_small
 from cumtool.sources import open_source
 from cumtool.view import View
 
@@ -49,11 +50,14 @@ BLOCK_BYTES = 8 << 20
 
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
-    return_freed_batches_to_the_os()
     request.check()  # every option and combination, before any I/O
+    done, stdin = try_small(request)  # a small CSV: no polars, no pyarrow
+    if done:
+        return
+    return_freed_batches_to_the_os()
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
-        source, kind = open_source(request, dtype, stack)
+        source, kind = open_source(request, dtype, stack, stdin)
         out_format = _output_format(request, kind)
         if hasattr(source, "blocks"):  # an array source
             _run_array(request, dtype, source, out_format, stack)
