@@ -49,6 +49,7 @@ import scenario_ops
 import scenario_parquet
 import scenario_small
 import scenario_text
+import scenario_tiny
 from common import SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 
 # In the order they run and report.
@@ -58,6 +59,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "parquet": scenario_parquet.run,
     "npy": scenario_npy.run,
     "small": scenario_small.run,
+    "tiny": scenario_tiny.run,
     "ops": scenario_ops.run,
     "by": scenario_by.run,
     "memory": scenario_memory.run,

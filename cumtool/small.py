@@ -23,13 +23,13 @@ against each other on random files.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
 import re
 import select
 import stat
-import sys
 import time
 from collections.abc import Sequence
 from typing import IO
@@ -41,7 +41,6 @@ from cumtool.choices import AXIS_NAMES
 from cumtool.columns import Selection, resolve
 from cumtool.errors import CumtoolError
 from cumtool.formats import (
-    DEFAULT_NA,
     GZIP_MAGIC,
     NPY_MAGIC,
     PARQUET_MAGIC,
@@ -109,20 +108,20 @@ def _options_fit(request: Request) -> bool:
 def _read(request: Request) -> tuple[bytes | None, IO[bytes] | None]:
     """The whole input when it is at most SMALL_BYTES, else None; and for standard input
     a stream that replays what was read, then the rest, for the streaming path."""
+    from cumtool import sources
+
     if request.input != "-":
         try:
             info = os.stat(request.input)
             if not stat.S_ISREG(info.st_mode) or info.st_size > SMALL_BYTES:
                 return None, None
-            with open(request.input, "rb") as file:
-                data = file.read(SMALL_BYTES + 1)
-        except (OSError, ValueError):  # the streaming path says what is wrong
+            with contextlib.ExitStack() as stack:  # opened as the streaming path opens it
+                data = sources._open_path(request.input, stack).read(SMALL_BYTES + 1)
+        except (OSError, ValueError, CumtoolError):  # the streaming path says what is wrong
             return None, None
         return (data if len(data) <= SMALL_BYTES else None), None
-    from cumtool.sources import _stdin
-
     try:
-        stdin = _stdin()
+        stdin = sources._stdin()
     except CumtoolError:
         raise Handover from None
     head, ended = _read_stdin(stdin)
@@ -336,7 +335,7 @@ def _judge(rows: list[list[str | None]], column: int, markers: set[str],
         return _Hint(_FLOAT64, False)  # empty: a float column, scanned when named
     by_default = not any(_LEADING_ZERO.match(c) for c in cells)
     integer_text = all(_INT.fullmatch(c) for c in cells)
-    if integer_text and all(_INT64_MIN <= int(c) <= _INT64_MAX for c in cells):
+    if integer_text and all(_int64(c) is not None for c in cells):
         return _Hint(_FLOAT64 if float_columns else _INT64, by_default)
     if integer_text:  # beyond int64: an id, not a count (unless a float --dtype)
         return _Hint(_FLOAT64, by_default) if float_columns else _Hint(None, False)
@@ -369,11 +368,19 @@ def _select(request: Request, names: list[str], hints: list[_Hint]) -> list[int]
 def _number(text: str, dtype: np.dtype) -> int | float | None:
     """A cell as polars' cast to Int64 or Float64 reads it (None: not a number)."""
     if dtype == _INT64:
-        if _INT.fullmatch(text):
-            value = int(text)
-            return value if _INT64_MIN <= value <= _INT64_MAX else None
-        return None
+        return _int64(text) if _INT.fullmatch(text) else None
     return float(text) if _FLOAT.fullmatch(text) else None
+
+
+def _int64(text: str) -> int | None:
+    """An integer's text (_INT) as an int64, or None beyond its range. Leading zeros are
+    dropped first: int() refuses texts of more than 4,300 digits, polars reads them."""
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 19:
+        return None
+    value = int(digits or "0")
+    value = -value if text.startswith("-") else value
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
 def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[str]
