@@ -99,7 +99,9 @@ def _options_fit(request: Request) -> bool:
     by_rows = AXIS_NAMES.get(key) == 0 or key in ("0", "-2")
     return (by_rows and not (request.by or request.reset is not None or request.reverse
                              or request.indices or request.decimal or request.decimal_comma
-                             or request.encoding or request.max_record_size is not None)
+                             or request.encoding or request.max_record_size is not None
+                             # batches asked for: the streaming path's own (and tests')
+                             or request.batch_rows is not None)
             and (request.from_format or "csv").lower() in ("csv", "tsv"))
 
 

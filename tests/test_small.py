@@ -237,7 +237,7 @@ def test_random_files_reach_the_small_path(tmp_path_factory):
     """The random test above is no empty check: most plain files are taken."""
     taken = []
 
-    @settings(max_examples=60, deadline=None, database=None,
+    @settings(max_examples=30, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(rows=st.lists(st.lists(_NUMBERS, min_size=2, max_size=2), min_size=1, max_size=5))
     def plain(rows: list[list[str]]) -> None:
