@@ -127,7 +127,9 @@ def _read(request: Request) -> tuple[bytes | None, IO[bytes] | None]:
     except CumtoolError:
         raise Handover from None
     head, ended = _read_stdin(stdin)
-    return (head if ended else None), io.BufferedReader(_Replay(head, stdin), SNIFF_BYTES)
+    # A buffer that holds all that was read: the first look (the sniff) takes it at once.
+    replay = io.BufferedReader(_Replay(head, stdin), max(SNIFF_BYTES, len(head)))
+    return (head if ended else None), replay
 
 
 def _read_stdin(stdin: IO[bytes]) -> tuple[bytes, bool]:
@@ -167,6 +169,11 @@ class _Replay(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    def fileno(self) -> int:
+        # The reader asks the descriptor whether more input is ready (a pipe whose producer
+        # pauses must not hold back the rows already here).
+        return self._stream.fileno()
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         if self._head:

@@ -339,3 +339,17 @@ def test_float_text_is_polars_write_csv(dtype):
     pl.DataFrame({"x": values}).write_csv(rendered, include_header=False)
     assert small._numbers(small._Column(values, None), "") == \
         rendered.getvalue().decode().split("\n")[:-1]
+
+
+def test_replayed_stdin_keeps_its_descriptor(tmp_path):
+    """The streaming reader asks the descriptor whether more input is ready: standard
+    input handed over after the small path read some keeps it (else a paused producer
+    would hold back the rows already read)."""
+    with open(tmp_path / "rest", "w+b") as rest:
+        rest.write(b"3,4\n")
+        rest.seek(0)
+        replay = small._Replay(b"a,b\n1,2\n", rest)
+        assert replay.fileno() == rest.fileno()
+        import io
+
+        assert io.BufferedReader(replay).read() == b"a,b\n1,2\n3,4\n"
