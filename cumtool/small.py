@@ -23,6 +23,7 @@ against each other on random files.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import math
@@ -204,7 +205,7 @@ def render(request: Request, data: bytes) -> bytes:
              for j in range(len(names))]
     selected = _select(request, names, hints)
     ops = request.ops
-    repeated = {n for n in names if names.count(n) > 1}
+    repeated = {n for n, count in collections.Counter(names).items() if count > 1}
 
     def label(i: int) -> str:
         return f"{names[i]!r} (column {i + 1})" if names[i] in repeated else repr(names[i])

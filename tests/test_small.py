@@ -91,6 +91,10 @@ TAKEN = [
     pytest.param(b"a,b,c\n", ["cumsum"], id="header-only"),
     pytest.param(b"a,,__index_level_0__\n1,2,3\n", ["cumsum"], id="unnamed-and-index"),
     pytest.param(b"a,a\n1,2\n3,4\n", ["cumsum", "-c", "a[1]"], id="repeated-name"),
+    pytest.param(",".join(f"c{i % 1500}" for i in range(3000)).encode() + b"\n"
+                 + (",".join(str(i) for i in range(3000)) + "\n").encode() * 3,
+                 ["cumsum"], id="wide-repeated-names"),
+    pytest.param(b"a\n" + b"7\n" * 20_000, ["cumprod", "--overflow", "wrap"], id="long"),
 ]
 
 
