@@ -51,6 +51,7 @@ import scenario_parquet
 import scenario_small
 import scenario_stats
 import scenario_text
+import scenario_tiny
 from common import SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 
 # In the order they run and report.
@@ -61,6 +62,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "arrow": scenario_arrow.run,
     "npy": scenario_npy.run,
     "small": scenario_small.run,
+    "tiny": scenario_tiny.run,
     "ops": scenario_ops.run,
     "stats": scenario_stats.run,
     "by": scenario_by.run,

@@ -39,6 +39,7 @@ from cumtool.pipeline import (
 )
 from cumtool.request import Request
 from cumtool.sinks import array_sink, table_sink
+from cumtool.small import try_small
 from cumtool.sources import open_source
 from cumtool.view import View
 
@@ -51,6 +52,9 @@ BLOCK_BYTES = 8 << 20
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
     request.check()  # every option and combination, before any I/O
+    done, stdin = try_small(request)  # a small CSV: no polars, no pyarrow
+    if done:
+        return
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
         from cumtool import datasets
@@ -58,7 +62,7 @@ def run(request: Request) -> None:
         if datasets.is_dataset(request):  # several inputs, a glob, a directory, -o DIR/
             datasets.run(request, dtype, stack)
             return
-        source, kind = open_source(request, dtype, stack)
+        source, kind = open_source(request, dtype, stack, stdin)
         out_format = _output_format(request, kind)
         if getattr(source, "wide", False):  # CSV too wide for whole-width batches
             from cumtool.formats.wide import run_wide

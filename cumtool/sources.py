@@ -30,12 +30,14 @@ SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 
 
 def open_source(
-    request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack
+    request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
+    stdin: IO[bytes] | None = None,
 ) -> tuple[Any, FileKind]:
+    """`stdin`: standard input as read so far and the rest (the small path read some)."""
     path: str | None = None
     if request.input == "-":
         name = "standard input"
-        stream: IO[bytes] = peekable(_stdin())
+        stream: IO[bytes] = peekable(_stdin() if stdin is None else stdin)
         sniff = _peek(stream, name)
         head = sniff[:8]
         kind = kind_from_magic(sniff)

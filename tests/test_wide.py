@@ -19,12 +19,20 @@ from click.testing import Result
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from cumtool import engine
 from cumtool.formats import wide
 from tests.helpers import ok
 from tests.test_hostile import BOUND, run_capped
 
 # As the other property tests: CUMTOOL_HYPOTHESIS_PROFILE=cumtool-deep for a long run.
 EXAMPLES = 1500 if os.environ.get("CUMTOOL_HYPOTHESIS_PROFILE") == "cumtool-deep" else 150
+
+
+@pytest.fixture(autouse=True)
+def _no_small_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tables are tiny stand-ins for wide files (the threshold is lowered): they
+    must reach the streaming readers, not the small-file path (cumtool/small.py)."""
+    monkeypatch.setattr(engine, "try_small", lambda request: (False, None))
 
 
 def _both(invoke: Callable[..., Result], args: list[str], data: bytes,

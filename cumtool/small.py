@@ -1,0 +1,529 @@
+"""Small delimited files without polars and pyarrow: a run that reads a CSV or TSV of at
+most SMALL_BYTES takes this path, and starts in the time numpy takes to import.
+
+It does what the streaming path (sources.py, formats/csv.py, formats/judge.py, tables.py)
+does with such a file, with the same kernels (kernels.py), and writes the same bytes:
+
+- records cut as polars cuts them (RFC 4180 quoting, CRLF or LF line ends, blank lines
+  skipped, an empty unquoted cell missing and a quoted "" empty text);
+- each column judged from its first INFER_ROWS rows by the rules of judge.py (numbers,
+  codes with a leading zero, integers beyond int64, anything else not scanned), the
+  missing markers (--na) and the spaces around a number as there;
+- numbers written as polars writes them (formats/csv.py's CsvSink: the shortest text that
+  reads back, polars' switch to exponents, NaN, inf), text quoted where needed.
+
+It is narrow on purpose. Whatever it cannot be sure to do exactly so, it hands over to the
+streaming path before anything is written: an option it does not implement, a cell whose
+parse it cannot decide as polars' casts would (every form polars reads as a number is
+listed in _INT and _FLOAT; a cell with other characters is text), a stray quote, a lone
+CR, bytes that are not UTF-8, a NUL, and every error (a ragged row, a bad cell, an
+overflow), which the streaming path then words. tests/test_small.py checks the two paths
+against each other on random files.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import math
+import os
+import re
+import select
+import stat
+import time
+from collections.abc import Sequence
+from typing import IO
+
+import numpy as np
+
+from cumtool import kernels
+from cumtool.choices import AXIS_NAMES
+from cumtool.columns import Selection, resolve
+from cumtool.errors import CumtoolError
+from cumtool.formats import (
+    GZIP_MAGIC,
+    NPY_MAGIC,
+    PARQUET_MAGIC,
+    FileKind,
+    kind_from_magic,
+    kind_from_name,
+)
+from cumtool.output import open_output
+from cumtool.request import Request
+
+SMALL_BYTES = 64 << 10  # larger inputs (and pipes still open past this) stream
+STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
+SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
+INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
+_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # as tables._INDEX_NAME
+_BOM = b"\xef\xbb\xbf"
+
+# Every text polars' casts read as a number (checked against polars on all short strings
+# of digits, signs, points, exponents, spaces and underscores, and the words below): an
+# integer for Int64 (when in range), and those or a float for Float64.
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                    r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+_LEADING_ZERO = re.compile(r"[+-]?0[0-9]")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+# Python's str.strip() strips these too, polars' strip_chars does not.
+_OTHER_SPACE = re.compile("[\x1c-\x1f]")
+
+
+class Handover(Exception):  # internal: the streaming path takes the run
+    """The small path cannot be sure to match the streaming path here."""
+
+
+def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
+    """Run `request` on the small path if it fits: (True, None) when done; else (False,
+    standard input to read instead of sys.stdin, when this read some of it)."""
+    if not _options_fit(request):
+        return False, None
+    try:
+        data, stdin = _read(request)
+    except Handover:
+        return False, None
+    if data is None:
+        return False, stdin
+    try:
+        rendered = render(request, data)
+    except (Handover, CumtoolError):
+        return False, stdin
+    with open_output(request.output) as stream:
+        stream.write(rendered)
+    return True, None
+
+
+def _options_fit(request: Request) -> bool:
+    key = str(request.axis).strip().lower()
+    by_rows = AXIS_NAMES.get(key) == 0 or key in ("0", "-2")
+    from cumtool import inputs
+
+    return (by_rows and not (request.by or request.reset is not None or request.reverse
+                             or request.indices or request.decimal or request.decimal_comma
+                             or request.encoding or request.max_record_size is not None
+                             # batches asked for: the streaming path's own (and tests')
+                             or request.batch_rows is not None
+                             # several inputs, a glob or a folder, -o DIR/, --state
+                             or request.state is not None or request.sheet is not None
+                             or request.filename_column is not None
+                             or inputs.is_dataset(request.inputs or (request.input,))
+                             or inputs.per_input_output(request.output))
+            and (request.from_format or "csv").lower() in ("csv", "tsv"))
+
+
+# Reading -------------------------------------------------------------------------------
+
+def _read(request: Request) -> tuple[bytes | None, IO[bytes] | None]:
+    """The whole input when it is at most SMALL_BYTES, else None; and for standard input
+    a stream that replays what was read, then the rest, for the streaming path."""
+    from cumtool import sources
+
+    if request.input != "-":
+        try:
+            info = os.stat(request.input)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > SMALL_BYTES:
+                return None, None
+            with contextlib.ExitStack() as stack:  # opened as the streaming path opens it
+                data = sources._open_path(request.input, stack).read(SMALL_BYTES + 1)
+        except (OSError, ValueError, CumtoolError):  # the streaming path says what is wrong
+            return None, None
+        return (data if len(data) <= SMALL_BYTES else None), None
+    try:
+        stdin = sources._stdin()
+    except CumtoolError:
+        raise Handover from None
+    head, ended = _read_stdin(stdin)
+    # A buffer that holds all that was read: the first look (the sniff) takes it at once.
+    replay = io.BufferedReader(_Replay(head, stdin), max(SNIFF_BYTES, len(head)))
+    return (head if ended else None), replay
+
+
+def _read_stdin(stdin: IO[bytes]) -> tuple[bytes, bool]:
+    """What standard input holds, if it ends within SMALL_BYTES and STDIN_WAIT seconds;
+    else what was read so far (a slow producer must not be held back)."""
+    pieces: list[bytes] = []
+    size = 0
+    try:
+        fd: int | None = stdin.fileno()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        fd = None
+    deadline = time.monotonic() + STDIN_WAIT
+    read1 = getattr(stdin, "read1", stdin.read)
+    try:
+        while size <= SMALL_BYTES:
+            if fd is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    return b"".join(pieces), False
+            piece = read1(SMALL_BYTES + 1 - size)
+            if not piece:
+                return b"".join(pieces), True
+            pieces.append(piece)
+            size += len(piece)
+    except (OSError, ValueError):
+        pass
+    return b"".join(pieces), False
+
+
+class _Replay(io.RawIOBase):
+    """Bytes already read from a stream, then the rest of it (read as it arrives)."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        self._head = memoryview(head)
+        self._stream = stream
+        self._read1 = getattr(stream, "read1", stream.read)
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        # The reader asks the descriptor whether more input is ready (a pipe whose producer
+        # pauses must not hold back the rows already here).
+        return self._stream.fileno()
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            size = min(len(buffer), len(self._head))
+            buffer[:size] = self._head[:size]
+            self._head = self._head[size:]
+            return size
+        data = self._read1(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+# Rendering -----------------------------------------------------------------------------
+
+def render(request: Request, data: bytes) -> bytes:
+    """The output of `request` on the input `data` (all of it), as the streaming path
+    writes it; raises Handover (or a CumtoolError) where that path must run instead."""
+    kind = _input_kind(request, data)
+    out = _output_kind(request, kind)
+    read = request.csv_read(kind.format)
+    write = request.csv_write(out.format)
+    dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
+    if dtype is not None and dtype.kind == "c":
+        raise Handover
+    names, rows = _records(data, read.delimiter, read.header)
+    markers = set(read.na_values) | {""}
+    hints = [_judge(rows, j, markers, dtype is not None and dtype.kind == "f")
+             for j in range(len(names))]
+    selected = _select(request, names, hints)
+    ops = request.ops
+    repeated = {n for n, count in collections.Counter(names).items() if count > 1}
+
+    def label(i: int) -> str:
+        return f"{names[i]!r} (column {i + 1})" if names[i] in repeated else repr(names[i])
+
+    results: dict[tuple[int, str], _Column] = {}
+    for i in selected:
+        values, valid = _parse(rows, i, hints[i], markers)
+        for op in ops:
+            scan = request.scan_options()
+            spec = kernels.make_spec(op, values.dtype, dtype, what=f"column {label(i)}",
+                                     **scan)
+            result = kernels.scan_block(spec, values, valid, kernels.initial_carry(spec))
+            missing = None if valid is None else ~valid
+            if result.missing is not None:  # a statistic of nothing (--exclusive first)
+                missing = result.missing if missing is None else missing | result.missing
+            results[i, op] = _Column(result.values, missing)
+    scanned = set(selected)
+    keep = request.keep or len(ops) > 1
+    columns: list[tuple[str, _Column | int]] = []  # a result, or an input column's text
+    if not keep:
+        for i, name in enumerate(names):
+            if i in scanned:
+                columns.append((name, results[i, ops[0]]))
+            elif not request.only_scanned:
+                columns.append((name, i))
+    else:
+        columns = [(name, i) for i, name in enumerate(names)
+                   if not request.only_scanned or i in scanned]
+        taken = set(names)
+        for op in ops:
+            if any(f"{names[i]}_{op}" in taken for i in selected):
+                raise Handover  # tables.py words the clash
+        for i in selected:
+            columns.extend((f"{names[i]}_{op}", results[i, op]) for op in ops)
+    return _write(columns, rows, write.delimiter, write.header, write.na_rep)
+
+
+def _input_kind(request: Request, data: bytes) -> FileKind:
+    """As sources.open_source decides it, for plain (uncompressed) text only."""
+    head = data[:8]
+    if head.startswith((PARQUET_MAGIC, NPY_MAGIC, GZIP_MAGIC, b"PK")):
+        raise Handover
+    named = kind_from_name(request.input) if request.input != "-" else None
+    kind = named or kind_from_magic(data[:SNIFF_BYTES])
+    if request.from_format:
+        kind = FileKind(request.from_format.lower(), kind.compression)
+    if kind.format not in ("csv", "tsv") or kind.compression is not None:
+        raise Handover
+    return kind
+
+
+def _output_kind(request: Request, kind: FileKind) -> FileKind:
+    """As engine._output_format; csv or tsv, uncompressed, or Handover."""
+    named = kind_from_name(request.output) if request.output not in (None, "-") else None
+    if request.to_format:
+        out = FileKind(request.to_format.lower(), named.compression if named else None)
+    elif named is not None:
+        out = named
+    else:
+        out = FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
+    if out.format not in ("csv", "tsv") or out.compression is not None:
+        raise Handover
+    return out
+
+
+def _records(data: bytes, delimiter: str, header: bool
+             ) -> tuple[list[str], list[list[str | None]]]:
+    """The header's names and the rows' cells (None: an empty unquoted cell), as
+    formats/csv.py reads them."""
+    data = data.removeprefix(_BOM).lstrip(b"\r\n")
+    if not data.strip() or b"\0" in data or data.count(b"\r") != data.count(b"\r\n"):
+        raise Handover  # empty, binary, or lone CRs (old Mac files): the streaming path
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Handover from None
+    if _OTHER_SPACE.search(text):
+        raise Handover
+    field = _field_pattern(delimiter)
+    records: list[list[str | None]] = []
+    row: list[str | None] = []
+    position, end = 0, len(text)
+    while position < end:
+        match = field.match(text, position)
+        if match is None:
+            raise Handover  # a quote that RFC 4180 does not allow
+        quoted, plain, after = match.groups()
+        row.append(quoted.replace('""', '"') if quoted is not None else plain or None)
+        position = match.end()
+        if after != delimiter:
+            records.append(row)
+            row = []
+    if row:  # the text ends with a delimiter: an empty last cell
+        row.append(None)
+        records.append(row)
+    width = len(records[0])
+    # A blank line is skipped; in a one-column file a missing cell is one too.
+    kept = [r for r in records if r != [None]]
+    if any(len(r) != width for r in kept):
+        raise Handover  # ragged: the streaming path names the row
+    if header:
+        names = ["" if cell is None else cell for cell in kept[0]]
+        return names, kept[1:]
+    return [str(i + 1) for i in range(width)], kept
+
+
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _field_pattern(delimiter: str) -> re.Pattern[str]:
+    if delimiter not in _PATTERNS:
+        d = re.escape(delimiter)
+        _PATTERNS[delimiter] = re.compile(
+            rf'(?:"((?:[^"]|"")*)"|([^{d}"\r\n]*))\r?({d}|\n|\Z)')
+    return _PATTERNS[delimiter]
+
+
+class _Hint:
+    """What a column holds, as judge.py's ColumnHint: the numpy dtype its cells parse to
+    (None: not scanned by this path) and whether it is scanned by default."""
+
+    def __init__(self, dtype: np.dtype | None, by_default: bool) -> None:
+        self.dtype = dtype
+        self.by_default = by_default
+
+
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _judge(rows: list[list[str | None]], column: int, markers: set[str],
+           float_columns: bool) -> _Hint:
+    """judge.py's rules for one column, from its first INFER_ROWS rows."""
+    if not rows:
+        return _Hint(_INT64, True)
+    cells = [s for row in rows[:INFER_ROWS] if (c := row[column]) is not None
+             and (s := c.strip()) not in markers]
+    if not cells:
+        return _Hint(_FLOAT64, False)  # empty: a float column, scanned when named
+    by_default = not any(_LEADING_ZERO.match(c) for c in cells)
+    integer_text = all(_INT.fullmatch(c) for c in cells)
+    if integer_text and all(_int64(c) is not None for c in cells):
+        return _Hint(_FLOAT64 if float_columns else _INT64, by_default)
+    if integer_text:  # beyond int64: an id, not a count (unless a float --dtype)
+        return _Hint(_FLOAT64, by_default) if float_columns else _Hint(None, False)
+    if all(_FLOAT.fullmatch(c) for c in cells):
+        return _Hint(_FLOAT64, by_default)
+    return _Hint(None, False)  # flags, dates, text: the streaming path scans those
+
+
+def _select(request: Request, names: list[str], hints: list[_Hint]) -> list[int]:
+    """The scanned columns, as TablePlan._select chooses them."""
+    def positions(selections: Sequence[Selection]) -> list[int]:
+        chosen: list[int] = []
+        for selection in selections:
+            chosen.extend(resolve(selection, names, "the input"))
+        return list(dict.fromkeys(chosen))
+
+    chosen = positions([s for s in request.columns if not s.negated])
+    excluded = set(positions([*request.exclude, *(s for s in request.columns if s.negated)]))
+    if any(hints[i].dtype is None for i in chosen):
+        raise Handover  # not numeric here: an error, or a flag or date column
+    if not chosen:
+        chosen = [i for i, name in enumerate(names) if hints[i].by_default and name
+                  and not _INDEX_NAME.match(name)]
+    selected = [i for i in chosen if i not in excluded]
+    if not selected:
+        raise Handover
+    return selected
+
+
+def _number(text: str, dtype: np.dtype) -> int | float | None:
+    """A cell as polars' cast to Int64 or Float64 reads it (None: not a number)."""
+    if dtype == _INT64:
+        return _int64(text) if _INT.fullmatch(text) else None
+    return float(text) if _FLOAT.fullmatch(text) else None
+
+
+def _int64(text: str) -> int | None:
+    """An integer's text (_INT) as an int64, or None beyond its range. Leading zeros are
+    dropped first: int() refuses texts of more than 4,300 digits, polars reads them."""
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 19:
+        return None
+    value = int(digits or "0")
+    value = -value if text.startswith("-") else value
+    return value if _INT64_MIN <= value <= _INT64_MAX else None
+
+
+def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[str]
+           ) -> tuple[np.ndarray, np.ndarray | None]:
+    """A column's values and validity, as CsvSource._parse converts it: every cell as it
+    is when all parse so; else spaces stripped and missing markers missing."""
+    dtype = hint.dtype
+    assert dtype is not None
+    cells = [row[column] for row in rows]
+    # As CsvSource: cells taken as they are when all parse so, unless a missing marker
+    # parses too (--na 0): then every cell is checked against the markers.
+    if not any(_number(marker.strip(), dtype) is not None for marker in markers):
+        direct = [None if c is None else _number(c, dtype) for c in cells]
+        if all(v is not None for v in direct):
+            return np.array(direct, dtype=dtype), None
+    values: list[int | float] = []
+    valid: list[bool] = []
+    for cell in cells:
+        text = None if cell is None else cell.strip()
+        if text is None or text in markers:
+            values.append(0)
+            valid.append(False)
+            continue
+        value = _number(text, dtype)
+        if value is None:
+            raise Handover  # a bad cell: the streaming path names it
+        values.append(value)
+        valid.append(True)
+    return np.array(values, dtype=dtype), np.array(valid, dtype=bool)
+
+
+# Writing -------------------------------------------------------------------------------
+
+class _Column:
+    """A result column: values and missing cells (None: none)."""
+
+    def __init__(self, values: np.ndarray, missing: np.ndarray | None) -> None:
+        self.values = values
+        self.missing = missing
+
+
+def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]],
+           delimiter: str, header: bool, na_rep: str) -> bytes:
+    """The text formats/csv.py's CsvSink writes: polars' write_csv, with quoting
+    "necessary", or with text quoted by CsvSink itself (--na-rep, one column)."""
+    single = len(columns) == 1
+    by_sink = bool(na_rep) or single
+    null = na_rep if na_rep or not single else '""'
+    specials = (delimiter, '"', "\r", "\n")
+
+    def quote(text: str) -> str:
+        if any(c in text for c in specials) or (single and not text):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    def polars_quote(text: str | None) -> str:
+        if text is None:
+            return ""
+        if not text or any(c in text for c in specials):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    text_cell = (lambda c: quote("" if c is None else c)) if by_sink else polars_quote
+    rendered: list[list[str]] = []
+    for _name, column in columns:
+        if isinstance(column, int):
+            rendered.append([text_cell(row[column]) for row in rows])
+        elif column.values.dtype == np.float16:
+            # polars has no float16: CsvSink writes numpy's text, as a text column.
+            texts = [np.format_float_positional(v, unique=True, trim="0")
+                     for v in column.values]
+            missing = column.missing
+            rendered.append([text_cell(None if missing is not None and missing[k] else t)
+                             for k, t in enumerate(texts)])
+        else:
+            rendered.append(_numbers(column, null))
+    lines = []
+    if header:
+        lines.append(delimiter.join(quote(name) for name, _ in columns))
+    lines.extend(delimiter.join(cells) for cells in zip(*rendered, strict=True))
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def _numbers(column: _Column, null: str) -> list[str]:
+    values = column.values
+    kind = values.dtype.kind
+    if kind in "iu":
+        texts = [str(v) for v in values.tolist()]
+    elif kind == "b":
+        texts = ["true" if v else "false" for v in values.tolist()]
+    elif values.dtype == np.float32:
+        texts = [_float_text(np.format_float_scientific(v, unique=True, trim="-"), v, 13, -6)
+                 for v in values]
+    else:
+        texts = [_float_text(repr(v), v, 16, -5) for v in values.tolist()]
+    if column.missing is not None:
+        texts = [null if gone else t for t, gone in zip(texts, column.missing.tolist(),
+                                                        strict=True)]
+    return texts
+
+
+def _float_text(shortest: str, value: float | np.floating, high: int, low: int) -> str:
+    """A float as polars writes it, from the shortest text that reads back to it (in
+    any notation): plain notation while the point falls within the digits' reach
+    (`low` < point <= `high`, ryu's rule), else d.ddde+XX / d.ddde-XX."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    sign = "-" if shortest.startswith("-") else ""
+    mantissa, _, exponent = shortest.lstrip("-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return sign + "0.0"
+    trimmed = digits.rstrip("0")
+    # value = 0.<trimmed> * 10**point
+    point = len(digits) + int(exponent or 0) - len(fraction)
+    if 0 < point <= high:
+        if len(trimmed) <= point:
+            return f"{sign}{trimmed}{'0' * (point - len(trimmed))}.0"
+        return f"{sign}{trimmed[:point]}.{trimmed[point:]}"
+    if low < point <= 0:
+        return f"{sign}0.{'0' * -point}{trimmed}"
+    power = point - 1
+    rest = f".{trimmed[1:]}" if len(trimmed) > 1 else ""
+    return f"{sign}{trimmed[0]}{rest}e{'+' if power >= 0 else '-'}{abs(power)}"

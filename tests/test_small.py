@@ -1,0 +1,363 @@
+"""The small-input path (cumtool/small.py) against the streaming path: the same stdout
+bytes, output file, error message and exit status, on chosen and on random files; and it
+runs without polars and pyarrow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cumtool.small as small
+from cumtool.cli import main
+from cumtool.formats import DEFAULT_NA
+
+FORCE_STREAMING = -1  # as SMALL_BYTES: no input is small
+
+
+def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
+             output: str | None = None) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
+    """Run cumtool on `data` (a file, or standard input) on the small path where it
+    applies, then forced onto the streaming path: each run's exit status, stdout bytes,
+    stderr and output file, and whether the small path wrote the first."""
+    runs = []
+    taken = []
+    render = small.render
+
+    def spy(*a: Any) -> bytes:
+        rendered = render(*a)
+        taken.append(True)
+        return rendered
+
+    for limit, directory in ((small.SMALL_BYTES, "small"), (FORCE_STREAMING, "streaming")):
+        where = tmp_path / directory
+        where.mkdir()
+        source = where / "in.csv"
+        source.write_bytes(data)
+        argv = [*args, "-" if stdin else str(source)]
+        out = where / output if output else None
+        if out is not None:
+            argv += ["-o", str(out)]
+        saved = small.SMALL_BYTES, small.render
+        small.SMALL_BYTES, small.render = limit, spy  # type: ignore[assignment]
+        try:
+            result = CliRunner().invoke(main, argv, input=data if stdin else None,
+                                        catch_exceptions=False)
+        finally:
+            small.SMALL_BYTES, small.render = saved  # type: ignore[assignment]
+        written = out.read_bytes() if out is not None and out.exists() else None
+        stderr = result.stderr.replace(str(where), "<dir>")
+        runs.append((result.exit_code, result.stdout_bytes, stderr, written))
+    return runs[0], runs[1], bool(taken)
+
+
+# Chosen cases: each must be taken by the small path and agree ------------------------
+
+TAKEN = [
+    pytest.param(b"a,b\n1,2.5\n3,4\n5,6\n7,8.25\n", ["cumsum"], id="four-rows"),
+    pytest.param(b'a,b,c\n1,x,1e-7\n3,"y,z",2.5e-5\n,"",1e20\n', ["cumsum"],
+                 id="float-forms-quoted-text"),
+    pytest.param(b'a,b,c\n1,x,1e-7\n3,"y,z",2.5e-5\n,"",1e20\n', ["cumsum", "--na-rep", "NA"],
+                 id="na-rep"),
+    pytest.param(b'a\n1\n\n2\n""\n', ["cumsum", "-c", "a"], id="one-column-blank-line"),
+    pytest.param(b'a\n1\n\n2\n\n', ["cumsum"], id="one-column-blank-lines"),
+    pytest.param(b"a,b\n1,007\n2,010\n", ["cumsum"], id="code-not-scanned"),
+    pytest.param(b"a,b\n1,007\n2,010\n", ["cumsum", "-c", "b", "--keep"], id="code-named-keep"),
+    pytest.param(b"a,b\n1,99999999999999999999\n2,1\n", ["cumsum"], id="bigint-id"),
+    pytest.param(b"a,b\n1,99999999999999999999\n2,1\n", ["cumsum", "--dtype", "float32"],
+                 id="bigint-float32"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum,cummax,logcumsumexp"], id="several-ops"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--dtype", "float16"], id="float16"),
+    pytest.param(b"a,b\n1,2\n300,4\n", ["cumsum", "--dtype", "int16"], id="int16"),
+    pytest.param(b"a,b\n1.5,NA\n3,4\nnan,inf\n", ["cummax", "--skipna", "--exclusive"],
+                 id="nan-inf-na-skipna-exclusive"),
+    pytest.param(b"a,b\n 1 ,2\n3,\t4\n", ["cumsum"], id="spaces-around-numbers"),
+    pytest.param(b"a\tb\n1\t2\n3\t4\n", ["cumsum", "-d", "\\t"], id="tab-delimited"),
+    pytest.param(b"a,b\r\n1,2\r\n3,4\r\n", ["cumsum"], id="crlf"),
+    pytest.param(b"\xef\xbb\xbfa,b\n\n1,2\n3,4", ["cumsum"], id="bom-no-final-newline"),
+    pytest.param(b"a,b,t\n1,2,x\n3,4,y\n", ["cumprod", "--only-scanned"], id="only-scanned"),
+    pytest.param(b"1,2,x\n3,4,y\n", ["cummin", "--no-header"], id="no-header"),
+    pytest.param(b"a,b\n1,-\n3,4\n", ["cumsum", "--na", "-"], id="na-list"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--exclude", "a"], id="exclude"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--out-delimiter", ";"], id="out-delimiter"),
+    pytest.param(b"a,b\n0.1,1e-7\n0.2,1e22\n1e-300,5e-324\n", ["cumsum"], id="float-edges"),
+    pytest.param(b"a,b,c\n", ["cumsum"], id="header-only"),
+    pytest.param(b"a,,__index_level_0__\n1,2,3\n", ["cumsum"], id="unnamed-and-index"),
+    pytest.param(b"a,a\n1,2\n3,4\n", ["cumsum", "-c", "a[1]"], id="repeated-name"),
+    pytest.param(",".join(f"c{i % 1500}" for i in range(3000)).encode() + b"\n"
+                 + (",".join(str(i) for i in range(3000)) + "\n").encode() * 3,
+                 ["cumsum"], id="wide-repeated-names"),
+    pytest.param(b"a\n" + b"7\n" * 20_000, ["cumprod", "--overflow", "wrap"], id="long"),
+]
+
+
+@pytest.mark.parametrize(("data", "args"), TAKEN)
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_small_path_takes_and_agrees(tmp_path, data, args, stdin):
+    fast, streamed, taken = run_both(tmp_path, data, args, stdin)
+    assert taken
+    assert fast == streamed
+    assert fast[0] == 0, fast[2]
+
+
+@pytest.mark.parametrize("output", ["out.csv", "out.tsv", "out.txt"])
+def test_small_path_writes_files_as_streaming(tmp_path, output):
+    fast, streamed, taken = run_both(tmp_path, b'a,b,t\n1,2.5,"x\ty"\n3,,z\n', ["cumsum"],
+                                     output=output)
+    assert taken
+    assert fast == streamed
+    assert fast[3] is not None and fast[3].startswith(b"a")
+
+
+HANDED_OVER = [
+    pytest.param(b"a,b\n1,2\n3\n", ["cumsum"], id="ragged"),
+    pytest.param(b"a,b\n1,2\n3,x\n", ["cumsum", "-c", "b"], id="named-text"),
+    pytest.param(b"a,b\n9223372036854775807,2\n3,4\n", ["cumsum"], id="overflow"),
+    pytest.param(b'a,b\n1,x"y\n', ["cumsum"], id="stray-quote"),
+    pytest.param(b"a,b\n1,\xff\n", ["cumsum"], id="not-utf8"),
+    pytest.param(b"a,b\n1,\0\n", ["cumsum"], id="nul"),
+    pytest.param(b"a,b\r1,2\r", ["cumsum"], id="lone-cr"),
+    pytest.param(b"a,b\n1,true\n2,false\n", ["cummax", "-c", "b"], id="flags"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--reverse"], id="reverse-option"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cummax", "--indices"], id="indices-option"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--keep", "-c", "a", "--by", "b"],
+                 id="by-option"),
+    pytest.param(b"t,b\nx,y\n", ["cumsum"], id="no-numeric-column"),
+    pytest.param(b"", ["cumsum"], id="empty"),
+    pytest.param(b"a,a_cumsum\n1,2\n", ["cumsum", "--keep"], id="keep-clash"),
+    pytest.param(b"a,b\n1,2\n", ["logcumsumexp", "--dtype", "int8"], id="usage-error"),
+    pytest.param(b"a,b\n1,2\n", ["cumsum", "--to", "parquet", "-o", "-"], id="parquet-out"),
+]
+
+
+@pytest.mark.parametrize(("data", "args"), HANDED_OVER)
+def test_small_path_hands_over_and_agrees(tmp_path, data, args):
+    fast, streamed, taken = run_both(tmp_path, data, args)
+    assert not taken
+    assert fast == streamed
+
+
+def test_stdin_larger_than_small_streams_all_of_it(tmp_path):
+    """What the small path read of standard input is replayed to the streaming path."""
+    rows = b"".join(b"%d,%d\n" % (i, i % 7) for i in range(20_000))
+    fast, streamed, taken = run_both(tmp_path, b"a,b\n" + rows, ["cumsum"], stdin=True)
+    assert not taken
+    assert fast == streamed
+    assert fast[1].endswith(b"\n199990000,59997\n")
+
+
+# Random files ------------------------------------------------------------------------
+
+_NUMBERS = st.one_of(
+    st.integers(-10**6, 10**6).map(str),
+    st.integers(-10**25, 10**25).map(str),
+    st.sampled_from(["9223372036854775807", "-9223372036854775808", "9223372036854775808",
+                     "18446744073709551616", "0", "-0", "+1", "007", "-01", "00.5"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.floats(-1e6, 1e6).map(lambda x: f"{x:.3f}"),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda x: f"{x:g}"),
+    st.floats(1e-320, 1e308).map(lambda x: f"{x:.17e}"),
+    st.sampled_from(["nan", "NaN", "-nan", "inf", "-inf", "+inf", "Infinity", "1e5", "1E-3",
+                     ".5", "5.", "+.5", "1.e5", "1_000", "0x10", "1e", "e5", "1,5", "\u0661",
+                     "1e400", "-1e400", "1e-400"]),
+)
+_TEXT = st.one_of(
+    st.sampled_from([*DEFAULT_NA, "nan", "true", "False", "2024-01-05", "2024-02-30", "x",
+                     "a b", " ", "\t"]),
+    st.text(alphabet=st.sampled_from(list('ab ,;\t"\n\r1.-e\u00e9\u2028\x1f')), max_size=6),
+)
+_CELLS = st.one_of(
+    _NUMBERS, _NUMBERS, _TEXT,
+    st.tuples(st.sampled_from([" ", "\t", "\u00a0"]), _NUMBERS).map("".join),
+    st.tuples(_NUMBERS, st.sampled_from([" ", "\t"])).map("".join),
+)
+_NAMES = st.sampled_from(["a", "b", "c1", "", "a,b", "x y", "__index_level_0__", "1",
+                          "a_cumsum", '"q'])
+_OPTIONS = st.sampled_from([
+    [], ["--keep"], ["--skipna"], ["--exclusive"], ["--only-scanned"], ["--no-header"],
+    ["--na-rep", "NA"], ["--na-rep", "-"], ["--dtype", "int8"], ["--dtype", "int32"],
+    ["--dtype", "uint8"], ["--dtype", "float16"], ["--dtype", "float32"],
+    ["--dtype", "float64"], ["-c", "1"], ["-c", "a"], ["-c", "2-3"], ["-c", "!1"],
+    ["-c", "x"], ["--exclude", "1"], ["--na", "NA,-,nan"], ["--overflow", "wrap"],
+    ["--out-delimiter", "|"], ["--reverse"], ["--na", "0,NA"], ["--na", "-1"],
+])
+
+
+@st.composite
+def _tables(draw: st.DrawFn) -> tuple[bytes, list[str], bool, str | None]:
+    delimiter = draw(st.sampled_from([",", ",", ";", "\t"]))
+    width = draw(st.integers(1, 4))
+    rows = draw(st.lists(st.lists(_CELLS, min_size=width, max_size=width), max_size=8))
+    header = draw(st.lists(_NAMES, min_size=width, max_size=width))
+    ending = draw(st.sampled_from(["\n", "\n", "\r\n"]))
+
+    def field(cell: str) -> str:
+        needs = any(c in cell for c in (delimiter, '"', "\n", "\r")) or not cell
+        if (needs and draw(st.integers(0, 19)) > 0) or draw(st.integers(0, 5)) == 0:
+            return '"' + cell.replace('"', '""') + '"'
+        return cell  # sometimes unquoted though it needs quotes: broken, or a blank cell
+
+    lines = [delimiter.join(field(c) for c in row) for row in [header, *rows]]
+    if lines and draw(st.integers(0, 5)) == 0:  # a blank line, or a ragged row
+        at = draw(st.integers(0, len(lines)))
+        lines.insert(at, draw(st.sampled_from(["", "1", f"1{delimiter}2{delimiter}3"])))
+    text = ending.join(lines) + (ending if draw(st.booleans()) else "")
+    data = text.encode()
+    damage = draw(st.integers(0, 15))
+    if damage == 0:
+        data = b"\xef\xbb\xbf" + data
+    elif damage == 1 and data:
+        at = draw(st.integers(0, len(data) - 1))
+        data = data[:at] + draw(st.sampled_from([b"\xff", b"\0", b"\r", b"\xc3"])) + data[at:]
+    options = [*draw(_OPTIONS), *draw(_OPTIONS)]
+    if delimiter != ",":
+        options += ["-d", "\\t" if delimiter == "\t" else delimiter]
+    op = draw(st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
+                               "cumsum,cummax", "cummin,cumsum,logcumsumexp", "cumcount",
+                               "cummean", "cumvar", "cumstd", "diff", "cumsum,cummean,cumstd",
+                               "ewma"]))
+    if "ewma" in op:
+        options += draw(st.sampled_from([["--alpha", "0.35"], ["--span", "3", "--no-adjust"]]))
+    output = draw(st.sampled_from([None, None, "out.csv", "out.tsv"]))
+    return data, [op, *options], draw(st.booleans()), output
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("CUMTOOL_SMALL_EXAMPLES", "400")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(case=_tables())
+def test_small_path_agrees_with_streaming_on_random_files(tmp_path_factory, case):
+    data, args, stdin, output = case
+    tmp_path = tmp_path_factory.mktemp("case")
+    fast, streamed, _taken = run_both(tmp_path, data, args, stdin, output)
+    assert fast == streamed
+
+
+def test_random_files_reach_the_small_path(tmp_path_factory):
+    """The random test above is no empty check: most plain files are taken."""
+    taken = []
+
+    @settings(max_examples=30, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(rows=st.lists(st.lists(_NUMBERS, min_size=2, max_size=2), min_size=1, max_size=5))
+    def plain(rows: list[list[str]]) -> None:
+        data = ("a,b\n" + "".join(f"{x},{y}\n" for x, y in rows)).encode()
+        fast, streamed, was_taken = run_both(tmp_path_factory.mktemp("plain"), data,
+                                             ["cumsum"])
+        assert fast == streamed
+        taken.append(was_taken)
+
+    plain()
+    assert sum(taken) >= len(taken) // 3, taken
+
+
+# Imports -----------------------------------------------------------------------------
+
+def _python(code: str, *args: str, stdin: bytes | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, *args, "-c", code] if code else
+                          [sys.executable, *args], input=stdin, capture_output=True,
+                          check=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_small_csv_imports_neither_polars_nor_pyarrow(tmp_path, stdin):
+    (tmp_path / "s4.csv").write_bytes(b"a,b\n1,2.5\n3,4\n5,6\n7,8.25\n")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cumtool", "cumsum",
+         "-" if stdin else "s4.csv"], input=b"a,b\n1,2.5\n3,4\n5,6\n7,8.25\n" if stdin
+        else None, capture_output=True, check=True, cwd=tmp_path)
+    assert done.stdout == b"a,b\n1,2.5\n4,6.5\n9,12.5\n16,20.75\n"
+    imported = {line.split("|")[-1].strip() for line in done.stderr.decode().splitlines()}
+    assert "numpy" in imported  # the check can fail: this run imports what it needs
+    assert not {m for m in imported if m.split(".")[0] in ("polars", "pyarrow")}
+
+
+def test_a_larger_csv_still_streams_with_polars(tmp_path):
+    """The check above can fail: past SMALL_BYTES the same run imports polars."""
+    rows = b"".join(b"%d,1\n" % i for i in range(small.SMALL_BYTES // 4))
+    (tmp_path / "big.csv").write_bytes(b"a,b\n" + rows)
+    code = ("import sys\nfrom cumtool.cli import main\ntry:\n    main(['cumsum', "
+            "'big.csv', '-o', 'out.csv'])\nexcept SystemExit:\n    pass\n"
+            "print('polars' in sys.modules)\n")
+    assert _python(code, cwd=tmp_path).stdout.split()[-1] == b"True"
+
+
+def test_kernels_import_without_pyarrow_or_polars():
+    code = ("import sys, cumtool.kernels, cumtool.small\n"
+            "print(sorted(m for m in ('pyarrow', 'polars') if m in sys.modules))\n")
+    assert _python(code).stdout.strip() == b"[]"
+
+
+def test_constants_match_the_streaming_path():
+    from cumtool import sources, tables
+    from cumtool.formats import judge
+
+    assert small.INFER_ROWS == judge.INFER_ROWS
+    assert small.SNIFF_BYTES == sources.SNIFF_BYTES
+    assert small._INDEX_NAME.pattern == tables._INDEX_NAME.pattern
+
+
+@pytest.mark.parametrize("cell", [
+    "1", "+1", "-0", "007", "1e5", "1.", ".5", "+.5", "1.e5", "inf", "-Infinity", "+nan",
+    "NAN", "1_000", "0x10", " 1", "1 ", "1e", "e5", ".", "+", "1,5", "\u0661", "infinit",
+    "nana", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
+    "-9223372036854775808", "0" * 5000 + "12", "9" * 5000, "-" + "0" * 30,
+], ids=lambda cell: repr(cell[:30]))
+def test_number_grammar_is_polars_cast(cell):
+    """What small.py reads as a number is what polars' casts read (the module says so)."""
+    import polars as pl
+
+    cells = pl.Series([cell])
+    as_int = cells.cast(pl.Int64, strict=False)[0]
+    as_float = cells.cast(pl.Float64, strict=False)[0]
+    assert small._number(cell, small._INT64) == as_int
+    mine = small._number(cell, small._FLOAT64)
+    assert (mine is None) == (as_float is None)
+    if mine is not None:
+        assert repr(mine) == repr(as_float)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_float_text_is_polars_write_csv(dtype):
+    """Numbers written as CsvSink (polars) writes them, on random bit patterns (NaN and
+    inf among them), rounded decimals and powers of ten."""
+    import io
+
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(7)
+    width = np.uint64 if dtype == "float64" else np.uint32
+    with np.errstate(all="ignore"):  # float32 of 1e39 is inf, as meant
+        values = np.concatenate([
+            rng.integers(0, np.iinfo(width).max, 20_000, dtype=width).view(dtype),
+            np.concatenate([np.round(rng.normal(0, 1000, 2000), k) for k in range(6)]),
+            np.array([m * 10.0**k for k in range(-40, 40) for m in (1, 1.5, 9.99, 0.3)]),
+        ]).astype(dtype)
+    rendered = io.BytesIO()
+    pl.DataFrame({"x": values}).write_csv(rendered, include_header=False)
+    assert small._numbers(small._Column(values, None), "") == \
+        rendered.getvalue().decode().split("\n")[:-1]
+
+
+def test_replayed_stdin_keeps_its_descriptor(tmp_path):
+    """The streaming reader asks the descriptor whether more input is ready: standard
+    input handed over after the small path read some keeps it (else a paused producer
+    would hold back the rows already read)."""
+    with open(tmp_path / "rest", "w+b") as rest:
+        rest.write(b"3,4\n")
+        rest.seek(0)
+        replay = small._Replay(b"a,b\n1,2\n", rest)
+        assert replay.fileno() == rest.fileno()
+        import io
+
+        assert io.BufferedReader(replay).read() == b"a,b\n1,2\n3,4\n"
