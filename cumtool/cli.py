@@ -168,6 +168,14 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      callback=_size, metavar="SIZE",
                      help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
                           "error, so memory stays bounded [default: 32M]."),
+        click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+                     show_default=True,
+                     help="Where the scan runs: this process, or the workers of a Dask "
+                          "cluster (tables; the same bits; pip install 'cumtool[dask]')."),
+        click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="--engine dask: the scheduler to use (default: "
+                          "$DASK_SCHEDULER_ADDRESS, else a local cluster, a worker per "
+                          "core)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -218,6 +226,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
         table_rows=options["table_rows"], precision=options["precision"],
         max_record_size=options["max_record_size"],
+        engine=options["engine"], scheduler=options["scheduler"],
     )
     try:
         if options["input"] is None and sys.stdin is not None and sys.stdin.isatty():

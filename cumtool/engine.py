@@ -51,6 +51,10 @@ def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
     return_freed_batches_to_the_os()
     request.check()  # every option and combination, before any I/O
+    if request.engine == "dask":  # dask loads only here
+        from cumtool import distributed
+
+        return distributed.run(request)
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
         source, kind = open_source(request, dtype, stack)

@@ -46,7 +46,7 @@ def filesystem(url: str) -> tuple[Any, str]:
         raise UsageError(f"{url}: URLs need the cloud extra: pip install 'cumtool[cloud]'"
                          ) from None
     try:
-        return fsspec.core.url_to_fs(url)  # type: ignore[no-any-return]
+        return fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as error:
         package = _PACKAGES.get(scheme(url), "an fsspec implementation")
         raise UsageError(f"{url}: no filesystem for {scheme(url)}:// ({error}); install "
@@ -71,7 +71,7 @@ def open_input(url: str, stack: contextlib.ExitStack) -> IO[bytes]:
         raise DataError(f"{url}: cannot read: {_reason(error)}") from None
     except OSError as error:
         raise DataError(f"{url}: cannot read: {_reason(error)}") from None
-    return stack.enter_context(stream)  # type: ignore[no-any-return]
+    return stack.enter_context(stream)
 
 
 def check_output_url(url: str) -> None:

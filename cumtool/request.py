@@ -24,8 +24,10 @@ from cumtool.formats import (
     encoding_option,
     kind_from_name,
 )
+from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
+ENGINES = ("local", "dask")
 TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned")
 
 
@@ -65,6 +67,8 @@ class Request:
     table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
     precision: int = 6  # the terminal table: significant digits of floats
     max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
+    engine: str = "local"  # or "dask": cumtool/distributed.py
+    scheduler: str | None = None  # --engine dask: a scheduler's address (None: see there)
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -92,6 +96,7 @@ class Request:
         self.csv_read("csv")
         self.csv_write("csv")
         self._check_output()
+        self._check_engine()
         named = None if self.input == "-" else kind_from_name(self.input)
         if (self.from_format or (named.format if named else None)) == "npy":
             for option, given in self.table_only().items():
@@ -116,6 +121,21 @@ class Request:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")
+
+    def _check_engine(self) -> None:
+        if self.engine not in ENGINES:
+            raise UsageError(f"--engine {self.engine!r} is not an engine; choose from "
+                             f"{', '.join(ENGINES)}")
+        if self.scheduler is not None and self.engine != "dask":
+            raise UsageError("--scheduler names a Dask scheduler: use it with --engine dask")
+        if self.engine == "dask":
+            from cumtool.distributed import check_request  # imports no dask
+
+            check_request(self)
+        if is_url(self.output):
+            from cumtool.remote import check_output_url
+
+            check_output_url(str(self.output))
 
     @property
     def ops(self) -> list[str]:
