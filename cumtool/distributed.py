@@ -54,6 +54,11 @@ SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
 SUCCESS_MARKER = "_SUCCESS"
 _STATE = ("carries", "rows_done")  # what a TablePlan changes as it scans (no --by, --reset)
 _CSV = ("csv", "tsv")
+# No dashboard, and the scheduler's HTTP routes on a free port, not a warning that 8787
+# is taken by another cluster.
+QUIET_CLUSTER: dict[str, Any] = {
+    "dashboard_address": None,
+    "scheduler_kwargs": {"dashboard": False, "dashboard_address": ":0"}}
 
 
 def check_request(request: Request) -> None:
@@ -70,11 +75,13 @@ def check_request(request: Request) -> None:
                              f"local engine ({option('engine', 'local')})")
     from cumtool.tables import table_axis
 
-    if str(request.axis).strip().lower() not in ("rows", "index", "0", "-2"):
-        with contextlib.suppress(UsageError):
-            if table_axis(request.axis) == 1:
-                raise UsageError(f"{option('axis', 'columns')} is not supported with "
-                                 f"{engine}: rows are independent, run it on the local engine")
+    try:
+        across = table_axis(request.axis) == 1
+    except UsageError:
+        across = False  # not a table's axis: the plan says so, as on the local engine
+    if across:
+        raise UsageError(f"{option('axis', 'columns')} is not supported with {engine}: "
+                         "rows are independent, run it on the local engine")
     named = kind_from_name(request.input)
     if (request.from_format or (named.format if named else "")).lower() == "npy":
         raise UsageError(f"{engine} scans tables (CSV, TSV, Parquet); {request.input} is "
@@ -426,6 +433,9 @@ def _write_file(job: Job, part: Partition, schema: pa.Schema,
 def connect(request: Request) -> Iterator[Any]:
     """A client of --scheduler, else of DASK_SCHEDULER_ADDRESS, else of a LocalCluster
     with a worker process per core."""
+    # A task's failure reaches the user as one error line: the workers (this process's
+    # threads, or processes that inherit the variable) must not log it to stderr too.
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -443,7 +453,7 @@ def connect(request: Request) -> Iterator[Any]:
         return
     workers = os.cpu_count() or 1
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+                      **QUIET_CLUSTER) as cluster, Client(cluster) as client:
         yield client
 
 
@@ -555,25 +565,25 @@ def _submit_all(client: Any, job: Job, parts: list[Partition]) -> list[Any]:
     return writes
 
 
-def _results(client: Any, futures: list[Any]) -> Iterator[Any]:
-    """Each future's result in order, released as soon as it is taken; on the first
-    failure (the first in input order) the rest are cancelled."""
+def _results(futures: list[Any]) -> Iterator[Any]:
+    """Each future's result in order, released as soon as it is taken. On the first
+    failure (the first in input order) the rest are released too: the scheduler then
+    drops the tasks that no one wants any more."""
     try:
         for k in range(len(futures)):
-            future = futures[k]
-            futures[k] = None
+            future, futures[k] = futures[k], None
             try:
-                yield future.result()
+                result = future.result()
             except CumtoolError:
                 raise
             except (OSError, RuntimeError) as error:  # a lost worker, a closed connection
                 raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
                                 f"{' '.join(str(error).split())[:200]}") from None
             del future
+            yield result
+            del result
     finally:
-        remaining = [f for f in futures if f is not None]
-        if remaining:
-            client.cancel(remaining)
+        futures.clear()
 
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
@@ -595,7 +605,7 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
         if job.out.format != "table":
             sink = BackgroundSink(sink)
         with _aborting(sink):
-            for table in _results(client, writes):
+            for table in _results(writes):
                 for batch in table.to_batches():
                     sink.write(batch)
                 del table
@@ -643,7 +653,7 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
     parts = [_whole_file(job, name, remote.join(staging, relative))
              for name, relative in zip(inputs, names, strict=True)]
     try:
-        for _written in _results(client, _submit_all(client, job, parts)):
+        for _written in _results(_submit_all(client, job, parts)):
             pass
         for part, relative in zip(parts, names, strict=True):
             assert part.output is not None
