@@ -452,9 +452,16 @@ def connect(request: Request) -> Iterator[Any]:
             yield client
         return
     workers = os.cpu_count() or 1
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      **QUIET_CLUSTER) as cluster, Client(cluster) as client:
-        yield client
+    with contextlib.ExitStack() as stack:
+        try:
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, **QUIET_CLUSTER))
+        except (RuntimeError, OSError) as error:  # "Nanny failed to start": see the hint
+            raise DataError(f"cannot start a local Dask cluster ({error}); worker processes "
+                            "import the main module again, so a script must guard its "
+                            "run with if __name__ == '__main__' (or pass --scheduler)"
+                            ) from None
+        yield stack.enter_context(Client(cluster))
 
 
 def run(request: Request) -> None:

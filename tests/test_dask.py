@@ -409,8 +409,9 @@ def test_worker_processes(tmp_path):
     common = [sys.executable, "-m", "cumtool", "cummax,cumsum", str(path), "--indices",
               "--to", "csv"]
     local = subprocess.run(common, capture_output=True, check=True, env=env)
+    # Worker processes are spawned: they import the main module again, so it is guarded.
     code = ("import sys\nfrom cumtool import distributed\ndistributed.PARTITION_BYTES = 1024\n"
-            "from cumtool.cli import main\nmain(sys.argv[1:])\n")
+            "from cumtool.cli import main\nif __name__ == '__main__':\n    main(sys.argv[1:])\n")
     script = tmp_path / "run.py"
     script.write_text(code)
     dask = subprocess.run([sys.executable, str(script), *common[3:], "--engine", "dask"],
