@@ -572,6 +572,13 @@ def _submit_all(client: Any, job: Job, parts: list[Partition]) -> list[Any]:
     return writes
 
 
+def _cluster_failures() -> tuple[type[BaseException], ...]:
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    return (OSError, RuntimeError, KilledWorker, FutureCancelledError)
+
+
 def _results(futures: list[Any]) -> Iterator[Any]:
     """Each future's result in order, released as soon as it is taken. On the first
     failure (the first in input order) the rest are released too: the scheduler then
@@ -583,7 +590,7 @@ def _results(futures: list[Any]) -> Iterator[Any]:
                 result = future.result()
             except CumtoolError:
                 raise
-            except (OSError, RuntimeError) as error:  # a lost worker, a closed connection
+            except _cluster_failures() as error:  # a lost worker, a closed connection
                 raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
                                 f"{' '.join(str(error).split())[:200]}") from None
             del future
