@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -103,11 +104,19 @@ def dataframe_run(names: list[str], out: Path) -> None:
     dd.read_parquet(names).cumsum().to_parquet(str(out), write_index=False)
 
 
+def _in_order(folder: Path) -> list[str]:
+    """The folder's Parquet files in natural order: dask.dataframe writes part.0 ...
+    part.39, which sort as text puts part.10 before part.2."""
+    def key(path: Path) -> list[object]:
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
+    return [str(p) for p in sorted(folder.glob("*.parquet"), key=key)]
+
+
 def differing(sequential: Path, other: Path, columns: list[str]) -> tuple[int, int, float]:
     """Values of `other` that differ bit for bit from `sequential`, of all; the largest
     relative difference."""
-    want = pq.read_table(sorted(sequential.glob("*.parquet"))).select(columns)
-    got = pq.read_table(sorted(other.glob("*.parquet"))).select(columns)
+    want = pq.read_table(_in_order(sequential)).select(columns)
+    got = pq.read_table(_in_order(other)).select(columns)
     differ = total = 0
     worst = 0.0
     for column in columns:
