@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers import ok
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 distributed = pytest.importorskip(
     "distributed", reason="dask is not installed: pip install 'cumtool[dask]'")
@@ -418,3 +420,31 @@ def test_worker_processes(tmp_path):
                           capture_output=True, check=True, env=env, timeout=300)
     assert dask.stdout == local.stdout
     assert dask.stdout.count(b"\n") == 2001
+
+
+# A property: any cut gives the same bytes --------------------------------------------------
+
+_cells = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=False, width=64).map(repr),
+    st.sampled_from(["", "NA", '"quoted, with comma"', '"two\nlines"', '"say ""hi"""']))
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(_cells, _cells), min_size=1, max_size=60),
+       size=st.integers(min_value=8, max_value=300),
+       op=st.sampled_from(["cumsum", "cummax", "cumsum,cummin"]))
+def test_any_cut_of_a_csv_gives_the_local_bytes(invoke, scheduler, tmp_path, rows, size, op):
+    text = "x,note\n" + "".join(f"{a},{b}\n" for a, b in rows)
+    path = tmp_path / "p.csv"
+    path.write_text(text)
+    previous = engine.PARTITION_BYTES
+    engine.PARTITION_BYTES = size
+    try:
+        local = invoke(op, str(path), "-c", "x")
+        dask = invoke(op, str(path), "-c", "x", "--engine", "dask", "--scheduler", scheduler)
+    finally:
+        engine.PARTITION_BYTES = previous
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr)
+    if local.exit_code == 0:
+        assert dask.stdout_bytes == local.stdout_bytes
