@@ -550,7 +550,8 @@ def _workers(client: Any) -> int:
 
 
 def _submit_all(client: Any, job: Job, parts: list[Partition]) -> list[Any]:
-    """The three tasks of every partition; returns the write futures, in order."""
+    """The three tasks of every partition; returns the write futures in order, then the
+    list of carry futures (taken off by `_results`)."""
     token = uuid.uuid4().hex[:12]
     shared = client.scatter(job, broadcast=True, hash=False)
     lookahead = LOOKAHEAD_PER_WORKER * _workers(client)
@@ -567,8 +568,9 @@ def _submit_all(client: Any, job: Job, parts: list[Partition]) -> list[Any]:
                               key=f"cumtool-carry-{k}-{token}")
         carries.append(state)
         writes.append(write)
-    del read, state
-    carries.clear()  # the chain holds its own links; the client needs only the writes
+    # The client keeps every carry until the run ends (a few hundred bytes each): a run
+    # that released them at once hung once in the tests, a task waiting on a released link.
+    writes.append(carries)
     return writes
 
 
@@ -583,6 +585,7 @@ def _results(futures: list[Any]) -> Iterator[Any]:
     """Each future's result in order, released as soon as it is taken. On the first
     failure (the first in input order) the rest are released too: the scheduler then
     drops the tasks that no one wants any more."""
+    links = futures.pop()  # the carries: held until the last result is taken
     try:
         for k in range(len(futures)):
             future, futures[k] = futures[k], None
@@ -598,6 +601,7 @@ def _results(futures: list[Any]) -> Iterator[Any]:
             del result
     finally:
         futures.clear()
+        links.clear()
 
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
