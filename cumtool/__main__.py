@@ -1,3 +1,5 @@
 from cumtool.cli import main
 
-main()
+# Guarded: --engine dask spawns worker processes, which import the main module again.
+if __name__ == "__main__":
+    main()

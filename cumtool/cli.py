@@ -179,6 +179,14 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      callback=_size, metavar="SIZE",
                      help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
                           "error, so memory stays bounded [default: 32M]."),
+        click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+                     show_default=True,
+                     help="Where the scan runs: this process, or the workers of a Dask "
+                          "cluster (tables; the same bits; pip install 'cumtool[dask]')."),
+        click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="--engine dask: the scheduler to use (default: "
+                          "$DASK_SCHEDULER_ADDRESS, else a local cluster, a worker per "
+                          "core)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -270,6 +278,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         halflife=options.get("halflife"), alpha=options.get("alpha"),
         adjust=not options.get("no_adjust", False),
         compensated=options.get("compensated", False),
+        engine=options["engine"], scheduler=options["scheduler"],
     )
     try:
         if not given and sys.stdin is not None and sys.stdin.isatty():

@@ -52,6 +52,10 @@ BLOCK_BYTES = 8 << 20
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
     request.check()  # every option and combination, before any I/O
+    if request.engine == "dask":  # dask loads only here
+        from cumtool import distributed
+
+        return distributed.run(request)
     done, stdin = try_small(request)  # a small CSV: no polars, no pyarrow
     if done:
         return

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from cumtool.errors import OutputError
+from cumtool.remote import is_url
 
 
 class _WriteOnly:
@@ -138,6 +139,14 @@ def open_output(path: str | None) -> Iterator[IO[bytes]]:
         stdout = _GuardedStream(sys.stdout.buffer, "standard output", flush_each=True)
         yield stdout  # type: ignore[misc]
         stdout.flush()
+        return
+    if is_url(path):  # uploaded from a local temporary file once complete
+        from cumtool.remote import uploading
+
+        with uploading(path) as local:
+            guarded = _GuardedStream(local, path)
+            yield guarded  # type: ignore[misc]
+            guarded.flush()
         return
     try:
         info = os.stat(path)

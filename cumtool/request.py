@@ -25,8 +25,10 @@ from cumtool.formats import (
     encoding_option,
     kind_from_name,
 )
+from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
+ENGINES = ("local", "dask")
 TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
               "--state", "--filename-column")
 
@@ -81,6 +83,8 @@ class Request:
     alpha: float | None = None
     adjust: bool = True
     compensated: bool = False
+    engine: str = "local"  # or "dask": cumtool/distributed.py
+    scheduler: str | None = None  # --engine dask: a scheduler's address (None: see there)
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -114,6 +118,7 @@ class Request:
                      state=self.state, filename_column=self.filename_column,
                      to_format=self.to_format)
         self._check_output()
+        self._check_engine()
         named = None if self.input == "-" else kind_from_name(self.input)
         if self.sheet is not None:
             from cumtool.formats.excel import check_sheet
@@ -164,6 +169,21 @@ class Request:
         """Every option the scan kernels take (make_spec's keywords), for any reader."""
         return dict(overflow=self.overflow, skipna=self.skipna, indices=self.indices,
                     exclusive=self.exclusive, **self.stat_options())
+
+    def _check_engine(self) -> None:
+        if self.engine not in ENGINES:
+            raise UsageError(f"--engine {self.engine!r} is not an engine; choose from "
+                             f"{', '.join(ENGINES)}")
+        if self.scheduler is not None and self.engine != "dask":
+            raise UsageError("--scheduler names a Dask scheduler: use it with --engine dask")
+        if self.engine == "dask":
+            from cumtool.distributed import check_request  # imports no dask
+
+            check_request(self)
+        if is_url(self.output):
+            from cumtool.remote import check_output_url
+
+            check_output_url(str(self.output))
 
     @property
     def ops(self) -> list[str]:

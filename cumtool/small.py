@@ -98,7 +98,7 @@ def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
 def _options_fit(request: Request) -> bool:
     key = str(request.axis).strip().lower()
     by_rows = AXIS_NAMES.get(key) == 0 or key in ("0", "-2")
-    from cumtool import inputs
+    from cumtool import inputs, remote
 
     return (by_rows and not (request.by or request.reset is not None or request.reverse
                              or request.indices or request.decimal or request.decimal_comma
@@ -109,7 +109,8 @@ def _options_fit(request: Request) -> bool:
                              or request.state is not None or request.sheet is not None
                              or request.filename_column is not None
                              or inputs.is_dataset(request.inputs or (request.input,))
-                             or inputs.per_input_output(request.output))
+                             or inputs.per_input_output(request.output)
+                             or remote.is_url(request.input) or remote.is_url(request.output))
             and (request.from_format or "csv").lower() in ("csv", "tsv"))
 
 

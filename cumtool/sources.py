@@ -11,6 +11,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from cumtool import remote
 from cumtool.errors import DataError, FormatError, UsageError
 from cumtool.formats import (
     INPUT_FORMATS,
@@ -44,7 +45,8 @@ def open_source(
     else:
         path = request.input
         name = path
-        stream = _open_path(path, stack)
+        # A URL (s3://, gs://, https://...) opens through fsspec as a seekable stream.
+        stream = remote.open_input(path, stack) if remote.is_url(path) else _open_path(path, stack)
         try:
             if stream.seekable():
                 sniff = stream.read(SNIFF_BYTES)
@@ -105,12 +107,13 @@ def open_source(
 
         if path is None:  # its footer is at the end: spool to disk, not to memory
             stream = stack.enter_context(_spooled(stream, name, "parquet"))
-        return ParquetSource(path if path else stream, name, request.batch_rows), kind
+        local = path if path and not remote.is_url(path) else None
+        return ParquetSource(local or stream, name, request.batch_rows), kind
     if kind.format != "npy":
         return _open_more(request, kind, stream, name, path, stack), kind
     from cumtool.formats.npy import NpySource
 
-    return NpySource(stream, name, path), kind
+    return NpySource(stream, name, None if remote.is_url(path) else path), kind
 
 
 def _open_more(request: Request, kind: FileKind, stream: IO[bytes], name: str,

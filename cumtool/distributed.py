@@ -1,0 +1,732 @@
+"""`--engine dask`: the table scan over partitions on a Dask cluster, bit for bit the
+result of the local engine.
+
+An input is cut into partitions: a Parquet file by row groups, a CSV/TSV file by byte
+ranges that end on record boundaries, a list of files file by file (each cut further).
+Each partition k has three tasks:
+
+- `read[k]`: read and parse it (in parallel);
+- `carry[k] = fold(read[k], carry[k-1])`: advance the carried state over it without
+  building output. This is the only chain, and what it passes on is the plan's carried
+  state (the kernels' Carry objects, pickled: a few hundred bytes);
+- `write[k] = scan(read[k], carry[k-1])`: the output of partition k (in parallel).
+
+`read[k]` also waits for `carry[k-L]` and `write[k-L]` (L = 2 x workers), so the workers
+do not read the whole input ahead of the chain. An error is the first in input order:
+a partition's scan fails only once every partition before it has been carried past.
+
+The state is generic over the ops: the chain passes whatever TablePlan carries (see
+`_STATE`), never an op's own summary, so every op and option the plan supports gives the
+local engine's bits. Not supported, and refused by `check_request`: --by and --reset (the
+state grows with the groups), --reverse (the chain would run backwards), --axis columns
+(rows are independent: nothing to chain), arrays (.npy) and standard input.
+
+Dask and distributed are imported only here, and only when the engine is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import itertools
+import os
+import posixpath
+import re
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from cumtool import remote
+from cumtool.errors import CumtoolError, DataError, OutputError, UsageError, option
+from cumtool.formats import FileKind, kind_from_name
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from cumtool.request import Request
+
+PARTITION_BYTES = 64 << 20  # a partition's size on disk, about (CSV bytes, Parquet row groups)
+LOOKAHEAD_PER_WORKER = 2
+SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
+SUCCESS_MARKER = "_SUCCESS"
+_STATE = ("carries", "rows_done")  # what a TablePlan changes as it scans (no --by, --reset)
+_CSV = ("csv", "tsv")
+# No dashboard, and the scheduler's HTTP routes on a free port, not a warning that 8787
+# is taken by another cluster.
+QUIET_CLUSTER: dict[str, Any] = {
+    "dashboard_address": None,
+    "scheduler_kwargs": {"dashboard": False, "dashboard_address": ":0"}}
+
+
+def check_request(request: Request) -> None:
+    """The options --engine dask cannot honour, refused before any input is read."""
+    engine = option("engine", "dask")
+    if request.input == "-":
+        raise UsageError(f"{engine} reads files or URLs, which its workers open themselves; "
+                         "it cannot read standard input")
+    refused = {"by": bool(request.by), "reset": request.reset is not None,
+               "reverse": request.reverse, "state": request.state is not None,
+               "filename_column": request.filename_column is not None}
+    for name, given in refused.items():
+        if given:
+            raise UsageError(f"{option(name)} is not supported with {engine}; run it on the "
+                             f"local engine ({option('engine', 'local')})")
+    from cumtool.tables import table_axis
+
+    try:
+        across = table_axis(request.axis) == 1
+    except UsageError:
+        across = False  # not a table's axis: the plan says so, as on the local engine
+    if across:
+        raise UsageError(f"{option('axis', 'columns')} is not supported with {engine}: "
+                         "rows are independent, run it on the local engine")
+    named = kind_from_name(request.input)
+    if (request.from_format or (named.format if named else "")).lower() == "npy":
+        raise UsageError(f"{engine} scans tables (CSV, TSV, Parquet); {request.input} is "
+                         "an array: run it on the local engine")
+
+
+# Partitions ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Partition:
+    """A piece of the input that one task reads: a file's row groups or byte range."""
+
+    name: str  # the input as given, for messages
+    location: str  # an absolute path or a URL: what the workers open
+    format: str  # csv, tsv or parquet
+    compression: str | None = None
+    row_groups: tuple[int, ...] | None = None  # Parquet; None: all
+    start: int = 0  # CSV: the byte range [start, end); end None: to the end
+    end: int | None = None
+    header: bytes = b""  # CSV after a file's first partition: its first record
+    first_of_file: bool = True  # rows in messages count from this partition's first
+    output: str | None = None  # where its output goes, with one output per input file
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every task needs: the request and the plan in its initial state."""
+
+    request: Request
+    plan: Any
+    schema: pa.Schema  # of the first input: every other one must match it
+    first_name: str
+    out: FileKind  # the output's format (of each output, with one per input)
+    kind: FileKind  # the first input's format
+    batch_rows: int | None
+
+
+def _location(path: str) -> str:
+    """Workers run elsewhere (another directory, another machine): a local path is made
+    absolute here, in the client."""
+    if remote.is_url(path):
+        return path
+    return os.path.abspath(path)
+
+
+def _open(location: str, stack: contextlib.ExitStack) -> IO[bytes]:
+    if remote.is_url(location):
+        return remote.open_input(location, stack)
+    try:
+        return stack.enter_context(open(location, "rb"))
+    except FileNotFoundError:
+        raise DataError(f"{location}: no such file") from None
+    except OSError as error:
+        raise DataError(f"{location}: cannot read: {error.strerror or error}") from None
+
+
+def _size(location: str) -> int:
+    if remote.is_url(location):
+        fs, path = remote.filesystem(location)
+        return int(fs.size(path))
+    return os.path.getsize(location)
+
+
+def parquet_partitions(name: str, location: str, metadata: Any) -> list[Partition]:
+    """Consecutive row groups of about PARTITION_BYTES each (at least one partition)."""
+    groups: list[list[int]] = [[]]
+    size = 0
+    for index in range(metadata.num_row_groups):
+        if groups[-1] and size >= PARTITION_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(index)
+        size += metadata.row_group(index).total_byte_size
+    return [Partition(name, location, "parquet", row_groups=tuple(g), first_of_file=k == 0)
+            for k, g in enumerate(groups)]
+
+
+def _first_record_end(head: bytes) -> int | None:
+    """Where the first record of a file's first bytes ends (after its newline), past a
+    byte-order mark and blank lines as the reader skips them; None: not within `head`."""
+    import numpy as np
+
+    start = 0
+    if head.startswith(b"\xef\xbb\xbf"):
+        start = 3
+    while start < len(head) and head[start] in b"\r\n":
+        start += 1
+    data = np.frombuffer(head, dtype=np.uint8, offset=start)
+    newlines = np.flatnonzero(data == ord("\n"))
+    quotes = np.flatnonzero(data == ord('"'))
+    outside = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+    return start + int(outside[0]) + 1 if outside.shape[0] else None
+
+
+def quote_layout(location: str, start: int, end: int) -> tuple[int, int, int]:
+    """A worker's look at one byte range of a CSV file: the parity of its quotes, and the
+    first newline outside quotes if the range starts outside a quoted field, and if it
+    starts inside one (-1: none). A quote always toggles: "" inside a field toggles twice."""
+    import numpy as np
+
+    with contextlib.ExitStack() as stack:
+        stream = _open(location, stack)
+        stream.seek(start)
+        chunk = stream.read(end - start)
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(data == ord("\n"))
+    quotes = np.flatnonzero(data == ord('"'))
+    before = np.searchsorted(quotes, newlines) % 2
+    firsts = [newlines[before == parity] for parity in (0, 1)]
+    outside, inside = (int(f[0]) if f.shape[0] else -1 for f in firsts)
+    return int(quotes.shape[0] % 2), outside, inside
+
+
+def _splittable(request: Request, compression: str | None) -> bool:
+    """Byte ranges need an uncompressed file in an encoding where a newline and a quote
+    are the bytes 0x0A and 0x22 wherever they occur (not UTF-16)."""
+    if compression is not None:
+        return False
+    encoding = request.encoding or "utf-8"
+    try:
+        return "\n\"".encode(encoding) == b"\n\"" and "é".encode(encoding) != b""
+    except (LookupError, UnicodeError):
+        return False
+
+
+def csv_partitions(client: Any, request: Request, name: str, location: str, fmt: str,
+                   compression: str | None) -> list[Partition]:
+    """Byte ranges that start on record boundaries. A newline ends a record only outside
+    quotes, which no byte range can tell alone: the workers report each range's quote
+    parity and its first newline for either starting state, and the client chains the
+    parities from the file's start (the reader refuses a quote that RFC 4180 does not
+    allow, so the parity is exact for every file that reads at all)."""
+    whole = [Partition(name, location, fmt, compression)]
+    if not _splittable(request, compression):
+        return whole
+    size = _size(location)
+    if size <= PARTITION_BYTES:
+        return whole
+    with contextlib.ExitStack() as stack:
+        stream = _open(location, stack)
+        head = stream.read(min(size, max(PARTITION_BYTES, 1 << 20)))
+    header_end = _first_record_end(head)
+    if header_end is None:  # a first record longer than a partition: read it whole
+        return whole
+    header = head[:header_end]
+    starts = list(range(0, size, PARTITION_BYTES))
+    layouts = client.gather([client.submit(quote_layout, location, s,
+                                           min(s + PARTITION_BYTES, size), pure=False)
+                             for s in starts])
+    bounds = [0]
+    parity = 0
+    for start, (quotes, outside, inside) in zip(starts, layouts, strict=True):
+        first = outside if parity == 0 else inside
+        if start > 0 and first >= 0 and start + first + 1 > max(bounds[-1], header_end):
+            bounds.append(start + first + 1)
+        parity ^= quotes
+    bounds = [b for b in bounds if b < size] + [size]
+    return [Partition(name, location, fmt, start=a, end=b, header=header if k else b"",
+                      first_of_file=k == 0)
+            for k, (a, b) in enumerate(itertools.pairwise(bounds))]
+
+
+# The tasks ---------------------------------------------------------------------------
+
+@dataclass
+class _ReadFailed:
+    """A partition that could not be read. The error is raised by the chain, which knows
+    how many rows came before (a CSV reader counts rows from its partition's start)."""
+
+    error: CumtoolError
+
+
+def read_partition(job: Job, part: Partition, *_after: Any) -> pa.Table | _ReadFailed:
+    """read[k]; `_after` are the tasks it waits for (the lookahead), unused."""
+    try:
+        if part.format == "parquet":
+            return _read_parquet(job, part)
+        return _read_csv(job, part)
+    except CumtoolError as error:
+        return _ReadFailed(error)
+
+
+def _read_parquet(job: Job, part: Partition) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cumtool.formats import unreadable
+
+    with contextlib.ExitStack() as stack:
+        stream = _open(part.location, stack)
+        try:
+            file = pq.ParquetFile(stream)
+            table = (file.read_row_groups(list(part.row_groups))
+                     if part.row_groups is not None else file.read())
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+            raise unreadable(part.name, "parquet", error) from None
+    return _matching(job, part, table)
+
+
+def _matching(job: Job, part: Partition, table: pa.Table) -> pa.Table:
+    """`table` in the first input's schema; a column that is all nulls of type null (an
+    empty file's text column) takes the first input's type."""
+    import pyarrow as pa
+
+    expected = job.schema
+    if table.schema.equals(expected):
+        return table
+    same = table.schema.names == expected.names and all(
+        got.type == want.type or pa.types.is_null(got.type)
+        for got, want in zip(table.schema, expected, strict=True))
+    if not same:
+        raise DataError(f"{part.name}: its columns ({_fields(table.schema)}) differ from "
+                        f"those of {job.first_name} ({_fields(expected)})")
+    return table.cast(expected)
+
+
+def _fields(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _read_csv(job: Job, part: Partition) -> pa.Table:
+    import io
+
+    import pyarrow as pa
+
+    from cumtool.formats.csv import CsvSource
+    from cumtool.formats.records import MAX_RECORD_BYTES
+
+    request = job.request
+    with contextlib.ExitStack() as stack:
+        stream = _open(part.location, stack)
+        if part.end is not None:
+            stream.seek(part.start)
+            stream = io.BytesIO(part.header + stream.read(part.end - part.start))
+        options = request.csv_read(part.format)
+        if part.header:  # the file's first record stands in as the header: its width
+            options = dataclasses.replace(options, header=True)
+        source = CsvSource(stream, part.name, options, compression=part.compression,
+                           decimal=request.decimal,
+                           max_record=request.max_record_size or MAX_RECORD_BYTES)
+        if part.first_of_file and source.column_names != job.schema.names:
+            raise DataError(f"{part.name}: its columns ({', '.join(source.column_names)}) "
+                            f"differ from those of {job.first_name} "
+                            f"({', '.join(job.schema.names)})")
+        plan = job.plan
+        batches = list(source.batches(plan.parse, plan.text_unused))
+    schema = batches[0].schema if batches else plan.input_schema
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _located(error: CumtoolError, part: Partition, rows_before: int,
+             has_header: bool) -> CumtoolError:
+    """A reader's error with its row counted from the file's start, not the partition's."""
+    if part.first_of_file or not rows_before:
+        return error
+    text = error.raw
+    prefix = f"{part.name}: "
+    if not text.startswith(prefix):
+        return error
+    rest = re.sub(r"\brow (\d+)", lambda m: f"row {int(m.group(1)) + rows_before}",
+                  text[len(prefix):], count=1)
+    if not has_header:  # its first record stood in as the header of the partition
+        rest = rest.replace("like the header", "like the first row")
+    return type(error)(prefix + rest)
+
+
+def _plan_with(job: Job, part: Partition, state: list[dict[str, Any]]) -> Any:
+    """The job's plan (shared by every task of a worker: copied, never changed) in the
+    carried `state`. Messages name the partition's file, and count its rows."""
+    plan = copy.copy(job.plan)
+    plans = [plan] if not hasattr(plan, "plans") else []
+    if not plans:
+        plan.plans = [copy.copy(p) for p in plan.plans]
+        plans = plan.plans
+    for one, values in zip(plans, state, strict=True):
+        for name in _STATE:
+            setattr(one, name, copy.deepcopy(values[name]))
+        one.name = part.name
+        if part.first_of_file:
+            one.rows_done = 0
+    return plan
+
+
+def state_of(plan: Any) -> list[dict[str, Any]]:
+    plans = plan.plans if hasattr(plan, "plans") else [plan]
+    return [{name: getattr(one, name) for name in _STATE} for one in plans]
+
+
+def _raise_read(job: Job, part: Partition, read: Any, state: list[dict[str, Any]]) -> None:
+    if isinstance(read, _ReadFailed):
+        rows_before = 0 if part.first_of_file else int(state[0]["rows_done"])
+        raise _located(read.error, part, rows_before, job.request.header) from None
+
+
+def _batches(job: Job, table: pa.Table) -> list[pa.RecordBatch]:
+    return table.to_batches(max_chunksize=job.batch_rows)
+
+
+def fold_partition(job: Job, part: Partition, read: Any,
+                   state: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """carry[k]: the state after partition k; builds no output."""
+    _raise_read(job, part, read, state)
+    plan = _plan_with(job, part, state)
+    plans = plan.plans if hasattr(plan, "plans") else [plan]
+    for batch in _batches(job, read):
+        for one in plans:
+            one.results(batch)
+    return state_of(plan)
+
+
+def scan_partition(job: Job, part: Partition, read: Any,
+                   state: list[dict[str, Any]]) -> pa.Table | str:
+    """write[k]: partition k's output, from the state before it; the table itself, or
+    written to the partition's own output (then its location is returned)."""
+    import pyarrow as pa
+
+    _raise_read(job, part, read, state)
+    plan = _plan_with(job, part, state)
+    results = [plan.apply(batch) for batch in _batches(job, read)]
+    if part.output is None:
+        return pa.Table.from_batches(results, schema=plan.schema)
+    _write_file(job, part, plan.schema, results)
+    return part.output
+
+
+def _write_file(job: Job, part: Partition, schema: pa.Schema,
+                batches: list[pa.RecordBatch]) -> None:
+    from cumtool.output import open_output
+    from cumtool.sinks import table_sink
+
+    assert part.output is not None
+    if not remote.is_url(part.output):
+        os.makedirs(os.path.dirname(part.output), exist_ok=True)
+    out = kind_from_name(part.output) or job.out
+    with open_output(part.output) as stream:
+        sink = table_sink(job.request, out, stream, schema, None, part.name)  # type: ignore[arg-type]
+        try:
+            for batch in batches:
+                sink.write(batch)
+            sink.close()
+        except BaseException:
+            sink.abort()
+            raise
+
+
+# The client --------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def connect(request: Request) -> Iterator[Any]:
+    """A client of --scheduler, else of DASK_SCHEDULER_ADDRESS, else of a LocalCluster
+    with a worker process per core."""
+    # A task's failure reaches the user as one error line: the workers (this process's
+    # threads, or processes that inherit the variable) must not log it to stderr too.
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise UsageError(f"{option('engine', 'dask')} needs the dask extra: pip install "
+                         "'cumtool[dask]'") from None
+    address = request.scheduler or os.environ.get(SCHEDULER_VARIABLE) or None
+    if address:
+        try:
+            client = Client(address, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as error:
+            raise DataError(f"cannot reach the Dask scheduler at {address}: "
+                            f"{' '.join(str(error).split())[:200]}") from None
+        with client:
+            yield client
+        return
+    workers = os.cpu_count() or 1
+    with contextlib.ExitStack() as stack:
+        try:
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, **QUIET_CLUSTER))
+        except (RuntimeError, OSError) as error:  # "Nanny failed to start": see the hint
+            raise DataError(f"cannot start a local Dask cluster ({error}); worker processes "
+                            "import the main module again, so a script must guard its "
+                            "run with if __name__ == '__main__' (or pass --scheduler)"
+                            ) from None
+        yield stack.enter_context(Client(cluster))
+
+
+def run(request: Request) -> None:
+    """`cumtool OP INPUT... --engine dask`: the inputs (files, globs and folders, expanded
+    as the local engine expands them, in natural order) cut into partitions; one output,
+    or with `-o DIR/` one output per input."""
+    from cumtool import inputs
+
+    given = request.inputs or (request.input,)
+    files = inputs.expand(given) if inputs.is_dataset(given) else None
+    if files is not None and any(f.partition for f in files):
+        raise UsageError(f"{option('engine', 'dask')} reads files as they are; the keys of a "
+                         "hive-partitioned folder (year=2026/...) are columns only on the "
+                         f"local engine ({option('engine', 'local')})")
+    paths = [request.input] if files is None else [f.path for f in files]
+    output_dir = request.output if inputs.per_input_output(request.output) else None
+    run_paths(request, paths, output_dir)
+
+
+def run_paths(request: Request, inputs: Sequence[str], output_dir: str | None = None) -> None:
+    """The inputs, in the order given, as one stream: one output (-o or standard output),
+    or with `output_dir` one output per input, under the inputs' names relative to their
+    common folder. Outputs are staged in a hidden folder and moved into place only when
+    every partition succeeded (on an object store, a _SUCCESS marker follows them)."""
+    if not inputs:
+        raise UsageError("no inputs to scan")
+    request = dataclasses.replace(request, input=inputs[0])
+    request.check()
+    with connect(request) as client:
+        job = _job(request, output_dir)
+        if output_dir is not None:
+            _run_to_folder(client, job, list(inputs), output_dir)
+            return
+        parts: list[Partition] = []
+        for name in inputs:
+            parts.extend(_partitions(client, request, name, job.kind))
+        _run_to_one_output(client, job, parts)
+
+
+def _job(request: Request, output_dir: str | None) -> Job:
+    """The plan, from the first input's schema (and, for CSV, its first rows), as the
+    local engine makes it."""
+    import numpy as np
+
+    from cumtool import kernels
+    from cumtool.engine import _output_format
+    from cumtool.sources import open_source
+    from cumtool.tables import TableOptions, make_plan
+
+    dtype: np.dtype | None = (kernels.parse_dtype(request.dtype)
+                              if request.dtype is not None else None)
+    with contextlib.ExitStack() as stack:
+        source, kind = open_source(request, dtype, stack)
+        if hasattr(source, "blocks"):
+            raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
+                             f"{source.name} is an array: run it on the local engine")
+        out = _output_format(request if output_dir is None else
+                             dataclasses.replace(request, output=None, stdout_is_terminal=False),
+                             kind)
+        options = TableOptions(columns=request.columns, exclude=request.exclude,
+                               keep=request.keep, only_scanned=request.only_scanned,
+                               typed_output=out.format in ("parquet", "npy"))
+        plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
+                         getattr(source, "hints", None), **request.scan_options())
+        if out.format == "npy" and request.indices:
+            raise UsageError("--indices with .npy output needs .npy input; write csv or "
+                             "parquet")
+        return Job(request, plan, source.schema, source.name, out, kind, request.batch_rows)
+
+
+def _partitions(client: Any, request: Request, name: str, first: FileKind) -> list[Partition]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cumtool.formats import unreadable
+
+    location = _location(name)
+    named = kind_from_name(name)
+    fmt = request.from_format.lower() if request.from_format else (
+        named.format if named else first.format)
+    compression = named.compression if named else first.compression
+    if fmt == "parquet" and compression is None:
+        with contextlib.ExitStack() as stack:
+            stream = _open(location, stack)
+            try:
+                metadata = pq.ParquetFile(stream).metadata
+            except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
+                raise unreadable(name, "parquet", error) from None
+        return parquet_partitions(name, location, metadata)
+    if fmt not in _CSV:
+        raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
+                         f"{name} is {fmt}")
+    return csv_partitions(client, request, name, location, fmt, compression)
+
+
+def _workers(client: Any) -> int:
+    return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+def _submit_all(client: Any, job: Job, parts: list[Partition]) -> list[Any]:
+    """The three tasks of every partition; returns the write futures in order, then the
+    list of carry futures (taken off by `_results`)."""
+    token = uuid.uuid4().hex[:12]
+    shared = client.scatter(job, broadcast=True, hash=False)
+    lookahead = LOOKAHEAD_PER_WORKER * _workers(client)
+    carries: list[Any] = []
+    writes: list[Any] = []
+    state: Any = state_of(job.plan)
+    for k, part in enumerate(parts):
+        after = (carries[k - lookahead], writes[k - lookahead]) if k >= lookahead else ()
+        read = client.submit(read_partition, shared, part, *after,
+                             key=f"cumtool-read-{k}-{token}")
+        write = client.submit(scan_partition, shared, part, read, state,
+                              key=f"cumtool-write-{k}-{token}")
+        state = client.submit(fold_partition, shared, part, read, state,
+                              key=f"cumtool-carry-{k}-{token}")
+        carries.append(state)
+        writes.append(write)
+    # The client keeps every carry until the run ends (a few hundred bytes each): a run
+    # that released them at once hung once in the tests, a task waiting on a released link.
+    writes.append(carries)
+    return writes
+
+
+def _cluster_failures() -> tuple[type[BaseException], ...]:
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    return (OSError, RuntimeError, KilledWorker, FutureCancelledError)
+
+
+def _results(futures: list[Any]) -> Iterator[Any]:
+    """Each future's result in order, released as soon as it is taken. On the first
+    failure (the first in input order) the rest are released too: the scheduler then
+    drops the tasks that no one wants any more."""
+    links = futures.pop()  # the carries: held until the last result is taken
+    try:
+        for k in range(len(futures)):
+            future, futures[k] = futures[k], None
+            try:
+                result = future.result()
+            except CumtoolError:
+                raise
+            except _cluster_failures() as error:  # a lost worker, a closed connection
+                raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
+                                f"{' '.join(str(error).split())[:200]}") from None
+            del future
+            yield result
+            del result
+    finally:
+        futures.clear()
+        links.clear()
+
+
+def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
+    from cumtool.engine import _aborting
+    from cumtool.output import open_output
+    from cumtool.pipeline import BackgroundSink
+    from cumtool.sinks import table_sink
+    from cumtool.view import View
+
+    request, plan = job.request, job.plan
+    scanned = set(plan.selected)
+    passing = {name for i, name in enumerate(plan.names) if i not in scanned}
+    view = View(request.op, "rows", job.first_name,
+                tuple(plan.names[i] for i in plan.selected),
+                frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
+    writes = _submit_all(client, job, parts)
+    with open_output(request.output) as stream:
+        sink = table_sink(request, job.out, stream, plan.schema, view, job.first_name)
+        if job.out.format != "table":
+            sink = BackgroundSink(sink)
+        with _aborting(sink):
+            for table in _results(writes):
+                for batch in table.to_batches():
+                    sink.write(batch)
+                del table
+            sink.close()
+
+
+def output_names(inputs: list[str], to_format: str | None) -> list[str]:
+    """Each input's name relative to the inputs' common folder (with --to, its extension
+    changed to the format's)."""
+    paths = [remote.scheme(i) + "/" + i.split("://", 1)[1] if remote.is_url(i)
+             else os.path.abspath(i) for i in inputs]
+    if len(paths) == 1:
+        common = posixpath.dirname(paths[0].replace(os.sep, "/"))
+    else:
+        common = posixpath.commonpath([posixpath.dirname(p.replace(os.sep, "/"))
+                                       for p in paths])
+    names = [posixpath.relpath(p.replace(os.sep, "/"), common) for p in paths]
+    if to_format:
+        names = [_with_extension(n, to_format.lower()) for n in names]
+    if len(set(names)) != len(names):
+        raise UsageError("two inputs would write the same output name; give them "
+                         "different names")
+    return names
+
+
+def _with_extension(name: str, fmt: str) -> str:
+    kind = kind_from_name(name)
+    stem = name
+    if kind is not None:
+        stem = stem.rsplit(".", 2 if kind.compression else 1)[0]
+    return f"{stem}.{fmt}"
+
+
+def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) -> None:
+    """One task chain link per input file, each written whole by its worker into a hidden
+    staging folder, then moved into place once every file succeeded."""
+    if not remote.is_url(output_dir):
+        output_dir = os.path.abspath(output_dir)
+        if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+            raise OutputError(f"cannot write {output_dir}/: it is a file, not a folder")
+    else:
+        remote.check_output_url(output_dir)
+    names = output_names(inputs, job.request.to_format)
+    staging = remote.join(output_dir, f".cumtool-staging-{uuid.uuid4().hex[:12]}")
+    parts = [_whole_file(job, name, remote.join(staging, relative))
+             for name, relative in zip(inputs, names, strict=True)]
+    try:
+        for _written in _results(_submit_all(client, job, parts)):
+            pass
+        for part, relative in zip(parts, names, strict=True):
+            assert part.output is not None
+            _move(part.output, remote.join(output_dir, relative))
+        if remote.is_url(output_dir):
+            fs, path = remote.filesystem(output_dir)
+            fs.pipe_file(posixpath.join(path, SUCCESS_MARKER), b"")
+    finally:
+        _remove(staging)
+
+
+def _whole_file(job: Job, name: str, output: str) -> Partition:
+    named = kind_from_name(name)
+    request = job.request
+    fmt = request.from_format.lower() if request.from_format else (
+        named.format if named else job.kind.format)
+    if fmt not in (*_CSV, "parquet"):
+        raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
+                         f"{name} is {fmt}")
+    return Partition(name, _location(name), fmt, named.compression if named else None,
+                     output=output)
+
+
+def _move(source: str, target: str) -> None:
+    if remote.is_url(source):
+        fs, path = remote.filesystem(source)
+        _fs, target_path = remote.filesystem(target)
+        try:
+            fs.mv(path, target_path)
+        except OSError as error:
+            raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
+        return
+    try:
+        os.replace(source, target)
+    except OSError as error:
+        raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
+
+
+def _remove(folder: str) -> None:
+    if remote.is_url(folder):
+        fs, path = remote.filesystem(folder)
+        with contextlib.suppress(OSError):
+            fs.rm(path, recursive=True)
+        return
+    shutil.rmtree(folder, ignore_errors=True)

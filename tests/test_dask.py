@@ -1,0 +1,487 @@
+"""--engine dask: the same bytes as the local engine, for every op and option it supports,
+on an in-process cluster (worker threads) with partitions made tiny so that every file is
+cut into many; one test with worker processes (slow)."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from helpers import ok
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+distributed = pytest.importorskip(
+    "distributed", reason="dask is not installed: pip install 'cumtool[dask]'")
+
+from cumtool import distributed as engine  # noqa: E402
+from cumtool.request import Request  # noqa: E402
+
+# A scheduler that stops answering must fail its test, not hang the suite (one run here
+# hung once waiting on a future, before the client kept its carries to the end).
+pytestmark = pytest.mark.timeout(300)
+
+OPS = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> str:
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       **engine.QUIET_CLUSTER)
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+@pytest.fixture
+def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row group, and every 64 bytes of a CSV, its own partition."""
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
+
+
+def _floats(rows: int, seed: int) -> np.ndarray:
+    values = np.random.default_rng(seed).normal(0, 1e3, rows)
+    values[5] = np.nan
+    values[7] = -0.0
+    values[8] = 0.0
+    values[20] = -0.0
+    return values
+
+
+def _table(rows: int = 300) -> pa.Table:
+    ints = np.random.default_rng(1).integers(-50, 50, rows)
+    # cumprod stays in range: about 30 factors of 2 or -2, the rest 1
+    draws = np.random.default_rng(2).random(rows)
+    small = np.where(draws < 0.05, 2, np.where(draws < 0.1, -2, 1))
+    ties = np.repeat(np.arange(rows // 10), 10).astype(np.float64)[::-1].copy()
+    missing = [None if i % 7 == 3 else float(i % 11) - 5.5 for i in range(rows)]
+    return pa.table({
+        "f": _floats(rows, 3),
+        "i": pa.array(ints, pa.int64()),
+        "p": pa.array(small, pa.int64()),
+        "t": ties,
+        "m": pa.array(missing, pa.float64()),
+        "s": pa.array([f"x{i}" for i in range(rows)]),
+        "f32": pa.array(_floats(rows, 4).astype(np.float32)),
+    })
+
+
+def _csv_text(table: pa.Table) -> str:
+    lines = [",".join(table.column_names)]
+    for row in table.to_pylist():
+        cells = []
+        for value in row.values():
+            if value is None:
+                cells.append("")
+            elif isinstance(value, float) and math.isnan(value):
+                cells.append("NaN")
+            else:
+                cells.append(repr(value) if isinstance(value, float) else str(value))
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def parquet_file(tmp_path: Path) -> Path:
+    path = tmp_path / "data.parquet"
+    pq.write_table(_table(), path, row_group_size=37)
+    return path
+
+
+@pytest.fixture
+def csv_file(tmp_path: Path) -> Path:
+    path = tmp_path / "data.csv"
+    path.write_text(_csv_text(_table()))
+    return path
+
+
+def _same(invoke, args: list[str], scheduler: str) -> bytes:
+    local = invoke(*args)
+    dask = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == 0, local.stderr
+    ok(dask)
+    assert dask.stdout_bytes == local.stdout_bytes
+    return dask.stdout_bytes
+
+
+def _fitting(op: str, options: list[str]) -> list[str]:
+    """cumprod of column i overflows int64 (an error, tested apart): leave it out."""
+    return ["--exclude", "i"] if op == "cumprod" and "-c" not in options else []
+
+
+OPTIONS = [
+    pytest.param([], id="plain"),
+    pytest.param(["--skipna"], id="skipna"),
+    pytest.param(["--exclusive"], id="exclusive"),
+    pytest.param(["--keep"], id="keep"),
+    pytest.param(["--dtype", "float32"], id="dtype-float32"),
+    pytest.param(["--overflow", "wrap", "-c", "i", "-c", "p"], id="wrap"),
+    pytest.param(["--batch-rows", "5"], id="batch-rows-5"),
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+@pytest.mark.parametrize("op", OPS)
+def test_parquet_row_groups_give_the_local_bytes(invoke, scheduler, tiny_partitions,
+                                                 parquet_file, op, options):
+    out = _same(invoke, [op, str(parquet_file), "--to", "csv", *options, *_fitting(op, options)],
+                scheduler)
+    assert out.count(b"\n") == 301
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+@pytest.mark.parametrize("op", OPS)
+def test_csv_byte_ranges_give_the_local_bytes(invoke, scheduler, tiny_partitions, csv_file,
+                                              op, options):
+    out = _same(invoke, [op, str(csv_file), *options, *_fitting(op, options)], scheduler)
+    assert out.count(b"\n") == 301
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin", "cumsum,cummax", "cummin,logcumsumexp"])
+@pytest.mark.parametrize("options", [[], ["--exclusive"], ["--skipna"]],
+                         ids=["plain", "exclusive", "skipna"])
+def test_indices_and_several_ops(invoke, scheduler, tiny_partitions, parquet_file, op,
+                                 options):
+    out = _same(invoke, [op, str(parquet_file), "--indices", "--to", "csv", *options],
+                scheduler)
+    assert b"_index" in out.split(b"\n", 1)[0]
+
+
+def test_parquet_output_holds_the_local_values(invoke, scheduler, tiny_partitions,
+                                               parquet_file, tmp_path):
+    local, dask = tmp_path / "local.parquet", tmp_path / "dask.parquet"
+    ok(invoke("cumsum", str(parquet_file), "-o", str(local)))
+    ok(invoke("cumsum", str(parquet_file), "-o", str(dask), "--engine", "dask",
+              "--scheduler", scheduler))
+    # repr: NaN equals NaN, and -0.0 differs from 0.0
+    assert pq.read_table(dask).schema == pq.read_table(local).schema
+    assert repr(pq.read_table(dask).to_pylist()) == repr(pq.read_table(local).to_pylist())
+
+
+def test_the_scheduler_comes_from_the_environment(invoke, scheduler, tiny_partitions,
+                                                  parquet_file, monkeypatch):
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", scheduler)
+    local = invoke("cumsum", str(parquet_file), "--to", "csv")
+    dask = ok(invoke("cumsum", str(parquet_file), "--to", "csv", "--engine", "dask"))
+    assert dask.stdout_bytes == local.stdout_bytes
+
+
+# CSV boundaries --------------------------------------------------------------------------
+
+def test_quoted_newlines_do_not_cut_a_record(invoke, scheduler, tiny_partitions, write_file):
+    rows = ["id,note,x"]
+    for i in range(60):
+        note = f'"line one\nline ""two"", {i}\n\nend"' if i % 3 == 0 else f"plain {i}"
+        rows.append(f"{i},{note},{i * 0.1}")
+    path = write_file("quoted.csv", "\r\n".join(rows) + "\r\n")
+    out = _same(invoke, ["cumsum", str(path), "-c", "x"], scheduler)
+    assert out.count(b'"line one') == 20
+    with distributed.Client(scheduler) as client:
+        parts = engine.csv_partitions(client, Request("cumsum", str(path)), str(path),
+                                      str(path), "csv", None)
+    assert len(parts) > 10
+    data = path.read_bytes()
+    for part in parts[1:]:  # each starts right after a record's end, outside quotes
+        assert data[part.start - 2:part.start] == b"\r\n"
+        assert data[:part.start].count(b'"') % 2 == 0
+
+
+def test_no_header_byte_ranges(invoke, scheduler, tiny_partitions, write_file):
+    path = write_file("nh.csv", "".join(f"{i},{i * 1.5}\n" for i in range(80)))
+    _same(invoke, ["cumsum", str(path), "--no-header"], scheduler)
+
+
+def test_a_bad_cell_names_its_row_in_the_file(invoke, scheduler, write_file, monkeypatch):
+    """Beyond the 10,000 rows that say what a column holds, in a later partition."""
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 16 << 10)
+    lines = ["a,b"] + [f"{i},{i}" for i in range(12000)]
+    lines[11077] = "11076,oops"
+    path = write_file("bad.csv", "\n".join(lines) + "\n")
+    local = invoke("cumsum", str(path))
+    dask = invoke("cumsum", str(path), "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == dask.exit_code == 1
+    assert "row 11077, column 'b'" in local.stderr
+    assert dask.stderr == local.stderr
+
+
+def test_a_ragged_row_without_header(invoke, scheduler, tiny_partitions, write_file):
+    lines = [f"{i},{i}" for i in range(100)]
+    lines[60] = "1,2,3"
+    path = write_file("ragged.csv", "\n".join(lines) + "\n")
+    local = invoke("cumsum", str(path), "--no-header")
+    dask = invoke("cumsum", str(path), "--no-header", "--engine", "dask",
+                  "--scheduler", scheduler)
+    assert local.exit_code == dask.exit_code == 1
+    assert dask.stderr == local.stderr
+
+
+# Errors in input order -------------------------------------------------------------------
+
+def test_the_first_overflow_in_file_order_is_reported(invoke, scheduler, tiny_partitions,
+                                                      tmp_path):
+    """Each of two later row groups overflows on its own (a partition summed alone would
+    report the last one's); only the running total reaches int64's end first at row 150."""
+    big = 2**62
+    values = [1] * 400
+    values[100] = big
+    values[149] = big  # the running total passes 2**63 - 1 here, row 150
+    values[300] = big
+    values[301] = big  # this row group overflows alone
+    values[302] = big
+    path = tmp_path / "o.parquet"
+    pq.write_table(pa.table({"n": pa.array(values, pa.int64())}), path, row_group_size=50)
+    local = invoke("cumsum", str(path))
+    dask = invoke("cumsum", str(path), "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == dask.exit_code == 1
+    assert "row 150" in local.stderr
+    assert dask.stderr == local.stderr
+
+
+def test_a_failed_run_leaves_the_output_as_it_was(invoke, scheduler, tiny_partitions,
+                                                  tmp_path):
+    path = tmp_path / "o.parquet"
+    pq.write_table(pa.table({"n": pa.array([2**62] * 4 + [1] * 100, pa.int64())}), path,
+                   row_group_size=10)
+    out = tmp_path / "out.csv"
+    out.write_text("precious\n")
+    result = invoke("cumsum", str(path), "-o", str(out), "--engine", "dask",
+                    "--scheduler", scheduler)
+    assert result.exit_code == 1
+    assert out.read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.parquet", "out.csv"]
+
+
+# Empty partitions and lists of files -----------------------------------------------------
+
+def test_empty_row_groups(invoke, scheduler, tiny_partitions, tmp_path):
+    path = tmp_path / "e.parquet"
+    table = pa.table({"x": pa.array([1.5, -0.0, 2.25, float("nan")]), "s": ["a", "b", "c", "d"]})
+    with pq.ParquetWriter(path, table.schema) as writer:
+        writer.write_table(table.slice(0, 0))
+        writer.write_table(table.slice(0, 2))
+        writer.write_table(table.slice(0, 0))
+        writer.write_table(table.slice(2))
+    assert pq.ParquetFile(path).metadata.num_row_groups >= 3
+    out = _same(invoke, ["cumsum", str(path), "--to", "csv"], scheduler)
+    assert out == b"x,s\n1.5,a\n1.5,b\n3.75,c\nNaN,d\n"
+
+
+def _files(tmp_path: Path) -> list[str]:
+    table = _table(120)
+    names = []
+    for k, (start, rows) in enumerate([(0, 50), (50, 0), (50, 70)]):
+        part = tmp_path / "in" / f"p-{k}.parquet"
+        part.parent.mkdir(exist_ok=True)
+        piece = table.slice(start, rows)
+        if rows == 0:  # an empty file's text column reads back as type null
+            piece = pa.table({n: pa.nulls(0, pa.null() if n == "s" else c.type)
+                              for n, c in zip(table.column_names, table.columns, strict=True)})
+        pq.write_table(piece, part, row_group_size=16)
+        names.append(str(part))
+    pq.write_table(table, tmp_path / "whole.parquet")
+    return names
+
+
+def _request(op: str, scheduler: str, **options) -> Request:
+    return Request(op, output=options.pop("output", None), engine="dask", scheduler=scheduler,
+                   **options)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_a_list_of_files_is_one_stream(scheduler, tiny_partitions, tmp_path, op, capfdbinary):
+    names = _files(tmp_path)
+    whole = tmp_path / "whole.csv"
+    out = tmp_path / "list.csv"
+    from cumtool.engine import run
+
+    wrap = {"overflow": "wrap"} if op == "cumprod" else {}
+    run(Request(op, str(tmp_path / "whole.parquet"), output=str(whole), **wrap))
+    engine.run_paths(_request(op, scheduler, output=str(out), **wrap), names)
+    assert out.read_bytes() == whole.read_bytes()
+
+
+def test_a_list_of_files_to_a_folder(scheduler, tmp_path):
+    names = _files(tmp_path)
+    folder = tmp_path / "out"
+    engine.run_paths(_request("cumsum", scheduler), names, output_dir=str(folder))
+    assert sorted(os.listdir(folder)) == ["p-0.parquet", "p-1.parquet", "p-2.parquet"]
+    got = pa.concat_tables([pq.read_table(folder / f"p-{k}.parquet") for k in range(3)],
+                           promote_options="permissive")
+    from cumtool.engine import run
+
+    run(Request("cumsum", str(tmp_path / "whole.parquet"), output=str(tmp_path / "w.parquet")))
+    want = pq.read_table(tmp_path / "w.parquet")
+    assert repr(got.select(["f", "i"]).to_pylist()) == repr(want.select(["f", "i"]).to_pylist())
+
+
+def test_a_failed_list_leaves_the_folder_as_it_was(scheduler, tmp_path):
+    names = _files(tmp_path)
+    other = tmp_path / "in" / "z.parquet"
+    pq.write_table(pa.table({"n": pa.array([2**62] * 4, pa.int64())}), other)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "p-0.parquet").write_bytes(b"old")
+    from cumtool.errors import DataError
+
+    with pytest.raises(DataError, match="differ from those of"):
+        engine.run_paths(_request("cumsum", scheduler), [*names, str(other)],
+                         output_dir=str(folder))
+    assert os.listdir(folder) == ["p-0.parquet"]
+    assert (folder / "p-0.parquet").read_bytes() == b"old"
+
+
+def test_each_file_names_its_own_rows(scheduler, tmp_path):
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    first.write_text("n\n1\n2\n")
+    second.write_text("n\n3\nx\n")
+    from cumtool.errors import DataError
+
+    with pytest.raises(DataError, match=r"^.*b\.csv: row 2, column 'n'"):
+        engine.run_paths(_request("cumsum", scheduler, output=str(tmp_path / "o.csv")),
+                         [str(first), str(second)])
+
+
+@pytest.mark.parametrize("given", [
+    pytest.param(lambda d: [str(d)], id="folder"),
+    pytest.param(lambda d: [str(d / "p-*.csv")], id="glob"),
+    pytest.param(lambda d: [str(d / "p-1.csv"), str(d / "p-2.csv"), str(d / "p-10.csv")],
+                 id="files"),
+])
+def test_globs_folders_and_lists_as_the_local_engine_reads_them(invoke, scheduler, tmp_path,
+                                                              given):
+    folder = tmp_path / "drops"
+    folder.mkdir()
+    for name, text in {"p-1.csv": "x,y\n1,0.1\n2,0.2\n", "p-2.csv": "x,y\n3,0.3\n",
+                       "p-10.csv": "x,y\n4,0.4\n"}.items():
+        (folder / name).write_text(text)
+    out = _same(invoke, ["cumsum", *given(folder)], scheduler)
+    # natural order: p-10 last
+    assert out == b"x,y\n1,0.1\n3,0.30000000000000004\n6,0.6000000000000001\n10,1.0\n"
+
+
+def test_one_output_per_input_into_a_folder(invoke, scheduler, tmp_path):
+    folder = tmp_path / "drops"
+    folder.mkdir()
+    (folder / "a.csv").write_text("x\n1\n2\n")
+    (folder / "b.csv").write_text("x\n3\n")
+    ok(invoke("cumsum", str(folder), "--engine", "dask", "--scheduler", scheduler,
+              "-o", f"{tmp_path / 'out'}/"))
+    assert (tmp_path / "out" / "a.csv").read_text() == "x\n1\n3\n"
+    assert (tmp_path / "out" / "b.csv").read_text() == "x\n6\n"
+
+
+# What it refuses --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, message", [
+    pytest.param(["--by", "s"], "--by is not supported with --engine dask", id="by"),
+    pytest.param(["--reset", "i"], "--reset is not supported with --engine dask", id="reset"),
+    pytest.param(["--reverse"], "--reverse is not supported with --engine dask", id="reverse"),
+    pytest.param(["--axis", "columns"], "--axis columns is not supported with --engine dask",
+                 id="axis-columns"),
+    pytest.param(["--state", "s.json"], "--state is not supported with --engine dask",
+                 id="state"),
+    pytest.param(["--filename-column", "f"],
+                 "--filename-column is not supported with --engine dask", id="filename-column"),
+])
+def test_refused_options(invoke, parquet_file, args, message):
+    result = invoke("cumsum", str(parquet_file), "--engine", "dask", *args)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"Error: {message}; run it on the local engine (--engine local)"
+        if "axis" not in message else
+        f"Error: {message}: rows are independent, run it on the local engine")
+
+
+def test_standard_input_is_refused(invoke):
+    result = invoke("cumsum", "-", "--engine", "dask", input="a\n1\n")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: --engine dask reads files or URLs, which its workers open "
+                             "themselves; it cannot read standard input\n")
+
+
+def test_arrays_are_refused(invoke, write_file):
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(3))
+    path = write_file("a.npy", buffer.getvalue())
+    result = invoke("cumsum", str(path), "--engine", "dask")
+    assert result.exit_code == 2
+    assert "scans tables (CSV, TSV, Parquet)" in result.stderr
+
+
+def test_scheduler_needs_the_dask_engine(invoke, parquet_file):
+    result = invoke("cumsum", str(parquet_file), "--scheduler", "tcp://127.0.0.1:1")
+    assert result.exit_code == 2
+    assert result.stderr == "Error: --scheduler names a Dask scheduler: use it with --engine dask\n"
+
+
+def test_an_unreachable_scheduler_is_one_error(invoke, parquet_file, monkeypatch):
+    result = invoke("cumsum", str(parquet_file), "--engine", "dask", "--scheduler",
+                    "tcp://127.0.0.1:9")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_the_plain_cli_does_not_import_dask_or_fsspec():
+    code = ("import sys\nfrom cumtool.cli import main\n"
+            "try:\n    main(['cumsum', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('dask', 'distributed', 'fsspec', 's3fs') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.slow
+def test_worker_processes(tmp_path):
+    """A LocalCluster of worker processes (the default without a scheduler): the plan and
+    the carried state cross process boundaries pickled."""
+    path = tmp_path / "d.parquet"
+    pq.write_table(_table(2000), path, row_group_size=100)
+    env = {**os.environ, "DASK_SCHEDULER_ADDRESS": ""}
+    common = [sys.executable, "-m", "cumtool", "cummax,cumsum", str(path), "--indices",
+              "--to", "csv"]
+    local = subprocess.run(common, capture_output=True, check=True, env=env)
+    # Worker processes are spawned: they import the main module again, so it is guarded.
+    code = ("import sys\nfrom cumtool import distributed\ndistributed.PARTITION_BYTES = 1024\n"
+            "from cumtool.cli import main\nif __name__ == '__main__':\n    main(sys.argv[1:])\n")
+    script = tmp_path / "run.py"
+    script.write_text(code)
+    dask = subprocess.run([sys.executable, str(script), *common[3:], "--engine", "dask"],
+                          capture_output=True, check=True, env=env, timeout=300)
+    assert dask.stdout == local.stdout
+    assert dask.stdout.count(b"\n") == 2001
+
+
+# A property: any cut gives the same bytes --------------------------------------------------
+
+_cells = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=False, width=64).map(repr),
+    st.sampled_from(["", "NA", '"quoted, with comma"', '"two\nlines"', '"say ""hi"""']))
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.tuples(_cells, _cells), min_size=1, max_size=60),
+       size=st.integers(min_value=8, max_value=300),
+       op=st.sampled_from(["cumsum", "cummax", "cumsum,cummin"]))
+def test_any_cut_of_a_csv_gives_the_local_bytes(invoke, scheduler, tmp_path, rows, size, op):
+    text = "x,note\n" + "".join(f"{a},{b}\n" for a, b in rows)
+    path = tmp_path / "p.csv"
+    path.write_text(text)
+    previous = engine.PARTITION_BYTES
+    engine.PARTITION_BYTES = size
+    try:
+        local = invoke(op, str(path), "-c", "x")
+        dask = invoke(op, str(path), "-c", "x", "--engine", "dask", "--scheduler", scheduler)
+    finally:
+        engine.PARTITION_BYTES = previous
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr)
+    if local.exit_code == 0:
+        assert dask.stdout_bytes == local.stdout_bytes
