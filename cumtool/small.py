@@ -46,6 +46,7 @@ from cumtool.formats import (
     NPY_MAGIC,
     PARQUET_MAGIC,
     FileKind,
+    PrefixedStream,
     kind_from_magic,
     kind_from_name,
 )
@@ -137,7 +138,7 @@ def _read(request: Request) -> tuple[bytes | None, IO[bytes] | None]:
         raise Handover from None
     head, ended = _read_stdin(stdin)
     # A buffer that holds all that was read: the first look (the sniff) takes it at once.
-    replay = io.BufferedReader(_Replay(head, stdin), max(SNIFF_BYTES, len(head)))
+    replay = io.BufferedReader(PrefixedStream(head, stdin), max(SNIFF_BYTES, len(head)))
     return (head if ended else None), replay
 
 
@@ -166,33 +167,6 @@ def _read_stdin(stdin: IO[bytes]) -> tuple[bytes, bool]:
     except (OSError, ValueError):
         pass
     return b"".join(pieces), False
-
-
-class _Replay(io.RawIOBase):
-    """Bytes already read from a stream, then the rest of it (read as it arrives)."""
-
-    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
-        self._head = memoryview(head)
-        self._stream = stream
-        self._read1 = getattr(stream, "read1", stream.read)
-
-    def readable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        # The reader asks the descriptor whether more input is ready (a pipe whose producer
-        # pauses must not hold back the rows already here).
-        return self._stream.fileno()
-
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        if self._head:
-            size = min(len(buffer), len(self._head))
-            buffer[:size] = self._head[:size]
-            self._head = self._head[size:]
-            return size
-        data = self._read1(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
 
 # Rendering -----------------------------------------------------------------------------

@@ -356,7 +356,7 @@ def test_replayed_stdin_keeps_its_descriptor(tmp_path):
     with open(tmp_path / "rest", "w+b") as rest:
         rest.write(b"3,4\n")
         rest.seek(0)
-        replay = small._Replay(b"a,b\n1,2\n", rest)
+        replay = small.PrefixedStream(b"a,b\n1,2\n", rest)
         assert replay.fileno() == rest.fileno()
         import io
 

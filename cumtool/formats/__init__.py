@@ -240,14 +240,21 @@ class ArraySink(Protocol):
 
 
 class PrefixedStream(io.RawIOBase):
-    """A read-only stream that replays already-read bytes before the rest of `stream`."""
+    """A read-only stream that replays already-read bytes before the rest of `stream`
+    (read as it arrives: a pipe's reader is not held until a whole buffer is full)."""
 
     def __init__(self, head: bytes, stream: IO[bytes]) -> None:
         self._head = memoryview(head)
         self._stream = stream
+        self._read1 = getattr(stream, "read1", stream.read)
 
     def readable(self) -> bool:
         return True
+
+    def fileno(self) -> int:
+        # The CSV reader asks the descriptor whether more input is ready (a pipe whose
+        # producer pauses must not hold back the rows already here).
+        return self._stream.fileno()
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         if self._head:
@@ -255,7 +262,7 @@ class PrefixedStream(io.RawIOBase):
             buffer[:size] = self._head[:size]
             self._head = self._head[size:]
             return size
-        data = self._stream.read(len(buffer))
+        data = self._read1(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
