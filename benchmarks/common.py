@@ -723,7 +723,7 @@ def report(bench: Bench, argv: Sequence[str], started: dt.datetime, seconds: flo
              "Outputs are deleted and os.sync() is called "
              "before each run; inputs are in the page cache. Ratios are of medians. Every "
              "output is read back and checked (see the checks under each table).", "",
-             "## Goals (issue 3)", "",
+             "## Goals (issues 3, 12 and 15)", "",
              "The verdict uses medians; the fastest-run ratio is shown because other work on "
              "a shared machine slows some runs more than others.", "",
              "| goal | measured (medians) | fastest runs | limit | result |",
