@@ -7,7 +7,7 @@ profiler, written as Markdown.
     python benchmarks/profile_csv.py --output benchmarks/PROFILE.md
 
 Two views of one input:
-1. py-spy samples the whole process (`--threads --native`), interpreter start and imports
+1. py-spy samples the whole process (`--threads`), interpreter start and imports
    included, at 250 Hz; samples are grouped by thread and by the cumtool stage they fall
    in (imports, opening, reading/parsing, scanning, writing, waiting), and the top
    functions by own time are listed.
@@ -61,7 +61,7 @@ def sampled(source: Path, rate: int) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         raw = Path(tmp) / "profile.txt"
         out = Path(tmp) / "out.csv"
-        subprocess.run([py_spy, "record", "--rate", str(rate), "--threads", "--native",
+        subprocess.run([py_spy, "record", "--rate", str(rate), "--threads",
                         "--format", "raw", "--output", str(raw), "--", sys.executable,
                         "-m", "cumtool", "cumsum", str(source), "-o", str(out)],
                        check=True, capture_output=True)
@@ -80,7 +80,9 @@ def sampled(source: Path, rate: int) -> list[str]:
                   or "other threads"] += samples
         by_stage[stage_of(frames)] += samples
         own[frames[-1] if len(frames) > 1 else "(no Python frame)"] += samples
-    report = [f"{total} samples at {rate} Hz ({total / rate:.2f} s of CPU across threads).",
+    report = [f"{total} samples at {rate} Hz: {total / rate:.2f} thread-seconds. A thread "
+              "waiting in native code (the GIL, a lock, a read) is sampled too, so the shares "
+              "say where threads spend their time, not CPU; the stage table below is CPU.",
               "", "| stage | share of samples |", "|---|---:|"]
     report += [f"| {stage} | {n / total:.1%} |" for stage, n in by_stage.most_common()]
     report += ["", "| thread | share of samples |", "|---|---:|"]
@@ -120,8 +122,9 @@ def stepwise(source: Path) -> list[str]:
         sink.close()
         written = time.process_time()
     rows = sum(batch.num_rows for batch in batches)
-    steps = [("imports (numpy, pyarrow, polars, cumtool)", imported - started),
-             ("open, sniff, judge columns, plan", opened - imported),
+    steps = [("import cumtool's modules (numpy is loaded already)", imported - started),
+             ("open, sniff, judge columns, plan (imports polars and pyarrow)",
+              opened - imported),
              (f"read and parse {len(batches)} batches", read - opened),
              ("scan", scanned - read),
              ("write (format CSV)", written - scanned)]
