@@ -193,10 +193,10 @@ def render(request: Request, data: bytes) -> bytes:
         return f"{names[i]!r} (column {i + 1})" if names[i] in repeated else repr(names[i])
 
     results: dict[tuple[int, str], _Column] = {}
+    scan = request.scan_options()  # checked once, not per column and op
     for i in selected:
         values, valid = _parse(rows, i, hints[i], markers)
         for op in ops:
-            scan = request.scan_options()
             spec = kernels.make_spec(op, values.dtype, dtype, what=f"column {label(i)}",
                                      **scan)
             result = kernels.scan_block(spec, values, valid, kernels.initial_carry(spec))
