@@ -623,8 +623,12 @@ AS_NOBODY = """
 import os, sys
 # Everything cumtool may load, loaded while the interpreter's files (under /root) can
 # still be read; then become nobody and run the command line.
-import cumtool.cli, cumtool.engine, cumtool.sinks, cumtool.sources, cumtool.tables
-import cumtool.formats.csv, cumtool.formats.parquet, cumtool.formats.npy
+import importlib, pkgutil, cumtool, cumtool.cli
+for module in pkgutil.walk_packages(cumtool.__path__, "cumtool."):
+    try:
+        importlib.import_module(module.name)
+    except ImportError:  # a module of an optional extra that is not installed
+        pass
 import ctypes.util, difflib, pyarrow.ipc, pyarrow.parquet, polars, rich.progress, zipfile
 os.setgroups([])
 os.setgid({gid})
