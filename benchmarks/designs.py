@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import sys
 from pathlib import Path
 
 from common import (
