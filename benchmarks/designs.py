@@ -38,7 +38,7 @@ from common import (
 
 HERE = Path(__file__).resolve().parent
 
-# Run as `python designs.py --variant NAME SOURCE OUTPUT`: cumtool with a stage swapped.
+# Run by `python -c VARIANT NAME SOURCE OUTPUT` (see variant()): cumtool with a stage swapped.
 VARIANT = """
 import queue, sys, threading
 import polars as pl, pyarrow as pa
