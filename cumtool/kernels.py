@@ -370,9 +370,10 @@ def _scan_accumulate(
     acc = _to_acc(spec, x, skip)
     exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
     terms = acc.copy() if exact_check and not _sum_cannot_overflow(spec, acc, carry) else None
-    with np.errstate(over="ignore", invalid="ignore"):
-        ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
-        ufunc.accumulate(acc, axis=0, out=acc)
+    if spec.op != "logcumsumexp" or not _native_logaddexp(acc, carry.value):
+        with np.errstate(over="ignore", invalid="ignore"):
+            ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
+            ufunc.accumulate(acc, axis=0, out=acc)
     if terms is not None:
         bad, message = _int64_overflows(spec, terms, acc, carry.value)
         if bad is not None:
@@ -388,6 +389,15 @@ def _scan_accumulate(
     carry.value = acc[-1].copy()
     with np.errstate(over="ignore"):
         return acc.astype(spec.out_dtype, copy=False)
+
+
+def _native_logaddexp(acc: np.ndarray, start: np.ndarray) -> bool:
+    """logcumsumexp's accumulate in C, over the cores, where it is built (imported here:
+    only this op needs it)."""
+    from cumtool import native
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        return native.logaddexp_accumulate(acc, start)
 
 
 def _sum_cannot_overflow(spec: ScanSpec, acc: np.ndarray, carry: Carry) -> bool:

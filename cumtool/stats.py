@@ -9,9 +9,10 @@ around it (casting, --skipna, --exclusive, missing cells, the carry) is done onc
 `scan_block`, so a new op is one new class and one line in KERNELS.
 
 Where an op's next state depends on the rounded previous one (Welford, ewma), there is no
-exact vectorised form: the recurrence runs over Python floats (IEEE binary64, bit for bit
-numpy's float64 arithmetic) one line at a time, or over the lines of a wide block (many
---by groups) one row at a time with numpy.
+exact vectorised form: the recurrence runs in C (cumtool/_sequential.c, built at install
+where a compiler is found), or else over Python floats (IEEE binary64, bit for bit numpy's
+float64 arithmetic) one line at a time, or over the lines of a wide block (many --by
+groups) one row at a time with numpy. All three give the same bits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from cumtool import native
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 
 if TYPE_CHECKING:
@@ -283,6 +285,28 @@ def _sequential(x: np.ndarray, present: np.ndarray | None, start: np.ndarray,
     return out.reshape(x.shape)
 
 
+def _as_lines(x: np.ndarray, present: np.ndarray | None,
+              start: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """x and present as the (rows, lines) blocks the C loops take, and the flat start."""
+    flat = start.reshape(-1)
+    shape = (x.shape[0], flat.shape[0])
+    return x.reshape(shape), None if present is None else present.reshape(shape), flat
+
+
+def _field(flat: np.ndarray, name: str, dtype: type = np.float64) -> np.ndarray:
+    return np.ascontiguousarray(flat[name], dtype=dtype)
+
+
+def _native(x: np.ndarray, present: np.ndarray | None, start: np.ndarray, field: str,
+            loop: Callable[..., None], *weights: object) -> np.ndarray:
+    """What `_sequential` computes, by the C loop `loop` of cumtool._sequential:
+    loop(x, present, start value, start count, *weights, out) on (rows, lines) blocks."""
+    block, mask, flat = _as_lines(x, present, start)
+    out = np.empty(block.shape, dtype=np.float64)
+    loop(block, mask, _field(flat, field), _field(flat, "n", np.int64), *weights, out)
+    return out.reshape(x.shape)
+
+
 def _before(start: np.ndarray, after: np.ndarray) -> np.ndarray:
     """The value before each element: the carried one, then each element's predecessor."""
     return np.concatenate([start[np.newaxis], after[:-1]])
@@ -304,9 +328,9 @@ def _welford_means_rows(x: np.ndarray, m: np.ndarray, before: np.ndarray) -> np.
 
 
 class CumVar(StatKernel):
-    """Welford: only the mean needs a loop. M2 then grows by d * (x - m) with d = x - the
-    mean before, and those terms are summed left to right by numpy's accumulate, exactly
-    the contract's M2 += d * (x - m), step by step."""
+    """Welford, the contract's n += 1; d = x - m; m += d / n; M2 += d * (x - m), step by
+    step. In C both run in one loop. Without it only the mean needs a loop: the M2 terms
+    d * (x - m) are then summed left to right by numpy's accumulate, the same additions."""
 
     name = "cumvar"
 
@@ -319,6 +343,15 @@ class CumVar(StatKernel):
         states["n"] = count
         x = _as_float64(x)
         with np.errstate(all="ignore"):
+            if native.SEQUENTIAL is not None:
+                block, mask, flat = _as_lines(x, present, start)
+                means, m2 = np.empty(block.shape), np.empty(block.shape)
+                native.SEQUENTIAL.welford(block, mask, _field(flat, "m"),
+                                          _field(flat, "n", np.int64), _field(flat, "m2"),
+                                          means, m2)
+                states["m"] = means.reshape(x.shape)
+                states["m2"] = m2.reshape(x.shape)
+                return states
             means = _sequential(x, present, start, count, "m", _welford_means,
                                 _welford_means_rows)
             terms = (x - _before(start["m"], means)) * (x - means)
@@ -445,7 +478,12 @@ class Ewma(StatKernel):
                 mixed = np.where(y != x, (old(before) * y + new * x) / total(before), y)
                 return np.where(before == 0, x, mixed)
 
-            states["y"] = _sequential(x, present, start, count, "y", line_loop, rows_step)
+            if native.SEQUENTIAL is not None:
+                states["y"] = _native(x, present, start, "y", native.SEQUENTIAL.ewma_means,
+                                      old_by_count, total_by_count, new)
+            else:
+                states["y"] = _sequential(x, present, start, count, "y", line_loop,
+                                          rows_step)
         states["w"] = np.where(count > 0, after[np.minimum(count, after.shape[0]) - 1], 0.0)
         return states
 

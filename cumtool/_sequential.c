@@ -1,0 +1,333 @@
+/* Sequential float64 recurrences that have no exact vectorised numpy form.
+ *
+ * Each function here is the loop that cumtool's Python code also runs (the fallback when
+ * this module is not built), with the same float64 operations in the same order, so the
+ * results are the same bits. The operations are plain IEEE binary64: this file must be
+ * compiled without contraction into fused multiply-adds (setup.py passes
+ * -ffp-contract=off), and exp and log1p are the C library's, as numpy's logaddexp uses.
+ *
+ * Arrays come through the buffer protocol as 2-D (rows, lines) float64 blocks of any
+ * strides; the scan runs down each line. The GIL is released while a loop runs, so the
+ * caller can scan disjoint line ranges on several threads.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define LOGE2 0.693147180559945309417232121458176568
+
+typedef struct {
+    Py_buffer view;
+    char *base;
+    Py_ssize_t rows, lines;      /* a 1-D buffer has rows = its length, lines = 1 */
+    Py_ssize_t row_step, line_step;  /* in bytes */
+} Block;
+
+/* kind: 'd' float64, 'q' int64, '?' bool. ndim: 1 or 2. */
+static int take(PyObject *obj, Block *block, int ndim, char kind, int writable,
+                const char *what)
+{
+    int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &block->view, flags) < 0)
+        return -1;
+    const char *format = block->view.format ? block->view.format : "B";
+    char code = format[strlen(format) - 1];
+    int ok = block->view.ndim == ndim;
+    if (kind == 'd')
+        ok = ok && code == 'd' && block->view.itemsize == 8;
+    else if (kind == 'q')
+        ok = ok && (code == 'q' || code == 'l') && block->view.itemsize == 8;
+    else
+        ok = ok && code == '?' && block->view.itemsize == 1;
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a %d-D buffer of kind '%c'", what, ndim,
+                     kind);
+        PyBuffer_Release(&block->view);
+        return -1;
+    }
+    block->base = (char *)block->view.buf;
+    block->rows = block->view.shape[0];
+    block->row_step = block->view.strides[0];
+    block->lines = ndim == 2 ? block->view.shape[1] : 1;
+    block->line_step = ndim == 2 ? block->view.strides[1] : 0;
+    return 0;
+}
+
+#define AT(block, type, row, line) \
+    (*(type *)((block).base + (row) * (block).row_step + (line) * (block).line_step))
+#define ITEM(block, type, i) (*(type *)((block).base + (i) * (block).row_step))
+
+static int check_lines(const Block *x, const Block *other, const char *what)
+{
+    if (other->rows != x->lines) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd values, one per line", what,
+                     x->lines);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_shape(const Block *x, const Block *other, const char *what)
+{
+    if (other->rows != x->rows || other->lines != x->lines) {
+        PyErr_Format(PyExc_ValueError, "%s: expected the shape of the block", what);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_range(const Block *x, Py_ssize_t lo, Py_ssize_t hi)
+{
+    if (lo < 0 || hi > x->lines || lo > hi) {
+        PyErr_SetString(PyExc_ValueError, "line range out of bounds");
+        return -1;
+    }
+    return 0;
+}
+
+/* numpy's npy_logaddexp for float64, operation for operation. */
+static inline double logaddexp(double x, double y)
+{
+    if (x == y)
+        return x + LOGE2;  /* infinities of the same sign */
+    const double tmp = x - y;
+    if (tmp > 0)
+        return x + log1p(exp(-tmp));
+    else if (tmp <= 0)
+        return y + log1p(exp(tmp));
+    return tmp;  /* NaN */
+}
+
+PyDoc_STRVAR(logaddexp_accumulate_doc,
+"logaddexp_accumulate(block, start, lo, hi)\n--\n\n"
+"In place, for lines lo..hi of the 2-D float64 block: block[0] = logaddexp(start, "
+"block[0]),\nthen block[i] = logaddexp(block[i - 1], block[i]); as numpy's\n"
+"logaddexp(start, block[:1]) followed by logaddexp.accumulate(block, axis=0).");
+
+static PyObject *logaddexp_accumulate(PyObject *self, PyObject *args)
+{
+    PyObject *block_obj, *start_obj;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "OOnn", &block_obj, &start_obj, &lo, &hi))
+        return NULL;
+    Block acc, start;
+    if (take(block_obj, &acc, 2, 'd', 1, "block") < 0)
+        return NULL;
+    if (take(start_obj, &start, 1, 'd', 0, "start") < 0) {
+        PyBuffer_Release(&acc.view);
+        return NULL;
+    }
+    if (check_lines(&acc, &start, "start") < 0 || check_range(&acc, lo, hi) < 0)
+        goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t line = lo; line < hi; line++) {
+        double running = ITEM(start, double, line);
+        for (Py_ssize_t row = 0; row < acc.rows; row++) {
+            double *cell = &AT(acc, double, row, line);
+            running = logaddexp(running, *cell);
+            *cell = running;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&acc.view);
+    PyBuffer_Release(&start.view);
+    Py_RETURN_NONE;
+fail:
+    PyBuffer_Release(&acc.view);
+    PyBuffer_Release(&start.view);
+    return NULL;
+}
+
+/* The arguments every state recurrence takes: the values, which of them are present
+ * (None: all), the carried state value and count per line, and the output block. */
+typedef struct {
+    Block x, present, value, count, out;
+    int has_present;
+} Recurrence;
+
+static void release(Recurrence *r)
+{
+    PyBuffer_Release(&r->x.view);
+    if (r->has_present)
+        PyBuffer_Release(&r->present.view);
+    PyBuffer_Release(&r->value.view);
+    PyBuffer_Release(&r->count.view);
+    PyBuffer_Release(&r->out.view);
+}
+
+static int take_recurrence(Recurrence *r, PyObject *x, PyObject *present, PyObject *value,
+                           PyObject *count, PyObject *out)
+{
+    memset(r, 0, sizeof(*r));
+    if (take(x, &r->x, 2, 'd', 0, "x") < 0)
+        return -1;
+    r->has_present = present != Py_None;
+    if (r->has_present && take(present, &r->present, 2, '?', 0, "present") < 0)
+        goto x_only;
+    if (take(value, &r->value, 1, 'd', 0, "start value") < 0)
+        goto present_too;
+    if (take(count, &r->count, 1, 'q', 0, "start count") < 0) {
+        PyBuffer_Release(&r->value.view);
+        goto present_too;
+    }
+    if (take(out, &r->out, 2, 'd', 1, "out") < 0) {
+        PyBuffer_Release(&r->value.view);
+        PyBuffer_Release(&r->count.view);
+        goto present_too;
+    }
+    if ((r->has_present && check_shape(&r->x, &r->present, "present") < 0)
+        || check_shape(&r->x, &r->out, "out") < 0
+        || check_lines(&r->x, &r->value, "start value") < 0
+        || check_lines(&r->x, &r->count, "start count") < 0) {
+        release(r);
+        return -1;
+    }
+    return 0;
+present_too:
+    if (r->has_present)
+        PyBuffer_Release(&r->present.view);
+x_only:
+    PyBuffer_Release(&r->x.view);
+    return -1;
+}
+
+PyDoc_STRVAR(welford_doc,
+"welford(x, present, start_m, start_n, start_m2, out, out_m2)\n--\n\n"
+"Welford's running mean and sum of squared deviations of each line of x (2-D float64),\n"
+"from the carried m, n and M2: at each present cell n += 1; d = x - m; m += d / n;\n"
+"M2 += d * (x - m). out and out_m2 hold m and M2 after each cell (a cell that is not\n"
+"present keeps the state before it). present: 2-D bool or None.");
+
+static PyObject *welford(PyObject *self, PyObject *args)
+{
+    PyObject *x, *present, *start_m, *start_n, *start_m2_obj, *out, *out_m2_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOOO", &x, &present, &start_m, &start_n, &start_m2_obj,
+                          &out, &out_m2_obj))
+        return NULL;
+    Recurrence r;
+    if (take_recurrence(&r, x, present, start_m, start_n, out) < 0)
+        return NULL;
+    Block start_m2, out_m2;
+    if (take(start_m2_obj, &start_m2, 1, 'd', 0, "start M2") < 0) {
+        release(&r);
+        return NULL;
+    }
+    if (take(out_m2_obj, &out_m2, 2, 'd', 1, "out M2") < 0) {
+        PyBuffer_Release(&start_m2.view);
+        release(&r);
+        return NULL;
+    }
+    if (check_lines(&r.x, &start_m2, "start M2") < 0
+        || check_shape(&r.x, &out_m2, "out M2") < 0) {
+        PyBuffer_Release(&start_m2.view);
+        PyBuffer_Release(&out_m2.view);
+        release(&r);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t line = 0; line < r.x.lines; line++) {
+        double m = ITEM(r.value, double, line);
+        double n = (double)ITEM(r.count, int64_t, line);
+        double m2 = ITEM(start_m2, double, line);
+        for (Py_ssize_t row = 0; row < r.x.rows; row++) {
+            if (!r.has_present || AT(r.present, char, row, line)) {
+                const double value = AT(r.x, double, row, line);
+                const double d = value - m;
+                n += 1.0;
+                m += d / n;
+                m2 += d * (value - m);
+            }
+            AT(r.out, double, row, line) = m;
+            AT(out_m2, double, row, line) = m2;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&start_m2.view);
+    PyBuffer_Release(&out_m2.view);
+    release(&r);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(ewma_means_doc,
+"ewma_means(x, present, start_y, start_n, old_by_count, total_by_count, new, out)\n--\n\n"
+"The exponentially weighted mean of each line of x (2-D float64), from the carried\n"
+"mean and count. At a present value with c values before it: if c == 0, y = x; else if\n"
+"y != x, y = (old[c] * y + new * x) / total[c], with c past the end of the weight\n"
+"vectors (1-D float64) taken as their last entry. out holds y after each cell.");
+
+static PyObject *ewma_means(PyObject *self, PyObject *args)
+{
+    PyObject *x, *present, *start_y, *start_n, *old_obj, *total_obj, *out;
+    double new_weight;
+    if (!PyArg_ParseTuple(args, "OOOOOOdO", &x, &present, &start_y, &start_n, &old_obj,
+                          &total_obj, &new_weight, &out))
+        return NULL;
+    Recurrence r;
+    if (take_recurrence(&r, x, present, start_y, start_n, out) < 0)
+        return NULL;
+    Block old, total;
+    if (take(old_obj, &old, 1, 'd', 0, "old_by_count") < 0) {
+        release(&r);
+        return NULL;
+    }
+    if (take(total_obj, &total, 1, 'd', 0, "total_by_count") < 0) {
+        PyBuffer_Release(&old.view);
+        release(&r);
+        return NULL;
+    }
+    if (old.rows == 0 || total.rows != old.rows) {
+        PyErr_SetString(PyExc_ValueError, "weights: expected two vectors of one length");
+        PyBuffer_Release(&old.view);
+        PyBuffer_Release(&total.view);
+        release(&r);
+        return NULL;
+    }
+    const int64_t last = (int64_t)old.rows - 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t line = 0; line < r.x.lines; line++) {
+        double y = ITEM(r.value, double, line);
+        int64_t c = ITEM(r.count, int64_t, line);
+        for (Py_ssize_t row = 0; row < r.x.rows; row++) {
+            if (!r.has_present || AT(r.present, char, row, line)) {
+                const double value = AT(r.x, double, row, line);
+                if (c == 0) {
+                    y = value;
+                } else if (y != value) {
+                    const int64_t k = c < last ? c : last;
+                    y = (ITEM(old, double, k) * y + new_weight * value)
+                        / ITEM(total, double, k);
+                }
+                c += 1;
+            }
+            AT(r.out, double, row, line) = y;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&old.view);
+    PyBuffer_Release(&total.view);
+    release(&r);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
+    {"welford", welford, METH_VARARGS, welford_doc},
+    {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "cumtool._sequential",
+    .m_doc = "Sequential float64 recurrences in C (see the comment at the top of "
+             "_sequential.c).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__sequential(void)
+{
+    return PyModule_Create(&module);
+}

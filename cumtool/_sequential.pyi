@@ -1,0 +1,9 @@
+import numpy as np
+
+def logaddexp_accumulate(block: np.ndarray, start: np.ndarray, lo: int, hi: int) -> None: ...
+def welford(x: np.ndarray, present: np.ndarray | None, start_m: np.ndarray,
+            start_n: np.ndarray, start_m2: np.ndarray, out: np.ndarray,
+            out_m2: np.ndarray) -> None: ...
+def ewma_means(x: np.ndarray, present: np.ndarray | None, start_y: np.ndarray,
+               start_n: np.ndarray, old_by_count: np.ndarray, total_by_count: np.ndarray,
+               new: float, out: np.ndarray) -> None: ...

@@ -1,0 +1,126 @@
+"""The C loops of cumtool/_sequential.c against the numpy and Python-float paths they
+replace where the module is built: the same bits on random blocks, carried across any split
+into batches, with missing cells, NaN, infinities and wide (many-line) blocks."""
+
+from __future__ import annotations
+
+import shutil
+import sysconfig
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cumtool import kernels, native
+
+needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
+                             reason="cumtool._sequential is not built (no C compiler)")
+
+OPTIONS = {"logcumsumexp": {}, "cumvar": {}, "cumstd": {"ddof": 0},
+           "ewma": {"com": 1 / 0.35 - 1}, "ewma-unadjusted": {"com": 3.0, "adjust": False},
+           "ewma-slow": {"com": 2000.0}}
+
+
+def test_the_c_loops_are_built_where_a_compiler_is():
+    """pip builds the module wherever it finds a C compiler: missing here is a broken build,
+    which the fallback would otherwise hide as a slow run."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) on this machine")
+    assert native.SEQUENTIAL is not None
+
+
+def scan_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None,
+                    cuts: list[int]) -> np.ndarray:
+    options = OPTIONS[op]
+    spec = kernels.make_spec(op.split("-")[0], x.dtype, **options)
+    carry = kernels.initial_carry(spec, x.shape[1:])
+    parts = []
+    for lo, hi in zip([0, *cuts], [*cuts, x.shape[0]], strict=True):
+        result = kernels.scan_block(spec, x[lo:hi], None if valid is None else valid[lo:hi],
+                                    carry)
+        parts.append(result.values)
+    return np.concatenate(parts)
+
+
+def both_paths(op: str, x: np.ndarray, valid: np.ndarray | None,
+               cuts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    fast = scan_in_batches(op, x, valid, cuts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "SEQUENTIAL", None)
+        slow = scan_in_batches(op, x, valid, cuts)
+    return fast, slow
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Bit for bit, -0.0 apart from 0.0, with any NaN equal to any NaN: which NaN an
+    operation on two NaNs gives depends on the compiler's operand order (numpy's own
+    vectorised and scalar loops differ there too), and the contract does not fix it."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    nan = np.isnan(a)
+    if not np.array_equal(nan, np.isnan(b)):
+        return False
+    return np.array_equal(a[~nan].view(np.int64), b[~nan].view(np.int64))
+
+
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e308, -1e308, 5e-324]
+
+
+@needs_c
+@settings(max_examples=60, deadline=None)
+@given(op=st.sampled_from(sorted(OPTIONS)),
+       rows=st.integers(1, 40), lines=st.sampled_from([1, 3, 200]),
+       seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-3, 1.0, 50.0, 1e200]),
+       specials=st.floats(0, 0.3), missing=st.floats(0, 0.5),
+       cuts=st.lists(st.integers(1, 39), max_size=4))
+def test_c_and_python_paths_give_the_same_bits(op, rows, lines, seed, scale,
+                                               specials, missing, cuts):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, lines)) * scale
+    # repeated values exercise ewma's "y != x" and logaddexp's "x == y" branches
+    x[rng.random(x.shape) < 0.2] = 1.0
+    special = rng.random(x.shape) < specials
+    x[special] = rng.choice(SPECIALS, size=int(special.sum()))
+    valid = None if missing == 0 else rng.random(x.shape) >= missing
+    fast, slow = both_paths(op, x, valid, sorted(c for c in set(cuts) if c < rows))
+    assert same_bits(fast, slow)
+
+
+@needs_c
+@pytest.mark.parametrize("op", sorted(OPTIONS))
+def test_a_long_line_across_threads_and_batches(op):
+    """Big enough for logcumsumexp to split its lines over threads; 3-D, scanned down
+    axis 0, with a carry across an uneven cut."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((30_000, 3, 5)) * 20
+    x[rng.random(x.shape) < 0.01] = -np.inf
+    fast, slow = both_paths(op, x, None, [12_345])
+    assert same_bits(fast, slow)
+
+
+@needs_c
+def test_bad_arguments_are_type_errors_not_crashes():
+    assert native.SEQUENTIAL is not None
+    block = np.zeros((4, 2))
+    with pytest.raises(TypeError, match="block"):
+        native.SEQUENTIAL.logaddexp_accumulate(block.astype(np.float32), np.zeros(2), 0, 2)
+    with pytest.raises(ValueError, match="one per line"):
+        native.SEQUENTIAL.logaddexp_accumulate(block, np.zeros(3), 0, 2)
+    with pytest.raises(ValueError, match="line range"):
+        native.SEQUENTIAL.logaddexp_accumulate(block, np.zeros(2), 0, 3)
+    starts = (np.zeros(2), np.zeros(2, np.int64), np.zeros(2))
+    with pytest.raises(ValueError, match="shape"):
+        native.SEQUENTIAL.welford(block, None, *starts, np.zeros((3, 2)), np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="out M2"):
+        native.SEQUENTIAL.welford(block, None, *starts, np.zeros((4, 2)), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="start M2"):
+        native.SEQUENTIAL.welford(block, None, *starts[:2], np.zeros(3), np.zeros((4, 2)),
+                                  np.zeros((4, 2)))
+    with pytest.raises(TypeError, match="present"):
+        native.SEQUENTIAL.welford(block, block, *starts, np.zeros((4, 2)), np.zeros((4, 2)))
+    with pytest.raises(ValueError):  # read-only output
+        out = np.zeros((4, 2))
+        out.flags.writeable = False
+        native.SEQUENTIAL.welford(block, None, *starts, out, np.zeros((4, 2)))
