@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
     from cumtool.request import Request
 
+CONNECT_TIMEOUT = "10s"  # how long to retry a --scheduler that does not answer
 PARTITION_BYTES = 64 << 20  # a partition's size on disk, about (CSV bytes, Parquet row groups)
 LOOKAHEAD_PER_WORKER = 2
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
@@ -445,7 +446,7 @@ def connect(request: Request) -> Iterator[Any]:
     address = request.scheduler or os.environ.get(SCHEDULER_VARIABLE) or None
     if address:
         try:
-            client = Client(address, timeout="10s")
+            client = Client(address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError, ValueError) as error:
             raise DataError(f"cannot reach the Dask scheduler at {address}: "
                             f"{' '.join(str(error).split())[:200]}") from None

@@ -108,6 +108,7 @@ def test_https_is_read_only(invoke, write_file):
                                     "URLs are read-only")
 
 
+@pytest.mark.slow  # a local cluster and the S3 server: 6 s
 def test_dask_reads_and_writes_urls(s3, tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed", reason="pip install 'cumtool[dask]'")
     from cumtool import distributed as engine

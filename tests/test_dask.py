@@ -127,8 +127,17 @@ OPTIONS = [
 ]
 
 
-@pytest.mark.parametrize("options", OPTIONS)
-@pytest.mark.parametrize("op", OPS)
+def _quick_for_cumsum() -> list[object]:
+    """Every op with every option, but the quick suite runs cumsum's cases and
+    each op's plain case (CI runs them all): at 0.15 s to 0.7 s a case through a
+    cluster, the whole product would be most of the quick suite's minute."""
+    return [pytest.param(op, option.values[0], id=f"{op}-{option.id}",
+                         marks=() if op == "cumsum" or option.id == "plain"
+                         else pytest.mark.slow)
+            for op in OPS for option in OPTIONS]
+
+
+@pytest.mark.parametrize(("op", "options"), _quick_for_cumsum())
 def test_parquet_row_groups_give_the_local_bytes(invoke, scheduler, tiny_partitions,
                                                  parquet_file, op, options):
     out = _same(invoke, [op, str(parquet_file), "--to", "csv", *options, *_fitting(op, options)],
@@ -136,12 +145,27 @@ def test_parquet_row_groups_give_the_local_bytes(invoke, scheduler, tiny_partiti
     assert out.count(b"\n") == 301
 
 
-@pytest.mark.parametrize("options", OPTIONS)
-@pytest.mark.parametrize("op", OPS)
-def test_csv_byte_ranges_give_the_local_bytes(invoke, scheduler, tiny_partitions, csv_file,
+@pytest.fixture
+def small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """About ten rows of the CSV file per partition, each cut in the middle of a row: 30
+    tasks, not the 330 of 64-byte ones, which cost 6 s a case (those have a test below)."""
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 700)
+
+
+@pytest.mark.parametrize(("op", "options"), _quick_for_cumsum())
+def test_csv_byte_ranges_give_the_local_bytes(invoke, scheduler, small_partitions, csv_file,
                                               op, options):
     out = _same(invoke, [op, str(csv_file), *options, *_fitting(op, options)], scheduler)
     assert out.count(b"\n") == 301
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cummax,logcumsumexp"])
+def test_byte_ranges_shorter_than_a_row(invoke, scheduler, tiny_partitions, tmp_path, op):
+    """64-byte partitions: most hold no start of a row, and so no row of their own."""
+    path = tmp_path / "data.csv"
+    path.write_text(_csv_text(_table(40)))
+    out = _same(invoke, [op, str(path), "--skipna"], scheduler)
+    assert out.count(b"\n") == 41
 
 
 @pytest.mark.parametrize("op", ["cummax", "cummin", "cumsum,cummax", "cummin,logcumsumexp"])
@@ -422,6 +446,7 @@ def test_scheduler_needs_the_dask_engine(invoke, parquet_file):
 
 
 def test_an_unreachable_scheduler_is_one_error(invoke, parquet_file, monkeypatch):
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT", "1s")  # 10 s for users
     result = invoke("cumsum", str(parquet_file), "--engine", "dask", "--scheduler",
                     "tcp://127.0.0.1:9")
     assert result.exit_code == 1
