@@ -7,7 +7,7 @@
  * -ffp-contract=off), and exp and log1p are the C library's, as numpy's logaddexp uses.
  *
  * Arrays come through the buffer protocol as 2-D (rows, lines) float64 blocks of any
- * strides; the scan runs down each line. The GIL is released while a loop runs, so the
+ * strides; the scan runs down each line (grouped_accumulate: down one column, by group). The GIL is released while a loop runs, so the
  * caller can scan disjoint line ranges on several threads.
  */
 #define PY_SSIZE_T_CLEAN
@@ -311,10 +311,91 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(grouped_accumulate_doc,
+"grouped_accumulate(op, values, present, groups, resets, state, out)\n--\n\n"
+"A grouped float64 running sum (op 0) or product (op 1) of a batch, in row order: at each\n"
+"row i, g = groups[i]; if resets[i], state[g] = the identity; then\n"
+"state[g] = state[g] + values[i] (or *), with a cell that is not present taken as the\n"
+"identity, and out[i] = state[g]. As numpy's add (multiply) applied to the carry and then\n"
+"accumulated over each group's rows. values, out, state: 1-D float64; groups: 1-D int64\n"
+"in range(len(state)); present, resets: 1-D bool or None.");
+
+static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
+{
+    int op;
+    PyObject *values_obj, *present_obj, *groups_obj, *resets_obj, *state_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "iOOOOOO", &op, &values_obj, &present_obj, &groups_obj,
+                          &resets_obj, &state_obj, &out_obj))
+        return NULL;
+    if (op != 0 && op != 1) {
+        PyErr_SetString(PyExc_ValueError, "op: 0 (sum) or 1 (product)");
+        return NULL;
+    }
+    Block values, present, groups, resets, state, out;
+    const int has_present = present_obj != Py_None, has_resets = resets_obj != Py_None;
+    int taken = 0;  /* how many of the six buffers to release */
+    PyObject *result = NULL;
+    if (take(values_obj, &values, 1, 'd', 0, "values") < 0)
+        goto done;
+    taken = 1;
+    if (has_present && take(present_obj, &present, 1, '?', 0, "present") < 0)
+        goto done;
+    taken = 2;
+    if (take(groups_obj, &groups, 1, 'q', 0, "groups") < 0)
+        goto done;
+    taken = 3;
+    if (has_resets && take(resets_obj, &resets, 1, '?', 0, "resets") < 0)
+        goto done;
+    taken = 4;
+    if (take(state_obj, &state, 1, 'd', 1, "state") < 0)
+        goto done;
+    taken = 5;
+    if (take(out_obj, &out, 1, 'd', 1, "out") < 0)
+        goto done;
+    taken = 6;
+    const Py_ssize_t n = values.rows;
+    if ((has_present && present.rows != n) || groups.rows != n
+        || (has_resets && resets.rows != n) || out.rows != n) {
+        PyErr_SetString(PyExc_ValueError, "present, groups, resets and out: expected one "
+                        "entry per value");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t g = ITEM(groups, int64_t, i);
+        if (g < 0 || g >= state.rows) {
+            PyErr_SetString(PyExc_ValueError, "groups: a group id out of range of state");
+            goto done;
+        }
+    }
+    const double identity = op == 0 ? 0.0 : 1.0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *running = &ITEM(state, double, ITEM(groups, int64_t, i));
+        if (has_resets && ITEM(resets, char, i))
+            *running = identity;
+        const double x = !has_present || ITEM(present, char, i)
+                         ? ITEM(values, double, i) : identity;
+        *running = op == 0 ? *running + x : *running * x;
+        ITEM(out, double, i) = *running;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (taken >= 6) PyBuffer_Release(&out.view);
+    if (taken >= 5) PyBuffer_Release(&state.view);
+    if (taken >= 4 && has_resets) PyBuffer_Release(&resets.view);
+    if (taken >= 3) PyBuffer_Release(&groups.view);
+    if (taken >= 2 && has_present) PyBuffer_Release(&present.view);
+    if (taken >= 1) PyBuffer_Release(&values.view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
+    {"grouped_accumulate", grouped_accumulate, METH_VARARGS, grouped_accumulate_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,3 +7,6 @@ def welford(x: np.ndarray, present: np.ndarray | None, start_m: np.ndarray,
 def ewma_means(x: np.ndarray, present: np.ndarray | None, start_y: np.ndarray,
                start_n: np.ndarray, old_by_count: np.ndarray, total_by_count: np.ndarray,
                new: float, out: np.ndarray) -> None: ...
+def grouped_accumulate(op: int, values: np.ndarray, present: np.ndarray | None,
+                       groups: np.ndarray, resets: np.ndarray | None, state: np.ndarray,
+                       out: np.ndarray) -> None: ...

@@ -8,17 +8,21 @@ cells, and scanned along axis 0 with one carry per column. So every run is summe
 right with the carry folded in first: bit-identical to scanning each group on its own, with
 a bounded number of numpy calls per batch (one per bucket) whatever the number of groups.
 Memory grows with the number of groups, not rows.
+
+Where the C loops are built, a float64 cumsum or cumprod skips the runs: one pass in row
+order adds each value to its group's running value, the same operations in the same order.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cumtool import kernels
+from cumtool import kernels, native
 from cumtool.errors import ScanOverflowError
 
 _GROUP = "__cumtool_group"
@@ -164,6 +168,22 @@ def split_runs(groups: np.ndarray, resets: np.ndarray | None) -> Runs:
     return Runs(run_of_row, group_of_run, fresh, np.flatnonzero(last), buckets)
 
 
+class BatchGroups:
+    """A batch's rows as group ids and reset flags, split into runs only when a column's
+    scan needs them (the C loop does not)."""
+
+    def __init__(self, ids: np.ndarray, resets: np.ndarray | None) -> None:
+        self.ids, self.resets = ids, resets
+
+    @cached_property
+    def runs(self) -> Runs:
+        return split_runs(self.ids, self.resets)
+
+    def prefix(self, rows: int) -> BatchGroups:
+        """The first `rows` rows (to find the first overflow by bisection)."""
+        return BatchGroups(self.ids[:rows], None if self.resets is None else self.resets[:rows])
+
+
 class GroupCarry:
     """The carried state of every group seen so far."""
 
@@ -188,12 +208,34 @@ class GroupCarry:
             self.pending = np.concatenate([self.pending, np.zeros(extra, dtype=bool)])
 
 
+_NATIVE_OPS = {"cumsum": 0, "cumprod": 1}  # grouped_accumulate's op codes
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _native_scan(spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray | None,
+                 batch: BatchGroups, carry: GroupCarry) -> kernels.ScanResult | None:
+    """A float64 cumsum or cumprod in one pass of the C loop; None where it does not apply
+    (no C module, other ops and dtypes, --skipna, --exclusive, Neumaier's sum)."""
+    if (native.SEQUENTIAL is None or spec.op not in _NATIVE_OPS or spec.is_stat
+            or spec.skipna or spec.exclusive or values.dtype != _FLOAT64
+            or {spec.in_dtype, spec.acc_dtype, spec.out_dtype} != {_FLOAT64}):
+        return None
+    out = np.empty(values.shape[0], dtype=np.float64)
+    native.SEQUENTIAL.grouped_accumulate(_NATIVE_OPS[spec.op], values, valid, batch.ids,
+                                         batch.resets, carry.value, out)
+    return kernels.ScanResult(out, None, None if valid is None else ~valid)
+
+
 def scan_runs(
-    spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray | None, runs: Runs,
-    carry: GroupCarry, positions: np.ndarray | None,
+    spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray | None,
+    batch: BatchGroups, carry: GroupCarry, positions: np.ndarray | None,
 ) -> kernels.ScanResult:
     """Scan a batch's column run by run; `positions` are the rows' indices for --indices.
     Raises ScanOverflowError with the row (in the batch) where an overflow happened."""
+    fast = _native_scan(spec, values, valid, batch, carry)
+    if fast is not None:
+        return fast
+    runs = batch.runs
     n = values.shape[0]
     out = np.empty(n, dtype=spec.out_dtype)
     out_indices = np.empty(n, dtype=np.int64) if spec.indices else None

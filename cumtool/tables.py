@@ -412,8 +412,7 @@ class TablePlan:
             carry.grow(count)
         from cumtool import groups
 
-        self._batch_runs = (group_ids, resets)  # for locating an overflow (_scan_runs)
-        return groups.split_runs(group_ids, resets)
+        return groups.BatchGroups(group_ids, resets)
 
     def _reverse_resets(self, group_ids: np.ndarray, resets: np.ndarray,
                         count: int) -> np.ndarray:
@@ -509,19 +508,13 @@ class TablePlan:
                 try:
                     groups.scan_runs(spec, values[prefix],
                                      None if valid is None else valid[prefix],
-                                     self._prefix_runs(middle + 1), carry.copy(),
+                                     runs.prefix(middle + 1), carry.copy(),
                                      None if positions is None else positions[prefix])
                 except ScanOverflowError as earlier:
                     high, reported = middle, earlier
                 else:
                     first = middle + 1
             raise ScanOverflowError(reported.raw, (high,)) from None
-
-    def _prefix_runs(self, rows: int) -> Any:
-        from cumtool import groups
-
-        group_ids, resets = self._batch_runs
-        return groups.split_runs(group_ids[:rows], None if resets is None else resets[:rows])
 
     def _input_positions(self, indices: np.ndarray) -> np.ndarray:
         if self.reverse_total is None:

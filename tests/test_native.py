@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cumtool import kernels, native
+from cumtool import groups, kernels, native
 
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
                              reason="cumtool._sequential is not built (no C compiler)")
@@ -124,3 +124,60 @@ def test_bad_arguments_are_type_errors_not_crashes():
         out = np.zeros((4, 2))
         out.flags.writeable = False
         native.SEQUENTIAL.welford(block, None, *starts, out, np.zeros((4, 2)))
+
+
+def grouped_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None, ids: np.ndarray,
+                       resets: np.ndarray | None, cuts: list[int]) -> tuple[np.ndarray, ...]:
+    """A --by scan of one column, batch by batch: its values and the carried states."""
+    spec = kernels.make_spec(op, x.dtype)
+    carry = groups.GroupCarry(spec)
+    carry.grow(int(ids.max()) + 1)
+    parts = []
+    for lo, hi in zip([0, *cuts], [*cuts, x.shape[0]], strict=True):
+        batch = groups.BatchGroups(ids[lo:hi], None if resets is None else resets[lo:hi])
+        result = groups.scan_runs(spec, x[lo:hi], None if valid is None else valid[lo:hi],
+                                  batch, carry, None)
+        parts.append(result.values if valid is None else
+                     np.where(valid[lo:hi], result.values, np.nan))
+    return np.concatenate(parts), carry.value
+
+
+@needs_c
+@settings(max_examples=80, deadline=None)
+@given(op=st.sampled_from(["cumsum", "cumprod"]), rows=st.integers(1, 300),
+       group_count=st.sampled_from([1, 2, 7, 1000]), seed=st.integers(0, 2**32 - 1),
+       specials=st.floats(0, 0.3), missing=st.floats(0, 0.5), reset_rate=st.floats(0, 0.3),
+       cuts=st.lists(st.integers(1, 299), max_size=4))
+def test_grouped_scans_in_c_and_through_runs_give_the_same_bits(
+        op, rows, group_count, seed, specials, missing, reset_rate, cuts):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(rows) * (1.5 if op == "cumprod" else 100.0)
+    special = rng.random(rows) < specials
+    x[special] = rng.choice(SPECIALS, size=int(special.sum()))
+    valid = None if missing == 0 else rng.random(rows) >= missing
+    ids = rng.integers(0, group_count, rows)
+    resets = None if reset_rate == 0 else rng.random(rows) < reset_rate
+    cuts = sorted(c for c in set(cuts) if c < rows)
+    fast = grouped_in_batches(op, x, valid, ids, resets, cuts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "SEQUENTIAL", None)
+        slow = grouped_in_batches(op, x, valid, ids, resets, cuts)
+    assert same_bits(fast[0], slow[0])
+    assert same_bits(fast[1], slow[1])  # the carried running values, for the next batch
+
+
+@needs_c
+def test_grouped_bad_arguments_are_errors_not_crashes():
+    assert native.SEQUENTIAL is not None
+    values, state, out = np.zeros(3), np.zeros(2), np.zeros(3)
+    with pytest.raises(ValueError, match="out of range"):
+        native.SEQUENTIAL.grouped_accumulate(0, values, None, np.array([0, 2, 1]), None,
+                                             state, out)
+    with pytest.raises(ValueError, match="one entry per value"):
+        native.SEQUENTIAL.grouped_accumulate(0, values, None, np.zeros(2, np.int64), None,
+                                             state, out)
+    with pytest.raises(ValueError, match="op"):
+        native.SEQUENTIAL.grouped_accumulate(2, values, None, np.zeros(3, np.int64), None,
+                                             state, out)
+    with pytest.raises(TypeError, match="groups"):
+        native.SEQUENTIAL.grouped_accumulate(0, values, None, np.zeros(3), None, state, out)
