@@ -311,6 +311,74 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(neumaier_doc,
+"neumaier(x, present, start_s, start_c, out_s, out_c)\n--\n\n"
+"Neumaier's compensated running sum of each line of x (2-D float64), from the carried s\n"
+"and c: at each cell (0.0 where not present) t = s + x; where t is finite, c += (s - t)\n"
+"+ x if |s| >= |x|, else (x - t) + s; s = t. out_s and out_c hold s and c after each cell,\n"
+"c being 0.0 where s is not finite (it stays so from there on).");
+
+static PyObject *neumaier(PyObject *self, PyObject *args)
+{
+    PyObject *x_obj, *present_obj, *start_s_obj, *start_c_obj, *out_s_obj, *out_c_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &x_obj, &present_obj, &start_s_obj, &start_c_obj,
+                          &out_s_obj, &out_c_obj))
+        return NULL;
+    Block x, present, start_s, start_c, out_s, out_c;
+    const int has_present = present_obj != Py_None;
+    int taken = 0;  /* how many of the six buffers to release */
+    PyObject *result = NULL;
+    if (take(x_obj, &x, 2, 'd', 0, "x") < 0)
+        goto done;
+    taken = 1;
+    if (has_present && take(present_obj, &present, 2, '?', 0, "present") < 0)
+        goto done;
+    taken = 2;
+    if (take(start_s_obj, &start_s, 1, 'd', 0, "start s") < 0)
+        goto done;
+    taken = 3;
+    if (take(start_c_obj, &start_c, 1, 'd', 0, "start c") < 0)
+        goto done;
+    taken = 4;
+    if (take(out_s_obj, &out_s, 2, 'd', 1, "out s") < 0)
+        goto done;
+    taken = 5;
+    if (take(out_c_obj, &out_c, 2, 'd', 1, "out c") < 0)
+        goto done;
+    taken = 6;
+    if ((has_present && check_shape(&x, &present, "present") < 0)
+        || check_lines(&x, &start_s, "start s") < 0 || check_lines(&x, &start_c, "start c") < 0
+        || check_shape(&x, &out_s, "out s") < 0 || check_shape(&x, &out_c, "out c") < 0)
+        goto done;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t line = 0; line < x.lines; line++) {
+        double sum = ITEM(start_s, double, line), c = ITEM(start_c, double, line);
+        for (Py_ssize_t row = 0; row < x.rows; row++) {
+            const double term = !has_present || AT(present, char, row, line)
+                                ? AT(x, double, row, line) : 0.0;
+            const double t = sum + term;
+            if (isfinite(t))
+                c += fabs(sum) >= fabs(term) ? (sum - t) + term : (term - t) + sum;
+            else
+                c = 0.0;  /* and t stays not finite: so does every later sum */
+            sum = t;
+            AT(out_s, double, row, line) = sum;
+            AT(out_c, double, row, line) = c;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (taken >= 6) PyBuffer_Release(&out_c.view);
+    if (taken >= 5) PyBuffer_Release(&out_s.view);
+    if (taken >= 4) PyBuffer_Release(&start_c.view);
+    if (taken >= 3) PyBuffer_Release(&start_s.view);
+    if (taken >= 2 && has_present) PyBuffer_Release(&present.view);
+    if (taken >= 1) PyBuffer_Release(&x.view);
+    return result;
+}
+
 PyDoc_STRVAR(grouped_accumulate_doc,
 "grouped_accumulate(op, values, present, groups, resets, state, out)\n--\n\n"
 "A grouped float64 running sum (op 0) or product (op 1) of a batch, in row order: at each\n"
@@ -395,6 +463,7 @@ static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
+    {"neumaier", neumaier, METH_VARARGS, neumaier_doc},
     {"grouped_accumulate", grouped_accumulate, METH_VARARGS, grouped_accumulate_doc},
     {NULL, NULL, 0, NULL},
 };

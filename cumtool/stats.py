@@ -147,7 +147,14 @@ def _running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
     """states['s'] (and 'c' with --compensated): the running sum of x from the carried one,
     left to right in x's dtype, skipped cells adding nothing. The plain sum is numpy's
     sequential accumulate; Neumaier's s is that same sum, and its correction c is the
-    running sum of each step's rounding error, so both vectorise exactly."""
+    running sum of each step's rounding error, so both vectorise exactly (in C, where it
+    is built, both run in one loop)."""
+    if spec.compensated and native.SEQUENTIAL is not None and x.dtype == np.float64:
+        block, mask, flat = _as_lines(x, present, start)
+        sums, c = np.empty(block.shape), np.empty(block.shape)
+        native.SEQUENTIAL.neumaier(block, mask, _field(flat, "s"), _field(flat, "c"), sums, c)
+        states["s"], states["c"] = sums.reshape(x.shape), c.reshape(x.shape)
+        return
     terms = x.copy() if present is None else np.where(present, x, x.dtype.type(0))
     with np.errstate(over="ignore", invalid="ignore"):
         sums = terms.copy()

@@ -19,7 +19,8 @@ needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
 
 OPTIONS = {"logcumsumexp": {}, "cumvar": {}, "cumstd": {"ddof": 0},
            "ewma": {"com": 1 / 0.35 - 1}, "ewma-unadjusted": {"com": 3.0, "adjust": False},
-           "ewma-slow": {"com": 2000.0}}
+           "ewma-slow": {"com": 2000.0}, "cumsum-compensated": {"compensated": True},
+           "cummean-compensated": {"compensated": True}}
 
 
 def test_the_c_loops_are_built_where_a_compiler_is():
