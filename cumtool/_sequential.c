@@ -379,21 +379,48 @@ done:
     return result;
 }
 
+/* *result = a + b (a * b) wrapped to 64 bits, two's complement; true if it overflowed. */
+static inline int add_overflows(int64_t a, int64_t b, int64_t *result)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_add_overflow(a, b, result);
+#else
+    *result = (int64_t)((uint64_t)a + (uint64_t)b);
+    return (b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b);
+#endif
+}
+
+static inline int mul_overflows(int64_t a, int64_t b, int64_t *result)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_mul_overflow(a, b, result);
+#else
+    *result = (int64_t)((uint64_t)a * (uint64_t)b);
+    if (a == 0 || b == 0)
+        return 0;
+    if ((a == -1 && b == INT64_MIN) || (b == -1 && a == INT64_MIN))
+        return 1;
+    return *result / b != a;
+#endif
+}
+
 PyDoc_STRVAR(grouped_accumulate_doc,
-"grouped_accumulate(op, values, present, groups, resets, state, out)\n--\n\n"
-"A grouped float64 running sum (op 0) or product (op 1) of a batch, in row order: at each\n"
-"row i, g = groups[i]; if resets[i], state[g] = the identity; then\n"
-"state[g] = state[g] + values[i] (or *), with a cell that is not present taken as the\n"
-"identity, and out[i] = state[g]. As numpy's add (multiply) applied to the carry and then\n"
-"accumulated over each group's rows. values, out, state: 1-D float64; groups: 1-D int64\n"
-"in range(len(state)); present, resets: 1-D bool or None.");
+"grouped_accumulate(op, wrap, values, present, groups, resets, state, out)\n--\n\n"
+"A grouped running sum (op 0) or product (op 1) of a batch, in row order: at each row i,\n"
+"g = groups[i]; if resets[i], state[g] = the identity; then state[g] = state[g] + values[i]\n"
+"(or *), a cell that is not present taken as the identity, and out[i] = state[g]. As\n"
+"numpy's add (multiply) applied to the carry, then accumulated over each group's rows.\n"
+"values, state and out: 1-D, all float64 or all int64; groups: 1-D int64 in\n"
+"range(len(state)); present, resets: 1-D bool or None. int64 wraps around if wrap, else\n"
+"the scan stops at the first result that does not fit. Returns that row, or -1; state is\n"
+"then left part-way, for the caller to restore.");
 
 static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
 {
-    int op;
+    int op, wrap;
     PyObject *values_obj, *present_obj, *groups_obj, *resets_obj, *state_obj, *out_obj;
-    if (!PyArg_ParseTuple(args, "iOOOOOO", &op, &values_obj, &present_obj, &groups_obj,
-                          &resets_obj, &state_obj, &out_obj))
+    if (!PyArg_ParseTuple(args, "ipOOOOOO", &op, &wrap, &values_obj, &present_obj,
+                          &groups_obj, &resets_obj, &state_obj, &out_obj))
         return NULL;
     if (op != 0 && op != 1) {
         PyErr_SetString(PyExc_ValueError, "op: 0 (sum) or 1 (product)");
@@ -403,8 +430,15 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     const int has_present = present_obj != Py_None, has_resets = resets_obj != Py_None;
     int taken = 0;  /* how many of the six buffers to release */
     PyObject *result = NULL;
-    if (take(values_obj, &values, 1, 'd', 0, "values") < 0)
-        goto done;
+    Py_ssize_t overflow = -1;
+    /* float64 or int64, as the values are: the state and out must be the same */
+    char kind = 'd';
+    if (take(values_obj, &values, 1, 'd', 0, "values") < 0) {
+        PyErr_Clear();
+        kind = 'q';
+        if (take(values_obj, &values, 1, 'q', 0, "values (float64 or int64)") < 0)
+            goto done;
+    }
     taken = 1;
     if (has_present && take(present_obj, &present, 1, '?', 0, "present") < 0)
         goto done;
@@ -415,10 +449,10 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     if (has_resets && take(resets_obj, &resets, 1, '?', 0, "resets") < 0)
         goto done;
     taken = 4;
-    if (take(state_obj, &state, 1, 'd', 1, "state") < 0)
+    if (take(state_obj, &state, 1, kind, 1, "state (the kind of values)") < 0)
         goto done;
     taken = 5;
-    if (take(out_obj, &out, 1, 'd', 1, "out") < 0)
+    if (take(out_obj, &out, 1, kind, 1, "out (the kind of values)") < 0)
         goto done;
     taken = 6;
     const Py_ssize_t n = values.rows;
@@ -435,20 +469,41 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    const double identity = op == 0 ? 0.0 : 1.0;
+#define PRESENT(i) (!has_present || ITEM(present, char, i))
+#define RESET(i) (has_resets && ITEM(resets, char, i))
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double *running = &ITEM(state, double, ITEM(groups, int64_t, i));
-        if (has_resets && ITEM(resets, char, i))
-            *running = identity;
-        const double x = !has_present || ITEM(present, char, i)
-                         ? ITEM(values, double, i) : identity;
-        *running = op == 0 ? *running + x : *running * x;
-        ITEM(out, double, i) = *running;
+    if (kind == 'd') {
+        const double identity = op == 0 ? 0.0 : 1.0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double *running = &ITEM(state, double, ITEM(groups, int64_t, i));
+            if (RESET(i))
+                *running = identity;
+            const double x = PRESENT(i) ? ITEM(values, double, i) : identity;
+            *running = op == 0 ? *running + x : *running * x;
+            ITEM(out, double, i) = *running;
+        }
+    } else {
+        const int64_t identity = op == 0 ? 0 : 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t *running = &ITEM(state, int64_t, ITEM(groups, int64_t, i));
+            if (RESET(i))
+                *running = identity;
+            const int64_t x = PRESENT(i) ? ITEM(values, int64_t, i) : identity;
+            int64_t next;
+            const int over = op == 0 ? add_overflows(*running, x, &next)
+                                     : mul_overflows(*running, x, &next);
+            if (over && !wrap) {
+                overflow = i;
+                break;
+            }
+            *running = next;  /* on overflow: the low 64 bits, two's complement */
+            ITEM(out, int64_t, i) = next;
+        }
     }
     Py_END_ALLOW_THREADS
-    result = Py_None;
-    Py_INCREF(result);
+#undef PRESENT
+#undef RESET
+    result = PyLong_FromSsize_t(overflow);
 done:
     if (taken >= 6) PyBuffer_Release(&out.view);
     if (taken >= 5) PyBuffer_Release(&state.view);

@@ -9,8 +9,9 @@ right with the carry folded in first: bit-identical to scanning each group on it
 a bounded number of numpy calls per batch (one per bucket) whatever the number of groups.
 Memory grows with the number of groups, not rows.
 
-Where the C loops are built, a float64 cumsum or cumprod skips the runs: one pass in row
-order adds each value to its group's running value, the same operations in the same order.
+Where the C loops are built, a float64 or int64 cumsum or cumprod skips the runs: one
+pass in row order adds each value to its group's running value, the same operations in the
+same order.
 """
 
 from __future__ import annotations
@@ -209,20 +210,27 @@ class GroupCarry:
 
 
 _NATIVE_OPS = {"cumsum": 0, "cumprod": 1}  # grouped_accumulate's op codes
-_FLOAT64 = np.dtype(np.float64)
+_NATIVE_DTYPES = {np.dtype(np.float64), np.dtype(np.int64)}
 
 
 def _native_scan(spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray | None,
                  batch: BatchGroups, carry: GroupCarry) -> kernels.ScanResult | None:
-    """A float64 cumsum or cumprod in one pass of the C loop; None where it does not apply
-    (no C module, other ops and dtypes, --skipna, --exclusive, Neumaier's sum)."""
+    """A float64 or int64 cumsum or cumprod in one pass of the C loop; None where it does
+    not apply (no C module, other ops and dtypes, --skipna, --exclusive, Neumaier's sum),
+    and where an int64 result overflows: the runs path then reports it in its words."""
     if (native.SEQUENTIAL is None or spec.op not in _NATIVE_OPS or spec.is_stat
-            or spec.skipna or spec.exclusive or values.dtype != _FLOAT64
-            or {spec.in_dtype, spec.acc_dtype, spec.out_dtype} != {_FLOAT64}):
+            or spec.skipna or spec.exclusive or values.dtype not in _NATIVE_DTYPES
+            or {spec.in_dtype, spec.acc_dtype, spec.out_dtype} != {values.dtype}):
         return None
-    out = np.empty(values.shape[0], dtype=np.float64)
-    native.SEQUENTIAL.grouped_accumulate(_NATIVE_OPS[spec.op], values, valid, batch.ids,
-                                         batch.resets, carry.value, out)
+    out = np.empty(values.shape[0], dtype=values.dtype)
+    before = carry.value.copy() if values.dtype.kind == "i" else None
+    overflow = native.SEQUENTIAL.grouped_accumulate(
+        _NATIVE_OPS[spec.op], spec.overflow == "wrap", values, valid, batch.ids,
+        batch.resets, carry.value, out)
+    if overflow >= 0:
+        assert before is not None
+        carry.value = before  # as it was before the batch
+        return None
     return kernels.ScanResult(out, None, None if valid is None else ~valid)
 
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cumtool import groups, kernels, native
+from cumtool.errors import ScanOverflowError
 
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
                              reason="cumtool._sequential is not built (no C compiler)")
@@ -128,9 +129,10 @@ def test_bad_arguments_are_type_errors_not_crashes():
 
 
 def grouped_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None, ids: np.ndarray,
-                       resets: np.ndarray | None, cuts: list[int]) -> tuple[np.ndarray, ...]:
+                       resets: np.ndarray | None, cuts: list[int],
+                       overflow: str = "error") -> tuple[np.ndarray, ...]:
     """A --by scan of one column, batch by batch: its values and the carried states."""
-    spec = kernels.make_spec(op, x.dtype)
+    spec = kernels.make_spec(op, x.dtype, overflow=overflow)
     carry = groups.GroupCarry(spec)
     carry.grow(int(ids.max()) + 1)
     parts = []
@@ -138,8 +140,9 @@ def grouped_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None, ids: np
         batch = groups.BatchGroups(ids[lo:hi], None if resets is None else resets[lo:hi])
         result = groups.scan_runs(spec, x[lo:hi], None if valid is None else valid[lo:hi],
                                   batch, carry, None)
+        masked = np.nan if result.values.dtype.kind == "f" else 0  # missing: not compared
         parts.append(result.values if valid is None else
-                     np.where(valid[lo:hi], result.values, np.nan))
+                     np.where(valid[lo:hi], result.values, masked))
     return np.concatenate(parts), carry.value
 
 
@@ -170,15 +173,52 @@ def test_grouped_scans_in_c_and_through_runs_give_the_same_bits(
 @needs_c
 def test_grouped_bad_arguments_are_errors_not_crashes():
     assert native.SEQUENTIAL is not None
+    accumulate = native.SEQUENTIAL.grouped_accumulate
     values, state, out = np.zeros(3), np.zeros(2), np.zeros(3)
+    ids = np.zeros(3, np.int64)
     with pytest.raises(ValueError, match="out of range"):
-        native.SEQUENTIAL.grouped_accumulate(0, values, None, np.array([0, 2, 1]), None,
-                                             state, out)
+        accumulate(0, False, values, None, np.array([0, 2, 1]), None, state, out)
     with pytest.raises(ValueError, match="one entry per value"):
-        native.SEQUENTIAL.grouped_accumulate(0, values, None, np.zeros(2, np.int64), None,
-                                             state, out)
+        accumulate(0, False, values, None, ids[:2], None, state, out)
     with pytest.raises(ValueError, match="op"):
-        native.SEQUENTIAL.grouped_accumulate(2, values, None, np.zeros(3, np.int64), None,
-                                             state, out)
+        accumulate(2, False, values, None, ids, None, state, out)
     with pytest.raises(TypeError, match="groups"):
-        native.SEQUENTIAL.grouped_accumulate(0, values, None, np.zeros(3), None, state, out)
+        accumulate(0, False, values, None, np.zeros(3), None, state, out)
+    with pytest.raises(TypeError, match="state"):  # int64 values, a float64 state
+        accumulate(0, False, ids, None, ids, None, state, out)
+
+
+def grouped_outcome(*args: object, **options: object) -> tuple[object, ...]:
+    """grouped_in_batches' values and carry, or the overflow it reported."""
+    try:
+        return grouped_in_batches(*args, **options)  # type: ignore[arg-type]
+    except ScanOverflowError as error:
+        return ("overflow", str(error), error.position)
+
+
+@needs_c
+@settings(max_examples=80, deadline=None)
+@given(op=st.sampled_from(["cumsum", "cumprod"]), rows=st.integers(1, 200),
+       group_count=st.sampled_from([1, 3, 50]), seed=st.integers(0, 2**32 - 1),
+       magnitude=st.sampled_from([10, 1 << 40, 1 << 62]), missing=st.floats(0, 0.5),
+       reset_rate=st.floats(0, 0.3), overflow=st.sampled_from(["error", "wrap"]),
+       cuts=st.lists(st.integers(1, 199), max_size=4))
+def test_grouped_int64_scans_in_c_and_through_runs_agree(
+        op, rows, group_count, seed, magnitude, missing, reset_rate, overflow, cuts):
+    """The same int64 values, wrapped the same way, or the same overflow error (the C loop
+    hands an overflowing batch back to the runs path, which words it)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-magnitude, magnitude, rows, dtype=np.int64)
+    valid = None if missing == 0 else rng.random(rows) >= missing
+    ids = rng.integers(0, group_count, rows)
+    resets = None if reset_rate == 0 else rng.random(rows) < reset_rate
+    cuts = sorted(c for c in set(cuts) if c < rows)
+    fast = grouped_outcome(op, x, valid, ids, resets, cuts, overflow=overflow)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "SEQUENTIAL", None)
+        slow = grouped_outcome(op, x, valid, ids, resets, cuts, overflow=overflow)
+    if isinstance(fast[0], str) or isinstance(slow[0], str):
+        assert fast == slow
+    else:
+        assert np.array_equal(fast[0], slow[0]) and fast[0].dtype == np.int64
+        assert np.array_equal(fast[1], slow[1])
