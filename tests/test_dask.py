@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -127,17 +128,18 @@ OPTIONS = [
 ]
 
 
-def _quick_for_cumsum() -> list[object]:
-    """Every op with every option, but the quick suite runs cumsum's cases and
-    each op's plain case (CI runs them all): at 0.15 s to 0.7 s a case through a
-    cluster, the whole product would be most of the quick suite's minute."""
+def _quick_cases(plain: Sequence[str] = OPS) -> list[object]:
+    """Every op with every option, but the quick suite runs the plain case of the ops
+    `plain` and cumsum in batches of 5 (CI runs them all): at 0.15 s to 0.7 s a case
+    through a cluster, the whole product would be most of the quick suite's minute."""
     return [pytest.param(op, option.values[0], id=f"{op}-{option.id}",
-                         marks=() if op == "cumsum" or option.id == "plain"
+                         marks=() if (option.id == "plain" and op in plain)
+                         or (op, option.id) == ("cumsum", "batch-rows-5")
                          else pytest.mark.slow)
             for op in OPS for option in OPTIONS]
 
 
-@pytest.mark.parametrize(("op", "options"), _quick_for_cumsum())
+@pytest.mark.parametrize(("op", "options"), _quick_cases())
 def test_parquet_row_groups_give_the_local_bytes(invoke, scheduler, tiny_partitions,
                                                  parquet_file, op, options):
     out = _same(invoke, [op, str(parquet_file), "--to", "csv", *options, *_fitting(op, options)],
@@ -152,7 +154,7 @@ def small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "PARTITION_BYTES", 700)
 
 
-@pytest.mark.parametrize(("op", "options"), _quick_for_cumsum())
+@pytest.mark.parametrize(("op", "options"), _quick_cases(("cumsum", "logcumsumexp")))
 def test_csv_byte_ranges_give_the_local_bytes(invoke, scheduler, small_partitions, csv_file,
                                               op, options):
     out = _same(invoke, [op, str(csv_file), *options, *_fitting(op, options)], scheduler)
@@ -169,8 +171,11 @@ def test_byte_ranges_shorter_than_a_row(invoke, scheduler, tiny_partitions, tmp_
 
 
 @pytest.mark.parametrize("op", ["cummax", "cummin", "cumsum,cummax", "cummin,logcumsumexp"])
-@pytest.mark.parametrize("options", [[], ["--exclusive"], ["--skipna"]],
-                         ids=["plain", "exclusive", "skipna"])
+@pytest.mark.parametrize("options", [
+    pytest.param([], id="plain"),
+    pytest.param(["--exclusive"], id="exclusive", marks=pytest.mark.slow),
+    pytest.param(["--skipna"], id="skipna", marks=pytest.mark.slow),
+])
 def test_indices_and_several_ops(invoke, scheduler, tiny_partitions, parquet_file, op,
                                  options):
     out = _same(invoke, [op, str(parquet_file), "--indices", "--to", "csv", *options],

@@ -357,12 +357,12 @@ def test_an_error_on_close_does_not_replace_the_first_error(
 
 @pytest.mark.parametrize(("kind", "to", "options"), [
     pytest.param("csv", "csv", [], id="csv"),
-    pytest.param("csv", "tsv", [], id="tsv"),
-    pytest.param("csv", "parquet", [], id="parquet"),
+    pytest.param("csv", "tsv", [], id="tsv", marks=pytest.mark.slow),
+    pytest.param("csv", "parquet", [], id="parquet", marks=pytest.mark.slow),
     pytest.param("npy", "npy", [], id="npy"),
-    pytest.param("npy", "npy", ["--indices"], id="npz"),
-    pytest.param("csv", "csv", ["--reverse"], id="csv-reversed"),
-    pytest.param("npy", "npy", ["--reverse"], id="npy-reversed"),
+    pytest.param("npy", "npy", ["--indices"], id="npz", marks=pytest.mark.slow),
+    pytest.param("csv", "csv", ["--reverse"], id="csv-reversed", marks=pytest.mark.slow),
+    pytest.param("npy", "npy", ["--reverse"], id="npy-reversed", marks=pytest.mark.slow),
 ])
 def test_dev_full_is_one_error_line(tmp_path: Path, kind: str, to: str,
                                     options: list[str]) -> None:

@@ -351,6 +351,7 @@ def _bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=TIMEOUT)
 
 
+@pytest.mark.slow  # bash and a subprocess each: 1.4 s
 @pytest.mark.parametrize(("producer", "expected"), [
     ("printf 'a\\n1\\n2\\n'", "a\n1\n3\n"),
     ("printf 'a\\tb\\n1\\t2\\n2\\t3\\n'", "a\tb\n1\t2\n3\t5\n"),
@@ -393,6 +394,7 @@ def test_a_bz2_stream_through_a_fifo(tmp_path: Path) -> None:
 
 # Wide files ---------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a very wide file: 2 s
 def test_judging_is_one_query_whatever_the_width(monkeypatch) -> None:
     """Column types are judged in one polars query, not a few calls per column (which
     took 50 s for 100,000 columns)."""

@@ -50,7 +50,8 @@ OPTIONS = [
 @pytest.mark.parametrize("ops", [["cumsum", "cummax"], ["cummin", "cumprod", "cumsum"],
                                  ["logcumsumexp", "cummax"],
                                  ["cumcount", "cummean", "cumstd", "cummax"]], ids="-".join)
-@pytest.mark.parametrize("batch_rows", ["1", "4", "1000"])
+@pytest.mark.parametrize("batch_rows", [  # the quick suite: 4 (CI: all three)
+    pytest.param("1", marks=pytest.mark.slow), "4", pytest.param("1000", marks=pytest.mark.slow)])
 def test_each_result_is_what_the_op_gives_alone(invoke, options, ops, batch_rows):
     if "--indices" in options and not {"cummax", "cummin"} & set(ops):
         pytest.skip("--indices means nothing for these ops")

@@ -282,7 +282,10 @@ def expected_table(op: str, by: list[str], reset: str | None, reverse: bool,
 
 
 def option_params() -> list[Any]:
-    return [pytest.param(op, *rest, id=f"{op}-{rest[0]}") for op in OPS for rest in OPTION_SETS]
+    """Every op with every set; the quick suite runs cumsum's (CI: all)."""
+    return [pytest.param(op, *rest, id=f"{op}-{rest[0]}",
+                         marks=() if op == "cumsum" else pytest.mark.slow)
+            for op in OPS for rest in OPTION_SETS]
 
 
 @pytest.mark.parametrize(("op", "name", "options", "by", "reset", "reverse", "exclusive",
@@ -314,10 +317,12 @@ def _parquet_table() -> pa.Table:
 
 
 @pytest.mark.parametrize("via_stdin", [pytest.param(False, id="file"),
-                                       pytest.param(True, id="stdin")])
+                                       pytest.param(True, id="stdin", marks=pytest.mark.slow)])
 @pytest.mark.parametrize(("op", "name", "options", "by", "reset", "reverse", "exclusive",
                           "skipna"),
-                         [pytest.param(op, *rest, id=f"{op}-{rest[0]}")
+                         [pytest.param(op, *rest, id=f"{op}-{rest[0]}",  # quick: 2 ops
+                                       marks=() if op in ("cumsum", "cummax")
+                                       else pytest.mark.slow)
                           for op in OPS for rest in PARQUET_SETS])
 def test_parquet_options_match_the_reference_with_exact_types(
         invoke, write_file, via_stdin, op, name, options, by, reset, reverse, exclusive,

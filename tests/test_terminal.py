@@ -159,6 +159,7 @@ def test_nothing_from_a_file_drives_the_terminal(tmp_path: Path):
                                      f"columns; scanned: n, name{HOSTILE_SHOWN}")
 
 
+@pytest.mark.slow  # a subprocess in another locale: 1 s
 def test_a_file_name_that_is_not_utf8(tmp_path: Path):
     path = os.path.join(os.fsencode(tmp_path), b"caf\xe9.csv")
     with open(path, "wb") as handle:
@@ -187,6 +188,7 @@ LATIN1_TABLE = [
 ]
 
 
+@pytest.mark.slow  # subprocesses in another locale: 1 s
 @pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
 def test_a_latin1_locale_shows_cjk_names_as_replacement_characters(tmp_path: Path,
                                                                     terminal: bool):
