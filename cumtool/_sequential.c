@@ -15,6 +15,20 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <float.h>
+
+/* A build that would round differently fails here, and cumtool then runs its Python
+   fallback (the extension is optional): no fused or reordered operations, no wider
+   intermediates (x87). */
+#if defined(__FAST_MATH__)
+#error "_sequential.c must not be compiled with -ffast-math"
+#endif
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#error "_sequential.c needs double arithmetic evaluated in double (FLT_EVAL_METHOD 0)"
+#endif
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 #define LOGE2 0.693147180559945309417232121458176568
 
@@ -32,8 +46,13 @@ static int take(PyObject *obj, Block *block, int ndim, char kind, int writable,
     int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, &block->view, flags) < 0)
         return -1;
+    /* Native byte order only: a format of one code, or '@', '=' or the native order's
+       prefix before it ('>d' read as 'd' would give garbage). */
     const char *format = block->view.format ? block->view.format : "B";
-    char code = format[strlen(format) - 1];
+    if (format[0] == '@' || format[0] == '='
+        || format[0] == (PY_LITTLE_ENDIAN ? '<' : '>'))
+        format++;
+    const char code = strlen(format) == 1 ? format[0] : '\0';
     int ok = block->view.ndim == ndim;
     if (kind == 'd')
         ok = ok && code == 'd' && block->view.itemsize == 8;
@@ -183,6 +202,13 @@ static int take_recurrence(Recurrence *r, PyObject *x, PyObject *present, PyObje
         || check_lines(&r->x, &r->count, "start count") < 0) {
         release(r);
         return -1;
+    }
+    for (Py_ssize_t line = 0; line < r->count.rows; line++) {
+        if (ITEM(r->count, int64_t, line) < 0) {  /* it indexes the weights (ewma) */
+            PyErr_SetString(PyExc_ValueError, "start count: a count below 0");
+            release(r);
+            return -1;
+        }
     }
     return 0;
 present_too:
@@ -431,6 +457,7 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     int taken = 0;  /* how many of the six buffers to release */
     PyObject *result = NULL;
     Py_ssize_t overflow = -1;
+    int bad_group = 0;
     /* float64 or int64, as the values are: the state and out must be the same */
     char kind = 'd';
     if (take(values_obj, &values, 1, 'd', 0, "values") < 0) {
@@ -462,7 +489,7 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
                         "entry per value");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) {  /* first, so that this error leaves state as is */
         const int64_t g = ITEM(groups, int64_t, i);
         if (g < 0 || g >= state.rows) {
             PyErr_SetString(PyExc_ValueError, "groups: a group id out of range of state");
@@ -475,7 +502,12 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     if (kind == 'd') {
         const double identity = op == 0 ? 0.0 : 1.0;
         for (Py_ssize_t i = 0; i < n; i++) {
-            double *running = &ITEM(state, double, ITEM(groups, int64_t, i));
+            const int64_t g = ITEM(groups, int64_t, i);
+            if ((uint64_t)g >= (uint64_t)state.rows) {  /* changed since the check above */
+                bad_group = 1;
+                break;
+            }
+            double *running = &ITEM(state, double, g);
             if (RESET(i))
                 *running = identity;
             const double x = PRESENT(i) ? ITEM(values, double, i) : identity;
@@ -485,7 +517,12 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     } else {
         const int64_t identity = op == 0 ? 0 : 1;
         for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t *running = &ITEM(state, int64_t, ITEM(groups, int64_t, i));
+            const int64_t g = ITEM(groups, int64_t, i);
+            if ((uint64_t)g >= (uint64_t)state.rows) {  /* changed since the check above */
+                bad_group = 1;
+                break;
+            }
+            int64_t *running = &ITEM(state, int64_t, g);
             if (RESET(i))
                 *running = identity;
             const int64_t x = PRESENT(i) ? ITEM(values, int64_t, i) : identity;
@@ -503,7 +540,10 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
 #undef PRESENT
 #undef RESET
-    result = PyLong_FromSsize_t(overflow);
+    if (bad_group)  /* groups shares memory with state or out */
+        PyErr_SetString(PyExc_ValueError, "groups: a group id out of range of state");
+    else
+        result = PyLong_FromSsize_t(overflow);
 done:
     if (taken >= 6) PyBuffer_Release(&out.view);
     if (taken >= 5) PyBuffer_Release(&state.view);

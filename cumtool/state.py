@@ -332,6 +332,10 @@ def _restore_object(path: str, obj: Any, saved: dict[str, Any]) -> None:
                 not isinstance(decoded, np.ndarray | np.generic)
                 or decoded.dtype != template.dtype):
             raise _damaged(path, f"field {name!r} is not {template.dtype}")
+        counts = (np.asarray(decoded)["n"] if isinstance(decoded, np.ndarray | np.generic)
+                  and decoded.dtype.names and "n" in decoded.dtype.names else None)
+        if counts is not None and (counts < 0).any():
+            raise _damaged(path, f"field {name!r} holds a count below 0")
         setattr(obj, name, decoded)
 
 

@@ -468,6 +468,21 @@ def test_a_state_file_that_is_not_ours_is_an_error(cli, content, why):
                                     f"version can use ({why}")
 
 
+@pytest.mark.parametrize("op", ["ewma", "cumvar", "cumcount"])
+def test_a_state_file_with_a_negative_count_is_an_error_not_a_crash(cli, op):
+    """An edited count once indexed ewma's weights below their start (a crash in C)."""
+    write("d.csv", "x\n1\n2\n")
+    extra = ["--alpha", "0.5"] if op == "ewma" else []
+    ok(cli(op, "d.csv", "--state", "s.json", *extra))
+    state = json.loads(Path("s.json").read_text())
+    state["plans"][0]["columns"][0]["carry"]["value"]["fields"]["n"]["values"] = [-10**8]
+    Path("s.json").write_text(json.dumps(state))
+    result = cli(op, "d.csv", "--state", "s.json", *extra)
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: s.json: not a cumtool state file that this "
+                                    "version can use (field 'value' holds a count below 0)")
+
+
 def _float_bits(values: list[float | None]) -> list[bytes | None]:
     return [None if v is None else struct.pack("<d", v) for v in values]
 

@@ -222,3 +222,25 @@ def test_grouped_int64_scans_in_c_and_through_runs_agree(
     else:
         assert np.array_equal(fast[0], slow[0]) and fast[0].dtype == np.int64
         assert np.array_equal(fast[1], slow[1])
+
+
+@needs_c
+def test_buffers_the_loops_cannot_read_safely_are_refused():
+    """Found in review: another byte order read as native, a negative carried count
+    indexing ewma's weights, group ids rewritten by the loop's own writes."""
+    assert native.SEQUENTIAL is not None
+    accumulate = native.SEQUENTIAL.grouped_accumulate
+    with pytest.raises(TypeError, match="values"):
+        accumulate(0, True, np.array([1.0, 2.0], ">f8"), None, np.zeros(2, np.int64), None,
+                   np.zeros(1), np.empty(2))
+    with pytest.raises(TypeError, match="groups"):
+        accumulate(0, True, np.ones(2), None, np.zeros(2, ">i8"), None, np.zeros(1),
+                   np.empty(2))
+    shared = np.array([1, 0], np.int64)  # groups and state are one buffer
+    with pytest.raises(ValueError, match="out of range"):
+        accumulate(0, True, np.array([100_000, 7]), None, shared, None, shared,
+                   np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="below 0"):
+        native.SEQUENTIAL.ewma_means(np.ones((2, 1)), None, np.zeros(1),
+                                     np.array([-5], np.int64), np.ones(3), np.ones(3), 0.5,
+                                     np.empty((2, 1)))
