@@ -2,7 +2,7 @@
 
 Everything else is declared in pyproject.toml. The extension is optional: where no C
 compiler is found the build goes on without it, and cumtool runs the same recurrences in
-Python (same bits, several times slower; see cumtool/sequential.py).
+Python (same bits, several times slower; see cumtool/native.py).
 """
 
 import sys

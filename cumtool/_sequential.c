@@ -7,8 +7,9 @@
  * -ffp-contract=off), and exp and log1p are the C library's, as numpy's logaddexp uses.
  *
  * Arrays come through the buffer protocol as 2-D (rows, lines) float64 blocks of any
- * strides; the scan runs down each line (grouped_accumulate: down one column, by group). The GIL is released while a loop runs, so the
- * caller can scan disjoint line ranges on several threads.
+ * strides; the scan runs down each line (grouped_accumulate: down one column, by group).
+ * The GIL is released while a loop runs, so the caller can scan disjoint line ranges on
+ * several threads.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -78,6 +79,27 @@ static int take(PyObject *obj, Block *block, int ndim, char kind, int writable,
     (*(type *)((block).base + (row) * (block).row_step + (line) * (block).line_step))
 #define ITEM(block, type, i) (*(type *)((block).base + (i) * (block).row_step))
 
+/* The buffers a call has taken, released together however the call ends. */
+typedef struct {
+    Py_buffer *views[8];
+    int count;
+} Held;
+
+static int hold(Held *held, PyObject *obj, Block *block, int ndim, char kind, int writable,
+                const char *what)
+{
+    if (take(obj, block, ndim, kind, writable, what) < 0)
+        return -1;
+    held->views[held->count++] = &block->view;
+    return 0;
+}
+
+static void let_go(Held *held)
+{
+    while (held->count > 0)
+        PyBuffer_Release(held->views[--held->count]);
+}
+
 static int check_lines(const Block *x, const Block *other, const char *what)
 {
     if (other->rows != x->lines) {
@@ -132,14 +154,13 @@ static PyObject *logaddexp_accumulate(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOnn", &block_obj, &start_obj, &lo, &hi))
         return NULL;
     Block acc, start;
-    if (take(block_obj, &acc, 2, 'd', 1, "block") < 0)
-        return NULL;
-    if (take(start_obj, &start, 1, 'd', 0, "start") < 0) {
-        PyBuffer_Release(&acc.view);
+    Held held = {0};
+    if (hold(&held, block_obj, &acc, 2, 'd', 1, "block") < 0
+        || hold(&held, start_obj, &start, 1, 'd', 0, "start") < 0
+        || check_lines(&acc, &start, "start") < 0 || check_range(&acc, lo, hi) < 0) {
+        let_go(&held);
         return NULL;
     }
-    if (check_lines(&acc, &start, "start") < 0 || check_range(&acc, lo, hi) < 0)
-        goto fail;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t line = lo; line < hi; line++) {
         double running = ITEM(start, double, line);
@@ -150,13 +171,8 @@ static PyObject *logaddexp_accumulate(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&acc.view);
-    PyBuffer_Release(&start.view);
+    let_go(&held);
     Py_RETURN_NONE;
-fail:
-    PyBuffer_Release(&acc.view);
-    PyBuffer_Release(&start.view);
-    return NULL;
 }
 
 /* The arguments every state recurrence takes: the values, which of them are present
@@ -166,57 +182,28 @@ typedef struct {
     int has_present;
 } Recurrence;
 
-static void release(Recurrence *r)
+/* Takes the Recurrence's buffers into `held` and checks their shapes and counts. */
+static int take_recurrence(Held *held, Recurrence *r, PyObject *x, PyObject *present,
+                           PyObject *value, PyObject *count, PyObject *out)
 {
-    PyBuffer_Release(&r->x.view);
-    if (r->has_present)
-        PyBuffer_Release(&r->present.view);
-    PyBuffer_Release(&r->value.view);
-    PyBuffer_Release(&r->count.view);
-    PyBuffer_Release(&r->out.view);
-}
-
-static int take_recurrence(Recurrence *r, PyObject *x, PyObject *present, PyObject *value,
-                           PyObject *count, PyObject *out)
-{
-    memset(r, 0, sizeof(*r));
-    if (take(x, &r->x, 2, 'd', 0, "x") < 0)
-        return -1;
     r->has_present = present != Py_None;
-    if (r->has_present && take(present, &r->present, 2, '?', 0, "present") < 0)
-        goto x_only;
-    if (take(value, &r->value, 1, 'd', 0, "start value") < 0)
-        goto present_too;
-    if (take(count, &r->count, 1, 'q', 0, "start count") < 0) {
-        PyBuffer_Release(&r->value.view);
-        goto present_too;
-    }
-    if (take(out, &r->out, 2, 'd', 1, "out") < 0) {
-        PyBuffer_Release(&r->value.view);
-        PyBuffer_Release(&r->count.view);
-        goto present_too;
-    }
-    if ((r->has_present && check_shape(&r->x, &r->present, "present") < 0)
+    if (hold(held, x, &r->x, 2, 'd', 0, "x") < 0
+        || (r->has_present && hold(held, present, &r->present, 2, '?', 0, "present") < 0)
+        || hold(held, value, &r->value, 1, 'd', 0, "start value") < 0
+        || hold(held, count, &r->count, 1, 'q', 0, "start count") < 0
+        || hold(held, out, &r->out, 2, 'd', 1, "out") < 0
+        || (r->has_present && check_shape(&r->x, &r->present, "present") < 0)
         || check_shape(&r->x, &r->out, "out") < 0
         || check_lines(&r->x, &r->value, "start value") < 0
-        || check_lines(&r->x, &r->count, "start count") < 0) {
-        release(r);
+        || check_lines(&r->x, &r->count, "start count") < 0)
         return -1;
-    }
     for (Py_ssize_t line = 0; line < r->count.rows; line++) {
         if (ITEM(r->count, int64_t, line) < 0) {  /* it indexes the weights (ewma) */
             PyErr_SetString(PyExc_ValueError, "start count: a count below 0");
-            release(r);
             return -1;
         }
     }
     return 0;
-present_too:
-    if (r->has_present)
-        PyBuffer_Release(&r->present.view);
-x_only:
-    PyBuffer_Release(&r->x.view);
-    return -1;
 }
 
 PyDoc_STRVAR(welford_doc,
@@ -233,23 +220,14 @@ static PyObject *welford(PyObject *self, PyObject *args)
                           &out, &out_m2_obj))
         return NULL;
     Recurrence r;
-    if (take_recurrence(&r, x, present, start_m, start_n, out) < 0)
-        return NULL;
     Block start_m2, out_m2;
-    if (take(start_m2_obj, &start_m2, 1, 'd', 0, "start M2") < 0) {
-        release(&r);
-        return NULL;
-    }
-    if (take(out_m2_obj, &out_m2, 2, 'd', 1, "out M2") < 0) {
-        PyBuffer_Release(&start_m2.view);
-        release(&r);
-        return NULL;
-    }
-    if (check_lines(&r.x, &start_m2, "start M2") < 0
+    Held held = {0};
+    if (take_recurrence(&held, &r, x, present, start_m, start_n, out) < 0
+        || hold(&held, start_m2_obj, &start_m2, 1, 'd', 0, "start M2") < 0
+        || hold(&held, out_m2_obj, &out_m2, 2, 'd', 1, "out M2") < 0
+        || check_lines(&r.x, &start_m2, "start M2") < 0
         || check_shape(&r.x, &out_m2, "out M2") < 0) {
-        PyBuffer_Release(&start_m2.view);
-        PyBuffer_Release(&out_m2.view);
-        release(&r);
+        let_go(&held);
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
@@ -270,9 +248,7 @@ static PyObject *welford(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&start_m2.view);
-    PyBuffer_Release(&out_m2.view);
-    release(&r);
+    let_go(&held);
     Py_RETURN_NONE;
 }
 
@@ -291,23 +267,17 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
                           &total_obj, &new_weight, &out))
         return NULL;
     Recurrence r;
-    if (take_recurrence(&r, x, present, start_y, start_n, out) < 0)
-        return NULL;
     Block old, total;
-    if (take(old_obj, &old, 1, 'd', 0, "old_by_count") < 0) {
-        release(&r);
-        return NULL;
-    }
-    if (take(total_obj, &total, 1, 'd', 0, "total_by_count") < 0) {
-        PyBuffer_Release(&old.view);
-        release(&r);
+    Held held = {0};
+    if (take_recurrence(&held, &r, x, present, start_y, start_n, out) < 0
+        || hold(&held, old_obj, &old, 1, 'd', 0, "old_by_count") < 0
+        || hold(&held, total_obj, &total, 1, 'd', 0, "total_by_count") < 0) {
+        let_go(&held);
         return NULL;
     }
     if (old.rows == 0 || total.rows != old.rows) {
         PyErr_SetString(PyExc_ValueError, "weights: expected two vectors of one length");
-        PyBuffer_Release(&old.view);
-        PyBuffer_Release(&total.view);
-        release(&r);
+        let_go(&held);
         return NULL;
     }
     const int64_t last = (int64_t)old.rows - 1;
@@ -331,9 +301,7 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&old.view);
-    PyBuffer_Release(&total.view);
-    release(&r);
+    let_go(&held);
     Py_RETURN_NONE;
 }
 
@@ -352,30 +320,19 @@ static PyObject *neumaier(PyObject *self, PyObject *args)
         return NULL;
     Block x, present, start_s, start_c, out_s, out_c;
     const int has_present = present_obj != Py_None;
-    int taken = 0;  /* how many of the six buffers to release */
-    PyObject *result = NULL;
-    if (take(x_obj, &x, 2, 'd', 0, "x") < 0)
-        goto done;
-    taken = 1;
-    if (has_present && take(present_obj, &present, 2, '?', 0, "present") < 0)
-        goto done;
-    taken = 2;
-    if (take(start_s_obj, &start_s, 1, 'd', 0, "start s") < 0)
-        goto done;
-    taken = 3;
-    if (take(start_c_obj, &start_c, 1, 'd', 0, "start c") < 0)
-        goto done;
-    taken = 4;
-    if (take(out_s_obj, &out_s, 2, 'd', 1, "out s") < 0)
-        goto done;
-    taken = 5;
-    if (take(out_c_obj, &out_c, 2, 'd', 1, "out c") < 0)
-        goto done;
-    taken = 6;
-    if ((has_present && check_shape(&x, &present, "present") < 0)
+    Held held = {0};
+    if (hold(&held, x_obj, &x, 2, 'd', 0, "x") < 0
+        || (has_present && hold(&held, present_obj, &present, 2, '?', 0, "present") < 0)
+        || hold(&held, start_s_obj, &start_s, 1, 'd', 0, "start s") < 0
+        || hold(&held, start_c_obj, &start_c, 1, 'd', 0, "start c") < 0
+        || hold(&held, out_s_obj, &out_s, 2, 'd', 1, "out s") < 0
+        || hold(&held, out_c_obj, &out_c, 2, 'd', 1, "out c") < 0
+        || (has_present && check_shape(&x, &present, "present") < 0)
         || check_lines(&x, &start_s, "start s") < 0 || check_lines(&x, &start_c, "start c") < 0
-        || check_shape(&x, &out_s, "out s") < 0 || check_shape(&x, &out_c, "out c") < 0)
-        goto done;
+        || check_shape(&x, &out_s, "out s") < 0 || check_shape(&x, &out_c, "out c") < 0) {
+        let_go(&held);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t line = 0; line < x.lines; line++) {
         double sum = ITEM(start_s, double, line), c = ITEM(start_c, double, line);
@@ -393,16 +350,8 @@ static PyObject *neumaier(PyObject *self, PyObject *args)
         }
     }
     Py_END_ALLOW_THREADS
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    if (taken >= 6) PyBuffer_Release(&out_c.view);
-    if (taken >= 5) PyBuffer_Release(&out_s.view);
-    if (taken >= 4) PyBuffer_Release(&start_c.view);
-    if (taken >= 3) PyBuffer_Release(&start_s.view);
-    if (taken >= 2 && has_present) PyBuffer_Release(&present.view);
-    if (taken >= 1) PyBuffer_Release(&x.view);
-    return result;
+    let_go(&held);
+    Py_RETURN_NONE;
 }
 
 /* *result = a + b (a * b) wrapped to 64 bits, two's complement; true if it overflowed. */
@@ -454,34 +403,24 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     }
     Block values, present, groups, resets, state, out;
     const int has_present = present_obj != Py_None, has_resets = resets_obj != Py_None;
-    int taken = 0;  /* how many of the six buffers to release */
+    Held held = {0};
     PyObject *result = NULL;
     Py_ssize_t overflow = -1;
     int bad_group = 0;
     /* float64 or int64, as the values are: the state and out must be the same */
     char kind = 'd';
-    if (take(values_obj, &values, 1, 'd', 0, "values") < 0) {
+    if (hold(&held, values_obj, &values, 1, 'd', 0, "values") < 0) {
         PyErr_Clear();
         kind = 'q';
-        if (take(values_obj, &values, 1, 'q', 0, "values (float64 or int64)") < 0)
+        if (hold(&held, values_obj, &values, 1, 'q', 0, "values (float64 or int64)") < 0)
             goto done;
     }
-    taken = 1;
-    if (has_present && take(present_obj, &present, 1, '?', 0, "present") < 0)
+    if ((has_present && hold(&held, present_obj, &present, 1, '?', 0, "present") < 0)
+        || hold(&held, groups_obj, &groups, 1, 'q', 0, "groups") < 0
+        || (has_resets && hold(&held, resets_obj, &resets, 1, '?', 0, "resets") < 0)
+        || hold(&held, state_obj, &state, 1, kind, 1, "state (the kind of values)") < 0
+        || hold(&held, out_obj, &out, 1, kind, 1, "out (the kind of values)") < 0)
         goto done;
-    taken = 2;
-    if (take(groups_obj, &groups, 1, 'q', 0, "groups") < 0)
-        goto done;
-    taken = 3;
-    if (has_resets && take(resets_obj, &resets, 1, '?', 0, "resets") < 0)
-        goto done;
-    taken = 4;
-    if (take(state_obj, &state, 1, kind, 1, "state (the kind of values)") < 0)
-        goto done;
-    taken = 5;
-    if (take(out_obj, &out, 1, kind, 1, "out (the kind of values)") < 0)
-        goto done;
-    taken = 6;
     const Py_ssize_t n = values.rows;
     if ((has_present && present.rows != n) || groups.rows != n
         || (has_resets && resets.rows != n) || out.rows != n) {
@@ -545,12 +484,7 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
     else
         result = PyLong_FromSsize_t(overflow);
 done:
-    if (taken >= 6) PyBuffer_Release(&out.view);
-    if (taken >= 5) PyBuffer_Release(&state.view);
-    if (taken >= 4 && has_resets) PyBuffer_Release(&resets.view);
-    if (taken >= 3) PyBuffer_Release(&groups.view);
-    if (taken >= 2 && has_present) PyBuffer_Release(&present.view);
-    if (taken >= 1) PyBuffer_Release(&values.view);
+    let_go(&held);
     return result;
 }
 
