@@ -63,9 +63,10 @@ _BOM = b"\xef\xbb\xbf"
 # Every text polars' casts read as a number (checked against polars on all short strings
 # of digits, signs, points, exponents, spaces and underscores, and the words below): an
 # integer for Int64 (when in range), and those or a float for Float64.
+# ASCII: under IGNORECASE alone, the Turkish dotless and dotted i (ı, İ) match "i".
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                    r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+                    r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE | re.ASCII)
 _LEADING_ZERO = re.compile(r"[+-]?0[0-9]")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # Python's str.strip() strips these too, polars' strip_chars does not.

@@ -95,6 +95,8 @@ TAKEN = [
                  + (",".join(str(i) for i in range(3000)) + "\n").encode() * 3,
                  ["cumsum"], id="wide-repeated-names"),
     pytest.param(b"a\n" + b"7\n" * 20_000, ["cumprod", "--overflow", "wrap"], id="long"),
+    # a Turkish dotless i: text, not inf (a regex under IGNORECASE alone takes it for "i")
+    pytest.param("a,b\n1,\u0131nf\n2,3\n".encode(), ["cumsum"], id="dotless-i-text"),
 ]
 
 
@@ -119,6 +121,7 @@ def test_small_path_writes_files_as_streaming(tmp_path, output):
 HANDED_OVER = [
     pytest.param(b"a,b\n1,2\n3\n", ["cumsum"], id="ragged"),
     pytest.param(b"a,b\n1,2\n3,x\n", ["cumsum", "-c", "b"], id="named-text"),
+    pytest.param("a,b\n1,\u0131nf\n".encode(), ["cumsum", "-c", "b"], id="named-dotless-i"),
     pytest.param(b"a,b\n9223372036854775807,2\n3,4\n", ["cumsum"], id="overflow"),
     pytest.param(b'a,b\n1,x"y\n', ["cumsum"], id="stray-quote"),
     pytest.param(b"a,b\n1,\xff\n", ["cumsum"], id="not-utf8"),
@@ -311,6 +314,7 @@ def test_constants_match_the_streaming_path():
     "NAN", "1_000", "0x10", " 1", "1 ", "1e", "e5", ".", "+", "1,5", "\u0661", "infinit",
     "nana", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
     "-9223372036854775808", "0" * 5000 + "12", "9" * 5000, "-" + "0" * 30,
+    "\u0131nf", "\u0130NF", "nan\u212a",
 ], ids=lambda cell: repr(cell[:30]))
 def test_number_grammar_is_polars_cast(cell):
     """What small.py reads as a number is what polars' casts read (the module says so)."""
