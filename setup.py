@@ -1,8 +1,9 @@
-"""The C part of cumtool: one optional extension module, cumtool._sequential.
+"""The C part of cumtool: two optional extension modules, cumtool._sequential (float
+recurrences) and cumtool._csvtext (the small CSV path's loops over cells).
 
-Everything else is declared in pyproject.toml. The extension is optional: where no C
-compiler is found the build goes on without it, and cumtool runs the same recurrences in
-Python (same bits, several times slower; see cumtool/native.py).
+Everything else is declared in pyproject.toml. The extensions are optional: where no C
+compiler is found the build goes on without them, and cumtool runs the same loops in
+Python (same bits, several times slower; see cumtool/native.py and cumtool/small.py).
 """
 
 import sys
@@ -13,5 +14,9 @@ from setuptools import Extension, setup
 # no contraction of a * b + c into a fused multiply-add.
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
-setup(ext_modules=[Extension("cumtool._sequential", ["cumtool/_sequential.c"],
-                             extra_compile_args=FLAGS, optional=True)])
+setup(ext_modules=[
+    Extension("cumtool._sequential", ["cumtool/_sequential.c"], extra_compile_args=FLAGS,
+              optional=True),
+    Extension("cumtool._csvtext", ["cumtool/_csvtext.c"], extra_compile_args=FLAGS,
+              optional=True),
+])

@@ -5,11 +5,14 @@ runs without polars and pyarrow."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -149,11 +152,14 @@ def test_small_path_hands_over_and_agrees(tmp_path, data, args):
 
 def test_stdin_larger_than_small_streams_all_of_it(tmp_path):
     """What the small path read of standard input is replayed to the streaming path."""
-    rows = b"".join(b"%d,%d\n" % (i, i % 7) for i in range(20_000))
+    count = small.SMALL_BYTES // 5  # rows of at least 5 bytes: past SMALL_BYTES
+    rows = b"".join(b"%d,%d\n" % (i, i % 7) for i in range(count))
+    assert len(rows) > small.SMALL_BYTES
     fast, streamed, taken = run_both(tmp_path, b"a,b\n" + rows, ["cumsum"], stdin=True)
     assert not taken
     assert fast == streamed
-    assert fast[1].endswith(b"\n199990000,59997\n")
+    last = b"%d,%d\n" % (count * (count - 1) // 2, sum(i % 7 for i in range(count)))
+    assert fast[1].endswith(b"\n" + last)
 
 
 # Random files ------------------------------------------------------------------------
@@ -260,6 +266,147 @@ def test_random_files_reach_the_small_path(tmp_path_factory):
 
     plain()
     assert sum(taken) >= len(taken) // 3, taken
+
+
+# The C loops (_csvtext.c) against the Python ones -----------------------------------
+
+needs_c = pytest.mark.skipif(small.TEXT is None, reason="cumtool._csvtext is not built")
+
+
+def test_the_text_loops_are_built_where_a_compiler_is():
+    """Missing where pip found a compiler is a broken build, which the fallback would
+    otherwise hide as a slow run."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) on this machine")
+    assert small.TEXT is not None
+
+
+def outcome(function: Any, *args: Any) -> Any:
+    """What a call returns, or Handover."""
+    try:
+        return function(*args)
+    except small.Handover:
+        return small.Handover
+
+
+def in_python(function: Any, *args: Any) -> Any:
+    saved = small.TEXT
+    small.TEXT = None
+    try:
+        return outcome(function, *args)
+    finally:
+        small.TEXT = saved
+
+
+@needs_c
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list('ab,;\t"\n\r é')), max_size=40),
+       delimiter=st.sampled_from([",", ";", "\t", "a"]))
+def test_records_are_cut_as_in_python(text, delimiter):
+    data = text.encode()
+    assert outcome(small._cut, data, text, delimiter) == \
+        in_python(small._cut, data, text, delimiter)
+
+
+_COLUMN = st.lists(st.one_of(_CELLS, st.none(), st.sampled_from(["\u0131nf", "NA", "0"])),
+                   min_size=1, max_size=12)
+
+
+@needs_c
+@settings(max_examples=120, deadline=None)
+@given(cells=_COLUMN, markers=st.sampled_from([{""}, {"", "NA", "-"}, {"", "0", "nan"}]),
+       limit=st.sampled_from([3, 10_000]))
+def test_columns_are_judged_as_in_python(cells, markers, limit):
+    rows = [["x", cell] for cell in cells]
+    assert small.TEXT is not None
+    saved = small.INFER_ROWS
+    small.INFER_ROWS = limit
+    try:
+        assert small.TEXT.judge_cells(rows, 1, markers, limit) == \
+            small._judge_cells(rows, 1, markers)
+    finally:
+        small.INFER_ROWS = saved
+
+
+@needs_c
+@settings(max_examples=120, deadline=None)
+@given(cells=_COLUMN, markers=st.sampled_from([{""}, {"", "NA", "-"}, {"", "0", "nan"}]),
+       dtype=st.sampled_from([np.dtype(np.int64), np.dtype(np.float64)]))
+def test_cells_are_read_as_in_python(cells, markers, dtype):
+    rows = [[cell] for cell in cells]
+    hint = small._Hint(dtype, True)
+    mine = outcome(small._parse, rows, 0, hint, markers)
+    theirs = in_python(small._parse, rows, 0, hint, markers)
+    if mine is small.Handover or theirs is small.Handover:
+        assert mine is theirs
+        return
+    (values, valid), (their_values, their_valid) = mine, theirs
+    assert values.dtype == their_values.dtype
+    assert values.tobytes() == their_values.tobytes()  # the same bits, NaN's sign too
+    assert (valid is None and their_valid is None) or \
+        valid.tolist() == their_valid.tolist()
+
+
+@needs_c
+@settings(max_examples=100, deadline=None)
+@given(bits=st.lists(st.integers(0, (1 << 64) - 1), min_size=1, max_size=20),
+       decimals=st.lists(st.floats(allow_nan=False).map(lambda x: round(x, 3)), max_size=10),
+       gaps=st.integers(0, (1 << 30) - 1), null=st.sampled_from(["", "NA", '""']))
+def test_floats_are_written_as_in_python(bits, decimals, gaps, null):
+    values = np.concatenate([np.array(bits, np.uint64).view(np.float64),
+                             np.array(decimals, np.float64)])
+    missing = np.array([(gaps >> (k % 30)) & 1 == 1 for k in range(len(values))])
+    for gone in (None, missing):
+        column = small._Column(values, gone)
+        assert small._numbers(column, null) == in_python(small._numbers, column, null)
+
+
+@needs_c
+def test_text_loops_refuse_what_they_cannot_read():
+    """Wrong arguments are errors, not crashes or garbage."""
+    text = small.TEXT
+    assert text is not None
+    with pytest.raises(ValueError):
+        text.records(b"a,b\n", '"')
+    with pytest.raises(TypeError):
+        text.records(b"a,b\n", ",,")
+    with pytest.raises(IndexError):
+        text.judge_cells([["1"], ["2", "3"]], 1, {""}, 10)
+    with pytest.raises(TypeError):
+        text.judge_cells([[1]], 0, {""}, 10)
+    rows = [["1"], ["2"]]
+    with pytest.raises(TypeError):
+        text.parse_cells(rows, 0, "q", None, np.empty(2, np.float64), None)
+    with pytest.raises(TypeError):
+        text.parse_cells(rows, 0, "d", None, np.empty(3, np.float64), None)
+    with pytest.raises(TypeError):
+        text.parse_cells(rows, 0, "d", {""}, np.empty(2, np.float64), np.empty(2, np.int8))
+    with pytest.raises(ValueError, match="contiguous"):  # numpy refuses the buffer
+        text.parse_cells(rows, 0, "d", None, np.empty(4, np.float64)[::2], None)
+    with pytest.raises(TypeError):
+        text.float_texts(np.empty(2, np.float32), None, "")
+    with pytest.raises(TypeError):
+        text.float_texts(np.empty(2), np.zeros(3, bool), "")
+    out = np.empty(2, np.int64)
+    assert text.parse_cells(rows, 0, "q", None, out, None) == -1
+    assert out.tolist() == [1, 2]
+
+
+@needs_c
+@settings(max_examples=int(os.environ.get("CUMTOOL_SMALL_EXAMPLES", "400")) // 8,
+          deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                HealthCheck.data_too_large])
+@given(case=_tables())
+def test_c_and_python_small_paths_write_the_same_bytes(case):
+    data, args, _stdin, _output = case
+    request_args = [*args, "-"]
+
+    def run() -> tuple[int, bytes, str]:
+        result = CliRunner().invoke(main, request_args, input=data, catch_exceptions=False)
+        return result.exit_code, result.stdout_bytes, result.stderr
+
+    assert run() == in_python(run)
 
 
 # Imports -----------------------------------------------------------------------------

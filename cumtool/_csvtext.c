@@ -1,0 +1,608 @@
+/* The small path's text loops (cumtool/small.py) in C: cutting a CSV into records,
+ * judging and reading a column's number cells, and writing float64s as polars does.
+ *
+ * Each function does what small.py's Python does with the same input, rule for rule (the
+ * fallback when this module is not built); tests/test_small.py compares the two. Numbers
+ * are read and written by CPython's own routines (PyOS_string_to_double is float()'s,
+ * PyOS_double_to_string with 'r' is repr()'s), so the bits are the same.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* records ----------------------------------------------------------------------------- */
+
+/* A cell's text from UTF-8 bytes; a quoted cell's "" read as one quote. */
+static PyObject *cell_text(const char *start, Py_ssize_t size, int doubled, char **scratch,
+                           Py_ssize_t *scratch_size)
+{
+    if (!doubled)
+        return PyUnicode_DecodeUTF8(start, size, "strict");
+    if (*scratch_size < size) {
+        char *bigger = PyMem_Realloc(*scratch, (size_t)size);
+        if (bigger == NULL)
+            return PyErr_NoMemory();
+        *scratch = bigger;
+        *scratch_size = size;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        (*scratch)[kept++] = start[i];
+        if (start[i] == '"')
+            i++;  /* the second quote of the pair */
+    }
+    return PyUnicode_DecodeUTF8(*scratch, kept, "strict");
+}
+
+PyDoc_STRVAR(records_doc,
+"records(data, delimiter) -> list of rows, or None\n\n"
+"The records of UTF-8 `data` as small._records_py cuts them with its field pattern: each\n"
+"a list of cells, None for an empty unquoted cell. None (for the caller to hand over)\n"
+"where a quote breaks RFC 4180. `delimiter` is one ASCII character, not a quote or a\n"
+"line end.");
+
+static PyObject *records(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    int delimiter;
+    if (!PyArg_ParseTuple(args, "y*C", &data, &delimiter))
+        return NULL;
+    if (delimiter <= 0 || delimiter > 127 || delimiter == '"' || delimiter == '\r'
+        || delimiter == '\n') {
+        PyBuffer_Release(&data);
+        PyErr_SetString(PyExc_ValueError, "records: the delimiter must be one ASCII "
+                                          "character other than a quote or a line end");
+        return NULL;
+    }
+    const char *text = data.buf;
+    const Py_ssize_t end = data.len;
+    const char d = (char)delimiter;
+    char *scratch = NULL;
+    Py_ssize_t scratch_size = 0;
+    PyObject *out = PyList_New(0);
+    PyObject *row = PyList_New(0);
+    PyObject *cell = NULL;
+    if (out == NULL || row == NULL)
+        goto failed;
+    Py_ssize_t at = 0;
+    while (at < end) {
+        if (text[at] == '"') {
+            Py_ssize_t close = at + 1;
+            int doubled = 0;
+            for (;;) {
+                if (close >= end)
+                    goto handover;  /* no closing quote */
+                if (text[close] == '"') {
+                    if (close + 1 < end && text[close + 1] == '"') {
+                        doubled = 1;
+                        close += 2;
+                        continue;
+                    }
+                    break;
+                }
+                close++;
+            }
+            cell = cell_text(text + at + 1, close - at - 1, doubled, &scratch, &scratch_size);
+            at = close + 1;
+        } else {
+            Py_ssize_t stop = at;
+            while (stop < end && text[stop] != d && text[stop] != '"' && text[stop] != '\r'
+                   && text[stop] != '\n')
+                stop++;
+            if (stop < end && text[stop] == '"')
+                goto handover;  /* a quote inside an unquoted cell */
+            if (stop == at) {
+                cell = Py_None;
+                Py_INCREF(cell);
+            } else {
+                cell = PyUnicode_DecodeUTF8(text + at, stop - at, "strict");
+            }
+            at = stop;
+        }
+        if (cell == NULL)
+            goto failed;
+        /* After a cell: an optional CR, then the delimiter, a line feed or the end. */
+        Py_ssize_t next = at < end && text[at] == '\r' ? at + 1 : at;
+        int last_of_record;
+        if (next == end) {
+            last_of_record = 1;
+        } else if (text[next] == d || text[next] == '\n') {
+            last_of_record = text[next] == '\n';
+            next++;
+        } else {
+            goto handover;
+        }
+        at = next;
+        int appended = PyList_Append(row, cell);
+        Py_CLEAR(cell);
+        if (appended < 0)
+            goto failed;
+        if (last_of_record) {
+            appended = PyList_Append(out, row);
+            Py_DECREF(row);
+            row = appended < 0 ? NULL : PyList_New(0);
+            if (row == NULL)
+                goto failed;
+        }
+    }
+    if (PyList_GET_SIZE(row) > 0) {  /* the text ends with a delimiter: an empty last cell */
+        if (PyList_Append(row, Py_None) < 0 || PyList_Append(out, row) < 0)
+            goto failed;
+    }
+    Py_DECREF(row);
+    PyMem_Free(scratch);
+    PyBuffer_Release(&data);
+    return out;
+handover:
+    Py_XDECREF(cell);
+    Py_XDECREF(row);
+    Py_XDECREF(out);
+    PyMem_Free(scratch);
+    PyBuffer_Release(&data);
+    Py_RETURN_NONE;
+failed:
+    Py_XDECREF(cell);
+    Py_XDECREF(row);
+    Py_XDECREF(out);
+    PyMem_Free(scratch);
+    PyBuffer_Release(&data);
+    return NULL;
+}
+
+/* number cells ------------------------------------------------------------------------ */
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* small._INT: [+-]?[0-9]+ */
+static int integer_text(const char *t, Py_ssize_t n)
+{
+    Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
+    if (i == n)
+        return 0;
+    for (; i < n; i++)
+        if (!is_digit(t[i]))
+            return 0;
+    return 1;
+}
+
+/* small._int64 on an integer text: 1 with *value when it fits int64, else 0. */
+static int int64_of(const char *t, Py_ssize_t n, int64_t *value)
+{
+    int negative = t[0] == '-';
+    Py_ssize_t i = t[0] == '+' || t[0] == '-';
+    while (i < n && t[i] == '0')
+        i++;
+    if (n - i > 19)
+        return 0;
+    uint64_t magnitude = 0;  /* 19 digits stay below 2**64 */
+    for (; i < n; i++)
+        magnitude = magnitude * 10 + (uint64_t)(t[i] - '0');
+    if (negative) {
+        if (magnitude > (uint64_t)INT64_MAX + 1)
+            return 0;
+        *value = magnitude == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)magnitude;
+    } else {
+        if (magnitude > (uint64_t)INT64_MAX)
+            return 0;
+        *value = (int64_t)magnitude;
+    }
+    return 1;
+}
+
+static int same_word(const char *t, Py_ssize_t n, const char *word)
+{
+    Py_ssize_t size = (Py_ssize_t)strlen(word);
+    if (n != size)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char c = t[i] >= 'A' && t[i] <= 'Z' ? (char)(t[i] - 'A' + 'a') : t[i];
+        if (c != word[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* small._FLOAT: [+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)? or a signed inf,
+   infinity or nan in any case (ASCII). */
+static int float_text(const char *t, Py_ssize_t n)
+{
+    Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
+    if (same_word(t + i, n - i, "inf") || same_word(t + i, n - i, "infinity")
+        || same_word(t + i, n - i, "nan"))
+        return 1;
+    Py_ssize_t digits = 0;
+    while (i < n && is_digit(t[i])) {
+        i++;
+        digits++;
+    }
+    if (digits) {
+        if (i < n && t[i] == '.')
+            i++;
+        while (i < n && is_digit(t[i]))
+            i++;
+    } else {
+        if (!(i + 1 < n && t[i] == '.' && is_digit(t[i + 1])))
+            return 0;
+        i++;
+        while (i < n && is_digit(t[i]))
+            i++;
+    }
+    if (i < n && (t[i] == 'e' || t[i] == 'E')) {
+        Py_ssize_t j = i + 1;
+        if (j < n && (t[j] == '+' || t[j] == '-'))
+            j++;
+        Py_ssize_t exponent_digits = 0;
+        while (j < n && is_digit(t[j])) {
+            j++;
+            exponent_digits++;
+        }
+        if (exponent_digits)
+            i = j;
+    }
+    return i == n;
+}
+
+/* small._LEADING_ZERO.match: [+-]?0[0-9] at the start */
+static int leading_zero(const char *t, Py_ssize_t n)
+{
+    Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
+    return i + 1 < n && t[i] == '0' && is_digit(t[i + 1]);
+}
+
+/* str.strip(): ASCII texts here (the whitespace of Py_UNICODE_ISSPACE below 128), others
+   by the method itself. A new reference. */
+static PyObject *stripped(PyObject *cell)
+{
+    if (!PyUnicode_Check(cell)) {
+        PyErr_SetString(PyExc_TypeError, "a cell must be a str or None");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(cell))
+        return PyObject_CallMethod(cell, "strip", NULL);
+    const char *t = (const char *)PyUnicode_DATA(cell);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(cell), first = 0, last = n;
+#define SPACE(c) (((c) >= 9 && (c) <= 13) || ((c) >= 28 && (c) <= 32))
+    while (first < n && SPACE(t[first]))
+        first++;
+    while (last > first && SPACE(t[last - 1]))
+        last--;
+#undef SPACE
+    if (first == 0 && last == n) {
+        Py_INCREF(cell);
+        return cell;
+    }
+    return PyUnicode_Substring(cell, first, last);
+}
+
+/* A row's cell `column` (a borrowed reference), or NULL with an error. */
+static PyObject *cell_of(PyObject *rows, Py_ssize_t r, Py_ssize_t column)
+{
+    PyObject *row = PyList_GET_ITEM(rows, r);
+    if (!PyList_Check(row) || column < 0 || column >= PyList_GET_SIZE(row)) {
+        PyErr_SetString(PyExc_IndexError, "a row is not a list with that column");
+        return NULL;
+    }
+    return PyList_GET_ITEM(row, column);
+}
+
+enum { KIND_INT64 = 0, KIND_BIG_INTEGER = 1, KIND_FLOAT = 2, KIND_OTHER = 3 };
+
+PyDoc_STRVAR(judge_cells_doc,
+"judge_cells(rows, column, markers, limit) -> (cells, leading_zero, kind)\n\n"
+"small._judge's reading of a column: of its first `limit` rows, the cells that are not\n"
+"None and, stripped, not in `markers`: how many; whether any starts with a leading\n"
+"zero; and kind 0 (all int64), 1 (all integers, some beyond int64), 2 (all floats)\n"
+"or 3 (other).");
+
+static PyObject *judge_cells(PyObject *self, PyObject *args)
+{
+    PyObject *rows, *markers;
+    Py_ssize_t column, limit;
+    if (!PyArg_ParseTuple(args, "O!nO!n", &PyList_Type, &rows, &column, &PySet_Type,
+                          &markers, &limit))
+        return NULL;
+    Py_ssize_t count = 0, total = PyList_GET_SIZE(rows);
+    int zero = 0, all_integer = 1, all_int64 = 1, all_float = 1;
+    if (limit < total)
+        total = limit;
+    for (Py_ssize_t r = 0; r < total; r++) {
+        PyObject *cell = cell_of(rows, r, column);
+        if (cell == NULL)
+            return NULL;
+        if (cell == Py_None)
+            continue;
+        PyObject *text = stripped(cell);
+        if (text == NULL)
+            return NULL;
+        int marker = PySet_Contains(markers, text);
+        Py_ssize_t n;
+        const char *t = marker == 0 ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
+        if (marker < 0 || (marker == 0 && t == NULL)) {
+            Py_DECREF(text);
+            return NULL;
+        }
+        if (marker == 0) {
+            count++;
+            zero = zero || leading_zero(t, n);
+            int integer = integer_text(t, n);
+            int64_t ignored;
+            if (!integer)
+                all_integer = 0;
+            else if (all_int64 && !int64_of(t, n, &ignored))
+                all_int64 = 0;
+            if (!integer && all_float && !float_text(t, n))
+                all_float = 0;  /* an integer's text is a float's too */
+        }
+        Py_DECREF(text);
+    }
+    int kind = all_integer ? (all_int64 ? KIND_INT64 : KIND_BIG_INTEGER)
+                           : (all_float ? KIND_FLOAT : KIND_OTHER);
+    return Py_BuildValue("nOi", count, zero ? Py_True : Py_False, kind);
+}
+
+/* One cell's number (kind 'q': int64 by _INT and _int64; 'd': float64 by _FLOAT and
+   float()), written to out. 1 if it is one, 0 if not, -1 with an error. */
+static int number_of(PyObject *text, char kind, char *out)
+{
+    Py_ssize_t n;
+    const char *t = PyUnicode_AsUTF8AndSize(text, &n);
+    if (t == NULL)
+        return -1;
+    if (kind == 'q') {
+        int64_t value;
+        if (!integer_text(t, n) || !int64_of(t, n, &value))
+            return 0;
+        memcpy(out, &value, sizeof value);
+        return 1;
+    }
+    if (!float_text(t, n))
+        return 0;
+    char *stop;
+    double value = PyOS_string_to_double(t, &stop, NULL);
+    if (value == -1.0 && PyErr_Occurred())
+        return -1;
+    if (stop != t + n) {  /* the grammar above and float()'s disagree: not expected */
+        PyErr_Format(PyExc_ValueError, "parse_cells: float() stops early in %R", text);
+        return -1;
+    }
+    memcpy(out, &value, sizeof value);
+    return 1;
+}
+
+PyDoc_STRVAR(parse_cells_doc,
+"parse_cells(rows, column, kind, markers, values, valid) -> int\n\n"
+"small._parse's reading of a column into `values` (a writable 1-D buffer of kind 'q',\n"
+"int64, or 'd', float64, one item per row). With markers None, every cell as it is\n"
+"(`valid` is not touched); else each stripped, None and the markers missing (0, and\n"
+"False in `valid`). Returns -1 when every cell is read, else the row of the first that\n"
+"is not a number (values are then partly written).");
+
+static PyObject *parse_cells(PyObject *self, PyObject *args)
+{
+    PyObject *rows, *markers, *values_obj, *valid_obj;
+    Py_ssize_t column;
+    int kind;
+    if (!PyArg_ParseTuple(args, "O!nCOOO", &PyList_Type, &rows, &column, &kind, &markers,
+                          &values_obj, &valid_obj))
+        return NULL;
+    if ((kind != 'q' && kind != 'd') || (markers != Py_None && !PySet_Check(markers))) {
+        PyErr_SetString(PyExc_TypeError, "parse_cells: kind 'q' or 'd', markers a set or None");
+        return NULL;
+    }
+    Py_buffer values, valid = {0};
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0)
+        return NULL;
+    Py_ssize_t total = PyList_GET_SIZE(rows), failed_row = -1;
+    const char *format = values.format ? values.format : "B";
+    int fits = values.ndim == 1 && values.itemsize == 8 && values.shape[0] == total
+        && (kind == 'd' ? strcmp(format, "d") == 0
+                        : strcmp(format, "q") == 0 || strcmp(format, "l") == 0);
+    if (fits && markers != Py_None) {
+        if (PyObject_GetBuffer(valid_obj, &valid, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0) {
+            PyBuffer_Release(&values);
+            return NULL;
+        }
+        fits = valid.ndim == 1 && valid.itemsize == 1 && valid.shape[0] == total
+            && valid.format != NULL && strcmp(valid.format, "?") == 0;
+    }
+    if (!fits) {
+        PyErr_SetString(PyExc_TypeError, "parse_cells: values (and valid) must be C-contiguous "
+                                         "1-D buffers of the kind given, one item per row");
+        goto failed;
+    }
+    char *out = values.buf;
+    for (Py_ssize_t r = 0; r < total && failed_row < 0; r++, out += 8) {
+        PyObject *cell = cell_of(rows, r, column);
+        if (cell == NULL)
+            goto failed;
+        if (markers == Py_None) {
+            int read = cell == Py_None ? 0 : number_of(cell, (char)kind, out);
+            if (read < 0)
+                goto failed;
+            if (read == 0)
+                failed_row = r;
+            continue;
+        }
+        PyObject *text = cell == Py_None ? NULL : stripped(cell);
+        if (cell != Py_None && text == NULL)
+            goto failed;
+        int missing = text == NULL ? 1 : PySet_Contains(markers, text);
+        int read = missing == 0 ? number_of(text, (char)kind, out) : 0;
+        Py_XDECREF(text);
+        if (missing < 0 || read < 0)
+            goto failed;
+        if (missing)
+            memset(out, 0, 8);
+        else if (read == 0)
+            failed_row = r;
+        ((char *)valid.buf)[r] = !missing;
+    }
+    PyBuffer_Release(&values);
+    if (valid.obj != NULL)
+        PyBuffer_Release(&valid);
+    return PyLong_FromSsize_t(failed_row);
+failed:
+    PyBuffer_Release(&values);
+    if (valid.obj != NULL)
+        PyBuffer_Release(&valid);
+    return NULL;
+}
+
+/* float texts ------------------------------------------------------------------------- */
+
+/* small._float_text(repr(value), value, 16, -5) of a finite value, into out (room for 48
+   bytes); returns its length. */
+static Py_ssize_t polars_text(double value, char *out)
+{
+    char *shortest = PyOS_double_to_string(value, 'r', 0, 0, NULL);
+    if (shortest == NULL)
+        return -1;
+    const char *s = shortest;
+    Py_ssize_t size = 0;
+    if (*s == '-') {
+        out[size++] = '-';
+        s++;
+    }
+    /* mantissa digits (leading zeros dropped), how many follow the point, the exponent */
+    char digits[32];
+    int count = 0, fraction = 0, after_point = 0;
+    long exponent = 0;
+    for (; *s && *s != 'e'; s++) {
+        if (*s == '.') {
+            after_point = 1;
+            continue;
+        }
+        fraction += after_point;
+        if (count == 0 && *s == '0')
+            continue;
+        if (count < (int)sizeof digits)
+            digits[count++] = *s;
+    }
+    if (*s == 'e')
+        exponent = strtol(s + 1, NULL, 10);
+    PyMem_Free(shortest);
+    if (count == 0) {
+        memcpy(out + size, "0.0", 3);
+        return size + 3;
+    }
+    int trimmed = count;
+    while (trimmed > 0 && digits[trimmed - 1] == '0')
+        trimmed--;
+    long point = count + exponent - fraction;  /* value = 0.<digits> * 10**point */
+    if (point > 0 && point <= 16) {
+        if (trimmed <= point) {
+            memcpy(out + size, digits, (size_t)trimmed);
+            size += trimmed;
+            for (long i = trimmed; i < point; i++)
+                out[size++] = '0';
+            memcpy(out + size, ".0", 2);
+            return size + 2;
+        }
+        memcpy(out + size, digits, (size_t)point);
+        size += point;
+        out[size++] = '.';
+        memcpy(out + size, digits + point, (size_t)(trimmed - point));
+        return size + trimmed - point;
+    }
+    if (point > -5 && point <= 0) {
+        out[size++] = '0';
+        out[size++] = '.';
+        for (long i = 0; i < -point; i++)
+            out[size++] = '0';
+        memcpy(out + size, digits, (size_t)trimmed);
+        return size + trimmed;
+    }
+    out[size++] = digits[0];
+    if (trimmed > 1) {
+        out[size++] = '.';
+        memcpy(out + size, digits + 1, (size_t)(trimmed - 1));
+        size += trimmed - 1;
+    }
+    long power = point - 1;
+    size += sprintf(out + size, "e%c%ld", power >= 0 ? '+' : '-', power >= 0 ? power : -power);
+    return size;
+}
+
+PyDoc_STRVAR(float_texts_doc,
+"float_texts(values, missing, null) -> list[str]\n\n"
+"small._numbers of a float64 column: each value as polars writes it (small._float_text\n"
+"of its repr), `null` where `missing` (a bool buffer, or None) is True.");
+
+static PyObject *float_texts(PyObject *self, PyObject *args)
+{
+    PyObject *values_obj, *missing_obj, *null;
+    if (!PyArg_ParseTuple(args, "OOU", &values_obj, &missing_obj, &null))
+        return NULL;
+    Py_buffer values, missing = {0};
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_FORMAT | PyBUF_ND) < 0)
+        return NULL;
+    int fits = values.ndim == 1 && values.itemsize == 8 && values.format != NULL
+        && strcmp(values.format, "d") == 0;
+    if (fits && missing_obj != Py_None) {
+        if (PyObject_GetBuffer(missing_obj, &missing, PyBUF_FORMAT | PyBUF_ND) < 0) {
+            PyBuffer_Release(&values);
+            return NULL;
+        }
+        fits = missing.ndim == 1 && missing.itemsize == 1 && missing.format != NULL
+            && strcmp(missing.format, "?") == 0 && missing.shape[0] == values.shape[0];
+    }
+    PyObject *out = NULL;
+    if (!fits) {
+        PyErr_SetString(PyExc_TypeError, "float_texts: values must be a C-contiguous 1-D "
+                                         "float64 buffer, missing None or bools as many");
+        goto done;
+    }
+    Py_ssize_t total = values.shape[0];
+    out = PyList_New(total);
+    if (out == NULL)
+        goto done;
+    const double *v = values.buf;
+    for (Py_ssize_t i = 0; i < total; i++) {
+        PyObject *text;
+        if (missing.obj != NULL && ((const char *)missing.buf)[i]) {
+            text = null;
+            Py_INCREF(text);
+        } else if (isnan(v[i])) {
+            text = PyUnicode_FromString("NaN");
+        } else if (isinf(v[i])) {
+            text = PyUnicode_FromString(v[i] > 0 ? "inf" : "-inf");
+        } else {
+            char buffer[64];
+            Py_ssize_t size = polars_text(v[i], buffer);
+            text = size < 0 ? NULL : PyUnicode_FromStringAndSize(buffer, size);
+        }
+        if (text == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, i, text);
+    }
+done:
+    PyBuffer_Release(&values);
+    if (missing.obj != NULL)
+        PyBuffer_Release(&missing);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"records", records, METH_VARARGS, records_doc},
+    {"judge_cells", judge_cells, METH_VARARGS, judge_cells_doc},
+    {"parse_cells", parse_cells, METH_VARARGS, parse_cells_doc},
+    {"float_texts", float_texts, METH_VARARGS, float_texts_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "cumtool._csvtext",
+    .m_doc = "The small path's text loops in C (see the comment at the top of _csvtext.c).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__csvtext(void)
+{
+    return PyModule_Create(&module);
+}
