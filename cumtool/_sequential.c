@@ -128,6 +128,21 @@ static int check_range(const Block *x, Py_ssize_t lo, Py_ssize_t hi)
     return 0;
 }
 
+/* The loops below run row by row, each row across a chunk of lines, with each line's
+   running state in a small array: a C-order block is then read once, in order, and the
+   lines' recurrences (each a chain of dependent operations) overlap in the processor.
+   Each line still sees its operations in its own order: the same bits as line by line. */
+#define CHUNK_LINES 512
+
+/* Per-line state for a chunk: `per_line` doubles a line, taken with the GIL held. */
+static double *chunk_state(int per_line)
+{
+    double *state = PyMem_Malloc(sizeof(double) * CHUNK_LINES * (size_t)per_line);
+    if (state == NULL)
+        PyErr_NoMemory();
+    return state;
+}
+
 /* numpy's npy_logaddexp for float64, operation for operation. */
 static inline double logaddexp(double x, double y)
 {
@@ -162,12 +177,56 @@ static PyObject *logaddexp_accumulate(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t line = lo; line < hi; line++) {
-        double running = ITEM(start, double, line);
+    for (Py_ssize_t first = lo; first < hi; first += CHUNK_LINES) {
+        const Py_ssize_t last = hi - first < CHUNK_LINES ? hi : first + CHUNK_LINES;
         for (Py_ssize_t row = 0; row < acc.rows; row++) {
-            double *cell = &AT(acc, double, row, line);
-            running = logaddexp(running, *cell);
-            *cell = running;
+            for (Py_ssize_t line = first; line < last; line++) {
+                const double before = row ? AT(acc, double, row - 1, line)
+                                          : ITEM(start, double, line);
+                double *cell = &AT(acc, double, row, line);
+                *cell = logaddexp(before, *cell);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    let_go(&held);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(accumulate_rows_doc,
+"accumulate_rows(op, x, start, out)\n--\n\n"
+"The running sum (op 0) or product (op 1) of the 2-D float64 block x down each line,\n"
+"from start, into out (of x's shape; it may be x itself): out[0] = start op x[0], then\n"
+"out[i] = out[i - 1] op x[i]. The same operations as numpy's add or multiply of start\n"
+"and x[:1] followed by accumulate(axis=0), but taken row by row through memory: numpy\n"
+"walks a C-order block once per line, at a stride of a row.");
+
+static PyObject *accumulate_rows(PyObject *self, PyObject *args)
+{
+    int op;
+    PyObject *x_obj, *start_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "iOOO", &op, &x_obj, &start_obj, &out_obj))
+        return NULL;
+    if (op != 0 && op != 1) {
+        PyErr_SetString(PyExc_ValueError, "op must be 0 (sum) or 1 (product)");
+        return NULL;
+    }
+    Block x, start, out;
+    Held held = {0};
+    if (hold(&held, x_obj, &x, 2, 'd', 0, "x") < 0
+        || hold(&held, start_obj, &start, 1, 'd', 0, "start") < 0
+        || hold(&held, out_obj, &out, 2, 'd', 1, "out") < 0
+        || check_lines(&x, &start, "start") < 0 || check_shape(&x, &out, "out") < 0) {
+        let_go(&held);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t row = 0; row < x.rows; row++) {
+        for (Py_ssize_t line = 0; line < x.lines; line++) {
+            const double before = row ? AT(out, double, row - 1, line)
+                                      : ITEM(start, double, line);
+            const double value = AT(x, double, row, line);
+            AT(out, double, row, line) = op == 0 ? before + value : before * value;
         }
     }
     Py_END_ALLOW_THREADS
@@ -230,24 +289,36 @@ static PyObject *welford(PyObject *self, PyObject *args)
         let_go(&held);
         return NULL;
     }
+    double *counts = chunk_state(1);
+    if (counts == NULL) {
+        let_go(&held);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t line = 0; line < r.x.lines; line++) {
-        double m = ITEM(r.value, double, line);
-        double n = (double)ITEM(r.count, int64_t, line);
-        double m2 = ITEM(start_m2, double, line);
+    for (Py_ssize_t first = 0; first < r.x.lines; first += CHUNK_LINES) {
+        const Py_ssize_t last = r.x.lines - first < CHUNK_LINES ? r.x.lines
+                                                                : first + CHUNK_LINES;
+        for (Py_ssize_t line = first; line < last; line++)
+            counts[line - first] = (double)ITEM(r.count, int64_t, line);
         for (Py_ssize_t row = 0; row < r.x.rows; row++) {
-            if (!r.has_present || AT(r.present, char, row, line)) {
-                const double value = AT(r.x, double, row, line);
-                const double d = value - m;
-                n += 1.0;
-                m += d / n;
-                m2 += d * (value - m);
+            for (Py_ssize_t line = first; line < last; line++) {
+                double m = row ? AT(r.out, double, row - 1, line) : ITEM(r.value, double, line);
+                double m2 = row ? AT(out_m2, double, row - 1, line)
+                                : ITEM(start_m2, double, line);
+                if (!r.has_present || AT(r.present, char, row, line)) {
+                    const double value = AT(r.x, double, row, line);
+                    const double d = value - m;
+                    const double n = counts[line - first] += 1.0;
+                    m += d / n;
+                    m2 += d * (value - m);
+                }
+                AT(r.out, double, row, line) = m;
+                AT(out_m2, double, row, line) = m2;
             }
-            AT(r.out, double, row, line) = m;
-            AT(out_m2, double, row, line) = m2;
         }
     }
     Py_END_ALLOW_THREADS
+    PyMem_Free(counts);
     let_go(&held);
     Py_RETURN_NONE;
 }
@@ -280,27 +351,38 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
         let_go(&held);
         return NULL;
     }
-    const int64_t last = (int64_t)old.rows - 1;
+    const int64_t last_weight = (int64_t)old.rows - 1;
+    int64_t *counts = (int64_t *)chunk_state(1);  /* a double's room holds an int64 */
+    if (counts == NULL) {
+        let_go(&held);
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t line = 0; line < r.x.lines; line++) {
-        double y = ITEM(r.value, double, line);
-        int64_t c = ITEM(r.count, int64_t, line);
+    for (Py_ssize_t first = 0; first < r.x.lines; first += CHUNK_LINES) {
+        const Py_ssize_t last = r.x.lines - first < CHUNK_LINES ? r.x.lines
+                                                                : first + CHUNK_LINES;
+        for (Py_ssize_t line = first; line < last; line++)
+            counts[line - first] = ITEM(r.count, int64_t, line);
         for (Py_ssize_t row = 0; row < r.x.rows; row++) {
-            if (!r.has_present || AT(r.present, char, row, line)) {
-                const double value = AT(r.x, double, row, line);
-                if (c == 0) {
-                    y = value;
-                } else if (y != value) {
-                    const int64_t k = c < last ? c : last;
-                    y = (ITEM(old, double, k) * y + new_weight * value)
-                        / ITEM(total, double, k);
+            for (Py_ssize_t line = first; line < last; line++) {
+                double y = row ? AT(r.out, double, row - 1, line) : ITEM(r.value, double, line);
+                if (!r.has_present || AT(r.present, char, row, line)) {
+                    const double value = AT(r.x, double, row, line);
+                    const int64_t c = counts[line - first]++;
+                    if (c == 0) {
+                        y = value;
+                    } else if (y != value) {
+                        const int64_t k = c < last_weight ? c : last_weight;
+                        y = (ITEM(old, double, k) * y + new_weight * value)
+                            / ITEM(total, double, k);
+                    }
                 }
-                c += 1;
+                AT(r.out, double, row, line) = y;
             }
-            AT(r.out, double, row, line) = y;
         }
     }
     Py_END_ALLOW_THREADS
+    PyMem_Free(counts);
     let_go(&held);
     Py_RETURN_NONE;
 }
@@ -334,9 +416,11 @@ static PyObject *neumaier(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t line = 0; line < x.lines; line++) {
-        double sum = ITEM(start_s, double, line), c = ITEM(start_c, double, line);
-        for (Py_ssize_t row = 0; row < x.rows; row++) {
+    for (Py_ssize_t row = 0; row < x.rows; row++) {
+        for (Py_ssize_t line = 0; line < x.lines; line++) {
+            const double sum = row ? AT(out_s, double, row - 1, line)
+                                   : ITEM(start_s, double, line);
+            double c = row ? AT(out_c, double, row - 1, line) : ITEM(start_c, double, line);
             const double term = !has_present || AT(present, char, row, line)
                                 ? AT(x, double, row, line) : 0.0;
             const double t = sum + term;
@@ -344,8 +428,7 @@ static PyObject *neumaier(PyObject *self, PyObject *args)
                 c += fabs(sum) >= fabs(term) ? (sum - t) + term : (term - t) + sum;
             else
                 c = 0.0;  /* and t stays not finite: so does every later sum */
-            sum = t;
-            AT(out_s, double, row, line) = sum;
+            AT(out_s, double, row, line) = t;
             AT(out_c, double, row, line) = c;
         }
     }
@@ -490,6 +573,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
+    {"accumulate_rows", accumulate_rows, METH_VARARGS, accumulate_rows_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
     {"neumaier", neumaier, METH_VARARGS, neumaier_doc},

@@ -367,10 +367,12 @@ def _scan_accumulate(
     ufunc = _UFUNCS[spec.op]
     if carry.pending is not None and carry.pending.any():
         _raise_pending(spec, skip, carry.pending, x.shape)
-    acc = _to_acc(spec, x, skip)
+    by_rows = _native_rows(spec, x, skip, carry.value)
+    acc = by_rows if by_rows is not None else _to_acc(spec, x, skip)
     exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
     terms = acc.copy() if exact_check and not _sum_cannot_overflow(spec, acc, carry) else None
-    if spec.op != "logcumsumexp" or not _native_logaddexp(acc, carry.value):
+    if by_rows is None and (spec.op != "logcumsumexp"
+                            or not _native_logaddexp(acc, carry.value)):
         with np.errstate(over="ignore", invalid="ignore"):
             ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
             ufunc.accumulate(acc, axis=0, out=acc)
@@ -389,6 +391,19 @@ def _scan_accumulate(
     carry.value = acc[-1].copy()
     with np.errstate(over="ignore"):
         return acc.astype(spec.out_dtype, copy=False)
+
+
+def _native_rows(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
+                 start: np.ndarray) -> np.ndarray | None:
+    """A float64 cumsum or cumprod of a block of several lines in C, row by row, where
+    it is built (numpy's accumulate down axis 0 walks a C-order block once per line);
+    None where it does not apply."""
+    if (spec.op not in ("cumsum", "cumprod") or skip is not None or x.ndim < 2
+            or x.dtype != np.float64 or spec.acc_dtype != np.float64):
+        return None
+    from cumtool import native
+
+    return native.accumulate_rows(spec.op == "cumprod", x, start)
 
 
 def _native_logaddexp(acc: np.ndarray, start: np.ndarray) -> bool:

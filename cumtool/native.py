@@ -33,6 +33,22 @@ def _cores() -> int:
 CORES = _cores()
 
 
+def accumulate_rows(product: bool, x: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+    """A new float64 array: start + x[0], then the running sum (or product) down axis 0,
+    computed row by row. None, having done nothing, when the C loop is not there or a
+    block of one line would gain nothing (numpy's accumulate is then contiguous too)."""
+    if SEQUENTIAL is None or x.dtype != np.float64 or x.ndim < 2 \
+            or not x.flags.c_contiguous:  # (so that the reshape below is a view)
+        return None
+    block = x.reshape(x.shape[0], -1)
+    if block.shape[1] < 2:
+        return None
+    out = np.empty(block.shape)
+    first = np.ascontiguousarray(start, dtype=np.float64).reshape(-1)
+    SEQUENTIAL.accumulate_rows(int(product), block, first, out)
+    return out.reshape(x.shape)
+
+
 def logaddexp_accumulate(acc: np.ndarray, start: np.ndarray) -> bool:
     """In place: acc[0] = logaddexp(start, acc[0]), then logaddexp.accumulate down axis 0,
     on a float64 block, with the lines split over the cores (the C loop releases the GIL).

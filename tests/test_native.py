@@ -1,6 +1,7 @@
 """The C loops of cumtool/_sequential.c against the numpy and Python-float paths they
-replace where the module is built: the same bits on random blocks, carried across any split
-into batches, with missing cells, NaN, infinities and wide (many-line) blocks."""
+replace where the module is built (for cumsum and cumprod, numpy's accumulate down axis
+0): the same bits on random blocks, carried across any split into batches, with missing
+cells, NaN, infinities and wide (many-line) blocks."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from cumtool.errors import ScanOverflowError
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
                              reason="cumtool._sequential is not built (no C compiler)")
 
-OPTIONS = {"logcumsumexp": {}, "cumvar": {}, "cumstd": {"ddof": 0},
+OPTIONS = {"cumsum": {}, "cumprod": {}, "logcumsumexp": {}, "cumvar": {}, "cumstd": {"ddof": 0},
            "ewma": {"com": 1 / 0.35 - 1}, "ewma-unadjusted": {"com": 3.0, "adjust": False},
            "ewma-slow": {"com": 2000.0}, "cumsum-compensated": {"compensated": True},
            "cummean-compensated": {"compensated": True}}
@@ -126,6 +127,32 @@ def test_bad_arguments_are_type_errors_not_crashes():
         out = np.zeros((4, 2))
         out.flags.writeable = False
         native.SEQUENTIAL.welford(block, None, *starts, out, np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="op must be"):
+        native.SEQUENTIAL.accumulate_rows(2, block, np.zeros(2), np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="out"):
+        native.SEQUENTIAL.accumulate_rows(0, block, np.zeros(2), np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="one per line"):
+        native.SEQUENTIAL.accumulate_rows(0, block, np.zeros(3), np.zeros((4, 2)))
+    with pytest.raises(TypeError, match="x"):
+        native.SEQUENTIAL.accumulate_rows(0, block.astype(np.int64), np.zeros(2),
+                                          np.zeros((4, 2)))
+
+
+@needs_c
+def test_sums_by_rows_are_numpys_accumulate_in_place_too():
+    """out may be x itself; a strided (transposed) block is read as it lies."""
+    assert native.SEQUENTIAL is not None
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((50, 7)) * 1e3
+    start = rng.standard_normal(7)
+    expected = np.add.accumulate(np.concatenate([start[None] + x[:1], x[1:]]), axis=0)
+    in_place = x.copy()
+    native.SEQUENTIAL.accumulate_rows(0, in_place, start, in_place)
+    assert in_place.tobytes() == expected.tobytes()
+    strided = np.asfortranarray(x)
+    out = np.empty((50, 7))
+    native.SEQUENTIAL.accumulate_rows(0, strided, start, out)
+    assert out.tobytes() == expected.tobytes()
 
 
 def grouped_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None, ids: np.ndarray,
