@@ -49,7 +49,7 @@ static PyObject *records(PyObject *self, PyObject *args)
     int delimiter;
     if (!PyArg_ParseTuple(args, "y*C", &data, &delimiter))
         return NULL;
-    if (delimiter <= 0 || delimiter > 127 || delimiter == '"' || delimiter == '\r'
+    if (delimiter < 0 || delimiter > 127 || delimiter == '"' || delimiter == '\r'
         || delimiter == '\n') {
         PyBuffer_Release(&data);
         PyErr_SetString(PyExc_ValueError, "records: the delimiter must be one ASCII "
@@ -244,23 +244,35 @@ static int float_text(const char *t, Py_ssize_t n)
     return i == n;
 }
 
-/* small._LEADING_ZERO.match: [+-]?0[0-9] at the start */
-static int leading_zero(const char *t, Py_ssize_t n)
+/* small._LEADING_ZERO.match: [+-]?0[0-9] at the start of a str of any characters */
+static int leading_zero(PyObject *text)
 {
-    Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
-    return i + 1 < n && t[i] == '0' && is_digit(t[i + 1]);
+    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    const int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 c = n > 0 ? PyUnicode_READ(kind, data, 0) : 0;
+    Py_ssize_t i = c == '+' || c == '-';
+    return i + 1 < n && PyUnicode_READ(kind, data, i) == '0'
+        && PyUnicode_READ(kind, data, i + 1) >= '0' && PyUnicode_READ(kind, data, i + 1) <= '9';
 }
 
-/* str.strip(): ASCII texts here (the whitespace of Py_UNICODE_ISSPACE below 128), others
-   by the method itself. A new reference. */
+/* str.strip(): an exact ASCII str here (the whitespace of Py_UNICODE_ISSPACE below 128),
+   anything else by its method. A new reference to a str, or NULL with an error. */
 static PyObject *stripped(PyObject *cell)
 {
     if (!PyUnicode_Check(cell)) {
         PyErr_SetString(PyExc_TypeError, "a cell must be a str or None");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(cell))
-        return PyObject_CallMethod(cell, "strip", NULL);
+    if (!PyUnicode_CheckExact(cell) || !PyUnicode_IS_ASCII(cell)) {
+        PyObject *text = PyObject_CallMethod(cell, "strip", NULL);
+        if (text != NULL && !PyUnicode_Check(text)) {
+            Py_DECREF(text);
+            PyErr_SetString(PyExc_TypeError, "a cell's strip() must return a str");
+            return NULL;
+        }
+        return text;
+    }
     const char *t = (const char *)PyUnicode_DATA(cell);
     Py_ssize_t n = PyUnicode_GET_LENGTH(cell), first = 0, last = n;
 #define SPACE(c) (((c) >= 9 && (c) <= 13) || ((c) >= 28 && (c) <= 32))
@@ -276,15 +288,29 @@ static PyObject *stripped(PyObject *cell)
     return PyUnicode_Substring(cell, first, last);
 }
 
-/* A row's cell `column` (a borrowed reference), or NULL with an error. */
-static PyObject *cell_of(PyObject *rows, Py_ssize_t r, Py_ssize_t column)
+/* A new list of the cells `column` of the first `limit` rows (lists), or NULL with an
+   error. The loops below go through this copy: Python code they call (a marker's __eq__,
+   a str subclass's strip) cannot change it under them. */
+static PyObject *cells_of(PyObject *rows, Py_ssize_t column, Py_ssize_t limit)
 {
-    PyObject *row = PyList_GET_ITEM(rows, r);
-    if (!PyList_Check(row) || column < 0 || column >= PyList_GET_SIZE(row)) {
-        PyErr_SetString(PyExc_IndexError, "a row is not a list with that column");
+    Py_ssize_t total = PyList_GET_SIZE(rows);
+    if (limit < total)
+        total = limit < 0 ? 0 : limit;
+    PyObject *cells = PyList_New(total);
+    if (cells == NULL)
         return NULL;
+    for (Py_ssize_t r = 0; r < total; r++) {
+        PyObject *row = PyList_GET_ITEM(rows, r);
+        if (!PyList_Check(row) || column < 0 || column >= PyList_GET_SIZE(row)) {
+            PyErr_SetString(PyExc_IndexError, "a row is not a list with that column");
+            Py_DECREF(cells);
+            return NULL;
+        }
+        PyObject *cell = PyList_GET_ITEM(row, column);
+        Py_INCREF(cell);
+        PyList_SET_ITEM(cells, r, cell);
     }
-    return PyList_GET_ITEM(row, column);
+    return cells;
 }
 
 enum { KIND_INT64 = 0, KIND_BIG_INTEGER = 1, KIND_FLOAT = 2, KIND_OTHER = 3 };
@@ -303,40 +329,43 @@ static PyObject *judge_cells(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!nO!n", &PyList_Type, &rows, &column, &PySet_Type,
                           &markers, &limit))
         return NULL;
-    Py_ssize_t count = 0, total = PyList_GET_SIZE(rows);
+    PyObject *cells = cells_of(rows, column, limit);
+    if (cells == NULL)
+        return NULL;
+    Py_ssize_t count = 0;
     int zero = 0, all_integer = 1, all_int64 = 1, all_float = 1;
-    if (limit < total)
-        total = limit;
-    for (Py_ssize_t r = 0; r < total; r++) {
-        PyObject *cell = cell_of(rows, r, column);
-        if (cell == NULL)
-            return NULL;
+    for (Py_ssize_t r = 0; r < PyList_GET_SIZE(cells); r++) {
+        PyObject *cell = PyList_GET_ITEM(cells, r);
         if (cell == Py_None)
             continue;
         PyObject *text = stripped(cell);
-        if (text == NULL)
-            return NULL;
-        int marker = PySet_Contains(markers, text);
-        Py_ssize_t n;
-        const char *t = marker == 0 ? PyUnicode_AsUTF8AndSize(text, &n) : NULL;
-        if (marker < 0 || (marker == 0 && t == NULL)) {
-            Py_DECREF(text);
+        int marker = text == NULL ? -1 : PySet_Contains(markers, text);
+        if (marker < 0) {
+            Py_XDECREF(text);
+            Py_DECREF(cells);
             return NULL;
         }
         if (marker == 0) {
             count++;
-            zero = zero || leading_zero(t, n);
-            int integer = integer_text(t, n);
-            int64_t ignored;
-            if (!integer)
-                all_integer = 0;
-            else if (all_int64 && !int64_of(t, n, &ignored))
-                all_int64 = 0;
-            if (!integer && all_float && !float_text(t, n))
-                all_float = 0;  /* an integer's text is a float's too */
+            zero = zero || leading_zero(text);
+            if (!PyUnicode_IS_ASCII(text)) {  /* the number grammar is ASCII */
+                all_integer = all_float = 0;
+            } else {
+                const char *t = (const char *)PyUnicode_DATA(text);
+                const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+                int integer = integer_text(t, n);
+                int64_t ignored;
+                if (!integer)
+                    all_integer = 0;
+                else if (all_int64 && !int64_of(t, n, &ignored))
+                    all_int64 = 0;
+                if (!integer && all_float && !float_text(t, n))
+                    all_float = 0;  /* an integer's text is a float's too */
+            }
         }
         Py_DECREF(text);
     }
+    Py_DECREF(cells);
     int kind = all_integer ? (all_int64 ? KIND_INT64 : KIND_BIG_INTEGER)
                            : (all_float ? KIND_FLOAT : KIND_OTHER);
     return Py_BuildValue("nOi", count, zero ? Py_True : Py_False, kind);
@@ -346,8 +375,14 @@ static PyObject *judge_cells(PyObject *self, PyObject *args)
    float()), written to out. 1 if it is one, 0 if not, -1 with an error. */
 static int number_of(PyObject *text, char kind, char *out)
 {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "a cell must be a str or None");
+        return -1;
+    }
+    if (!PyUnicode_IS_ASCII(text))
+        return 0;  /* the number grammar is ASCII */
     Py_ssize_t n;
-    const char *t = PyUnicode_AsUTF8AndSize(text, &n);
+    const char *t = PyUnicode_AsUTF8AndSize(text, &n);  /* an ASCII str's own data */
     if (t == NULL)
         return -1;
     if (kind == 'q') {
@@ -391,10 +426,15 @@ static PyObject *parse_cells(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "parse_cells: kind 'q' or 'd', markers a set or None");
         return NULL;
     }
-    Py_buffer values, valid = {0};
-    if (PyObject_GetBuffer(values_obj, &values, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0)
+    PyObject *cells = cells_of(rows, column, PY_SSIZE_T_MAX);
+    if (cells == NULL)
         return NULL;
-    Py_ssize_t total = PyList_GET_SIZE(rows), failed_row = -1;
+    Py_buffer values, valid = {0};
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0) {
+        Py_DECREF(cells);
+        return NULL;
+    }
+    Py_ssize_t total = PyList_GET_SIZE(cells), failed_row = -1;
     const char *format = values.format ? values.format : "B";
     int fits = values.ndim == 1 && values.itemsize == 8 && values.shape[0] == total
         && (kind == 'd' ? strcmp(format, "d") == 0
@@ -402,6 +442,7 @@ static PyObject *parse_cells(PyObject *self, PyObject *args)
     if (fits && markers != Py_None) {
         if (PyObject_GetBuffer(valid_obj, &valid, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0) {
             PyBuffer_Release(&values);
+            Py_DECREF(cells);
             return NULL;
         }
         fits = valid.ndim == 1 && valid.itemsize == 1 && valid.shape[0] == total
@@ -414,9 +455,7 @@ static PyObject *parse_cells(PyObject *self, PyObject *args)
     }
     char *out = values.buf;
     for (Py_ssize_t r = 0; r < total && failed_row < 0; r++, out += 8) {
-        PyObject *cell = cell_of(rows, r, column);
-        if (cell == NULL)
-            goto failed;
+        PyObject *cell = PyList_GET_ITEM(cells, r);
         if (markers == Py_None) {
             int read = cell == Py_None ? 0 : number_of(cell, (char)kind, out);
             if (read < 0)
@@ -442,11 +481,13 @@ static PyObject *parse_cells(PyObject *self, PyObject *args)
     PyBuffer_Release(&values);
     if (valid.obj != NULL)
         PyBuffer_Release(&valid);
+    Py_DECREF(cells);
     return PyLong_FromSsize_t(failed_row);
 failed:
     PyBuffer_Release(&values);
     if (valid.obj != NULL)
         PyBuffer_Release(&valid);
+    Py_DECREF(cells);
     return NULL;
 }
 

@@ -394,6 +394,41 @@ def test_text_loops_refuse_what_they_cannot_read():
 
 
 @needs_c
+def test_text_loops_match_python_on_odd_strings():
+    """Found in review: rows changed by a marker's __eq__ mid-loop (a crash), str
+    subclasses (their own strip), lone surrogates (an encoding error), a NUL delimiter."""
+    text = small.TEXT
+    assert text is not None
+    rows = [["1"], ["2"], ["3"], ["4"]]
+
+    class Clearing:
+        def __hash__(self) -> int:
+            return hash("1")
+
+        def __eq__(self, other: object) -> bool:
+            rows.clear()
+            return False
+
+    assert text.judge_cells(rows, 0, {Clearing()}, 99) == (4, False, 0)
+    rows[:] = [["1"], ["2"]]
+    valid = np.empty(2, bool)
+    assert text.parse_cells(rows, 0, "q", {Clearing()}, np.empty(2, np.int64), valid) == -1
+
+    class Five(str):
+        def strip(self, chars: str | None = None) -> str:
+            return "5"
+
+    for cells in ([[Five("abc")]], [["\ud800"]], [["01\ud800"]], [[" \u00a012 "]]):
+        assert text.judge_cells(cells, 0, {""}, 9) == small._judge_cells(cells, 0, {""})
+    values = np.empty(1)
+    assert text.parse_cells([["\ud800"]], 0, "d", None, values, None) == 0
+    with pytest.raises(TypeError):
+        text.parse_cells([[5]], 0, "d", None, values, None)
+    data = b"a\nb\n"
+    assert small._cut(data, data.decode(), "\0") == [["a"], ["b"]]
+
+
+@needs_c
 @settings(max_examples=int(os.environ.get("CUMTOOL_SMALL_EXAMPLES", "400")) // 8,
           deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                 HealthCheck.data_too_large])
