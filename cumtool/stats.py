@@ -113,9 +113,21 @@ def _records(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     return np.zeros(shape, dtype=dtype)
 
 
+class _Fields(States):
+    """A block's states by field; a field no step has set is zeros, made when first read
+    (most kernels set every field: zeroing them all first cost a pass over each)."""
+
+    def __init__(self, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self._dtype, self._shape = dtype, shape
+
+    def __missing__(self, name: str) -> np.ndarray:
+        value = self[name] = np.zeros(self._shape, dtype=self._dtype[name])
+        return value
+
+
 def _blank(dtype: np.dtype, shape: tuple[int, ...]) -> States:
-    assert dtype.names is not None
-    return {name: np.zeros(shape, dtype=dtype[name]) for name in dtype.names}
+    return _Fields(dtype, shape)
 
 
 def _as_float64(x: np.ndarray) -> np.ndarray:
@@ -155,6 +167,12 @@ def _running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
         native.SEQUENTIAL.neumaier(block, mask, _field(flat, "s"), _field(flat, "c"), sums, c)
         states["s"], states["c"] = sums.reshape(x.shape), c.reshape(x.shape)
         return
+    if not spec.compensated and x.dtype == np.float64:  # in C, row by row, where built
+        sums = native.accumulate_rows(False, x if present is None else
+                                      np.where(present, x, 0.0), start["s"])
+        if sums is not None:
+            states["s"] = sums
+            return
     terms = x.copy() if present is None else np.where(present, x, x.dtype.type(0))
     with np.errstate(over="ignore", invalid="ignore"):
         sums = terms.copy()
@@ -518,6 +536,10 @@ class Diff(StatKernel):
 
         states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
+        if present is None and x.dtype == spec.acc_dtype and spec.acc_dtype.kind == "f":
+            states["last"] = x  # read, never written: no copy
+            states["out"] = _float_diff(x, start)
+            return states
         # Cells under missing ones are unspecified: zeros, which cannot fail the cast.
         values = _to_acc(spec, x if present is None else np.where(present, x, 0), None)
         # The last present value up to each row (the carried one before the first).
@@ -558,6 +580,16 @@ class Diff(StatKernel):
     def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         with np.errstate(over="ignore"):
             return states["out"].astype(spec.out_dtype)
+
+
+def _float_diff(x: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Diff.states' out for floats with no cell missing, in one pass: each value less the
+    one before, the first less the carried last value (x itself where none was carried)."""
+    out = np.empty(x.shape, dtype=x.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.subtract(x[1:], x[:-1], out=out[1:])
+        out[:1] = np.where(start["n"] > 0, x[:1] - start["last"][np.newaxis], x[:1])
+    return out
 
 
 KERNELS: dict[str, StatKernel] = {kernel.name: kernel for kernel in (
@@ -619,18 +651,28 @@ def scan_block(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None,
         return ScanResult(np.empty(x.shape, spec.out_dtype), None, skip)
     present = None if skip is None else ~skip
     start = carry.value
-    count = (np.ones(x.shape, np.int64) if present is None else present.astype(np.int64))
-    count[:1] += start["n"][np.newaxis]
-    np.add.accumulate(count, axis=0, out=count)
+    if present is None:  # the carried count plus the row's number
+        steps = np.arange(1, rows + 1, dtype=np.int64).reshape((rows,) + (1,) * (x.ndim - 1))
+        counts = start["n"]
+        if (counts == counts.flat[0]).all():  # one column for every line (read-only)
+            count = np.broadcast_to(steps + counts.flat[0], x.shape)
+        else:
+            count = steps + counts
+    else:
+        count = present.astype(np.int64)
+        count[:1] += start["n"][np.newaxis]
+        np.add.accumulate(count, axis=0, out=count)
     states = kernel.states(spec, x, present, start, count)
-    last = np.empty(start.shape, dtype=start.dtype)
+    last = np.zeros(start.shape, dtype=start.dtype)  # a field never set stays 0
     for name, values in states.items():
         last[name] = values[-1]
     carry.value = last
     missing = None
     if spec.exclusive:  # the state before each element: the carried one first
-        states = {name: np.concatenate([start[name][np.newaxis], values[:-1]])
-                  for name, values in states.items()}
+        before = _blank(kernel.state_dtype(spec), x.shape)
+        before.update((name, np.concatenate([start[name][np.newaxis], values[:-1]]))
+                      for name, values in states.items())
+        states = before
         if kernel.missing_before_first:
             nothing = states["n"] == 0
             missing = nothing if nothing.any() else None
