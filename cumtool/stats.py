@@ -130,6 +130,16 @@ def _blank(dtype: np.dtype, shape: tuple[int, ...]) -> States:
     return _Fields(dtype, shape)
 
 
+def _by_count(count: np.ndarray, function: Callable[[np.ndarray], np.ndarray]
+              ) -> np.ndarray:
+    """function(count), computed once a row where every line has the same running count
+    (scan_block then makes it one column, broadcast), else cell by cell."""
+    if count.ndim > 1 and not any(count.strides[1:]):
+        column = count[(slice(None),) + (slice(0, 1),) * (count.ndim - 1)]
+        return np.broadcast_to(function(column), count.shape)
+    return function(count)
+
+
 def _as_float64(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float64, copy=False)
 
@@ -168,10 +178,10 @@ def _running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
         states["s"], states["c"] = sums.reshape(x.shape), c.reshape(x.shape)
         return
     if not spec.compensated and x.dtype == np.float64:  # in C, row by row, where built
-        sums = native.accumulate_rows(False, x if present is None else
-                                      np.where(present, x, 0.0), start["s"])
-        if sums is not None:
-            states["s"] = sums
+        by_rows = native.accumulate_rows(False, x if present is None else
+                                         np.where(present, x, 0.0), start["s"])
+        if by_rows is not None:
+            states["s"] = by_rows
             return
     terms = x.copy() if present is None else np.where(present, x, x.dtype.type(0))
     with np.errstate(over="ignore", invalid="ignore"):
@@ -238,7 +248,7 @@ class CompensatedSum(StatKernel):
         else:
             total = _compensated_total(states)
         with np.errstate(over="ignore"):
-            return total.astype(spec.out_dtype)
+            return total.astype(spec.out_dtype, copy=False)  # total is new: no copy
 
 
 class CumMean(StatKernel):
@@ -391,8 +401,8 @@ class CumVar(StatKernel):
     def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         n = states["n"]
         with np.errstate(divide="ignore", invalid="ignore"):
-            var = states["m2"] / (n - spec.ddof)
-        var[n <= spec.ddof] = np.nan
+            var = states["m2"] / _by_count(n, lambda c: c - spec.ddof)
+        var[_by_count(n, lambda c: c <= spec.ddof)] = np.nan
         return var
 
 
@@ -509,7 +519,8 @@ class Ewma(StatKernel):
             else:
                 states["y"] = _sequential(x, present, start, count, "y", line_loop,
                                           rows_step)
-        states["w"] = np.where(count > 0, after[np.minimum(count, after.shape[0]) - 1], 0.0)
+        states["w"] = _by_count(count, lambda c: np.where(
+            c > 0, after[np.minimum(c, after.shape[0]) - 1], 0.0))
         return states
 
     def output(self, spec: ScanSpec, states: States) -> np.ndarray:
