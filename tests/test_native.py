@@ -104,6 +104,24 @@ def test_a_long_line_across_threads_and_batches(op):
 
 
 @needs_c
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(allow_nan=True, allow_infinity=True),
+       gap=st.one_of(st.floats(35, 45), st.sampled_from([40.0, np.nextafter(40.0, 41)])),
+       side=st.booleans())
+def test_logaddexp_shortcut_is_numpys_bits(x, gap, side):
+    """A gap just over 40 returns the larger value without exp and log1p: the same bits
+    as numpy's logaddexp, on either side and around |x| = 1."""
+    assert native.SEQUENTIAL is not None
+    with np.errstate(all="ignore"):
+        other = x - gap
+        start, block = (x, other) if side else (other, x)
+        expected = np.logaddexp(np.float64(start), np.float64(block))
+        acc = np.array([[block]], dtype=np.float64)
+        native.SEQUENTIAL.logaddexp_accumulate(acc, np.array([start]), 0, 1)
+    assert same_bits(acc.reshape(-1), np.array([expected]))
+
+
+@needs_c
 def test_bad_arguments_are_type_errors_not_crashes():
     assert native.SEQUENTIAL is not None
     block = np.zeros((4, 2))
