@@ -139,7 +139,7 @@ def _quick_cases(plain: Sequence[str] = OPS) -> list[object]:
             for op in OPS for option in OPTIONS]
 
 
-@pytest.mark.parametrize(("op", "options"), _quick_cases())
+@pytest.mark.parametrize(("op", "options"), _quick_cases(("cumsum",)))
 def test_parquet_row_groups_give_the_local_bytes(invoke, scheduler, tiny_partitions,
                                                  parquet_file, op, options):
     out = _same(invoke, [op, str(parquet_file), "--to", "csv", *options, *_fitting(op, options)],
@@ -154,14 +154,15 @@ def small_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "PARTITION_BYTES", 700)
 
 
-@pytest.mark.parametrize(("op", "options"), _quick_cases(("cumsum", "logcumsumexp")))
+@pytest.mark.parametrize(("op", "options"), _quick_cases(("cumsum",)))
 def test_csv_byte_ranges_give_the_local_bytes(invoke, scheduler, small_partitions, csv_file,
                                               op, options):
     out = _same(invoke, [op, str(csv_file), *options, *_fitting(op, options)], scheduler)
     assert out.count(b"\n") == 301
 
 
-@pytest.mark.parametrize("op", ["cumsum", "cummax,logcumsumexp"])
+@pytest.mark.parametrize("op", [pytest.param("cumsum", marks=pytest.mark.slow),
+                                "cummax,logcumsumexp"])
 def test_byte_ranges_shorter_than_a_row(invoke, scheduler, tiny_partitions, tmp_path, op):
     """64-byte partitions: most hold no start of a row, and so no row of their own."""
     path = tmp_path / "data.csv"
@@ -170,7 +171,9 @@ def test_byte_ranges_shorter_than_a_row(invoke, scheduler, tiny_partitions, tmp_
     assert out.count(b"\n") == 41
 
 
-@pytest.mark.parametrize("op", ["cummax", "cummin", "cumsum,cummax", "cummin,logcumsumexp"])
+@pytest.mark.parametrize("op", [pytest.param("cummax", marks=pytest.mark.slow),
+                                pytest.param("cummin", marks=pytest.mark.slow),
+                                "cumsum,cummax", "cummin,logcumsumexp"])
 @pytest.mark.parametrize("options", [
     pytest.param([], id="plain"),
     pytest.param(["--exclusive"], id="exclusive", marks=pytest.mark.slow),
@@ -323,7 +326,8 @@ def _request(op: str, scheduler: str, **options) -> Request:
                    **options)
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", [op if op == "cumsum" else pytest.param(op, marks=pytest.mark.slow)
+                                for op in OPS])
 def test_a_list_of_files_is_one_stream(scheduler, tiny_partitions, tmp_path, op, capfdbinary):
     names = _files(tmp_path)
     whole = tmp_path / "whole.csv"
