@@ -34,9 +34,10 @@ def run(bench: Bench) -> None:
             f"{bench.rows_label()} x 8, against cumsum", commands, "cumtool cumsum",
             ratio_header="this ÷ cumsum", invert=True)
         scenario.notes.append(
-            "cumvar, cumstd and ewma have no exact vectorised form (each value depends on "
-            "the rounded one before): their mean runs as a Python loop over floats, one "
-            "column at a time; everything else is numpy.")
+            "cumvar, cumstd, ewma and --compensated have no exact vectorised form (each "
+            "value depends on the rounded one before): they run as C loops row by row "
+            "(cumtool/_sequential.c; a Python loop over floats where it is not built); "
+            "everything else is numpy.")
         if fmt == "csv":
             scenario.notes.append(
                 "On CSV, printing dominates: cumcount and diff print short numbers, the "
