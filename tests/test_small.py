@@ -162,6 +162,28 @@ def test_stdin_larger_than_small_streams_all_of_it(tmp_path):
     assert fast[1].endswith(b"\n" + last)
 
 
+def _past_inference(late: bytes) -> bytes:
+    """More rows than INFER_ROWS (the columns are judged from the first ones), with one
+    later row `late`: files this size take the small path since its limit is 1 MiB."""
+    rows = b"".join(b"%d,%d.5,x%d\n" % (i, i % 97, i) for i in range(small.INFER_ROWS + 500))
+    return b"a,b,t\n" + rows + late + b"7,8.5,y\n"
+
+
+@pytest.mark.parametrize(("late", "taken"), [
+    pytest.param(b"1,2.5,z\n", True, id="plain"),
+    pytest.param(b"NA,,z\n", True, id="missing"),
+    pytest.param(b"1.5,2,z\n", False, id="float-in-int-column"),
+    pytest.param(b"1,oops,z\n", False, id="text-in-float-column"),
+    pytest.param(b"99999999999999999999,2,z\n", False, id="beyond-int64"),
+])
+def test_rows_past_inference_agree(tmp_path, late, taken):
+    data = _past_inference(late)
+    assert len(data) <= small.SMALL_BYTES
+    fast, streamed, was_taken = run_both(tmp_path, data, ["cumsum"])
+    assert was_taken == taken
+    assert fast == streamed
+
+
 # Random files ------------------------------------------------------------------------
 
 _NUMBERS = st.one_of(
