@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+import click
 import pytest
 from conftest import REPO
 
@@ -48,7 +49,10 @@ def test_options_reference_has_every_command_and_option() -> None:
     from cumtool.cli import main
 
     text = (DOCS / "options.md").read_text(encoding="utf-8")
-    for name, command in main.commands.items():
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        assert command is not None
         assert f"$ cumtool {name} --help" in text, name
         for param in command.params:
             for opt in param.opts:

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import Result
 from conftest import REPO, SAMPLE_DATA
@@ -220,7 +221,9 @@ def test_readme_has_worked_examples_for_every_op_and_axis() -> None:
 @pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
 def test_readme_documents_every_option(op: str) -> None:
     """Each option is in the Usage table, or (the table options) in its own section."""
-    for param in main.commands[op].params:
+    command = main.get_command(click.Context(main), op)
+    assert command is not None
+    for param in command.params:
         for name in param.opts:
             if name.startswith("--"):
                 assert re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", TEXT), (
