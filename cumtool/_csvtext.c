@@ -63,7 +63,7 @@ static PyObject *records(PyObject *self, PyObject *args)
     Py_ssize_t scratch_size = 0;
     PyObject *out = PyList_New(0);
     PyObject *row = PyList_New(0);
-    PyObject *cell = NULL;
+    PyObject *cell = NULL, *result = NULL;
     if (out == NULL || row == NULL)
         goto failed;
     Py_ssize_t at = 0;
@@ -135,20 +135,16 @@ static PyObject *records(PyObject *self, PyObject *args)
     PyMem_Free(scratch);
     PyBuffer_Release(&data);
     return out;
-handover:
-    Py_XDECREF(cell);
-    Py_XDECREF(row);
-    Py_XDECREF(out);
-    PyMem_Free(scratch);
-    PyBuffer_Release(&data);
-    Py_RETURN_NONE;
+handover:  /* None: the caller hands the run over */
+    Py_INCREF(Py_None);
+    result = Py_None;
 failed:
     Py_XDECREF(cell);
     Py_XDECREF(row);
     Py_XDECREF(out);
     PyMem_Free(scratch);
     PyBuffer_Release(&data);
-    return NULL;
+    return result;
 }
 
 /* number cells ------------------------------------------------------------------------ */

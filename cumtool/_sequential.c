@@ -128,19 +128,21 @@ static int check_range(const Block *x, Py_ssize_t lo, Py_ssize_t hi)
     return 0;
 }
 
-/* The loops below run row by row, each row across a chunk of lines, with each line's
-   running state in a small array: a C-order block is then read once, in order, and the
-   lines' recurrences (each a chain of dependent operations) overlap in the processor.
-   Each line still sees its operations in its own order: the same bits as line by line. */
+/* The loops below run row by row across the lines, each line's running value read back
+   from the row before it (a count, where kept, from a small array for a chunk of lines):
+   a C-order block is then read once, in order, and the lines' recurrences (each a chain
+   of dependent operations) overlap in the processor. Each line still sees its operations
+   in its own order: the same bits as line by line. */
 #define CHUNK_LINES 512
 
-/* Per-line state for a chunk: `per_line` doubles a line, taken with the GIL held. */
-static double *chunk_state(int per_line)
+/* A count for each line of a chunk (8 bytes each: a double or an int64), taken with the
+   GIL held. */
+static void *chunk_counts(void)
 {
-    double *state = PyMem_Malloc(sizeof(double) * CHUNK_LINES * (size_t)per_line);
-    if (state == NULL)
+    void *counts = PyMem_Malloc(8 * CHUNK_LINES);
+    if (counts == NULL)
         PyErr_NoMemory();
-    return state;
+    return counts;
 }
 
 /* numpy's npy_logaddexp for float64, operation for operation; with one shortcut that
@@ -188,15 +190,12 @@ static PyObject *logaddexp_accumulate(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t first = lo; first < hi; first += CHUNK_LINES) {
-        const Py_ssize_t last = hi - first < CHUNK_LINES ? hi : first + CHUNK_LINES;
-        for (Py_ssize_t row = 0; row < acc.rows; row++) {
-            for (Py_ssize_t line = first; line < last; line++) {
-                const double before = row ? AT(acc, double, row - 1, line)
-                                          : ITEM(start, double, line);
-                double *cell = &AT(acc, double, row, line);
-                *cell = logaddexp(before, *cell);
-            }
+    for (Py_ssize_t row = 0; row < acc.rows; row++) {
+        for (Py_ssize_t line = lo; line < hi; line++) {
+            const double before = row ? AT(acc, double, row - 1, line)
+                                      : ITEM(start, double, line);
+            double *cell = &AT(acc, double, row, line);
+            *cell = logaddexp(before, *cell);
         }
     }
     Py_END_ALLOW_THREADS
@@ -300,7 +299,7 @@ static PyObject *welford(PyObject *self, PyObject *args)
         let_go(&held);
         return NULL;
     }
-    double *counts = chunk_state(1);
+    double *counts = chunk_counts();
     if (counts == NULL) {
         let_go(&held);
         return NULL;
@@ -363,7 +362,7 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
         return NULL;
     }
     const int64_t last_weight = (int64_t)old.rows - 1;
-    int64_t *counts = (int64_t *)chunk_state(1);  /* a double's room holds an int64 */
+    int64_t *counts = chunk_counts();
     if (counts == NULL) {
         let_go(&held);
         return NULL;
