@@ -398,8 +398,8 @@ def _native_rows(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
     """A float64 cumsum or cumprod of a block of several lines in C, row by row, where
     it is built (numpy's accumulate down axis 0 walks a C-order block once per line);
     None where it does not apply."""
-    if (spec.op not in ("cumsum", "cumprod") or skip is not None or x.ndim < 2
-            or x.dtype != np.float64 or spec.acc_dtype != np.float64):
+    if spec.op not in ("cumsum", "cumprod") or skip is not None \
+            or spec.acc_dtype != np.float64:  # x's dtype and shape: native checks them
         return None
     from cumtool import native
 

@@ -427,12 +427,13 @@ def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[
     is when all parse so; else spaces stripped and missing markers missing."""
     dtype = hint.dtype
     assert dtype is not None
-    if TEXT is not None:
-        return _parse_in_c(rows, column, dtype, markers)
-    cells = [row[column] for row in rows]
     # As CsvSource: cells taken as they are when all parse so, unless a missing marker
     # parses too (--na 0): then every cell is checked against the markers.
-    if not any(_number(marker.strip(), dtype) is not None for marker in markers):
+    as_they_are = not any(_number(marker.strip(), dtype) is not None for marker in markers)
+    if TEXT is not None:
+        return _parse_in_c(rows, column, dtype, markers, as_they_are)
+    cells = [row[column] for row in rows]
+    if as_they_are:
         direct = [None if c is None else _number(c, dtype) for c in cells]
         if all(v is not None for v in direct):
             return np.array(direct, dtype=dtype), None
@@ -453,13 +454,12 @@ def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[
 
 
 def _parse_in_c(rows: list[list[str | None]], column: int, dtype: np.dtype,
-                markers: set[str]) -> tuple[np.ndarray, np.ndarray | None]:
+                markers: set[str], as_they_are: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """_parse, the cells read by _csvtext.parse_cells."""
     assert TEXT is not None
     kind = "q" if dtype == _INT64 else "d"
     values = np.empty(len(rows), dtype)
-    markers_parse = any(_number(marker.strip(), dtype) is not None for marker in markers)
-    if not markers_parse and TEXT.parse_cells(rows, column, kind, None, values, None) < 0:
+    if as_they_are and TEXT.parse_cells(rows, column, kind, None, values, None) < 0:
         return values, None
     valid = np.empty(len(rows), bool)
     if TEXT.parse_cells(rows, column, kind, markers, values, valid) >= 0:
@@ -530,7 +530,7 @@ def _numbers(column: _Column, null: str) -> list[str]:
         texts = [_float_text(np.format_float_scientific(v, unique=True, trim="-"), v, 13, -6)
                  for v in values]
     elif TEXT is not None and values.dtype == np.float64:
-        return list(TEXT.float_texts(np.ascontiguousarray(values), column.missing, null))
+        return TEXT.float_texts(np.ascontiguousarray(values), column.missing, null)
     else:
         texts = [_float_text(repr(v), v, 16, -5) for v in values.tolist()]
     if column.missing is not None:

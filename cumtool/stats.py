@@ -177,7 +177,7 @@ def _running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
         native.SEQUENTIAL.neumaier(block, mask, _field(flat, "s"), _field(flat, "c"), sums, c)
         states["s"], states["c"] = sums.reshape(x.shape), c.reshape(x.shape)
         return
-    if not spec.compensated and x.dtype == np.float64:  # in C, row by row, where built
+    if not spec.compensated:  # in C, row by row, for a float64 block where it is built
         by_rows = native.accumulate_rows(False, x if present is None else
                                          np.where(present, x, 0.0), start["s"])
         if by_rows is not None:
