@@ -223,9 +223,11 @@ def _native_scan(spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray |
             or {spec.in_dtype, spec.acc_dtype, spec.out_dtype} != {values.dtype}):
         return None
     out = np.empty(values.shape[0], dtype=values.dtype)
-    before = carry.value.copy() if values.dtype.kind == "i" else None
+    wrap = spec.overflow == "wrap"
+    # An int64 overflow hands the batch back to the runs path: keep the carry to restore.
+    before = carry.value.copy() if values.dtype.kind == "i" and not wrap else None
     overflow = native.SEQUENTIAL.grouped_accumulate(
-        _NATIVE_OPS[spec.op], spec.overflow == "wrap", values, valid, batch.ids,
+        _NATIVE_OPS[spec.op], wrap, values, valid, batch.ids,
         batch.resets, carry.value, out)
     if overflow >= 0:
         assert before is not None
