@@ -322,9 +322,21 @@ def test_unknown_command(invoke: Invoke):
     assert_click_usage_error(invoke("cumavg", "x.csv"), "cumavg")
 
 
-@pytest.mark.parametrize("delimiter", ["ab", "", '"', "\n", "\r", "\\n"])
+@pytest.mark.parametrize("delimiter", ["ab", "", '"', "\n", "\r", "\\n", "§"])
 def test_bad_delimiter(invoke: Invoke, sample, delimiter):
     assert_error(invoke("cumsum", str(sample), "-d", delimiter), 2, "--delimiter")
+
+
+@pytest.mark.parametrize("option", ["--delimiter", "--out-delimiter"])
+@pytest.mark.parametrize("rows", [1, 200_000], ids=["small", "streaming"])
+def test_non_ascii_delimiter_is_refused(invoke: Invoke, tmp_path, option, rows):
+    # '§' is two bytes in UTF-8: polars cannot split on it (this was a traceback).
+    delimiter = "§" if option == "--delimiter" else ","
+    path = tmp_path / "s.csv"
+    path.write_text(f"a{delimiter}b\n" + "".join(f"{i}{delimiter}{i}\n" for i in range(rows)),
+                    encoding="utf-8")
+    result = invoke("cumsum", str(path), option, "§")
+    assert_error(result, 2, f"{option} '§' must be one ASCII character")
 
 
 @pytest.mark.parametrize(

@@ -122,8 +122,11 @@ def delimiter_option(text: str | None, default: str, option: str) -> str:
     if text is None:
         return default
     delimiter = {"\\t": "\t", "tab": "\t"}.get(text, text)
-    if len(delimiter) != 1 or delimiter in "\r\n\"":
-        raise UsageError(f"{option} {text!r} must be one character (use '\\t' for tab)")
+    # One byte too: the readers and writers split on a byte (polars refuses '§', two
+    # bytes in UTF-8).
+    if len(delimiter) != 1 or delimiter in "\r\n\"" or not delimiter.isascii():
+        raise UsageError(f"{option} {text!r} must be one ASCII character (use '\\t' for "
+                         "tab)")
     return delimiter
 
 
