@@ -115,7 +115,8 @@ class Chunker:
                 break
         self.short = len(pending) < minimum
         cut = len(pending) if self._eof else self._last_end
-        chunk = bytes(pending[:cut])
+        with memoryview(pending) as view:  # one copy, not a slice and then its bytes
+            chunk = bytes(view[:cut])
         del pending[:cut]
         self._last_end = 0
         if len(chunk) > self.max_record:
