@@ -297,6 +297,69 @@ def test_the_chunker_scans_each_byte_once(monkeypatch) -> None:
     assert len(scanned) > 10
 
 
+def _record_ends(data: bytes) -> set[int]:
+    """Offsets just past each newline outside quotes, by a plain state machine."""
+    ends, quoted = set(), False
+    for at, byte in enumerate(data):
+        if byte == ord('"'):
+            quoted = not quoted
+        elif byte == ord("\n") and not quoted:
+            ends.add(at + 1)
+    return ends
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_chunker_cuts_only_at_newlines_outside_quotes(seed: int) -> None:
+    """Random quotes, newlines (some inside quoted fields, some many in a row) and read
+    sizes: every chunk ends where a record ends, and the chunks are the input."""
+    rng = np.random.default_rng(seed)
+    pieces = [b'"', b"\n", b",", b"ab", b'"' + b"\n" * 30 + b'"']  # the last: many newlines
+    weights = rng.dirichlet(np.ones(len(pieces)))                 # inside one field
+    picks = rng.choice(len(pieces), size=int(rng.integers(1, 5_000)), p=weights)
+    data = b"".join(pieces[k] for k in picks)
+    if data.count(b'"') % 2:
+        data += b'"'  # a quote left open would be a record over the cap
+    data += b"\n"
+    ends = _record_ends(data)
+    buffer = int(rng.integers(1, 5000))
+    chunker = Chunker(io.BufferedReader(io.BytesIO(data), buffer), int(rng.integers(1, 3000)),
+                      1 << 20)
+    chunks = list(chunker.chunks())
+    assert b"".join(chunks) == data
+    at = 0
+    for chunk in chunks:
+        at += len(chunk)
+        assert at in ends, (seed, at)
+
+
+class _Trickle(io.RawIOBase):
+    """A stream that hands out at most `step` bytes a read, like a slow pipe."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self._data = memoryview(data)
+        self._step = step
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        size = min(len(buffer), self._step, len(self._data))
+        buffer[:size] = self._data[:size]
+        self._data = self._data[size:]
+        return size
+
+
+@pytest.mark.parametrize("step", [7, 64, 1000])
+def test_the_chunker_steps_over_many_newlines_in_a_quoted_field(step: int) -> None:
+    """Reads that end inside a quoted field of many lines: the record ends before it."""
+    data = b'a,b\n1,"' + b"x\n" * 200 + b'"\n2,3\n' + b'4,"\n\n"\n' * 50
+    chunker = Chunker(io.BufferedReader(_Trickle(data, step), 1), 1, 1 << 20)
+    chunks = list(chunker.chunks())
+    assert b"".join(chunks) == data
+    ends = _record_ends(data)
+    assert all(sum(map(len, chunks[:k + 1])) in ends for k in range(len(chunks)))
+
+
 def test_the_chunker_refuses_at_the_cap_without_reading_on() -> None:
     endless = io.BufferedReader(_Endless(b"x"), 1 << 16)
     chunker = Chunker(endless, 1 << 16, 1 << 20)

@@ -80,13 +80,27 @@ class Chunker:
                     self._last_end = offset + newline + 1
             return
         array = np.frombuffer(data, dtype=np.uint8)
-        quotes = np.flatnonzero(array == _QUOTE)
-        newlines = np.flatnonzero(array == _NEWLINE)
-        if newlines.shape[0]:
-            outside = newlines[(np.searchsorted(quotes, newlines) + self._quoted) % 2 == 0]
+        quotes = int(np.count_nonzero(array == _QUOTE))
+        # The last newline outside quotes is nearly always the last newline: it is, when
+        # the quotes before it pair up (counted as all of them less those after it, the
+        # tail of one record). A few newlines inside a quoted field are stepped over;
+        # many are left to a vectorised search (positions of every quote and newline).
+        end = len(data)
+        for _ in range(8):
+            newline = data.rfind(b"\n", 0, end)
+            if newline < 0:
+                break
+            if (self._quoted + quotes - data.count(b'"', newline)) % 2 == 0:
+                self._last_end = offset + newline + 1
+                break
+            end = newline
+        else:
+            positions = np.flatnonzero(array == _QUOTE)
+            newlines = np.flatnonzero(array[:end] == _NEWLINE)
+            outside = newlines[(np.searchsorted(positions, newlines) + self._quoted) % 2 == 0]
             if outside.shape[0]:
                 self._last_end = offset + int(outside[-1]) + 1
-        self._quoted = bool((self._quoted + quotes.shape[0]) % 2)
+        self._quoted = bool((self._quoted + quotes) % 2)
 
     def take(self, minimum: int) -> bytes:
         """Read until at least `minimum` bytes and a whole record are pending (or the input
