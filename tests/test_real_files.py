@@ -266,6 +266,17 @@ def test_a_quoted_empty_cell_of_a_one_column_table_is_a_row(invoke):
     assert result.stdout == 'x\n1\n""\n3\n'
 
 
+def test_one_column_empty_cells_are_rows_past_the_first_chunk(invoke, tmp_path):
+    # Later chunks were parsed straight to numbers, where "" and a blank line are both
+    # null: the "" rows (and rows of spaces) were dropped as blank lines.
+    path = tmp_path / "one.csv"
+    path.write_text("x\n" + "1\n" * 600_000 + '""\n  \n\n' + "1\n" * 3)
+    result = invoke("cumsum", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.endswith('\n600000\n""\n""\n600001\n600002\n600003\n')
+    assert result.stdout.count("\n") == 1 + 600_000 + 2 + 3
+
+
 def test_delimiter_is_the_inputs_and_out_delimiter_the_outputs(invoke, tmp_path):
     text = "a|b\n1|x,y\n2|z\n"
     result = invoke("cumsum", "-d", "|", input=text)

@@ -209,7 +209,9 @@ class CsvSource:
         parse = parse or {}
         # Numbers whose text is not written are parsed by polars straight away (a chunk
         # it cannot parse so, with a missing marker or a bad cell, is read as text).
-        typed = {} if self._options.decimal_comma else {
+        # Not for one column: there a blank line (skipped) and a "" cell (a row) both
+        # parse to null, and only the text tells them apart.
+        typed = {} if self._options.decimal_comma or self._width == 1 else {
             i: _POLARS_NUMBER[str(t)] for i, t in parse.items()
             if i in unused and str(t) in _POLARS_NUMBER
             and not markers_parse(self.markers, t)}
