@@ -483,13 +483,14 @@ def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]
     "necessary", or with text quoted by CsvSink itself (--na-rep, one column)."""
     single = len(columns) == 1
     by_sink = bool(na_rep) or single
-    null = na_rep if na_rep or not single else '""'
     specials = (delimiter, '"', "\r", "\n")
 
     def quote(text: str) -> str:
         if any(c in text for c in specials) or (single and not text):
             return '"' + text.replace('"', '""') + '"'
         return text
+
+    null = quote(na_rep) if na_rep or single else ""
 
     def polars_quote(text: str | None) -> str:
         if text is None:

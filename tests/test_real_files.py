@@ -210,6 +210,16 @@ def test_nan_and_inf_are_float_values(invoke):
     assert rows(result.stdout) == [["x"], ["1.0"], ["inf"], ["inf"]]
 
 
+@pytest.mark.parametrize("batch_rows", [[], ["--batch-rows", "1"]], ids=["small", "streaming"])
+@pytest.mark.parametrize(("na_rep", "written"), [("N,A", '"N,A"'), ('"', '""""'),
+                                                 ("two\nlines", '"two\nlines"')])
+def test_na_rep_is_quoted_where_the_output_needs_it(invoke, batch_rows, na_rep, written):
+    # Written as it was, a comma in it added a field to the row.
+    result = invoke("cumsum", "--na-rep", na_rep, *batch_rows, input="x,y\n1,a\n,c\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == f"x,y\n1,a\n{written},c\n"
+
+
 def test_na_replaces_the_markers(invoke):
     # With --na '-', NA is no longer missing: the column holds text and is not scanned.
     result = invoke("cumsum", "--na", "-", input="x,y\n1,1\n-,NA\n2,3\n")

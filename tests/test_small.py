@@ -69,6 +69,7 @@ TAKEN = [
                  id="float-forms-quoted-text"),
     pytest.param(b'a,b,c\n1,x,1e-7\n3,"y,z",2.5e-5\n,"",1e20\n', ["cumsum", "--na-rep", "NA"],
                  id="na-rep"),
+    pytest.param(b'a,b\n1,x\n,"y,z"\n', ["cumsum", "--na-rep", "N,A"], id="na-rep-quoted"),
     pytest.param(b'a\n1\n\n2\n""\n', ["cumsum", "-c", "a"], id="one-column-blank-line"),
     pytest.param(b'a\n1\n\n2\n\n', ["cumsum"], id="one-column-blank-lines"),
     pytest.param(b"a,b\n1,007\n2,010\n", ["cumsum"], id="code-not-scanned"),
@@ -213,7 +214,8 @@ _NAMES = st.sampled_from(["a", "b", "c1", "", "a,b", "x y", "__index_level_0__",
                           "a_cumsum", '"q'])
 _OPTIONS = st.sampled_from([
     [], ["--keep"], ["--skipna"], ["--exclusive"], ["--only-scanned"], ["--no-header"],
-    ["--na-rep", "NA"], ["--na-rep", "-"], ["--dtype", "int8"], ["--dtype", "int32"],
+    ["--na-rep", "NA"], ["--na-rep", "-"], ["--na-rep", "N,A"], ["--na-rep", '"'],
+    ["--dtype", "int8"], ["--dtype", "int32"],
     ["--dtype", "uint8"], ["--dtype", "float16"], ["--dtype", "float32"],
     ["--dtype", "float64"], ["-c", "1"], ["-c", "a"], ["-c", "2-3"], ["-c", "!1"],
     ["-c", "x"], ["--exclude", "1"], ["--na", "NA,-,nan"], ["--overflow", "wrap"],

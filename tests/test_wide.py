@@ -130,7 +130,8 @@ def tables(draw: st.DrawFn, kinds: tuple[str, ...] = ("int", "big", "float", "sp
 
 
 _OPTIONS = st.lists(st.sampled_from([
-    ["--na-rep", "NA"], ["--na-rep", "-"], ["--na", "NA,-"], ["--skipna"], ["--exclusive"],
+    ["--na-rep", "NA"], ["--na-rep", "-"], ["--na-rep", "N,A"], ["--na", "NA,-"], ["--skipna"],
+    ["--exclusive"],
     ["--overflow", "wrap"], ["--dtype", "float64"], ["--batch-rows", "1"],
     ["--batch-rows", "3"], ["--only-scanned"], ["--decimal"], ["--no-header"],
     ["--exclude", "1"], ["-c", "2"], ["--out-delimiter", "|"], ["--to", "tsv"],

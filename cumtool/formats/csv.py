@@ -511,7 +511,12 @@ class CsvSink:
         # cell too when it is a row's only one (an empty line would read as no row).
         self._needs_quotes = rf'[\x{{{ord(options.delimiter):X}}}"\r\n]'
         self._single = len(schema) == 1
-        self._null = options.na_rep if options.na_rep or not self._single else '""'
+        self._null = self._null_text()
+
+    def _null_text(self) -> str:
+        """How a missing number is written: --na-rep, quoted where the output needs it (a
+        delimiter in it would add a field); else empty, or "" as a row's only cell."""
+        return self._quote(self._options.na_rep) if self._options.na_rep or self._single else ""
 
     def _quote(self, text: str) -> str:
         if any(c in text for c in (self._options.delimiter, '"', "\r", "\n")) or (

@@ -562,7 +562,7 @@ class _Group:
         writes a table of one column), else it is written as one of many."""
         sink: Any = self._sink
         sink._single = alone and len(self.schema) == 1
-        sink._null = sink._options.na_rep if sink._options.na_rep or not sink._single else '""'
+        sink._null = sink._null_text()
 
     def render_header(self) -> list[bytes]:
         """The group's column names, quoted as CsvSink quotes a header."""
