@@ -124,7 +124,8 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                           "for tab)."),
         click.option("--out-delimiter", "out_delimiter", default=None, metavar="C",
                      help="The output's field delimiter (default: ',' for csv, tab for tsv; "
-                          "';' for csv with --decimal-comma)."),
+                          "';' for csv with --decimal-comma): one ASCII character that "
+                          "cannot be part of a number."),
         click.option("--na", default=None, callback=_na_list, metavar="LIST",
                      help="Comma-separated cell texts that mean a missing cell, replacing "
                           "the default NA,N/A,n/a,NULL,null,None,<NA>,#N/A (an empty cell "
@@ -138,7 +139,7 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Numbers are written 1,5 (European): read them so, and write "
                           "results so."),
         click.option("--no-header", "no_header", is_flag=True,
-                     help="CSV has no header row: columns are named 0, 1, ... and the "
+                     help="CSV has no header row: columns are named 1, 2, ... and the "
                           "output has no header either."),
         click.option("--overflow", type=click.Choice(["error", "wrap"]), default="error",
                      show_default=True,

@@ -210,6 +210,10 @@ class Request:
         write 1,5 do."""
         default = "\t" if fmt == "tsv" else ";" if self.decimal_comma else ","
         delimiter = delimiter_option(self.out_delimiter, default, "--out-delimiter")
+        if self.out_delimiter is not None and (delimiter.isalnum() or delimiter in ".+-"):
+            # Numbers are written unquoted: 3.5 with a '.' delimiter would read as 3 and 5.
+            raise UsageError(f"--out-delimiter {self.out_delimiter!r} can be part of a number; "
+                             "choose another (',', ';', '|', '\\t')")
         if self.decimal_comma and delimiter == ",":
             raise UsageError("--decimal-comma writes 1,5: the output's delimiter cannot be a "
                              "comma too; leave --out-delimiter out (csv output then uses ';')")

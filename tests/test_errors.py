@@ -327,6 +327,13 @@ def test_bad_delimiter(invoke: Invoke, sample, delimiter):
     assert_error(invoke("cumsum", str(sample), "-d", delimiter), 2, "--delimiter")
 
 
+@pytest.mark.parametrize("delimiter", [".", "-", "+", "5", "e", "n"])
+def test_an_out_delimiter_that_can_be_part_of_a_number_is_refused(invoke: Invoke, delimiter):
+    # Numbers are written unquoted: 3.5 with '.' between fields would read as two cells.
+    result = invoke("cumsum", "--out-delimiter", delimiter, input="x,y\n1.5,-2\n")
+    assert_error(result, 2, f"--out-delimiter {delimiter!r} can be part of a number")
+
+
 @pytest.mark.parametrize("option", ["--delimiter", "--out-delimiter"])
 @pytest.mark.parametrize("rows", [1, 200_000], ids=["small", "streaming"])
 def test_non_ascii_delimiter_is_refused(invoke: Invoke, tmp_path, option, rows):
