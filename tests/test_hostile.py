@@ -360,6 +360,35 @@ def test_the_chunker_steps_over_many_newlines_in_a_quoted_field(step: int) -> No
     assert all(sum(map(len, chunks[:k + 1])) in ends for k in range(len(chunks)))
 
 
+@pytest.mark.parametrize("step", [1, 5, 64, 100_000])
+def test_a_lone_cr_file_keeps_the_cr_inside_a_quoted_field(step: int) -> None:
+    """Old Mac line ends become LF; a CR inside quotes is text, whichever read it is in."""
+    data = b'x,y\r1,"a\rb"\r2,c\r' + b'3,"\r\r""\r"\r' * 20
+    chunker = Chunker(io.BufferedReader(_Trickle(data, step), 1), 1, 1 << 20)
+    expected, quoted = bytearray(data), False
+    for at, byte in enumerate(data):
+        quoted ^= byte == ord('"')
+        if byte == ord("\r") and not quoted:
+            expected[at] = ord("\n")
+    assert b"".join(chunker.chunks()) == bytes(expected)
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 4, 100])
+@pytest.mark.parametrize("ending", [b"\r\n", b"\r", b"\n"], ids=["crlf", "cr", "lf"])
+def test_line_ends_are_judged_whatever_the_reads(step: int, ending: bytes) -> None:
+    """A read may end between the CR and the LF of a CRLF: that is not a lone CR."""
+    data = ending.join([b"x,y", b"1,2", b"3,4", b""])
+    chunker = Chunker(io.BufferedReader(_Trickle(data, step), 1), 1, 1 << 20)
+    expected = data.replace(b"\r", b"\n") if ending == b"\r" else data
+    assert b"".join(chunker.chunks()) == expected
+
+
+def test_a_cr_in_a_quoted_cell_of_a_lone_cr_file_is_written_back(invoke) -> None:
+    result = invoke("cumsum", "--batch-rows", "1", input=b'x,y\r1,"a\rb"\r2,c\r')
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == b'x,y\n1,"a\rb"\n3,c\n'
+
+
 def test_the_chunker_refuses_at_the_cap_without_reading_on() -> None:
     endless = io.BufferedReader(_Endless(b"x"), 1 << 16)
     chunker = Chunker(endless, 1 << 16, 1 << 20)

@@ -17,6 +17,7 @@ MAX_RECORD_BYTES = 32 << 20
 READ_BYTES = 64 * 1024  # the least one read asks for
 _QUOTE = ord('"')
 _NEWLINE = ord("\n")
+_RETURN = ord("\r")
 
 
 class RecordTooLong(Exception):  # internal: CsvSource turns it into a FormatError
@@ -63,13 +64,30 @@ class Chunker:
             return True
         return bool(ready)
 
+    def _read_some(self, size: int) -> bytes:
+        return bytes(self._read1(size) if self._read1 is not None else self._stream.read(size))
+
     def _read(self, size: int) -> bytes:
-        data = bytes(self._read1(size) if self._read1 is not None else self._stream.read(size))
+        data = self._read_some(size)
+        if self._lone_cr is None and (b"\r" in data or b"\n" in data):
+            # Old Mac files end lines with a lone CR: judged at the first line end, which
+            # needs the byte after a CR (a read may end between the CR and LF of a CRLF).
+            while data.endswith(b"\r") and b"\n" not in data and (more := self._read_some(1)):
+                data += more
+            self._lone_cr = b"\n" not in data
         self.bytes_read += len(data)
-        if self._lone_cr is None and data:
-            # Old Mac files end lines with a lone CR: judged from the first bytes read.
-            self._lone_cr = b"\r" in data and b"\n" not in data
-        return data.replace(b"\r", b"\n") if self._lone_cr else data
+        return self._line_ends(data) if self._lone_cr else data
+
+    def _line_ends(self, data: bytes) -> bytes:
+        """A lone-CR file's line ends as LF; a CR inside a quoted field is text, kept
+        (the quote state at the start of `data` is that at the end of the pending bytes)."""
+        if b'"' not in data and not self._quoted:
+            return data.replace(b"\r", b"\n")
+        array = np.frombuffer(data, dtype=np.uint8).copy()
+        returns = np.flatnonzero(array == _RETURN)
+        quotes = np.flatnonzero(array == _QUOTE)
+        array[returns[(np.searchsorted(quotes, returns) + self._quoted) % 2 == 0]] = _NEWLINE
+        return array.tobytes()
 
     def _scan(self, data: bytes, offset: int) -> None:
         """Track the quote state and the last record end through new bytes only."""
