@@ -327,6 +327,46 @@ def test_bad_delimiter(invoke: Invoke, sample, delimiter):
     assert_error(invoke("cumsum", str(sample), "-d", delimiter), 2, "--delimiter")
 
 
+_UTF8_HINT = "pass --encoding with the file's encoding (latin-1, cp1252, ...)"
+
+
+@pytest.mark.parametrize(("data", "options", "message"), [
+    pytest.param(b'a,b\n\n\n1,x\n2,"multi\nline"\n3,caf\xe9\n', [],
+                 f"row 3, column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}", id="blank-lines"),
+    pytest.param(b'a,b,c,d\n"p,q",caf\xe9,1,2\n', [],
+                 f"row 1, column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}",
+                 id="delimiter-in-quotes"),
+    pytest.param(b'a,b,c\n1,"line1\nline2 caf\xe9",3\n', [],
+                 f"row 1, column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}",
+                 id="newline-in-quotes"),
+    pytest.param(b'"a,b",c\n1,caf\xe9\n', [],
+                 f"row 1, column 'c': bytes e9 are not UTF-8; {_UTF8_HINT}", id="quoted-header"),
+    pytest.param(b"1,a\n2,caf\xe9\n", ["--no-header"],
+                 f"row 2, column '2': bytes e9 are not UTF-8; {_UTF8_HINT}", id="no-header"),
+    pytest.param(b"a,b\n\n1,x\n2,caf\xe9\n", ["--encoding", "ascii"],
+                 "row 2, column 'b': bytes e9 are not ascii", id="encoding"),
+    pytest.param(b'a,b\n1,"x\n2,y"\n3,ok\n4,\x00\n', [],
+                 "cannot read as csv: row 3 holds a NUL byte (a binary file?)", id="nul"),
+    pytest.param(b'x,y\n\n\n1,"a\nb\nc"\n2,ok\n3,a"b\n', [],
+                 "a quote inside an unquoted field, near row 3 ('3,a\"b'); quote the whole "
+                 "field (\"a \"\"b\"\" c\") as CSV requires", id="stray-quote"),
+    pytest.param(b'x,t\n1,"abc\n2,d\n', [], "cannot read as csv: row 1: a quote that is "
+                 "never closed", id="unclosed-quote"),
+    pytest.param(b'x,t\n\n1,a\n2,"abc\n', [], "cannot read as csv: row 2: a quote that is "
+                 "never closed", id="unclosed-quote-last-row"),
+])
+@pytest.mark.parametrize("batch_rows", [[], ["--batch-rows", "1"]], ids=["small", "streaming"])
+def test_errors_in_the_text_name_the_row_and_column(invoke: Invoke, tmp_path, data, options,
+                                                    message, batch_rows):
+    """Rows are counted as records: blank lines, and newlines inside quotes, are not rows;
+    a delimiter inside quotes does not start a field."""
+    path = tmp_path / "t.csv"
+    path.write_bytes(data)
+    result = invoke("cumsum", str(path), *options, *batch_rows)
+    assert_error(result, 1)
+    assert result.stderr == f"Error: {path}: {message}\n"
+
+
 @pytest.mark.parametrize("delimiter", [".", "-", "+", "5", "e", "n"])
 def test_an_out_delimiter_that_can_be_part_of_a_number_is_refused(invoke: Invoke, delimiter):
     # Numbers are written unquoted: 3.5 with '.' between fields would read as two cells.

@@ -327,7 +327,13 @@ def test_a_wide_file_among_several_inputs_is_refused(
     (b"a,b,c\n1,2,3\n4,\xff,6\n", "Error: standard input: row 2, column 'b': bytes ff are "
                                   "not UTF-8; pass --encoding with the file's encoding "
                                   "(latin-1, cp1252, ...)\n"),
-], ids=["ragged", "bad-number", "overflow", "not-utf8"])
+    # Blank lines, newlines and delimiters inside quotes are not rows or fields.
+    (b'a,b,c\n\n\n1,"x\ny",3\n4,"p,q",\xff\n', "Error: standard input: row 2, column 'c': "
+     "bytes ff are not UTF-8; pass --encoding with the file's encoding (latin-1, cp1252, "
+     "...)\n"),
+    (b'a,b,c\n1,"x\ny",3\n\n4,\x00,6\n', "Error: standard input: cannot read as csv: row 2 "
+     "holds a NUL byte (a binary file?)\n"),
+], ids=["ragged", "bad-number", "overflow", "not-utf8", "not-utf8-after-quotes", "nul"])
 def test_errors_name_the_row_and_column_as_on_the_narrow_path(
         invoke: Callable[..., Result], data: bytes, message: str | None) -> None:
     reference, result = _both(invoke, ["cumsum", "-", "--from", "csv"], data)

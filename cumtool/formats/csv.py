@@ -80,7 +80,7 @@ def _check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
     bad = np.flatnonzero(bad_open | bad_close)
     if bad.shape[0]:
         at = int(quotes[bad[0]])
-        line = chunk.count(b"\n", 0, at)
+        line, _field = place(chunk, at, delimiter)
         start = chunk.rfind(b"\n", 0, at) + 1
         text = chunk[start:start + 60].split(b"\n", 1)[0].decode("utf-8", "replace")
         where = ("in the header" if header and line == 0
@@ -89,6 +89,11 @@ def _check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
             f"{name}: a quote inside an unquoted field, {where} ({text!r}); quote the "
             "whole field (\"a \"\"b\"\" c\") as CSV requires"
         )
+    if quotes.shape[0] % 2:  # the input ends inside quotes: its last quote opened them
+        line, _field = place(chunk, int(quotes[-1]), delimiter)
+        where = ("the header" if header and line == 0
+                 else f"row {rows_before + line + (0 if header else 1)}")
+        raise FormatError(f"{name}: cannot read as csv: {where}: a quote that is never closed")
 
 
 
@@ -127,6 +132,26 @@ def _layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
     carriage = data[np.clip(ends - 1, 0, data.shape[0] - 1)] == ord("\r")
     blank = (length == 0) | ((length == 1) & carriage)
     return fields, blank
+
+
+def place(chunk: bytes, at: int, delimiter: str) -> tuple[int, int]:
+    """Where byte `at` of `chunk` stands, for a message: how many records before its own,
+    blank lines aside, and its field in that record (from 0). A newline or a delimiter
+    inside quotes does not count."""
+    data = np.frombuffer(chunk, dtype=np.uint8, count=at)
+    quotes = np.flatnonzero(data == ord('"'))
+    newlines = np.flatnonzero(data == ord("\n"))
+    delimiters = np.flatnonzero(data == ord(delimiter))
+    if quotes.shape[0]:
+        newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+        delimiters = delimiters[np.searchsorted(quotes, delimiters) % 2 == 0]
+    starts = np.concatenate(([0], newlines[:-1] + 1))
+    lengths = newlines - starts  # of the records that end before `at`
+    carriage = data[np.maximum(newlines - 1, 0)] == ord("\r")
+    blank = (lengths == 0) | ((lengths == 1) & carriage)
+    start = int(newlines[-1]) + 1 if newlines.shape[0] else 0
+    field = int(np.count_nonzero(delimiters >= start))
+    return int(newlines.shape[0] - np.count_nonzero(blank)), field
 
 
 class CsvSource:
@@ -259,7 +284,7 @@ class CsvSource:
     def _check_nul(self, chunk: bytes, first: bool) -> None:
         nul = chunk.find(b"\0")
         if nul >= 0:  # binary data, not text: stop at the first NUL, whatever follows
-            where = self._where(chunk.count(b"\n", 0, nul), first)
+            where = self._where(place(chunk, nul, self._options.delimiter)[0], first)
             raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
                               "(a binary file?)")
 
@@ -321,7 +346,8 @@ class CsvSource:
         try:
             return chunk.decode(encoding).encode("utf-8")
         except UnicodeDecodeError as error:
-            where = self._where(chunk.count(b"\n", 0, error.start), first)
+            line, field = place(chunk, error.start, self._options.delimiter)
+            where = self._where(line, first) + self._column(field, first, line)
             raise FormatError(f"{self.name}: {where}: bytes "
                               f"{chunk[error.start:error.end].hex(' ')} are not {encoding}"
                               ) from None
@@ -331,19 +357,29 @@ class CsvSource:
         try:
             chunk.decode("utf-8")
         except UnicodeDecodeError as error:
-            start = chunk.rfind(b"\n", 0, error.start) + 1
-            line = chunk.count(b"\n", 0, error.start)
-            field = chunk.count(self._options.delimiter.encode(), start, error.start)
-            where = self._where(line, first)
-            names = (self.column_names if self._width else
-                     self._first_line.split(self._options.delimiter))
-            if field < len(names) and where != "the header":
-                where += f", column {names[field]!r}"
+            line, field = place(chunk, error.start, self._options.delimiter)
+            where = self._where(line, first) + self._column(field, first, line)
             bad = chunk[error.start:error.end].hex(" ")
             return FormatError(
                 f"{self.name}: {where}: bytes {bad} are not UTF-8; pass --encoding with the "
                 "file's encoding (latin-1, cp1252, ...)")
         return None
+
+    def _column(self, field: int, first: bool, line: int) -> str:
+        """", column 'name'" for a message about a cell of field `field` (nothing for the
+        header's own cells); in the first chunk the names may not be known yet."""
+        if first and self._options.header and line == 0:
+            return ""
+        if self._width:
+            names = self.column_names
+        elif self._options.header:
+            import csv  # the header's names, quotes and all, before polars could read it
+
+            names = next(csv.reader([self._first_line], delimiter=self._options.delimiter),
+                         [])
+        else:
+            return f", column {str(field + 1)!r}"
+        return f", column {names[field]!r}" if field < len(names) else ""
 
     def _ragged(self, chunk: bytes, first: bool) -> FormatError | None:
         fields, blank = _layout(chunk, self._options.delimiter)

@@ -197,29 +197,30 @@ class WideSource:
 
     def _check_nul(self, chunk: bytes) -> None:
         from cumtool.errors import FormatError
+        from cumtool.formats.csv import place
 
         nul = chunk.find(b"\0")
         if nul >= 0:
-            where = self._where(chunk.count(b"\n", 0, nul), first=False)
+            where = self._where(place(chunk, nul, self._delimiter)[0], first=False)
             raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
                               "(a binary file?)")
 
     def _decode(self, chunk: bytes, first: bool) -> str:
         from cumtool.errors import FormatError
+        from cumtool.formats.csv import place
 
         encoding = self._options.encoding
         try:
             return chunk.decode(encoding or "utf-8")
         except UnicodeDecodeError as error:
-            where = self._where(chunk.count(b"\n", 0, error.start), first)
+            line, field = place(chunk, error.start, self._delimiter)
+            where = self._where(line, first)
+            if where != "the header" and field < len(self.column_names):
+                where += f", column {self.column_names[field]!r}"
             bad = chunk[error.start:error.end].hex(" ")
             if encoding:
                 raise FormatError(f"{self.name}: {where}: bytes {bad} are not {encoding}"
                                   ) from None
-            start = chunk.rfind(b"\n", 0, error.start) + 1
-            field = chunk.count(self._delimiter.encode(), start, error.start)
-            if where != "the header" and field < len(self.column_names):
-                where += f", column {self.column_names[field]!r}"
             raise FormatError(
                 f"{self.name}: {where}: bytes {bad} are not UTF-8; pass --encoding with the "
                 "file's encoding (latin-1, cp1252, ...)") from None
