@@ -220,6 +220,24 @@ def test_na_rep_is_quoted_where_the_output_needs_it(invoke, batch_rows, na_rep, 
     assert result.stdout == f"x,y\n1,a\n{written},c\n"
 
 
+@pytest.mark.parametrize("pad", [10, 200], ids=["small-file", "long-rows"])
+@pytest.mark.parametrize("cell", ["1.5", "007"])
+def test_columns_are_judged_from_10000_rows_however_long(invoke, tmp_path, pad, cell):
+    # 1 MiB held only about 5,000 rows of 200 bytes: a float at row 7,001 was refused as
+    # "not an integer", and a code 007 there read as the number 7.
+    path = tmp_path / "long.csv"
+    path.write_text("x,t\n" + "".join(f"{cell if i == 7000 else 1},{'p' * pad}\n"
+                                      for i in range(12_000)))
+    result = invoke("cumsum", str(path))
+    if cell == "1.5":
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.split("\n")[7001:7003] == [f"7001.5,{'p' * pad}",
+                                                        f"7002.5,{'p' * pad}"]
+    else:  # a code: x is text, and there is nothing to scan
+        assert result.exit_code == 1
+        assert result.stderr == f"Error: {path}: no numeric columns to scan; columns: x, t\n"
+
+
 def test_na_replaces_the_markers(invoke):
     # With --na '-', NA is no longer missing: the column holds text and is not scanned.
     result = invoke("cumsum", "--na", "-", input="x,y\n1,1\n-,NA\n2,3\n")

@@ -36,12 +36,13 @@ from cumtool.formats import (
     delimiter_hint,
     unreadable,
 )
-from cumtool.formats.judge import judge_columns
+from cumtool.formats.judge import INFER_ROWS, judge_columns
 from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
 from cumtool.formats.wide import WideInput, is_wide
 
 CHUNK_BYTES = 8 << 20
 SAMPLE_BYTES = 1 << 20  # the first chunk, whose rows say what each column holds
+SAMPLE_LIMIT = 16 << 20  # ... read on to INFER_ROWS rows, up to this size
 _CHUNK_CELLS = 1 << 18
 MIN_CHUNK_BYTES = 64 << 10
 _BOM = b"\xef\xbb\xbf"
@@ -185,6 +186,18 @@ class CsvSource:
             # header, or the types would be judged from the header alone.
             while sample.count(b"\n") < 2 and (more := self._chunker.take(SAMPLE_BYTES)):
                 sample += more
+            # Columns are judged from their first INFER_ROWS rows: with long rows, read on
+            # until they are in (up to SAMPLE_LIMIT bytes), while more input is ready: a
+            # slow producer's first rows are not held back to wait for the rest. Rows are
+            # counted as lines (a cheap count; blank lines and newlines in quotes add some).
+            wanted = INFER_ROWS + (1 if options.header else 0)
+            lines = _count_byte(sample, "\n")
+            wide = is_wide(sample.removeprefix(_BOM).lstrip(b"\r\n"), options.delimiter)
+            while (lines < wanted and len(sample) < SAMPLE_LIMIT and not wide
+                   and not self._chunker.short
+                   and (more := self._chunker.take(SAMPLE_BYTES))):
+                sample += more
+                lines += _count_byte(more, "\n")
         except (OSError, pa.ArrowException) as error:
             raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
                              error) from None
