@@ -237,8 +237,7 @@ class TablePlan:
                            if self._scannable(i, schema)]
                 raise DataError(
                     f"{self.name}: column {self.label(position)} is not numeric "
-                    f"({self._holds(position)}); numeric columns: "
-                    f"{', '.join(numeric) or 'none'}")
+                    f"({self._holds(position)}); numeric columns: {listing(numeric)}")
         if not chosen:
             index = _pandas_index(schema)
             chosen = [i for i, f in enumerate(schema) if self.hints[i].by_default

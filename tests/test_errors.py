@@ -327,6 +327,13 @@ def test_bad_delimiter(invoke: Invoke, sample, delimiter):
     assert_error(invoke("cumsum", str(sample), "-d", delimiter), 2, "--delimiter")
 
 
+def test_the_list_of_numeric_columns_shows_an_empty_name(invoke: Invoke):
+    result = invoke("cumsum", "-c", "t", "-", input="id,,x,t\n1,2,3,a\n")
+    assert_error(result, 1)
+    assert result.stderr == ("Error: standard input: column 't' is not numeric (text); "
+                             "numeric columns: id, '', x\n")
+
+
 _UTF8_HINT = "pass --encoding with the file's encoding (latin-1, cp1252, ...)"
 
 
