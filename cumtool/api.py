@@ -7,6 +7,7 @@ TablePlan as CSV and Parquet; so the API and the CLI cannot disagree.
 from __future__ import annotations
 
 import contextlib
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,7 @@ from cumtool.engine import _array_index, resolve_array_axis, scan_batches
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 
 
-def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
+def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
          overflow: str = "error", skipna: bool = False, indices: bool = False,
          reverse: bool = False, exclusive: bool = False, by: Any = None,
          reset: Any = None, columns: Sequence[str | int] | None = None, keep: bool = False,
@@ -43,7 +44,9 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
     """
     from cumtool.stats import run_options
 
-    cast = kernels.parse_dtype(dtype) if dtype is not None else None
+    _check_arguments(op, overflow, ddof, {"alpha": alpha, "span": span, "com": com,
+                                          "halflife": halflife})
+    cast = _dtype_argument(dtype)
     stat_options = run_options(op.split(","), indices=indices, exclusive=exclusive,
                                ddof=ddof, com=com, span=span, halflife=halflife,
                                alpha=alpha, adjust=adjust, compensated=compensated)
@@ -57,7 +60,10 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
         return table if stream is None else _same_kind(table, data)
     if columns is not None or keep or exclude is not None:
         raise UsageError("columns=, exclude= and keep= are for Arrow tables")
-    array = np.asarray(data)
+    try:
+        array = np.asarray(data)
+    except ValueError as error:  # a ragged list
+        raise DataError(f"cumtool.scan needs a rectangular array: {error}") from None
     if array.dtype.hasobject:
         raise DataError("cumtool.scan needs a numeric array, not Python objects")
     spec = kernels.make_spec(op, array.dtype, cast, what="the array",
@@ -76,6 +82,36 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None, *,
                           for d, i in enumerate(index))
         raise ScanOverflowError(error.raw + kernels.overflow_hint(overflow), index) from None
     return (result.values, result.indices) if indices else result.values
+
+
+def _check_arguments(op: Any, overflow: Any, ddof: Any, reals: dict[str, Any]) -> None:
+    """What Click checks on the command line: a typo in overflow= must not wrap quietly,
+    nor a ddof of 0.5 be taken as 0."""
+    if not isinstance(op, str):
+        raise UsageError(f"op= must be a string such as 'cumsum' or 'cumsum,cummax', not "
+                         f"{op!r}")
+    if overflow not in ("error", "wrap"):
+        raise UsageError(f"overflow= must be 'error' or 'wrap', not {overflow!r}")
+    if ddof is not None and (isinstance(ddof, bool) or not isinstance(ddof, numbers.Integral)):
+        raise UsageError(f"ddof= must be an integer, not {ddof!r}")
+    for name, value in reals.items():
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, numbers.Real)):
+            raise UsageError(f"{name}= must be a number, not {value!r}")
+
+
+def _dtype_argument(dtype: Any) -> np.dtype | None:
+    """dtype= as a name ('float32', 'torch.float32') or as numpy takes it (np.float32,
+    float, np.dtype('int16'))."""
+    if dtype is None:
+        return None
+    if not isinstance(dtype, str):
+        try:
+            dtype = np.dtype(dtype).name
+        except (TypeError, ValueError):
+            raise UsageError(f"dtype= {dtype!r} is not a dtype; give a name such as "
+                             "'float64'") from None
+    return kernels.parse_dtype(dtype)
 
 
 def _arrow_stream(data: Any) -> Any:

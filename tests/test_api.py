@@ -431,3 +431,42 @@ def test_cli_words_the_same_errors_with_flags(invoke):
     result = invoke("cumsum", "--by", "k", "--axis", "columns", input="k,x\na,1\n")
     assert result.stderr == ("Error: --by and --reset work down the rows; they cannot be used "
                              "with --axis columns\n")
+
+
+# Arguments checked as Click checks them on the command line -------------------------------
+
+@pytest.mark.parametrize("overflow", ["ERROR", "Wrap", "clip", "", None])
+def test_an_unknown_overflow_is_refused_not_taken_for_wrap(overflow) -> None:
+    # Anything but "error" used to wrap: 2**62 + 2**62 came back negative.
+    with pytest.raises(cumtool.UsageError, match="overflow= must be 'error' or 'wrap'"):
+        cumtool.scan(np.array([2**62, 2**62]), "cumsum", overflow=overflow)
+
+
+@pytest.mark.parametrize(("dtype", "expected"), [
+    (np.float32, np.float32), (float, np.float64), (np.dtype("int16"), np.int16),
+    ("torch.float32", np.float32),
+])
+def test_dtype_may_be_given_as_numpy_takes_it(dtype, expected) -> None:
+    result = cumtool.scan([1.0, 2.0, 4.0], "cumsum", dtype=dtype)
+    assert result.dtype == expected
+    assert result.tolist() == [1, 3, 7]
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"op": ["cumsum"]}, "op= must be a string"),
+    ({"op": "cumsum", "dtype": [1]}, r"dtype= \[1\] is not a dtype"),
+    ({"op": "cumsum", "dtype": bool}, "dtype= 'bool' is not supported"),
+    ({"op": "cumvar", "ddof": 0.5}, "ddof= must be an integer, not 0.5"),
+    ({"op": "cumvar", "ddof": "1"}, "ddof= must be an integer, not '1'"),
+    ({"op": "cumvar", "ddof": True}, "ddof= must be an integer, not True"),
+    ({"op": "ewma", "alpha": "0.5"}, "alpha= must be a number, not '0.5'"),
+], ids=["op-list", "dtype-list", "dtype-bool", "ddof-float", "ddof-text", "ddof-bool",
+        "alpha-text"])
+def test_bad_arguments_are_usage_errors(arguments, message) -> None:
+    with pytest.raises(cumtool.UsageError, match=message):
+        cumtool.scan([1.0, 2.0, 4.0], **arguments)
+
+
+def test_a_ragged_list_is_a_data_error() -> None:
+    with pytest.raises(cumtool.DataError, match="needs a rectangular array"):
+        cumtool.scan([[1, 2], [3]], "cumsum")
