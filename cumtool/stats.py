@@ -692,8 +692,12 @@ def scan_block(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None,
         values[missing] = np.nan
     if nan_skipped is not None:
         if values.dtype.kind in "fc":
-            # NaN skipped by --skipna stays NaN in place, as for cumsum.
+            # NaN skipped by --skipna stays NaN in place, as for cumsum: with --exclusive
+            # too, where nothing came before it (not a missing cell).
             values[nan_skipped] = x[nan_skipped]
+            if missing is not None:
+                missing = missing & ~nan_skipped
+                missing = missing if missing.any() else None
         else:  # cumcount: int64 holds no NaN, so a table writes the cell missing
             missing = nan_skipped if missing is None else missing | nan_skipped
     return ScanResult(values, None, skip, missing)

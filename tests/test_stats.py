@@ -656,3 +656,18 @@ def test_a_header_only_table_by_groups_gives_a_header_only_table(invoke, op):
     extra = EWMA if op == "ewma" else ()
     result = ok(invoke(op, "-c", "x", "--by", "k", *extra, input="k,r,x\n"))
     assert result.stdout == "k,r,x\n"
+
+
+@pytest.mark.parametrize(("op", "expected"), [
+    (["cummean"], "x\nNaN\n\"\"\nNaN\n1.0\n"),
+    (["cumvar"], "x\nNaN\n\"\"\nNaN\nNaN\n"),
+    (["ewma", "--alpha", "0.5"], "x\nNaN\n\"\"\nNaN\n1.0\n"),
+    (["cumsum"], "x\nNaN\n0.0\nNaN\n1.0\n"),
+])
+def test_a_skipped_nan_stays_nan_with_exclusive_where_nothing_came_before(invoke, op,
+                                                                           expected):
+    # The first row has nothing before it (a missing cell with --exclusive), but it is a
+    # NaN skipped by --skipna, kept in place as NaN: it was written as a missing cell.
+    result = invoke(*op, "--skipna", "--exclusive", "-", input="x\nnan\n1\nnan\n2\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
