@@ -1,4 +1,4 @@
-from cumtool.cli import main
+from cumtool.launch import main
 
 # Guarded: --engine dask spawns worker processes, which import the main module again.
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ import click
 from cumtool.choices import DTYPE_NAMES, TORCH_ALIASES
 from cumtool.completion import complete_columns, complete_path
 from cumtool.errors import CumtoolError, Stopped, UsageError
+from cumtool.launch import EXIT_INTERRUPTED
 from cumtool.ops import EXAMPLES, INDEXED, OPS, OPS_OF_OPTION, SUMMARIES
 from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
 from cumtool.view import printable
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
-EXIT_INTERRUPTED = 130  # 128 + SIGINT
 # SIGTERM (kill, cron, systemd) and SIGHUP (a closed terminal) end a run like Ctrl-C, with
 # the shell's status for a signal: 128 + its number (143, 129).
 STOP_SIGNALS = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}

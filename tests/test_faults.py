@@ -394,6 +394,28 @@ def test_sigint_while_waiting_for_standard_input(tmp_path: Path, args: list[str]
     assert directory_listing(tmp_path) == []
 
 
+_INTERRUPTED_IMPORT = """
+import sys
+
+class Interrupt:  # Ctrl-C while the command line's modules load
+    def find_spec(self, name, path=None, target=None):
+        if name == "cumtool.cli":
+            raise KeyboardInterrupt
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["cumtool", "cumsum", "-"]
+from cumtool.launch import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_modules_load_is_one_line() -> None:
+    # The first tens of milliseconds of a run: this was a KeyboardInterrupt traceback.
+    done = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT], capture_output=True,
+                          timeout=TIMEOUT)
+    assert (done.returncode, done.stderr, done.stdout) == (130, b"Error: interrupted\n", b"")
+
+
 # A closed pipe ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("to", "when"), [
