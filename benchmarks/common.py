@@ -666,14 +666,14 @@ def _version(package: str) -> str:
 
 
 def code_state() -> str:
-    """The commit, and a fingerprint of cumtool's sources as they are on disk (they may
-    hold uncommitted work)."""
+    """The commit, and a fingerprint of cumtool's sources (Python and C) as they are on
+    disk (they may hold uncommitted work)."""
     import hashlib
 
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "unknown"
     digest = hashlib.sha256()
-    for path in sorted((REPO / "cumtool").rglob("*.py")):
+    for path in sorted([*(REPO / "cumtool").rglob("*.py"), *(REPO / "cumtool").rglob("*.c")]):
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
     dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "cumtool"],
                            capture_output=True, text=True).stdout.strip()
@@ -704,6 +704,10 @@ def code_lines(bench: Bench) -> list[str]:
     now = code_state()
     if now == bench.code_start:
         return [f"- cumtool {_version('cumtool')}: {now}"]
+    if now.split("sources")[1] == bench.code_start.split("sources")[1]:
+        # A commit of docs or tests during the run: the measured code is the same.
+        return [f"- cumtool {_version('cumtool')}: {bench.code_start} at the start, "
+                f"{now.split(',')[0]} at the end (the same sources)"]
     return [f"- cumtool {_version('cumtool')}: {bench.code_start} at the start; **its sources "
             f"changed during the run**: {now} at the end, so rows may mix both versions"]
 
