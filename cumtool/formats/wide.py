@@ -378,7 +378,7 @@ def _select(request: Request, source: WideSource) -> list[int]:
                      "them as floats" if kind == "bigint" else kind)
             numeric = [names[i] for i in range(len(names)) if scannable(i)]
             raise DataError(f"{source.name}: column {label} is not numeric ({holds}); "
-                            f"numeric columns: {', '.join(numeric) or 'none'}")
+                            f"numeric columns: {listing(numeric)}")
     if not chosen:
         chosen = [i for i, hint in enumerate(hints)
                   if hint.by_default and names[i] and not _INDEX_NAME.match(names[i])]
