@@ -332,9 +332,12 @@ class CsvSource:
             # No field count to check; a blank line is a null row (a quoted "" is text).
             column = frame.to_series(0)
             return frame.filter(column.is_not_null()) if column.null_count() else frame
-        # Every record has the header's field count, and none is a blank line, exactly
-        # when the delimiters outside quotes number (width - 1) per row: polars refuses
-        # longer records, so a short one or a blank line shows as too few.
+        # polars refuses longer records than the header and fills a short one (a blank
+        # line too) with nulls at its end: with no null in the last column, every record
+        # is whole. Else every record has the header's field count, and none is a blank
+        # line, exactly when the delimiters outside quotes number (width - 1) per row.
+        if frame.to_series(width - 1).null_count() == 0:
+            return frame
         outside = _count_byte(chunk, delimiter)
         if b'"' in chunk:
             inside = frame.select(pl.col(pl.String).str.count_matches(delimiter,
