@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from cumtool import kernels
+from cumtool.choices import OVERFLOW_CHOICES
 from cumtool.engine import _array_index, resolve_array_axis, scan_batches
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 
@@ -90,7 +91,7 @@ def _check_arguments(op: Any, overflow: Any, ddof: Any, reals: dict[str, Any]) -
     if not isinstance(op, str):
         raise UsageError(f"op= must be a string such as 'cumsum' or 'cumsum,cummax', not "
                          f"{op!r}")
-    if overflow not in ("error", "wrap"):
+    if overflow not in OVERFLOW_CHOICES:
         raise UsageError(f"overflow= must be 'error' or 'wrap', not {overflow!r}")
     if ddof is not None and (isinstance(ddof, bool) or not isinstance(ddof, numbers.Integral)):
         raise UsageError(f"ddof= must be an integer, not {ddof!r}")

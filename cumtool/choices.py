@@ -8,6 +8,7 @@ from __future__ import annotations
 from cumtool.errors import UsageError, option
 
 AXIS_NAMES = {"rows": 0, "index": 0, "columns": 1}  # --axis words; integers work too
+OVERFLOW_CHOICES = ("error", "wrap")  # --overflow: integer overflow stops, or wraps as torch
 
 DTYPE_NAMES = (
     "int8", "int16", "int32", "int64", "uint8",

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from cumtool.choices import DTYPE_NAMES, TORCH_ALIASES
+from cumtool.choices import DTYPE_NAMES, OVERFLOW_CHOICES, TORCH_ALIASES
 from cumtool.completion import complete_columns, complete_path
 from cumtool.errors import CumtoolError, Stopped, UsageError
 from cumtool.launch import EXIT_INTERRUPTED
@@ -141,7 +141,7 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--no-header", "no_header", is_flag=True,
                      help="CSV has no header row: columns are named 1, 2, ... and the "
                           "output has no header either."),
-        click.option("--overflow", type=click.Choice(["error", "wrap"]), default="error",
+        click.option("--overflow", type=click.Choice(OVERFLOW_CHOICES), default="error",
                      show_default=True,
                      help="Integer overflow: stop with an error, or wrap around as torch."),
         click.option("--skipna", is_flag=True,

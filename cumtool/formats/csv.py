@@ -139,20 +139,10 @@ def place(chunk: bytes, at: int, delimiter: str) -> tuple[int, int]:
     """Where byte `at` of `chunk` stands, for a message: how many records before its own,
     blank lines aside, and its field in that record (from 0). A newline or a delimiter
     inside quotes does not count."""
-    data = np.frombuffer(chunk, dtype=np.uint8, count=at)
-    quotes = np.flatnonzero(data == ord('"'))
-    newlines = np.flatnonzero(data == ord("\n"))
-    delimiters = np.flatnonzero(data == ord(delimiter))
-    if quotes.shape[0]:
-        newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
-        delimiters = delimiters[np.searchsorted(quotes, delimiters) % 2 == 0]
-    starts = np.concatenate(([0], newlines[:-1] + 1))
-    lengths = newlines - starts  # of the records that end before `at`
-    carriage = data[np.maximum(newlines - 1, 0)] == ord("\r")
-    blank = (lengths == 0) | ((lengths == 1) & carriage)
-    start = int(newlines[-1]) + 1 if newlines.shape[0] else 0
-    field = int(np.count_nonzero(delimiters >= start))
-    return int(newlines.shape[0] - np.count_nonzero(blank)), field
+    # The layout of the records up to and with byte `at` (a NUL, a quote, a byte that is
+    # not text: never a line end), so its own record is the last, cut after it.
+    fields, blank = _layout(chunk[:at + 1], delimiter)
+    return int(np.count_nonzero(~blank[:-1])), int(fields[-1]) - 1
 
 
 class CsvSource:
@@ -210,7 +200,7 @@ class CsvSource:
         _check_quotes(name, sample, options.delimiter, 0, header=options.header)
         self._first_line = sample.split(b"\n", 1)[0].decode(options.encoding or "utf-8",
                                                             "replace")
-        if is_wide(sample, options.delimiter):  # read column group by column group
+        if wide:  # read column group by column group
             raise WideInput(self._chunker, sample)
         self._width = 0
         frame = self._strings(sample, first=True)
