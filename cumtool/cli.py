@@ -15,17 +15,14 @@ from typing import Any
 import click
 
 from cumtool.choices import DTYPE_NAMES, OVERFLOW_CHOICES, TORCH_ALIASES
+from cumtool.commit import STOP_SIGNALS, committed
 from cumtool.completion import complete_columns, complete_path
-from cumtool.errors import CumtoolError, Stopped, UsageError
-from cumtool.launch import EXIT_INTERRUPTED
+from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
 from cumtool.ops import EXAMPLES, INDEXED, OPS, OPS_OF_OPTION, SUMMARIES
 from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
 from cumtool.view import printable
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
-# SIGTERM (kill, cron, systemd) and SIGHUP (a closed terminal) end a run like Ctrl-C, with
-# the shell's status for a signal: 128 + its number (143, 129).
-STOP_SIGNALS = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
 
 # Bare `cumtool` shows the help as an error (Click 8.2 and later).
 _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
@@ -93,7 +90,16 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--state", default=None, metavar="FILE", shell_complete=complete_path,
                      help="Tables: continue from the running values saved in FILE (if it "
                           "exists), and save them there when the run succeeds (for "
-                          "cron: day by day gives the bits of one run)."),
+                          "cron: day by day gives the bits of one run; a retried or "
+                          "overlapping run never counts a row twice)."),
+        click.option("--run-id", "run_id", default=None, metavar="ID",
+                     help="With --state: name this run (e.g. $(date +%F)); a run with the "
+                          "last run's ID is a retry of it (default: the options and the "
+                          "inputs' bytes)."),
+        click.option("--wait", "wait", type=click.FloatRange(min=0), default=None,
+                     metavar="SECONDS",
+                     help="With --state: wait up to SECONDS for another run holding the "
+                          "state to finish (default: fail at once with status 75)."),
         click.option("--filename-column", "filename_column", default=None, metavar="NAME",
                      help="Tables: add a first column NAME holding each row's input path "
                           "as given (--by NAME: a running total per file)."),
@@ -260,6 +266,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     request = Request(
         op=op, input=given[0] if given else "-", output=options["output"],
         inputs=given if len(given) > 1 else (), state=options["state"],
+        run_id=options["run_id"], wait=options["wait"],
         filename_column=options["filename_column"],
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
@@ -300,8 +307,10 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         os.dup2(devnull, sys.stdout.fileno())
         status = EXIT_BROKEN_PIPE
     except Stopped as stop:
-        click.echo(f"Error: {STOP_SIGNALS[signal.Signals(stop.signal_number)]}", err=True)
-        status = 128 + stop.signal_number
+        # SIGTERM (kill, cron, systemd) and SIGHUP (a closed terminal) end a run like
+        # Ctrl-C, with the shell's status for a signal: 128 + its number (143, 129).
+        click.echo(f"Error: {stop.message()}", err=True)
+        status = stop.exit_code
     except KeyboardInterrupt:
         click.echo("Error: interrupted", err=True)
         status = EXIT_INTERRUPTED
@@ -315,14 +324,17 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
 
 @contextlib.contextmanager
 def _stopping_on_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into an exception in the main thread while the run lasts,
-    so the output's temporary file is removed as for Ctrl-C. Only the first signal stops
-    the run: a second one must not cut the clean-up short."""
+    """Turn SIGINT, SIGTERM and SIGHUP into an exception in the main thread while the run
+    lasts, so the output's temporary file is removed. Only the first signal stops the
+    run: a second one must not cut the clean-up short. Once the run's files are in place
+    (cumtool.commit), a stop signal is no failure: the run has done its work, and a retry
+    wrapper must not be told otherwise."""
     stopped = False
+    committed.clear()
 
     def stop(number: int, _frame: object) -> None:
         nonlocal stopped
-        if not stopped:
+        if not stopped and not committed.is_set():
             stopped = True
             raise Stopped(number)
 
@@ -382,9 +394,11 @@ class _Cli(click.Group):
                 help_name = max(ctx.command.get_help_option_names(ctx), key=len)
                 click.echo(f"Try '{printable(ctx.command_path)} {help_name}'.", err=True)
             status = error.exit_code
-        except click.Abort:  # Ctrl-C while Click parsed the command line
-            click.echo("Error: interrupted", err=True)
-            status = EXIT_INTERRUPTED
+        except click.Abort as error:  # a stop signal while Click parsed the command line
+            cause = error.__cause__
+            stop = cause if isinstance(cause, Stopped) else None
+            click.echo(f"Error: {stop.message() if stop else 'interrupted'}", err=True)
+            status = stop.exit_code if stop else EXIT_INTERRUPTED
         sys.exit(status if isinstance(status, int) else 0)
 
 

@@ -6,7 +6,8 @@ must have the same columns, or the run stops with an error naming both files. A 
 column that is all missing may be stored as type null (pyarrow does so for an empty text
 column): it takes its type from the other files. Error positions name the file and the
 row within it. With `-o DIR/` each input gets its own output under its relative name;
-the outputs are staged in a hidden folder and moved into place only once all succeeded.
+the outputs are staged in a hidden folder and moved into place together (cumtool.commit)
+only once all succeeded.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cumtool import inputs
+from cumtool import commit, inputs
 from cumtool.errors import DataError, OutputError, UsageError, option
 from cumtool.formats import TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name, wide
 from cumtool.request import Request
@@ -28,6 +29,9 @@ from cumtool.request import Request
 if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
+
+    from cumtool.fingerprint import Span
+    from cumtool.state import Resume
 
 _TEXT_HINT = ColumnHint(None, False, "text")
 
@@ -37,9 +41,10 @@ class ChainSource:
     time. Columns: the --filename-column first, then the files' own, then hive keys."""
 
     def __init__(self, request: Request, dtype: np.dtype | None, files: list[inputs.InputFile],
-                 stack: contextlib.ExitStack) -> None:
+                 stack: contextlib.ExitStack, spans: Mapping[str, Span] | None = None) -> None:
         self._request = request
         self._dtype = dtype
+        self._spans = spans or {}
         self.files = files
         self._first, self.kind = self._open(0, stack)
         first = self._first
@@ -83,7 +88,7 @@ class ChainSource:
 
         path = self.files[k].path
         source, kind = open_source(dataclasses.replace(self._request, input=path, inputs=()),
-                                   self._dtype, stack)
+                                   self._dtype, stack, span=self._spans.get(os.path.abspath(path)))
         if hasattr(source, "blocks"):
             raise UsageError(f"{path}: several inputs, directories and "
                              f"{option('filename_column')} work on tables (CSV, TSV, "
@@ -226,21 +231,22 @@ def _difference(theirs: list[str], mine: list[str]) -> str:
 
 # Running ---------------------------------------------------------------------------------
 
-def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack) -> None:
+def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
+        resume: Resume | None = None) -> None:
     """A run over several inputs, a glob or a directory (or with --filename-column)."""
     from cumtool import engine
 
     files = inputs.expand(request.inputs or (request.input,))
-    chain = ChainSource(request, dtype, files, stack)
+    chain = ChainSource(request, dtype, files, stack, resume.spans if resume else None)
     if inputs.per_input_output(request.output):
-        _run_per_input(request, dtype, chain, stack)
+        _run_per_input(request, dtype, chain, stack, resume)
     else:
         engine._run_table(request, dtype, chain, engine._output_format(request, chain.kind),
-                          stack)
+                          stack, resume)
 
 
 def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
-                   stack: contextlib.ExitStack) -> None:
+                   stack: contextlib.ExitStack, resume: Resume | None) -> None:
     """`-o DIR/`: each input's rows to its own file, the scan carried across them."""
     from cumtool import state
     from cumtool.engine import _aborting, _rebatch
@@ -261,16 +267,22 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                      state.hints(request, chain), **request.scan_options())
     if fmt == "npy" and request.indices:
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
-    finish = state.prepare(request, plan, chain)
+    finish = state.prepare(request, plan, chain, resume)
     view = View(request.op, "rows", chain.name)
     try:
         if not os.path.isdir(directory):
             os.makedirs(directory)
             stack.callback(_remove_if_empty, directory)  # made for a run that failed
-        staging = tempfile.mkdtemp(prefix=".cumtool-stage-", dir=directory)
+        commit.recover_directory(directory)  # what a run killed while renaming left
+        commit.remove_leftovers(directory, "")
+        staging = tempfile.mkdtemp(prefix=f"{commit.STAGE_PREFIX}{os.getpid()}-",
+                                   dir=directory)
     except OSError as error:
         raise OutputError(f"cannot write {directory}: {error.strerror or error}") from None
     stack.callback(shutil.rmtree, staging, True)
+    # All outputs, and the state, are put in place together, or none (cumtool.commit).
+    together = resume.commit if resume is not None else commit.Commit(
+        os.path.join(directory, f"{commit.DIRECTORY_RECORD}{os.getpid()}"))
     staged = [os.path.join(staging, os.path.relpath(t, directory)) for t in targets]
     from cumtool.output import open_output
 
@@ -290,14 +302,17 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                 for batch in _rebatch(reader, request.batch_rows):
                     sink.write(plan.apply(batch))
                 sink.close()
-    # Every output is complete: only now do they replace what was there.
+    # Every output is complete: only now do they replace what was there, all together.
     for source, target in zip(staged, targets, strict=True):
         try:
             os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-            os.replace(source, target)
         except OSError as error:
             raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
-    finish()
+        together.add(source, target)
+    if resume is not None:
+        finish()  # writes the state, then commits everything
+    else:
+        together.apply()
 
 
 def _remove_if_empty(directory: str) -> None:

@@ -9,6 +9,7 @@ tables.py and the kernels in kernels.py; this module drives the flow between the
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,8 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
-from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.commit import Commit
+from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import (
     OUTPUT_FORMATS,
     TYPED_OUTPUTS,
@@ -46,6 +48,8 @@ from cumtool.view import View
 if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
     import pyarrow as pa
 
+    from cumtool.state import Resume
+
 BLOCK_BYTES = 8 << 20
 
 
@@ -61,21 +65,40 @@ def run(request: Request) -> None:
         return
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
-        from cumtool import datasets
+        from cumtool import datasets, state
 
+        resume = state.begin(request, stack)  # --state: lock, recover, fingerprint
+        if resume is not None:
+            stack.enter_context(discarding(resume.commit))
+            stdin = resume.stdin if resume.stdin is not None else stdin
         if datasets.is_dataset(request):  # several inputs, a glob, a directory, -o DIR/
-            datasets.run(request, dtype, stack)
+            datasets.run(request, dtype, stack, resume)
             return
-        source, kind = open_source(request, dtype, stack, stdin)
+        span = resume.spans.get(os.path.abspath(request.input)) if resume else None
+        source, kind = open_source(request, dtype, stack, stdin, span)
         out_format = _output_format(request, kind)
         if getattr(source, "wide", False):  # CSV too wide for whole-width batches
             from cumtool.formats.wide import run_wide
 
+            if request.state is not None:
+                raise UsageError(f"{source.name}: {option('state')} does not work on a file "
+                                 f"of {source.width:,} columns, which is read column group "
+                                 "by column group; scan fewer columns with -c")
             run_wide(request, dtype, source, out_format, stack)
         elif hasattr(source, "blocks"):  # an array source
             _run_array(request, dtype, source, out_format, stack)
         else:
-            _run_table(request, dtype, source, out_format, stack)
+            _run_table(request, dtype, source, out_format, stack, resume)
+
+
+@contextlib.contextmanager
+def discarding(commit: Commit) -> Iterator[None]:
+    """A failed run's files are removed, never put in place."""
+    try:
+        yield
+    except BaseException:
+        commit.discard()
+        raise
 
 
 def _output_format(request: Request, kind: FileKind) -> FileKind:
@@ -105,7 +128,7 @@ def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa
 
 
 def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
-               stack: contextlib.ExitStack) -> None:
+               stack: contextlib.ExitStack, resume: Resume | None = None) -> None:
     from cumtool import state
     from cumtool.tables import TableOptions, make_plan
 
@@ -115,7 +138,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                            typed_output=out.format in TYPED_OUTPUTS)
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
                      state.hints(request, source), **request.scan_options())
-    save_state = state.prepare(request, plan, source)  # --state, and positions in files
+    save_state = state.prepare(request, plan, source, resume)  # and positions in files
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)
     passing = {name for i, name in enumerate(plan.names) if i not in scanned}
@@ -126,7 +149,8 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
         raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
     progress = _table_progress(request, source)
     reverse = request.reverse and plan.axis == 0
-    with open_output(request.output) as stream, contextlib.closing(progress):
+    commit = resume.commit if resume is not None else None
+    with open_output(request.output, commit) as stream, contextlib.closing(progress):
         sink: TableSink = table_sink(request, out, stream, plan.schema, view, source.name)
         if out.format != "table":
             sink = BackgroundSink(sink)
@@ -139,7 +163,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileK
 
         scan_batches(plan, read, sink, reverse, stack,
                      lambda: progress.update(getattr(source, "bytes_read", plan.rows_done)))
-    save_state()  # only once the output is complete
+    save_state()  # only once the output is complete; puts output and state in place
 
 
 def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,
@@ -195,9 +219,9 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                stack: contextlib.ExitStack) -> None:
     shape: tuple[int, ...] = source.shape
     axis = resolve_array_axis(request.axis, len(shape))
-    for option, given in request.table_only().items():
+    for flag, given in request.table_only().items():
         if given:
-            raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
+            raise UsageError(f"{flag} works on tables (CSV, TSV, Parquet), and "
                              f"{source.name} is an array")
     scan = request.scan_options()
     indices = scan.pop("indices")

@@ -78,9 +78,23 @@ class ScanOverflowError(DataError):
         self.position = position
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+# The stop signals by number (SIGHUP, SIGINT, SIGTERM are 1, 2 and 15 on every POSIX
+# system): numbers, so that the entry point can name them before `signal` is imported.
+STOP_WORDS = {1: "hung up", 2: "interrupted", 15: "terminated"}
+
+
 class Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP: the run stops and cleans up exactly as for Ctrl-C (SIGINT)."""
+    """SIGINT, SIGTERM or SIGHUP: the run stops and cleans up; one line, and the shell's
+    status for a signal, 128 + its number (130, 143, 129)."""
 
     def __init__(self, signal_number: int) -> None:
         super().__init__(signal_number)
         self.signal_number = signal_number
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signal_number
+
+    def message(self) -> str:
+        return STOP_WORDS.get(self.signal_number, f"stopped by signal {self.signal_number}")

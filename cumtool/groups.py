@@ -26,7 +26,7 @@ import pyarrow as pa
 from cumtool import kernels, native
 from cumtool.errors import ScanOverflowError
 
-_GROUP = "__cumtool_group"
+GROUP_ID = _GROUP = "__cumtool_group"  # the group-number column of the saved keys
 _NAN = "__cumtool_nan"
 
 

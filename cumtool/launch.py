@@ -1,18 +1,34 @@
-"""The `cumtool` command's entry point. Loading the modules takes tens of milliseconds; a
-Ctrl-C meanwhile ends the run as one during it does (one line, status 130), not with a
-traceback."""
+"""The `cumtool` command's entry point. A stop signal (SIGINT, SIGTERM, SIGHUP) ends the
+run with one line and the status for that signal from the first instruction on, while
+the modules load too, not with a traceback or in silence. Once a run has put its files in
+place, a stop signal no longer counts: the run has done its work (cumtool.commit)."""
 
 from __future__ import annotations
 
+import signal
 import sys
 
-EXIT_INTERRUPTED = 130  # 128 + SIGINT
+from cumtool.commit import STOP_SIGNALS, committed
+from cumtool.errors import EXIT_INTERRUPTED, Stopped
+
+
+def _stop(number: int, _frame: object) -> None:
+    if not committed.is_set():
+        raise Stopped(number)
 
 
 def main() -> None:
+    for number in STOP_SIGNALS:
+        signal.signal(number, _stop)
     try:
         from cumtool.cli import main as cli_main
-    except KeyboardInterrupt:
-        sys.stderr.write("Error: interrupted\n")
-        sys.exit(EXIT_INTERRUPTED)
-    cli_main()
+    except KeyboardInterrupt as error:
+        stop = error if isinstance(error, Stopped) else Stopped(signal.SIGINT)
+        sys.stderr.write(f"Error: {stop.message()}\n")
+        sys.exit(stop.exit_code if isinstance(error, Stopped) else EXIT_INTERRUPTED)
+    try:
+        cli_main()
+    finally:
+        if committed.is_set():  # until the process is gone
+            for number in STOP_SIGNALS:
+                signal.signal(number, signal.SIG_IGN)

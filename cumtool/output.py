@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO
 
+from cumtool.commit import TEMPORARY_SUFFIX, Commit, remove_leftovers, temporary_prefix
 from cumtool.errors import OutputError
 from cumtool.remote import is_url
 
@@ -130,8 +131,10 @@ def _close_quietly(stream: IO[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def open_output(path: str | None) -> Iterator[IO[bytes]]:
-    """Yield a binary stream for `path` ('-' or None: standard output)."""
+def open_output(path: str | None, commit: Commit | None = None) -> Iterator[IO[bytes]]:
+    """Yield a binary stream for `path` ('-' or None: standard output). With `commit`, a
+    file is left complete and fsynced beside its target, to be renamed by the commit
+    together with the run's other files (cumtool.commit)."""
     if path is None or path == "-":
         if sys.stdout is None:  # started with standard output closed (`>&-`)
             raise OutputError("cannot write standard output: it is closed")
@@ -160,7 +163,7 @@ def open_output(path: str | None) -> Iterator[IO[bytes]]:
         with _special_file(path) as special:
             yield special
         return
-    with _replacing(path, info) as replacement:
+    with _replacing(path, info, commit) as replacement:
         yield replacement
 
 
@@ -186,8 +189,10 @@ def _special_file(path: str) -> Iterator[IO[bytes]]:
 
 
 @contextlib.contextmanager
-def _replacing(path: str, info: os.stat_result | None) -> Iterator[IO[bytes]]:
-    """A temporary file beside the target, renamed over it once complete."""
+def _replacing(path: str, info: os.stat_result | None, commit: Commit | None
+               ) -> Iterator[IO[bytes]]:
+    """A temporary file beside the target, renamed over it once complete (by `commit`,
+    when given, with the run's other files)."""
     target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
     directory, base = os.path.split(target)
     if not os.path.isdir(directory):
@@ -203,6 +208,7 @@ def _replacing(path: str, info: os.stat_result | None) -> Iterator[IO[bytes]]:
         directory_fd = os.open(directory, getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY)
     except OSError as error:
         raise _failed(path, error) from None
+    remove_leftovers(directory, base)  # of runs killed before they could clean up
     try:
         with _temporary(path, directory, directory_fd, base) as (raw, name):
             guarded = _GuardedStream(raw, path)
@@ -218,7 +224,10 @@ def _replacing(path: str, info: os.stat_result | None) -> Iterator[IO[bytes]]:
                 if (now.st_dev, now.st_ino) != (ours.st_dev, ours.st_ino):
                     raise OutputError(f"cannot write {path}: its temporary file {name} was "
                                       "replaced by another program")
-                os.replace(name, base, src_dir_fd=directory_fd, dst_dir_fd=directory_fd)
+                if commit is not None:
+                    commit.add(os.path.join(directory, name), target)
+                else:
+                    os.replace(name, base, src_dir_fd=directory_fd, dst_dir_fd=directory_fd)
             except OSError as error:
                 raise _failed(path, error) from None
     finally:
@@ -249,20 +258,20 @@ def _temporary(path: str, directory: str, directory_fd: int, base: str
         raise
 
 
-TEMPORARY_SUFFIX = ".cumtool-tmp"
 _RANDOM_PART = 8  # what mkstemp adds between prefix and suffix
 
 
 def _temporary_prefix(directory: str, base: str) -> str:
-    """`.<base>.`, with `base` shortened so that the whole name fits the file-name limit."""
+    """`.<base>.<pid>.`, with `base` shortened so that the whole name fits the file-name
+    limit (the pid lets a later run tell a killed run's leftovers from a live one's)."""
     try:
         limit = os.pathconf(directory, "PC_NAME_MAX")
     except (OSError, ValueError):
         limit = 255
-    room = limit - len(f"..{TEMPORARY_SUFFIX}") - _RANDOM_PART
+    room = limit - len(temporary_prefix("") + TEMPORARY_SUFFIX) - _RANDOM_PART
     while base and len(os.fsencode(base)) > room:
         base = base[:-1]
-    return f".{base}."
+    return temporary_prefix(base)
 
 
 def _may_write(target: str) -> bool:

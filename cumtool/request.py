@@ -74,6 +74,8 @@ class Request:
     # not a plain file; `input` is then the first (cumtool.inputs, cumtool.datasets).
     inputs: tuple[str, ...] = ()
     state: str | None = None  # --state FILE: the carried state, loaded and saved
+    run_id: str | None = None  # --run-id ID: names the run (a retry has the last one's)
+    wait: float | None = None  # --wait SECONDS: for another run that holds the state
     filename_column: str | None = None  # --filename-column NAME: each row's input path
     # Running statistics (cumtool/stats.py); None: not given
     ddof: int | None = None
@@ -116,7 +118,7 @@ class Request:
 
         inputs.check(self.inputs or (self.input,), self.output, reverse=self.reverse,
                      state=self.state, filename_column=self.filename_column,
-                     to_format=self.to_format)
+                     to_format=self.to_format, run_id=self.run_id, wait=self.wait)
         self._check_output()
         self._check_engine()
         named = None if self.input == "-" else kind_from_name(self.input)

@@ -5,6 +5,7 @@ polars, pyarrow) is imported only when that format is read."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -13,6 +14,7 @@ import numpy as np
 
 from cumtool import remote
 from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.fingerprint import Span, SpanReader
 from cumtool.formats import (
     INPUT_FORMATS,
     SPREADSHEETS,
@@ -32,9 +34,10 @@ SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 
 def open_source(
     request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
-    stdin: IO[bytes] | None = None,
+    stdin: IO[bytes] | None = None, span: Span | None = None,
 ) -> tuple[Any, FileKind]:
-    """`stdin`: standard input as read so far and the rest (the small path read some)."""
+    """`stdin`: standard input as read so far and the rest (the small path read some);
+    `span`: the part of the file to read (a --state run: cumtool.fingerprint)."""
     path: str | None = None
     if request.input == "-":
         name = "standard input"
@@ -47,6 +50,9 @@ def open_source(
         name = path
         # A URL (s3://, gs://, https://...) opens through fsspec as a seekable stream.
         stream = remote.open_input(path, stack) if remote.is_url(path) else _open_path(path, stack)
+        if span is not None:  # header + bytes [start, end) only: io.BufferedReader peeks
+            stream = io.BufferedReader(SpanReader(cast(io.BufferedReader, stream), span),
+                                       buffer_size=SNIFF_BYTES)
         try:
             if stream.seekable():
                 sniff = stream.read(SNIFF_BYTES)

@@ -15,41 +15,220 @@ output. The file is written atomically, and only after the run's output is compl
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from cumtool.commit import RECORD_SUFFIX, Commit, StateLock, recover, remove_leftovers
 from cumtool.errors import DataError, OutputError, UsageError, option
+from cumtool.fingerprint import Print, Span, fingerprint, header_record, spool_stdin
 from cumtool.kernels import ScanSpec
 from cumtool.request import Request
 
 FORMAT = "cumtool-state"
-VERSION = 1
+VERSION = 2  # 1: no run identity, no inputs, no "before" (still read)
 _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/datasets.md. "
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
+_NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
+                    "batch_rows", "table_rows", "precision", "engine", "scheduler")
+_CONTINUABLE = ("csv", "tsv", "jsonl")
 
 
-def prepare(request: Request, plan: Any, source: Any) -> Callable[[], None]:
-    """Before a table run: make error positions name the file and row within it, load
-    the state if --state names an existing file; return what saves it after success."""
+@dataclasses.dataclass
+class Resume:
+    """A --state run before it reads: the lock it holds, the commit its files go
+    through, what it starts from (the saved values, or for a retry the values from before
+    the last run), and how each input is read (whole, continued, or up to its size)."""
+
+    path: str  # as given
+    real: str  # through symlinks: where the state, its lock and its record live
+    commit: Commit
+    document: dict[str, Any] | None  # as saved (None: no state yet)
+    base: dict[str, Any]  # {"rows", "plans" (None: from the start), "inputs"}
+    identity: str
+    run_id: str | None
+    prints: list[Print]
+    spans: dict[str, Span]  # by absolute path
+    stdin: Any = None  # standard input, spooled while fingerprinted
+
+
+def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
+    """Before a --state run reads anything: hold the lock, finish a commit a killed run
+    left, fingerprint the inputs and decide: a retry (same identity as the last run)
+    starts from the values before it; a new run from the saved values; a grown input is
+    continued past what was consumed."""
+    if request.state is None:
+        return None
+    path = request.state
+    real = os.path.realpath(path)
+    folder = os.path.dirname(real)
+    if not os.path.isdir(folder):  # found now, not after the output is written
+        raise OutputError(f"cannot write {path}: directory {folder} does not exist")
+    lock = StateLock(real, request.wait, path)
+    stack.callback(lock.release)
+    recover(real + RECORD_SUFFIX)  # a run killed while putting its files in place
+    remove_leftovers(folder, os.path.basename(real + RECORD_SUFFIX))
+    document = _read(path) if os.path.exists(real) else None
+    after = _snapshot(path, document)
+    before = _before(path, document)
+    from cumtool import inputs
+
+    stdin = None
+    files: list[str] = []
+    prints: list[Print] = []
+    given = request.inputs or (request.input,)
+    names = [f.path for f in inputs.expand(given)] if given != ("-",) else ["-"]
+    paths = [os.path.abspath(n) for n in names if n != "-"]
+    known: dict[str, tuple[int, str]] = {}
+    for snapshot in (after, before):
+        for record in snapshot["inputs"] if snapshot else ():
+            known.setdefault(record["path"], (record["size"], record["sha256"]))
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the hashing overlaps the imports
+        printing = pool.submit(fingerprint, paths, known)
+        _import_table_libraries()
+        by_path = printing.result()
+    for name in names:
+        if name == "-":
+            stdin, stdin_print = spool_stdin(None)
+            stack.callback(stdin.close)
+            prints.append(stdin_print)
+        else:
+            prints.append(by_path[os.path.abspath(name)])
+            files.append(name)
+    identity = _identity(request, prints)
+    last = (document or {}).get("last_run") or {}
+    retry = last.get("identity") == identity
+    base = before if retry else after
+    if retry and base is not None and known != _known(base):
+        by_path = fingerprint(paths, _known(base))  # rare: the prefix of another run
+        prints = [by_path.get(p.path, p) for p in prints]
+    spans = _spans(request, names, prints, base)
+    commit = Commit(real + RECORD_SUFFIX)
+    return Resume(path, real, commit, document,
+                  base or {"rows": 0, "plans": None, "inputs": []},
+                  identity, request.run_id, prints, spans, stdin)
+
+
+def _import_table_libraries() -> None:
+    """What every --state run needs next, loaded while the inputs are hashed."""
+    import polars  # noqa: F401
+    import pyarrow  # noqa: F401
+
+
+def _known(snapshot: dict[str, Any] | None) -> dict[str, tuple[int, str]]:
+    return {r["path"]: (r["size"], r["sha256"]) for r in (snapshot or {}).get("inputs", [])}
+
+
+def _identity(request: Request, prints: list[Print]) -> str:
+    """The run's identity: its options and each input's fingerprint, or --run-id."""
+    options = {k: v for k, v in dataclasses.asdict(request).items()
+               if k not in _NOT_IN_IDENTITY}
+    options["input"] = os.path.abspath(request.input) if request.input != "-" else "-"
+    options["inputs"] = [os.path.abspath(i) if i != "-" else "-" for i in request.inputs]
+    if request.output not in (None, "-") and not str(request.output).endswith(("/", os.sep)):
+        options["output"] = os.path.abspath(str(request.output))
+    what: dict[str, Any] = {"options": options}
+    if request.run_id is not None:
+        what["run_id"] = request.run_id
+    else:
+        what["inputs"] = [[p.path, p.size, p.sha256] for p in prints]
+    text = json.dumps(what, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _spans(request: Request, names: list[str], prints: list[Print],
+           base: dict[str, Any] | None) -> dict[str, Span]:
+    """How each text input is read: up to the size it was fingerprinted at (rows
+    appended meanwhile are the next run's), and past the bytes a run consumed before
+    when the input has grown from them."""
+    consumed = {r["path"]: r for r in (base or {}).get("inputs", [])}
+    spans: dict[str, Span] = {}
+    for name, fingerprinted in zip(names, prints, strict=True):
+        if name == "-" or not _continuable(request, name):
+            continue
+        path = fingerprinted.path
+        record = consumed.get(path)
+        grown = (record is not None and fingerprinted.prefix_kept
+                 and fingerprinted.size > record["size"])
+        if not grown:
+            spans[path] = Span(0, fingerprinted.size)
+            continue
+        assert record is not None
+        if not record.get("ends_line", True):
+            raise DataError(
+                f"{name}: it has grown since {option('state', request.state)} consumed "
+                f"its first {record['size']:,} bytes, which ended inside a line; the rows "
+                "after them cannot be told from that line's end. Give the file whole to a "
+                "new state file, or restore the state from before that run")
+        header = b""
+        if request.header and _format_of(request, name) != "jsonl":
+            header = header_record(name)
+        spans[path] = Span(record["size"], fingerprinted.size, header)
+    return spans
+
+
+def _format_of(request: Request, name: str) -> str | None:
+    from cumtool.formats import kind_from_name
+
+    if request.from_format:
+        return request.from_format.lower()
+    kind = kind_from_name(name)
+    if kind is None or kind.compression is not None:
+        return None
+    return kind.format
+
+
+def _continuable(request: Request, name: str) -> bool:
+    """Uncompressed CSV, TSV and JSON Lines: rows can be read from a byte offset on."""
+    if _format_of(request, name) not in _CONTINUABLE:
+        return False
+    try:
+        with open(name, "rb") as stream:
+            head = stream.read(4)
+    except OSError:
+        return False
+    return not head.startswith((b"\x1f\x8b", b"PAR1", b"\x93NUMPY", b"ARROW1"))
+
+
+def _snapshot(path: str, document: dict[str, Any] | None) -> dict[str, Any] | None:
+    if document is None:
+        return None
+    return {"rows": document["rows"], "plans": document["plans"],
+            "inputs": document.get("inputs", [])}
+
+
+def _before(path: str, document: dict[str, Any] | None) -> dict[str, Any] | None:
+    last = (document or {}).get("last_run")
+    if not last:
+        return None
+    return last["before"]
+
+
+def prepare(request: Request, plan: Any, source: Any, resume: Resume | None = None
+            ) -> Callable[[], None]:
+    """Before a table run: make error positions name the file and row within it, start
+    from the saved values (`resume`); return what saves the state and commits the run's
+    files after success."""
     plans = getattr(plan, "plans", [plan])
     locate = getattr(source, "locate", None)
     if locate is not None:
         for each in plans:
             each.where = _locator(locate, each)
-    if request.state is None:
+    if resume is None:
         return lambda: None
-    path = request.state
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):  # found now, not after the output is written
-        raise OutputError(f"cannot write {path}: directory {folder} does not exist")
+    path = resume.path
     made_with = _made_with(request, plans)
-    if os.path.exists(path):
-        _load(path, made_with, plans)
+    if resume.document is not None:
+        widen = _compare(path, resume.document["made_with"], made_with)
+        if resume.base["plans"] is not None:
+            _load(path, resume.base, plans, widen)
     try:  # a carry this module cannot write is found now, not after the output is written
         for each in plans:
             _plan_record(each)
@@ -58,7 +237,8 @@ def prepare(request: Request, plan: Any, source: Any) -> Callable[[], None]:
                          f"{error}") from None
 
     def save() -> None:
-        _save(path, made_with, plans)
+        _save(resume, made_with, plans)
+        resume.commit.apply()
 
     return save
 
@@ -168,12 +348,19 @@ def _refuse(path: str, key: str, saved: Any, current: Any) -> UsageError:
                       "give the same options, or another state file")
 
 
-def _compare(path: str, saved: dict[str, Any], current: dict[str, Any]) -> None:
+def _compare(path: str, saved: dict[str, Any], current: dict[str, Any]) -> bool:
+    """Refuse the first difference; whether this run widens the state's integers to
+    --dtype float64 (allowed where the state was made with no --dtype)."""
+    widen = False
     for key, value in current.items():
         if key not in saved:
             raise _damaged(path, f"it has no {key!r}")
         if saved[key] != value:
+            if key == "dtype" and saved[key] is None and value == "float64":
+                widen = True
+                continue
             raise _refuse(path, key, saved[key], value)
+    return widen
 
 
 # Loading and saving --------------------------------------------------------------------
@@ -193,29 +380,114 @@ def _read(path: str) -> dict[str, Any]:
         raise _damaged(path, f"not JSON: {error}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise _damaged(path, f"no \"format\": \"{FORMAT}\"")
-    if document.get("version") != VERSION:
+    if document.get("version") not in (1, VERSION):
         raise _damaged(path, f"version {document.get('version')!r}, this cumtool reads "
-                             f"version {VERSION}")
+                             f"versions 1 and {VERSION}")
+    _check_document(path, document)
     return document
 
 
-def _load(path: str, made_with: dict[str, Any], plans: list[Any]) -> None:
-    document = _read(path)
+def _field(path: str, where: str, why: str) -> DataError:
+    return DataError(f"{path}: field {where} {why}; the state file contradicts itself "
+                     f"(edited by hand, or damaged): remove it to start afresh, or give "
+                     f"another {option('state')} file")
+
+
+def _check_document(path: str, document: dict[str, Any]) -> None:
+    """Every part of the state agrees with every other: counts, shapes, group keys
+    (one line naming the field at fault, never a silent restart)."""
+    snapshots = [("", document)]
+    last = document.get("last_run")
+    if document.get("version", 1) >= 2:
+        if not isinstance(last, dict | type(None)):
+            raise _field(path, "last_run", "is not an object")
+        if last is not None:
+            if not isinstance(last.get("identity"), str):
+                raise _field(path, "last_run.identity", "is not a text")
+            before = last.get("before")
+            if not isinstance(before, dict):
+                raise _field(path, "last_run.before", "is not an object")
+            if before.get("plans") is not None:
+                snapshots.append(("last_run.before.", before))
+            elif not isinstance(before.get("rows"), int) or before["rows"] != 0:
+                raise _field(path, "last_run.before.rows", "is not 0 with no plans")
+    for prefix, snapshot in snapshots:
+        rows = snapshot.get("rows")
+        if not isinstance(rows, int) or isinstance(rows, bool) or rows < 0:
+            raise _field(path, f"{prefix}rows", "is not a count of rows")
+        plans = snapshot.get("plans")
+        if not isinstance(plans, list) or not plans:
+            raise _field(path, f"{prefix}plans", "is not a list of plans")
+        for k, plan in enumerate(plans):
+            _check_plan(path, f"{prefix}plans[{k}]", plan)
+        for k, record in enumerate(snapshot.get("inputs", [])):
+            where = f"{prefix}inputs[{k}]"
+            if not (isinstance(record, dict) and isinstance(record.get("path"), str)
+                    and isinstance(record.get("size"), int) and record["size"] >= 0
+                    and isinstance(record.get("sha256"), str)
+                    and len(record["sha256"]) == 64):
+                raise _field(path, where, "is not a path, a size and a SHA-256")
+
+
+def _check_plan(path: str, where: str, plan: Any) -> None:
+    if not isinstance(plan, dict) or not isinstance(plan.get("columns"), list):
+        raise _field(path, f"{where}.columns", "is not a list")
+    groups = plan.get("groups")
+    if groups is None:
+        return
+    count = groups.get("count") if isinstance(groups, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise _field(path, f"{where}.groups.count", "is not a count")
+    keys = groups.get("keys")
+    if keys is not None:
+        try:
+            frame = _decode_frame(keys)
+        except (KeyError, TypeError, ValueError, IndexError) as error:
+            raise _field(path, f"{where}.groups.keys", f"cannot be read ({error})") from None
+        from cumtool.groups import GROUP_ID
+
+        if frame.height != count:
+            raise _field(path, f"{where}.groups.keys",
+                         f"holds {frame.height} keys for a count of {count} groups")
+        if GROUP_ID not in frame.columns:
+            raise _field(path, f"{where}.groups.keys", f"has no {GROUP_ID!r} column")
+        ids = np.sort(frame.get_column(GROUP_ID).to_numpy())
+        if not np.array_equal(ids, np.arange(count)):
+            raise _field(path, f"{where}.groups.keys",
+                         f"does not number its groups 0 to {count - 1} once each")
+        if frame.drop(GROUP_ID).is_duplicated().any():
+            raise _field(path, f"{where}.groups.keys", "repeats a group key")
+    elif count:
+        raise _field(path, f"{where}.groups.keys", f"is empty for {count} groups")
+    for c, column in enumerate(plan["columns"]):
+        carry = column.get("group_carry") if isinstance(column, dict) else None
+        if not isinstance(carry, dict):
+            raise _field(path, f"{where}.columns[{c}].group_carry", "is missing")
+        for name, value in carry.items():
+            shape = value.get("shape") if isinstance(value, dict) else None
+            if isinstance(shape, list) and shape and shape[0] != count:
+                raise _field(path, f"{where}.columns[{c}].group_carry.{name}",
+                             f"holds {shape[0]} groups, and groups.count is {count}")
+
+
+def _load(path: str, base: dict[str, Any], plans: list[Any], widen: bool) -> None:
     try:
-        _compare(path, document["made_with"], made_with)
-        saved_plans = document["plans"]
-        rows = int(document["rows"])
+        saved_plans = base["plans"]
+        rows = int(base["rows"])
         if len(saved_plans) != len(plans):
             raise _damaged(path, "another number of ops")
         for plan, saved in zip(plans, saved_plans, strict=True):
-            _restore_plan(path, plan, saved)
+            _restore_plan(path, plan, saved, widen)
             plan.rows_done = rows
             plan.rows_before = rows
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise _damaged(path, f"{type(error).__name__}: {error}") from None
 
 
-def _restore_plan(path: str, plan: Any, saved: dict[str, Any]) -> None:
+_WIDENED = ("source_dtype", "in_dtype", "acc_dtype", "out_dtype", "state_dtype")
+
+
+def _restore_plan(path: str, plan: Any, saved: dict[str, Any], widen: bool) -> None:
     columns = saved["columns"]
     if len(columns) != len(plan.selected):
         raise _damaged(path, "another number of columns")
@@ -223,28 +495,44 @@ def _restore_plan(path: str, plan: Any, saved: dict[str, Any]) -> None:
         spec = _spec_record(plan.specs[position])
         for key, value in spec.items():
             if record["spec"].get(key) != value:
+                if widen and key in _WIDENED:
+                    continue
                 if key == "source_dtype":
+                    held = record["spec"].get(key)
+                    hint = ("the inputs must keep their types" if held is None
+                            or np.dtype(held).kind not in "iub" or value != "float64"
+                            else f"add {option('dtype', 'float64')} to go on in float64 "
+                                 "(the saved values convert exactly up to 2**53)")
                     raise DataError(
                         f"{option('state', path)} was made when column "
-                        f"{plan.label(position)} held {record['spec'].get(key)}, and it "
-                        f"holds {value} now; the inputs must keep their types")
+                        f"{plan.label(position)} held {held}, and it holds {value} now; "
+                        f"{hint}")
                 raise _refuse(path, key, record["spec"].get(key), value)
         if record.get("decimal_scale") != plan.decimal_scale.get(position):
             raise DataError(f"{option('state', path)} was made when column "
                             f"{plan.label(position)} had {record.get('decimal_scale')} decimal "
                             f"places, and it has {plan.decimal_scale.get(position)} now")
-        _restore_object(path, plan.carries[position], record["carry"])
+        _restore_object(path, plan.carries[position], record["carry"], widen)
         if position in plan.group_carries:
-            _restore_object(path, plan.group_carries[position], record["group_carry"])
+            _restore_object(path, plan.group_carries[position], record["group_carry"],
+                            widen)
     if plan.group_keys is not None:
         groups = saved["groups"]
         known = None if groups["keys"] is None else _decode_frame(groups["keys"])
         plan.group_keys.restore(known, int(groups["count"]))
 
 
-def _save(path: str, made_with: dict[str, Any], plans: list[Any]) -> None:
+def _save(resume: Resume, made_with: dict[str, Any], plans: list[Any]) -> None:
+    """The state after this run, written beside its target for the commit: the values,
+    what each input has given so far, and this run's identity with the values it started
+    from (so that a retry starts from them again)."""
     from cumtool.output import open_output
 
+    consumed = {r["path"]: r for r in resume.base["inputs"]}
+    for each in resume.prints:
+        if each.path != "-":
+            consumed[each.path] = {"path": each.path, "size": each.size,
+                                   "sha256": each.sha256, "ends_line": each.ends_line}
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -252,9 +540,12 @@ def _save(path: str, made_with: dict[str, Any], plans: list[Any]) -> None:
         "made_with": made_with,
         "rows": int(plans[0].rows_done),
         "plans": [_plan_record(plan) for plan in plans],
+        "inputs": list(consumed.values()),
+        "last_run": {"identity": resume.identity, "run_id": resume.run_id,
+                     "before": resume.base},
     }
     text = _pretty(document, 5, "") + "\n"
-    with open_output(path) as stream:
+    with open_output(resume.real, resume.commit) as stream:
         stream.write(text.encode("utf-8"))
 
 
@@ -317,7 +608,8 @@ def _encode_value(value: Any) -> Any:
     raise TypeError(f"cannot save a carried {type(value).__name__}")
 
 
-def _restore_object(path: str, obj: Any, saved: dict[str, Any]) -> None:
+def _restore_object(path: str, obj: Any, saved: dict[str, Any], widen: bool = False
+                    ) -> None:
     fields = _fields(obj)
     if set(fields) != set(saved):
         raise _damaged(path, f"its carried fields {sorted(saved)} are not this version's "
@@ -325,9 +617,11 @@ def _restore_object(path: str, obj: Any, saved: dict[str, Any]) -> None:
     for name, template in fields.items():
         value = saved[name]
         if isinstance(value, dict) and "object" in value:
-            _restore_object(path, template, value["object"])
+            _restore_object(path, template, value["object"], widen)
             continue
         decoded = _decode_value(value)
+        if widen:
+            decoded = _widened(path, name, decoded, template)
         if isinstance(template, np.ndarray | np.generic) and (
                 not isinstance(decoded, np.ndarray | np.generic)
                 or decoded.dtype != template.dtype):
@@ -337,6 +631,21 @@ def _restore_object(path: str, obj: Any, saved: dict[str, Any]) -> None:
         if counts is not None and (counts < 0).any():
             raise _damaged(path, f"field {name!r} holds a count below 0")
         setattr(obj, name, decoded)
+
+
+def _widened(path: str, name: str, decoded: Any, template: Any) -> Any:
+    """An integer carried value as float64, where this run adds --dtype float64 to a
+    state made without: only when every value converts exactly (|v| <= 2**53)."""
+    if not (isinstance(template, np.ndarray | np.generic) and template.dtype.kind == "f"
+            and isinstance(decoded, np.ndarray | np.generic) and decoded.dtype.kind in "iub"):
+        return decoded
+    values = np.asarray(decoded)
+    if values.size and max(abs(int(v)) for v in values.ravel().tolist()) > 2**53:
+        raise DataError(f"{option('state', path)}: the carried value {name!r} holds "
+                        "integers beyond 2**53, which float64 cannot hold exactly; go on "
+                        f"without {option('dtype', 'float64')}")
+    widened = values.astype(template.dtype)
+    return widened if isinstance(decoded, np.ndarray) else widened[()]
 
 
 def _decode_value(value: Any) -> Any:

@@ -558,7 +558,7 @@ def test_a_symlink_swapped_in_for_the_temporary_file_is_not_followed(
     result = invoke("cumsum", str(source), "-o", str(target))
     assert result.exit_code == 1
     assert re.fullmatch(rf"Error: cannot write {re.escape(str(target))}: its temporary file "
-                        r"\.out\.csv\.\w+\.cumtool-tmp was replaced by another program\n",
+                        r"\.out\.csv\.\d+\.\w+\.cumtool-tmp was replaced by another program\n",
                         result.stderr), result.stderr
     assert not target.is_symlink()
     assert target.read_bytes() == ORIGINAL

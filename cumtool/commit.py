@@ -1,0 +1,280 @@
+"""Putting a run's files in place together: its output(s) and its --state.
+
+Every file a run writes goes first to a temporary file beside its target, is flushed and
+fsynced, and is registered here instead of being renamed at once. When the run has
+succeeded, `Commit.apply` writes a small commit record naming every rename, then does
+the renames with stop signals held back, then removes the record. A run killed between
+the first and the last rename leaves the record behind, and the next run on the same
+state (or the same -o DIR/) completes it before anything else (`recover`): all the files
+are replaced, or none. A run that fails before the record exists replaces nothing.
+
+The state file is also held with an exclusive lock (`StateLock`) for the whole run, so two
+overlapping runs can never both start from the same saved values.
+
+Temporary files and stage folders carry the pid of the run that made them; a later run
+removes those of runs that are gone (`remove_leftovers`), and only those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+from cumtool.errors import CumtoolError, OutputError, option
+
+EXIT_STATE_BUSY = 75  # EX_TEMPFAIL: another run holds the state; try again later
+TEMPORARY_SUFFIX = ".cumtool-tmp"
+STAGE_PREFIX = ".cumtool-stage-"
+RECORD_SUFFIX = ".commit"  # beside the state: STATE.commit
+LOCK_SUFFIX = ".lock"  # beside the state: STATE.lock
+DIRECTORY_RECORD = ".cumtool-commit-"  # -o DIR/ without --state: DIR/.cumtool-commit-PID
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+
+# Set once this process has put a run's files in place: a stop signal after that point
+# is no failure (the CLI then exits 0), and must not make a retry wrapper run it again.
+committed = threading.Event()
+
+
+class StateBusy(CumtoolError):
+    """Another run holds the state file's lock (exit status 75, EX_TEMPFAIL)."""
+
+    exit_code = EXIT_STATE_BUSY
+
+
+# Locking ---------------------------------------------------------------------------------
+
+class StateLock:
+    """An exclusive lock on STATE.lock (flock), held until `release`; the file holds the
+    holder's pid, for the message a second run prints."""
+
+    def __init__(self, state: str, wait: float | None, shown: str) -> None:
+        self.path = state + LOCK_SUFFIX
+        self._fd: int | None = None
+        try:
+            import fcntl
+        except ImportError:  # no flock (Windows): runs are not guarded against overlap
+            return
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                         0o666)
+        except OSError as error:
+            raise OutputError(f"cannot lock {option('state', shown)}: cannot open "
+                              f"{self.path}: {error.strerror or error}") from None
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as error:
+                if error.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    os.close(fd)
+                    raise OutputError(f"cannot lock {self.path}: "
+                                      f"{error.strerror or error}") from None
+            if deadline is None or time.monotonic() >= deadline:
+                holder = _holder(fd)
+                os.close(fd)
+                waited = "" if wait is None else f" for {wait:g} s"
+                raise StateBusy(f"{option('state', shown)} is in use by another cumtool "
+                                f"run{holder}{waited}; try again later, or give "
+                                f"{option('wait')} SECONDS to wait for it")
+            time.sleep(min(0.05, max(deadline - time.monotonic(), 0.0)))
+        self._fd = fd
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""
+
+
+# Committing ------------------------------------------------------------------------------
+
+class Commit:
+    """The renames of one run, done all together at the end (see the module's doc)."""
+
+    def __init__(self, record: str) -> None:
+        self.record = record  # the commit record's path, written only while renaming
+        self._renames: list[tuple[str, str]] = []  # (temporary, target), absolute
+
+    def add(self, temporary: str, target: str) -> None:
+        """A complete, fsynced temporary file to be renamed over `target`."""
+        self._renames.append((os.path.abspath(temporary), os.path.abspath(target)))
+
+    def discard(self) -> None:
+        """The run failed: remove every temporary file; nothing was replaced."""
+        for temporary, _ in self._renames:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        self._renames.clear()
+
+    def apply(self) -> None:
+        """Write the record, rename everything with stop signals held, remove the
+        record. An OSError before the record is written replaces nothing."""
+        if not self._renames:
+            return
+        _write_record(self.record, self._renames)
+        with _signals_held():
+            _complete(self.record, self._renames)
+            committed.set()
+        self._renames.clear()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Stop signals wait until the renames are done (main thread, POSIX only). One that
+    came meanwhile is then dropped: the run succeeded, and says so with status 0."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        if committed.is_set():
+            pending = signal.sigpending() & set(STOP_SIGNALS)
+            for number in pending:
+                with contextlib.suppress(OSError):
+                    signal.sigtimedwait([number], 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _write_record(record: str, renames: list[tuple[str, str]]) -> None:
+    import json
+
+    directory, base = os.path.split(os.path.abspath(record))
+    temporary = os.path.join(directory, f"{temporary_prefix(base)}record{TEMPORARY_SUFFIX}")
+    text = json.dumps({"format": "cumtool-commit", "pid": os.getpid(),
+                       "renames": [list(pair) for pair in renames]}, indent=1)
+    try:
+        with open(temporary, "w", encoding="utf-8") as stream:
+            stream.write(text + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, record)
+        _sync_directory(directory)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise OutputError(f"cannot write {record}: {error.strerror or error}") from None
+
+
+def _complete(record: str, renames: list[tuple[str, str]]) -> None:
+    """Rename whatever is still to be renamed, make it durable, drop the record."""
+    try:
+        for temporary, target in renames:
+            if os.path.exists(temporary):
+                os.replace(temporary, target)
+        for directory in sorted({os.path.dirname(t) for _, t in renames}):
+            _sync_directory(directory)
+        os.unlink(record)
+        _sync_directory(os.path.dirname(os.path.abspath(record)))
+    except OSError as error:
+        raise OutputError(f"cannot complete the commit recorded in {record}: "
+                          f"{error.strerror or error}; run again to complete it") from None
+
+
+def _sync_directory(directory: str) -> None:
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # a directory one may write but not read: the renames stand unsynced
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def recover(record: str) -> bool:
+    """Complete the commit a killed run left in `record`, if any; whether there was one.
+    Its temporary files were complete and fsynced before the record was written."""
+    import json
+
+    try:
+        with open(record, encoding="utf-8") as stream:
+            document = json.load(stream)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError) as error:
+        raise OutputError(f"cannot read the commit record {record}: {error}; it is left by "
+                          "a run that was killed while putting its files in place") from None
+    try:
+        renames = [(str(a), str(b)) for a, b in document["renames"]]
+    except (KeyError, TypeError, ValueError):
+        raise OutputError(f"{record}: not a cumtool commit record; remove it if no cumtool "
+                          "run made it") from None
+    with _signals_held():
+        _complete(record, renames)
+    return True
+
+
+def recover_directory(directory: str) -> None:
+    """-o DIR/ without --state: complete the commits of killed runs recorded in DIR."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            found = re.fullmatch(re.escape(DIRECTORY_RECORD) + r"(\d+)", name)
+            if found and not _alive(int(found[1])):
+                recover(os.path.join(directory, name))
+
+
+# Leftovers of killed runs -------------------------------------------------------------
+
+def temporary_prefix(base: str) -> str:
+    """The start of this process's temporary files for a target named `base`."""
+    return f".{base}.{os.getpid()}."
+
+
+def remove_leftovers(directory: str, base: str) -> None:
+    """Remove temporary files for `base` (and stage folders) that runs now gone left in
+    `directory`. Only cumtool's own name pattern, and only a pid that no longer runs."""
+    import shutil
+
+    own = re.compile(re.escape(f".{base}.") + r"(\d+)\.\w+" + re.escape(TEMPORARY_SUFFIX))
+    stage = re.compile(re.escape(STAGE_PREFIX) + r"(\d+)-\w+")
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return
+    for name in names:
+        found = own.fullmatch(name) or stage.fullmatch(name)
+        if found is None or _alive(int(found[1])):
+            continue
+        path = os.path.join(directory, name)
+        with contextlib.suppress(OSError):
+            if found.re is stage:  # after recover_directory: no record still needs it
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    if sys.platform == "win32":
+        return True  # no cheap check: leave it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True

@@ -1,0 +1,195 @@
+"""What a --state run read: each input's size and SHA-256, and the part of it to read.
+
+A run with --state fingerprints its inputs before it scans them (in threads: hashlib
+works without the GIL, so this overlaps the loading of the table libraries). The
+fingerprints make a run's identity, which tells a retry from a new run, and they tell
+a grown input from a changed one: when the bytes a past run consumed are still the
+file's first bytes, only what follows is read (`Span`), after the header record.
+
+Every input a --state run reads as text is read only up to the size it had when it was
+fingerprinted, so rows appended while the run lasts are left for the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from cumtool.errors import DataError
+
+_CHUNK = 1 << 20
+LINE_ENDS = (b"\n", b"\r")
+
+
+@dataclass(frozen=True)
+class Print:
+    """An input as fingerprinted: its size, the SHA-256 of all its bytes, and, where a
+    past run consumed `known` bytes of it, whether those are still its first bytes."""
+
+    path: str
+    size: int
+    sha256: str
+    prefix_kept: bool = False
+    ends_line: bool = True  # the last byte ends a line (or the file is empty)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Read bytes [start, end) of a file, after `header` (the header record of a file
+    continued past its start)."""
+
+    start: int
+    end: int
+    header: bytes = b""
+
+
+def fingerprint(paths: Iterable[str], known: dict[str, tuple[int, str]]) -> dict[str, Print]:
+    """Each path's Print; `known` maps a path to a past run's (bytes consumed, their
+    SHA-256), checked on the way."""
+    paths = list(dict.fromkeys(paths))
+    if len(paths) <= 1:
+        return {p: _print(p, known.get(p)) for p in paths}
+    with ThreadPoolExecutor(max_workers=min(4, len(paths))) as pool:
+        prints = pool.map(lambda p: _print(p, known.get(p)), paths)
+        return dict(zip(paths, prints, strict=True))
+
+
+def _print(path: str, known: tuple[int, str] | None) -> Print:
+    digest = hashlib.sha256()
+    kept = False
+    size = 0
+    last = b""
+    try:
+        with open(path, "rb", buffering=0) as stream:
+            if known is not None:
+                kept = _read_into(stream, digest, known[0]) == known[0] and (
+                    digest.hexdigest() == known[1])
+                size = known[0]
+            while chunk := stream.read(_CHUNK):
+                digest.update(chunk)
+                size += len(chunk)
+                last = chunk[-1:]
+            if size and not last:
+                stream.seek(size - 1)
+                last = stream.read(1)
+    except OSError as error:
+        raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
+    return Print(path, size, digest.hexdigest(), kept, size == 0 or last in LINE_ENDS)
+
+
+def _read_into(stream: io.RawIOBase, digest: hashlib._Hash, count: int) -> int:
+    done = 0
+    while done < count:
+        chunk = stream.read(min(_CHUNK, count - done))
+        if not chunk:
+            break
+        digest.update(chunk)
+        done += len(chunk)
+    return done
+
+
+def spool_stdin(stream: io.BufferedIOBase | None) -> tuple[io.BufferedRandom, Print]:
+    """Standard input copied to a temporary file (TMPDIR) and fingerprinted on the way:
+    a retry of a run that read a pipe is known by the bytes, before any row is scanned."""
+    import sys
+    import tempfile
+
+    from cumtool.output import spool_error
+
+    source = stream if stream is not None else (
+        sys.stdin.buffer if sys.stdin is not None else None)
+    if source is None:
+        raise DataError("standard input is closed; give an INPUT file")
+    digest = hashlib.sha256()
+    try:
+        spool = tempfile.TemporaryFile()
+    except OSError as error:
+        raise spool_error(error) from None
+    size = 0
+    last = b""
+    read1 = getattr(source, "read1", source.read)
+    try:
+        while chunk := read1(_CHUNK):
+            digest.update(chunk)
+            spool.write(chunk)
+            size += len(chunk)
+            last = chunk[-1:]
+        spool.flush()
+        spool.seek(0)
+    except OSError as error:
+        spool.close()
+        raise spool_error(error) from None
+    return spool, Print("-", size, digest.hexdigest(), False, size == 0 or last in LINE_ENDS)
+
+
+def header_record(path: str) -> bytes:
+    """The first record of a CSV/TSV file with its line end: a newline outside quotes
+    (a lone CR in an old Mac file)."""
+    quoted = False
+    taken = bytearray()
+    try:
+        with open(path, "rb") as stream:
+            while chunk := stream.read(_CHUNK):
+                for i, byte in enumerate(chunk):
+                    if byte == 0x22:
+                        quoted = not quoted
+                    elif not quoted and byte in (0x0A, 0x0D):
+                        end = i + 1
+                        if byte == 0x0D:  # CRLF: the LF belongs to it
+                            following = chunk[i + 1:i + 2] or stream.read(1)
+                            if following == b"\n":
+                                return bytes(taken + chunk[:end] + b"\n")
+                        return bytes(taken + chunk[:end])
+                taken += chunk
+    except OSError as error:
+        raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
+    return bytes(taken)
+
+
+class SpanReader(io.RawIOBase):
+    """`header` followed by bytes [start, end) of an open file, as one seekable stream."""
+
+    def __init__(self, stream: io.BufferedReader, span: Span) -> None:
+        super().__init__()
+        self._stream = stream
+        self._span = span
+        self._size = len(span.header) + span.end - span.start
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        view = memoryview(buffer).cast("B")
+        header = self._span.header
+        done = 0
+        if self._position < len(header):
+            part = header[self._position:self._position + len(view)]
+            view[:len(part)] = part
+            done = len(part)
+            self._position += done
+        room = min(len(view) - done, self._size - self._position)
+        if room > 0:
+            self._stream.seek(self._span.start + self._position - len(header))
+            data = self._stream.read(room)
+            view[done:done + len(data)] = data
+            done += len(data)
+            self._position += len(data)
+        return done
+
+    def close(self) -> None:
+        super().close()  # the run closes the file itself

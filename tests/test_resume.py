@@ -1,0 +1,403 @@
+"""--state runs compose exactly once: a retry gives the bytes of one clean run, a grown
+input is continued, one run at a time holds the state, a contradictory state is refused
+in one line, and files are put in place together (cumtool.commit, cumtool.state).
+
+The fault injections (kill -9 and stop signals at each commit step) are in
+tests/test_resume_faults.py, under the slow marker."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+import pytest
+from helpers import ok
+
+from cumtool.cli import main
+
+DAYS = {
+    "day-1.csv": "meter,kwh\nnorth,12\nsouth,7\nnorth,1\n",
+    "day-2.csv": "meter,kwh\nsouth,9\nnorth,5\n",
+    "day-3.csv": "meter,kwh\nnorth,8\neast,2\nsouth,1\n",
+}
+
+
+@pytest.fixture
+def cli(runner, tmp_path, monkeypatch):
+    """Run cumtool in tmp_path, as a cron job's command line would."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str, input: bytes | None = None):
+        return runner.invoke(main, list(args), input=input, catch_exceptions=False)
+
+    return run
+
+
+def write(name: str, text: str | bytes) -> Path:
+    path = Path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def day(cli, name: str, *extra: str):
+    return cli("cumsum", name, "--by", "meter", "--state", "s.json", "-o", f"out-{name}",
+               *extra)
+
+
+def one_run_outputs(cli, names: list[str]) -> dict[str, bytes]:
+    """The output of each day as one uninterrupted run over all the days gives it."""
+    for name, text in DAYS.items():
+        write(name, text)
+    ok(cli("cumsum", *names, "--by", "meter", "-o", "whole/"))
+    return {n: Path("whole", n).read_bytes() for n in names}
+
+
+def test_a_retried_day_gives_the_same_output_and_state(cli):
+    expected = one_run_outputs(cli, list(DAYS))
+    ok(day(cli, "day-1.csv"))
+    ok(day(cli, "day-2.csv"))
+    state = Path("s.json").read_bytes()
+    ok(day(cli, "day-2.csv"))  # cron's retry of a day that in fact succeeded
+    assert Path("s.json").read_bytes() == state
+    assert Path("out-day-2.csv").read_bytes() == expected["day-2.csv"]
+    ok(day(cli, "day-3.csv"))
+    ok(day(cli, "day-3.csv"))
+    assert Path("out-day-3.csv").read_bytes() == expected["day-3.csv"]
+    assert Path("out-day-3.csv").read_text() == (
+        "meter,kwh\nnorth,26\neast,2\nsouth,17\n")
+
+
+def test_a_retry_after_a_state_was_saved_then_lost_output(cli):
+    """The output of the last run is gone (a disk cleaned), its state saved: the retry
+    writes it again, from the values before that run."""
+    expected = one_run_outputs(cli, list(DAYS))
+    ok(day(cli, "day-1.csv"))
+    ok(day(cli, "day-2.csv"))
+    Path("out-day-2.csv").unlink()
+    ok(day(cli, "day-2.csv"))
+    assert Path("out-day-2.csv").read_bytes() == expected["day-2.csv"]
+
+
+def test_run_id_tells_a_retry_from_a_new_run_of_identical_bytes(cli):
+    write("today.csv", "meter,kwh\nnorth,3\n")
+    ok(cli("cumsum", "today.csv", "--state", "s.json", "--run-id", "2026-01-01", "-c", "kwh"))
+    ok(cli("cumsum", "today.csv", "--state", "s.json", "--run-id", "2026-01-01", "-c", "kwh"))
+    assert Path("s.json").exists()
+    result = ok(cli("cumsum", "today.csv", "--state", "s.json", "--run-id", "2026-01-02",
+                    "-c", "kwh"))
+    assert result.stdout == "meter,kwh\nnorth,6\n"
+    # Without --run-id, the same options and bytes as the last run are a retry.
+    result = ok(cli("cumsum", "today.csv", "--state", "s.json", "-c", "kwh"))
+    assert result.stdout == "meter,kwh\nnorth,9\n"
+    result = ok(cli("cumsum", "today.csv", "--state", "s.json", "-c", "kwh"))
+    assert result.stdout == "meter,kwh\nnorth,9\n"
+
+
+def test_a_growing_log_is_counted_once_over_five_runs(cli):
+    rows = [f"m{i % 3},{i}\n" for i in range(1, 16)]
+    write("log.csv", "meter,kwh\n")
+    outputs = []
+    for run in range(5):
+        with open("log.csv", "a") as log:
+            log.writelines(rows[run * 3:run * 3 + 3])
+        ok(cli("cumsum", "log.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv"))
+        outputs.append(Path("out.csv").read_text())
+        ok(cli("cumsum", "log.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv"))
+        assert Path("out.csv").read_text() == outputs[-1]  # a retry changes nothing
+    ok(cli("cumsum", "log.csv", "--by", "meter", "-o", "whole.csv"))
+    whole = Path("whole.csv").read_text().splitlines()
+    assert [line for out in outputs for line in out.splitlines()[1:]] == whole[1:]
+    assert all(out.startswith("meter,kwh\n") for out in outputs)
+    assert outputs[4] == "meter,kwh\nm1,35\nm2,40\nm0,45\n"  # 1+4+..+13, 2+..+14, 3+..+15
+
+
+def test_a_growing_json_lines_log_is_continued(cli):
+    write("log.jsonl", '{"n": 1}\n{"n": 2}\n')
+    assert ok(cli("cumsum", "log.jsonl", "--state", "s.json")).stdout == (
+        '{"n":1}\n{"n":3}\n')
+    with open("log.jsonl", "a") as log:
+        log.write('{"n": 10}\n')
+    assert ok(cli("cumsum", "log.jsonl", "--state", "s.json")).stdout == '{"n":13}\n'
+
+
+def test_an_input_whose_earlier_bytes_changed_is_a_new_input(cli):
+    write("log.csv", "kwh\n1\n2\n")
+    ok(cli("cumsum", "log.csv", "--state", "s.json"))
+    write("log.csv", "kwh\n5\n2\n7\n")  # rewritten, not appended to
+    assert ok(cli("cumsum", "log.csv", "--state", "s.json")).stdout == "kwh\n8\n10\n17\n"
+
+
+def test_a_log_grown_from_a_line_cut_short_is_refused(cli):
+    write("log.csv", "kwh\n1\n2")  # the writer was mid-line when the run read it
+    ok(cli("cumsum", "log.csv", "--state", "s.json"))
+    state = Path("s.json").read_bytes()
+    with open("log.csv", "a") as log:
+        log.write("5\n7\n")
+    result = cli("cumsum", "log.csv", "--state", "s.json")
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: log.csv: it has grown since --state s.json consumed its first 7 bytes, "
+        "which ended inside a line;")
+    assert result.stderr.count("\n") == 1
+    assert Path("s.json").read_bytes() == state
+
+
+def test_a_second_run_on_a_held_state_fails_at_once_with_75(cli):
+    write("d.csv", "kwh\n1\n")
+    ok(cli("cumsum", "d.csv", "--state", "s.json"))
+    state = Path("s.json").read_bytes()
+    holder = os.open("s.json.lock", os.O_RDWR)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        os.pwrite(holder, b"4242\n", 0)
+        write("e.csv", "kwh\n5\n")
+        result = cli("cumsum", "e.csv", "--state", "s.json", "-o", "out.csv")
+        assert result.exit_code == 75
+        assert result.stderr == (
+            "Error: --state s.json is in use by another cumtool run (pid 4242); try again "
+            "later, or give --wait SECONDS to wait for it\n")
+        result = cli("cumsum", "e.csv", "--state", "s.json", "--wait", "0.2")
+        assert result.exit_code == 75
+        assert "(pid 4242) for 0.2 s;" in result.stderr
+    finally:
+        os.close(holder)
+    assert not Path("out.csv").exists()
+    assert Path("s.json").read_bytes() == state
+    assert ok(cli("cumsum", "e.csv", "--state", "s.json")).stdout == "kwh\n6\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--run-id", "x"], "--run-id works with --state: it names or waits for a run that "
+                        "saves a state"),
+    (["--wait", "3"], "--wait works with --state: it names or waits for a run that saves "
+                      "a state"),
+], ids=["run-id", "wait"])
+def test_run_id_and_wait_need_state(cli, args, message):
+    write("d.csv", "kwh\n1\n")
+    result = cli("cumsum", "d.csv", *args)
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {message}\n"
+
+
+def _state() -> dict:
+    return json.loads(Path("s.json").read_text())
+
+
+def _grouped_state(cli) -> None:
+    write("d1.csv", "meter,kwh\nnorth,1\nsouth,2\neast,3\n")
+    write("d2.csv", "meter,kwh\nnorth,1\n")
+    ok(cli("cumsum", "d1.csv", "--by", "meter", "--state", "s.json"))
+
+
+def _edit(change) -> None:
+    document = _state()
+    change(document)
+    Path("s.json").write_text(json.dumps(document))
+
+
+def _keys(document: dict) -> list[dict]:
+    return document["plans"][0]["groups"]["keys"]
+
+
+def _drop_a_carry(document: dict) -> None:
+    carry = document["plans"][0]["columns"][0]["group_carry"]["value"]
+    carry["shape"] = [2]
+    carry["values"] = carry["values"][:2]
+
+
+def _repeat_a_key(document: dict) -> None:
+    for column in _keys(document):
+        if column["name"] == "key0":  # the first --by column
+            column["values"][2] = column["values"][0]
+
+
+def _group_number_out_of_range(document: dict) -> None:
+    for column in _keys(document):
+        if column["name"] == "__cumtool_group":
+            column["values"][2] = 7
+
+
+def _fewer_keys(document: dict) -> None:
+    document["plans"][0]["groups"]["count"] = 4
+
+
+def _negative_rows(document: dict) -> None:
+    document["rows"] = -1
+
+
+def _bad_identity(document: dict) -> None:
+    document["last_run"]["identity"] = 5
+
+
+def _bad_input(document: dict) -> None:
+    document["inputs"][0]["sha256"] = "abc"
+
+
+@pytest.mark.parametrize("change, field, why", [
+    (_drop_a_carry, "plans[0].columns[0].group_carry.value",
+     "holds 2 groups, and groups.count is 3"),
+    (_repeat_a_key, "plans[0].groups.keys", "repeats a group key"),
+    (_group_number_out_of_range, "plans[0].groups.keys",
+     "does not number its groups 0 to 2 once each"),
+    (_fewer_keys, "plans[0].groups.keys", "holds 3 keys for a count of 4 groups"),
+    (_negative_rows, "rows", "is not a count of rows"),
+    (_bad_identity, "last_run.identity", "is not a text"),
+    (_bad_input, "inputs[0]", "is not a path, a size and a SHA-256"),
+], ids=["fewer-carries", "repeated-key", "group-out-of-range", "count", "rows",
+        "identity", "input"])
+def test_a_state_that_contradicts_itself_is_refused_naming_the_field(cli, change, field,
+                                                                     why):
+    _grouped_state(cli)
+    _edit(change)
+    state = Path("s.json").read_bytes()
+    result = cli("cumsum", "d2.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: s.json: field {field} {why}; the state file contradicts itself (edited "
+        "by hand, or damaged): remove it to start afresh, or give another --state file\n")
+    assert Path("s.json").read_bytes() == state
+    assert not Path("out.csv").exists()
+
+
+def test_a_version_1_state_is_still_read(cli):
+    """A state written by cumtool before run identities (version 1) resumes."""
+    _grouped_state(cli)
+    document = _state()
+    v1 = {k: document[k] for k in ("format", "about", "made_with", "rows", "plans")}
+    v1["version"] = 1
+    Path("s.json").write_text(json.dumps(v1))
+    result = ok(cli("cumsum", "d2.csv", "--by", "meter", "--state", "s.json"))
+    assert result.stdout == "meter,kwh\nnorth,2\n"
+    assert _state()["version"] == 2
+
+
+def test_dtype_float64_may_be_added_to_a_state_of_integers(cli):
+    write("d1.csv", "meter,kwh\nnorth,3\nsouth,2\n")
+    write("d2.csv", "meter,kwh\nnorth,0.5\n")
+    ok(cli("cumsum", "d1.csv", "--by", "meter", "--state", "s.json"))
+    result = cli("cumsum", "d2.csv", "--by", "meter", "--state", "s.json")
+    assert result.exit_code == 1
+    assert "add --dtype float64 to go on in float64" in result.stderr
+    result = ok(cli("cumsum", "d2.csv", "--by", "meter", "--state", "s.json",
+                    "--dtype", "float64"))
+    assert result.stdout == "meter,kwh\nnorth,3.5\n"
+    assert _state()["made_with"]["dtype"] == "float64"
+    write("d3.csv", "meter,kwh\nsouth,1\n")
+    result = ok(cli("cumsum", "d3.csv", "--by", "meter", "--state", "s.json",
+                    "--dtype", "float64"))
+    assert result.stdout == "meter,kwh\nsouth,3.0\n"
+
+
+def test_dtype_float64_is_refused_for_integers_beyond_2_to_the_53(cli):
+    write("d1.csv", f"kwh\n{2**53 + 1}\n")
+    write("d2.csv", "kwh\n0.5\n")
+    ok(cli("cumsum", "d1.csv", "--state", "s.json"))
+    state = Path("s.json").read_bytes()
+    result = cli("cumsum", "d2.csv", "--state", "s.json", "--dtype", "float64")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: --state s.json: the carried value 'value' holds integers beyond 2**53, "
+        "which float64 cannot hold exactly; go on without --dtype float64\n")
+    assert Path("s.json").read_bytes() == state
+
+
+def test_a_day_with_an_integer_column_all_missing_keeps_the_saved_type(cli):
+    write("d1.csv", "meter,kwh\nnorth,3\n")
+    write("d2.csv", "meter,kwh\nnorth,\nsouth,\n")
+    write("d3.csv", "meter,kwh\nnorth,4\n")
+    ok(cli("cumsum", "d1.csv", "--by", "meter", "--state", "s.json"))
+    assert ok(cli("cumsum", "d2.csv", "--by", "meter", "--state", "s.json")).stdout == (
+        "meter,kwh\nnorth,\nsouth,\n")
+    assert ok(cli("cumsum", "d3.csv", "--by", "meter", "--state", "s.json")).stdout == (
+        "meter,kwh\nnorth,7\n")
+    (column,) = _state()["plans"][0]["columns"]
+    assert column["spec"]["source_dtype"] == "int64"
+
+
+def test_a_failed_state_save_replaces_no_output(cli, monkeypatch):
+    """The state cannot be written (a full disk at its fsync): the run fails in one
+    line, and the output that was already complete is not put in place either."""
+    import cumtool.output
+
+    write("d1.csv", "kwh\n1\n")
+    write("d2.csv", "kwh\n2\n")
+    ok(cli("cumsum", "d1.csv", "--state", "s.json", "-o", "out.csv"))
+    out, state = Path("out.csv").read_bytes(), Path("s.json").read_bytes()
+    real_fsync = os.fsync
+    calls = []
+
+    def fsync(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 2:  # the output's, then the state's
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    class Os:
+        def __getattr__(self, name: str):
+            return getattr(os, name)
+
+    fake = Os()
+    fake.fsync = fsync  # type: ignore[attr-defined]
+    monkeypatch.setattr(cumtool.output, "os", fake)
+    result = cli("cumsum", "d2.csv", "--state", "s.json", "-o", "out.csv")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot write {Path('s.json').resolve()}: No space left on device\n"
+    assert Path("out.csv").read_bytes() == out
+    assert Path("s.json").read_bytes() == state
+    assert sorted(p.name for p in Path().iterdir()) == [
+        "d1.csv", "d2.csv", "out.csv", "s.json", "s.json.lock"]
+
+
+def test_leftovers_of_killed_runs_are_removed_and_only_theirs(cli):
+    write("d.csv", "kwh\n1\n")
+    dead = 2**22 + 12345  # above the kernel's default pid_max: no such process
+    mine = f".out.csv.{os.getpid()}.abcdefgh.cumtool-tmp"
+    for name in (f".out.csv.{dead}.abcdefgh.cumtool-tmp", f".s.json.{dead}.x1y2z3w4.cumtool-tmp",
+                 mine, "notes.cumtool-tmp", ".out.csv.backup"):
+        write(name, "left")
+    ok(cli("cumsum", "d.csv", "--state", "s.json", "-o", "out.csv"))
+    assert sorted(p.name for p in Path().iterdir()) == sorted([
+        ".out.csv.backup", mine, "d.csv", "notes.cumtool-tmp", "out.csv", "s.json",
+        "s.json.lock"])
+
+
+def test_a_commit_left_by_a_killed_run_is_completed_first(cli):
+    """A run killed between its renames left a commit record: the next run finishes
+    the renames before it reads the state."""
+    write("d1.csv", "kwh\n1\n")
+    ok(cli("cumsum", "d1.csv", "--state", "s.json", "-o", "out.csv"))
+    saved = Path("s.json").read_text()
+    write(".s.json.999999999.aaaaaaaa.cumtool-tmp", saved.replace('"rows": 1', '"rows": 1'))
+    write(".out.csv.999999999.bbbbbbbb.cumtool-tmp", "kwh\n99\n")
+    record = {"format": "cumtool-commit", "pid": 999999999, "renames": [
+        [str(Path(".out.csv.999999999.bbbbbbbb.cumtool-tmp").resolve()),
+         str(Path("out.csv").resolve())],
+        [str(Path(".s.json.999999999.aaaaaaaa.cumtool-tmp").resolve()),
+         str(Path("s.json").resolve())]]}
+    write("s.json.commit", json.dumps(record))
+    write("d2.csv", "kwh\n2\n")
+    assert ok(cli("cumsum", "d2.csv", "--state", "s.json")).stdout == "kwh\n3\n"
+    assert Path("out.csv").read_text() == "kwh\n99\n"  # the killed run's output, in place
+    assert not Path("s.json.commit").exists()
+    assert not list(Path().glob("*.cumtool-tmp"))
+
+
+def test_per_input_outputs_and_state_are_committed_together(cli):
+    expected = one_run_outputs(cli, ["day-1.csv", "day-2.csv"])
+    ok(cli("cumsum", "day-1.csv", "day-2.csv", "--by", "meter", "--state", "s.json",
+           "-o", "out/"))
+    assert {n: Path("out", n).read_bytes() for n in expected} == expected
+    assert sorted(p.name for p in Path("out").iterdir()) == ["day-1.csv", "day-2.csv"]
+    ok(cli("cumsum", "day-1.csv", "day-2.csv", "--by", "meter", "--state", "s.json",
+           "-o", "out/"))  # a retry: the same files again
+    assert {n: Path("out", n).read_bytes() for n in expected} == expected
+
+
+def test_state_from_standard_input_knows_a_retry_by_its_bytes(cli):
+    data = b"kwh\n1\n2\n"
+    assert ok(cli("cumsum", "--state", "s.json", input=data)).stdout == "kwh\n1\n3\n"
+    assert ok(cli("cumsum", "--state", "s.json", input=data)).stdout == "kwh\n1\n3\n"
+    assert ok(cli("cumsum", "--state", "s.json", input=b"kwh\n5\n")).stdout == "kwh\n8\n"
