@@ -545,7 +545,7 @@ def _save(resume: Resume, made_with: dict[str, Any], plans: list[Any]) -> None:
                      "before": resume.base},
     }
     text = _pretty(document, 5, "") + "\n"
-    with open_output(resume.real, resume.commit) as stream:
+    with open_output(resume.path, resume.commit) as stream:
         stream.write(text.encode("utf-8"))
 
 

@@ -344,7 +344,7 @@ def test_a_failed_state_save_replaces_no_output(cli, monkeypatch):
     monkeypatch.setattr(cumtool.output, "os", fake)
     result = cli("cumsum", "d2.csv", "--state", "s.json", "-o", "out.csv")
     assert result.exit_code == 1
-    assert result.stderr == f"Error: cannot write {Path('s.json').resolve()}: No space left on device\n"
+    assert result.stderr == "Error: cannot write s.json: No space left on device\n"
     assert Path("out.csv").read_bytes() == out
     assert Path("s.json").read_bytes() == state
     assert sorted(p.name for p in Path().iterdir()) == [
