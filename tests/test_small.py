@@ -179,6 +179,18 @@ def test_small_path_hands_over_and_agrees(tmp_path, data, args):
     assert fast == streamed
 
 
+@pytest.mark.parametrize(("data", "message"), [
+    pytest.param(b"a,b\n1,2\n3\n", "row 2 has 1 field, expected 2", id="one-field"),
+    pytest.param(b"a,b\n1,2\n3,4,5\n", "row 2 has 3 fields, expected 2", id="three-fields"),
+])
+def test_a_ragged_row_is_named_as_on_the_streaming_path(tmp_path, data, message):
+    """The small path hands a ragged file over; the message is the streaming path's."""
+    fast, streamed, taken = run_both(tmp_path, data, ["cumsum"])
+    assert not taken
+    assert fast == (1, b"", f"Error: <dir>/in.csv: {message} like the header\n", None)
+    assert streamed == fast
+
+
 def test_stdin_larger_than_small_streams_all_of_it(tmp_path):
     """What the small path read of standard input is replayed to the streaming path."""
     count = small.SMALL_BYTES // 5  # rows of at least 5 bytes: past SMALL_BYTES

@@ -326,6 +326,8 @@ def test_a_wide_file_among_several_inputs_is_refused(
 @pytest.mark.parametrize("data, message", [
     (b"a,b,c\n1,2,3\n4,5\n", "Error: standard input: row 2 has 2 fields, expected 3 like "
                              "the header\n"),
+    (b"a,b,c\n1,2,3\n4\n", "Error: standard input: row 2 has 1 field, expected 3 like "
+                          "the header\n"),
     # Past the first chunk, which the columns' types are judged from.
     (b"a,b,c\n" + b"1,2,3\n" * 200_000 + b"4,x,6\n",
      "Error: standard input: row 200001, column 'b': 'x' is not an integer like the first "
@@ -342,7 +344,8 @@ def test_a_wide_file_among_several_inputs_is_refused(
     (b"a,b,c\n" + b"1,2,3\n" * 200_000 + b'4,"x\ny",6\n\n7,\x00,9\n',
      "Error: standard input: cannot read as csv: row 200002 holds a NUL byte (a binary "
      "file?)\n"),
-], ids=["ragged", "bad-number", "overflow", "not-utf8", "not-utf8-after-quotes", "nul"])
+], ids=["ragged", "ragged-one-field", "bad-number", "overflow", "not-utf8",
+        "not-utf8-after-quotes", "nul"])
 def test_errors_name_the_row_and_column_as_on_the_narrow_path(
         invoke: Callable[..., Result], data: bytes, message: str | None) -> None:
     reference, result = _both(invoke, ["cumsum", "-", "--from", "csv"], data)
