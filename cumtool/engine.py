@@ -219,6 +219,7 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
                stack: contextlib.ExitStack) -> None:
     shape: tuple[int, ...] = source.shape
     axis = resolve_array_axis(request.axis, len(shape))
+    kernels.refuse_zero_d(request.ops, len(shape), source.name)
     for flag, given in request.table_only().items():
         if given:
             raise UsageError(f"{flag} works on tables (CSV, TSV, Parquet), and "

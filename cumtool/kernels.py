@@ -573,6 +573,14 @@ def _complex_log_add_exp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(nan, np.complex128(complex(np.nan, np.nan)), result)
 
 
+def refuse_zero_d(ops: list[str], ndim: int, what: str) -> None:
+    """diff of a 0-d array is a usage error, as numpy's and torch's diff raise; the other
+    ops return a 0-d array unchanged."""
+    if ndim == 0 and "diff" in ops:
+        raise UsageError(f"diff needs at least one dimension, and {what} is a 0-d array (a "
+                         f"single value); numpy's and torch's diff refuse it too")
+
+
 def scan_array(
     spec: ScanSpec, array: np.ndarray, axis: int = 0, valid: np.ndarray | None = None,
     reverse: bool = False,
@@ -585,6 +593,7 @@ def scan_array(
                              None if valid is None else np.flip(valid, axis))
         return flip_result(flipped, axis)
     if array.ndim == 0:
+        refuse_zero_d([spec.op], 0, "the input")
         # A 0-d array is returned unchanged (in the output dtype), as torch does.
         one = scan_block(spec, array.reshape(1), None, initial_carry(spec))
         values = one.values.reshape(())

@@ -1,6 +1,7 @@
 """The documentation in docs/ stays true: the option reference is what the generator makes
 from `--help` now, every link between the pages resolves, README stays short, and
-docs/semantics.md keeps every section and option of the behaviour contract.
+docs/semantics.md keeps every section and option of the behaviour contract that is built
+(the contract runs ahead of the code: PENDING_SECTIONS and PENDING_OPTIONS list the rest).
 
 The examples in the pages are run by tests/test_readme.py, with README's.
 """
@@ -21,6 +22,20 @@ README = REPO / "README.md"
 PAGES = [README, REPO / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
 # The contract as agreed, kept beside the repository (CI's clone has shared/ next to it).
 CONTRACT = REPO.parent / "shared" / "SEMANTICS.md"
+# The contract runs ahead of the code: its sections and options that are not built yet,
+# each with the issue that builds it. The contract tests leave these out; once
+# docs/semantics.md covers one, test_pending_contract_entries_are_not_yet_documented fails
+# until its entry is dropped here, so the list empties as the issues land.
+PENDING_SECTIONS: dict[str, int] = {
+    "cumnunique: the running count of distinct values": 26,
+    "Charts": 26,
+}
+PENDING_OPTIONS: dict[str, int] = {
+    "--x": 26,  # the chart's x axis
+    "--width": 26,  # the chart's size
+    "--height": 26,
+    "--line-buffered": 26,  # `tail -f` pipelines: each row written once it is read
+}
 # Pages that README links to and that another branch is writing; drop a name once its
 # page has landed (the test then checks the link like any other).
 PENDING: set[Path] = set()
@@ -99,19 +114,55 @@ def _sections(text: str) -> list[str]:
             for m in re.finditer(r"^## (.*)$", text, re.M)]
 
 
-@pytest.mark.skipif(not CONTRACT.exists(), reason="shared/SEMANTICS.md is not beside the repo")
+def _contract() -> str:
+    """The contract's text; a run without it fails (a skip would pass unseen)."""
+    if not CONTRACT.exists():
+        pytest.fail(f"{CONTRACT} is missing: the behaviour contract must be beside the "
+                    f"repository, as shared/SEMANTICS.md next to {REPO.name}/")
+    return CONTRACT.read_text(encoding="utf-8")
+
+
+def _options(text: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text))
+
+
+def _mentions(text: str, option: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
+
+
+def _ours() -> str:
+    return (DOCS / "semantics.md").read_text(encoding="utf-8")
+
+
 def test_semantics_page_covers_every_section_of_the_contract() -> None:
-    ours = set(_sections((DOCS / "semantics.md").read_text(encoding="utf-8")))
-    missing = [s for s in _sections(CONTRACT.read_text(encoding="utf-8")) if s not in ours]
+    ours = set(_sections(_ours()))
+    missing = [s for s in _sections(_contract()) if s not in ours and s not in PENDING_SECTIONS]
     assert not missing, f"docs/semantics.md lacks the contract's sections {missing}"
 
 
-@pytest.mark.skipif(not CONTRACT.exists(), reason="shared/SEMANTICS.md is not beside the repo")
 def test_semantics_page_names_every_option_of_the_contract() -> None:
-    ours = (DOCS / "semantics.md").read_text(encoding="utf-8")
-    options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", CONTRACT.read_text(encoding="utf-8")))
-    missing = sorted(o for o in options if not re.search(rf"{o}(?![\w-])", ours))
+    ours = _ours()
+    missing = sorted(o for o in _options(_contract())
+                     if not _mentions(ours, o) and o not in PENDING_OPTIONS)
     assert not missing, f"docs/semantics.md does not mention {missing}"
+
+
+def test_pending_contract_entries_are_not_yet_documented() -> None:
+    """An entry of PENDING_SECTIONS or PENDING_OPTIONS that docs/semantics.md now covers
+    has landed: drop it, so the contract tests check it again."""
+    ours = _ours()
+    landed = [f"{s} (issue {n})" for s, n in PENDING_SECTIONS.items() if s in _sections(ours)]
+    landed += [f"{o} (issue {n})" for o, n in PENDING_OPTIONS.items() if _mentions(ours, o)]
+    assert not landed, f"docs/semantics.md covers {landed}: remove them from the pending lists"
+
+
+def test_pending_contract_entries_are_in_the_contract() -> None:
+    """A pending entry the contract no longer has (renamed, dropped) would hide nothing
+    and mislead: the lists hold exactly the contract's sections and options."""
+    contract = _contract()
+    gone = [s for s in PENDING_SECTIONS if s not in _sections(contract)]
+    gone += [o for o in PENDING_OPTIONS if o not in _options(contract)]
+    assert not gone, f"the contract has no {gone}: remove them from the pending lists"
 
 
 def test_readme_links_every_page_of_docs() -> None:

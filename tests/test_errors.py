@@ -164,7 +164,7 @@ def test_ragged_csv_with_a_short_row_names_the_row(invoke: Invoke, write_file, v
         result = invoke("cumsum", str(write_file("short.csv", data)))
     else:
         result = invoke("cumsum", input=data)
-    assert_error(result, 1, "row 2 has 1 fields, expected 2")
+    assert_error(result, 1, "row 2 has 1 field, expected 2")
 
 
 def test_bad_cell_after_the_rows_types_are_inferred_from(invoke: Invoke, write_file, tmp_path):

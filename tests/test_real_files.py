@@ -263,16 +263,28 @@ def test_a_marker_that_is_also_a_number_is_missing_in_every_batch(
 # Rows, lines and delimiters -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "message"), [
-    pytest.param("a,b\n1,2\n3\n5,6\n", "row 2 has 1 fields, expected 2", id="short"),
+    pytest.param("a,b\n1,2\n3\n5,6\n", "row 2 has 1 field, expected 2", id="short"),
     pytest.param("a,b\n1,2\n3,4,5\n", "row 2 has 3 fields, expected 2", id="long"),
-    pytest.param('a,b\n"x\n,y",2\n3\n', "row 2 has 1 fields, expected 2", id="after-quoted"),
-    pytest.param("a,b\n\n1,2\n\n3\n", "row 2 has 1 fields, expected 2", id="after-blank"),
+    pytest.param('a,b\n"x\n,y",2\n3\n', "row 2 has 1 field, expected 2", id="after-quoted"),
+    pytest.param("a,b\n\n1,2\n\n3\n", "row 2 has 1 field, expected 2", id="after-blank"),
+    pytest.param("a,b,c\n1,2,3\n4,5\n", "row 2 has 2 fields, expected 3", id="two-of-three"),
 ])
 @pytest.mark.parametrize("batch_rows", ["1", "1000"])
 def test_ragged_rows_are_errors_naming_row_and_counts(invoke, text, message, batch_rows):
     result = invoke("cumsum", "--batch-rows", batch_rows, input=text)
     assert result.exit_code == 1
     assert result.stderr == f"Error: standard input: {message} like the header\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    pytest.param("1,2\n3\n", "row 2 has 1 field, expected 2", id="one"),
+    pytest.param("1,2\n3,4,5\n", "row 2 has 3 fields, expected 2", id="three"),
+])
+def test_ragged_rows_without_a_header_are_counted_against_the_first_row(invoke, text,
+                                                                         message):
+    result = invoke("cumsum", "--no-header", input=text)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: standard input: {message} like the first row\n"
 
 
 @pytest.mark.parametrize("text", [

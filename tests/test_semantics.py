@@ -284,6 +284,26 @@ def test_a_cast_that_cannot_represent_a_value_is_an_error(data, cast, position):
     assert caught.value.position == position
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cummax"])
+def test_float_two_to_the_63_does_not_fit_int64(op):
+    """2**63 rounds int64's max up in float64; it must still be an overflow, not -2**63."""
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(np.array([1.0, 2.0**63]), op, dtype="int64")
+    assert str(caught.value) == ("value 9.223372036854776e+18 does not fit int64; use "
+                                 "overflow='wrap' for wrap-around")
+    assert caught.value.position == (1,)
+    assert_exact(cumtool.scan(np.array([-(2.0**63)]), op, dtype="int64"), [INT64_MIN], "int64")
+
+
+def test_narrowing_float_cast_gives_inf():
+    """A finite value beyond a narrower float's range becomes +-inf, as in torch and IEEE,
+    not an error."""
+    assert_exact(cumtool.scan(np.array([1e300, 1.0]), "cumsum", dtype="float32"),
+                 [np.inf, np.inf], "float32")
+    assert_exact(cumtool.scan(np.array([-1e300, 1e5, 3.0]), "cummax", dtype="float16"),
+                 [-np.inf, np.inf, np.inf], "float16")
+
+
 @pytest.mark.parametrize("op", ["cumsum", "cumprod"])
 def test_integer_cast_of_an_integer_wraps_with_overflow_wrap(op):
     # torch's cast is two's complement: 300 -> 44, -1 -> 255 in uint8
@@ -817,10 +837,13 @@ def test_unknown_operation_is_a_usage_error():
         pytest.param("cummax", [0.0, -0.0, 0.0, -0.0], id="cummax"),
         pytest.param("cummin", [-0.0, 0.0, -0.0, 0.0], id="cummin"),
         pytest.param("cummax", [-1.0, -0.0, 0.0, -0.0, -2.0], id="cummax-from-below"),
+        pytest.param("cummax", [-0.0, 0.0, -1.0, -0.0, 0.0], id="cummax-past-a-lower-value"),
+        pytest.param("cummin", [0.0, -0.0, 1.0, 0.0, -0.0], id="cummin-past-a-higher-value"),
     ],
 )
 def test_signed_zero_ties_take_the_later_zero(op, data, dtype):
-    """-0.0 == 0.0, so each is a tie and the later one wins, sign and all (as torch)."""
+    """-0.0 == 0.0, so each is a tie and the later one wins, sign and all (as torch;
+    numpy's float16 maximum kept the first, so cummax of float16 [-0.0, 0.0] gave -0.0)."""
     values, indices = cumtool.scan(np.array(data, dtype=dtype), op, indices=True)
     ref_values, ref_indices = ref_extreme(data, op)
     assert_exact(values, np.array(ref_values, dtype=dtype), dtype)

@@ -89,6 +89,18 @@ TAKEN = [
     pytest.param(b"a,b,t\n1,2,x\n3,4,y\n", ["cumprod", "--only-scanned"], id="only-scanned"),
     pytest.param(b"1,2,x\n3,4,y\n", ["cummin", "--no-header"], id="no-header"),
     pytest.param(b"a,b\n1,-\n3,4\n", ["cumsum", "--na", "-"], id="na-list"),
+    # Markers that are numbers: a small path that judged or read them as values would
+    # differ (only the slow random test met them before).
+    pytest.param(b"a,b,c\n1,0,2.5\n0,-1,-1\n3,999,0\n-1,4,-1.0\n999,0.0,0.5\n",
+                 ["cumsum", "--na", "0"], id="na-zero"),
+    pytest.param(b"a,b,c\n1,0,2.5\n0,-1,-1\n3,999,0\n-1,4,-1.0\n999,0.0,0.5\n",
+                 ["cumsum", "--na", "-1,999"], id="na-numbers"),
+    pytest.param(b"a,b,c\n1,0,2.5\n0,-1,-1\n3,999,0\n-1,4,-1.0\n999,0.0,0.5\n",
+                 ["cummax", "--na", "-1,999", "--na-rep", "NA", "--keep", "--skipna"],
+                 id="na-numbers-keep-na-rep"),
+    pytest.param(b"a,b\n0,1\n0,2\n", ["cumsum", "--na", "0"], id="na-zero-whole-column"),
+    pytest.param(b"a,b\n0,1\nNA,2\n,3\n", ["cumsum", "--na", "0", "--exclusive"],
+                 id="na-zero-replaces-the-default-list"),
     pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--exclude", "a"], id="exclude"),
     pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--out-delimiter", ";"], id="out-delimiter"),
     pytest.param(b"a,b\n0.1,1e-7\n0.2,1e22\n1e-300,5e-324\n", ["cumsum"], id="float-edges"),
@@ -111,6 +123,22 @@ def test_small_path_takes_and_agrees(tmp_path, data, args, stdin):
     assert taken
     assert fast == streamed
     assert fast[0] == 0, fast[2]
+
+
+@pytest.mark.parametrize(("na", "expected"), [
+    pytest.param("0", b"a,b,c\n1,,2.5\n,-1.0,1.5\n4,998.0,\n3,1002.0,0.5\n1002,1002.0,1.0\n",
+                 id="zero"),
+    pytest.param("-1,999", b"a,b,c\n1,0.0,2.5\n1,,\n4,,2.5\n,4.0,1.5\n,4.0,2.0\n",
+                 id="minus-one-and-999"),
+])
+def test_numeric_na_markers_are_missing_cells_on_both_paths(tmp_path, na, expected):
+    """A marker is matched on the cell's text: `0` is missing and `0.0` a value with
+    --na 0; `-1` is missing and `-1.0` a value with --na -1,999."""
+    data = b"a,b,c\n1,0,2.5\n0,-1,-1\n3,999,0\n-1,4,-1.0\n999,0.0,0.5\n"
+    fast, streamed, taken = run_both(tmp_path, data, ["cumsum", "--na", na])
+    assert taken
+    assert fast == (0, expected, "", None)
+    assert streamed == fast
 
 
 @pytest.mark.parametrize("output", ["out.csv", "out.tsv", "out.txt"])
@@ -149,6 +177,18 @@ def test_small_path_hands_over_and_agrees(tmp_path, data, args):
     fast, streamed, taken = run_both(tmp_path, data, args)
     assert not taken
     assert fast == streamed
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    pytest.param(b"a,b\n1,2\n3\n", "row 2 has 1 field, expected 2", id="one-field"),
+    pytest.param(b"a,b\n1,2\n3,4,5\n", "row 2 has 3 fields, expected 2", id="three-fields"),
+])
+def test_a_ragged_row_is_named_as_on_the_streaming_path(tmp_path, data, message):
+    """The small path hands a ragged file over; the message is the streaming path's."""
+    fast, streamed, taken = run_both(tmp_path, data, ["cumsum"])
+    assert not taken
+    assert fast == (1, b"", f"Error: <dir>/in.csv: {message} like the header\n", None)
+    assert streamed == fast
 
 
 def test_stdin_larger_than_small_streams_all_of_it(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -506,6 +507,30 @@ def test_a_list_of_ops_on_an_array_writes_a_npz(invoke, tmp_path):
         assert np.array_equal(archive["ewma"], cumtool.scan(data, "ewma", span=3))
 
 
+ZERO_D_DIFF = ("diff needs at least one dimension, and {} is a 0-d array (a single value); "
+               "numpy's and torch's diff refuse it too")
+
+
+@pytest.mark.parametrize(("op", "output"), [("diff", "out.npy"), ("cumsum,diff", "out.npz"),
+                                            ("diff", "out.csv")])
+def test_diff_of_a_0_d_array_is_a_usage_error(invoke, tmp_path, monkeypatch, op, output):
+    monkeypatch.chdir(tmp_path)
+    Path("scalar.npy").write_bytes(npy_bytes(np.array(5.0)))
+    result = invoke(op, "scalar.npy", "-o", output)
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {ZERO_D_DIFF.format('scalar.npy')}\n"
+    assert result.stdout_bytes == b""
+    assert not Path(output).exists()
+    piped = invoke(op, "-", "--from", "npy", "-o", output, input=npy_bytes(np.array(5)))
+    assert (piped.exit_code, piped.stderr) == (
+        2, f"Error: {ZERO_D_DIFF.format('standard input')}\n")
+    # The other ops return a 0-d array unchanged (cumsum in its output dtype).
+    ok(invoke("cumsum,cumcount", "scalar.npy", "-o", "kept.npz"))
+    with np.load("kept.npz") as archive:
+        assert (archive["cumsum"].shape, archive["cumsum"].dtype) == ((), np.float64)
+        assert archive["cumsum"] == 5.0 and archive["cumcount"] == 1
+
+
 # --exclusive, --reverse ------------------------------------------------------------------------
 
 def test_exclusive_is_the_statistic_of_the_elements_before(invoke):
@@ -560,8 +585,17 @@ def test_edge_cases(invoke, op):
         "diff": [1.0, np.inf, -np.inf, -np.inf],
     }[op]
     assert np.array_equal(infinite, np.array(want_inf, dtype=infinite.dtype), equal_nan=True)
+    if op == "diff":  # as numpy's and torch's diff: see the test below
+        with pytest.raises(UsageError, match=r"^diff needs at least one dimension, and the "
+                           r"input is a 0-d array \(a single value\)"):
+            cumtool.scan(np.float64(3.0), op)
+        return
     zero_d = cumtool.scan(np.float64(3.0), op, **OP_OPTIONS[op])
-    assert zero_d.shape == ()
+    want_zero_d = {"cumcount": 1, "cummean": 3.0, "cumvar": np.nan, "cumstd": 0.0,
+                   "ewma": 3.0}[op]
+    assert (zero_d.shape, zero_d.dtype) == ((), np.dtype("int64" if op == "cumcount"
+                                                          else "float64"))
+    assert np.array_equal(zero_d, want_zero_d, equal_nan=True)
 
 
 def test_dates_are_refused_by_the_statistics(invoke):

@@ -532,6 +532,15 @@ def test_reset_with_reverse_scans_each_run_from_its_end(invoke, write_file):
     assert got["x"] == [3, 2, 10, 12, 60, 8, 40]
 
 
+def test_tied_zeros_within_by_groups(invoke, write_file):
+    """--by scans groups whose rows are not contiguous: the sign of a tied zero still
+    comes from the group's own last tied row (worked by hand per group)."""
+    path = write_file("by.csv", "k,v\na,-0.0\nb,1\na,0.0\na,-1\nb,-0.0\na,-0.0\n")
+    got = run_all_batches(invoke, "cummax", str(path), "--by", "k", "--indices")
+    assert got.decode().splitlines() == [
+        "k,v,v_index", "a,-0.0,0", "b,1.0,1", "a,0.0,2", "a,0.0,2", "b,1.0,1", "a,-0.0,5"]
+
+
 # --exclusive ----------------------------------------------------------------------------
 
 

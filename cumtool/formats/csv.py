@@ -403,7 +403,8 @@ class CsvSource:
         row = self.rows_read + int(np.count_nonzero(~blank[: at + 1]))
         if first and self._options.header:
             row -= 1
-        return FormatError(f"{self.name}: row {row} has {int(fields[at])} fields, expected "
+        return FormatError(f"{self.name}: row {row} has {int(fields[at])} "
+                           f"field{'' if fields[at] == 1 else 's'}, expected "
                            f"{width} like the {'header' if self._options.header else 'first row'}"
                            f"{self._delimiter_hint(width)}")
 

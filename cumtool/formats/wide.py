@@ -262,7 +262,8 @@ class WideSource:
             if len(record) != self.width:
                 like = "header" if self._options.header else "first row"
                 raise FormatError(f"{self.name}: row {self.rows_read + at + 1} has "
-                                  f"{len(record)} fields, expected {self.width} like the {like}")
+                                  f"{len(record)} field{'' if len(record) == 1 else 's'}, "
+                                  f"expected {self.width} like the {like}")
 
 
 # Scanning and writing ------------------------------------------------------------------
