@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from cumtool.choices import DTYPE_NAMES, OVERFLOW_CHOICES, TORCH_ALIASES
-from cumtool.commit import STOP_SIGNALS, committed
+from cumtool.commit import STOP_SIGNALS, committed, may_stop
 from cumtool.completion import complete_columns, complete_path
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
 from cumtool.ops import EXAMPLES, INDEXED, OPS, OPS_OF_OPTION, SUMMARIES
@@ -334,7 +334,7 @@ def _stopping_on_signals() -> Iterator[None]:
 
     def stop(number: int, _frame: object) -> None:
         nonlocal stopped
-        if not stopped and not committed.is_set():
+        if not stopped and may_stop(number):
             stopped = True
             raise Stopped(number)
 
@@ -394,11 +394,12 @@ class _Cli(click.Group):
                 help_name = max(ctx.command.get_help_option_names(ctx), key=len)
                 click.echo(f"Try '{printable(ctx.command_path)} {help_name}'.", err=True)
             status = error.exit_code
-        except click.Abort as error:  # a stop signal while Click parsed the command line
-            cause = error.__cause__
-            stop = cause if isinstance(cause, Stopped) else None
-            click.echo(f"Error: {stop.message() if stop else 'interrupted'}", err=True)
-            status = stop.exit_code if stop else EXIT_INTERRUPTED
+        except click.Abort:  # Ctrl-C while Click parsed the command line
+            click.echo("Error: interrupted", err=True)
+            status = EXIT_INTERRUPTED
+        except Stopped as stop:  # a stop signal while Click parsed the command line
+            click.echo(f"Error: {stop.message()}", err=True)
+            status = stop.exit_code
         sys.exit(status if isinstance(status, int) else 0)
 
 

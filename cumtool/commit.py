@@ -41,6 +41,20 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SI
 # Set once this process has put a run's files in place: a stop signal after that point
 # is no failure (the CLI then exits 0), and must not make a retry wrapper run it again.
 committed = threading.Event()
+_putting_in_place = threading.Event()
+_deferred: list[int] = []  # stop signals that came while the files were put in place
+
+
+def may_stop(number: int) -> bool:
+    """For the stop-signal handlers: whether the run may stop now. Not while its files
+    are being put in place (the signal waits until they are), nor after (it is
+    dropped: the run has done its work)."""
+    if committed.is_set():
+        return False
+    if _putting_in_place.is_set():
+        _deferred.append(number)
+        return False
+    return True
 
 
 class StateBusy(CumtoolError):
@@ -130,31 +144,31 @@ class Commit:
         record. An OSError before the record is written replaces nothing."""
         if not self._renames:
             return
-        _write_record(self.record, self._renames)
         with _signals_held():
+            _write_record(self.record, self._renames)
+            fault("record")
             _complete(self.record, self._renames)
             committed.set()
+        fault("committed")
         self._renames.clear()
 
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Stop signals wait until the renames are done (main thread, POSIX only). One that
-    came meanwhile is then dropped: the run succeeded, and says so with status 0."""
-    main = threading.current_thread() is threading.main_thread()
-    if not main or not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    """Stop signals wait until the renames are done: the handlers ask `may_stop`, which
+    holds them back meanwhile (a signal is delivered to whichever thread, so masking it
+    in this one would not do). One that came meanwhile is dropped once the files are in
+    place, and stops the run as usual if they could not be."""
+    from cumtool.errors import Stopped
+
+    _deferred.clear()
+    _putting_in_place.set()
     try:
         yield
     finally:
-        if committed.is_set():
-            pending = signal.sigpending() & set(STOP_SIGNALS)
-            for number in pending:
-                with contextlib.suppress(OSError):
-                    signal.sigtimedwait([number], 0)
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        _putting_in_place.clear()
+    if _deferred and not committed.is_set():
+        raise Stopped(_deferred[0])
 
 
 def _write_record(record: str, renames: list[tuple[str, str]]) -> None:
@@ -183,8 +197,10 @@ def _complete(record: str, renames: list[tuple[str, str]]) -> None:
         for temporary, target in renames:
             if os.path.exists(temporary):
                 os.replace(temporary, target)
+                fault("rename")
         for directory in sorted({os.path.dirname(t) for _, t in renames}):
             _sync_directory(directory)
+        fault("renamed")
         os.unlink(record)
         _sync_directory(os.path.dirname(os.path.abspath(record)))
     except OSError as error:
@@ -234,6 +250,16 @@ def recover_directory(directory: str) -> None:
             found = re.fullmatch(re.escape(DIRECTORY_RECORD) + r"(\d+)", name)
             if found and not _alive(int(found[1])):
                 recover(os.path.join(directory, name))
+
+
+def fault(step: str) -> None:
+    """For the fault tests only (tests/test_resume_faults.py): with CUMTOOL_TEST_FAULT set
+    to STEP:SIGNAL (e.g. rename:SIGKILL), this process sends itself SIGNAL at that step
+    of the commit: record, rename (after the first), renamed, committed, exit."""
+    wanted = os.environ.get("CUMTOOL_TEST_FAULT")
+    if wanted and wanted.partition(":")[0] == step:
+        os.environ.pop("CUMTOOL_TEST_FAULT")  # once
+        os.kill(os.getpid(), getattr(signal, wanted.partition(":")[2]))
 
 
 # Leftovers of killed runs -------------------------------------------------------------

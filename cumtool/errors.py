@@ -84,9 +84,10 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT
 STOP_WORDS = {1: "hung up", 2: "interrupted", 15: "terminated"}
 
 
-class Stopped(KeyboardInterrupt):
+class Stopped(BaseException):
     """SIGINT, SIGTERM or SIGHUP: the run stops and cleans up; one line, and the shell's
-    status for a signal, 128 + its number (130, 143, 129)."""
+    status for a signal, 128 + its number (130, 143, 129). Not a KeyboardInterrupt: Click
+    would catch that while it parses, and print a blank line before its own message."""
 
     def __init__(self, signal_number: int) -> None:
         super().__init__(signal_number)

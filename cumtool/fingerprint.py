@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from cumtool.errors import DataError
 
@@ -44,6 +46,7 @@ class Span:
     start: int
     end: int
     header: bytes = b""
+    spool: Any = None  # a FIFO's or a pipe's bytes, copied to a temporary file
 
 
 def fingerprint(paths: Iterable[str], known: dict[str, tuple[int, str]]) -> dict[str, Print]:
@@ -80,7 +83,7 @@ def _print(path: str, known: tuple[int, str] | None) -> Print:
     return Print(path, size, digest.hexdigest(), kept, size == 0 or last in LINE_ENDS)
 
 
-def _read_into(stream: io.RawIOBase, digest: hashlib._Hash, count: int) -> int:
+def _read_into(stream: Any, digest: Any, count: int) -> int:
     done = 0
     while done < count:
         chunk = stream.read(min(_CHUNK, count - done))
@@ -91,18 +94,24 @@ def _read_into(stream: io.RawIOBase, digest: hashlib._Hash, count: int) -> int:
     return done
 
 
-def spool_stdin(stream: io.BufferedIOBase | None) -> tuple[io.BufferedRandom, Print]:
-    """Standard input copied to a temporary file (TMPDIR) and fingerprinted on the way:
-    a retry of a run that read a pipe is known by the bytes, before any row is scanned."""
+def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:
+    """Standard input (`path` None) or a FIFO copied to a temporary file (TMPDIR) and
+    fingerprinted on the way: a retry of a run that read a pipe is known by the bytes,
+    before any row is scanned."""
     import sys
     import tempfile
 
     from cumtool.output import spool_error
 
-    source = stream if stream is not None else (
-        sys.stdin.buffer if sys.stdin is not None else None)
-    if source is None:
+    if path is not None:
+        try:
+            source: Any = open(path, "rb")
+        except OSError as error:
+            raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
+    elif sys.stdin is None:
         raise DataError("standard input is closed; give an INPUT file")
+    else:
+        source = sys.stdin.buffer
     digest = hashlib.sha256()
     try:
         spool = tempfile.TemporaryFile()
@@ -122,7 +131,11 @@ def spool_stdin(stream: io.BufferedIOBase | None) -> tuple[io.BufferedRandom, Pr
     except OSError as error:
         spool.close()
         raise spool_error(error) from None
-    return spool, Print("-", size, digest.hexdigest(), False, size == 0 or last in LINE_ENDS)
+    finally:
+        if path is not None:
+            source.close()
+    return spool, Print(os.path.abspath(path) if path else "-", size, digest.hexdigest(),
+                        False, size == 0 or last in LINE_ENDS)
 
 
 def header_record(path: str) -> bytes:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import signal
 import sys
 
-from cumtool.commit import STOP_SIGNALS, committed
+from cumtool.commit import STOP_SIGNALS, committed, fault, may_stop
 from cumtool.errors import EXIT_INTERRUPTED, Stopped
 
 
 def _stop(number: int, _frame: object) -> None:
-    if not committed.is_set():
+    if may_stop(number):
         raise Stopped(number)
 
 
@@ -22,13 +22,16 @@ def main() -> None:
         signal.signal(number, _stop)
     try:
         from cumtool.cli import main as cli_main
-    except KeyboardInterrupt as error:
-        stop = error if isinstance(error, Stopped) else Stopped(signal.SIGINT)
+    except Stopped as stop:
         sys.stderr.write(f"Error: {stop.message()}\n")
-        sys.exit(stop.exit_code if isinstance(error, Stopped) else EXIT_INTERRUPTED)
+        sys.exit(stop.exit_code)
+    except KeyboardInterrupt:  # Python's own SIGINT handler, before ours was set
+        sys.stderr.write("Error: interrupted\n")
+        sys.exit(EXIT_INTERRUPTED)
     try:
         cli_main()
     finally:
         if committed.is_set():  # until the process is gone
             for number in STOP_SIGNALS:
                 signal.signal(number, signal.SIG_IGN)
+        fault("exit")

@@ -49,7 +49,14 @@ def open_source(
         path = request.input
         name = path
         # A URL (s3://, gs://, https://...) opens through fsspec as a seekable stream.
-        stream = remote.open_input(path, stack) if remote.is_url(path) else _open_path(path, stack)
+        if span is not None and span.spool is not None:  # a FIFO, read while fingerprinted
+            stream = span.spool
+            stream.seek(0)
+            path = None
+            span = None
+        else:
+            stream = (remote.open_input(path, stack) if remote.is_url(path)
+                      else _open_path(path, stack))
         if span is not None:  # header + bytes [start, end) only: io.BufferedReader peeks
             stream = io.BufferedReader(SpanReader(cast(io.BufferedReader, stream), span),
                                        buffer_size=SNIFF_BYTES)

@@ -85,7 +85,9 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     prints: list[Print] = []
     given = request.inputs or (request.input,)
     names = [f.path for f in inputs.expand(given)] if given != ("-",) else ["-"]
-    paths = [os.path.abspath(n) for n in names if n != "-"]
+    # A FIFO (or <(process substitution)) can be read once only: copied while hashed.
+    piped = {n for n in names if n != "-" and os.path.exists(n) and not os.path.isfile(n)}
+    paths = [os.path.abspath(n) for n in names if n != "-" and n not in piped]
     known: dict[str, tuple[int, str]] = {}
     for snapshot in (after, before):
         for record in snapshot["inputs"] if snapshot else ():
@@ -94,11 +96,16 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
         printing = pool.submit(fingerprint, paths, known)
         _import_table_libraries()
         by_path = printing.result()
+    spools: dict[str, Any] = {}
     for name in names:
-        if name == "-":
-            stdin, stdin_print = spool_stdin(None)
-            stack.callback(stdin.close)
-            prints.append(stdin_print)
+        if name == "-" or name in piped:
+            spool, spooled = spool_stdin(None if name == "-" else name)
+            stack.callback(spool.close)
+            prints.append(spooled)
+            if name == "-":
+                stdin = spool
+            else:
+                spools[spooled.path] = Span(0, spooled.size, b"", spool)
         else:
             prints.append(by_path[os.path.abspath(name)])
             files.append(name)
@@ -109,7 +116,7 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     if retry and base is not None and known != _known(base):
         by_path = fingerprint(paths, _known(base))  # rare: the prefix of another run
         prints = [by_path.get(p.path, p) for p in prints]
-    spans = _spans(request, names, prints, base)
+    spans = _spans(request, names, prints, base) | spools
     commit = Commit(real + RECORD_SUFFIX)
     return Resume(path, real, commit, document,
                   base or {"rows": 0, "plans": None, "inputs": []},
@@ -151,7 +158,7 @@ def _spans(request: Request, names: list[str], prints: list[Print],
     consumed = {r["path"]: r for r in (base or {}).get("inputs", [])}
     spans: dict[str, Span] = {}
     for name, fingerprinted in zip(names, prints, strict=True):
-        if name == "-" or not _continuable(request, name):
+        if name == "-" or not os.path.isfile(name) or not _continuable(request, name):
             continue
         path = fingerprinted.path
         record = consumed.get(path)
