@@ -41,7 +41,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from cumtool import remote
 from cumtool.errors import CumtoolError, DataError, OutputError, UsageError, option
-from cumtool.formats import FileKind, kind_from_name
+from cumtool.formats import DELIMITED, TYPED_OUTPUTS, FileKind, kind_from_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,7 +54,7 @@ LOOKAHEAD_PER_WORKER = 2
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
 SUCCESS_MARKER = "_SUCCESS"
 _STATE = ("carries", "rows_done")  # what a TablePlan changes as it scans (no --by, --reset)
-_CSV = ("csv", "tsv")
+PARTITIONED = (*DELIMITED, "parquet")  # the formats cut into partitions
 # No dashboard, and the scheduler's HTTP routes on a free port, not a warning that 8787
 # is taken by another cluster.
 QUIET_CLUSTER: dict[str, Any] = {
@@ -525,7 +525,7 @@ def _job(request: Request, output_dir: str | None) -> Job:
                              kind)
         options = TableOptions(columns=request.columns, exclude=request.exclude,
                                keep=request.keep, only_scanned=request.only_scanned,
-                               typed_output=out.format in ("parquet", "npy"))
+                               typed_output=out.format in TYPED_OUTPUTS)
         plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
                          getattr(source, "hints", None), **request.scan_options())
         if out.format == "npy" and request.indices:
@@ -553,7 +553,7 @@ def _partitions(client: Any, request: Request, name: str, first: FileKind) -> li
             except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
                 raise unreadable(name, "parquet", error) from None
         return parquet_partitions(name, location, metadata)
-    if fmt not in _CSV:
+    if fmt not in DELIMITED:
         raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                          f"{name} is {fmt}")
     return csv_partitions(client, request, name, location, fmt, compression)
@@ -702,7 +702,7 @@ def _whole_file(job: Job, name: str, output: str) -> Partition:
     request = job.request
     fmt = request.from_format.lower() if request.from_format else (
         named.format if named else job.kind.format)
-    if fmt not in (*_CSV, "parquet"):
+    if fmt not in PARTITIONED:
         raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                          f"{name} is {fmt}")
     return Partition(name, _location(name), fmt, named.compression if named else None,

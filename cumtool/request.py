@@ -16,6 +16,7 @@ from cumtool.errors import UsageError
 from cumtool.formats import (
     BINARY_OUTPUTS,
     DEFAULT_NA,
+    DELIMITED,
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     CsvReadOptions,
@@ -153,7 +154,7 @@ class Request:
         if fmt in BINARY_OUTPUTS and to_stdout and self.stdout_is_terminal:
             # As gzip and zstd refuse to write compressed data to a terminal.
             raise UsageError(f"{fmt} output is binary; write it with -o FILE or pipe it")
-        if named is not None and named.compression and fmt not in ("csv", "tsv"):
+        if named is not None and named.compression and fmt not in DELIMITED:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")

@@ -13,6 +13,7 @@ import numpy as np
 from cumtool import kernels
 from cumtool.errors import DataError, UsageError
 from cumtool.formats import (
+    DELIMITED,
     ArraySink,
     FileKind,
     TableSink,
@@ -31,7 +32,7 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     # Each writer's module (and its library) loads only when used.
     if out.format in ("jsonl", "arrow", "arrows"):
         return _more_table_sink(out, stream, schema)
-    if out.format in ("csv", "tsv", "table") and _has_json_text(schema):
+    if out.format in (*DELIMITED, "table") and _has_json_text(schema):
         import pyarrow as pa
 
         from cumtool.formats.jsonl import cell_text
@@ -41,7 +42,7 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
         plain = table_sink(request, out, stream, pa.schema(fields, metadata=schema.metadata),
                            view, source_name)
         return _Converting(plain, cell_text)
-    if out.format in ("csv", "tsv"):
+    if out.format in DELIMITED:
         from cumtool.formats.csv import CsvSink
 
         return _CompressingSink(CsvSink, stream, out.compression, schema,

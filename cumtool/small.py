@@ -46,6 +46,7 @@ from cumtool.choices import AXIS_NAMES
 from cumtool.columns import Selection, resolve
 from cumtool.errors import CumtoolError
 from cumtool.formats import (
+    DELIMITED,
     GZIP_MAGIC,
     NPY_MAGIC,
     PARQUET_MAGIC,
@@ -126,7 +127,7 @@ def _options_fit(request: Request) -> bool:
                              or inputs.is_dataset(request.inputs or (request.input,))
                              or inputs.per_input_output(request.output)
                              or remote.is_url(request.input) or remote.is_url(request.output))
-            and (request.from_format or "csv").lower() in ("csv", "tsv"))
+            and (request.from_format or "csv").lower() in DELIMITED)
 
 
 # Reading -------------------------------------------------------------------------------
@@ -248,7 +249,7 @@ def _input_kind(request: Request, data: bytes) -> FileKind:
     kind = named or kind_from_magic(data[:SNIFF_BYTES])
     if request.from_format:
         kind = FileKind(request.from_format.lower(), kind.compression)
-    if kind.format not in ("csv", "tsv") or kind.compression is not None:
+    if kind.format not in DELIMITED or kind.compression is not None:
         raise Handover
     return kind
 
@@ -262,7 +263,7 @@ def _output_kind(request: Request, kind: FileKind) -> FileKind:
         out = named
     else:
         out = FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
-    if out.format not in ("csv", "tsv") or out.compression is not None:
+    if out.format not in DELIMITED or out.compression is not None:
         raise Handover
     return out
 

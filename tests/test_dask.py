@@ -427,11 +427,7 @@ def _output(path: Path, fmt: str) -> object:
     return table.schema, repr(table.to_pylist())
 
 
-# Known divergence, fixed in the next commit: distributed.py keeps its own list of typed
-# outputs, without arrow and arrows, and writes an unscanned integer column there as text.
-_DIVERGES = pytest.mark.xfail(strict=True, reason="dask writes unscanned numbers as text")
-OUTPUTS = ["csv", "tsv", "parquet", "jsonl", pytest.param("arrow", marks=_DIVERGES),
-           pytest.param("arrows", marks=_DIVERGES), "npy"]
+OUTPUTS = ["csv", "tsv", "parquet", "jsonl", "arrow", "arrows", "npy"]
 
 
 def _inputs(folder: Path, fmt: str) -> list[Path]:

@@ -272,6 +272,7 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
     """Options that need whole-width batches of a wide table: a usage error that names
     the width and what to do instead, rather than a run past the memory bound."""
     from cumtool.errors import UsageError
+    from cumtool.formats import DELIMITED
     from cumtool.tables import table_axis
 
     fewer = f"select at most {WIDE_COLUMNS:,} columns first (e.g. with xsv select or cut)"
@@ -280,7 +281,7 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
         "--keep": (request.keep, fewer), "--reverse": (request.reverse, fewer),
         "--axis columns": (table_axis(request.axis) == 1, fewer),
         f"several ops ({request.op})": (len(request.ops) > 1, "run one op at a time"),
-        f"{out.format} output": (out.format not in ("csv", "tsv"),
+        f"{out.format} output": (out.format not in DELIMITED,
                                  "write csv or tsv (-o out.csv)"),
     }
     for what, (asked, hint) in given.items():
