@@ -17,9 +17,10 @@ a partition's scan fails only once every partition before it has been carried pa
 
 The state is generic over the ops: the chain passes whatever TablePlan carries (see
 `_STATE`), never an op's own summary, so every op and option the plan supports gives the
-local engine's bits. Not supported, and refused by `check_request`: --by and --reset (the
-state grows with the groups), --reverse (the chain would run backwards), --axis columns
-(rows are independent: nothing to chain), arrays (.npy) and standard input.
+local engine's bits. Not supported, and refused by `engines.check_dask` when the request
+is checked: --by and --reset (the state grows with the groups), --reverse (the chain
+would run backwards), --axis columns (rows are independent: nothing to chain), arrays
+(.npy) and standard input.
 
 Dask and distributed are imported only here, and only when the engine is asked for.
 """
@@ -60,34 +61,6 @@ PARTITIONED = (*DELIMITED, "parquet")  # the formats cut into partitions
 QUIET_CLUSTER: dict[str, Any] = {
     "dashboard_address": None,
     "scheduler_kwargs": {"dashboard": False, "dashboard_address": ":0"}}
-
-
-def check_request(request: Request) -> None:
-    """The options --engine dask cannot honour, refused before any input is read."""
-    engine = option("engine", "dask")
-    if request.input == "-":
-        raise UsageError(f"{engine} reads files or URLs, which its workers open themselves; "
-                         "it cannot read standard input")
-    refused = {"by": bool(request.by), "reset": request.reset is not None,
-               "reverse": request.reverse, "state": request.state is not None,
-               "filename_column": request.filename_column is not None}
-    for name, given in refused.items():
-        if given:
-            raise UsageError(f"{option(name)} is not supported with {engine}; run it on the "
-                             f"local engine ({option('engine', 'local')})")
-    from cumtool.tables import table_axis
-
-    try:
-        across = table_axis(request.axis) == 1
-    except UsageError:
-        across = False  # not a table's axis: the plan says so, as on the local engine
-    if across:
-        raise UsageError(f"{option('axis', 'columns')} is not supported with {engine}: "
-                         "rows are independent, run it on the local engine")
-    named = kind_from_name(request.input)
-    if (request.from_format or (named.format if named else "")).lower() == "npy":
-        raise UsageError(f"{engine} scans tables (CSV, TSV, Parquet); {request.input} is "
-                         "an array: run it on the local engine")
 
 
 # Partitions ----------------------------------------------------------------------------

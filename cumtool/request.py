@@ -29,7 +29,6 @@ from cumtool.formats import (
 from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
-ENGINES = ("local", "dask")
 TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
               "--state", "--filename-column")
 
@@ -174,15 +173,9 @@ class Request:
                     exclusive=self.exclusive, **self.stat_options())
 
     def _check_engine(self) -> None:
-        if self.engine not in ENGINES:
-            raise UsageError(f"--engine {self.engine!r} is not an engine; choose from "
-                             f"{', '.join(ENGINES)}")
-        if self.scheduler is not None and self.engine != "dask":
-            raise UsageError("--scheduler names a Dask scheduler: use it with --engine dask")
-        if self.engine == "dask":
-            from cumtool.distributed import check_request  # imports no dask
+        from cumtool import engines
 
-            check_request(self)
+        engines.check(self)  # a known engine, and no option it cannot honour
         if is_url(self.output):
             from cumtool.remote import check_output_url
 
