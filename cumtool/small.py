@@ -9,7 +9,7 @@ does with such a file, with the same kernels (kernels.py), and writes the same b
 - each column judged from its first INFER_ROWS rows by the rules of judge.py (numbers,
   codes with a leading zero, integers beyond int64, anything else not scanned), the
   missing markers (--na) and the spaces around a number as there;
-- numbers written as polars writes them (formats/csv.py's CsvSink: the shortest text that
+- numbers written as polars writes them (formats/csvwrite.py's CsvSink: the shortest text that
   reads back, polars' switch to exponents, NaN, inf), text quoted where needed.
 
 It is narrow on purpose. Whatever it cannot be sure to do exactly so, it hands over to the
@@ -480,7 +480,7 @@ class _Column:
 
 def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]],
            delimiter: str, header: bool, na_rep: str) -> bytes:
-    """The text formats/csv.py's CsvSink writes: polars' write_csv, with quoting
+    """The text formats/csvwrite.py's CsvSink writes: polars' write_csv, with quoting
     "necessary", or with text quoted by CsvSink itself (--na-rep, one column)."""
     single = len(columns) == 1
     by_sink = bool(na_rep) or single

@@ -50,10 +50,6 @@ ALLOWED_CYCLE_EDGES = {
     # engine dispatches to datasets and distributed, which take engine's private helpers
     # (_run_table, _output_format, _aborting, _rebatch) back.
     "engine -> datasets", "datasets -> engine", "engine -> distributed", "distributed -> engine",
-    # CsvSource hands a too-wide file over to WideSource by raising WideInput, and wide
-    # borrows csv's cell helpers and sinks' _CompressingSink (sinks writes with CsvSink).
-    "formats.csv -> formats.wide", "formats.wide -> formats.csv", "formats.wide -> sinks",
-    "sinks -> formats.csv",
     # kernels hands the running statistics to stats, which takes kernels' types and
     # helpers back.
     "kernels -> stats", "stats -> kernels",
@@ -69,12 +65,6 @@ ALLOWED_PRIVATE = {
     "datasets uses engine._run_table",
     "distributed takes engine._aborting",
     "distributed takes engine._output_format",
-    "formats.wide takes formats.csv._check_quotes",
-    "formats.wide takes formats.csv._convert",
-    "formats.wide takes formats.csv._layout",
-    "formats.wide takes formats.csv._type_hint",
-    "formats.wide takes formats.csv._type_name",
-    "formats.wide takes sinks._CompressingSink",
     "formats.wide takes tables._INDEX_NAME",
     "small uses sources._open_path",
     "small uses sources._stdin",
