@@ -482,7 +482,6 @@ def _job(request: Request, output_dir: str | None) -> Job:
     import numpy as np
 
     from cumtool import kernels
-    from cumtool.engine import _output_format
     from cumtool.sources import open_source
     from cumtool.tables import TableOptions, make_plan
 
@@ -493,9 +492,8 @@ def _job(request: Request, output_dir: str | None) -> Job:
         if hasattr(source, "blocks"):
             raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                              f"{source.name} is an array: run it on the local engine")
-        out = _output_format(request if output_dir is None else
-                             dataclasses.replace(request, output=None, stdout_is_terminal=False),
-                             kind)
+        out = (request if output_dir is None else dataclasses.replace(
+            request, output=None, stdout_is_terminal=False)).output_format(kind)
         options = TableOptions(columns=request.columns, exclude=request.exclude,
                                keep=request.keep, only_scanned=request.only_scanned,
                                typed_output=out.format in TYPED_OUTPUTS)
@@ -592,9 +590,8 @@ def _results(futures: list[Any]) -> Iterator[Any]:
 
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
-    from cumtool.engine import _aborting
     from cumtool.output import open_output
-    from cumtool.pipeline import BackgroundSink
+    from cumtool.pipeline import BackgroundSink, aborting
     from cumtool.sinks import table_sink
     from cumtool.view import View
 
@@ -609,7 +606,7 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
         sink = table_sink(request, job.out, stream, plan.schema, view, job.first_name)
         if job.out.format != "table":
             sink = BackgroundSink(sink)
-        with _aborting(sink):
+        with aborting(sink):
             for table in _results(writes):
                 for batch in table.to_batches():
                     sink.write(batch)

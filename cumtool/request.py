@@ -21,6 +21,7 @@ from cumtool.formats import (
     OUTPUT_FORMATS,
     CsvReadOptions,
     CsvWriteOptions,
+    FileKind,
     check_format_name,
     delimiter_option,
     encoding_option,
@@ -157,6 +158,19 @@ class Request:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")
+
+    def output_format(self, input_kind: FileKind) -> FileKind:
+        """The output's format: --to, else -o's extension, else a table on a terminal or
+        the input's format (the names were checked by `check`)."""
+        named = kind_from_name(self.output) if self.output not in (None, "-") else None
+        if self.to_format:
+            return FileKind(self.to_format.lower(), named.compression if named else None)
+        if named is not None:
+            return named
+        if self.stdout_is_terminal:
+            return FileKind("table")
+        # A spreadsheet (read, not written) goes on as CSV.
+        return FileKind(input_kind.format if input_kind.format in OUTPUT_FORMATS else "csv")
 
     def stat_options(self) -> dict[str, object]:
         """The statistics' options, checked, as the scan kernels take them."""

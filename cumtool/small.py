@@ -255,14 +255,8 @@ def _input_kind(request: Request, data: bytes) -> FileKind:
 
 
 def _output_kind(request: Request, kind: FileKind) -> FileKind:
-    """As engine._output_format; csv or tsv, uncompressed, or Handover."""
-    named = kind_from_name(request.output) if request.output not in (None, "-") else None
-    if request.to_format:
-        out = FileKind(request.to_format.lower(), named.compression if named else None)
-    elif named is not None:
-        out = named
-    else:
-        out = FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
+    """The output's format (Request.output_format); csv or tsv, uncompressed, or Handover."""
+    out = request.output_format(kind)
     if out.format not in DELIMITED or out.compression is not None:
         raise Handover
     return out
