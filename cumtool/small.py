@@ -71,7 +71,7 @@ SMALL_BYTES = 1 << 20
 STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
 SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
 INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
-_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # as tables._INDEX_NAME
+_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # as tables.INDEX_NAME
 _BOM = b"\xef\xbb\xbf"
 
 # Every text polars' casts read as a number (checked against polars on all short strings

@@ -59,16 +59,17 @@ ALLOWED_CYCLE_EDGES = {
 # `importer takes owner._name` (from owner import _name) or `importer uses owner._name`
 # (owner._name through a module imported as a name).
 ALLOWED_PRIVATE = {
+    # engine.py is being changed elsewhere; it should name these without the underscore
+    # (or take them from pipeline.aborting and Request.output_format, as distributed does).
     "api takes engine._array_index",
     "datasets takes engine._aborting",
     "datasets takes engine._rebatch",
     "datasets uses engine._output_format",
     "datasets uses engine._run_table",
-    "formats.wide takes tables._INDEX_NAME",
+    # The small-file path opens its input as sources.py does; sources.py (changed
+    # elsewhere) should name these two open_path and stdin.
     "small uses sources._open_path",
     "small uses sources._stdin",
-    "stats takes kernels._first_position",
-    "stats takes kernels._to_acc",
 }
 
 # `importer -> imported` where the imported module is in a higher layer.

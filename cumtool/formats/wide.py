@@ -353,7 +353,7 @@ def _select(request: Request, source: WideSource) -> list[int]:
     from cumtool.columnar import numpy_dtype
     from cumtool.columns import listing, resolve
     from cumtool.errors import DataError, option
-    from cumtool.tables import _INDEX_NAME, is_temporal
+    from cumtool.tables import INDEX_NAME, is_temporal
 
     names, hints = source.column_names, source.hints
 
@@ -383,7 +383,7 @@ def _select(request: Request, source: WideSource) -> list[int]:
                             f"numeric columns: {listing(numeric)}")
     if not chosen:
         chosen = [i for i, hint in enumerate(hints)
-                  if hint.by_default and names[i] and not _INDEX_NAME.match(names[i])]
+                  if hint.by_default and names[i] and not INDEX_NAME.match(names[i])]
     selected = [i for i in chosen if i not in excluded]
     if not selected:
         raise DataError(f"{source.name}: no numeric columns to scan; columns: "
