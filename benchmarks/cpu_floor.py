@@ -29,8 +29,8 @@ import polars as pl
 from common import OUT, Datasets
 
 CUMTOOL_IMPORTS = ("import numpy, polars, pyarrow, cumtool.cli, cumtool.engine, "
-                   "cumtool.formats.csv, cumtool.kernels, cumtool.sinks, cumtool.tables, "
-                   "cumtool.pipeline")
+                   "cumtool.formats.csv, cumtool.formats.csvwrite, cumtool.kernels, "
+                   "cumtool.sinks, cumtool.tables, cumtool.pipeline")
 
 
 def cpu() -> float:

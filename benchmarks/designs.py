@@ -55,9 +55,9 @@ def feed(frames: queue.Queue, schema: pl.Schema) -> pl.LazyFrame:
 
 
 def csv_sink() -> None:
-    from cumtool.formats import csv
+    from cumtool.formats import csvwrite
 
-    class PolarsCsvSink(csv.CsvSink):
+    class PolarsCsvSink(csvwrite.CsvSink):
         def write(self, batch):
             if self._header_due:
                 names = self._options.delimiter.join(self._quote(n) for n in self._schema.names)
@@ -66,7 +66,7 @@ def csv_sink() -> None:
             if not batch.num_rows:
                 return
             frame = pl.from_arrow(pa.RecordBatch.from_arrays(
-                csv._polars_compatible(batch).columns,
+                csvwrite.polars_compatible(batch).columns,
                 names=[f"c{i}" for i in range(batch.num_columns)]))
             if not hasattr(self, "_frames"):
                 self._frames = queue.Queue(maxsize=2)
@@ -84,7 +84,7 @@ def csv_sink() -> None:
             else:
                 super().close()
 
-    csv.CsvSink = PolarsCsvSink
+    csvwrite.CsvSink = PolarsCsvSink
 
 
 def parquet_sink() -> None:

@@ -22,6 +22,8 @@ from click.shell_completion import BashComplete, CompletionItem, add_completion_
 
 from cumtool.errors import UsageError
 from cumtool.formats import (
+    BY_MAGIC,
+    DELIMITED,
     GZIP_MAGIC,
     FileKind,
     delimiter_option,
@@ -95,7 +97,7 @@ def header_names(path: str, *, from_format: str | None = None, delimiter: str | 
         truncated = not complete
         if from_format is None and kind_from_name(path) is None:
             kind = FileKind(kind_from_magic(head).format)  # what the engine sniffs too
-    if kind.format not in ("csv", "tsv"):
+    if kind.format not in DELIMITED:
         return []
     return _csv_names(head, truncated, kind.format, delimiter, encoding)
 
@@ -104,7 +106,7 @@ def _kind(path: str, head: bytes, from_format: str | None) -> FileKind:
     """The input's format, decided as sources.py does, from what is at hand."""
     sniffed = kind_from_magic(head)
     # A binary format is known by its bytes, whatever the name says.
-    binary = sniffed.format in ("npy", "parquet")
+    binary = sniffed.format in BY_MAGIC
     kind = sniffed if binary else kind_from_name(path) or sniffed
     if kind.compression is None and head.startswith(GZIP_MAGIC):
         kind = FileKind(kind.format, "gzip")

@@ -17,9 +17,10 @@ a partition's scan fails only once every partition before it has been carried pa
 
 The state is generic over the ops: the chain passes whatever TablePlan carries (see
 `_STATE`), never an op's own summary, so every op and option the plan supports gives the
-local engine's bits. Not supported, and refused by `check_request`: --by and --reset (the
-state grows with the groups), --reverse (the chain would run backwards), --axis columns
-(rows are independent: nothing to chain), arrays (.npy) and standard input.
+local engine's bits. Not supported, and refused by `engines.check_dask` when the request
+is checked: --by and --reset (the state grows with the groups), --reverse (the chain
+would run backwards), --axis columns (rows are independent: nothing to chain), arrays
+(.npy) and standard input.
 
 Dask and distributed are imported only here, and only when the engine is asked for.
 """
@@ -41,7 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from cumtool import remote
 from cumtool.errors import CumtoolError, DataError, OutputError, UsageError, option
-from cumtool.formats import FileKind, kind_from_name
+from cumtool.formats import DELIMITED, TYPED_OUTPUTS, FileKind, kind_from_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,40 +55,12 @@ LOOKAHEAD_PER_WORKER = 2
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
 SUCCESS_MARKER = "_SUCCESS"
 _STATE = ("carries", "rows_done")  # what a TablePlan changes as it scans (no --by, --reset)
-_CSV = ("csv", "tsv")
+PARTITIONED = (*DELIMITED, "parquet")  # the formats cut into partitions
 # No dashboard, and the scheduler's HTTP routes on a free port, not a warning that 8787
 # is taken by another cluster.
 QUIET_CLUSTER: dict[str, Any] = {
     "dashboard_address": None,
     "scheduler_kwargs": {"dashboard": False, "dashboard_address": ":0"}}
-
-
-def check_request(request: Request) -> None:
-    """The options --engine dask cannot honour, refused before any input is read."""
-    engine = option("engine", "dask")
-    if request.input == "-":
-        raise UsageError(f"{engine} reads files or URLs, which its workers open themselves; "
-                         "it cannot read standard input")
-    refused = {"by": bool(request.by), "reset": request.reset is not None,
-               "reverse": request.reverse, "state": request.state is not None,
-               "filename_column": request.filename_column is not None}
-    for name, given in refused.items():
-        if given:
-            raise UsageError(f"{option(name)} is not supported with {engine}; run it on the "
-                             f"local engine ({option('engine', 'local')})")
-    from cumtool.tables import table_axis
-
-    try:
-        across = table_axis(request.axis) == 1
-    except UsageError:
-        across = False  # not a table's axis: the plan says so, as on the local engine
-    if across:
-        raise UsageError(f"{option('axis', 'columns')} is not supported with {engine}: "
-                         "rows are independent, run it on the local engine")
-    named = kind_from_name(request.input)
-    if (request.from_format or (named.format if named else "")).lower() == "npy":
-        raise UsageError(f"{engine} scans tables (CSV, TSV, Parquet); {request.input} is "
-                         "an array: run it on the local engine")
 
 
 # Partitions ----------------------------------------------------------------------------
@@ -509,7 +482,6 @@ def _job(request: Request, output_dir: str | None) -> Job:
     import numpy as np
 
     from cumtool import kernels
-    from cumtool.engine import _output_format
     from cumtool.sources import open_source
     from cumtool.tables import TableOptions, make_plan
 
@@ -520,12 +492,11 @@ def _job(request: Request, output_dir: str | None) -> Job:
         if hasattr(source, "blocks"):
             raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                              f"{source.name} is an array: run it on the local engine")
-        out = _output_format(request if output_dir is None else
-                             dataclasses.replace(request, output=None, stdout_is_terminal=False),
-                             kind)
+        out = (request if output_dir is None else dataclasses.replace(
+            request, output=None, stdout_is_terminal=False)).output_format(kind)
         options = TableOptions(columns=request.columns, exclude=request.exclude,
                                keep=request.keep, only_scanned=request.only_scanned,
-                               typed_output=out.format in ("parquet", "npy"))
+                               typed_output=out.format in TYPED_OUTPUTS)
         plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
                          getattr(source, "hints", None), **request.scan_options())
         if out.format == "npy" and request.indices:
@@ -553,7 +524,7 @@ def _partitions(client: Any, request: Request, name: str, first: FileKind) -> li
             except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
                 raise unreadable(name, "parquet", error) from None
         return parquet_partitions(name, location, metadata)
-    if fmt not in _CSV:
+    if fmt not in DELIMITED:
         raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                          f"{name} is {fmt}")
     return csv_partitions(client, request, name, location, fmt, compression)
@@ -619,9 +590,8 @@ def _results(futures: list[Any]) -> Iterator[Any]:
 
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
-    from cumtool.engine import _aborting
     from cumtool.output import open_output
-    from cumtool.pipeline import BackgroundSink
+    from cumtool.pipeline import BackgroundSink, aborting
     from cumtool.sinks import table_sink
     from cumtool.view import View
 
@@ -636,7 +606,7 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
         sink = table_sink(request, job.out, stream, plan.schema, view, job.first_name)
         if job.out.format != "table":
             sink = BackgroundSink(sink)
-        with _aborting(sink):
+        with aborting(sink):
             for table in _results(writes):
                 for batch in table.to_batches():
                     sink.write(batch)
@@ -702,7 +672,7 @@ def _whole_file(job: Job, name: str, output: str) -> Partition:
     request = job.request
     fmt = request.from_format.lower() if request.from_format else (
         named.format if named else job.kind.format)
-    if fmt not in (*_CSV, "parquet"):
+    if fmt not in PARTITIONED:
         raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                          f"{name} is {fmt}")
     return Partition(name, _location(name), fmt, named.compression if named else None,

@@ -296,7 +296,7 @@ def cast_input(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None) -> n
         if valid is not None:
             bad &= valid
         if bad.any():
-            pos = _first_position(bad)
+            pos = first_position(bad)
             raise ScanOverflowError(
                 f"value {block[pos]} cannot be cast to {target}", pos
             )
@@ -330,11 +330,11 @@ def _raise_if_any(bad: np.ndarray, valid: np.ndarray | None, block: np.ndarray, 
     if valid is not None:
         bad &= valid
     if bad.any():
-        pos = _first_position(bad)
+        pos = first_position(bad)
         raise ScanOverflowError(f"value {block[pos]} {what}", pos)
 
 
-def _first_position(mask: np.ndarray) -> tuple[int, ...]:
+def first_position(mask: np.ndarray) -> tuple[int, ...]:
     """Position of the first True in scan order: smallest index along axis 0, then line."""
     flat = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
     row = int(flat[0])
@@ -343,7 +343,7 @@ def _first_position(mask: np.ndarray) -> tuple[int, ...]:
     return (row, *(int(i) for i in rest))
 
 
-def _to_acc(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None) -> np.ndarray:
+def to_acc(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None) -> np.ndarray:
     """A fresh accumulator-dtype copy of x with skipped cells set to the identity."""
     if spec.acc_dtype == _INT64 and x.dtype == np.uint64:
         if spec.overflow == "error":
@@ -351,7 +351,7 @@ def _to_acc(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None) -> np.ndarra
             if skip is not None:
                 big &= ~skip
             if big.any():
-                pos = _first_position(big)
+                pos = first_position(big)
                 raise ScanOverflowError(f"value {x[pos]} overflows int64", pos)
         acc = x.view(np.int64).copy()  # two's complement, as torch's cast
     else:
@@ -368,7 +368,7 @@ def _scan_accumulate(
     if carry.pending is not None and carry.pending.any():
         _raise_pending(spec, skip, carry.pending, x.shape)
     by_rows = _native_rows(spec, x, skip, carry.value)
-    acc = by_rows if by_rows is not None else _to_acc(spec, x, skip)
+    acc = by_rows if by_rows is not None else to_acc(spec, x, skip)
     exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
     terms = acc.copy() if exact_check and not _sum_cannot_overflow(spec, acc, carry) else None
     if by_rows is None and (spec.op != "logcumsumexp"
@@ -440,7 +440,7 @@ def _raise_overflow(spec: ScanSpec, bad: np.ndarray, skip: np.ndarray | None, ca
         bad = bad & later
         carry.pending = lines if carry.pending is None else carry.pending | lines
     if bad.any():
-        pos = _first_position(bad)
+        pos = first_position(bad)
         raise ScanOverflowError(message(pos), pos)
 
 
@@ -449,7 +449,7 @@ def _raise_pending(spec: ScanSpec, skip: np.ndarray | None, pending: np.ndarray,
     """--exclusive: a line that overflowed before goes on here, so its value is output."""
     hit = np.broadcast_to(pending, shape) if skip is None else pending & ~skip
     if hit.any():
-        pos = _first_position(hit)
+        pos = first_position(hit)
         raise ScanOverflowError(f"{spec.op} overflows {spec.out_dtype}", pos)
 
 
@@ -496,7 +496,7 @@ def _scan_extreme(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """cummax/cummin: a NaN wins and stays; ties and NaNs take the latest index."""
     ufunc = _UFUNCS[spec.op]
-    values = _to_acc(spec, x, skip)
+    values = to_acc(spec, x, skip)
     ufunc(carry.value[np.newaxis], values[:1], out=values[:1])
     ufunc.accumulate(values, axis=0, out=values)
     indices = None
@@ -535,7 +535,7 @@ def _scan_complex_logcumsumexp(
     spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
 ) -> np.ndarray:
     """torch's complex log-add-exp, step by step along the axis, vectorised across lines."""
-    acc = _to_acc(spec, x, skip)
+    acc = to_acc(spec, x, skip)
     running = carry.value.copy()
     with np.errstate(all="ignore"):
         for i in range(acc.shape[0]):

@@ -119,6 +119,16 @@ class BackgroundSink:
         self._sink.abort()
 
 
+@contextlib.contextmanager
+def aborting(sink: TableSink | ArraySink) -> Iterator[None]:
+    """On failure, let a sink release its writer before the output file is discarded."""
+    try:
+        yield
+    except BaseException:
+        sink.abort()
+        raise
+
+
 class Progress:
     """A rich progress bar on stderr, shown only once a run has taken `delay` seconds."""
 

@@ -16,10 +16,12 @@ from cumtool.errors import UsageError
 from cumtool.formats import (
     BINARY_OUTPUTS,
     DEFAULT_NA,
+    DELIMITED,
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     CsvReadOptions,
     CsvWriteOptions,
+    FileKind,
     check_format_name,
     delimiter_option,
     encoding_option,
@@ -28,7 +30,6 @@ from cumtool.formats import (
 from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
-ENGINES = ("local", "dask")
 TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
               "--state", "--filename-column")
 
@@ -153,10 +154,23 @@ class Request:
         if fmt in BINARY_OUTPUTS and to_stdout and self.stdout_is_terminal:
             # As gzip and zstd refuse to write compressed data to a terminal.
             raise UsageError(f"{fmt} output is binary; write it with -o FILE or pipe it")
-        if named is not None and named.compression and fmt not in ("csv", "tsv"):
+        if named is not None and named.compression and fmt not in DELIMITED:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")
+
+    def output_format(self, input_kind: FileKind) -> FileKind:
+        """The output's format: --to, else -o's extension, else a table on a terminal or
+        the input's format (the names were checked by `check`)."""
+        named = kind_from_name(self.output) if self.output not in (None, "-") else None
+        if self.to_format:
+            return FileKind(self.to_format.lower(), named.compression if named else None)
+        if named is not None:
+            return named
+        if self.stdout_is_terminal:
+            return FileKind("table")
+        # A spreadsheet (read, not written) goes on as CSV.
+        return FileKind(input_kind.format if input_kind.format in OUTPUT_FORMATS else "csv")
 
     def stat_options(self) -> dict[str, object]:
         """The statistics' options, checked, as the scan kernels take them."""
@@ -173,15 +187,9 @@ class Request:
                     exclusive=self.exclusive, **self.stat_options())
 
     def _check_engine(self) -> None:
-        if self.engine not in ENGINES:
-            raise UsageError(f"--engine {self.engine!r} is not an engine; choose from "
-                             f"{', '.join(ENGINES)}")
-        if self.scheduler is not None and self.engine != "dask":
-            raise UsageError("--scheduler names a Dask scheduler: use it with --engine dask")
-        if self.engine == "dask":
-            from cumtool.distributed import check_request  # imports no dask
+        from cumtool import engines
 
-            check_request(self)
+        engines.check(self)  # a known engine, and no option it cannot honour
         if is_url(self.output):
             from cumtool.remote import check_output_url
 

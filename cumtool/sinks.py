@@ -4,7 +4,6 @@ as arrays and arrays as tables. Writers' modules load only for their format."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
@@ -13,11 +12,11 @@ import numpy as np
 from cumtool import kernels
 from cumtool.errors import DataError, UsageError
 from cumtool.formats import (
+    DELIMITED,
     ArraySink,
     FileKind,
     TableSink,
 )
-from cumtool.output import DiscardableStream
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,7 +30,7 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     # Each writer's module (and its library) loads only when used.
     if out.format in ("jsonl", "arrow", "arrows"):
         return _more_table_sink(out, stream, schema)
-    if out.format in ("csv", "tsv", "table") and _has_json_text(schema):
+    if out.format in (*DELIMITED, "table") and _has_json_text(schema):
         import pyarrow as pa
 
         from cumtool.formats.jsonl import cell_text
@@ -41,10 +40,10 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
         plain = table_sink(request, out, stream, pa.schema(fields, metadata=schema.metadata),
                            view, source_name)
         return _Converting(plain, cell_text)
-    if out.format in ("csv", "tsv"):
-        from cumtool.formats.csv import CsvSink
+    if out.format in DELIMITED:
+        from cumtool.formats.csvwrite import CompressingSink, CsvSink
 
-        return _CompressingSink(CsvSink, stream, out.compression, schema,
+        return CompressingSink(CsvSink, stream, out.compression, schema,
                                 request.csv_write(out.format), source_name)
     if out.format == "parquet":
         from cumtool.formats.parquet import ParquetSink
@@ -94,44 +93,6 @@ class _Converting:
         self._sink.abort()
 
 
-class _CompressingSink:
-    """Wraps a sink's stream in a compressor (for .csv.gz) and closes both in order."""
-
-    def __init__(self, sink_type: Any, stream: IO[bytes], compression: str | None,
-                 *args: Any) -> None:
-        self._compressor: Any = None
-        self._out: DiscardableStream | None = None
-        if compression is not None:
-            import pyarrow as pa
-
-            self._out = DiscardableStream(stream)
-            self._compressor = pa.CompressedOutputStream(self._out, compression)
-            stream = self._compressor
-        try:
-            self._sink = sink_type(stream, *args)
-        except BaseException:
-            self.abort()
-            raise
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        self._sink.write(batch)
-
-    def close(self) -> None:
-        self._sink.close()
-        if self._compressor is not None:
-            self._compressor.close()
-
-    def abort(self) -> None:
-        # The CSV writer holds nothing but the stream; the compressor must be closed now,
-        # its trailer dropped, or it writes into a closed file when collected.
-        if self._compressor is not None and self._out is not None:
-            import pyarrow as pa
-
-            self._out.discard()
-            with contextlib.suppress(pa.ArrowException, OSError, ValueError):
-                self._compressor.close()
-
-
 class _InMemory:
     """A sink that holds only memory until `close` (the terminal view): abort drops it."""
 
@@ -161,7 +122,6 @@ def _terminal_console(request: Request, stream: IO[bytes]) -> Any:
 
         return terminal_console(stream, _text_encoding(request))
     return None
-
 
 
 class _TableToNpy:
@@ -208,7 +168,6 @@ class _TableToNpy:
 
     def abort(self) -> None:
         self._sink.abort()
-
 
 
 def array_sink(request: Request, out: FileKind, stream: IO[bytes], shape: tuple[int, ...],
@@ -283,7 +242,6 @@ class _ArrayToTable:
 
     def abort(self) -> None:
         self._sink.abort()
-
 
 
 class _ArrayToPretty:

@@ -9,7 +9,7 @@ does with such a file, with the same kernels (kernels.py), and writes the same b
 - each column judged from its first INFER_ROWS rows by the rules of judge.py (numbers,
   codes with a leading zero, integers beyond int64, anything else not scanned), the
   missing markers (--na) and the spaces around a number as there;
-- numbers written as polars writes them (formats/csv.py's CsvSink: the shortest text that
+- numbers written as polars writes them (formats/csvwrite.py's CsvSink: the shortest text that
   reads back, polars' switch to exponents, NaN, inf), text quoted where needed.
 
 It is narrow on purpose. Whatever it cannot be sure to do exactly so, it hands over to the
@@ -46,6 +46,7 @@ from cumtool.choices import AXIS_NAMES
 from cumtool.columns import Selection, resolve
 from cumtool.errors import CumtoolError
 from cumtool.formats import (
+    DELIMITED,
     GZIP_MAGIC,
     NPY_MAGIC,
     PARQUET_MAGIC,
@@ -70,7 +71,7 @@ SMALL_BYTES = 1 << 20
 STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
 SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
 INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
-_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # as tables._INDEX_NAME
+_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # as tables.INDEX_NAME
 _BOM = b"\xef\xbb\xbf"
 
 # Every text polars' casts read as a number (checked against polars on all short strings
@@ -126,7 +127,7 @@ def _options_fit(request: Request) -> bool:
                              or inputs.is_dataset(request.inputs or (request.input,))
                              or inputs.per_input_output(request.output)
                              or remote.is_url(request.input) or remote.is_url(request.output))
-            and (request.from_format or "csv").lower() in ("csv", "tsv"))
+            and (request.from_format or "csv").lower() in DELIMITED)
 
 
 # Reading -------------------------------------------------------------------------------
@@ -248,21 +249,15 @@ def _input_kind(request: Request, data: bytes) -> FileKind:
     kind = named or kind_from_magic(data[:SNIFF_BYTES])
     if request.from_format:
         kind = FileKind(request.from_format.lower(), kind.compression)
-    if kind.format not in ("csv", "tsv") or kind.compression is not None:
+    if kind.format not in DELIMITED or kind.compression is not None:
         raise Handover
     return kind
 
 
 def _output_kind(request: Request, kind: FileKind) -> FileKind:
-    """As engine._output_format; csv or tsv, uncompressed, or Handover."""
-    named = kind_from_name(request.output) if request.output not in (None, "-") else None
-    if request.to_format:
-        out = FileKind(request.to_format.lower(), named.compression if named else None)
-    elif named is not None:
-        out = named
-    else:
-        out = FileKind("table") if request.stdout_is_terminal else FileKind(kind.format)
-    if out.format not in ("csv", "tsv") or out.compression is not None:
+    """The output's format (Request.output_format); csv or tsv, uncompressed, or Handover."""
+    out = request.output_format(kind)
+    if out.format not in DELIMITED or out.compression is not None:
         raise Handover
     return out
 
@@ -479,7 +474,7 @@ class _Column:
 
 def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]],
            delimiter: str, header: bool, na_rep: str) -> bytes:
-    """The text formats/csv.py's CsvSink writes: polars' write_csv, with quoting
+    """The text formats/csvwrite.py's CsvSink writes: polars' write_csv, with quoting
     "necessary", or with text quoted by CsvSink itself (--na-rep, one column)."""
     single = len(columns) == 1
     by_sink = bool(na_rep) or single

@@ -543,7 +543,7 @@ class Diff(StatKernel):
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
-        from cumtool.kernels import _first_position, _to_acc
+        from cumtool.kernels import first_position, to_acc
 
         states = _blank(self.state_dtype(spec), x.shape)
         states["n"] = count
@@ -552,7 +552,7 @@ class Diff(StatKernel):
             states["out"] = _float_diff(x, start)
             return states
         # Cells under missing ones are unspecified: zeros, which cannot fail the cast.
-        values = _to_acc(spec, x if present is None else np.where(present, x, 0), None)
+        values = to_acc(spec, x if present is None else np.where(present, x, 0), None)
         # The last present value up to each row (the carried one before the first).
         if present is None:
             last = values
@@ -572,7 +572,7 @@ class Diff(StatKernel):
             if present is not None:
                 bad &= present
             if bad.any():
-                pos = _first_position(bad)
+                pos = first_position(bad)
                 raise ScanOverflowError(
                     f"diff overflows int64 ({values[pos]} - {previous[pos]})", pos)
         if spec.out_dtype.kind in "iu" and spec.out_dtype != _INT64 and spec.overflow == "error":
@@ -581,7 +581,7 @@ class Diff(StatKernel):
             if present is not None:
                 bad &= present
             if bad.any():
-                pos = _first_position(bad)
+                pos = first_position(bad)
                 raise ScanOverflowError(
                     f"diff gives {out[pos]}, which does not fit {spec.out_dtype}", pos)
         states["last"] = last

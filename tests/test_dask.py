@@ -410,6 +410,66 @@ def test_one_output_per_input_into_a_folder(invoke, scheduler, tmp_path):
     assert (tmp_path / "out" / "b.csv").read_text() == "x\n6\n"
 
 
+# Every output format: the local engine's bytes, or its schema and values ------------------
+
+def _output(path: Path, fmt: str) -> object:
+    """What an output holds: its bytes for a text format (and .npy, whose header is its
+    dtype and shape); for Arrow and Parquet its schema and values (the batches' sizes
+    follow the partitions), as repr: NaN equals NaN, -0.0 differs from 0.0."""
+    if fmt == "parquet":
+        table = pq.read_table(path)
+    elif fmt in ("arrow", "arrows"):
+        with pa.memory_map(str(path)) as source:
+            reader = pa.ipc.open_file(source) if fmt == "arrow" else pa.ipc.open_stream(source)
+            table = reader.read_all()
+    else:
+        return path.read_bytes()
+    return table.schema, repr(table.to_pylist())
+
+
+OUTPUTS = ["csv", "tsv", "parquet", "jsonl", "arrow", "arrows", "npy"]
+
+
+def _inputs(folder: Path, fmt: str) -> list[Path]:
+    """Two CSV files whose first column (an integer) is not scanned: a typed output keeps
+    it a number. .npy holds numbers only: no text column there."""
+    folder.mkdir()
+    paths = []
+    for k, rows in enumerate((range(0, 30), range(30, 45))):
+        text = "id,units,score" + ("" if fmt == "npy" else ",name") + "\n"
+        for i in rows:
+            text += f"{i},{i % 7 - 2},{i / 4}" + ("" if fmt == "npy" else f",n{i}") + "\n"
+        path = folder / f"in-{k}.csv"
+        path.write_text(text)
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("fmt", OUTPUTS)
+def test_every_output_format_holds_the_local_output(invoke, scheduler, tiny_partitions,
+                                                    tmp_path, fmt):
+    first, _second = _inputs(tmp_path / "in", fmt)
+    local, dask = tmp_path / f"local.{fmt}", tmp_path / f"dask.{fmt}"
+    ok(invoke("cumsum", str(first), "-c", "units", "-o", str(local)))
+    ok(invoke("cumsum", str(first), "-c", "units", "-o", str(dask), "--engine", "dask",
+              "--scheduler", scheduler))
+    assert _output(dask, fmt) == _output(local, fmt)
+
+
+@pytest.mark.parametrize("fmt", OUTPUTS)
+def test_every_output_format_one_output_per_input(invoke, scheduler, tmp_path, fmt):
+    inputs = [str(p) for p in _inputs(tmp_path / "in", fmt)]
+    for engine_name in ("local", "dask"):
+        ok(invoke("cumsum", *inputs, "-c", "units", "--to", fmt, "-o",
+                  f"{tmp_path / engine_name}/", "--engine", engine_name,
+                  *(["--scheduler", scheduler] if engine_name == "dask" else [])))
+    names = [f"in-0.{fmt}", f"in-1.{fmt}"]
+    assert sorted(os.listdir(tmp_path / "dask")) == sorted(os.listdir(tmp_path / "local"))
+    assert sorted(os.listdir(tmp_path / "dask")) == names
+    for name in names:
+        assert _output(tmp_path / "dask" / name, fmt) == _output(tmp_path / "local" / name, fmt)
+
+
 # What it refuses --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, message", [

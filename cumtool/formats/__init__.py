@@ -19,22 +19,49 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-INPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows", "xlsx", "xls",
-                 "ods")
-OUTPUT_FORMATS = ("csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows", "table")
-TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "arrow", "arrows", "xlsx", "xls", "ods")
-# Output formats that keep types: numbers read as text are written as numbers there.
-TYPED_OUTPUTS = ("parquet", "npy", "arrow", "arrows")
-SPREADSHEETS = ("xlsx", "xls", "ods")  # read with fastexcel (the `excel` extra)
-BINARY_OUTPUTS = ("parquet", "npy", "arrow", "arrows")  # not for a terminal
 
-_EXTENSIONS = {
-    ".csv": "csv", ".txt": "csv", ".tsv": "tsv", ".tab": "tsv",
-    ".parquet": "parquet", ".pq": "parquet", ".npy": "npy", ".npz": "npy",
-    ".jsonl": "jsonl", ".ndjson": "jsonl",
-    ".arrow": "arrow", ".feather": "arrow", ".arrows": "arrows",
-    ".xlsx": "xlsx", ".xlsm": "xlsx", ".xls": "xls", ".ods": "ods",
-}
+@dataclass(frozen=True)
+class Format:
+    """One format, as the rest of cumtool needs to know it. Every list of formats below
+    (and in every other module) is derived from FORMATS, so that a format is added or
+    changed in one place."""
+
+    name: str
+    extensions: tuple[str, ...]  # file name suffixes that announce it, lowercase
+    reads: bool = True  # an input format
+    writes: bool = True  # an output format
+    kind: str = "table"  # table (Arrow batches), array (numpy blocks) or view (the terminal)
+    typed: bool = False  # keeps types: numbers read as text are written as numbers there
+    binary: bool = False  # bytes, not text: never written to a terminal
+    by_magic: bool = False  # known by its first bytes whatever the file's name says
+    delimited: bool = False  # delimited text: compressed on the way, cut into byte ranges
+    spreadsheet: bool = False  # read with fastexcel (the `excel` extra)
+
+
+FORMATS = (
+    Format("csv", (".csv", ".txt"), delimited=True),
+    Format("tsv", (".tsv", ".tab"), delimited=True),
+    Format("parquet", (".parquet", ".pq"), typed=True, binary=True, by_magic=True),
+    Format("npy", (".npy", ".npz"), kind="array", typed=True, binary=True, by_magic=True),
+    Format("jsonl", (".jsonl", ".ndjson")),
+    Format("arrow", (".arrow", ".feather"), typed=True, binary=True, by_magic=True),
+    Format("arrows", (".arrows",), typed=True, binary=True, by_magic=True),
+    Format("xlsx", (".xlsx", ".xlsm"), writes=False, binary=True, spreadsheet=True),
+    Format("xls", (".xls",), writes=False, binary=True, spreadsheet=True),
+    Format("ods", (".ods",), writes=False, binary=True, spreadsheet=True),
+    Format("table", (), reads=False, kind="view"),  # the pretty terminal view
+)
+
+INPUT_FORMATS = tuple(f.name for f in FORMATS if f.reads)
+OUTPUT_FORMATS = tuple(f.name for f in FORMATS if f.writes)
+TABLE_FORMATS = tuple(f.name for f in FORMATS if f.reads and f.kind == "table")
+TYPED_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.typed)
+SPREADSHEETS = tuple(f.name for f in FORMATS if f.spreadsheet)
+BINARY_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.binary)  # not for a terminal
+BY_MAGIC = tuple(f.name for f in FORMATS if f.by_magic)
+DELIMITED = tuple(f.name for f in FORMATS if f.delimited)  # the only ones compressed
+
+_EXTENSIONS = {ext: f.name for f in FORMATS for ext in f.extensions}
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
 
 NPY_MAGIC = b"\x93NUMPY"

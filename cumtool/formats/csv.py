@@ -1,4 +1,5 @@
-"""Delimited text (CSV, TSV, plain or compressed) in and out.
+"""Reading delimited text (CSV, TSV, plain or compressed); writing it is formats/csvwrite.py,
+and the rules of records and cells both readers share are formats/csvcells.py.
 
 Reading: the input is cut into chunks of whole records (a newline outside quotes ends a
 record), and polars parses each chunk into text columns: every cell as written, after CSV
@@ -11,30 +12,34 @@ from its first 10,000 rows, missing cells aside; only the columns a run scans ar
 converted to numbers, batch by batch. Every other cell stays the text it was and is
 written back unchanged (SEMANTICS.md, "Tables: what is a number, and what is left alone").
 Blank lines are skipped; a record with more or fewer fields than the header is an error.
-
-Writing: polars' CSV writer for the numbers (the shortest text that reads back to the same
-value); text cells are quoted by cumtool, and only where the output needs it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import os
 from collections.abc import Collection, Iterator, Mapping
-from typing import IO, Literal, TypeVar
+from typing import IO, TypeVar
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cumtool.errors import FormatError, UsageError
+from cumtool.errors import FormatError
 from cumtool.formats import (
     CsvReadOptions,
-    CsvWriteOptions,
     delimiter_hint,
     unreadable,
+)
+from cumtool.formats.csvcells import (
+    check_quotes,
+    convert,
+    layout,
+    markers_parse,
+    place,
+    type_hint,
+    type_name,
 )
 from cumtool.formats.judge import INFER_ROWS, judge_columns
 from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
@@ -55,50 +60,6 @@ def _polars_message(error: Exception) -> str:
     return " ".join(str(error).split("\n\n", 1)[0].split())
 
 
-
-
-def _check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
-                  header: bool = False) -> None:
-    """Refuse a quote that RFC 4180 does not allow: one that opens a quoted field
-    anywhere but at the start of a field, or closes one anywhere but at its end. polars
-    would pair two such stray quotes into one field and silently drop the rows between."""
-    if chunk.find(b'"') < 0:
-        return
-    data = np.frombuffer(chunk, dtype=np.uint8)
-    quotes = np.flatnonzero(data == ord('"'))
-    bounds = np.frombuffer(b"\n\r" + delimiter.encode(), dtype=np.uint8)
-    before = np.where(quotes > 0, data[np.maximum(quotes - 1, 0)], ord("\n"))
-    after = np.where(quotes < data.shape[0] - 1,
-                     data[np.minimum(quotes + 1, data.shape[0] - 1)], ord("\n"))
-    opening = np.arange(quotes.shape[0]) % 2 == 0  # quote state alternates, from outside
-    previous_adjacent = np.zeros(quotes.shape[0], dtype=bool)
-    previous_adjacent[1:] = quotes[1:] == quotes[:-1] + 1
-    next_adjacent = np.zeros(quotes.shape[0], dtype=bool)
-    next_adjacent[:-1] = quotes[:-1] + 1 == quotes[1:]
-    # An escaped quote ("") closes and reopens: allowed right after/before its twin.
-    bad_open = opening & ~np.isin(before, bounds) & ~previous_adjacent
-    bad_close = ~opening & ~np.isin(after, bounds) & ~next_adjacent
-    bad = np.flatnonzero(bad_open | bad_close)
-    if bad.shape[0]:
-        at = int(quotes[bad[0]])
-        line, _field = place(chunk, at, delimiter)
-        start = chunk.rfind(b"\n", 0, at) + 1
-        text = chunk[start:start + 60].split(b"\n", 1)[0].decode("utf-8", "replace")
-        where = ("in the header" if header and line == 0
-                 else f"near row {rows_before + line + (0 if header else 1)}")
-        raise FormatError(
-            f"{name}: a quote inside an unquoted field, {where} ({text!r}); quote the "
-            "whole field (\"a \"\"b\"\" c\") as CSV requires"
-        )
-    if quotes.shape[0] % 2:  # the input ends inside quotes: its last quote opened them
-        line, _field = place(chunk, int(quotes[-1]), delimiter)
-        where = ("the header" if header and line == 0
-                 else f"row {rows_before + line + (0 if header else 1)}")
-        raise FormatError(f"{name}: cannot read as csv: {where}: a quote that is never closed")
-
-
-
-
 def _count_byte(data: bytes, character: str) -> int:
     """How many times the one-byte `character` occurs in `data`: numpy compares bytes
     about ten times faster than bytes.count, which costs 0.1 s a 100 MB file."""
@@ -110,39 +71,6 @@ def _prepend(first: T, rest: Iterator[T]) -> Iterator[T]:
     del first
     yield items.pop()  # held only by the consumer from here on
     yield from rest
-
-
-def _layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
-    """The field count of each record of `chunk` and whether it is a blank line, found
-    with vectorised byte searches (a newline or delimiter inside quotes does not count)."""
-    if not chunk:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
-    data = np.frombuffer(chunk, dtype=np.uint8)
-    newlines = np.flatnonzero(data == ord("\n"))
-    delimiters = np.flatnonzero(data == ord(delimiter))
-    quotes = np.flatnonzero(data == ord('"'))
-    if quotes.shape[0]:
-        newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
-        delimiters = delimiters[np.searchsorted(quotes, delimiters) % 2 == 0]
-    ends = newlines
-    if not ends.shape[0] or ends[-1] != data.shape[0] - 1:  # a last record without newline
-        ends = np.append(ends, data.shape[0])
-    starts = np.concatenate(([0], newlines + 1))[: ends.shape[0]]
-    fields = np.diff(np.searchsorted(delimiters, ends), prepend=0) + 1
-    length = ends - starts
-    carriage = data[np.clip(ends - 1, 0, data.shape[0] - 1)] == ord("\r")
-    blank = (length == 0) | ((length == 1) & carriage)
-    return fields, blank
-
-
-def place(chunk: bytes, at: int, delimiter: str) -> tuple[int, int]:
-    """Where byte `at` of `chunk` stands, for a message: how many records before its own,
-    blank lines aside, and its field in that record (from 0). A newline or a delimiter
-    inside quotes does not count."""
-    # The layout of the records up to and with byte `at` (a NUL, a quote, a byte that is
-    # not text: never a line end), so its own record is the last, cut after it.
-    fields, blank = _layout(chunk[:at + 1], delimiter)
-    return int(np.count_nonzero(~blank[:-1])), int(fields[-1]) - 1
 
 
 class CsvSource:
@@ -197,7 +125,7 @@ class CsvSource:
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
         self._check_nul(sample, first=True)
-        _check_quotes(name, sample, options.delimiter, 0, header=options.header)
+        check_quotes(name, sample, options.delimiter, 0, header=options.header)
         self._first_line = sample.split(b"\n", 1)[0].decode(options.encoding or "utf-8",
                                                             "replace")
         if wide:  # read column group by column group
@@ -268,7 +196,7 @@ class CsvSource:
         """The cap on one record was passed: name the row, at once (the rest is unread)."""
         before = error.before
         if first:  # the records of the sample have not been counted yet
-            _fields, blank = _layout(sample, self._options.delimiter)
+            _fields, blank = layout(sample, self._options.delimiter)
             before += int(np.count_nonzero(~blank))
         where = self._where(before, first)
         cause = " (a quote that is never closed?)" if error.quoted else ""
@@ -297,7 +225,7 @@ class CsvSource:
         all parse so), blank lines dropped; a ragged record is an error."""
         self._check_nul(chunk, first)
         if not first:  # the first chunk was checked before its header was read
-            _check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
+            check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
         if self._options.encoding:
             chunk = self._transcode(chunk, first)
         frame = None
@@ -335,7 +263,7 @@ class CsvSource:
             outside -= int(inside.sum_horizontal().item() or 0)
         if outside == frame.height * (width - 1):
             return frame
-        fields, blank = _layout(chunk, delimiter)
+        fields, blank = layout(chunk, delimiter)
         if fields.shape[0] != frame.height:
             raise unreadable(self.name, "csv", f"{fields.shape[0]} records but polars read "
                              f"{frame.height} rows")
@@ -388,7 +316,7 @@ class CsvSource:
         return f", column {names[field]!r}" if field < len(names) else ""
 
     def _ragged(self, chunk: bytes, first: bool) -> FormatError | None:
-        fields, blank = _layout(chunk, self._options.delimiter)
+        fields, blank = layout(chunk, self._options.delimiter)
         kept = fields[~blank]
         if not kept.shape[0]:
             return None
@@ -435,78 +363,26 @@ class CsvSource:
         numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
         if self._options.decimal_comma and numeric:
             cells = cells.str.replace(",", ".", literal=True)
-        parsed = _convert(cells, arrow_type)
+        parsed = convert(cells, arrow_type)
         if parsed.null_count() == 0 and not markers_parse(self.markers, arrow_type):
             return parsed.to_arrow()
         # Missing markers, or spaces around a number, or a bad cell: the slower path.
         stripped = cells.str.strip_chars()
         kept = pl.select(pl.when(stripped.is_in(self._na)).then(None).otherwise(stripped)
                          ).to_series()
-        parsed = _convert(kept, arrow_type)
+        parsed = convert(kept, arrow_type)
         bad = parsed.is_null() & kept.is_not_null()
         if bad.any():
             at = int(bad.arg_true()[0])
             raise FormatError(
                 f"{self.name}: row {self.rows_read + at + 1}, column "
                 f"{self.column_names[position]!r}: {str(kept[at])[:40]!r} is not "
-                f"{_type_name(arrow_type)} like the first rows{_type_hint(arrow_type)}")
+                f"{type_name(arrow_type)} like the first rows{type_hint(arrow_type)}")
         return parsed.to_arrow()
 
 
 def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
     return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-
-
-@functools.lru_cache(maxsize=64)
-def _markers_parse(markers: tuple[str, ...], arrow_type: pa.DataType) -> bool:
-    return bool(_convert(pl.Series(markers, dtype=pl.String).str.strip_chars(), arrow_type)
-                .is_not_null().any())
-
-
-def markers_parse(markers: list[str], arrow_type: pa.DataType) -> bool:
-    """Whether a missing marker is also a value of `arrow_type` (`--na 0`, `nan` in a float
-    column). Then every cell must be checked against the markers: a batch whose cells all
-    parse cannot be taken as parsed, or `0` would be a number in one batch and missing in
-    the next."""
-    return _markers_parse(tuple(markers), arrow_type)
-
-
-def _convert(cells: pl.Series, arrow_type: pa.DataType) -> pl.Series:
-    """Text cells as `arrow_type`; null where a cell does not parse (or is null)."""
-    if pa.types.is_boolean(arrow_type):
-        lowered = cells.str.to_lowercase()
-        return pl.select(pl.when(lowered == "true").then(True)
-                         .when(lowered == "false").then(False)).to_series()
-    if pa.types.is_date32(arrow_type):
-        return cells.str.to_date("%Y-%m-%d", strict=False)
-    if pa.types.is_decimal(arrow_type):
-        # polars rounds extra places away; a decimal must hold the cell exactly.
-        scale = arrow_type.scale
-        places = r"\.?" if scale == 0 else rf"(\.[0-9]{{0,{scale}}})?"
-        exact = cells.str.contains(rf"^[+-]?([0-9]+{places}|\.[0-9]{{1,{scale}}})$")
-        fits = pl.select(pl.when(exact).then(cells)).to_series()
-        return fits.cast(pl.Decimal(38, scale), strict=False)
-    if pa.types.is_integer(arrow_type):
-        return cells.cast(pl.Int64, strict=False)
-    return cells.cast(pl.Float64, strict=False)
-
-
-def _type_name(arrow_type: pa.DataType) -> str:
-    if pa.types.is_decimal(arrow_type):
-        return f"a decimal with at most {arrow_type.scale} places"
-    if pa.types.is_integer(arrow_type):
-        return "an integer"
-    if pa.types.is_boolean(arrow_type):
-        return "true or false"
-    if pa.types.is_date32(arrow_type):
-        return "a date (YYYY-MM-DD)"
-    return "a number"
-
-
-def _type_hint(arrow_type: pa.DataType) -> str:
-    if pa.types.is_integer(arrow_type):
-        return "; pass --dtype float64 if the column holds floats"
-    return ""
 
 
 def file_size(stream: IO[bytes]) -> int | None:
@@ -516,115 +392,3 @@ def file_size(stream: IO[bytes]) -> int | None:
         return None
 
 
-
-
-def _polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """polars has no float16: print those as their own shortest text instead."""
-    if not any(pa.types.is_float16(field.type) for field in batch.schema):
-        return batch
-    columns = []
-    for column in batch.columns:
-        if pa.types.is_float16(column.type):
-            from cumtool.columnar import column_to_numpy
-
-            values, valid = column_to_numpy(column)
-            text = [np.format_float_positional(v, unique=True, trim="0") for v in values]
-            column = pa.array(text, mask=None if valid is None else ~valid)
-        columns.append(column)
-    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
-
-
-class CsvSink:
-    """Writes record batches as delimited text: the header as the input had it, numbers
-    by polars, text cells as they were read, quoted only where the output needs it."""
-
-    def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvWriteOptions,
-                 source_name: str = "the input") -> None:
-        for field in schema:
-            if (pa.types.is_nested(field.type) or pa.types.is_binary(field.type)
-                    or pa.types.is_large_binary(field.type)
-                    or pa.types.is_fixed_size_binary(field.type)):
-                raise UsageError(f"{source_name}: column {field.name!r} is {field.type}, "
-                                 "which delimited text cannot hold; write parquet instead")
-        self._stream = stream
-        self._schema = schema
-        self._options = options
-        self._header_due = options.header
-        # A cell needs quotes when it holds the delimiter, a quote or a line end; an empty
-        # cell too when it is a row's only one (an empty line would read as no row).
-        self._needs_quotes = rf'[\x{{{ord(options.delimiter):X}}}"\r\n]'
-        self._single = len(schema) == 1
-        self._null = self._null_text()
-
-    def _null_text(self) -> str:
-        """How a missing number is written: --na-rep, quoted where the output needs it (a
-        delimiter in it would add a field); else empty, or "" as a row's only cell."""
-        return self._quote(self._options.na_rep) if self._options.na_rep or self._single else ""
-
-    def _quote(self, text: str) -> str:
-        if any(c in text for c in (self._options.delimiter, '"', "\r", "\n")) or (
-                self._single and not text):
-            return '"' + text.replace('"', '""') + '"'
-        return text
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        if self._header_due:
-            header = self._options.delimiter.join(self._quote(n) for n in self._schema.names)
-            self._stream.write(self._encode((header + "\n").encode()))
-            self._header_due = False
-        if not batch.num_rows:
-            return
-        names = [f"c{i}" for i in range(batch.num_columns)]
-        frame = pl.from_arrow(pa.RecordBatch.from_arrays(
-            _polars_compatible(batch).columns, names=names))
-        assert isinstance(frame, pl.DataFrame)
-        # Render to memory, then write ourselves: polars turns any exception raised by a
-        # Python stream's write() into a bare OSError, which would hide a broken pipe
-        # (`| head`) and the OutputError of a full disk behind a traceback.
-        rendered = io.BytesIO()
-        if self._options.na_rep or self._single:
-            # A missing cell written as text of its own, or a lone one: empty text must
-            # not read as that text, nor as a blank line; so text is quoted here.
-            text = [n for n, dtype in frame.schema.items()
-                    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)]
-            if text:
-                frame = self._quote_columns(frame, text)
-            quoting: Literal["never", "necessary"] = "never"
-        else:
-            # An empty cell read from text is null and written empty; polars quotes the
-            # rest where needed (a delimiter, a quote, a line end; "" stays "").
-            quoting = "necessary"
-        frame.write_csv(rendered, separator=self._options.delimiter, include_header=False,
-                        null_value=self._null, quote_style=quoting,
-                        decimal_comma=self._options.decimal_comma)
-        self._stream.write(self._encode(rendered.getbuffer()))
-
-    def _quote_columns(self, frame: pl.DataFrame, text: list[str]) -> pl.DataFrame:
-        """The text columns quoted where needed, stacked into one column for a single
-        polars expression: one expression per column cost about 18 kB and 0.1 ms each
-        (20,000 text columns: 360 MB, now 30 MB)."""
-        rows = frame.height
-        stacked = pl.concat([frame.get_column(n).cast(pl.String) for n in text], rechunk=True)
-        quoted = pl.DataFrame({"t": stacked}).select(self._quoted(pl.col("t"))).to_series()
-        position = {name: k for k, name in enumerate(text)}
-        return pl.DataFrame([
-            quoted.slice(position[n] * rows, rows).alias(n) if n in position
-            else frame.get_column(n) for n in frame.columns])
-
-    def _encode(self, text: bytes | memoryview) -> bytes | memoryview:
-        """UTF-8 as rendered, or --encoding's: cells read in it come out byte for byte."""
-        if self._options.encoding is None:
-            return text  # a view: no copy of the rendered text
-        return bytes(text).decode("utf-8").encode(self._options.encoding)
-
-    def _quoted(self, cells: pl.Expr) -> pl.Expr:
-        cells = cells.fill_null("")  # an empty cell: --na-rep is for scanned columns
-        quoted = pl.lit('"') + cells.str.replace_all('"', '""', literal=True) + pl.lit('"')
-        needs = cells.str.contains(self._needs_quotes)
-        if self._single:
-            needs = needs | (cells == "")
-        return pl.when(needs).then(quoted).otherwise(cells)
-
-    def close(self) -> None:
-        if self._header_due:
-            self.write(pa.RecordBatch.from_pylist([], schema=self._schema))

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.formats import SPREADSHEETS
 
 MAX_BATCH_ROWS = 1 << 16
 _EXACT_FLOAT = float(1 << 53)
@@ -28,7 +29,7 @@ _EXACT_FLOAT = float(1 << 53)
 
 def check_sheet(sheet: str, fmt: str | None) -> None:
     """--sheet before any file is opened: a name, or a number from 1, for a spreadsheet."""
-    if fmt is not None and fmt not in ("xlsx", "xls", "ods"):
+    if fmt is not None and fmt not in SPREADSHEETS:
         raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods), not {fmt}")
     if not sheet.strip():
         raise UsageError("--sheet needs a sheet name or a number from 1")

@@ -55,9 +55,9 @@ def is_wide(sample: bytes, delimiter: str) -> bool:
     first = sample if end < 0 else sample[:end]
     if b'"' not in first:
         return first.count(separator) + 1 > WIDE_COLUMNS
-    from cumtool.formats.csv import _layout
+    from cumtool.formats.csvcells import layout
 
-    fields, _blank = _layout(sample, delimiter)
+    fields, _blank = layout(sample, delimiter)
     return int(fields[0]) > WIDE_COLUMNS
 
 
@@ -155,7 +155,7 @@ class WideSource:
         import pyarrow as pa
 
         from cumtool.formats import unreadable
-        from cumtool.formats.csv import _check_quotes
+        from cumtool.formats.csvcells import check_quotes
         from cumtool.formats.records import RecordTooLong
         from cumtool.pipeline import prefetch
 
@@ -171,7 +171,7 @@ class WideSource:
             with contextlib.closing(prefetch(read, depth=1)) as chunks:
                 for chunk, paused in chunks:
                     self._check_nul(chunk)
-                    _check_quotes(self.name, chunk, self._delimiter, self.rows_read)
+                    check_quotes(self.name, chunk, self._delimiter, self.rows_read)
                     records = self._records(self._decode(chunk, first=False), first=False)
                     del chunk
                     self._check_widths(records, first=False)
@@ -197,7 +197,7 @@ class WideSource:
 
     def _check_nul(self, chunk: bytes) -> None:
         from cumtool.errors import FormatError
-        from cumtool.formats.csv import place
+        from cumtool.formats.csvcells import place
 
         nul = chunk.find(b"\0")
         if nul >= 0:
@@ -207,7 +207,7 @@ class WideSource:
 
     def _decode(self, chunk: bytes, first: bool) -> str:
         from cumtool.errors import FormatError
-        from cumtool.formats.csv import place
+        from cumtool.formats.csvcells import place
 
         encoding = self._options.encoding
         try:
@@ -272,6 +272,7 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
     """Options that need whole-width batches of a wide table: a usage error that names
     the width and what to do instead, rather than a run past the memory bound."""
     from cumtool.errors import UsageError
+    from cumtool.formats import DELIMITED
     from cumtool.tables import table_axis
 
     fewer = f"select at most {WIDE_COLUMNS:,} columns first (e.g. with xsv select or cut)"
@@ -280,7 +281,7 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
         "--keep": (request.keep, fewer), "--reverse": (request.reverse, fewer),
         "--axis columns": (table_axis(request.axis) == 1, fewer),
         f"several ops ({request.op})": (len(request.ops) > 1, "run one op at a time"),
-        f"{out.format} output": (out.format not in ("csv", "tsv"),
+        f"{out.format} output": (out.format not in DELIMITED,
                                  "write csv or tsv (-o out.csv)"),
     }
     for what, (asked, hint) in given.items():
@@ -294,9 +295,9 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
 def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: FileKind,
              stack: contextlib.ExitStack) -> None:
     """Scan a wide CSV/TSV input group by group into CSV/TSV output."""
+    from cumtool.formats.csvwrite import CompressingSink
     from cumtool.output import open_output
     from cumtool.pipeline import Progress
-    from cumtool.sinks import _CompressingSink
 
     refuse_unsupported(request, source, out)
     if dtype is not None and dtype.kind == "c":
@@ -312,7 +313,7 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
     total = source.total_bytes or None
     progress = Progress(request.progress, total, "bytes", source.name)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink = _CompressingSink(_Bytes, stream, out.compression)
+        sink = CompressingSink(_Bytes, stream, out.compression)
         try:
             # The header goes out with the first batch, as on the narrow path.
             header = groups.header() if write_options.header else b""
@@ -352,7 +353,7 @@ def _select(request: Request, source: WideSource) -> list[int]:
     from cumtool.columnar import numpy_dtype
     from cumtool.columns import listing, resolve
     from cumtool.errors import DataError, option
-    from cumtool.tables import _INDEX_NAME, is_temporal
+    from cumtool.tables import INDEX_NAME, is_temporal
 
     names, hints = source.column_names, source.hints
 
@@ -382,7 +383,7 @@ def _select(request: Request, source: WideSource) -> list[int]:
                             f"numeric columns: {listing(numeric)}")
     if not chosen:
         chosen = [i for i, hint in enumerate(hints)
-                  if hint.by_default and names[i] and not _INDEX_NAME.match(names[i])]
+                  if hint.by_default and names[i] and not INDEX_NAME.match(names[i])]
     selected = [i for i in chosen if i not in excluded]
     if not selected:
         raise DataError(f"{source.name}: no numeric columns to scan; columns: "
@@ -477,7 +478,7 @@ class _Group:
 
         import pyarrow as pa
 
-        from cumtool.formats.csv import CsvSink
+        from cumtool.formats.csvwrite import CsvSink
         from cumtool.tables import is_temporal
 
         self.start, self.stop = start, stop
@@ -627,7 +628,7 @@ class _Group:
         import pyarrow as pa
 
         from cumtool.errors import FormatError
-        from cumtool.formats.csv import _convert, _type_hint, _type_name, markers_parse
+        from cumtool.formats.csvcells import convert, markers_parse, type_hint, type_name
 
         start = self.start
         by_type: dict[str, list[int]] = {}
@@ -641,7 +642,7 @@ class _Group:
             numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
             if decimal_comma and numeric:
                 cells = cells.str.replace(",", ".", literal=True)
-            parsed = _convert(cells, arrow_type)
+            parsed = convert(cells, arrow_type)
             check_all = markers_parse(self._context.source.markers, arrow_type)
             if parsed.null_count() or check_all:
                 # As CsvSource: a column whose cells all parse as they are is taken as
@@ -653,7 +654,7 @@ class _Group:
                 stripped = cells.str.strip_chars()
                 kept = pl.select(pl.when(stripped.is_in(na)).then(None)
                                  .otherwise(stripped)).to_series()
-                careful = _convert(kept, arrow_type)
+                careful = convert(kept, arrow_type)
                 slow = pl.Series(failed.repeat(n))
                 bad = (careful.is_null() & kept.is_not_null() & slow).to_numpy().reshape(k, n)
                 if bad.any():
@@ -663,7 +664,7 @@ class _Group:
                         f"{self._name}: row {self.rows_done + at + 1}, column "
                         f"{self._context.source.column_names[start + positions[column]]!r}: "
                         f"{str(kept[column * n + at])[:40]!r} is not "
-                        f"{_type_name(arrow_type)} like the first rows{_type_hint(arrow_type)}")
+                        f"{type_name(arrow_type)} like the first rows{type_hint(arrow_type)}")
                 parsed = pl.select(pl.when(slow).then(careful).otherwise(parsed)).to_series()
             stacked = parsed.to_arrow()
             if isinstance(stacked, pa.ChunkedArray):

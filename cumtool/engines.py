@@ -1,0 +1,88 @@
+"""The engines that can carry out a run (--engine), and the options each cannot honour.
+
+Request.check asks here before any input is opened. A check needs the run's options and
+nothing of the engine's code: the engines themselves (engine.py, and distributed.py for
+Dask) load only when a run starts, and this module imports neither, so that the run's
+options stay plain data that any module can take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from cumtool.errors import UsageError, option
+from cumtool.formats import kind_from_name
+
+
+class Options(Protocol):
+    """What the checks read of a Request."""
+
+    @property
+    def input(self) -> str: ...
+    @property
+    def from_format(self) -> str | None: ...
+    @property
+    def axis(self) -> str: ...
+    @property
+    def by(self) -> tuple[object, ...]: ...
+    @property
+    def reset(self) -> object | None: ...
+    @property
+    def reverse(self) -> bool: ...
+    @property
+    def state(self) -> str | None: ...
+    @property
+    def filename_column(self) -> str | None: ...
+    @property
+    def engine(self) -> str: ...
+    @property
+    def scheduler(self) -> str | None: ...
+
+
+def check(request: Options) -> None:
+    """--engine names an engine, --scheduler goes with Dask, and the engine can honour
+    every option given (UsageError otherwise)."""
+    if request.engine not in ENGINES:
+        raise UsageError(f"--engine {request.engine!r} is not an engine; choose from "
+                         f"{', '.join(ENGINES)}")
+    if request.scheduler is not None and request.engine != "dask":
+        raise UsageError("--scheduler names a Dask scheduler: use it with --engine dask")
+    ENGINES[request.engine](request)
+
+
+def check_local(request: Options) -> None:
+    """The local engine honours every option."""
+
+
+def check_dask(request: Options) -> None:
+    """The options --engine dask (distributed.py) cannot honour, refused before any input
+    is read."""
+    engine = option("engine", "dask")
+    if request.input == "-":
+        raise UsageError(f"{engine} reads files or URLs, which its workers open themselves; "
+                         "it cannot read standard input")
+    refused = {"by": bool(request.by), "reset": request.reset is not None,
+               "reverse": request.reverse, "state": request.state is not None,
+               "filename_column": request.filename_column is not None}
+    for name, given in refused.items():
+        if given:
+            raise UsageError(f"{option(name)} is not supported with {engine}; run it on the "
+                             f"local engine ({option('engine', 'local')})")
+    from cumtool.tables import table_axis
+
+    try:
+        across = table_axis(request.axis) == 1
+    except UsageError:
+        across = False  # not a table's axis: the plan says so, as on the local engine
+    if across:
+        raise UsageError(f"{option('axis', 'columns')} is not supported with {engine}: "
+                         "rows are independent, run it on the local engine")
+    named = kind_from_name(request.input)
+    if (request.from_format or (named.format if named else "")).lower() == "npy":
+        raise UsageError(f"{engine} scans tables (CSV, TSV, Parquet); {request.input} is "
+                         "an array: run it on the local engine")
+
+
+# Each engine by its --engine name, with its check.
+ENGINES: dict[str, Callable[[Options], None]] = {"local": check_local, "dask": check_dask}

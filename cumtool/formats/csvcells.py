@@ -1,0 +1,139 @@
+"""CSV cells: where records and fields of delimited text start and end (a newline or a
+delimiter inside quotes does not count), which quotes RFC 4180 allows, and how a text
+cell becomes a number, a date or true/false. The narrow reader (formats/csv.py) and the
+wide one (formats/wide.py) share these rules, and the messages that name a cell."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cumtool.errors import FormatError
+
+
+def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
+                  header: bool = False) -> None:
+    """Refuse a quote that RFC 4180 does not allow: one that opens a quoted field
+    anywhere but at the start of a field, or closes one anywhere but at its end. polars
+    would pair two such stray quotes into one field and silently drop the rows between."""
+    if chunk.find(b'"') < 0:
+        return
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    quotes = np.flatnonzero(data == ord('"'))
+    bounds = np.frombuffer(b"\n\r" + delimiter.encode(), dtype=np.uint8)
+    before = np.where(quotes > 0, data[np.maximum(quotes - 1, 0)], ord("\n"))
+    after = np.where(quotes < data.shape[0] - 1,
+                     data[np.minimum(quotes + 1, data.shape[0] - 1)], ord("\n"))
+    opening = np.arange(quotes.shape[0]) % 2 == 0  # quote state alternates, from outside
+    previous_adjacent = np.zeros(quotes.shape[0], dtype=bool)
+    previous_adjacent[1:] = quotes[1:] == quotes[:-1] + 1
+    next_adjacent = np.zeros(quotes.shape[0], dtype=bool)
+    next_adjacent[:-1] = quotes[:-1] + 1 == quotes[1:]
+    # An escaped quote ("") closes and reopens: allowed right after/before its twin.
+    bad_open = opening & ~np.isin(before, bounds) & ~previous_adjacent
+    bad_close = ~opening & ~np.isin(after, bounds) & ~next_adjacent
+    bad = np.flatnonzero(bad_open | bad_close)
+    if bad.shape[0]:
+        at = int(quotes[bad[0]])
+        line, _field = place(chunk, at, delimiter)
+        start = chunk.rfind(b"\n", 0, at) + 1
+        text = chunk[start:start + 60].split(b"\n", 1)[0].decode("utf-8", "replace")
+        where = ("in the header" if header and line == 0
+                 else f"near row {rows_before + line + (0 if header else 1)}")
+        raise FormatError(
+            f"{name}: a quote inside an unquoted field, {where} ({text!r}); quote the "
+            "whole field (\"a \"\"b\"\" c\") as CSV requires"
+        )
+    if quotes.shape[0] % 2:  # the input ends inside quotes: its last quote opened them
+        line, _field = place(chunk, int(quotes[-1]), delimiter)
+        where = ("the header" if header and line == 0
+                 else f"row {rows_before + line + (0 if header else 1)}")
+        raise FormatError(f"{name}: cannot read as csv: {where}: a quote that is never closed")
+
+
+def layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
+    """The field count of each record of `chunk` and whether it is a blank line, found
+    with vectorised byte searches (a newline or delimiter inside quotes does not count)."""
+    if not chunk:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(data == ord("\n"))
+    delimiters = np.flatnonzero(data == ord(delimiter))
+    quotes = np.flatnonzero(data == ord('"'))
+    if quotes.shape[0]:
+        newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+        delimiters = delimiters[np.searchsorted(quotes, delimiters) % 2 == 0]
+    ends = newlines
+    if not ends.shape[0] or ends[-1] != data.shape[0] - 1:  # a last record without newline
+        ends = np.append(ends, data.shape[0])
+    starts = np.concatenate(([0], newlines + 1))[: ends.shape[0]]
+    fields = np.diff(np.searchsorted(delimiters, ends), prepend=0) + 1
+    length = ends - starts
+    carriage = data[np.clip(ends - 1, 0, data.shape[0] - 1)] == ord("\r")
+    blank = (length == 0) | ((length == 1) & carriage)
+    return fields, blank
+
+
+def place(chunk: bytes, at: int, delimiter: str) -> tuple[int, int]:
+    """Where byte `at` of `chunk` stands, for a message: how many records before its own,
+    blank lines aside, and its field in that record (from 0). A newline or a delimiter
+    inside quotes does not count."""
+    # The layout of the records up to and with byte `at` (a NUL, a quote, a byte that is
+    # not text: never a line end), so its own record is the last, cut after it.
+    fields, blank = layout(chunk[:at + 1], delimiter)
+    return int(np.count_nonzero(~blank[:-1])), int(fields[-1]) - 1
+
+
+@functools.lru_cache(maxsize=64)
+def _markers_parse(markers: tuple[str, ...], arrow_type: pa.DataType) -> bool:
+    return bool(convert(pl.Series(markers, dtype=pl.String).str.strip_chars(), arrow_type)
+                .is_not_null().any())
+
+
+def markers_parse(markers: list[str], arrow_type: pa.DataType) -> bool:
+    """Whether a missing marker is also a value of `arrow_type` (`--na 0`, `nan` in a float
+    column). Then every cell must be checked against the markers: a batch whose cells all
+    parse cannot be taken as parsed, or `0` would be a number in one batch and missing in
+    the next."""
+    return _markers_parse(tuple(markers), arrow_type)
+
+
+def convert(cells: pl.Series, arrow_type: pa.DataType) -> pl.Series:
+    """Text cells as `arrow_type`; null where a cell does not parse (or is null)."""
+    if pa.types.is_boolean(arrow_type):
+        lowered = cells.str.to_lowercase()
+        return pl.select(pl.when(lowered == "true").then(True)
+                         .when(lowered == "false").then(False)).to_series()
+    if pa.types.is_date32(arrow_type):
+        return cells.str.to_date("%Y-%m-%d", strict=False)
+    if pa.types.is_decimal(arrow_type):
+        # polars rounds extra places away; a decimal must hold the cell exactly.
+        scale = arrow_type.scale
+        places = r"\.?" if scale == 0 else rf"(\.[0-9]{{0,{scale}}})?"
+        exact = cells.str.contains(rf"^[+-]?([0-9]+{places}|\.[0-9]{{1,{scale}}})$")
+        fits = pl.select(pl.when(exact).then(cells)).to_series()
+        return fits.cast(pl.Decimal(38, scale), strict=False)
+    if pa.types.is_integer(arrow_type):
+        return cells.cast(pl.Int64, strict=False)
+    return cells.cast(pl.Float64, strict=False)
+
+
+def type_name(arrow_type: pa.DataType) -> str:
+    if pa.types.is_decimal(arrow_type):
+        return f"a decimal with at most {arrow_type.scale} places"
+    if pa.types.is_integer(arrow_type):
+        return "an integer"
+    if pa.types.is_boolean(arrow_type):
+        return "true or false"
+    if pa.types.is_date32(arrow_type):
+        return "a date (YYYY-MM-DD)"
+    return "a number"
+
+
+def type_hint(arrow_type: pa.DataType) -> str:
+    if pa.types.is_integer(arrow_type):
+        return "; pass --dtype float64 if the column holds floats"
+    return ""

@@ -1,0 +1,171 @@
+"""Writing delimited text: CsvSink, through which the narrow and the wide paths write, and
+CompressingSink, which puts a compressor (.csv.gz) between a sink and its stream.
+
+polars' CSV writer writes the numbers (the shortest text that reads back to the same
+value); text cells are quoted by cumtool, and only where the output needs it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from cumtool.errors import UsageError
+from cumtool.output import DiscardableStream
+
+if TYPE_CHECKING:
+    from cumtool.formats import CsvWriteOptions
+
+
+def polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """polars has no float16: print those as their own shortest text instead."""
+    if not any(pa.types.is_float16(field.type) for field in batch.schema):
+        return batch
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_float16(column.type):
+            from cumtool.columnar import column_to_numpy
+
+            values, valid = column_to_numpy(column)
+            text = [np.format_float_positional(v, unique=True, trim="0") for v in values]
+            column = pa.array(text, mask=None if valid is None else ~valid)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+class CsvSink:
+    """Writes record batches as delimited text: the header as the input had it, numbers
+    by polars, text cells as they were read, quoted only where the output needs it."""
+
+    def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvWriteOptions,
+                 source_name: str = "the input") -> None:
+        for field in schema:
+            if (pa.types.is_nested(field.type) or pa.types.is_binary(field.type)
+                    or pa.types.is_large_binary(field.type)
+                    or pa.types.is_fixed_size_binary(field.type)):
+                raise UsageError(f"{source_name}: column {field.name!r} is {field.type}, "
+                                 "which delimited text cannot hold; write parquet instead")
+        self._stream = stream
+        self._schema = schema
+        self._options = options
+        self._header_due = options.header
+        # A cell needs quotes when it holds the delimiter, a quote or a line end; an empty
+        # cell too when it is a row's only one (an empty line would read as no row).
+        self._needs_quotes = rf'[\x{{{ord(options.delimiter):X}}}"\r\n]'
+        self._single = len(schema) == 1
+        self._null = self._null_text()
+
+    def _null_text(self) -> str:
+        """How a missing number is written: --na-rep, quoted where the output needs it (a
+        delimiter in it would add a field); else empty, or "" as a row's only cell."""
+        return self._quote(self._options.na_rep) if self._options.na_rep or self._single else ""
+
+    def _quote(self, text: str) -> str:
+        if any(c in text for c in (self._options.delimiter, '"', "\r", "\n")) or (
+                self._single and not text):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self._header_due:
+            header = self._options.delimiter.join(self._quote(n) for n in self._schema.names)
+            self._stream.write(self._encode((header + "\n").encode()))
+            self._header_due = False
+        if not batch.num_rows:
+            return
+        names = [f"c{i}" for i in range(batch.num_columns)]
+        frame = pl.from_arrow(pa.RecordBatch.from_arrays(
+            polars_compatible(batch).columns, names=names))
+        assert isinstance(frame, pl.DataFrame)
+        # Render to memory, then write ourselves: polars turns any exception raised by a
+        # Python stream's write() into a bare OSError, which would hide a broken pipe
+        # (`| head`) and the OutputError of a full disk behind a traceback.
+        rendered = io.BytesIO()
+        if self._options.na_rep or self._single:
+            # A missing cell written as text of its own, or a lone one: empty text must
+            # not read as that text, nor as a blank line; so text is quoted here.
+            text = [n for n, dtype in frame.schema.items()
+                    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)]
+            if text:
+                frame = self._quote_columns(frame, text)
+            quoting: Literal["never", "necessary"] = "never"
+        else:
+            # An empty cell read from text is null and written empty; polars quotes the
+            # rest where needed (a delimiter, a quote, a line end; "" stays "").
+            quoting = "necessary"
+        frame.write_csv(rendered, separator=self._options.delimiter, include_header=False,
+                        null_value=self._null, quote_style=quoting,
+                        decimal_comma=self._options.decimal_comma)
+        self._stream.write(self._encode(rendered.getbuffer()))
+
+    def _quote_columns(self, frame: pl.DataFrame, text: list[str]) -> pl.DataFrame:
+        """The text columns quoted where needed, stacked into one column for a single
+        polars expression: one expression per column cost about 18 kB and 0.1 ms each
+        (20,000 text columns: 360 MB, now 30 MB)."""
+        rows = frame.height
+        stacked = pl.concat([frame.get_column(n).cast(pl.String) for n in text], rechunk=True)
+        quoted = pl.DataFrame({"t": stacked}).select(self._quoted(pl.col("t"))).to_series()
+        position = {name: k for k, name in enumerate(text)}
+        return pl.DataFrame([
+            quoted.slice(position[n] * rows, rows).alias(n) if n in position
+            else frame.get_column(n) for n in frame.columns])
+
+    def _encode(self, text: bytes | memoryview) -> bytes | memoryview:
+        """UTF-8 as rendered, or --encoding's: cells read in it come out byte for byte."""
+        if self._options.encoding is None:
+            return text  # a view: no copy of the rendered text
+        return bytes(text).decode("utf-8").encode(self._options.encoding)
+
+    def _quoted(self, cells: pl.Expr) -> pl.Expr:
+        cells = cells.fill_null("")  # an empty cell: --na-rep is for scanned columns
+        quoted = pl.lit('"') + cells.str.replace_all('"', '""', literal=True) + pl.lit('"')
+        needs = cells.str.contains(self._needs_quotes)
+        if self._single:
+            needs = needs | (cells == "")
+        return pl.when(needs).then(quoted).otherwise(cells)
+
+    def close(self) -> None:
+        if self._header_due:
+            self.write(pa.RecordBatch.from_pylist([], schema=self._schema))
+
+
+class CompressingSink:
+    """Wraps a sink's stream in a compressor (for .csv.gz) and closes both in order."""
+
+    def __init__(self, sink_type: Any, stream: IO[bytes], compression: str | None,
+                 *args: Any) -> None:
+        self._compressor: Any = None
+        self._out: DiscardableStream | None = None
+        if compression is not None:
+            import pyarrow as pa
+
+            self._out = DiscardableStream(stream)
+            self._compressor = pa.CompressedOutputStream(self._out, compression)
+            stream = self._compressor
+        try:
+            self._sink = sink_type(stream, *args)
+        except BaseException:
+            self.abort()
+            raise
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._sink.write(batch)
+
+    def close(self) -> None:
+        self._sink.close()
+        if self._compressor is not None:
+            self._compressor.close()
+
+    def abort(self) -> None:
+        # The CSV writer holds nothing but the stream; the compressor must be closed now,
+        # its trailer dropped, or it writes into a closed file when collected.
+        if self._compressor is not None and self._out is not None:
+            import pyarrow as pa
+
+            self._out.discard()
+            with contextlib.suppress(pa.ArrowException, OSError, ValueError):
+                self._compressor.close()

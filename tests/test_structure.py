@@ -1,0 +1,270 @@
+"""The package's import structure, read from the source with ast: no import cycle, no
+module taking another module's private name, and no layer importing a layer above it.
+
+Every import counts, wherever it is written: at module level, inside a function (the lazy
+imports that keep start-up fast) and under TYPE_CHECKING (a type-only import is still a
+dependency a reader must follow). A compiled extension (`_sequential`, `_csvtext`: a .c
+file or a .pyi stub and no .py) is a module of its own: `from cumtool import _sequential`
+depends on the extension, not on the package's __init__.
+
+Today's code breaks these rules in places. Each break is listed below, with what ties it,
+as an allow-list that only shrinks: a new break fails the test, and so does a listed one
+that no longer exists (delete it from the list, so that it cannot come back unnoticed).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "cumtool"
+
+# Lowest first. A module may import modules of its own layer and of the layers below.
+# A module not named here fails the test: say where a new module belongs.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("errors", ("errors",)),
+    # Shared vocabulary and helpers that know nothing of files or scans: option words,
+    # -c syntax, the op names, Arrow <-> numpy, where a file lives, the C extensions.
+    # The format registry (formats/__init__: names, extensions, option and hint types)
+    # imports only errors: tables and kernels may use it.
+    ("base", ("choices", "columns", "ops", "columnar", "remote", "view", "native",
+              "_sequential", "_csvtext", "formats")),
+    # The scan kernels and running statistics on numpy blocks.
+    ("kernels", ("kernels", "stats", "groups")),
+    # Tables in memory: the plan that selects columns and runs the kernels on batches.
+    ("core", ("tables",)),
+    # Bytes <-> batches and blocks: outputs, the formats, opening inputs, choosing writers.
+    ("io", ("commit", "output", "fingerprint", "pipeline", "inputs", "formats.*", "sources",
+            "sinks")),
+    # One run's options as plain data (Request), and what each engine refuses of them.
+    ("options", ("engines", "request")),
+    # The engines and the paths they take.
+    ("run", ("state", "small", "engine", "datasets", "distributed")),
+    # What users call: the Python API and the command line.
+    ("surface", ("", "api", "params", "completion", "cli", "launch", "__main__")),
+]
+
+# Import edges that lie on a cycle today, each `importer -> imported`. Cut one and the
+# edges it kept on a cycle drop out too: the test then names them, to delete here.
+ALLOWED_CYCLE_EDGES = {
+    # engine dispatches to datasets, which takes engine's private helpers (_run_table,
+    # _output_format, _aborting, _rebatch) back. Both are being changed elsewhere: the cut is
+    # datasets asking Request.output_format and pipeline.aborting, as distributed does.
+    "engine -> datasets", "datasets -> engine",
+    # kernels hands the running statistics to stats, which takes kernels' types and
+    # helpers back (ScanSpec, Carry, ScanResult, cast_input, to_acc, first_position).
+    # ScanSpec.identity asks stats for a statistic's start state, so those cannot simply
+    # move below both: the cut is each op's start state and dtypes in an op registry
+    # that ScanSpec and both modules consult.
+    "kernels -> stats", "stats -> kernels",
+}
+
+# `importer takes owner._name` (from owner import _name) or `importer uses owner._name`
+# (owner._name through a module imported as a name).
+ALLOWED_PRIVATE = {
+    # engine.py is being changed elsewhere; it should name these without the underscore
+    # (or take them from pipeline.aborting and Request.output_format, as distributed does).
+    "api takes engine._array_index",
+    "datasets takes engine._aborting",
+    "datasets takes engine._rebatch",
+    "datasets uses engine._output_format",
+    "datasets uses engine._run_table",
+    # The small-file path opens its input as sources.py does; sources.py (changed
+    # elsewhere) should name these two open_path and stdin.
+    "small uses sources._open_path",
+    "small uses sources._stdin",
+}
+
+# `importer -> imported` where the imported module is in a higher layer.
+ALLOWED_UPWARD = {
+    # Readers and writers take the whole Request, not their format's options (the
+    # CsvReadOptions and CsvWriteOptions that Request.csv_read and csv_write make). wide
+    # also holds run_wide, the wide strategy of a run, which engine.py imports from there.
+    "sources -> request", "sinks -> request", "formats.wide -> request",
+}
+
+
+# Reading the package -----------------------------------------------------------------------
+
+def _modules(package: Path = PACKAGE) -> dict[str, Path | None]:
+    """Every module by dotted name relative to the package ("" is its __init__, "formats"
+    the formats package); compiled extensions map to None (there is nothing to parse)."""
+    found: dict[str, Path | None] = {}
+    for path in sorted(package.rglob("*")):
+        relative = path.relative_to(package).with_suffix("")
+        name = ".".join(relative.parts)
+        if path.suffix == ".py":
+            found[name.removesuffix("__init__").rstrip(".")] = path
+        elif path.suffix in (".c", ".pyi") and not path.with_suffix(".py").exists():
+            found.setdefault(name, None)
+    return found
+
+
+def _target(dotted: str, modules: dict[str, Path | None]) -> str | None:
+    """The module an absolute `cumtool...` name lives in (a name inside a module resolves
+    to the module), relative to the package; None outside the package."""
+    if dotted != "cumtool" and not dotted.startswith("cumtool."):
+        return None
+    name = dotted.removeprefix("cumtool").lstrip(".")
+    while name not in modules and name:
+        name = name.rpartition(".")[0]
+    return name if name in modules else None
+
+
+def _graph(package: Path = PACKAGE) -> tuple[dict[str, set[str]], set[str]]:
+    """The import edges of every module, and the private names taken across modules."""
+    modules = _modules(package)
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    private: set[str] = set()
+    for module, path in modules.items():
+        if path is None:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        home = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        aliases: dict[str, str] = {}  # a local name bound to a module of the package
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found = _target(alias.name, modules)
+                    if found is None or found == module:
+                        continue
+                    edges[module].add(found)
+                    if alias.asname:
+                        aliases[alias.asname] = found
+                    else:  # `import cumtool.x` binds `cumtool`
+                        aliases[alias.name.split(".")[0]] = ""
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = ["cumtool", *filter(None, home.split("."))]
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                owner = _target(base, modules)
+                if owner is None:
+                    continue
+                for alias in node.names:
+                    submodule = f"{owner}.{alias.name}".lstrip(".")
+                    if _target(f"{base}.{alias.name}", modules) == submodule:
+                        if submodule != module:  # a module, not a name in one
+                            edges[module].add(submodule)
+                            aliases[alias.asname or alias.name] = submodule
+                        continue
+                    if owner != module:
+                        edges[module].add(owner)
+                        if _is_private(alias.name):
+                            private.add(f"{module} takes {owner}.{alias.name}")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _is_private(node.attr):
+                owner = _owner(node.value, aliases, modules)
+                if owner is not None and owner != module:
+                    private.add(f"{module} uses {owner}.{node.attr}")
+    return edges, private
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _owner(node: ast.expr, aliases: dict[str, str],
+           modules: dict[str, Path | None]) -> str | None:
+    """The module an expression such as `engine` or `cumtool.formats.csv` names, if any."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in aliases:
+        return None
+    name = ".".join([aliases[node.id], *parts]).lstrip(".")
+    return name if name in modules else None
+
+
+def _cycle_edges(edges: dict[str, set[str]]) -> set[str]:
+    """The edges that lie on a cycle: those inside a strongly connected component."""
+    reach = {m: _reachable(m, edges) for m in edges}
+    return {f"{a} -> {b}" for a in edges for b in edges[a] if a in reach[b]}
+
+
+def _reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in edges[todo.pop()]:
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _layer_of(module: str) -> int | None:
+    for rank, (_name, members) in enumerate(LAYERS):
+        for pattern in members:
+            if module == pattern or (pattern.endswith(".*")
+                                     and module.startswith(pattern[:-1])):
+                return rank
+    return None
+
+
+def _shown(name: str) -> str:
+    return name or "cumtool (__init__)"
+
+
+def _check(found: set[str], allowed: set[str], what: str, where: str) -> None:
+    new, stale = sorted(found - allowed), sorted(allowed - found)
+    assert not new, f"new {what} (fix it; do not add it to {where}): " + "; ".join(new)
+    assert not stale, (f"{what} that no longer exist: delete them from {where} so they "
+                       "cannot come back: " + "; ".join(stale))
+
+
+# The rules ----------------------------------------------------------------------------------
+
+def test_no_import_cycle() -> None:
+    edges, _private = _graph()
+    _check(_cycle_edges(edges), ALLOWED_CYCLE_EDGES, "import edges on a cycle",
+           "ALLOWED_CYCLE_EDGES")
+
+
+def test_no_private_name_taken_across_modules() -> None:
+    _edges, private = _graph()
+    _check(private, ALLOWED_PRIVATE, "private names taken from another module",
+           "ALLOWED_PRIVATE")
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = [_shown(m) for m in _modules() if _layer_of(m) is None]
+    assert not missing, f"modules in no layer of LAYERS (add them where they belong): {missing}"
+
+
+def test_no_layer_imports_a_higher_one() -> None:
+    edges, _private = _graph()
+    upward = {f"{a} -> {b}" for a in edges for b in edges[a]
+              if (_layer_of(a) or 0) < (_layer_of(b) or 0)}
+    _check(upward, ALLOWED_UPWARD, "imports of a higher layer", "ALLOWED_UPWARD")
+
+
+def test_the_reading_sees_every_kind_of_import(tmp_path: Path) -> None:
+    """The parse itself, on a made-up package: lazy and TYPE_CHECKING imports count, a
+    compiled extension is a module of its own, and private names are seen either way."""
+    files = {
+        "__init__.py": "def scan():\n    from cumtool.api import scan\n",
+        "api.py": "from cumtool import kernels\nx = kernels._helper\n",
+        "kernels.py": "from cumtool import _ext\n",
+        "_ext.pyi": "",
+        "formats/__init__.py": "from typing import TYPE_CHECKING\n"
+                               "if TYPE_CHECKING:\n    from cumtool.request import R\n",
+        "formats/csv.py": "from . import wide\nfrom .wide import _cells\n",
+        "formats/wide.py": "import cumtool.formats.csv\n"
+                           "y = cumtool.formats.csv._layout\n",
+        "request.py": "from cumtool.formats import csv as c\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    edges, private = _graph(tmp_path)
+    assert edges == {"": {"api"}, "api": {"kernels"}, "kernels": {"_ext"}, "_ext": set(),
+                     "formats": {"request"}, "formats.csv": {"formats.wide"},
+                     "formats.wide": {"formats.csv"}, "request": {"formats.csv"}}
+    assert private == {"api uses kernels._helper", "formats.csv takes formats.wide._cells",
+                       "formats.wide uses formats.csv._layout"}
+    assert _cycle_edges(edges) == {"formats.csv -> formats.wide",
+                                   "formats.wide -> formats.csv"}
