@@ -15,8 +15,9 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.choices import OVERFLOW_CHOICES
-from cumtool.engine import _array_index, resolve_array_axis, scan_batches
+from cumtool.engine import array_index, resolve_array_axis
 from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.runner import scan_batches
 
 
 def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
@@ -77,7 +78,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
         result = kernels.scan_array(spec, array, axis_number, reverse=reverse)
     except ScanOverflowError as error:
         # The kernel counts along the scanned axis first; report the input's own index.
-        index = _array_index(error.position, axis_number, 0) if array.ndim else ()
+        index = array_index(error.position, axis_number, 0) if array.ndim else ()
         if reverse and index:
             index = tuple(array.shape[axis_number] - 1 - i if d == axis_number else i
                           for d, i in enumerate(index))

@@ -17,6 +17,7 @@ import click
 from cumtool.choices import DTYPE_NAMES, OVERFLOW_CHOICES, TORCH_ALIASES
 from cumtool.commit import STOP_SIGNALS, committed, may_stop
 from cumtool.completion import complete_columns, complete_path
+from cumtool.engines import ENGINES
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
 from cumtool.ops import EXAMPLES, INDEXED, OPS, OPS_OF_OPTION, SUMMARIES
 from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
@@ -186,7 +187,7 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      callback=_size, metavar="SIZE",
                      help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
                           "error, so memory stays bounded [default: 32M]."),
-        click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+        click.option("--engine", type=click.Choice(list(ENGINES)), default="local",
                      show_default=True,
                      help="Where the scan runs: this process, or the workers of a Dask "
                           "cluster (tables; the same bits; pip install 'cumtool[dask]')."),

@@ -21,9 +21,9 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cumtool import commit, inputs
+from cumtool import commit, inputs, runner
 from cumtool.errors import DataError, OutputError, UsageError, option
-from cumtool.formats import TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name, wide
+from cumtool.formats import DELIMITED, TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name, wide
 from cumtool.request import Request
 
 if TYPE_CHECKING:
@@ -148,7 +148,8 @@ class ChainSource:
         import pyarrow as pa
 
         first, path = self.files[0].path, self.files[k].path
-        if kind.format != self.kind.format and {kind.format, self.kind.format} != {"csv", "tsv"}:
+        if kind.format != self.kind.format and not {kind.format, self.kind.format} <= set(
+                DELIMITED):
             raise DataError(f"{path}: is {kind.format}, but {first} is {self.kind.format}; "
                             "the inputs must share a format and schema")
         theirs = source.schema
@@ -234,23 +235,20 @@ def _difference(theirs: list[str], mine: list[str]) -> str:
 def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
         resume: Resume | None = None) -> None:
     """A run over several inputs, a glob or a directory (or with --filename-column)."""
-    from cumtool import engine
-
     files = inputs.expand(request.inputs or (request.input,))
     chain = ChainSource(request, dtype, files, stack, resume.spans if resume else None)
     if inputs.per_input_output(request.output):
         _run_per_input(request, dtype, chain, stack, resume)
     else:
-        engine._run_table(request, dtype, chain, engine._output_format(request, chain.kind),
-                          stack, resume)
+        runner.run_table(request, dtype, chain, request.output_format(chain.kind), stack,
+                         resume)
 
 
 def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                    stack: contextlib.ExitStack, resume: Resume | None) -> None:
     """`-o DIR/`: each input's rows to its own file, the scan carried across them."""
     from cumtool import state
-    from cumtool.engine import _aborting, _rebatch
-    from cumtool.pipeline import BackgroundSink, prefetch
+    from cumtool.pipeline import BackgroundSink, aborting, prefetch
     from cumtool.sinks import table_sink
     from cumtool.tables import TableOptions, make_plan
     from cumtool.view import View
@@ -297,9 +295,9 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
         with open_output(target) as stream:
             sink = BackgroundSink(table_sink(request, out, stream, plan.schema, view,
                                              chain.files[k].path))
-            with _aborting(sink), contextlib.closing(prefetch(
+            with aborting(sink), contextlib.closing(prefetch(
                     chain.file_batches(k, plan.parse, plan.text_unused))) as reader:
-                for batch in _rebatch(reader, request.batch_rows):
+                for batch in runner.rebatch(reader, request.batch_rows):
                     sink.write(plan.apply(batch))
                 sink.close()
     # Every output is complete: only now do they replace what was there, all together.

@@ -10,23 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
-from cumtool.commit import Commit
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import (
-    OUTPUT_FORMATS,
-    TYPED_OUTPUTS,
-    ArraySink,
-    FileKind,
-    TableSink,
-    kind_from_name,
-)
+from cumtool.formats import ArraySink, FileKind
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED
 from cumtool.output import open_output
@@ -34,21 +25,20 @@ from cumtool.pipeline import (
     BackgroundSink,
     Progress,
     ReversingArraySink,
-    ReversingSink,
+    aborting,
     prefetch,
-    reversed_batches,
     spooled_blocks,
 )
 from cumtool.request import Request
-from cumtool.sinks import array_sink, table_sink
+from cumtool.runner import discarding, run_table
+from cumtool.sinks import array_sink
 from cumtool.small import try_small
 from cumtool.sources import open_source
 from cumtool.view import View
 
 if TYPE_CHECKING:  # pyarrow and polars load only when a table is read or written
-    import pyarrow as pa
 
-    from cumtool.state import Resume
+    pass
 
 BLOCK_BYTES = 8 << 20
 
@@ -76,7 +66,7 @@ def run(request: Request) -> None:
             return
         span = resume.spans.get(os.path.abspath(request.input)) if resume else None
         source, kind = open_source(request, dtype, stack, stdin, span)
-        out_format = _output_format(request, kind)
+        out_format = request.output_format(kind)
         if getattr(source, "wide", False):  # CSV too wide for whole-width batches
             from cumtool.formats.wide import run_wide
 
@@ -88,109 +78,7 @@ def run(request: Request) -> None:
         elif hasattr(source, "blocks"):  # an array source
             _run_array(request, dtype, source, out_format, stack)
         else:
-            _run_table(request, dtype, source, out_format, stack, resume)
-
-
-@contextlib.contextmanager
-def discarding(commit: Commit) -> Iterator[None]:
-    """A failed run's files are removed, never put in place."""
-    try:
-        yield
-    except BaseException:
-        commit.discard()
-        raise
-
-
-def _output_format(request: Request, kind: FileKind) -> FileKind:
-    """--to, else -o's extension, else a table on a terminal or the input's format (the
-    names were checked by Request.check)."""
-    named = kind_from_name(request.output) if request.output not in (None, "-") else None
-    if request.to_format:
-        return FileKind(request.to_format.lower(), named.compression if named else None)
-    if named is not None:
-        return named
-    if request.stdout_is_terminal:
-        return FileKind("table")
-    # A spreadsheet (read, not written) goes on as CSV.
-    return FileKind(kind.format if kind.format in OUTPUT_FORMATS else "csv")
-
-
-# Tables --------------------------------------------------------------------------------
-
-def _rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.RecordBatch]:
-    """Slices batches to at most `rows` rows (zero-copy); None passes them through."""
-    for batch in batches:
-        if rows is None or batch.num_rows <= rows:
-            yield batch
-            continue
-        for start in range(0, batch.num_rows, rows):
-            yield batch.slice(start, rows)
-
-
-def _run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
-               stack: contextlib.ExitStack, resume: Resume | None = None) -> None:
-    from cumtool import state
-    from cumtool.tables import TableOptions, make_plan
-
-    options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
-                           reset=request.reset, keep=request.keep, reverse=request.reverse,
-                           only_scanned=request.only_scanned,
-                           typed_output=out.format in TYPED_OUTPUTS)
-    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
-                     state.hints(request, source), **request.scan_options())
-    save_state = state.prepare(request, plan, source, resume)  # and positions in files
-    # The table view shows the scanned columns and their results before the others.
-    scanned = set(plan.selected)
-    passing = {name for i, name in enumerate(plan.names) if i not in scanned}
-    view = View(request.op, "rows" if plan.axis == 0 else "columns", source.name,
-                tuple(plan.names[i] for i in plan.selected),
-                frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
-    if out.format == "npy" and request.indices:
-        raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
-    progress = _table_progress(request, source)
-    reverse = request.reverse and plan.axis == 0
-    commit = resume.commit if resume is not None else None
-    with open_output(request.output, commit) as stream, contextlib.closing(progress):
-        sink: TableSink = table_sink(request, out, stream, plan.schema, view, source.name)
-        if out.format != "table":
-            sink = BackgroundSink(sink)
-
-        def read() -> Iterator[pa.RecordBatch]:
-            # Closed with the run, so a failure stops the reader thread at once.
-            reader = stack.enter_context(
-                contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))))
-            return _rebatch(reader, request.batch_rows)
-
-        scan_batches(plan, read, sink, reverse, stack,
-                     lambda: progress.update(getattr(source, "bytes_read", plan.rows_done)))
-    save_state()  # only once the output is complete; puts output and state in place
-
-
-def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,
-                 reverse: bool, stack: contextlib.ExitStack,
-                 done: Callable[[], None] = lambda: None) -> None:
-    """The table flow that files and cumtool.scan share: batches -> plan -> sink, which
-    is aborted on any failure. --reverse scans from the last row up: the input is spooled
-    and replayed backwards, and the results go back into input order through a second
-    spool. `done` follows each batch (the progress bar)."""
-    if reverse:
-        sink = ReversingSink(sink, stack)
-    with _aborting(sink):
-        batches = read()
-        if reverse:
-            plan.reverse_total, batches = reversed_batches(batches, stack)
-        for batch in batches:
-            sink.write(plan.apply(batch))
-            done()
-        sink.close()
-
-
-
-def _table_progress(request: Request, source: Any) -> Progress:
-    if hasattr(source, "bytes_read"):  # text: bytes of the file as stored (compressed)
-        total = getattr(source, "total_bytes", None) or None  # a pipe's size is no total
-        return Progress(request.progress, total, "bytes", source.name)
-    return Progress(request.progress, getattr(source, "num_rows", None), "rows", source.name)
+            run_table(request, dtype, source, out_format, stack, resume)
 
 
 # Arrays --------------------------------------------------------------------------------
@@ -253,7 +141,7 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
             npz = NpzOfOps(stream, shape, [(s.op, s.out_dtype, s.indices) for s in specs])
             writers = [ReversingArraySink(w, stack) if reverse else w for w in npz.writers]
             sink = _Together(writers, npz)
-        with _aborting(sink):
+        with aborting(sink):
             carries = [kernels.initial_carry(s, shape[1:]) if shape else None for s in specs]
             _scan_array_blocks(request, source, specs, axis, rows, carries, writers, progress)
             sink.close()
@@ -303,7 +191,7 @@ def _scan_array_blocks(request: Request, source: Any, specs: list[kernels.ScanSp
                     else:
                         result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
                 except ScanOverflowError as error:
-                    index = _array_index(error.position, axis, start)
+                    index = array_index(error.position, axis, start)
                     if backwards:
                         index = (source.shape[0] - 1 - index[0], *index[1:])
                     raise DataError(f"{source.name}: at index {index}: {error.raw}"
@@ -313,17 +201,7 @@ def _scan_array_blocks(request: Request, source: Any, specs: list[kernels.ScanSp
             progress.update(start)
 
 
-@contextlib.contextmanager
-def _aborting(sink: TableSink | ArraySink) -> Iterator[None]:
-    """On failure, let a sink release its writer before the output file is discarded."""
-    try:
-        yield
-    except BaseException:
-        sink.abort()
-        raise
-
-
-def _array_index(position: tuple[int, ...], axis: int, start: int) -> tuple[int, ...]:
+def array_index(position: tuple[int, ...], axis: int, start: int) -> tuple[int, ...]:
     """The position of a block's scan (axis moved to the front) in the whole array."""
     index = list(position[1:])
     index.insert(axis, position[0])

@@ -143,12 +143,12 @@ def _read(request: Request) -> tuple[bytes | None, IO[bytes] | None]:
             if not stat.S_ISREG(info.st_mode) or info.st_size > SMALL_BYTES:
                 return None, None
             with contextlib.ExitStack() as stack:  # opened as the streaming path opens it
-                data = sources._open_path(request.input, stack).read(SMALL_BYTES + 1)
+                data = sources.open_path(request.input, stack).read(SMALL_BYTES + 1)
         except (OSError, ValueError, CumtoolError):  # the streaming path says what is wrong
             return None, None
         return (data if len(data) <= SMALL_BYTES else None), None
     try:
-        stdin = sources._stdin()
+        stdin = sources.stdin_stream()
     except CumtoolError:
         raise Handover from None
     head, ended = _read_stdin(stdin)

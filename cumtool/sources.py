@@ -16,6 +16,8 @@ from cumtool import remote
 from cumtool.errors import DataError, FormatError, UsageError
 from cumtool.fingerprint import Span, SpanReader
 from cumtool.formats import (
+    BY_MAGIC,
+    DELIMITED,
     INPUT_FORMATS,
     SPREADSHEETS,
     FileKind,
@@ -41,7 +43,7 @@ def open_source(
     path: str | None = None
     if request.input == "-":
         name = "standard input"
-        stream: IO[bytes] = peekable(_stdin() if stdin is None else stdin)
+        stream: IO[bytes] = peekable(stdin_stream() if stdin is None else stdin)
         sniff = _peek(stream, name)
         head = sniff[:8]
         kind = kind_from_magic(sniff)
@@ -56,7 +58,7 @@ def open_source(
             span = None
         else:
             stream = (remote.open_input(path, stack) if remote.is_url(path)
-                      else _open_path(path, stack))
+                      else open_path(path, stack))
         if span is not None:  # header + bytes [start, end) only: io.BufferedReader peeks
             stream = io.BufferedReader(SpanReader(cast(io.BufferedReader, stream), span),
                                        buffer_size=SNIFF_BYTES)
@@ -72,7 +74,7 @@ def open_source(
         head = sniff[:8]
         kind = kind_from_name(name) or kind_from_magic(sniff)
         sniffed = kind_from_magic(head)
-        binary = sniffed.format in ("npy", "arrow", "arrows") or (
+        binary = (sniffed.format in BY_MAGIC and sniffed.format != "parquet") or (
             sniffed.format == "parquet" and (path is None or _has_parquet_footer(stream)))
         if binary and sniffed.format != kind.format:
             kind = sniffed  # a binary format is known by its bytes, whatever the name says
@@ -90,13 +92,13 @@ def open_source(
     if kind.format == "npy" and (head.startswith(b"PK") or name.lower().endswith(".npz")):
         raise FormatError(f"{name}: .npz input is not supported; give a .npy file")
     compressed = kind.compression
-    if compressed and kind.format != "csv" and kind.format != "tsv":
+    if compressed and kind.format not in DELIMITED:
         import pyarrow as pa
 
         stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compressed)
         path = None
     # Each format's module (and its library: polars, pyarrow) loads only when used.
-    if kind.format in ("csv", "tsv"):
+    if kind.format in DELIMITED:
         from cumtool.formats.csv import CsvSource, file_size
         from cumtool.formats.records import MAX_RECORD_BYTES
         from cumtool.formats.wide import WideInput, WideSource
@@ -181,7 +183,7 @@ def _read_all(stream: IO[bytes], name: str) -> bytes:
         raise unreadable(name, "a spreadsheet", error) from None
 
 
-def _open_path(path: str, stack: contextlib.ExitStack) -> IO[bytes]:
+def open_path(path: str, stack: contextlib.ExitStack) -> IO[bytes]:
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -266,7 +268,7 @@ class Measured:
         return getattr(self._source, name)
 
 
-def _stdin() -> IO[bytes]:
+def stdin_stream() -> IO[bytes]:
     """Standard input as a stream of our own: when a run stops early (`| head`, an error)
     the reader thread may still be blocked reading it, and must not then hold the lock of
     sys.stdin, which Python takes at exit (it would abort: "could not acquire lock")."""

@@ -38,7 +38,6 @@ _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/data
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
 _NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
                     "batch_rows", "table_rows", "precision", "engine", "scheduler")
-_CONTINUABLE = ("csv", "tsv", "jsonl")
 
 
 @dataclasses.dataclass
@@ -194,7 +193,9 @@ def _format_of(request: Request, name: str) -> str | None:
 
 def _continuable(request: Request, name: str) -> bool:
     """Uncompressed CSV, TSV and JSON Lines: rows can be read from a byte offset on."""
-    if _format_of(request, name) not in _CONTINUABLE:
+    from cumtool.formats import LINE_ORIENTED
+
+    if _format_of(request, name) not in LINE_ORIENTED:
         return False
     try:
         with open(name, "rb") as stream:

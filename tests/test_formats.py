@@ -377,24 +377,6 @@ def test_unknown_output_extension_without_to_is_a_usage_error(invoke: Invoke, tm
     assert not (tmp_path / name).exists()
 
 
-def test_every_engine_decides_the_output_format_alike() -> None:
-    """Request.output_format, which the Dask engine and the small-file path ask, decides
-    as the streaming engine's own _output_format does (kept until engine.py asks it too)."""
-    import itertools
-
-    from cumtool.engine import _output_format
-    from cumtool.formats import FileKind
-    from cumtool.request import Request
-
-    for output, to, terminal, given in itertools.product(
-            [None, "-", "o.csv", "o.tsv.gz", "o.parquet", "o.arrows", "o.data", "o.xlsx"],
-            [None, "tsv", "JSONL", "npy"], [False, True], ["csv", "parquet", "npy", "xlsx"]):
-        request = Request("cumsum", "in", output=output, to_format=to,
-                          stdout_is_terminal=terminal)
-        kind = FileKind(given)
-        assert request.output_format(kind) == _output_format(request, kind), request
-
-
 # CSV details -------------------------------------------------------------------------------
 
 

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # One run's options as plain data (Request), and what each engine refuses of them.
     ("options", ("engines", "request")),
     # The engines and the paths they take.
-    ("run", ("state", "small", "engine", "datasets", "distributed")),
+    ("run", ("state", "runner", "small", "engine", "datasets", "distributed")),
     # What users call: the Python API and the command line.
     ("surface", ("", "api", "params", "completion", "cli", "launch", "__main__")),
 ]
@@ -47,10 +47,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # Import edges that lie on a cycle today, each `importer -> imported`. Cut one and the
 # edges it kept on a cycle drop out too: the test then names them, to delete here.
 ALLOWED_CYCLE_EDGES = {
-    # engine dispatches to datasets, which takes engine's private helpers (_run_table,
-    # _output_format, _aborting, _rebatch) back. Both are being changed elsewhere: the cut is
-    # datasets asking Request.output_format and pipeline.aborting, as distributed does.
-    "engine -> datasets", "datasets -> engine",
     # kernels hands the running statistics to stats, which takes kernels' types and
     # helpers back (ScanSpec, Carry, ScanResult, cast_input, to_acc, first_position).
     # ScanSpec.identity asks stats for a statistic's start state, so those cannot simply
@@ -61,19 +57,7 @@ ALLOWED_CYCLE_EDGES = {
 
 # `importer takes owner._name` (from owner import _name) or `importer uses owner._name`
 # (owner._name through a module imported as a name).
-ALLOWED_PRIVATE = {
-    # engine.py is being changed elsewhere; it should name these without the underscore
-    # (or take them from pipeline.aborting and Request.output_format, as distributed does).
-    "api takes engine._array_index",
-    "datasets takes engine._aborting",
-    "datasets takes engine._rebatch",
-    "datasets uses engine._output_format",
-    "datasets uses engine._run_table",
-    # The small-file path opens its input as sources.py does; sources.py (changed
-    # elsewhere) should name these two open_path and stdin.
-    "small uses sources._open_path",
-    "small uses sources._stdin",
-}
+ALLOWED_PRIVATE: set[str] = set()
 
 # `importer -> imported` where the imported module is in a higher layer.
 ALLOWED_UPWARD = {

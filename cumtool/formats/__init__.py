@@ -36,14 +36,16 @@ class Format:
     by_magic: bool = False  # known by its first bytes whatever the file's name says
     delimited: bool = False  # delimited text: compressed on the way, cut into byte ranges
     spreadsheet: bool = False  # read with fastexcel (the `excel` extra)
+    # Line-oriented text: a file that grew is read on from a byte offset (--state).
+    line_oriented: bool = False
 
 
 FORMATS = (
-    Format("csv", (".csv", ".txt"), delimited=True),
-    Format("tsv", (".tsv", ".tab"), delimited=True),
+    Format("csv", (".csv", ".txt"), delimited=True, line_oriented=True),
+    Format("tsv", (".tsv", ".tab"), delimited=True, line_oriented=True),
     Format("parquet", (".parquet", ".pq"), typed=True, binary=True, by_magic=True),
     Format("npy", (".npy", ".npz"), kind="array", typed=True, binary=True, by_magic=True),
-    Format("jsonl", (".jsonl", ".ndjson")),
+    Format("jsonl", (".jsonl", ".ndjson"), line_oriented=True),
     Format("arrow", (".arrow", ".feather"), typed=True, binary=True, by_magic=True),
     Format("arrows", (".arrows",), typed=True, binary=True, by_magic=True),
     Format("xlsx", (".xlsx", ".xlsm"), writes=False, binary=True, spreadsheet=True),
@@ -60,6 +62,7 @@ SPREADSHEETS = tuple(f.name for f in FORMATS if f.spreadsheet)
 BINARY_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.binary)  # not for a terminal
 BY_MAGIC = tuple(f.name for f in FORMATS if f.by_magic)
 DELIMITED = tuple(f.name for f in FORMATS if f.delimited)  # the only ones compressed
+LINE_ORIENTED = tuple(f.name for f in FORMATS if f.line_oriented)
 
 _EXTENSIONS = {ext: f.name for f in FORMATS for ext in f.extensions}
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")

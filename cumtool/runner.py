@@ -1,0 +1,122 @@
+"""The table run: reader -> batches -> plan (scan kernels with carried state) -> writer.
+
+`run_table` drives one table source (one file, or several inputs as one ChainSource) to
+one output; `scan_batches` is the loop it shares with `cumtool.scan`; `rebatch`,
+`table_progress` and `discarding` serve the other drivers (-o DIR/ in datasets.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from cumtool.commit import Commit
+from cumtool.errors import UsageError
+from cumtool.formats import TYPED_OUTPUTS, FileKind, TableSink
+from cumtool.output import open_output
+from cumtool.pipeline import (
+    BackgroundSink,
+    Progress,
+    ReversingSink,
+    aborting,
+    prefetch,
+    reversed_batches,
+)
+from cumtool.request import Request
+from cumtool.sinks import table_sink
+from cumtool.view import View
+
+if TYPE_CHECKING:  # pyarrow loads only when a table is read or written
+    import numpy as np
+    import pyarrow as pa
+
+    from cumtool.state import Resume
+
+
+@contextlib.contextmanager
+def discarding(commit: Commit) -> Iterator[None]:
+    """A failed run's files are removed, never put in place."""
+    try:
+        yield
+    except BaseException:
+        commit.discard()
+        raise
+
+
+# Tables --------------------------------------------------------------------------------
+
+def rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.RecordBatch]:
+    """Slices batches to at most `rows` rows (zero-copy); None passes them through."""
+    for batch in batches:
+        if rows is None or batch.num_rows <= rows:
+            yield batch
+            continue
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
+def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
+               stack: contextlib.ExitStack, resume: Resume | None = None) -> None:
+    from cumtool import state
+    from cumtool.tables import TableOptions, make_plan
+
+    options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
+                           reset=request.reset, keep=request.keep, reverse=request.reverse,
+                           only_scanned=request.only_scanned,
+                           typed_output=out.format in TYPED_OUTPUTS)
+    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
+                     state.hints(request, source), **request.scan_options())
+    save_state = state.prepare(request, plan, source, resume)  # and positions in files
+    # The table view shows the scanned columns and their results before the others.
+    scanned = set(plan.selected)
+    passing = {name for i, name in enumerate(plan.names) if i not in scanned}
+    view = View(request.op, "rows" if plan.axis == 0 else "columns", source.name,
+                tuple(plan.names[i] for i in plan.selected),
+                frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
+    if out.format == "npy" and request.indices:
+        raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
+    progress = table_progress(request, source)
+    reverse = request.reverse and plan.axis == 0
+    commit = resume.commit if resume is not None else None
+    with open_output(request.output, commit) as stream, contextlib.closing(progress):
+        sink: TableSink = table_sink(request, out, stream, plan.schema, view, source.name)
+        if out.format != "table":
+            sink = BackgroundSink(sink)
+
+        def read() -> Iterator[pa.RecordBatch]:
+            # Closed with the run, so a failure stops the reader thread at once.
+            reader = stack.enter_context(
+                contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))))
+            return rebatch(reader, request.batch_rows)
+
+        scan_batches(plan, read, sink, reverse, stack,
+                     lambda: progress.update(getattr(source, "bytes_read", plan.rows_done)))
+    save_state()  # only once the output is complete; puts output and state in place
+
+
+def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,
+                 reverse: bool, stack: contextlib.ExitStack,
+                 done: Callable[[], None] = lambda: None) -> None:
+    """The table flow that files and cumtool.scan share: batches -> plan -> sink, which
+    is aborted on any failure. --reverse scans from the last row up: the input is spooled
+    and replayed backwards, and the results go back into input order through a second
+    spool. `done` follows each batch (the progress bar)."""
+    if reverse:
+        sink = ReversingSink(sink, stack)
+    with aborting(sink):
+        batches = read()
+        if reverse:
+            plan.reverse_total, batches = reversed_batches(batches, stack)
+        for batch in batches:
+            sink.write(plan.apply(batch))
+            done()
+        sink.close()
+
+
+
+def table_progress(request: Request, source: Any) -> Progress:
+    if hasattr(source, "bytes_read"):  # text: bytes of the file as stored (compressed)
+        total = getattr(source, "total_bytes", None) or None  # a pipe's size is no total
+        return Progress(request.progress, total, "bytes", source.name)
+    return Progress(request.progress, getattr(source, "num_rows", None), "rows", source.name)
