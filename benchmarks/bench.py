@@ -49,6 +49,7 @@ import scenario_npy
 import scenario_ops
 import scenario_parquet
 import scenario_small
+import scenario_state
 import scenario_stats
 import scenario_text
 import scenario_tiny
@@ -67,6 +68,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "stats": scenario_stats.run,
     "by": scenario_by.run,
     "memory": scenario_memory.run,
+    "state": scenario_state.run,
 }
 
 
