@@ -32,6 +32,7 @@ from click.testing import Result
 
 import cumtool.engine
 import cumtool.output
+import cumtool.runner
 from cumtool.engine import Request
 from cumtool.pipeline import BackgroundSink, Progress, ReversingArraySink, ReversingSink
 from cumtool.sinks import _ArrayToTable, _TableToNpy
@@ -173,9 +174,9 @@ def counting_sinks(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
             counts["abort"] += 1
             self._sink.abort()
 
-    for name in ("table_sink", "array_sink"):
-        real = getattr(cumtool.engine, name)
-        monkeypatch.setattr(cumtool.engine, name,
+    for module, name in ((cumtool.runner, "table_sink"), (cumtool.engine, "array_sink")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name,
                             lambda *a, _real=real, **k: Counted(_real(*a, **k)))
     return counts
 
@@ -755,7 +756,7 @@ def test_compressed_input_is_measured_in_compressed_bytes(tmp_path: Path) -> Non
     request = Request(op="cumsum", input=str(path))
     with contextlib.ExitStack() as stack:
         source, _kind = open_source(request, None, stack)
-        progress = cumtool.engine._table_progress(request, source)
+        progress = cumtool.runner.table_progress(request, source)
         assert (progress.unit, progress.total) == ("bytes", size)
         seen = [source.bytes_read for _batch in source.batches()]
     assert seen == sorted(seen)
@@ -772,7 +773,7 @@ def test_standard_input_gets_no_made_up_total(tmp_path: Path,
         request = Request(op="cumsum", input="-")
         with contextlib.ExitStack() as stack:
             source, _kind = open_source(request, None, stack)
-            progress = cumtool.engine._table_progress(request, source)
+            progress = cumtool.runner.table_progress(request, source)
             for _batch in source.batches():
                 pass
             assert (progress.unit, progress.total) == ("bytes", None)
