@@ -24,7 +24,9 @@ from cumtool.formats import (
     check_format_name,
     kind_from_magic,
     kind_from_name,
+    looks_like_json,
     peekable,
+    unread_container,
     unreadable,
 )
 
@@ -86,6 +88,8 @@ def open_source(
     if request.from_format:
         fmt = check_format_name(request.from_format, INPUT_FORMATS, "--from")
         kind = FileKind(fmt, kind.compression)
+    elif kind.compression is None and kind.format in DELIMITED:
+        _refuse_what_is_not_a_table(name, sniff, request.op)
     if request.sheet is not None and kind.format not in SPREADSHEETS:
         raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods); {name} is read "
                          f"as {kind.format}")
@@ -154,6 +158,25 @@ def _open_more(request: Request, kind: FileKind, stream: IO[bytes], name: str,
 
     return SpreadsheetSource(path if path else _read_all(stream, name), name, request.sheet,
                              header=request.header)
+
+
+def _refuse_what_is_not_a_table(name: str, head: bytes, op: str) -> None:
+    """A compression cumtool does not read, or JSON that is not JSON Lines: said as such,
+    with the command that makes it readable, rather than met as a CSV error."""
+    container = unread_container(name, head)
+    piped = name == "standard input"
+    if container is not None:
+        undo = {"xz": "xz -dc", "zip": "unzip -p", "7z": "7z x -so", "tar": "tar -xOf",
+                "compress (.Z)": "uncompress -c"}[container]
+        command = f"... | {undo}" if piped else f"{undo} {name}"
+        raise FormatError(f"{name}: {container} is a compression or archive cumtool does "
+                          f"not read; unpack it on the way: {command} | cumtool {op}")
+    if looks_like_json(head):
+        command = "... | jq -c '.[]'" if piped else f"jq -c '.[]' {name}"
+        raise FormatError(f"{name}: this is JSON, not JSON Lines (one object per line), "
+                          f"which cumtool reads; turn it into JSON Lines on the way: "
+                          f"{command} | cumtool {op} (or jq -c . for objects one after "
+                          "another)")
 
 
 def _ipc_file_format(stream: IO[bytes], asked: bool) -> bool:

@@ -823,3 +823,37 @@ def test_table_indices_column_follows_each_result(invoke: Invoke, write_file, tm
     assert table.column("a_index").to_pylist() == [0, 1, 1, 3]  # a tie: the last one wins
     assert table.column("b").to_pylist() == [5, 5, 7, 7]
     assert table.column("b_index").to_pylist() == [0, 1, 2, 2]
+
+
+# What is not a table: named as such, with the command that makes it one -----------------
+
+JSON_ARRAY = b'[{"kwh": 1}, {"kwh": 2}]\n'
+JSON_PRETTY = b'{\n  "kwh": 1\n}\n{\n  "kwh": 2\n}\n'
+
+
+@pytest.mark.parametrize("name, data, message", [
+    ("a.json", JSON_ARRAY, "a.json: this is JSON, not JSON Lines (one object per line), "
+     "which cumtool reads; turn it into JSON Lines on the way: jq -c '.[]' a.json | cumtool "
+     "cumsum (or jq -c . for objects one after another)"),
+    ("p.json", JSON_PRETTY, "p.json: this is JSON, not JSON Lines (one object per line), "
+     "which cumtool reads; turn it into JSON Lines on the way: jq -c '.[]' p.json | cumtool "
+     "cumsum (or jq -c . for objects one after another)"),
+    ("d.csv.xz", b"\xfd7zXZ\x00\x00\x04rest", "d.csv.xz: xz is a compression or archive "
+     "cumtool does not read; unpack it on the way: xz -dc d.csv.xz | cumtool cumsum"),
+    ("d.zip", b"PK\x03\x04\x14\x00data", "d.zip: zip is a compression or archive cumtool "
+     "does not read; unpack it on the way: unzip -p d.zip | cumtool cumsum"),
+], ids=["json-array", "json-pretty", "xz", "zip"])
+def test_json_and_unread_compressions_are_named(invoke, write_file, name, data, message):
+    path = write_file(name, data)
+    result = invoke("cumsum", str(path))
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == f"Error: {message.replace(name, str(path))}\n"
+    piped = invoke("cumsum", input=data)
+    assert piped.exit_code == 1
+    assert piped.stderr.startswith("Error: standard input: ")
+    assert "... | " in piped.stderr
+
+
+def test_json_lines_named_json_is_read_as_json_lines(invoke, write_file):
+    path = write_file("a.json", b'{"kwh": 1}\n{"kwh": 2}\n')
+    assert invoke("cumsum", str(path)).stdout == '{"kwh":1}\n{"kwh":3}\n'

@@ -127,6 +127,39 @@ def kind_from_magic(head: bytes) -> FileKind:
     return FileKind("csv")
 
 
+# Compressions and containers cumtool does not read, by magic bytes and by extension:
+# named as such, not met as "a NUL byte" in a CSV.
+UNREAD_MAGIC = {b"\xfd7zXZ\x00": "xz", b"7z\xbc\xaf\x27\x1c": "7z", b"\x1f\x9d": "compress (.Z)"}
+UNREAD_EXTENSIONS = {".xz": "xz", ".lzma": "xz", ".7z": "7z", ".z": "compress (.Z)",
+                     ".zip": "zip", ".tar": "tar", ".tgz": "tar"}
+
+
+def unread_container(name: str, head: bytes) -> str | None:
+    """The name of a compression or archive that cumtool does not read, if `name` or
+    `head` shows one (asked of what would otherwise be read as delimited text: a zip
+    that is a spreadsheet was already known as one)."""
+    if head.startswith(ZIP_MAGIC):
+        return "zip"
+    for magic, what in UNREAD_MAGIC.items():
+        if head.startswith(magic):
+            return what
+    ext = os.path.splitext(name.lower())[1]
+    return UNREAD_EXTENSIONS.get(ext)
+
+
+def looks_like_json(head: bytes) -> bool:
+    """JSON that is not JSON Lines: an array (`[{...}, ...]`), or one object spread over
+    lines (pretty-printed). A CSV header starts with neither."""
+    text = head.lstrip()
+    if text.startswith(b"["):
+        rest = text[1:].lstrip()
+        return rest[:1] in (b"{", b"[", b"]", b'"') or rest[:1].isdigit()
+    if text.startswith(b"{"):
+        first = text.split(b"\n", 1)[0].strip()
+        return first == b"{" or (first.startswith(b'{"') and not _is_json_object(first))
+    return False
+
+
 def _is_json_object(line: bytes) -> bool:
     """A first line that is a whole JSON object: JSON Lines (no CSV header is one)."""
     text = line.strip()
