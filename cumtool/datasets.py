@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cumtool import commit, inputs, runner
+from cumtool import commit, inputs, runner, state
 from cumtool.errors import DataError, OutputError, UsageError, option
 from cumtool.formats import DELIMITED, TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name, wide
 from cumtool.request import Request
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-    from cumtool.fingerprint import Span
     from cumtool.state import Resume
 
 _TEXT_HINT = ColumnHint(None, False, "text")
@@ -41,10 +40,10 @@ class ChainSource:
     time. Columns: the --filename-column first, then the files' own, then hive keys."""
 
     def __init__(self, request: Request, dtype: np.dtype | None, files: list[inputs.InputFile],
-                 stack: contextlib.ExitStack, spans: Mapping[str, Span] | None = None) -> None:
+                 stack: contextlib.ExitStack, resume: Resume | None = None) -> None:
         self._request = request
         self._dtype = dtype
-        self._spans = spans or {}
+        self._resume = resume
         self.files = files
         self._first, self.kind = self._open(0, stack)
         first = self._first
@@ -88,7 +87,7 @@ class ChainSource:
 
         path = self.files[k].path
         source, kind = open_source(dataclasses.replace(self._request, input=path, inputs=()),
-                                   self._dtype, stack, span=self._spans.get(os.path.abspath(path)))
+                                   self._dtype, stack, span=state.span_of(self._resume, path))
         if hasattr(source, "blocks"):
             raise UsageError(f"{path}: several inputs, directories and "
                              f"{option('filename_column')} work on tables (CSV, TSV, "
@@ -236,7 +235,7 @@ def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
         resume: Resume | None = None) -> None:
     """A run over several inputs, a glob or a directory (or with --filename-column)."""
     files = inputs.expand(request.inputs or (request.input,))
-    chain = ChainSource(request, dtype, files, stack, resume.spans if resume else None)
+    chain = ChainSource(request, dtype, files, stack, resume)
     if inputs.per_input_output(request.output):
         _run_per_input(request, dtype, chain, stack, resume)
     else:
@@ -247,7 +246,6 @@ def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
 def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                    stack: contextlib.ExitStack, resume: Resume | None) -> None:
     """`-o DIR/`: each input's rows to its own file, the scan carried across them."""
-    from cumtool import state
     from cumtool.pipeline import BackgroundSink, aborting, prefetch
     from cumtool.sinks import table_sink
     from cumtool.tables import TableOptions, make_plan

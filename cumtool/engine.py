@@ -9,7 +9,6 @@ tables.py and the kernels in kernels.py; this module drives the flow between the
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -64,7 +63,7 @@ def run(request: Request) -> None:
         if datasets.is_dataset(request):  # several inputs, a glob, a directory, -o DIR/
             datasets.run(request, dtype, stack, resume)
             return
-        span = resume.spans.get(os.path.abspath(request.input)) if resume else None
+        span = state.span_of(resume, request.input)
         source, kind = open_source(request, dtype, stack, stdin, span)
         out_format = request.output_format(kind)
         if getattr(source, "wide", False):  # CSV too wide for whole-width batches

@@ -95,17 +95,22 @@ def _read_into(stream: Any, digest: Any, count: int) -> int:
 
 
 def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:
-    """Standard input (`path` None) or a FIFO copied to a temporary file (TMPDIR) and
-    fingerprinted on the way: a retry of a run that read a pipe is known by the bytes,
-    before any row is scanned."""
+    """Standard input (`path` None), a FIFO or a URL copied to a temporary file (TMPDIR)
+    and fingerprinted on the way: a retry of a run that read a pipe is known by the
+    bytes, before any row is scanned."""
+    import contextlib
     import sys
     import tempfile
 
+    from cumtool import remote
     from cumtool.output import spool_error
 
-    if path is not None:
+    closing = contextlib.ExitStack()
+    if path is not None and remote.is_url(path):  # downloaded once, then read from disk
+        source: Any = remote.open_input(path, closing)
+    elif path is not None:
         try:
-            source: Any = open(path, "rb")
+            source = closing.enter_context(open(path, "rb"))
         except OSError as error:
             raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
     elif sys.stdin is None:
@@ -132,10 +137,9 @@ def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:
         spool.close()
         raise spool_error(error) from None
     finally:
-        if path is not None:
-            source.close()
-    return spool, Print(os.path.abspath(path) if path else "-", size, digest.hexdigest(),
-                        False, size == 0 or last in LINE_ENDS)
+        closing.close()
+    shown = "-" if path is None else path if remote.is_url(path) else os.path.abspath(path)
+    return spool, Print(shown, size, digest.hexdigest(), False, size == 0 or last in LINE_ENDS)
 
 
 def header_record(path: str) -> bytes:

@@ -83,9 +83,15 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     files: list[str] = []
     prints: list[Print] = []
     given = request.inputs or (request.input,)
-    names = [f.path for f in inputs.expand(given)] if given != ("-",) else ["-"]
-    # A FIFO (or <(process substitution)) can be read once only: copied while hashed.
-    piped = {n for n in names if n != "-" and os.path.exists(n) and not os.path.isfile(n)}
+    from cumtool import remote
+
+    names = [name for argument in given
+             for name in ([argument] if argument == "-" or remote.is_url(argument)
+                          else [f.path for f in inputs.expand((argument,))])]
+    # A FIFO (or <(process substitution)) can be read once only, and a URL is best read
+    # once: copied while hashed.
+    piped = {n for n in names if n != "-" and (remote.is_url(n) or (
+        os.path.exists(n) and not os.path.isfile(n)))}
     paths = [os.path.abspath(n) for n in names if n != "-" and n not in piped]
     known: dict[str, tuple[int, str]] = {}
     for snapshot in (after, before):
@@ -104,7 +110,7 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
             if name == "-":
                 stdin = spool
             else:
-                spools[spooled.path] = Span(0, spooled.size, b"", spool)
+                spools[_key(name)] = Span(0, spooled.size, b"", spool)
         else:
             prints.append(by_path[os.path.abspath(name)])
             files.append(name)
@@ -120,6 +126,17 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     return Resume(path, real, commit, document,
                   base or {"rows": 0, "plans": None, "inputs": []},
                   identity, request.run_id, prints, spans, stdin)
+
+
+def span_of(resume: Resume | None, name: str) -> Span | None:
+    """How the input `name` is read in this run (None: as usual)."""
+    return None if resume is None else resume.spans.get(_key(name))
+
+
+def _key(name: str) -> str:
+    from cumtool import remote
+
+    return name if remote.is_url(name) else os.path.abspath(name)
 
 
 def _import_table_libraries() -> None:

@@ -144,3 +144,18 @@ def dataclass_replace(request, **changes):
     import dataclasses
 
     return dataclasses.replace(request, **changes)
+
+
+def test_state_with_a_url_input_knows_a_retry_by_its_bytes(invoke, s3, tmp_path):
+    """A URL input of a --state run is downloaded once and fingerprinted: run again on
+    the same object it is a retry; a new object at the same URL is a new run."""
+    bucket = _bucket(s3)
+    state = str(tmp_path / "s.json")
+    s3.pipe(f"{bucket}/day.csv", b"kwh\n1\n2\n")
+    first = ok(invoke("cumsum", f"s3://{bucket}/day.csv", "--state", state))
+    assert first.stdout_bytes == b"kwh\n1\n3\n"
+    assert ok(invoke("cumsum", f"s3://{bucket}/day.csv", "--state", state)).stdout_bytes == (
+        b"kwh\n1\n3\n")
+    s3.pipe(f"{bucket}/day.csv", b"kwh\n10\n")
+    assert ok(invoke("cumsum", f"s3://{bucket}/day.csv", "--state", state)).stdout_bytes == (
+        b"kwh\n13\n")
