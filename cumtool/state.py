@@ -444,7 +444,7 @@ def _check_document(path: str, document: dict[str, Any]) -> None:
         if not isinstance(plans, list) or not plans:
             raise _field(path, f"{prefix}plans", "is not a list of plans")
         for k, plan in enumerate(plans):
-            _check_plan(path, f"{prefix}plans[{k}]", plan)
+            _check_plan(path, f"{prefix}plans[{k}]", plan, rows)
         for k, record in enumerate(snapshot.get("inputs", [])):
             where = f"{prefix}inputs[{k}]"
             if not (isinstance(record, dict) and isinstance(record.get("path"), str)
@@ -454,9 +454,19 @@ def _check_document(path: str, document: dict[str, Any]) -> None:
                 raise _field(path, where, "is not a path, a size and a SHA-256")
 
 
-def _check_plan(path: str, where: str, plan: Any) -> None:
+def _check_plan(path: str, where: str, plan: Any, rows: int) -> None:
     if not isinstance(plan, dict) or not isinstance(plan.get("columns"), list):
         raise _field(path, f"{where}.columns", "is not a list")
+    for c, column in enumerate(plan["columns"]):
+        for kind in ("carry", "group_carry"):
+            carry = column.get(kind) if isinstance(column, dict) else None
+            index = carry.get("index") if isinstance(carry, dict) else None
+            values = index.get("values") if isinstance(index, dict) else None
+            # A position (--indices) is a row already scanned, or -1: none yet.
+            if isinstance(values, list) and any(
+                    not isinstance(v, int) or not -1 <= v < rows for v in values):
+                raise _field(path, f"{where}.columns[{c}].{kind}.index",
+                             f"holds a position outside rows 0 to {rows - 1}")
     groups = plan.get("groups")
     if groups is None:
         return

@@ -232,6 +232,10 @@ def _bad_identity(document: dict) -> None:
     document["last_run"]["identity"] = 5
 
 
+def _position_past_the_rows(document: dict) -> None:
+    document["plans"][0]["columns"][0]["group_carry"]["index"]["values"][1] = 3
+
+
 def _bad_input(document: dict) -> None:
     document["inputs"][0]["sha256"] = "abc"
 
@@ -246,8 +250,10 @@ def _bad_input(document: dict) -> None:
     (_negative_rows, "rows", "is not a count of rows"),
     (_bad_identity, "last_run.identity", "is not a text"),
     (_bad_input, "inputs[0]", "is not a path, a size and a SHA-256"),
+    (_position_past_the_rows, "plans[0].columns[0].group_carry.index",
+     "holds a position outside rows 0 to 2"),
 ], ids=["fewer-carries", "repeated-key", "group-out-of-range", "count", "rows",
-        "identity", "input"])
+        "identity", "input", "position"])
 def test_a_state_that_contradicts_itself_is_refused_naming_the_field(cli, change, field,
                                                                      why):
     _grouped_state(cli)
