@@ -13,3 +13,10 @@ def neumaier(x: np.ndarray, present: np.ndarray | None, start_s: np.ndarray,
 def grouped_accumulate(op: int, wrap: bool, values: np.ndarray, present: np.ndarray | None,
                        groups: np.ndarray, resets: np.ndarray | None, state: np.ndarray,
                        out: np.ndarray) -> int: ...
+
+class KeyTable:
+    count: int
+    width: int
+    def __init__(self, width: int) -> None: ...
+    def encode(self, data: object, offsets: np.ndarray | None, valid: np.ndarray | None,
+               empty_is_missing: bool, out: np.ndarray, firsts: np.ndarray) -> int: ...
