@@ -593,7 +593,8 @@ done:
  * The table keeps each key's bytes in an arena, and an index of 16-byte slots (open
  * addressing, linear probing, at most half full). A slot holds the key's first 8 bytes,
  * 28 bits of its hash with its length (up to 15) below them, and its id + 1 (0: empty):
- * a key of 8 bytes or fewer is matched in its slot alone, one cache line. The rows'
+ * a key of 8 bytes or fewer is matched in its slot alone, one cache line, and the index
+ * grows without reading the keys again (the tag holds the bits that place a slot). The rows'
  * hashes are taken a few rows ahead and their slots prefetched, so that the cache misses
  * of a table larger than the cache (100,000 groups and more) overlap.
  */
@@ -718,27 +719,38 @@ static void key_table_dealloc(KeyTable *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Twice the slots, every key placed again from its bytes. 0, or -1: no memory (the
-   table is as it was). Needs no GIL. */
+/* A key's first slot to probe: the hash bits that its tag holds (bits 36..63), then bits
+   0..35 for an index of more than 2**28 slots. */
+static inline size_t slot_home(uint64_t h, size_t mask)
+{
+    return (size_t)((h >> 36) | (h << 28)) & mask;
+}
+
+/* Twice the slots, every key placed again: from its tag while the index has at most 2**28
+   slots (no key is read), else from its bytes' hash. 0, or -1: no memory (the table is as
+   it was). Needs no GIL. */
 static int key_table_grow(KeyTable *t)
 {
     const size_t mask = t->mask * 2 + 1;
     Slot *slots = PyMem_RawCalloc(mask + 1, sizeof(Slot));
     if (slots == NULL)
         return -1;
-    for (Py_ssize_t id = 0; id < t->count; id++) {
-        if (id == t->null_id)
+    for (size_t old = 0; old <= t->mask; old++) {
+        const Slot slot = t->slots[old];
+        if (slot.id1 == 0)
             continue;
-        const unsigned char *p = t->arena + t->starts[id];
-        const size_t length = (size_t)(t->starts[id + 1] - t->starts[id]);
-        const unsigned char *end = t->arena + t->arena_capacity;
-        const uint64_t h = hash_bytes(p, length, end);
-        size_t at = (size_t)h & mask;
+        size_t at;
+        if (mask < ((size_t)1 << 28)) {
+            at = (size_t)(slot.tag >> 4) & mask;
+        } else {
+            const int64_t id = (int64_t)slot.id1 - 1;
+            at = slot_home(hash_bytes(t->arena + t->starts[id],
+                                      (size_t)(t->starts[id + 1] - t->starts[id]),
+                                      t->arena + t->arena_capacity), mask);
+        }
         while (slots[at].id1 != 0)
             at = (at + 1) & mask;
-        slots[at].word = first_word(p, length, end);
-        slots[at].tag = slot_tag(h, length);
-        slots[at].id1 = (uint32_t)(id + 1);
+        slots[at] = slot;
     }
     PyMem_RawFree(t->slots);
     t->slots = slots;
@@ -782,7 +794,7 @@ static inline int64_t key_table_find(KeyTable *t, const unsigned char *p, size_t
 {
     const uint64_t word = first_word(p, length, end);
     const uint32_t tag = slot_tag(h, length);
-    size_t at = (size_t)h & t->mask;
+    size_t at = slot_home(h, t->mask);
     for (;;) {
         const Slot *slot = &t->slots[at];
         if (slot->id1 == 0)
@@ -936,7 +948,7 @@ static PyObject *key_table_encode(KeyTable *self, PyObject *args)
             row->missing = 1; \
         if (row->missing == 0) { \
             row->h = hash_bytes(row->p, row->length, limit); \
-            PREFETCH(&self->slots[(size_t)row->h & self->mask]); \
+            PREFETCH(&self->slots[slot_home(row->h, self->mask)]); \
         } \
     } while (0)
     for (Py_ssize_t j = 0; j < n && j < KEY_AHEAD; j++)
