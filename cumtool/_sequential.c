@@ -473,22 +473,25 @@ static inline int mul_overflows(int64_t a, int64_t b, int64_t *result)
 }
 
 PyDoc_STRVAR(grouped_accumulate_doc,
-"grouped_accumulate(op, wrap, values, present, groups, resets, state, out)\n--\n\n"
+"grouped_accumulate(op, wrap, values, present, groups, resets, state, out, exclusive=False,\n"
+"                   skipna=False)\n--\n\n"
 "A grouped running sum (op 0) or product (op 1) of a batch, in row order: at each row i,\n"
 "g = groups[i]; if resets[i], state[g] = the identity; then state[g] = state[g] + values[i]\n"
-"(or *), a cell that is not present taken as the identity, and out[i] = state[g]. As\n"
-"numpy's add (multiply) applied to the carry, then accumulated over each group's rows.\n"
-"values, state and out: 1-D, all float64 or all int64; groups: 1-D int64 in\n"
-"range(len(state)); present, resets: 1-D bool or None. int64 wraps around if wrap, else\n"
-"the scan stops at the first result that does not fit. Returns that row, or -1; state is\n"
-"then left part-way, for the caller to restore.");
+"(or *), a cell that is not present taken as the identity, and out[i] = state[g] (with\n"
+"exclusive, the state before the row). With skipna a NaN value is skipped: state[g] is\n"
+"left as it is and out[i] = the NaN. As numpy's add (multiply) applied to the carry, then\n"
+"accumulated over each group's rows. values, state and out: 1-D, all float64 or all\n"
+"int64; groups: 1-D int64 in range(len(state)); present, resets: 1-D bool or None. int64\n"
+"wraps around if wrap, else the scan stops at the first result that does not fit.\n"
+"Returns that row, or -1; state is then left part-way, for the caller to restore.");
 
 static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
 {
-    int op, wrap;
+    int op, wrap, exclusive = 0, skipna = 0;
     PyObject *values_obj, *present_obj, *groups_obj, *resets_obj, *state_obj, *out_obj;
-    if (!PyArg_ParseTuple(args, "ipOOOOOO", &op, &wrap, &values_obj, &present_obj,
-                          &groups_obj, &resets_obj, &state_obj, &out_obj))
+    if (!PyArg_ParseTuple(args, "ipOOOOOO|pp", &op, &wrap, &values_obj, &present_obj,
+                          &groups_obj, &resets_obj, &state_obj, &out_obj, &exclusive,
+                          &skipna))
         return NULL;
     if (op != 0 && op != 1) {
         PyErr_SetString(PyExc_ValueError, "op: 0 (sum) or 1 (product)");
@@ -543,8 +546,13 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
             if (RESET(i))
                 *running = identity;
             const double x = PRESENT(i) ? ITEM(values, double, i) : identity;
-            *running = op == 0 ? *running + x : *running * x;
-            ITEM(out, double, i) = *running;
+            if (skipna && isnan(x)) {  /* skipped, and kept in place */
+                ITEM(out, double, i) = x;
+                continue;
+            }
+            const double before = *running;
+            *running = op == 0 ? before + x : before * x;
+            ITEM(out, double, i) = exclusive ? before : *running;
         }
     } else {
         const int64_t identity = op == 0 ? 0 : 1;
@@ -565,8 +573,8 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
                 overflow = i;
                 break;
             }
+            ITEM(out, int64_t, i) = exclusive ? *running : next;
             *running = next;  /* on overflow: the low 64 bits, two's complement */
-            ITEM(out, int64_t, i) = next;
         }
     }
     Py_END_ALLOW_THREADS

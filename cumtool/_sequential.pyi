@@ -12,7 +12,8 @@ def neumaier(x: np.ndarray, present: np.ndarray | None, start_s: np.ndarray,
              start_c: np.ndarray, out_s: np.ndarray, out_c: np.ndarray) -> None: ...
 def grouped_accumulate(op: int, wrap: bool, values: np.ndarray, present: np.ndarray | None,
                        groups: np.ndarray, resets: np.ndarray | None, state: np.ndarray,
-                       out: np.ndarray) -> int: ...
+                       out: np.ndarray, exclusive: bool = False, skipna: bool = False,
+                       /) -> int: ...
 
 class KeyTable:
     count: int

@@ -9,9 +9,9 @@ right with the carry folded in first: bit-identical to scanning each group on it
 a bounded number of numpy calls per batch (one per bucket) whatever the number of groups.
 Memory grows with the number of groups, not rows.
 
-Where the C loops are built, a float64 or int64 cumsum or cumprod skips the runs: one
-pass in row order adds each value to its group's running value, the same operations in the
-same order.
+Where the C loops are built, a float64 or int64 cumsum or cumprod (--exclusive and
+--skipna too) skips the runs: one pass in row order adds each value to its group's running
+value, the same operations in the same order.
 """
 
 from __future__ import annotations
@@ -473,25 +473,37 @@ _NATIVE_DTYPES = {np.dtype(np.float64), np.dtype(np.int64)}
 
 def _native_scan(spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray | None,
                  batch: BatchGroups, carry: GroupCarry) -> kernels.ScanResult | None:
-    """A float64 or int64 cumsum or cumprod in one pass of the C loop; None where it does
-    not apply (no C module, other ops and dtypes, --skipna, --exclusive, Neumaier's sum),
-    and where an int64 result overflows: the runs path then reports it in its words."""
+    """A float64 or int64 cumsum or cumprod in one pass of the C loop, --exclusive and
+    --skipna included; None where it does not apply (no C module, other ops and dtypes,
+    Neumaier's sum, an int64 --exclusive that must report overflow: its error waits for
+    the group's next row), and where an int64 result overflows: the runs path then reports
+    it in its words."""
+    integer = values.dtype.kind == "i"
+    wrap = spec.overflow == "wrap"
     if (native.SEQUENTIAL is None or spec.op not in _NATIVE_OPS or spec.is_stat
-            or spec.skipna or spec.exclusive or values.dtype not in _NATIVE_DTYPES
-            or {spec.in_dtype, spec.acc_dtype, spec.out_dtype} != {values.dtype}):
+            or values.dtype not in _NATIVE_DTYPES
+            or {spec.in_dtype, spec.acc_dtype, spec.out_dtype} != {values.dtype}
+            or (spec.exclusive and integer and not wrap)):
         return None
     out = np.empty(values.shape[0], dtype=values.dtype)
-    wrap = spec.overflow == "wrap"
     # An int64 overflow hands the batch back to the runs path: keep the carry to restore.
-    before = carry.value.copy() if values.dtype.kind == "i" and not wrap else None
+    before = carry.value.copy() if integer and not wrap else None
+    skipna = spec.skipna and not integer
     overflow = native.SEQUENTIAL.grouped_accumulate(
         _NATIVE_OPS[spec.op], wrap, values, valid, batch.ids,
-        batch.resets, carry.value, out)
+        batch.resets, carry.value, out, spec.exclusive, skipna)
     if overflow >= 0:
         assert before is not None
         carry.value = before  # as it was before the batch
         return None
-    return kernels.ScanResult(out, None, None if valid is None else ~valid)
+    skipped = None if valid is None else ~valid
+    if skipna:
+        nan = np.isnan(values)
+        if valid is not None:
+            nan &= valid
+        if nan.any():
+            skipped = nan if skipped is None else skipped | nan
+    return kernels.ScanResult(out, None, skipped)
 
 
 def scan_runs(
