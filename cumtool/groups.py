@@ -183,8 +183,10 @@ def _width(kind: pa.DataType) -> int:
     return 1 if pa.types.is_boolean(kind) else kind.bit_width // 8
 
 
-def _bits(buffer: pa.Buffer, offset: int, n: int) -> np.ndarray:
-    """n bits of an Arrow bitmap from bit `offset` on, as bools."""
+def _bits(buffer: pa.Buffer | None, offset: int, n: int) -> np.ndarray:
+    """n bits of an Arrow bitmap from bit `offset` on, as bools (no buffer: none set)."""
+    if buffer is None:
+        return np.zeros(n, dtype=bool)
     first = offset // 8
     raw = np.frombuffer(buffer, np.uint8, count=(offset + n + 7) // 8 - first, offset=first)
     return np.unpackbits(raw, bitorder="little")[offset % 8:offset % 8 + n].view(bool)
@@ -209,7 +211,10 @@ def _offsets(column: pa.Array) -> tuple[np.ndarray, pa.Buffer | bytes]:
 def _fixed(column: pa.Array) -> np.ndarray:
     """A fixed-width column's values as rows of bytes, (rows, width) uint8."""
     width = column.type.bit_width // 8
-    return np.frombuffer(column.buffers()[1], dtype=np.uint8, count=len(column) * width,
+    data = column.buffers()[1]
+    if data is None:  # no values (no rows, or none present): nothing under them is read
+        return np.zeros((len(column), width), dtype=np.uint8)
+    return np.frombuffer(data, dtype=np.uint8, count=len(column) * width,
                          offset=column.offset * width).reshape(-1, width)
 
 

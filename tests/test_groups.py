@@ -135,6 +135,18 @@ def test_keys_of_another_type_hand_over_to_the_joins():
 
 
 @needs_c
+@pytest.mark.parametrize("kind", [pa.int64(), pa.float64(), pa.bool_()])
+def test_a_first_batch_of_no_rows_without_buffers(kind):
+    """Arrow lets an empty array have no values buffer: its keys are none, of its type."""
+    empty = pa.Array.from_buffers(kind, 0, [None, None])
+    batches = [[empty], [pa.array([None], kind)]]
+    fast = run_keys(batches, False, hashed=True)
+    slow = run_keys(batches, False, hashed=False)
+    assert [a.tolist() for a in fast[0]] == [[], [0]] == [a.tolist() for a in slow[0]]
+    assert saved(fast[1]) == saved(slow[1])
+
+
+@needs_c
 def test_key_table_numbers_bytes_in_order_of_first_appearance():
     assert native.SEQUENTIAL is not None
     table = native.SEQUENTIAL.KeyTable(0)
