@@ -473,22 +473,25 @@ static inline int mul_overflows(int64_t a, int64_t b, int64_t *result)
 }
 
 PyDoc_STRVAR(grouped_accumulate_doc,
-"grouped_accumulate(op, wrap, values, present, groups, resets, state, out)\n--\n\n"
+"grouped_accumulate(op, wrap, values, present, groups, resets, state, out, exclusive=False,\n"
+"                   skipna=False)\n--\n\n"
 "A grouped running sum (op 0) or product (op 1) of a batch, in row order: at each row i,\n"
 "g = groups[i]; if resets[i], state[g] = the identity; then state[g] = state[g] + values[i]\n"
-"(or *), a cell that is not present taken as the identity, and out[i] = state[g]. As\n"
-"numpy's add (multiply) applied to the carry, then accumulated over each group's rows.\n"
-"values, state and out: 1-D, all float64 or all int64; groups: 1-D int64 in\n"
-"range(len(state)); present, resets: 1-D bool or None. int64 wraps around if wrap, else\n"
-"the scan stops at the first result that does not fit. Returns that row, or -1; state is\n"
-"then left part-way, for the caller to restore.");
+"(or *), a cell that is not present taken as the identity, and out[i] = state[g] (with\n"
+"exclusive, the state before the row). With skipna a NaN value is skipped: state[g] is\n"
+"left as it is and out[i] = the NaN. As numpy's add (multiply) applied to the carry, then\n"
+"accumulated over each group's rows. values, state and out: 1-D, all float64 or all\n"
+"int64; groups: 1-D int64 in range(len(state)); present, resets: 1-D bool or None. int64\n"
+"wraps around if wrap, else the scan stops at the first result that does not fit.\n"
+"Returns that row, or -1; state is then left part-way, for the caller to restore.");
 
 static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
 {
-    int op, wrap;
+    int op, wrap, exclusive = 0, skipna = 0;
     PyObject *values_obj, *present_obj, *groups_obj, *resets_obj, *state_obj, *out_obj;
-    if (!PyArg_ParseTuple(args, "ipOOOOOO", &op, &wrap, &values_obj, &present_obj,
-                          &groups_obj, &resets_obj, &state_obj, &out_obj))
+    if (!PyArg_ParseTuple(args, "ipOOOOOO|pp", &op, &wrap, &values_obj, &present_obj,
+                          &groups_obj, &resets_obj, &state_obj, &out_obj, &exclusive,
+                          &skipna))
         return NULL;
     if (op != 0 && op != 1) {
         PyErr_SetString(PyExc_ValueError, "op: 0 (sum) or 1 (product)");
@@ -543,8 +546,13 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
             if (RESET(i))
                 *running = identity;
             const double x = PRESENT(i) ? ITEM(values, double, i) : identity;
-            *running = op == 0 ? *running + x : *running * x;
-            ITEM(out, double, i) = *running;
+            if (skipna && isnan(x)) {  /* skipped, and kept in place */
+                ITEM(out, double, i) = x;
+                continue;
+            }
+            const double before = *running;
+            *running = op == 0 ? before + x : before * x;
+            ITEM(out, double, i) = exclusive ? before : *running;
         }
     } else {
         const int64_t identity = op == 0 ? 0 : 1;
@@ -565,8 +573,8 @@ static PyObject *grouped_accumulate(PyObject *self, PyObject *args)
                 overflow = i;
                 break;
             }
+            ITEM(out, int64_t, i) = exclusive ? *running : next;
             *running = next;  /* on overflow: the low 64 bits, two's complement */
-            ITEM(out, int64_t, i) = next;
         }
     }
     Py_END_ALLOW_THREADS
@@ -580,6 +588,465 @@ done:
     let_go(&held);
     return result;
 }
+
+/* Dense ids for group keys (--by), in order of first appearance, kept across batches.
+ *
+ * A KeyTable numbers the distinct byte strings it is shown. A row's key is a fixed number
+ * of bytes (width > 0: a row of an integer, date or canonical float column, or several
+ * columns' ids side by side) or a variable number (width 0: a text or binary cell, cut by
+ * int64 offsets). A row that is not valid (a missing key) has one more key of its own.
+ * Keys are compared byte for byte: the caller makes equal values equal bytes (one NaN,
+ * 0.0 for -0.0).
+ *
+ * The table keeps each key's bytes in an arena, and an index of 16-byte slots (open
+ * addressing, linear probing, at most half full). A slot holds the key's first 8 bytes,
+ * 28 bits of its hash with its length (up to 15) below them, and its id + 1 (0: empty):
+ * a key of 8 bytes or fewer is matched in its slot alone, one cache line, and the index
+ * grows without reading the keys again (the tag holds the bits that place a slot). The rows'
+ * hashes are taken a few rows ahead and their slots prefetched, so that the cache misses
+ * of a table larger than the cache (100,000 groups and more) overlap.
+ */
+typedef struct {
+    uint64_t word;   /* the key's first 8 bytes, zero-padded */
+    uint32_t tag;    /* hash bits 36..63, then min(length, 15) in the low 4 bits */
+    uint32_t id1;    /* id + 1; 0: an empty slot */
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t width;          /* bytes a key, or 0: variable */
+    Py_ssize_t count;          /* keys numbered so far, the missing key included */
+    int64_t null_id;           /* the missing key's id, or -1 before one is seen */
+    Slot *slots;
+    size_t mask;               /* the number of slots less one (a power of two less one) */
+    int64_t *starts;           /* key id's bytes: arena[starts[id]:starts[id + 1]] */
+    Py_ssize_t starts_capacity;
+    unsigned char *arena;
+    size_t arena_used, arena_capacity;
+    int busy;                  /* encode() runs without the GIL: one call at a time */
+    int broken;                /* a call failed half-way: the table cannot be trusted */
+} KeyTable;
+
+#define KEY_MAX_COUNT ((Py_ssize_t)0xFFFFFFFE)  /* every id + 1 fits in 32 bits */
+#define KEY_AHEAD 8  /* rows hashed, and their slots prefetched, ahead of the current one */
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)0)
+#endif
+
+static inline uint64_t mix64(uint64_t x)  /* murmur3's finaliser */
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The first min(length, 8) bytes of p, zero-padded; memory up to `end` may be read. */
+static inline uint64_t first_word(const unsigned char *p, size_t length,
+                                  const unsigned char *end)
+{
+    uint64_t word = 0;
+    if (length >= 8) {
+        memcpy(&word, p, 8);
+    } else if (length > 0) {
+#if PY_LITTLE_ENDIAN
+        if ((size_t)(end - p) >= 8) {  /* one load, the bytes past the key masked off */
+            memcpy(&word, p, 8);
+            return word & (((uint64_t)1 << (8 * length)) - 1);
+        }
+#endif
+        memcpy(&word, p, length);
+    }
+    return word;
+}
+
+static inline uint64_t hash_bytes(const unsigned char *p, size_t length,
+                                  const unsigned char *end)
+{
+    uint64_t h = mix64(first_word(p, length, end)
+                       ^ ((uint64_t)length * 0x9e3779b97f4a7c15ULL));
+    for (size_t at = 8; at < length; at += 8) {
+        const size_t rest = length - at;
+        h = mix64(h ^ first_word(p + at, rest < 8 ? rest : 8, end));
+    }
+    return h;
+}
+
+static inline uint32_t slot_tag(uint64_t h, size_t length)
+{
+    return ((uint32_t)(h >> 32) & ~(uint32_t)15) | (uint32_t)(length < 15 ? length : 15);
+}
+
+static int key_table_init(KeyTable *self, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"width", NULL};
+    Py_ssize_t width;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n:KeyTable", names, &width))
+        return -1;
+    if (width < 0) {
+        PyErr_SetString(PyExc_ValueError, "width: 0 (variable) or a number of bytes");
+        return -1;
+    }
+    if (self->slots != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "KeyTable: already initialised");
+        return -1;
+    }
+    self->width = width;
+    self->count = 0;
+    self->null_id = -1;
+    self->mask = 255;
+    self->starts_capacity = 256;
+    self->arena_capacity = 4096;
+    self->arena_used = 0;
+    self->slots = PyMem_RawCalloc(self->mask + 1, sizeof(Slot));
+    self->starts = PyMem_RawMalloc((size_t)self->starts_capacity * sizeof(int64_t));
+    self->arena = PyMem_RawMalloc(self->arena_capacity);
+    if (self->slots == NULL || self->starts == NULL || self->arena == NULL) {
+        PyMem_RawFree(self->slots);
+        PyMem_RawFree(self->starts);
+        PyMem_RawFree(self->arena);
+        self->slots = NULL;
+        self->starts = NULL;
+        self->arena = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->starts[0] = 0;
+    return 0;
+}
+
+static void key_table_dealloc(KeyTable *self)
+{
+    PyMem_RawFree(self->slots);
+    PyMem_RawFree(self->starts);
+    PyMem_RawFree(self->arena);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A key's first slot to probe: the hash bits that its tag holds (bits 36..63), then bits
+   0..35 for an index of more than 2**28 slots. */
+static inline size_t slot_home(uint64_t h, size_t mask)
+{
+    return (size_t)((h >> 36) | (h << 28)) & mask;
+}
+
+/* Twice the slots, every key placed again: from its tag while the index has at most 2**28
+   slots (no key is read), else from its bytes' hash. 0, or -1: no memory (the table is as
+   it was). Needs no GIL. */
+static int key_table_grow(KeyTable *t)
+{
+    const size_t mask = t->mask * 2 + 1;
+    Slot *slots = PyMem_RawCalloc(mask + 1, sizeof(Slot));
+    if (slots == NULL)
+        return -1;
+    for (size_t old = 0; old <= t->mask; old++) {
+        const Slot slot = t->slots[old];
+        if (slot.id1 == 0)
+            continue;
+        size_t at;
+        if (mask < ((size_t)1 << 28)) {
+            at = (size_t)(slot.tag >> 4) & mask;
+        } else {
+            const int64_t id = (int64_t)slot.id1 - 1;
+            at = slot_home(hash_bytes(t->arena + t->starts[id],
+                                      (size_t)(t->starts[id + 1] - t->starts[id]),
+                                      t->arena + t->arena_capacity), mask);
+        }
+        while (slots[at].id1 != 0)
+            at = (at + 1) & mask;
+        slots[at] = slot;
+    }
+    PyMem_RawFree(t->slots);
+    t->slots = slots;
+    t->mask = mask;
+    return 0;
+}
+
+/* Room for `keys` more keys and `bytes` more bytes of them. 0, or -1: no memory. */
+static int key_table_reserve(KeyTable *t, Py_ssize_t keys, size_t bytes)
+{
+    if (t->count + keys + 1 > t->starts_capacity) {
+        Py_ssize_t capacity = t->starts_capacity;
+        while (t->count + keys + 1 > capacity)
+            capacity *= 2;
+        int64_t *starts = PyMem_RawRealloc(t->starts, (size_t)capacity * sizeof(int64_t));
+        if (starts == NULL)
+            return -1;
+        t->starts = starts;
+        t->starts_capacity = capacity;
+    }
+    if (bytes > t->arena_capacity - t->arena_used) {
+        size_t capacity = t->arena_capacity;
+        while (bytes > capacity - t->arena_used) {
+            if (capacity > ((size_t)-1) / 4)
+                return -1;
+            capacity *= 2;
+        }
+        unsigned char *arena = PyMem_RawRealloc(t->arena, capacity);
+        if (arena == NULL)
+            return -1;
+        t->arena = arena;
+        t->arena_capacity = capacity;
+    }
+    return 0;
+}
+
+/* The id of the key p[:length] of hash h, numbered next if new (its bytes copied to the
+   arena, for which room was reserved). -1: no memory to grow the index. No GIL needed. */
+static inline int64_t key_table_find(KeyTable *t, const unsigned char *p, size_t length,
+                                     uint64_t h, const unsigned char *end)
+{
+    const uint64_t word = first_word(p, length, end);
+    const uint32_t tag = slot_tag(h, length);
+    size_t at = slot_home(h, t->mask);
+    for (;;) {
+        const Slot *slot = &t->slots[at];
+        if (slot->id1 == 0)
+            break;
+        if (slot->tag == tag && slot->word == word) {
+            const int64_t id = (int64_t)slot->id1 - 1;
+            if (length <= 8)  /* the tag holds the length: the whole key matched */
+                return id;
+            const int64_t start = t->starts[id];
+            if ((size_t)(t->starts[id + 1] - start) == length
+                && memcmp(t->arena + start + 8, p + 8, length - 8) == 0)
+                return id;
+        }
+        at = (at + 1) & t->mask;
+    }
+    const int64_t id = t->count;
+    if (length)
+        memcpy(t->arena + t->arena_used, p, length);
+    t->arena_used += length;
+    t->starts[id + 1] = (int64_t)t->arena_used;
+    t->slots[at].word = word;
+    t->slots[at].tag = tag;
+    t->slots[at].id1 = (uint32_t)(id + 1);
+    t->count++;
+    if ((size_t)t->count * 2 > t->mask + 1 && key_table_grow(t) < 0)
+        return -1;
+    return id;
+}
+
+/* A row as the loop below sees it: its key's bytes and their hash, or missing. */
+typedef struct {
+    const unsigned char *p;
+    size_t length;
+    uint64_t h;
+    int missing;  /* 1: the missing key; -1: offsets out of the data (changed meanwhile) */
+} KeyRow;
+
+PyDoc_STRVAR(key_table_encode_doc,
+"encode(data, offsets, valid, empty_is_missing, out, firsts) -> int\n--\n\n"
+"Each row's key id into out (1-D int64), new keys numbered on from count in order of\n"
+"first appearance. Row i's key is data[i * width:(i + 1) * width] (a table of fixed\n"
+"width; offsets None) or data[offsets[i]:offsets[i + 1]] (width 0; offsets 1-D int64 of\n"
+"one more entry than rows). A row where valid (1-D bool, or None: all) is false, or an\n"
+"empty one where empty_is_missing, has the missing key. The row where each new key\n"
+"first appears goes to firsts (1-D int64, at least one entry per row), in id order.\n"
+"Returns the number of new keys. An error found before the scan leaves the table as it\n"
+"was; one during it (no memory) leaves it unusable.");
+
+static PyObject *key_table_encode(KeyTable *self, PyObject *args)
+{
+    PyObject *data_obj, *offsets_obj, *valid_obj, *out_obj, *firsts_obj;
+    int empty_is_missing;
+    if (!PyArg_ParseTuple(args, "OOOpOO:encode", &data_obj, &offsets_obj, &valid_obj,
+                          &empty_is_missing, &out_obj, &firsts_obj))
+        return NULL;
+    if (self->slots == NULL || self->broken) {
+        PyErr_SetString(PyExc_RuntimeError, self->broken
+                        ? "KeyTable: unusable after a failed encode()"
+                        : "KeyTable: not initialised");
+        return NULL;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "KeyTable: encode() is running already");
+        return NULL;
+    }
+    Py_buffer data;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Block offsets, valid, out, firsts;
+    const int has_offsets = offsets_obj != Py_None, has_valid = valid_obj != Py_None;
+    Held held = {0};
+    PyObject *result = NULL;
+    if ((has_offsets && hold(&held, offsets_obj, &offsets, 1, 'q', 0, "offsets") < 0)
+        || (has_valid && hold(&held, valid_obj, &valid, 1, '?', 0, "valid") < 0)
+        || hold(&held, out_obj, &out, 1, 'q', 1, "out") < 0
+        || hold(&held, firsts_obj, &firsts, 1, 'q', 1, "firsts") < 0)
+        goto done;
+    const Py_ssize_t n = out.rows;
+    const size_t size = (size_t)data.len;
+    if ((self->width > 0) == has_offsets) {
+        PyErr_SetString(PyExc_ValueError, "offsets: None for a table of fixed width, and "
+                        "only then");
+        goto done;
+    }
+    if ((has_offsets && offsets.rows != n + 1) || (has_valid && valid.rows != n)
+        || firsts.rows < n) {
+        PyErr_SetString(PyExc_ValueError, "offsets, valid and firsts: expected one entry "
+                        "per row (offsets: one more)");
+        goto done;
+    }
+    size_t bytes = 0;  /* the most the rows can add to the arena */
+    if (has_offsets) {
+        int64_t before = ITEM(offsets, int64_t, 0);
+        if (before < 0 || (uint64_t)before > size) {
+            PyErr_SetString(PyExc_ValueError, "offsets: out of the data");
+            goto done;
+        }
+        for (Py_ssize_t i = 1; i <= n; i++) {
+            const int64_t at = ITEM(offsets, int64_t, i);
+            if (at < before || (uint64_t)at > size) {
+                PyErr_SetString(PyExc_ValueError, "offsets: decreasing, or out of the data");
+                goto done;
+            }
+            before = at;
+        }
+        bytes = (size_t)(before - ITEM(offsets, int64_t, 0));
+    } else {
+        if ((size_t)n > size / (size_t)self->width) {
+            PyErr_SetString(PyExc_ValueError, "data: fewer bytes than rows * width");
+            goto done;
+        }
+        bytes = (size_t)n * (size_t)self->width;
+    }
+    if (n > KEY_MAX_COUNT - self->count) {
+        PyErr_SetString(PyExc_OverflowError, "KeyTable: more than 2**32 - 2 keys");
+        goto done;
+    }
+    if (key_table_reserve(self, n, bytes) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const Py_ssize_t count_before = self->count;
+    const unsigned char *base = (const unsigned char *)data.buf;
+    const unsigned char *limit = base + size;
+    const size_t width = (size_t)self->width;
+    const size_t arena_end = self->arena_used + bytes;
+    int64_t next = count_before;  /* the id a new key gets */
+    int failed = 0;  /* 1: no memory; 2: the offsets changed since they were checked */
+    KeyRow ahead[KEY_AHEAD];
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS
+/* Row j's key and hash into ahead[j % KEY_AHEAD], and a prefetch of its slot. */
+#define STAGE(j) do { \
+        KeyRow *row = &ahead[(j) % KEY_AHEAD]; \
+        row->missing = has_valid && !ITEM(valid, char, (j)); \
+        if (has_offsets) { \
+            const int64_t start = ITEM(offsets, int64_t, (j)); \
+            const int64_t end = ITEM(offsets, int64_t, (j) + 1); \
+            /* checked again: another thread may have written them meanwhile */ \
+            if (start < 0 || end < start || (uint64_t)end > size) { \
+                row->missing = -1; \
+            } else { \
+                row->p = base + start; \
+                row->length = (size_t)(end - start); \
+            } \
+        } else { \
+            row->p = base + (size_t)(j) * width; \
+            row->length = width; \
+        } \
+        if (row->missing == 0 && empty_is_missing && row->length == 0) \
+            row->missing = 1; \
+        if (row->missing == 0) { \
+            row->h = hash_bytes(row->p, row->length, limit); \
+            PREFETCH(&self->slots[slot_home(row->h, self->mask)]); \
+        } \
+    } while (0)
+    for (Py_ssize_t j = 0; j < n && j < KEY_AHEAD; j++)
+        STAGE(j);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const KeyRow row = ahead[i % KEY_AHEAD];
+        if (i + KEY_AHEAD < n)
+            STAGE(i + KEY_AHEAD);
+        int64_t id;
+        if (row.missing < 0 || (row.missing == 0
+                                && row.length > arena_end - self->arena_used)) {
+            failed = 2;
+            break;
+        }
+        if (row.missing) {
+            if (self->null_id < 0) {
+                self->null_id = self->count;
+                self->starts[self->count + 1] = (int64_t)self->arena_used;
+                self->count++;
+            }
+            id = self->null_id;
+        } else {
+            id = key_table_find(self, row.p, row.length, row.h, limit);
+            if (id < 0) {
+                failed = 1;
+                break;
+            }
+        }
+        if (id == next) {  /* ids are numbered in turn: a new key's is the next one */
+            ITEM(firsts, int64_t, next - count_before) = i;
+            next++;
+        }
+        ITEM(out, int64_t, i) = id;
+    }
+#undef STAGE
+    Py_END_ALLOW_THREADS
+    self->busy = 0;
+    if (failed) {
+        self->broken = 1;
+        if (failed == 1)
+            PyErr_NoMemory();
+        else
+            PyErr_SetString(PyExc_ValueError, "offsets: changed while read");
+        goto done;
+    }
+    result = PyLong_FromSsize_t(self->count - count_before);
+done:
+    let_go(&held);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+static PyObject *key_table_count(KeyTable *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->count);
+}
+
+static PyObject *key_table_width(KeyTable *self, void *closure)
+{
+    return PyLong_FromSsize_t(self->width);
+}
+
+static PyMethodDef key_table_methods[] = {
+    {"encode", (PyCFunction)key_table_encode, METH_VARARGS, key_table_encode_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef key_table_getset[] = {
+    {"count", (getter)key_table_count, NULL, "keys numbered so far", NULL},
+    {"width", (getter)key_table_width, NULL, "bytes a key, or 0: variable", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(key_table_doc,
+"KeyTable(width)\n--\n\n"
+"Dense ids (0, 1, ...) for byte-string keys, in order of first appearance, kept across\n"
+"calls of encode(): keys of `width` bytes, or of any length where width is 0.");
+
+static PyTypeObject KeyTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cumtool._sequential.KeyTable",
+    .tp_basicsize = sizeof(KeyTable),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = key_table_doc,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)key_table_init,
+    .tp_dealloc = (destructor)key_table_dealloc,
+    .tp_methods = key_table_methods,
+    .tp_getset = key_table_getset,
+};
 
 static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
@@ -602,5 +1069,16 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__sequential(void)
 {
-    return PyModule_Create(&module);
+    if (PyType_Ready(&KeyTableType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&KeyTableType);
+    if (PyModule_AddObject(m, "KeyTable", (PyObject *)&KeyTableType) < 0) {
+        Py_DECREF(&KeyTableType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

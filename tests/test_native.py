@@ -175,9 +175,11 @@ def test_sums_by_rows_are_numpys_accumulate_in_place_too():
 
 def grouped_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None, ids: np.ndarray,
                        resets: np.ndarray | None, cuts: list[int],
-                       overflow: str = "error") -> tuple[np.ndarray, ...]:
+                       overflow: str = "error", exclusive: bool = False,
+                       skipna: bool = False) -> tuple[np.ndarray, ...]:
     """A --by scan of one column, batch by batch: its values and the carried states."""
-    spec = kernels.make_spec(op, x.dtype, overflow=overflow)
+    spec = kernels.make_spec(op, x.dtype, overflow=overflow, exclusive=exclusive,
+                             skipna=skipna)
     carry = groups.GroupCarry(spec)
     carry.grow(int(ids.max()) + 1)
     parts = []
@@ -196,9 +198,10 @@ def grouped_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None, ids: np
 @given(op=st.sampled_from(["cumsum", "cumprod"]), rows=st.integers(1, 300),
        group_count=st.sampled_from([1, 2, 7, 1000]), seed=st.integers(0, 2**32 - 1),
        specials=st.floats(0, 0.3), missing=st.floats(0, 0.5), reset_rate=st.floats(0, 0.3),
-       cuts=st.lists(st.integers(1, 299), max_size=4))
+       cuts=st.lists(st.integers(1, 299), max_size=4), exclusive=st.booleans(),
+       skipna=st.booleans())
 def test_grouped_scans_in_c_and_through_runs_give_the_same_bits(
-        op, rows, group_count, seed, specials, missing, reset_rate, cuts):
+        op, rows, group_count, seed, specials, missing, reset_rate, cuts, exclusive, skipna):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(rows) * (1.5 if op == "cumprod" else 100.0)
     special = rng.random(rows) < specials
@@ -207,10 +210,11 @@ def test_grouped_scans_in_c_and_through_runs_give_the_same_bits(
     ids = rng.integers(0, group_count, rows)
     resets = None if reset_rate == 0 else rng.random(rows) < reset_rate
     cuts = sorted(c for c in set(cuts) if c < rows)
-    fast = grouped_in_batches(op, x, valid, ids, resets, cuts)
+    options = {"exclusive": exclusive, "skipna": skipna}
+    fast = grouped_in_batches(op, x, valid, ids, resets, cuts, **options)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(native, "SEQUENTIAL", None)
-        slow = grouped_in_batches(op, x, valid, ids, resets, cuts)
+        slow = grouped_in_batches(op, x, valid, ids, resets, cuts, **options)
     assert same_bits(fast[0], slow[0])
     assert same_bits(fast[1], slow[1])  # the carried running values, for the next batch
 
@@ -247,9 +251,10 @@ def grouped_outcome(*args: object, **options: object) -> tuple[object, ...]:
        group_count=st.sampled_from([1, 3, 50]), seed=st.integers(0, 2**32 - 1),
        magnitude=st.sampled_from([10, 1 << 40, 1 << 62]), missing=st.floats(0, 0.5),
        reset_rate=st.floats(0, 0.3), overflow=st.sampled_from(["error", "wrap"]),
-       cuts=st.lists(st.integers(1, 199), max_size=4))
+       cuts=st.lists(st.integers(1, 199), max_size=4), exclusive=st.booleans())
 def test_grouped_int64_scans_in_c_and_through_runs_agree(
-        op, rows, group_count, seed, magnitude, missing, reset_rate, overflow, cuts):
+        op, rows, group_count, seed, magnitude, missing, reset_rate, overflow, cuts,
+        exclusive):
     """The same int64 values, wrapped the same way, or the same overflow error (the C loop
     hands an overflowing batch back to the runs path, which words it)."""
     rng = np.random.default_rng(seed)
@@ -258,10 +263,11 @@ def test_grouped_int64_scans_in_c_and_through_runs_agree(
     ids = rng.integers(0, group_count, rows)
     resets = None if reset_rate == 0 else rng.random(rows) < reset_rate
     cuts = sorted(c for c in set(cuts) if c < rows)
-    fast = grouped_outcome(op, x, valid, ids, resets, cuts, overflow=overflow)
+    options = {"overflow": overflow, "exclusive": exclusive}
+    fast = grouped_outcome(op, x, valid, ids, resets, cuts, **options)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(native, "SEQUENTIAL", None)
-        slow = grouped_outcome(op, x, valid, ids, resets, cuts, overflow=overflow)
+        slow = grouped_outcome(op, x, valid, ids, resets, cuts, **options)
     if isinstance(fast[0], str) or isinstance(slow[0], str):
         assert fast == slow
     else:
