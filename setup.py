@@ -1,5 +1,5 @@
-"""The C part of cumtool: two optional extension modules, cumtool._sequential (float
-recurrences) and cumtool._csvtext (the small CSV path's loops over cells).
+"""The C part of cumtool: two optional extension modules, cumtool._ext._sequential (float
+recurrences) and cumtool._ext._csvtext (the small CSV path's loops over cells).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where no C
 compiler is found the build goes on without them, and cumtool runs the same loops in
@@ -15,8 +15,8 @@ from setuptools import Extension, setup
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
 setup(ext_modules=[
-    Extension("cumtool._sequential", ["cumtool/_sequential.c"], extra_compile_args=FLAGS,
+    Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
               optional=True),
-    Extension("cumtool._csvtext", ["cumtool/_csvtext.c"], extra_compile_args=FLAGS,
+    Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
               optional=True),
 ])

@@ -36,7 +36,7 @@ def run(bench: Bench) -> None:
         scenario.notes.append(
             "cumvar, cumstd, ewma and --compensated have no exact vectorised form (each "
             "value depends on the rounded one before): they run as C loops row by row "
-            "(cumtool/_sequential.c; a Python loop over floats where it is not built); "
+            "(cumtool/_ext/_sequential.c; a Python loop over floats where it is not built); "
             "everything else is numpy.")
         if fmt == "csv":
             scenario.notes.append(

@@ -15,7 +15,7 @@ import numpy as np
 
 SEQUENTIAL: ModuleType | None
 try:
-    from cumtool import _sequential as SEQUENTIAL
+    from cumtool._ext import _sequential as SEQUENTIAL
 except ImportError:  # not built: no C compiler at install time
     SEQUENTIAL = None
 

@@ -60,7 +60,7 @@ from cumtool.request import Request
 
 TEXT: ModuleType | None
 try:
-    from cumtool import _csvtext as TEXT
+    from cumtool._ext import _csvtext as TEXT
 except ImportError:  # not built: no C compiler at install time
     TEXT = None
 

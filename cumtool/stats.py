@@ -9,7 +9,7 @@ around it (casting, --skipna, --exclusive, missing cells, the carry) is done onc
 `scan_block`, so a new op is one new class and one line in KERNELS.
 
 Where an op's next state depends on the rounded previous one (Welford, ewma), there is no
-exact vectorised form: the recurrence runs in C (cumtool/_sequential.c, built at install
+exact vectorised form: the recurrence runs in C (cumtool/_ext/_sequential.c, built at install
 where a compiler is found), or else over Python floats (IEEE binary64, bit for bit numpy's
 float64 arithmetic) one line at a time, or over the lines of a wide block (many --by
 groups) one row at a time with numpy. All three give the same bits.
@@ -334,7 +334,7 @@ def _field(flat: np.ndarray, name: str, dtype: type = np.float64) -> np.ndarray:
 
 def _native(x: np.ndarray, present: np.ndarray | None, start: np.ndarray, field: str,
             loop: Callable[..., None], *weights: object) -> np.ndarray:
-    """What `_sequential` computes, by the C loop `loop` of cumtool._sequential:
+    """What `_sequential` computes, by the C loop `loop` of cumtool._ext._sequential:
     loop(x, present, start value, start count, *weights, out) on (rows, lines) blocks."""
     block, mask, flat = _as_lines(x, present, start)
     out = np.empty(block.shape, dtype=np.float64)

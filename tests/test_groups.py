@@ -1,4 +1,4 @@
-"""--by's group ids: the C hash tables (cumtool._sequential.KeyTable, through
+"""--by's group ids: the C hash tables (cumtool._ext._sequential.KeyTable, through
 groups.GroupKeys) against the polars joins they replace, which run where the module is not
 built. Both must give the same ids batch by batch, the same count, and the same keys for
 --state, byte for byte as the state file saves them, whatever the key types, missing
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from cumtool import groups, native, state
 
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
-                             reason="cumtool._sequential is not built (no C compiler)")
+                             reason="cumtool._ext._sequential is not built (no C compiler)")
 
 ODD_NAN = np.frombuffer(np.uint64(0x7FF8000000000123).tobytes(), np.float64)[0]
 TYPES = ["text", "large_text", "binary", "int64", "int8", "uint64", "float64", "float32",

@@ -1,4 +1,4 @@
-"""The C loops of cumtool/_sequential.c against the numpy and Python-float paths they
+"""The C loops of cumtool/_ext/_sequential.c against the numpy and Python-float paths they
 replace where the module is built (for cumsum and cumprod, numpy's accumulate down axis
 0): the same bits on random blocks, carried across any split into batches, with missing
 cells, NaN, infinities and wide (many-line) blocks."""
@@ -17,7 +17,7 @@ from cumtool import groups, kernels, native
 from cumtool.errors import ScanOverflowError
 
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
-                             reason="cumtool._sequential is not built (no C compiler)")
+                             reason="cumtool._ext._sequential is not built (no C compiler)")
 
 OPTIONS = {"cumsum": {}, "cumprod": {}, "logcumsumexp": {}, "cumvar": {}, "cumstd": {"ddof": 0},
            "ewma": {"com": 1 / 0.35 - 1}, "ewma-unadjusted": {"com": 3.0, "adjust": False},

@@ -334,7 +334,7 @@ def test_random_files_reach_the_small_path(tmp_path_factory):
 
 # The C loops (_csvtext.c) against the Python ones -----------------------------------
 
-needs_c = pytest.mark.skipif(small.TEXT is None, reason="cumtool._csvtext is not built")
+needs_c = pytest.mark.skipif(small.TEXT is None, reason="cumtool._ext._csvtext is not built")
 
 
 def test_the_text_loops_are_built_where_a_compiler_is():
