@@ -107,11 +107,12 @@ def test_absent_stays_absent_and_null_stays_null(invoke, write_file):
             '{"k": "p", "v": null, "n": null, "s": null}\n'
             '{"v": 4, "n": null}\n')
     out = ok(invoke("cumsum", str(write_file("in.jsonl", text)))).stdout
-    # v has absent keys (and a null): a missing cell is left out; n is null in every
-    # record: written null; s has both: its JSON text keeps each as it was.
+    # v has absent keys and a null: each is written as it was (the null stays null, the
+    # absent key absent); n is null in every record: written null; s has both: its JSON
+    # text keeps each as it was.
     assert out == ('{"k":"p","v":1,"n":null,"s":"a"}\n'
                    '{"k":"q","n":null}\n'
-                   '{"k":"p","n":null,"s":null}\n'
+                   '{"k":"p","v":null,"n":null,"s":null}\n'
                    '{"v":5,"n":null}\n')
 
 
@@ -279,13 +280,18 @@ def test_csv_to_jsonl_to_arrow_to_csv_is_lossless(invoke, rows):
     assert [(a, b) for a, b, _ in got[1:]] == [(a, b) for a, b, _ in rows]
 
 
-def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch):
+@pytest.mark.parametrize("head", [pytest.param(1, id="head-1"), pytest.param(2, id="head-2"),
+                                  pytest.param(1024, id="head-1024")])
+def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch, head):
     from cumtool.formats import jsonl as module
 
-    monkeypatch.setattr(module, "_MAX_SHAPES", 2)  # fold the counts after every few records
+    # Blocks of a few lines, read by Python's json first for `head` lines, by pyarrow after.
+    monkeypatch.setattr(module, "BLOCK_BYTES", 40)
+    monkeypatch.setattr(module, "HEAD_LINES", head)
     # v is in every record (its null stays null); a and c are absent from some.
     records = [{"a": 1, "v": 1}, {"v": None, "a": 2}, {"v": 2, "c": 1},
                {"a": 3, "v": 3, "c": 2}, {"c": 3, "v": 4, "a": 4}]
     out = ok(invoke("cumsum", str(write_file("in.jsonl", jsonl(records))))).stdout
     assert out == ('{"a":1,"v":1}\n{"a":3,"v":null}\n{"v":3,"c":1}\n{"a":6,"v":6,"c":3}\n'
                    '{"a":10,"v":10,"c":6}\n')
+

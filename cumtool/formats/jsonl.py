@@ -1,9 +1,16 @@
 """JSON Lines in and out: one JSON object a line, read in batches of records.
 
-The input is read twice, from disk (standard input is spooled to a temporary file first):
-a first pass finds the columns (every key, in order of first appearance) and what each
-holds, so that a column's type is known for the whole input before the first batch; the
-second pass turns each batch of lines into Arrow columns. Memory stays that of a batch.
+The input is parsed once, in blocks of whole lines, into Arrow columns that are spooled to
+an anonymous temporary file (disk, not memory); what each key held is learnt on the way,
+so that a column's type is known for the whole input before the first batch is handed on.
+The batches are then read back from the spool and given that type. Memory stays that of a
+block.
+
+A block is parsed by pyarrow's JSON reader with the types learnt so far, strictly (a value
+of another kind, a key not seen before, a line it reads otherwise than Python's json module
+would: the block is not taken that way). Blocks it does not take, and the lines where a
+value is missing (null, or an absent key: Arrow has one null for both), are read with
+Python's json module, which also says what is wrong with a bad line.
 
 A column whose values are all numbers, all strings or all booleans (or missing) gets that
 Arrow type. Any other column (nested objects and arrays, or values of mixed kinds) holds
@@ -11,107 +18,188 @@ each value's JSON text, its field marked with JSON_TEXT: the JSON Lines writer p
 text back as it is, and the CSV, TSV and table writers show strings as their text and
 other values as JSON (`cell_text`). An absent key is a missing cell (null); in JSON Lines
 output it stays absent, and an explicit `null` is written back as `null` (FIELD_MISSING
-says, column by column, which the input had).
+says, column by column, which the input had; for a numeric column that had both, the
+writer learns it row by row from the source: `_NullRows`).
 """
 
 from __future__ import annotations
 
+import base64
+import io
+import itertools
 import json
 import math
+import tempfile
+import threading
+import weakref
 from collections.abc import Collection, Iterator, Mapping
-from typing import IO, Any
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from cumtool.columnar import arrow_column
+from cumtool.columnar import arrow_column, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
 
+if TYPE_CHECKING:
+    import polars as pl
+
 BATCH_ROWS = 1 << 15
-_READ_BYTES = 1 << 20
+BLOCK_BYTES = 4 << 20  # text parsed at once
+HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
+_PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
+_EACH = b"each "  # FIELD_MISSING b"each TOKEN KEY": null or absent, row by row (_NullRows)
 _EXACT_FLOAT = 1 << 53  # integers beyond this are not exact as float64
 _INT64 = 1 << 63
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode_ascii = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
 _encode_string = json.encoder.encode_basestring  # C, non-ASCII kept as it is: for str
 _decode = json.JSONDecoder().decode
 
 
 def _json(value: Any) -> str:
-    """A value's compact JSON text (the common scalars without the encoder's overhead)."""
+    """A value's compact JSON text (the common scalars without the encoder's overhead);
+    a lone surrogate (`"\\ud800"` read from JSON) is written escaped, as UTF-8 cannot hold
+    it."""
     kind = type(value)
     if kind is str:
-        return _encode_string(value)
-    if kind is int:
+        text = _encode_string(value)
+    elif kind is int:
         return int.__repr__(value)
-    return _encode(value)
+    else:
+        text = _encode(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _encode_ascii(value)
+    return text
 
 
 def _number(value: float) -> str:
     return float.__repr__(value) if math.isfinite(value) else _encode(value)
 
 
-def _field(name: str, kinds: set[type], absent: bool, big: bool, wide: bool) -> pa.Field:
-    """A column's field from the types of its values (NoneType: an explicit null), whether
-    some record lacks it, and whether an integer is beyond 2^53 (`big`) or int64 (`wide`)."""
-    has_null = type(None) in kinds
-    kinds = kinds - {type(None)}
-    arrow_type: pa.DataType | None = None
-    if kinds and kinds <= {int} and not wide:
-        arrow_type = pa.int64()
-    elif kinds and kinds <= {int, float} and not big:
-        arrow_type = pa.float64()
-    elif kinds == {str}:
-        arrow_type = pa.string()
-    elif kinds == {bool}:
-        arrow_type = pa.bool_()
+class _Surrogate:
+    """The kind of a string holding a lone surrogate: kept as JSON text, escaped."""
+
+
+def _kind(value: Any) -> type:
+    kind = type(value)
+    if kind is str and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _Surrogate
+    return kind
+
+
+@dataclass
+class _Key:
+    """What the input holds under a key."""
+
+    kinds: set[type] = field(default_factory=set)  # NoneType: an explicit null
+    absent: bool = False  # some record lacks it
+    big: bool = False  # an integer beyond 2^53
+    wide: bool = False  # an integer beyond int64
+
+    def parsed_type(self) -> pa.DataType | None:
+        """The type pyarrow's reader is to give it, where one fits every value so far."""
+        kinds = self.kinds - {type(None)}
+        if not kinds:
+            return pa.null()
+        if kinds <= {int} and not self.wide:
+            return pa.int64()
+        if kinds <= {int, float} and not self.big:
+            return pa.float64()
+        if kinds == {str}:
+            return pa.string()
+        if kinds == {bool}:
+            return pa.bool_()
+        return None
+
+
+def _field(name: str, key: _Key, token: str) -> pa.Field:
+    """A column's field from what its key held."""
+    has_null = type(None) in key.kinds
+    arrow_type = key.parsed_type()
+    if arrow_type == pa.null():
+        arrow_type = None  # never a value: only nulls, kept as JSON text
     # A typed column cannot tell `null` from an absent key: text or flags that have both
-    # keep their JSON text; numbers stay numbers (both are a missing cell).
-    if arrow_type is None or (has_null and absent and arrow_type in (pa.string(), pa.bool_())):
+    # keep their JSON text; numbers stay numbers, and the writer is told row by row.
+    if arrow_type is None or (has_null and key.absent
+                              and arrow_type in (pa.string(), pa.bool_())):
         return pa.field(name, pa.string(), metadata={JSON_TEXT: b"1"})
-    missing = b"null" if has_null and not absent else b"absent"
+    if has_null and key.absent:
+        missing = _EACH + token.encode()
+    else:
+        missing = b"null" if has_null else b"absent"
     return pa.field(name, arrow_type, metadata={FIELD_MISSING: missing})
 
 
-_MAX_SHAPES = 4096
+# Null or absent, row by row -------------------------------------------------------------
+
+_NULL_ROWS: dict[str, _NullRows] = {}
+_tokens = itertools.count()
 
 
-def _fold(shapes: dict[tuple[str, ...], int], count: dict[str, int]) -> None:
-    """Add the records counted by their keys to the count by key, and forget them."""
-    for shape, times in shapes.items():
-        for key in shape:
-            count[key] = count.get(key, 0) + times
-    shapes.clear()
+class _NullRows:
+    """Which missing cells of a numeric column were an explicit `null` (the rest were
+    absent keys), handed from a JSON Lines source to a JSON Lines writer in row order.
+    Masks are kept only while a writer is there to take them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[tuple[int, dict[str, np.ndarray]]] = []
+        self._taken = 0  # rows of the first pending block already taken
+        self.wanted = False
+
+    def put(self, rows: int, masks: dict[str, np.ndarray]) -> None:
+        if self.wanted:
+            with self._lock:
+                self._pending.append((rows, masks))
+
+    def take(self, rows: int, key: str) -> np.ndarray:
+        """The next `rows` rows' mask of one key; every key's rows are taken together by
+        `advance`."""
+        parts = []
+        need = rows
+        skip = self._taken
+        with self._lock:
+            for _count, masks in self._pending:
+                if need <= 0:
+                    break
+                part = masks[key][skip:skip + need]
+                parts.append(part)
+                need -= len(part)
+                skip = 0
+        got = np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+        if len(got) < rows:  # rows the source did not see (another input): absent
+            got = np.concatenate([got, np.zeros(rows - len(got), dtype=bool)])
+        return got
+
+    def advance(self, rows: int) -> None:
+        with self._lock:
+            self._taken += rows
+            while self._pending and self._taken >= self._pending[0][0]:
+                self._taken -= self._pending.pop(0)[0]
 
 
-def _lines(stream: IO[bytes], name: str, max_line: int) -> Iterator[tuple[int, bytes]]:
-    """(line number from 1, line) for each line that is not blank."""
-    number = 0
-    rest = b""
-    first = True
-    while True:
-        chunk = stream.read(_READ_BYTES)
-        if first and chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
-            chunk = chunk[3:]
-        first = False
-        if not chunk:
-            break
-        pieces = (rest + chunk).split(b"\n")
-        rest = pieces.pop()
-        if len(rest) > max_line:
-            raise DataError(f"{name}: line {number + len(pieces) + 1} is longer than "
-                            f"{max_line} bytes; raise --max-record-size if it is meant")
-        for line in pieces:
-            number += 1
-            if len(line) > max_line:
-                raise DataError(f"{name}: line {number} is longer than {max_line} bytes; "
-                                "raise --max-record-size if it is meant")
-            if line.strip():
-                yield number, line
-    if rest.strip():
-        yield number + 1, rest
+def _lines_of(chunk: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) of each line of a block, its line end left out."""
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    ends = np.flatnonzero(data == 10)
+    if not chunk.endswith(b"\n"):
+        ends = np.append(ends, len(chunk))
+    starts = np.empty_like(ends)
+    if len(ends):
+        starts[0] = 0
+        starts[1:] = ends[:-1] + 1
+    return starts, ends
 
 
 def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
@@ -130,89 +218,389 @@ def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
     return value
 
 
+@dataclass
+class _Segment:
+    """One block's columns in the spool: where, how many rows, and for each key (by
+    position) whether it is JSON text and whether it has a mask of absent cells."""
+
+    offset: int
+    size: int
+    rows: int
+    columns: dict[int, tuple[bool, bool]]
+
+
 class JsonlSource:
     """A JSON Lines file (seekable: a file, or standard input spooled to disk)."""
 
     def __init__(self, stream: IO[bytes], name: str, batch_rows: int | None,
                  max_line: int) -> None:
         self.name = name
-        self._stream = stream
         self._batch_rows = batch_rows or BATCH_ROWS
         self._max_line = max_line
-        kinds: dict[str, set[type]] = {}  # by key, in order of first appearance
-        shapes: dict[tuple[str, ...], int] = {}  # records by their keys (logs repeat them)
-        count: dict[str, int] = {}  # records that have the key (folded from shapes)
-        big: set[str] = set()
-        wide: set[str] = set()
-        records = 0
-        for number, line in self._read():
-            record = _record(line, number, name)
-            records += 1
-            shape = tuple(record)
-            shapes[shape] = shapes.get(shape, 0) + 1
-            if len(shapes) > _MAX_SHAPES:  # keys in ever new orders: memory stays flat
-                _fold(shapes, count)
-            for key, value in record.items():
-                seen = kinds.get(key)
-                if seen is None:
-                    seen = kinds[key] = set()
-                seen.add(type(value))
-                if type(value) is int and not -_EXACT_FLOAT <= value <= _EXACT_FLOAT:
-                    big.add(key)
-                    if not -_INT64 <= value < _INT64:
-                        wide.add(key)
-        _fold(shapes, count)
-        self.num_rows = records
-        self._schema = pa.schema([_field(key, seen, count.get(key, 0) < records, key in big,
-                                         key in wide) for key, seen in kinds.items()])
-
-    def _read(self) -> Iterator[tuple[int, bytes]]:
+        self._keys: dict[str, _Key] = {}  # in order of first appearance
+        self._segments: list[_Segment] = []
+        self._spool = tempfile.TemporaryFile()
+        weakref.finalize(self, self._spool.close)
+        self.num_rows = 0
         try:
-            self._stream.seek(0)
-            yield from _lines(self._stream, self.name, self._max_line)
+            stream.seek(0)
+            self._read(stream)
         except OSError as error:
             raise DataError(f"{self.name}: cannot read: {error.strerror or error}") from None
+        self._token = f"{next(_tokens)}"
+        self._schema = pa.schema([_field(k, key, f"{self._token} {i}")
+                                  for i, (k, key) in enumerate(self._keys.items())])
+        self._null_rows: _NullRows | None = None
+        if any((f.metadata or {}).get(FIELD_MISSING, b"").startswith(_EACH)
+               for f in self._schema):
+            self._null_rows = _NullRows()
+            _NULL_ROWS[self._token] = self._null_rows
+            weakref.finalize(self, _NULL_ROWS.pop, self._token, None)
 
     @property
     def schema(self) -> pa.Schema:
         return self._schema
 
+    # Pass 1: parse and spool -----------------------------------------------------------
+
+    def _read(self, stream: IO[bytes]) -> None:
+        """Parse and spool the input, block by block of whole lines."""
+        number = 1  # of the next line
+        rest = b""
+        first = True
+        while True:
+            chunk = stream.read(BLOCK_BYTES)
+            if first and chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+                chunk = chunk[3:]
+            first = False
+            if not chunk:
+                break
+            data = rest + chunk if rest else chunk
+            end = data.rfind(b"\n") + 1
+            rest = data[end:]
+            if len(rest) > self._max_line:
+                raise self._too_long(number + data.count(b"\n", 0, end))
+            if end:
+                number += self._take(number, data[:end])
+        if rest:
+            self._take(number, rest)
+
+    def _too_long(self, number: int) -> DataError:
+        return DataError(f"{self.name}: line {number} is longer than {self._max_line} "
+                         "bytes; raise --max-record-size if it is meant")
+
+    def _take(self, number: int, chunk: bytes) -> int:
+        """Parse and spool a block of lines, the first of them line `number`; returns how
+        many lines it had."""
+        starts, ends = _lines_of(chunk)
+        if len(ends):
+            over = np.flatnonzero(ends - starts > self._max_line)
+            if len(over):
+                raise self._too_long(number + int(over[0]))
+        begin = 0
+        head = HEAD_LINES
+        while begin < len(ends):
+            if self._fast(chunk, starts[begin:], ends[begin:], number + begin):
+                break
+            stop = min(begin + head, len(ends))
+            self._exact(chunk, starts[begin:stop], ends[begin:stop], number + begin)
+            begin = stop
+            head *= 2
+        return len(ends)
+
+    def _fast(self, chunk: bytes, starts: np.ndarray, ends: np.ndarray, number: int) -> bool:
+        """Lines parsed by pyarrow with the types learnt so far, if it takes them all as
+        Python's json would; False (nothing learnt) if not."""
+        import pyarrow.json as pj
+
+        types = {k: key.parsed_type() for k, key in self._keys.items()}
+        if not types or any(t is None for t in types.values()):
+            return False
+        base = int(starts[0])
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        # Each line one object: it starts with { and ends with } (a CR before the line end
+        # is left out); empty lines are skipped. Anything else is read line by line.
+        content_end = ends - ((ends > starts) & (data[np.maximum(ends - 1, 0)] == 13))
+        real = content_end > starts
+        lines = np.flatnonzero(real)
+        if len(lines) and not ((data[starts[lines]] == 123).all()
+                               and (data[content_end[lines] - 1] == 125).all()):
+            return False
+        text = chunk[base:int(ends[-1])]
+        if not text.isascii():
+            try:
+                text.decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        schema = pa.schema([(k, t) for k, t in types.items()])
+        try:
+            table = pj.read_json(
+                pa.BufferReader(text),
+                read_options=pj.ReadOptions(use_threads=True, block_size=_PARSE_BLOCK),
+                parse_options=pj.ParseOptions(explicit_schema=schema,
+                                              unexpected_field_behavior="error"))
+        except (pa.ArrowException, ValueError):  # UnicodeDecodeError is a ValueError
+            return False
+        if table.num_rows != len(lines) or table.column_names != list(types):
+            return False
+        columns = table.columns
+        missing_rows: list[np.ndarray] = []
+        valid: dict[str, np.ndarray] = {}  # of the columns with missing cells
+        odd: dict[str, np.ndarray] = {}  # rows of floats that pyarrow may read otherwise
+        big: set[str] = set()
+        for name, column in zip(types, columns, strict=True):
+            if column.null_count:
+                valid[name] = _valid(column)
+                missing_rows.append(np.flatnonzero(~valid[name]))
+            if pa.types.is_floating(column.type):
+                rows = _odd_parsed(column)
+                if len(rows):
+                    odd[name] = rows
+            elif pa.types.is_integer(column.type) and _beyond(column, _EXACT_FLOAT):
+                big.add(name)
+        looked = np.unique(np.concatenate([*missing_rows, *odd.values()]).astype(np.int64)) \
+            if missing_rows or odd else np.zeros(0, dtype=np.int64)
+        records = {row: _record(chunk[int(starts[lines[row]]):int(content_end[lines[row]])],
+                                number + int(lines[row]), self.name) for row in looked.tolist()}
+        for name, rows in odd.items():
+            if any(type(records[row].get(name)) is not float for row in rows.tolist()):
+                return False
+        # Missing cells: null or an absent key, as the line says.
+        absent: dict[str, np.ndarray] = {}
+        nulls: set[str] = set()
+        for name, column in zip(types, columns, strict=True):
+            if not column.null_count:
+                continue
+            gone = np.zeros(len(column), dtype=bool)
+            where = np.flatnonzero(~valid[name])
+            for row in where.tolist():
+                if name not in records[row]:
+                    gone[row] = True
+            if gone.any():
+                absent[name] = gone
+            if not gone[where].all():
+                nulls.add(name)
+        # Taken: learn from it, and spool it.
+        for name, column in zip(types, columns, strict=True):
+            key = self._keys[name]
+            if column.null_count < len(column):
+                key.kinds.add({pa.int64(): int, pa.float64(): float, pa.string(): str,
+                               pa.bool_(): bool}[column.type])
+            if name in nulls:
+                key.kinds.add(type(None))
+            if name in absent:
+                key.absent = True
+            if name in big:
+                key.big = True
+        position = {k: i for i, k in enumerate(self._keys)}
+        arrays, names, layout = [], [], {}
+        for name, column in zip(types, columns, strict=True):
+            i = position[name]
+            arrays.append(column)
+            names.append(str(i))
+            if name in absent:
+                arrays.append(arrow_column(absent[name], None))
+                names.append(f"{i}!")
+            layout[i] = (False, name in absent)
+        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, table.num_rows)
+        return True
+
+    def _exact(self, chunk: bytes, starts: np.ndarray, ends: np.ndarray,
+               number: int) -> None:
+        """Lines read with Python's json module."""
+        records = []
+        for k, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            line = chunk[start:end]
+            if line.strip():
+                records.append(_record(line, number + k, self.name))
+        if not records:
+            return
+        for record in records:
+            for name in record:
+                if name not in self._keys:
+                    # A key first seen here was absent from every record before.
+                    self._keys[name] = _Key(absent=self.num_rows > 0)
+        arrays, names, layout = [], [], {}
+        for i, (name, key) in enumerate(self._keys.items()):
+            values = [r.get(name, _ABSENT) for r in records]
+            kinds = {_kind(v) for v in values if v is not _ABSENT}
+            ints = [v for v in values if type(v) is int]
+            big = any(not -_EXACT_FLOAT <= v <= _EXACT_FLOAT for v in ints)
+            wide = any(not -_INT64 <= v < _INT64 for v in ints)
+            has_absent = any(v is _ABSENT for v in values)
+            key.kinds |= kinds
+            key.big |= big
+            key.wide |= wide
+            key.absent |= has_absent
+            column, text = _array(values, kinds - {type(None)}, big, wide)
+            arrays.append(column)
+            names.append(str(i))
+            mask = not text and has_absent
+            if mask:
+                arrays.append(arrow_column(np.array([v is _ABSENT for v in values]), None))
+                names.append(f"{i}!")
+            layout[i] = (text, mask)
+        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, len(records))
+
+    def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]],
+                 rows: int) -> None:
+        """Spool a block's columns (none: records without keys, absent from every one)."""
+        import pyarrow.ipc as ipc
+
+        offset = self._spool.tell()
+        if table.num_columns:
+            with ipc.new_stream(pa.PythonFile(self._spool, mode="w"), table.schema) as writer:
+                writer.write_table(table)
+        self._segments.append(_Segment(offset, self._spool.tell() - offset, rows, layout))
+        self.num_rows += rows
+
+    # Pass 2: the spooled blocks in the schema's types ------------------------------------
+
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
         """Batches of records as the schema's columns (typed: nothing to parse)."""
+        import pyarrow.ipc as ipc
+
         if not len(self._schema):
             if self.num_rows:
                 raise FormatError(f"{self.name}: its {self.num_rows} records have no keys; "
                                   "there is no column to scan")
             return
-        records: list[dict[str, Any]] = []
-        for number, line in self._read():
-            records.append(_record(line, number, self.name))
-            if len(records) == self._batch_rows:
-                yield self._batch(records)
-                records = []
-        if records:
-            yield self._batch(records)
+        for segment in self._segments:
+            if not segment.columns:
+                batch = self._typed(pa.RecordBatch.from_arrays([], names=[]), segment,
+                                    segment.rows)
+                for start in range(0, batch.num_rows, self._batch_rows):
+                    yield batch.slice(start, self._batch_rows)
+                continue
+            try:
+                self._spool.seek(segment.offset)
+                data = self._spool.read(segment.size)
+            except OSError as error:
+                raise DataError(f"{self.name}: cannot read back its spooled batches: "
+                                f"{error.strerror or error}") from None
+            for spooled in ipc.open_stream(pa.py_buffer(data)):
+                batch = self._typed(spooled, segment, spooled.num_rows)
+                for start in range(0, batch.num_rows, self._batch_rows):
+                    yield batch.slice(start, self._batch_rows)
 
-    def _batch(self, records: list[dict[str, Any]]) -> pa.RecordBatch:
-        arrays = [_array(f, [r.get(f.name, _ABSENT) for r in records]) for f in self._schema]
+    def _typed(self, spooled: pa.RecordBatch, segment: _Segment,
+               rows: int) -> pa.RecordBatch:
+        arrays = []
+        explicit: dict[str, np.ndarray] = {}
+        for i, field_ in enumerate(self._schema):
+            absent: np.ndarray | None
+            if i not in segment.columns:  # a key not seen yet: absent from every record
+                absent = np.ones(rows, dtype=bool)
+                column: pa.Array = pa.nulls(rows, field_.type)
+            else:
+                text, masked = segment.columns[i]
+                column = spooled.column(str(i))
+                absent = column_to_numpy(spooled.column(f"{i}!"))[0] if masked else None
+                if field_.metadata and JSON_TEXT in field_.metadata:
+                    if not text:
+                        column = _as_json_text(column, absent)
+                elif column.type != field_.type:
+                    column = column.cast(field_.type)
+            missing = (field_.metadata or {}).get(FIELD_MISSING, b"")
+            if missing.startswith(_EACH):
+                nulls = ~_valid(column)
+                if absent is not None:
+                    nulls &= ~absent
+                explicit[str(i)] = nulls
+            arrays.append(column)
+        if self._null_rows is not None:
+            self._null_rows.put(rows, explicit)
         return pa.RecordBatch.from_arrays(arrays, schema=self._schema)
 
 
 _ABSENT = object()
 
 
-def _array(field: pa.Field, values: list[Any]) -> pa.Array:
-    if field.metadata and JSON_TEXT in field.metadata:
-        return string_array([None if v is _ABSENT else _json(v) for v in values])
+def _pieces(column: pa.ChunkedArray) -> Iterator[tuple[int, pa.Array]]:
+    """(first row, chunk) of each chunk of a column."""
+    offset = 0
+    for piece in column.chunks:
+        yield offset, piece
+        offset += len(piece)
+
+
+def _valid(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Which cells are present, as numpy booleans (not to_numpy: it imports pandas)."""
+    pieces = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = [np.zeros(len(p), dtype=bool) if pa.types.is_null(p.type)
+             else np.ones(len(p), dtype=bool) if (v := validity(p)) is None else v
+             for p in pieces]
+    return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+
+def _odd_parsed(column: pa.ChunkedArray) -> np.ndarray:
+    """Rows of floats that pyarrow may read otherwise than Python's json: an integer
+    beyond 2^53 read as a float (its key is then JSON text), the integer -0 (0 to Python,
+    -0.0 to pyarrow) and -NaN (not JSON to Python), told from 1e300, -0.0 and NaN by the
+    line itself."""
+    rows = []
+    for offset, piece in _pieces(column):
+        if not len(piece):
+            continue
+        values, present = column_to_numpy(piece)
+        with np.errstate(invalid="ignore"):
+            odd = (((np.abs(values) >= _EXACT_FLOAT) & (values == np.floor(values)))
+                   | (np.signbit(values) & (values == 0)) | np.isnan(values))
+        if present is not None:
+            odd &= present
+        rows.append(np.flatnonzero(odd) + offset)
+    return np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+
+
+def _beyond(column: pa.ChunkedArray, limit: int) -> bool:
+    """Whether an integer column holds a value beyond +-limit."""
+    for _, piece in _pieces(column):
+        values, present = column_to_numpy(piece)
+        if present is not None:
+            values = values[present]
+        if len(values) and (values.min() < -limit or values.max() > limit):
+            return True
+    return False
+
+
+def _array(values: list[Any], kinds: set[type], big: bool, wide: bool) -> tuple[pa.Array, bool]:
+    """A column of a block read by Python's json module: typed where its values allow
+    (missing cells null), else their JSON text (`null` as "null", an absent key null).
+    Also whether it is JSON text."""
     present = [v is not _ABSENT and v is not None for v in values]
+    if not kinds:
+        return pa.nulls(len(values)), False
+    if kinds == {str}:
+        return string_array([v if p else None for v, p in zip(values, present, strict=True)]), False
+    dtype: Any = None
+    if kinds <= {int} and not wide:
+        dtype = np.int64
+    elif kinds <= {int, float} and not big:
+        dtype = np.float64
+    elif kinds == {bool}:
+        dtype = np.bool_
+    if dtype is None:
+        return string_array([None if v is _ABSENT else _json(v) for v in values]), True
     missing = ~np.array(present, dtype=bool)
-    if field.type == pa.string():
-        return string_array([v if p else None for v, p in zip(values, present, strict=True)])
-    dtype = {pa.int64(): np.int64, pa.float64(): np.float64, pa.bool_(): np.bool_}[field.type]
     cells: np.ndarray = np.array([v if p else 0 for v, p in zip(values, present, strict=True)],
-                     dtype=dtype)
-    return arrow_column(cells, missing)
+                                 dtype=dtype)
+    return arrow_column(cells, missing), False
+
+
+def _as_json_text(column: pa.Array, absent: np.ndarray | None) -> pa.Array:
+    """A typed spooled column as JSON text: a missing cell `null`, or null where the key
+    was absent."""
+    values = column.to_pylist()
+    if pa.types.is_floating(column.type):
+        texts = [None if v is None else _number(v) for v in values]
+    elif pa.types.is_null(column.type):
+        texts = [None] * len(values)
+    else:
+        texts = [None if v is None else _json(v) for v in values]
+    gone = absent.tolist() if absent is not None else [False] * len(values)
+    return string_array([None if g else "null" if t is None else t
+                         for t, g in zip(texts, gone, strict=True)])
 
 
 def string_array(values: list[str | None]) -> pa.Array:
@@ -237,8 +625,8 @@ def cell_text(batch: pa.RecordBatch) -> pa.RecordBatch:
     """For CSV, TSV and the table: a JSON-text column's strings as their text (`"a"` is
     a), `null` as a missing cell, and other values (numbers, objects) as their JSON."""
     arrays = []
-    for field, column in zip(batch.schema, batch.columns, strict=True):
-        if field.metadata and JSON_TEXT in field.metadata:
+    for field_, column in zip(batch.schema, batch.columns, strict=True):
+        if field_.metadata and JSON_TEXT in field_.metadata:
             texts = column.to_pylist()
             column = string_array([None if t is None or t == "null" else
                                    json.loads(t) if t.startswith('"') else t for t in texts])
@@ -247,23 +635,115 @@ def cell_text(batch: pa.RecordBatch) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields, batch.schema.metadata))
 
 
+# Writing ------------------------------------------------------------------------------
+
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
+
+
 class JsonlSink:
     """One JSON object a line, keys in column order. A missing cell is `null`, or left
-    out of its record where a JSON Lines input's column had absent keys."""
+    out of its record where a JSON Lines input's column had absent keys (or, for a
+    numeric column that had both, as the input had it, row by row).
+
+    A batch of numbers, flags and strings is written by polars' NDJSON writer, and the
+    lines it would write otherwise than Python's json module (a missing cell to leave
+    out, floats below 1e-4 and the infinities) are put together again, as any other batch
+    is: by one polars query over the cells' JSON texts, the cells polars has no text for
+    (or another text) written by Python."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
         self._stream = stream
         self._keys = [_encode(name) + ":" for name in schema.names]
         self._fields = list(schema)
+        self._null_rows: dict[int, tuple[_NullRows, str]] = {}
+        for i, f in enumerate(self._fields):
+            missing = (f.metadata or {}).get(FIELD_MISSING, b"")
+            if missing.startswith(_EACH):
+                token, key = missing[len(_EACH):].decode().split(" ")
+                rows = _NULL_ROWS.get(token)
+                if rows is not None:
+                    rows.wanted = True
+                    self._null_rows[i] = (rows, key)
+        self._whole = len(set(schema.names)) == len(schema) and all(
+            _polars_writes(f) for f in schema)
 
     def write(self, batch: pa.RecordBatch) -> None:
-        columns = [_json_values(f, c) for f, c in zip(self._fields, batch.columns, strict=True)]
-        keys = self._keys
-        lines = []
-        for row in zip(*columns, strict=True):
-            lines.append("{" + ",".join([k + v for k, v in zip(keys, row, strict=True)
-                                         if v is not None]) + "}\n")
-        self._stream.write("".join(lines).encode("utf-8", "surrogatepass"))
+        rows = batch.num_rows
+        if not rows:
+            return
+        explicit = {}
+        for i, (source, key) in self._null_rows.items():
+            explicit[i] = source.take(rows, key)
+        for source, _key in {id(s): (s, k) for s, k in self._null_rows.values()}.values():
+            source.advance(rows)
+        if self._whole:
+            self._stream.write(self._polars_lines(batch, explicit))
+        else:
+            self._stream.write(self._lines(batch, explicit))
+
+    def _polars_lines(self, batch: pa.RecordBatch, explicit: dict[int, np.ndarray]) -> bytes:
+        """polars' NDJSON of a batch, with the lines it writes otherwise remade."""
+        import polars as pl
+
+        redo = np.zeros(batch.num_rows, dtype=bool)
+        for i, (f, column) in enumerate(zip(self._fields, batch.columns, strict=True)):
+            if column.null_count and (f.metadata or {}).get(FIELD_MISSING) not in (None,
+                                                                                   b"null"):
+                gone = ~_valid(column)
+                redo |= gone & ~explicit[i] if i in explicit else gone
+            if pa.types.is_floating(column.type):
+                redo |= _odd_rows(column.cast(pa.float64()))
+        redone = np.flatnonzero(redo)
+        if len(redone) * 8 > batch.num_rows:  # many: the whole batch the other way
+            return self._lines(batch, explicit)
+        frame = pl.DataFrame([_series(_polars_input(c)).alias(f.name)
+                              for f, c in zip(self._fields, batch.columns, strict=True)])
+        rendered = io.BytesIO()
+        frame.write_ndjson(rendered)
+        if not len(redone):
+            return rendered.getvalue()
+        text = rendered.getbuffer()
+        ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10) + 1
+        starts = np.concatenate([[0], ends[:-1]])
+        again = self._lines(batch.take(arrow_column(redone.astype(np.int64), None)),
+                            {i: m[redone] for i, m in explicit.items()}).splitlines(True)
+        pieces: list[bytes | memoryview] = []
+        done = 0
+        for k, row in enumerate(redone.tolist()):
+            pieces.append(text[starts[done]:starts[row]] if row > done else b"")
+            pieces.append(again[k])
+            done = row + 1
+        pieces.append(text[starts[done]:] if done < batch.num_rows else b"")
+        return b"".join(pieces)
+
+    def _lines(self, batch: pa.RecordBatch, explicit: dict[int, np.ndarray]) -> bytes:
+        """The lines of a batch, put together by one polars query."""
+        import polars as pl
+
+        rows = batch.num_rows
+        columns: dict[str, Any] = {}
+        pieces = []
+        for i, (f, column) in enumerate(zip(self._fields, batch.columns, strict=True)):
+            name = f"c{i}"
+            text = _json_text(f, column, name, columns)
+            metadata = f.metadata or {}
+            if i in explicit:
+                columns[f"n{i}"] = pl.Series(explicit[i])
+                text = pl.when(pl.col(f"n{i}")).then(pl.lit("null")).otherwise(text)
+            elif metadata.get(FIELD_MISSING) != b"absent" and JSON_TEXT not in metadata \
+                    and column.null_count:
+                # A missing cell from another format (CSV's empty cell, Parquet's null)
+                # is a null, so that a column of them is not lost; JSON Lines input says
+                # what it had (JSON text holds `null` as such: a missing cell is absent).
+                text = text.fill_null(pl.lit("null"))
+            pieces.append(pl.lit(self._keys[i]) + text)
+        frame = pl.DataFrame(columns, height=rows)
+        line = (pl.concat_str(pieces, separator=",", ignore_nulls=True) if pieces
+                else pl.repeat(pl.lit(""), rows))
+        rendered = io.BytesIO()
+        frame.select(pl.lit("{") + line + pl.lit("}")).write_csv(
+            rendered, include_header=False, quote_style="never")
+        return rendered.getvalue()
 
     def close(self) -> None:
         pass  # the stream is the run's
@@ -272,30 +752,149 @@ class JsonlSink:
         pass
 
 
-def _json_values(field: pa.Field, column: pa.Array) -> list[str | None]:
-    """Each cell as JSON text; None: left out of the record."""
-    metadata = field.metadata or {}
-    if JSON_TEXT in metadata:
-        return column.to_pylist()
-    # A missing cell from another format (CSV's empty cell, Parquet's null) is a null,
-    # so that a column of them is not lost; JSON Lines input says what it had.
-    missing = None if metadata.get(FIELD_MISSING) == b"absent" else "null"
+def _polars_writes(field_: pa.Field) -> bool:
+    """Whether polars' NDJSON writer writes a column's cells as Python's json module
+    would (floats but for the rows `_odd_rows` finds)."""
+    if field_.metadata and JSON_TEXT in field_.metadata:
+        return False
+    arrow_type = field_.type
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+            or pa.types.is_boolean(arrow_type) or pa.types.is_string(arrow_type)
+            or pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type)
+            or pa.types.is_null(arrow_type))
+
+
+def _polars_input(column: pa.Array) -> pa.Array:
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if pa.types.is_floating(column.type):
+        return column.cast(pa.float64())
+    return column
+
+
+def _json_text(field_: pa.Field, column: pa.Array, name: str,
+               columns: dict[str, Any]) -> pl.Expr:
+    """The expression of a column's cells' JSON text (a missing cell null); the columns
+    it reads are added to `columns`, under `name` and names that start with it."""
+    import polars as pl
+
+    cells = pl.col(name)
+    if field_.metadata and JSON_TEXT in field_.metadata:
+        columns[name] = _series(column.cast(pa.string()))
+        return cells
     arrow_type = column.type
     if pa.types.is_dictionary(arrow_type):
         column = column.dictionary_decode()
         arrow_type = column.type
-    values = column.to_pylist()
-    if pa.types.is_integer(arrow_type) or pa.types.is_decimal(arrow_type):
-        return [missing if v is None else str(v) for v in values]
+    if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
+        columns[name] = _series(column)
+        return cells.cast(pl.String)  # true, false for flags
     if pa.types.is_floating(arrow_type):
-        return [missing if v is None else _number(v) for v in values]
-    if pa.types.is_boolean(arrow_type):
-        return [missing if v is None else "true" if v else "false" for v in values]
-    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
-        return [missing if v is None else _encode_string(v) for v in values]
+        column = column.cast(pa.float64())
+        columns[name] = _series(column)
+        fixed = _odd_floats(column)
+        if fixed is None:
+            return cells.cast(pl.String)
+        columns[name + "x"] = fixed
+        return pl.coalesce(pl.col(name + "x"), cells.cast(pl.String))
+    if (pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+            or pa.types.is_string_view(arrow_type)):
+        strings = _series(column.cast(pa.large_string()))
+        columns[name] = strings
+        escaped = _escaped(strings)
+        if escaped is None:
+            return pl.lit('"') + cells + pl.lit('"')
+        columns[name + "x"] = escaped
+        return pl.coalesce(pl.col(name + "x"), pl.lit('"') + cells + pl.lit('"'))
+    if pa.types.is_decimal(arrow_type):
+        columns[name] = _series(column.cast(pa.string()))
+        return cells
+    columns[name] = pl.Series(_python_texts(column), dtype=pl.String)
+    return cells
+
+
+def _python_texts(column: pa.Array) -> list[str | None]:
+    """The JSON text of the cells of the types polars has none for."""
+    arrow_type = column.type
+    if (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)
+            or pa.types.is_fixed_size_binary(arrow_type) or pa.types.is_binary_view(arrow_type)):
+        # Bytes as base64 text (RFC 4648, with padding), which any JSON reader takes.
+        return [None if v is None else '"' + base64.b64encode(v).decode("ascii") + '"'
+                for v in column.to_pylist()]
+    if pa.types.is_duration(arrow_type):
+        unit = arrow_type.unit
+        return [None if v is None else '"' + iso_duration(v, unit) + '"'
+                for v in column.cast(pa.int64()).to_pylist()]
     # Dates, times and timestamps as ISO text; anything else as its JSON, or its text.
-    return [missing if v is None else _encode(v.isoformat() if hasattr(v, "isoformat")
-                                             else _plain(v)) for v in values]
+    return [None if v is None else _json(v.isoformat() if hasattr(v, "isoformat")
+                                         else _plain(v))
+            for v in column.to_pylist()]
+
+
+_UNIT_DIGITS = {"s": 0, "ms": 3, "us": 6, "ns": 9}
+
+
+def iso_duration(count: int, unit: str) -> str:
+    """An Arrow duration (a count of `unit`) as ISO 8601 text, exactly, as polars writes
+    it: `PT1.5S`, `-PT0.000001S`, and `P0D` for zero."""
+    if count == 0:
+        return "P0D"
+    sign = "-" if count < 0 else ""
+    digits = _UNIT_DIGITS[unit]
+    whole, part = divmod(abs(count), 10 ** digits)
+    fraction = f"{part:0{digits}d}".rstrip("0") if digits else ""
+    return f"{sign}PT{whole}{'.' + fraction if fraction else ''}S"
+
+
+def _series(column: pa.Array) -> pl.Series:
+    import polars as pl
+
+    series = pl.from_arrow(column)
+    assert isinstance(series, pl.Series)
+    return series
+
+
+def _odd_rows(column: pa.Array) -> np.ndarray:
+    """The floats polars writes otherwise than Python's repr (and json): below 1e-4 it
+    writes 0.00001 and 1e-7 for 1e-05 and 1e-07, NaN and inf as NaN and inf (its
+    shortest digits are Python's: every other float is written the same)."""
+    values, present = column_to_numpy(column)
+    with np.errstate(invalid="ignore"):
+        odd = ~(np.abs(values) >= 1e-4) & (values != 0)  # small, or NaN (missing too)
+    odd |= np.isinf(values)
+    if present is not None:
+        odd &= present
+    return odd
+
+
+def _odd_floats(column: pa.Array) -> pl.Series | None:
+    """Python's text of the floats `_odd_rows` finds (None elsewhere); None if none."""
+    import polars as pl
+
+    values = column_to_numpy(column)[0]
+    where = np.flatnonzero(_odd_rows(column))
+    if not len(where):
+        return None
+    fixed = pl.Series([None] * len(values), dtype=pl.String)
+    return fixed.scatter(where, [_number(v) for v in values[where].tolist()])
+
+
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
+
+
+def _escaped(strings: pl.Series) -> pl.Series | None:
+    """Python's JSON text of the strings that need escapes (None where they do not);
+    None if there are none."""
+    import polars as pl
+
+    needs = strings.str.contains(_NEEDS_ESCAPE)
+    if not needs.any():
+        return None
+    where = needs.arg_true()
+    fixed = pl.Series([None] * len(strings), dtype=pl.String)
+    return fixed.scatter(where, [_encode_string(v) for v in strings.gather(where)])
 
 
 def _plain(value: Any) -> Any:
