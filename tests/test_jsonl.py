@@ -295,3 +295,229 @@ def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch
     assert out == ('{"a":1,"v":1}\n{"a":3,"v":null}\n{"v":3,"c":1}\n{"a":6,"v":6,"c":3}\n'
                    '{"a":10,"v":10,"c":6}\n')
 
+
+# Both parsers: pyarrow's (typed, strict) and Python's json module give the same bytes ------
+
+def _paths(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """`python`: every line read by Python's json module (heads longer than any block);
+    `pyarrow`: blocks of a few lines, all but the first line of the input by pyarrow
+    wherever it takes them."""
+    from cumtool.formats import jsonl as module
+
+    if path == "python":
+        monkeypatch.setattr(module, "HEAD_LINES", 1 << 30)
+    else:
+        monkeypatch.setattr(module, "BLOCK_BYTES", 64)
+        monkeypatch.setattr(module, "HEAD_LINES", 1)
+
+
+PATHS = [pytest.param("python", id="python"), pytest.param("pyarrow", id="pyarrow")]
+
+
+def _numbered(records: list[str], copies: int = 1) -> bytes:
+    return "".join(f"{r}\n" for r in records * copies).encode()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_numeric_column_with_nulls_and_absent_keys_writes_each_back(
+        invoke, write_file, monkeypatch, path):
+    _paths(monkeypatch, path)
+    source = write_file("in.jsonl", '{"v": 1, "k": "a"}\n{"v": null, "k": "b"}\n{"k": "c"}\n'
+                                    '{"k": "d", "v": 2}\n{"v": null}\n{"k": "f", "v": 3.5}\n')
+    out = ok(invoke("cumsum", str(source), "-c", "v")).stdout
+    assert out == ('{"v":1.0,"k":"a"}\n{"v":null,"k":"b"}\n{"k":"c"}\n{"v":3.0,"k":"d"}\n'
+                   '{"v":null}\n{"v":6.5,"k":"f"}\n')
+    # The result column written beside the input keeps them too; so does a column passed
+    # through unscanned, and a run in small batches or backwards.
+    kept = ok(invoke("cumsum", str(source), "-c", "v", "--keep", "--batch-rows", "2")).stdout
+    assert kept.splitlines()[1:3] == ['{"v":null,"k":"b","v_cumsum":null}', '{"k":"c"}']
+    backwards = ok(invoke("cumsum", str(source), "-c", "v", "--reverse",
+                          "--batch-rows", "1")).stdout
+    assert backwards == ('{"v":6.5,"k":"a"}\n{"v":null,"k":"b"}\n{"k":"c"}\n{"v":5.5,"k":"d"}\n'
+                         '{"v":null}\n{"v":3.5,"k":"f"}\n')
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_unscanned_numeric_column_keeps_its_nulls_and_absent_keys(
+        invoke, write_file, monkeypatch, path):
+    _paths(monkeypatch, path)
+    source = write_file("in.jsonl", '{"n": 5, "x": 1}\n{"n": null, "x": 1}\n{"x": 1}\n'
+                                    '{"n": 7, "x": 1}\n')
+    out = ok(invoke("cumsum", str(source), "-c", "x")).stdout
+    assert out == '{"n":5,"x":1}\n{"n":null,"x":2}\n{"x":3}\n{"n":7,"x":4}\n'
+
+
+def test_nulls_and_absent_keys_through_csv_are_missing_cells(invoke, write_file):
+    source = write_file("in.jsonl", '{"v": 1, "k": "a"}\n{"v": null, "k": "b"}\n{"k": "c"}\n'
+                                    '{"v": 2, "k": "d"}\n')
+    assert ok(invoke("cumsum", str(source), "--to", "csv")).stdout == "v,k\n1,a\n,b\n,c\n3,d\n"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_integers_beyond_2_53_and_2_64_are_exact(invoke, write_file, monkeypatch, path):
+    _paths(monkeypatch, path)
+    big = 2**53 + 1  # not a float64
+    huge = 2**64 + 3  # not an int64 either
+    text = (f'{{"i": {big}, "h": 1, "f": 0.5}}\n{{"i": 2, "h": {huge}, "f": 1}}\n'
+            f'{{"i": -{big}, "h": -{huge}, "f": {big}}}\n')
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", text)))).stdout
+    # i is int64: scanned exactly; h is beyond int64 and f mixes floats with an integer
+    # beyond 2^53: not numbers, they pass through as their JSON text, digit for digit.
+    assert out == (f'{{"i":{big},"h":1,"f":0.5}}\n{{"i":{big + 2},"h":{huge},"f":1}}\n'
+                   f'{{"i":2,"h":-{huge},"f":{big}}}\n')
+
+
+def test_an_integer_beyond_2_53_late_in_a_float_column_is_found(invoke, write_file,
+                                                                   monkeypatch):
+    _paths(monkeypatch, "pyarrow")
+    rows = [f'{{"f": {k}.5}}' for k in range(20)] + [f'{{"f": {2**60}}}', '{"f": 1e300}']
+    source = write_file("in.jsonl", _numbered(rows))
+    result = invoke("cumsum", str(source), "--to", "jsonl")
+    # The column is JSON text: nothing to scan, as with every line read by Python.
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {source}: no numeric columns to scan; columns: f\n"
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    pytest.param('{"v": 1,}', "is not JSON: Expecting property name enclosed in double "
+                 "quotes (at character 9)", id="trailing-comma"),
+    pytest.param('{"v": 1} {"v": 2}', "is not JSON: Extra data (at character 10)",
+                 id="two-objects"),
+    pytest.param('{"v": -NaN}', "is not JSON: Expecting value (at character 7)", id="minus-nan"),
+    pytest.param('{"v":', "is not JSON: Expecting value (at character 6)", id="cut"),
+    pytest.param('[1]', "is an array, not a JSON object", id="array"),
+    pytest.param('{"v": "a\tb"}', "is not JSON: Invalid control character at (at character "
+                 "9)", id="control"),
+])
+@pytest.mark.parametrize("path", PATHS)
+def test_a_bad_line_deep_in_the_input_is_named(invoke, write_file, monkeypatch, path, line,
+                                               message):
+    _paths(monkeypatch, path)
+    rows = [f'{{"v": {k}.25}}' for k in range(300)]
+    rows[250] = line
+    source = write_file("in.jsonl", _numbered(rows))
+    result = invoke("cumsum", str(source))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == f"Error: {source}: line 251 {message}\n"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_integer_minus_zero_is_zero_and_minus_zero_point_zero_keeps_its_sign(
+        invoke, write_file, monkeypatch, path):
+    _paths(monkeypatch, path)
+    rows = ['{"x": 1, "f": 0.5, "g": 0.5}'] * 3 + ['{"x": 1, "f": -0, "g": -0.0}',
+                                                 '{"x": 1, "f": -0.0, "g": -0}']
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", _numbered(rows))), "-c", "x")).stdout
+    assert out.splitlines()[3:] == ['{"x":4,"f":0.0,"g":-0.0}', '{"x":5,"f":-0.0,"g":0.0}']
+
+
+_record_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=True), st.text(max_size=6),
+    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(),
+                                                          max_size=2))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "é"]), _record_values,
+                                        max_size=4), min_size=1, max_size=12),
+       kinds=st.lists(st.sampled_from(["a", "b", "c", "é"]), max_size=2))
+def test_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, records, kinds):
+    # Columns that stay one kind (to let the typed parser take them) and any mix.
+    for record in records:
+        for key in kinds:
+            if key in record and record[key] is not None:
+                record[key] = float(len(str(record[key])))
+    data = jsonl(records)
+    outputs = []
+    for path in ("python", "pyarrow"):
+        with monkeypatch.context() as patch:
+            _paths(patch, path)
+            result = invoke("cumsum", "--from", "jsonl", "--to", "jsonl", input=data)
+            outputs.append((result.exit_code, result.stdout_bytes, result.stderr))
+    assert outputs[0] == outputs[1]
+
+
+# Writing: the text of every value is what Python's json module writes ----------------------
+
+def _written(schema: pa.Schema, columns: list[pa.Array]) -> list[str]:
+    from cumtool.formats.jsonl import JsonlSink
+
+    out = io.BytesIO()
+    sink = JsonlSink(out, schema)
+    sink.write(pa.RecordBatch.from_arrays(columns, schema=schema))
+    sink.close()
+    text = out.getvalue().decode()
+    assert text.endswith("\n")
+    return text[:-1].split("\n")  # not splitlines(): U+0085 and U+2028 are in strings
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(st.floats() | st.floats(-1e-3, 1e-3) | st.floats(1e15, 1e17),
+                       min_size=1, max_size=40),
+       strings=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)),
+                                max_size=5), min_size=1, max_size=40))
+def test_floats_and_strings_are_written_as_json_writes_them(values, strings):
+    schema = pa.schema([pa.field("f", pa.float64()), pa.field("s", pa.string())])
+    rows = min(len(values), len(strings))
+    lines = _written(schema, [pa.array(values[:rows], type=pa.float64()),
+                              pa.array(strings[:rows], type=pa.string())])
+    assert lines == [json.dumps({"f": f, "s": s}, ensure_ascii=False, separators=(",", ":"))
+                     for f, s in zip(values[:rows], strings[:rows], strict=False)]
+
+
+def test_small_and_odd_floats_are_written_as_python_writes_them():
+    values = [1e-05, 1.234e-05, -1e-05, 9.9e-06, 2.5e-07, 5e-324, 1e-4, 0.00012, 1e16,
+              1.5e300, -0.0, float("nan"), float("inf"), float("-inf"), 0.1, 100.0]
+    lines = _written(pa.schema([pa.field("f", pa.float64())]), [pa.array(values)])
+    assert lines == ['{"f":1e-05}', '{"f":1.234e-05}', '{"f":-1e-05}', '{"f":9.9e-06}',
+                     '{"f":2.5e-07}', '{"f":5e-324}', '{"f":0.0001}', '{"f":0.00012}',
+                     '{"f":1e+16}', '{"f":1.5e+300}', '{"f":-0.0}', '{"f":NaN}',
+                     '{"f":Infinity}', '{"f":-Infinity}', '{"f":0.1}', '{"f":100.0}']
+
+
+def test_binary_is_written_as_base64_and_durations_as_iso_8601(invoke, tmp_path):
+    import base64
+    import datetime as dt
+
+    table = pa.table({
+        "b": pa.array([b"\x00\xff", b"", None, b"cumtool"], type=pa.binary()),
+        "lb": pa.array([b"a", None, b"\n", b"xyz"], type=pa.large_binary()),
+        "d_s": pa.array([90061, -1, 0, None], type=pa.duration("s")),
+        "d_ms": pa.array([1500, -1, 1, 86400000], type=pa.duration("ms")),
+        "d_us": pa.array([1, -1500000, None, 93600000005], type=pa.duration("us")),
+        "d_ns": pa.array([1, -1500, 86400000000123, 0], type=pa.duration("ns")),
+        "n": pa.array([1, 2, 3, 4]),
+    })
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source)
+    out = ok(invoke("cumsum", str(source), "-c", "n", "--to", "jsonl")).stdout
+    assert out.splitlines() == [
+        '{"b":"AP8=","lb":"YQ==","d_s":"PT90061S","d_ms":"PT1.5S","d_us":"PT0.000001S",'
+        '"d_ns":"PT0.000000001S","n":1}',
+        '{"b":"","lb":null,"d_s":"-PT1S","d_ms":"-PT0.001S","d_us":"-PT1.5S",'
+        '"d_ns":"-PT0.0000015S","n":3}',
+        '{"b":null,"lb":"Cg==","d_s":"P0D","d_ms":"PT0.001S","d_us":null,'
+        '"d_ns":"PT86400.000000123S","n":6}',
+        '{"b":"Y3VtdG9vbA==","lb":"eHl6","d_s":null,"d_ms":"PT86400S",'
+        '"d_us":"PT93600.000005S","d_ns":"P0D","n":10}']
+    # A JSON reader takes them back: base64 gives the bytes again.
+    back = [json.loads(line) for line in out.splitlines()]
+    assert [None if r["b"] is None else base64.b64decode(r["b"]) for r in back] == \
+        table.column("b").to_pylist()
+    assert table.column("d_us").to_pylist()[3] == dt.timedelta(microseconds=93600000005)
+
+
+def test_durations_are_written_as_polars_writes_them():
+    import polars as pl
+
+    from cumtool.formats.jsonl import iso_duration
+
+    for unit, counts in (("ns", [1, -1500, 86400000000123, 0, -(10**18) - 7]),
+                         ("us", [1, -1500000, 93600000005, 10**15]),
+                         ("ms", [1500, -1, 86400000, 1])):
+        frame = pl.DataFrame({"d": pl.Series(counts, dtype=pl.Duration(unit))})
+        theirs = [json.loads(line)["d"] for line in frame.write_ndjson().splitlines()]
+        assert [iso_duration(c, unit) for c in counts] == theirs
