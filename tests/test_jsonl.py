@@ -296,12 +296,13 @@ def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch
                    '{"a":10,"v":10,"c":6}\n')
 
 
-# Both parsers: pyarrow's (typed, strict) and Python's json module give the same bytes ------
+# The parsers, polars' and pyarrow's (typed) and Python's json module, give the same bytes --
 
 def _paths(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     """`python`: every line read by Python's json module (heads longer than any block);
-    `pyarrow`: blocks of a few lines, all but the first line of the input by pyarrow
-    wherever it takes them."""
+    `polars` and `pyarrow`: blocks of a few lines, all but the first line of the input by
+    polars (where its reading can be checked, else pyarrow) or by pyarrow alone, wherever
+    they take them."""
     from cumtool.formats import jsonl as module
 
     if path == "python":
@@ -309,9 +310,11 @@ def _paths(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     else:
         monkeypatch.setattr(module, "BLOCK_BYTES", 64)
         monkeypatch.setattr(module, "HEAD_LINES", 1)
+        monkeypatch.setattr(module, "BY_POLARS", path == "polars")
 
 
-PATHS = [pytest.param("python", id="python"), pytest.param("pyarrow", id="pyarrow")]
+PATHS = [pytest.param("python", id="python"), pytest.param("polars", id="polars"),
+         pytest.param("pyarrow", id="pyarrow")]
 
 
 def _numbered(records: list[str], copies: int = 1) -> bytes:
@@ -424,7 +427,7 @@ _record_values = st.one_of(
 @given(records=st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "é"]), _record_values,
                                         max_size=4), min_size=1, max_size=12),
        kinds=st.lists(st.sampled_from(["a", "b", "c", "é"]), max_size=2))
-def test_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, records, kinds):
+def test_polars_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, records, kinds):
     # Columns that stay one kind (to let the typed parser take them) and any mix.
     for record in records:
         for key in kinds:
@@ -432,12 +435,12 @@ def test_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, records, ki
                 record[key] = float(len(str(record[key])))
     data = jsonl(records)
     outputs = []
-    for path in ("python", "pyarrow"):
+    for path in ("python", "polars", "pyarrow"):
         with monkeypatch.context() as patch:
             _paths(patch, path)
             result = invoke("cumsum", "--from", "jsonl", "--to", "jsonl", input=data)
             outputs.append((result.exit_code, result.stdout_bytes, result.stderr))
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] == outputs[2]
 
 
 # Writing: the text of every value is what Python's json module writes ----------------------
@@ -521,3 +524,25 @@ def test_durations_are_written_as_polars_writes_them():
         frame = pl.DataFrame({"d": pl.Series(counts, dtype=pl.Duration(unit))})
         theirs = [json.loads(line)["d"] for line in frame.write_ndjson().splitlines()]
         assert [iso_duration(c, unit) for c in counts] == theirs
+
+
+@pytest.mark.parametrize(("late", "expected"), [
+    # A key not seen before (polars would leave it out).
+    pytest.param('{"s": "z", "n": 9, "new": 1}', '{"s":"z","n":17,"new":1}', id="new-key"),
+    # A number, an integer beyond 128 bits, an array in the string column.
+    pytest.param('{"s": 5, "n": 9}', '{"s":5,"n":17}', id="number-in-strings"),
+    pytest.param('{"s": 1' + "0" * 45 + ', "n": 9}', '{"s":1' + "0" * 45 + ',"n":17}',
+                 id="huge-in-strings"),
+    pytest.param('{"s": ["x"], "n": 9}', '{"s":["x"],"n":17}', id="array-in-strings"),
+    # A string that starts with a colon, a space before a colon, a key twice.
+    pytest.param('{"s": ":x", "n": 9}', '{"s":":x","n":17}', id="colon-string"),
+    pytest.param('{"s" : "z", "n" :9, "m" : 1}', '{"s":"z","n":17,"m":1}', id="space-colon"),
+    pytest.param('{"s": "z", "n": 1, "n": 9}', '{"s":"z","n":17}', id="twice"),
+])
+@pytest.mark.parametrize("path", PATHS)
+def test_what_a_typed_parser_would_miss_is_found(invoke, write_file, monkeypatch, path, late,
+                                                 expected):
+    _paths(monkeypatch, path)
+    rows = ['{"s": "a", "n": 1}'] * 8 + [late]
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", _numbered(rows))), "-c", "n")).stdout
+    assert out.splitlines()[7:] == ['{"s":"a","n":8}', expected]

@@ -25,6 +25,7 @@ writer learns it row by row from the source: `_NullRows`).
 from __future__ import annotations
 
 import base64
+import collections
 import io
 import itertools
 import json
@@ -43,11 +44,14 @@ from cumtool.columnar import arrow_column, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import polars as pl
 
 BATCH_ROWS = 1 << 15
 BLOCK_BYTES = 4 << 20  # text parsed at once
-HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
+HEAD_LINES = 1024
+BY_POLARS = True  # lines read with Python's json first where a block is not taken whole
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
@@ -264,8 +268,35 @@ class JsonlSource:
     # Pass 1: parse and spool -----------------------------------------------------------
 
     def _read(self, stream: IO[bytes]) -> None:
-        """Parse and spool the input, block by block of whole lines."""
+        """Parse and spool the input, block by block of whole lines: two blocks ahead are
+        cut into lines and parsed in threads (polars lets go of the GIL) while one is
+        checked and spooled here, in order."""
+        from concurrent.futures import ThreadPoolExecutor
+
         number = 1  # of the next line
+        ahead: collections.deque[tuple[Future[_Parsed], bool]] = collections.deque()
+        with ThreadPoolExecutor(2, thread_name_prefix="cumtool-jsonl") as pool:
+            try:
+                for block, over in self._blocks(stream):
+                    ahead.append((pool.submit(_parsed, block, self._types()), over))
+                    if len(ahead) > 2:
+                        number = self._next(ahead, number)
+                while ahead:
+                    number = self._next(ahead, number)
+            finally:
+                for future, _ in ahead:
+                    future.cancel()
+
+    def _next(self, ahead: collections.deque[tuple[Future[_Parsed], bool]],
+              number: int) -> int:
+        future, over = ahead.popleft()
+        number += self._take(number, future.result())
+        if over:
+            raise self._too_long(number)
+        return number
+
+    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
+        """Blocks of whole lines, each with whether the line after it is too long."""
         rest = b""
         first = True
         while True:
@@ -279,20 +310,31 @@ class JsonlSource:
             end = data.rfind(b"\n") + 1
             rest = data[end:]
             if len(rest) > self._max_line:
-                raise self._too_long(number + data.count(b"\n", 0, end))
+                yield data[:end], True
+                return
             if end:
-                number += self._take(number, data[:end])
+                yield data[:end], False
         if rest:
-            self._take(number, rest)
+            yield rest, False
+
+    def _types(self) -> dict[str, pa.DataType] | None:
+        """The types the keys have had so far; None if some key has no one type."""
+        types = {}
+        for k, key in self._keys.items():
+            parsed_type = key.parsed_type()
+            if parsed_type is None:
+                return None
+            types[k] = parsed_type
+        return types or None
 
     def _too_long(self, number: int) -> DataError:
         return DataError(f"{self.name}: line {number} is longer than {self._max_line} "
                          "bytes; raise --max-record-size if it is meant")
 
-    def _take(self, number: int, chunk: bytes) -> int:
-        """Parse and spool a block of lines, the first of them line `number`; returns how
+    def _take(self, number: int, parsed: _Parsed) -> int:
+        """Check and spool a block of lines, the first of them line `number`; returns how
         many lines it had."""
-        starts, ends = _lines_of(chunk)
+        starts, ends = parsed.starts, parsed.ends
         if len(ends):
             over = np.flatnonzero(ends - starts > self._max_line)
             if len(over):
@@ -300,49 +342,40 @@ class JsonlSource:
         begin = 0
         head = HEAD_LINES
         while begin < len(ends):
-            if self._fast(chunk, starts[begin:], ends[begin:], number + begin):
+            if begin:
+                parsed = _parsed(parsed.chunk, self._types(), int(starts[begin]))
+            if self._fast(parsed, number + begin):
                 break
             stop = min(begin + head, len(ends))
-            self._exact(chunk, starts[begin:stop], ends[begin:stop], number + begin)
+            self._exact(parsed.chunk, starts[begin:stop], ends[begin:stop], number + begin)
             begin = stop
             head *= 2
         return len(ends)
 
-    def _fast(self, chunk: bytes, starts: np.ndarray, ends: np.ndarray, number: int) -> bool:
-        """Lines parsed by pyarrow with the types learnt so far, if it takes them all as
-        Python's json would; False (nothing learnt) if not."""
-        import pyarrow.json as pj
+    def _fast(self, parsed: _Parsed, number: int) -> bool:
+        """The lines parsed with the types learnt so far, by polars where the block's bytes
+        let its reading be checked, else by pyarrow, if it takes them all as Python's json
+        would; False (nothing learnt) if not."""
+        types = self._types()
+        if types is None:
+            return False
+        if types != parsed.types:  # learnt more since it was parsed
+            parsed = _parsed(parsed.chunk, types, parsed.start)
+        if parsed.lines is None:
+            return False
+        table, counts = parsed.table, parsed.counts
+        if table is None:  # polars did not take it (or was not asked): pyarrow may
+            counts = None
+            table = _by_pyarrow(parsed.text, types, len(parsed.lines))
+        if table is None:
+            return False
+        return self._typed_block(parsed, number, types, table, counts)
 
-        types = {k: key.parsed_type() for k, key in self._keys.items()}
-        if not types or any(t is None for t in types.values()):
-            return False
-        base = int(starts[0])
-        data = np.frombuffer(chunk, dtype=np.uint8)
-        # Each line one object: it starts with { and ends with } (a CR before the line end
-        # is left out); empty lines are skipped. Anything else is read line by line.
-        content_end = ends - ((ends > starts) & (data[np.maximum(ends - 1, 0)] == 13))
-        real = content_end > starts
-        lines = np.flatnonzero(real)
-        if len(lines) and not ((data[starts[lines]] == 123).all()
-                               and (data[content_end[lines] - 1] == 125).all()):
-            return False
-        text = chunk[base:int(ends[-1])]
-        if not text.isascii():
-            try:
-                text.decode("utf-8")
-            except UnicodeDecodeError:
-                return False
-        schema = pa.schema([(k, t) for k, t in types.items()])
-        try:
-            table = pj.read_json(
-                pa.BufferReader(text),
-                read_options=pj.ReadOptions(use_threads=True, block_size=_PARSE_BLOCK),
-                parse_options=pj.ParseOptions(explicit_schema=schema,
-                                              unexpected_field_behavior="error"))
-        except (pa.ArrowException, ValueError):  # UnicodeDecodeError is a ValueError
-            return False
-        if table.num_rows != len(lines) or table.column_names != list(types):
-            return False
+    def _typed_block(self, parsed: _Parsed, number: int, types: dict[str, pa.DataType],
+                     table: pa.Table, counts: tuple[int, int] | None) -> bool:
+        chunk, lines = parsed.chunk, parsed.lines
+        starts, content_end = parsed.line_starts, parsed.content_end
+        assert lines is not None and starts is not None and content_end is not None
         columns = table.columns
         missing_rows: list[np.ndarray] = []
         valid: dict[str, np.ndarray] = {}  # of the columns with missing cells
@@ -380,6 +413,10 @@ class JsonlSource:
                 absent[name] = gone
             if not gone[where].all():
                 nulls.add(name)
+        if counts is not None and counts != _expected_counts(types, columns, valid, absent):
+            # A key polars left out, or a value it turned into text: pyarrow says which.
+            table = _by_pyarrow(parsed.text, types, len(lines))
+            return table is not None and self._typed_block(parsed, number, types, table, None)
         # Taken: learn from it, and spool it.
         for name, column in zip(types, columns, strict=True):
             key = self._keys[name]
@@ -515,6 +552,129 @@ class JsonlSource:
 
 
 _ABSENT = object()
+
+
+@dataclass
+class _Parsed:
+    """A block of lines from `start` on: where its lines are, and (where each line is one
+    object) their text and, where polars took it, its table and `_key_counts`."""
+
+    chunk: bytes
+    start: int
+    types: dict[str, pa.DataType] | None
+    starts: np.ndarray  # of every line of the block (from 0), and their ends
+    ends: np.ndarray
+    lines: np.ndarray | None = None  # the lines from `start` that are not empty
+    line_starts: np.ndarray | None = None  # of all lines from `start`, in the block
+    content_end: np.ndarray | None = None  # without a CR
+    text: bytes = b""
+    counts: tuple[int, int] | None = None
+    table: pa.Table | None = None
+
+
+def _parsed(chunk: bytes, types: dict[str, pa.DataType] | None, start: int = 0) -> _Parsed:
+    """The lines of a block from byte `start` on, and polars' table of them where the
+    lines are objects (each starts with { and ends with }, a CR before the line end left
+    out; empty lines are skipped) of the given types."""
+    starts, ends = _lines_of(chunk)
+    parsed = _Parsed(chunk, start, types, starts, ends)
+    if types is None or not len(ends):
+        return parsed
+    first = int(np.searchsorted(starts, start))
+    line_starts, line_ends = starts[first:], ends[first:]
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    content_end = line_ends - ((line_ends > line_starts)
+                               & (data[np.maximum(line_ends - 1, 0)] == 13))
+    lines = np.flatnonzero(content_end > line_starts)
+    if len(lines) and not ((data[line_starts[lines]] == 123).all()
+                           and (data[content_end[lines] - 1] == 125).all()):
+        return parsed
+    text = chunk[start:int(line_ends[-1])]
+    if not text.isascii():
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            return parsed
+    parsed.lines, parsed.line_starts, parsed.content_end, parsed.text = (
+        lines, line_starts, content_end, text)
+    parsed.counts = _key_counts(text) if BY_POLARS else None
+    if parsed.counts is not None:
+        parsed.table = _by_polars(text, types, len(lines))
+    return parsed
+
+
+def _key_counts(text: bytes) -> tuple[int, int] | None:
+    """(keys, double quotes) in lines of flat objects without a backslash, where every
+    `":` ends a key and every `"` starts or ends a key or a string (no escapes, no space
+    before a colon); None for text where that does not hold."""
+    if b"\\" in text:  # a backslash: escapes (of quotes, of surrogates)
+        return None
+    data = np.frombuffer(text, dtype=np.uint8)
+    before = data[np.flatnonzero(data == 58) - 1]  # what stands before each colon
+    if ((before == 32) | (before == 9) | (before == 13)).any():
+        return None
+    return int(np.count_nonzero(before == 34)), int(np.count_nonzero(data == 34))
+
+
+def _expected_counts(types: dict[str, pa.DataType], columns: list[pa.ChunkedArray],
+                     valid: dict[str, np.ndarray],
+                     absent: dict[str, np.ndarray]) -> tuple[int, int]:
+    """(keys, double quotes) that the lines hold if every key and value was read: each
+    present key is one `":` and two quotes, each string two more."""
+    keys = strings = 0
+    for name, column in zip(types, columns, strict=True):
+        present = len(column) - column.null_count
+        nulls = column.null_count - int(np.count_nonzero(absent[name])) if name in absent \
+            else column.null_count
+        keys += present + nulls
+        if types[name] == pa.string():
+            strings += present
+    return keys, 2 * (keys + strings)
+
+
+def _by_pyarrow(text: bytes, types: dict[str, pa.DataType], rows: int) -> pa.Table | None:
+    """Lines parsed by pyarrow's JSON reader, strictly: a value of another type, or a key
+    not in `types`, and it takes none."""
+    import pyarrow.json as pj
+
+    schema = pa.schema([(k, t) for k, t in types.items()])
+    try:
+        table = pj.read_json(
+            pa.BufferReader(text),
+            read_options=pj.ReadOptions(use_threads=True, block_size=_PARSE_BLOCK),
+            parse_options=pj.ParseOptions(explicit_schema=schema,
+                                          unexpected_field_behavior="error"))
+    except (pa.ArrowException, ValueError):  # UnicodeDecodeError is a ValueError
+        return None
+    if table.num_rows != rows or table.column_names != list(types):
+        return None
+    return table
+
+
+def _by_polars(text: bytes, types: dict[str, pa.DataType], rows: int) -> pa.Table | None:
+    """Lines parsed by polars' NDJSON reader (faster than pyarrow's, on every core). It
+    is strict with integers, floats (which take integers), flags and nulls, and strings
+    read as categories take no number, flag, object or array; a key it does not know it
+    leaves out, and an integer beyond 128 bits it reads as text: `_key_counts` finds
+    both."""
+    import polars as pl
+
+    kinds = {pa.int64(): pl.Int64, pa.float64(): pl.Float64, pa.bool_(): pl.Boolean,
+             pa.string(): pl.Categorical, pa.null(): pl.Null}
+    try:
+        frame = pl.read_ndjson(io.BytesIO(text), schema={k: kinds[t] for k, t in types.items()})
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, ValueError,
+            OverflowError):
+        return None
+    if frame.height != rows or frame.columns != list(types):
+        return None
+    strings = [k for k, t in types.items() if t == pa.string()]
+    if strings:
+        frame = frame.with_columns(pl.col(strings).cast(pl.String))
+    table = frame.to_arrow()
+    if strings:
+        table = table.cast(pa.schema([(k, types[k]) for k in types]))
+    return table
 
 
 def _pieces(column: pa.ChunkedArray) -> Iterator[tuple[int, pa.Array]]:
