@@ -25,7 +25,6 @@ writer learns it row by row from the source: `_NullRows`).
 from __future__ import annotations
 
 import base64
-import collections
 import io
 import itertools
 import json
@@ -44,8 +43,6 @@ from cumtool.columnar import arrow_column, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     import polars as pl
 
 BATCH_ROWS = 1 << 15
@@ -231,6 +228,7 @@ class _Segment:
     size: int
     rows: int
     columns: dict[int, tuple[bool, bool]]
+    source: tuple[int, int, int]  # its lines in the input: from, to, the first's number
 
 
 class JsonlSource:
@@ -239,6 +237,8 @@ class JsonlSource:
     def __init__(self, stream: IO[bytes], name: str, batch_rows: int | None,
                  max_line: int) -> None:
         self.name = name
+        self._stream = stream
+        self._reread_cache: tuple[tuple[int, str] | None, list[str | None]] = (None, [])
         self._batch_rows = batch_rows or BATCH_ROWS
         self._max_line = max_line
         self._keys: dict[str, _Key] = {}  # in order of first appearance
@@ -268,41 +268,27 @@ class JsonlSource:
     # Pass 1: parse and spool -----------------------------------------------------------
 
     def _read(self, stream: IO[bytes]) -> None:
-        """Parse and spool the input, block by block of whole lines: two blocks ahead are
-        cut into lines and parsed in threads (polars lets go of the GIL) while one is
-        checked and spooled here, in order."""
-        from concurrent.futures import ThreadPoolExecutor
-
+        """Parse and spool the input, block by block of whole lines. (Not in threads ahead:
+        polars holds the GIL while it parses, and measured so, they gained nothing.)"""
         number = 1  # of the next line
-        ahead: collections.deque[tuple[Future[_Parsed], bool]] = collections.deque()
-        with ThreadPoolExecutor(2, thread_name_prefix="cumtool-jsonl") as pool:
-            try:
-                for block, over in self._blocks(stream):
-                    ahead.append((pool.submit(_parsed, block, self._types()), over))
-                    if len(ahead) > 2:
-                        number = self._next(ahead, number)
-                while ahead:
-                    number = self._next(ahead, number)
-            finally:
-                for future, _ in ahead:
-                    future.cancel()
+        for block, at, over in self._blocks(stream):
+            parsed = _parsed(block, self._types())
+            parsed.at = at
+            number += self._take(number, parsed)
+            if over:
+                raise self._too_long(number)
 
-    def _next(self, ahead: collections.deque[tuple[Future[_Parsed], bool]],
-              number: int) -> int:
-        future, over = ahead.popleft()
-        number += self._take(number, future.result())
-        if over:
-            raise self._too_long(number)
-        return number
-
-    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, bool]]:
-        """Blocks of whole lines, each with whether the line after it is too long."""
+    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, bool]]:
+        """Blocks of whole lines, each with where it starts in the input and whether the
+        line after it is too long."""
         rest = b""
+        at = 0  # where `rest` starts
         first = True
         while True:
             chunk = stream.read(BLOCK_BYTES)
             if first and chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
                 chunk = chunk[3:]
+                at = 3
             first = False
             if not chunk:
                 break
@@ -310,12 +296,13 @@ class JsonlSource:
             end = data.rfind(b"\n") + 1
             rest = data[end:]
             if len(rest) > self._max_line:
-                yield data[:end], True
+                yield data[:end], at, True
                 return
             if end:
-                yield data[:end], False
+                yield data[:end], at, False
+                at += end
         if rest:
-            yield rest, False
+            yield rest, at, False
 
     def _types(self) -> dict[str, pa.DataType] | None:
         """The types the keys have had so far; None if some key has no one type."""
@@ -343,11 +330,14 @@ class JsonlSource:
         head = HEAD_LINES
         while begin < len(ends):
             if begin:
+                at = parsed.at
                 parsed = _parsed(parsed.chunk, self._types(), int(starts[begin]))
+                parsed.at = at
             if self._fast(parsed, number + begin):
                 break
             stop = min(begin + head, len(ends))
-            self._exact(parsed.chunk, starts[begin:stop], ends[begin:stop], number + begin)
+            self._exact(parsed.chunk, starts[begin:stop], ends[begin:stop], number + begin,
+                        parsed.at)
             begin = stop
             head *= 2
         return len(ends)
@@ -360,7 +350,9 @@ class JsonlSource:
         if types is None:
             return False
         if types != parsed.types:  # learnt more since it was parsed
+            at = parsed.at
             parsed = _parsed(parsed.chunk, types, parsed.start)
+            parsed.at = at
         if parsed.lines is None:
             return False
         table, counts = parsed.table, parsed.counts
@@ -439,11 +431,12 @@ class JsonlSource:
                 arrays.append(arrow_column(absent[name], None))
                 names.append(f"{i}!")
             layout[i] = (False, name in absent)
-        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, table.num_rows)
+        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, table.num_rows,
+                      (parsed.at + parsed.start, parsed.at + int(parsed.ends[-1]), number))
         return True
 
-    def _exact(self, chunk: bytes, starts: np.ndarray, ends: np.ndarray,
-               number: int) -> None:
+    def _exact(self, chunk: bytes, starts: np.ndarray, ends: np.ndarray, number: int,
+               at: int) -> None:
         """Lines read with Python's json module."""
         records = []
         for k, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
@@ -477,10 +470,11 @@ class JsonlSource:
                 arrays.append(arrow_column(np.array([v is _ABSENT for v in values]), None))
                 names.append(f"{i}!")
             layout[i] = (text, mask)
-        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, len(records))
+        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, len(records),
+                      (at + int(starts[0]), at + int(ends[-1]), number))
 
-    def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]],
-                 rows: int) -> None:
+    def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
+                 source: tuple[int, int, int]) -> None:
         """Spool a block's columns (none: records without keys, absent from every one)."""
         import pyarrow.ipc as ipc
 
@@ -488,7 +482,8 @@ class JsonlSource:
         if table.num_columns:
             with ipc.new_stream(pa.PythonFile(self._spool, mode="w"), table.schema) as writer:
                 writer.write_table(table)
-        self._segments.append(_Segment(offset, self._spool.tell() - offset, rows, layout))
+        self._segments.append(_Segment(offset, self._spool.tell() - offset, rows, layout,
+                                       source))
         self.num_rows += rows
 
     # Pass 2: the spooled blocks in the schema's types ------------------------------------
@@ -505,7 +500,7 @@ class JsonlSource:
             return
         for segment in self._segments:
             if not segment.columns:
-                batch = self._typed(pa.RecordBatch.from_arrays([], names=[]), segment,
+                batch = self._typed(pa.RecordBatch.from_arrays([], names=[]), segment, 0,
                                     segment.rows)
                 for start in range(0, batch.num_rows, self._batch_rows):
                     yield batch.slice(start, self._batch_rows)
@@ -516,13 +511,35 @@ class JsonlSource:
             except OSError as error:
                 raise DataError(f"{self.name}: cannot read back its spooled batches: "
                                 f"{error.strerror or error}") from None
+            done = 0
             for spooled in ipc.open_stream(pa.py_buffer(data)):
-                batch = self._typed(spooled, segment, spooled.num_rows)
+                batch = self._typed(spooled, segment, done, spooled.num_rows)
+                done += spooled.num_rows
                 for start in range(0, batch.num_rows, self._batch_rows):
                     yield batch.slice(start, self._batch_rows)
 
-    def _typed(self, spooled: pa.RecordBatch, segment: _Segment,
+    def _reread(self, segment: _Segment, name: str) -> list[str | None]:
+        """The JSON text of a key's values in a segment's lines, read again from the input
+        with Python's json module (`null` as "null", an absent key None)."""
+        if self._reread_cache[0] == (segment.offset, name):
+            return self._reread_cache[1]
+        start, stop, number = segment.source
+        try:
+            self._stream.seek(start)
+            text = self._stream.read(stop - start)
+        except OSError as error:
+            raise DataError(f"{self.name}: cannot read: {error.strerror or error}") from None
+        texts: list[str | None] = []
+        for k, line in enumerate(text.split(b"\n")):
+            if line.strip():
+                record = _record(line, number + k, self.name)
+                texts.append(_json(record[name]) if name in record else None)
+        self._reread_cache = ((segment.offset, name), texts)
+        return texts
+
+    def _typed(self, spooled: pa.RecordBatch, segment: _Segment, first: int,
                rows: int) -> pa.RecordBatch:
+        """Rows `first` on of a spooled segment, in the schema's types."""
         arrays = []
         explicit: dict[str, np.ndarray] = {}
         for i, field_ in enumerate(self._schema):
@@ -535,7 +552,12 @@ class JsonlSource:
                 column = spooled.column(str(i))
                 absent = column_to_numpy(spooled.column(f"{i}!"))[0] if masked else None
                 if field_.metadata and JSON_TEXT in field_.metadata:
-                    if not text:
+                    if pa.types.is_floating(column.type):
+                        # A float column read as such (its integers too: 0 read 0.0)
+                        # that turned out to mix kinds: its values as the lines have them.
+                        column = string_array(self._reread(segment, field_.name)[
+                            first:first + rows])
+                    elif not text:
                         column = _as_json_text(column, absent)
                 elif column.type != field_.type:
                     column = column.cast(field_.type)
@@ -570,6 +592,7 @@ class _Parsed:
     text: bytes = b""
     counts: tuple[int, int] | None = None
     table: pa.Table | None = None
+    at: int = 0  # where the block starts in the input
 
 
 def _parsed(chunk: bytes, types: dict[str, pa.DataType] | None, start: int = 0) -> _Parsed:
