@@ -299,16 +299,16 @@ def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch
 # The parsers, polars' and pyarrow's (typed) and Python's json module, give the same bytes --
 
 def _paths(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
-    """`python`: every line read by Python's json module (heads longer than any block);
-    `polars` and `pyarrow`: blocks of a few lines, all but the first line of the input by
-    polars (where its reading can be checked, else pyarrow) or by pyarrow alone, wherever
-    they take them."""
+    """Blocks of a few lines, and in them `python`: every line read by Python's json
+    module (heads longer than any block); `polars` and `pyarrow`: all but the first line
+    of the input by polars (where its reading can be checked, else pyarrow) or by pyarrow
+    alone, wherever they take them."""
     from cumtool.formats import jsonl as module
 
+    monkeypatch.setattr(module, "BLOCK_BYTES", 64)
     if path == "python":
         monkeypatch.setattr(module, "HEAD_LINES", 1 << 30)
     else:
-        monkeypatch.setattr(module, "BLOCK_BYTES", 64)
         monkeypatch.setattr(module, "HEAD_LINES", 1)
         monkeypatch.setattr(module, "BY_POLARS", path == "polars")
 
@@ -546,3 +546,16 @@ def test_what_a_typed_parser_would_miss_is_found(invoke, write_file, monkeypatch
     rows = ['{"s": "a", "n": 1}'] * 8 + [late]
     out = ok(invoke("cumsum", str(write_file("in.jsonl", _numbered(rows))), "-c", "n")).stdout
     assert out.splitlines()[7:] == ['{"s":"a","n":8}', expected]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_number_column_that_turns_out_mixed_keeps_each_value_as_written(
+        invoke, write_file, monkeypatch, path):
+    _paths(monkeypatch, path)
+    rows = (['{"m": 0.5, "x": 1}', '{"m": 0, "x": 1}', '{"m": 2, "x": 1}', '{"m": 1e2, "x": 1}',
+             '{"x": 1}', '{"m": null, "x": 1}'] * 3 + ['{"m": false, "x": 1}'])
+    out = ok(invoke("cumsum", str(write_file("in.jsonl", _numbered(rows))), "-c", "x")).stdout
+    # m holds numbers and (last) a flag: JSON text, each value as json reads and writes it.
+    assert out.splitlines()[12:] == [
+        '{"m":0.5,"x":13}', '{"m":0,"x":14}', '{"m":2,"x":15}', '{"m":100.0,"x":16}',
+        '{"x":17}', '{"m":null,"x":18}', '{"m":false,"x":19}']
