@@ -229,6 +229,18 @@ def test_scanning_a_field_that_is_not_always_a_number_is_an_error(invoke, write_
     assert result.stderr.startswith(f"Error: {path}: column 'v' is not numeric")
 
 
+@pytest.mark.parametrize(("before", "number"), [pytest.param("", 1, id="first"),
+                                                pytest.param('{"v": 1}\n{"v": 2}\n', 3,
+                                                             id="third")])
+def test_a_last_line_longer_than_the_record_limit_is_named(invoke, write_file, before,
+                                                           number):
+    path = write_file("in.jsonl", before + '{"v": "' + "x" * 3000 + '"}')  # no line end
+    result = invoke("cumsum", str(path), "--max-record-size", "1K")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: line {number} is longer than 1024 bytes; raise "
+                             "--max-record-size if it is meant\n")
+
+
 def test_a_line_longer_than_the_record_limit_is_an_error(invoke, write_file):
     path = write_file("in.jsonl", '{"v": 1}\n{"v": "' + "x" * 3000 + '"}\n{"v": 2}\n')
     result = invoke("cumsum", str(path), "--max-record-size", "1K")

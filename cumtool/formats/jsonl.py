@@ -191,7 +191,9 @@ class _NullRows:
 
 
 def _lines_of(chunk: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of each line of a block, its line end left out."""
+    """(start, end) of each line of a block, its line end left out (none in no bytes)."""
+    if not chunk:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     data = np.frombuffer(chunk, dtype=np.uint8)
     ends = np.flatnonzero(data == 10)
     if not chunk.endswith(b"\n"):
