@@ -774,15 +774,11 @@ def _array(values: list[Any], kinds: set[type], big: bool, wide: bool) -> tuple[
 
 
 def _as_json_text(column: pa.Array, absent: np.ndarray | None) -> pa.Array:
-    """A typed spooled column as JSON text: a missing cell `null`, or null where the key
-    was absent."""
+    """A typed spooled column (integers, strings, flags or nulls: floats are read again
+    from their lines) as JSON text: a missing cell `null`, or null where the key was
+    absent."""
     values = column.to_pylist()
-    if pa.types.is_floating(column.type):
-        texts = [None if v is None else _number(v) for v in values]
-    elif pa.types.is_null(column.type):
-        texts = [None] * len(values)
-    else:
-        texts = [None if v is None else _json(v) for v in values]
+    texts = [None if v is None else _json(v) for v in values]
     gone = absent.tolist() if absent is not None else [False] * len(values)
     return string_array([None if g else "null" if t is None else t
                          for t, g in zip(texts, gone, strict=True)])
