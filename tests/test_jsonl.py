@@ -438,14 +438,18 @@ _record_values = st.one_of(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(records=st.lists(st.dictionaries(st.sampled_from(["a", "b", "c", "é"]), _record_values,
                                         max_size=4), min_size=1, max_size=12),
-       kinds=st.lists(st.sampled_from(["a", "b", "c", "é"]), max_size=2))
-def test_polars_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, records, kinds):
-    # Columns that stay one kind (to let the typed parser take them) and any mix.
+       kinds=st.lists(st.sampled_from(["a", "b", "c", "é"]), max_size=2),
+       compact=st.booleans(), ascii_only=st.booleans())
+def test_polars_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, records, kinds,
+                                                       compact, ascii_only):
+    # Columns that stay one kind (to let the typed parsers take them) and any mix; text
+    # as UTF-8 or \u escapes, with or without spaces.
     for record in records:
         for key in kinds:
             if key in record and record[key] is not None:
                 record[key] = float(len(str(record[key])))
-    data = jsonl(records)
+    data = jsonl(records, ensure_ascii=ascii_only,
+                 separators=(",", ":") if compact else (", ", ": "))
     outputs = []
     for path in ("python", "polars", "pyarrow"):
         with monkeypatch.context() as patch:
