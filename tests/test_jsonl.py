@@ -575,3 +575,21 @@ def test_a_number_column_that_turns_out_mixed_keeps_each_value_as_written(
     assert out.splitlines()[12:] == [
         '{"m":0.5,"x":13}', '{"m":0,"x":14}', '{"m":2,"x":15}', '{"m":100.0,"x":16}',
         '{"x":17}', '{"m":null,"x":18}', '{"m":false,"x":19}']
+
+
+def test_a_full_disk_for_the_spool_is_one_error_line(invoke, write_file, monkeypatch):
+    import errno
+
+    from cumtool.formats import jsonl as module
+
+    class Full(io.BytesIO):
+        def write(self, data: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(module.tempfile, "TemporaryFile", lambda: Full())  # for this test
+    path = write_file("in.jsonl", '{"v": 1}\n{"v": 2}\n')
+    result = invoke("cumsum", str(path))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (f"Error: {path}: cannot write its parsed records to a temporary "
+                             "file in $TMPDIR: No space left on device\n")

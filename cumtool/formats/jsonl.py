@@ -6,11 +6,13 @@ so that a column's type is known for the whole input before the first batch is h
 The batches are then read back from the spool and given that type. Memory stays that of a
 block.
 
-A block is parsed by pyarrow's JSON reader with the types learnt so far, strictly (a value
-of another kind, a key not seen before, a line it reads otherwise than Python's json module
-would: the block is not taken that way). Blocks it does not take, and the lines where a
-value is missing (null, or an absent key: Arrow has one null for both), are read with
-Python's json module, which also says what is wrong with a bad line.
+A block is parsed with the types learnt so far by polars' NDJSON reader, where the block's
+bytes let its reading be checked (`_key_counts`), else by pyarrow's, strictly (a value of
+another kind, a key not seen before, a line either reads otherwise than Python's json
+module would: the block is not taken that way). Blocks neither takes, and the lines where a
+value is missing (null, or an absent key: Arrow has one null for both) or a float may have
+been an integer, are read with Python's json module, which also says what is wrong with a
+bad line.
 
 A column whose values are all numbers, all strings or all booleans (or missing) gets that
 Arrow type. Any other column (nested objects and arrays, or values of mixed kinds) holds
@@ -47,8 +49,8 @@ if TYPE_CHECKING:
 
 BATCH_ROWS = 1 << 15
 BLOCK_BYTES = 4 << 20  # text parsed at once
-HEAD_LINES = 1024
-BY_POLARS = True  # lines read with Python's json first where a block is not taken whole
+HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
+BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
@@ -482,8 +484,14 @@ class JsonlSource:
 
         offset = self._spool.tell()
         if table.num_columns:
-            with ipc.new_stream(pa.PythonFile(self._spool, mode="w"), table.schema) as writer:
-                writer.write_table(table)
+            try:
+                with ipc.new_stream(pa.PythonFile(self._spool, mode="w"),
+                                    table.schema) as writer:
+                    writer.write_table(table)
+            except OSError as error:  # a full disk: not the input's fault
+                raise DataError(f"{self.name}: cannot write its parsed records to a "
+                                f"temporary file in $TMPDIR: {error.strerror or error}"
+                                ) from None
         self._segments.append(_Segment(offset, self._spool.tell() - offset, rows, layout,
                                        source))
         self.num_rows += rows
