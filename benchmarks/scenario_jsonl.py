@@ -14,6 +14,7 @@ It runs on its own (bench.py does not list it yet); `run(bench)` is the scenario
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as dt
 import shutil
 import sys
@@ -24,6 +25,7 @@ import numpy as np
 from common import (
     DATA,
     MIB,
+    REPO,
     WIDE_COLUMNS,
     Bench,
     Command,
@@ -81,6 +83,9 @@ def last_row(path: Path) -> tuple[int, np.ndarray]:
 
 
 def run(bench: Bench) -> None:
+    # Compiled as an installed package is (as scenario_tiny does): with
+    # PYTHONDONTWRITEBYTECODE=1 a checkout compiles every module at every start.
+    compileall.compile_dir(REPO / "cumtool", quiet=1)
     rows = min(bench.data.rows, ROWS)
     csv = bench.data.wide("csv", rows)
     jsonl = as_jsonl(csv)
