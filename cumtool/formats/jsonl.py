@@ -630,17 +630,20 @@ def _parsed(chunk: bytes, types: dict[str, pa.DataType] | None, start: int = 0) 
             return parsed
     parsed.lines, parsed.line_starts, parsed.content_end, parsed.text = (
         lines, line_starts, content_end, text)
-    parsed.counts = _key_counts(text) if BY_POLARS else None
+    parsed.counts = _key_counts(text, len(lines)) if BY_POLARS else None
     if parsed.counts is not None:
         parsed.table = _by_polars(text, types, len(lines))
     return parsed
 
 
-def _key_counts(text: bytes) -> tuple[int, int] | None:
-    """(keys, double quotes) in lines of flat objects without a backslash, where every
-    `":` ends a key and every `"` starts or ends a key or a string (no escapes, no space
-    before a colon); None for text where that does not hold."""
-    if b"\\" in text:  # a backslash: escapes (of quotes, of surrogates)
+def _key_counts(text: bytes, rows: int) -> tuple[int, int] | None:
+    """(keys, double quotes) in `rows` lines of flat objects, where every `":` ends a key
+    and every `"` starts or ends a key or a string (no backslash, no space before a colon,
+    no brace but each line's first, no bracket: whatever a version of polars makes of a
+    nested value, it is not read); None for text where that does not hold."""
+    if b"\\" in text or b"[" in text:  # escapes (of quotes, of surrogates); arrays
+        return None
+    if text.count(b"{") != rows:  # an object in a value (or a brace in a string)
         return None
     data = np.frombuffer(text, dtype=np.uint8)
     before = data[np.flatnonzero(data == 58) - 1]  # what stands before each colon
