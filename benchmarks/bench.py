@@ -44,6 +44,7 @@ from pathlib import Path
 import scenario_arrow
 import scenario_by
 import scenario_csv
+import scenario_jsonl
 import scenario_memory
 import scenario_npy
 import scenario_ops
@@ -69,6 +70,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "by": scenario_by.run,
     "memory": scenario_memory.run,
     "state": scenario_state.run,
+    "jsonl": scenario_jsonl.run,
 }
 
 
