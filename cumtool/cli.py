@@ -183,6 +183,16 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      show_default=True,
                      help="Table view: significant digits of floats (files and pipes of "
                           "csv, tsv, parquet, npy keep every digit)."),
+        click.option("--x", "x", default=None, callback=_selections, metavar="COL",
+                     shell_complete=complete_columns,
+                     help="Chart: the column along the horizontal axis (numbers or ISO "
+                          "dates; not scanned) [default: the row number, from 1]."),
+        click.option("--width", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Chart: its width, in characters on the terminal or in pixels "
+                          "in an image [default: the terminal's, else 80; 1000 pixels]."),
+        click.option("--height", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Chart: its height, in lines on the terminal or in pixels in an "
+                          "image [default: the terminal's, else 24; 500 pixels]."),
         click.option("--max-record-size", "max_record_size", default=None,
                      callback=_size, metavar="SIZE",
                      help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
@@ -288,6 +298,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         adjust=not options.get("no_adjust", False),
         compensated=options.get("compensated", False),
         engine=options["engine"], scheduler=options["scheduler"],
+        x=options["x"], width=options["width"], height=options["height"],
     )
     try:
         if not given and sys.stdin is not None and sys.stdin.isatty():

@@ -15,6 +15,7 @@ from cumtool.columns import Selection
 from cumtool.errors import UsageError
 from cumtool.formats import (
     BINARY_OUTPUTS,
+    CHART_IMAGES,
     DEFAULT_NA,
     DELIMITED,
     INPUT_FORMATS,
@@ -32,6 +33,11 @@ from cumtool.remote import is_url
 Overflow = Literal["error", "wrap"]
 TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
               "--state", "--filename-column")
+
+
+# The chart's size: least (width, height) and most, in characters and in pixels.
+CHART_CELLS = ((30, 8), 1000)
+CHART_PIXELS = ((100, 100), 10000)
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,17 @@ class Request:
     compensated: bool = False
     engine: str = "local"  # or "dask": cumtool/distributed.py
     scheduler: str | None = None  # --engine dask: a scheduler's address (None: see there)
+    # The chart (--to chart, -o FILE.svg|png): the column along the horizontal axis (not
+    # scanned: it joins `exclude`; None: the row number), and its size in character cells
+    # on the terminal or in pixels in an image (None: the terminal's, or 1000 x 500).
+    x: Selection | None = None
+    width: int | None = None
+    height: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.x is not None and self.x not in self.exclude:
+            # The horizontal axis is drawn as it is: never scanned, whatever -c says.
+            object.__setattr__(self, "exclude", (*self.exclude, self.x))
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -121,8 +138,12 @@ class Request:
                      state=self.state, filename_column=self.filename_column,
                      to_format=self.to_format, run_id=self.run_id, wait=self.wait)
         self._check_output()
+        self._check_chart()
         self._check_engine()
         named = None if self.input == "-" else kind_from_name(self.input)
+        if named is not None and named.format not in INPUT_FORMATS and not self.from_format:
+            raise UsageError(f"{self.input}: cumtool writes {named.format}s but does not "
+                             f"read them; give a table or an array (--from FORMAT)")
         if self.sheet is not None:
             from cumtool.formats.excel import check_sheet
 
@@ -158,6 +179,52 @@ class Request:
             raise UsageError(
                 f"{self.output}: {named.compression} compression is for csv and tsv output "
                 f"only, not {fmt}; leave the compression suffix off")
+
+    def _chart_format(self) -> str | None:
+        """The output format as far as options tell it (None: the input's, or a table)."""
+        if self.to_format:
+            return self.to_format.lower()
+        if self.output in (None, "-"):
+            return None
+        named = kind_from_name(str(self.output))
+        return named.format if named else None
+
+    def chart_image(self) -> str | None:
+        """`svg` or `png` when the chart is drawn as an image (-o's extension), else None."""
+        if self.output in (None, "-"):
+            return None
+        name = str(self.output).lower()
+        return next((ext[1:] for ext in CHART_IMAGES if name.endswith(ext)), None)
+
+    def _check_chart(self) -> None:
+        chart = self._chart_format() == "chart"
+        given = [flag for flag, value in (("--x", self.x), ("--width", self.width),
+                                          ("--height", self.height)) if value is not None]
+        if given and not chart:
+            raise UsageError(f"{given[0]} is for charts: add --to chart (or -o FILE.svg, "
+                             "-o FILE.png)")
+        if not chart:
+            return
+        from cumtool.inputs import per_input_output
+
+        if per_input_output(self.output):
+            raise UsageError("a chart is one picture of the whole run: -o names a file "
+                             "(FILE.svg, FILE.png, or a text file), not a folder")
+        if self.indices:
+            raise UsageError("--indices: a chart draws the running values, not their "
+                             "positions; leave --indices out")
+        if self.only_scanned and (self.x is not None or self.by):
+            raise UsageError(f"--only-scanned would leave out the "
+                             f"{'--x' if self.x is not None else '--by'} column the chart "
+                             "needs; leave --only-scanned out")
+        image = self.chart_image() is not None
+        low, high, unit = ((CHART_PIXELS[0], CHART_PIXELS[1], "pixels") if image
+                           else (CHART_CELLS[0], CHART_CELLS[1], "characters"))
+        for flag, value, least in (("--width", self.width, low[0]),
+                                   ("--height", self.height, low[1])):
+            if value is not None and not least <= value <= high:
+                raise UsageError(f"{flag} {value}: {'an image' if image else 'a terminal'} "
+                                 f"chart takes {least} to {high} {unit}")
 
     def output_format(self, input_kind: FileKind) -> FileKind:
         """The output's format: --to, else -o's extension, else a table on a terminal or

@@ -1,6 +1,7 @@
 """Where results go, by output format: CSV/TSV (optionally compressed), Parquet, .npy
-(.npz with indices) or the terminal table, with adapters so that tables can be written
-as arrays and arrays as tables. Writers' modules load only for their format."""
+(.npz with indices), the terminal table or a chart (on the terminal, or an SVG or PNG),
+with adapters so that tables can be written as arrays and arrays as tables. Writers'
+modules load only for their format."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     # Each writer's module (and its library) loads only when used.
     if out.format in ("jsonl", "arrow", "arrows"):
         return _more_table_sink(out, stream, schema)
+    if out.format == "chart":
+        return _chart_sink(request, stream, schema, view, source_name)
     if out.format in (*DELIMITED, "table") and _has_json_text(schema):
         import pyarrow as pa
 
@@ -57,6 +60,20 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
     from cumtool.formats.npy import NpyTableSink
 
     return _TableToNpy(NpyTableSink, stream, schema)
+
+
+def _chart_sink(request: Request, stream: IO[bytes], schema: pa.Schema, view: View,
+                source_name: str) -> TableSink:
+    """The chart decimates as it goes: it holds no rows, and draws on close."""
+    from cumtool.formats.chart import ChartOptions, ChartSink
+
+    image = request.chart_image()
+    options = ChartOptions(ops=tuple(request.ops), keep=request.keep or len(request.ops) > 1,
+                           x=request.x, by=request.by, width=request.width,
+                           height=request.height, image=image)
+    console = None if image else _terminal_console(request, stream)
+    return ChartSink(stream, schema, view, options, source_name, console=console,
+                     encoding=_text_encoding(request))
 
 
 def _has_json_text(schema: pa.Schema) -> bool:

@@ -1,8 +1,9 @@
 """File formats behind one small interface, chosen by name, extension or magic bytes.
 
 A *table* format (csv, tsv, parquet) reads and writes Arrow record batches; an *array*
-format (npy) reads and writes numpy blocks along axis 0. `table` is an output-only format:
-the pretty terminal view.
+format (npy) reads and writes numpy blocks along axis 0. `table` and `chart` are output-only
+formats: the pretty terminal view, and a line chart of the results (on the terminal, or an
+SVG or PNG image named by `-o`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class Format:
     extensions: tuple[str, ...]  # file name suffixes that announce it, lowercase
     reads: bool = True  # an input format
     writes: bool = True  # an output format
-    kind: str = "table"  # table (Arrow batches), array (numpy blocks) or view (the terminal)
+    kind: str = "table"  # table (Arrow batches), array (numpy blocks) or view (a picture)
     typed: bool = False  # keeps types: numbers read as text are written as numbers there
     binary: bool = False  # bytes, not text: never written to a terminal
     by_magic: bool = False  # known by its first bytes whatever the file's name says
@@ -52,6 +53,8 @@ FORMATS = (
     Format("xls", (".xls",), writes=False, binary=True, spreadsheet=True),
     Format("ods", (".ods",), writes=False, binary=True, spreadsheet=True),
     Format("table", (), reads=False, kind="view"),  # the pretty terminal view
+    # A line chart: on the terminal; -o FILE.svg or FILE.png draws it as an image.
+    Format("chart", (".svg", ".png"), reads=False, kind="view"),
 )
 
 INPUT_FORMATS = tuple(f.name for f in FORMATS if f.reads)
@@ -63,6 +66,8 @@ BINARY_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.binary)  # not 
 BY_MAGIC = tuple(f.name for f in FORMATS if f.by_magic)
 DELIMITED = tuple(f.name for f in FORMATS if f.delimited)  # the only ones compressed
 LINE_ORIENTED = tuple(f.name for f in FORMATS if f.line_oriented)
+# -o names that make the chart an image (the plot extra); other names get its text.
+CHART_IMAGES = next(f.extensions for f in FORMATS if f.name == "chart")
 
 _EXTENSIONS = {ext: f.name for f in FORMATS for ext in f.extensions}
 _COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")

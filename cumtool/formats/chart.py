@@ -1,0 +1,500 @@
+"""`--to chart`: a line chart of the results, on the terminal or (-o FILE.svg, FILE.png) as
+an image.
+
+ChartSink receives result batches like every other sink and keeps no rows: each line is
+decimated as it goes (decimate.py). One line per result column (`<name>_<op>` with several
+ops or --keep; the scanned column itself otherwise), against the row number from 1 or
+against `--x COL` (numbers, dates, times, or their ISO text from a CSV); with --by, one
+line per group and result. At most MAX_LINES lines show: those with the largest last
+value, and a line under the legend says how many more there were.
+
+On a terminal (and in text written to a pipe or a file) the lines are braille dots, two
+by four to a character cell, each line in its colour where the terminal shows colour and
+NO_COLOR is unset; without colour, several lines are drawn with a marker each (`•`, `+`,
+...) at one point a cell, so that the legend still tells them apart. The text fits the
+size asked for (the terminal's, else 80 x 24): axes with round tick labels, the legend,
+and the caption line of the table view. Names from the file are escaped as the table
+escapes them (`\\x1b`): a column name cannot drive the terminal. Images are drawn by
+image.py (matplotlib, the `plot` extra).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import textwrap
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cumtool.columns import Selection, resolve
+from cumtool.errors import DataError
+from cumtool.formats import ticks
+from cumtool.formats.decimate import Decimator, Line
+from cumtool.formats.figure import Chart, Drawn
+from cumtool.formats.layout import Cells
+from cumtool.view import View, printable
+
+MAX_LINES = 8
+DEFAULT_CELLS = (80, 24)
+DEFAULT_PIXELS = (1000, 500)
+COLOURS = ("blue", "red", "green", "magenta", "cyan", "yellow", "bright_blue", "bright_red")
+MARKERS = ("•", "+", "x", "o", "*", "#", "@", "%")
+ASCII_MARKERS = ("*", "+", "x", "o", "#", "@", "%", "&")
+_DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))  # braille [row][col]
+_UNITS_PER_DAY = {"s": 86400, "ms": 86400_000, "us": 86400_000_000, "ns": 86400_000_000_000}
+
+
+@dataclass(frozen=True)
+class ChartOptions:
+    """What the chart needs of the run's options."""
+
+    ops: tuple[str, ...]
+    keep: bool  # results appended as <name>_<op> (--keep, or several ops)
+    x: Selection | None = None
+    by: tuple[Selection, ...] = ()
+    width: int | None = None
+    height: int | None = None
+    image: str | None = None  # "svg" or "png": an image (image.py), else text
+
+
+class ChartSink:
+    """Decimates the results as they come; draws the chart on close."""
+
+    def __init__(self, stream: IO[bytes], schema: pa.Schema, view: View,
+                 options: ChartOptions, source_name: str, console: Any = None,
+                 encoding: str = "utf-8") -> None:
+        self._stream = stream
+        self._view = view
+        self._options = options
+        self._console = console
+        self._encoding = encoding if console is None else console.encoding
+        self._cells = Cells(view.precision, self._encoding)
+        self._source = source_name
+        self._schema = schema
+        self._columns = len(schema)
+        names = schema.names
+        self._x = None if options.x is None else _one(options.x, names, source_name)
+        self._keys: list[int] = []
+        for selection in options.by:
+            self._keys.extend(k for k in resolve(selection, names, source_name)
+                              if k not in self._keys)
+        self._results = _results(schema, view, options)
+        if not self._results:
+            raise DataError(f"{source_name}: no result column to draw")
+        for i in self._results:
+            kind = schema.field(i).type
+            if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                    or pa.types.is_decimal(kind)):
+                raise DataError(f"{source_name}: a chart draws numbers; column "
+                                f"{names[i]!r} holds {kind}")
+        self._x_kind = "row" if self._x is None else None  # number, date or time
+        self._x_unit = 1.0  # a timestamp's units per day
+        self.size = _size(options, console)
+        pixels = self.size[0] if options.image else 2 * self.size[0]
+        self._decimator = Decimator(pixels, integral=self._x is None)
+        self._groups: dict[tuple[Any, ...], int] = {}
+        self._group_names: list[str] = []
+        self._rows = 0
+        self._image = None
+        if options.image:
+            from cumtool.formats.image import check_library
+
+            check_library()  # before any row is read: the plot extra is installed
+
+    # Feeding --------------------------------------------------------------------------
+    def write(self, batch: pa.RecordBatch) -> None:
+        n = batch.num_rows
+        if not n:
+            return
+        rows = np.arange(self._rows, self._rows + n, dtype=np.int64)
+        self._rows += n
+        if self._x is None:
+            x = (rows + 1).astype(np.float64)
+            present = None
+        else:
+            x, present = self._x_values(batch.column(self._x), int(rows[0]))
+        groups = self._group_ids(batch) if self._keys else None
+        if present is not None:
+            rows, x = rows[present], x[present]
+            groups = None if groups is None else groups[present]
+        k = self._decimator.buckets(x)
+        for position in self._results:
+            y = _floats(batch.column(position))
+            if present is not None:
+                y = y[present]
+            if groups is None:
+                self._decimator.line((position,)).add(k, rows, x, y)
+                continue
+            order = np.argsort(groups, kind="stable")
+            sorted_groups = groups[order]
+            starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+            for start, end in zip(starts, np.r_[starts[1:], len(order)], strict=True):
+                at = order[start:end]
+                line = self._decimator.line((position, int(sorted_groups[start])))
+                line.add(k[at], rows[at], x[at], y[at])
+
+    def _x_values(self, column: pa.Array, first_row: int
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+        """The x of each row as a float (days for dates and times), and which rows have
+        one (None: all)."""
+        if pa.types.is_dictionary(column.type):
+            column = column.dictionary_decode()
+        kind = column.type
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            column = self._parse_text(column, first_row)
+            kind = column.type
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+            self._settle("number", kind)
+            values = _floats(column)
+        elif pa.types.is_date(kind):
+            self._settle("date", kind)
+            values = _floats(column.cast(pa.date32()).cast(pa.int32()))
+        elif pa.types.is_timestamp(kind):
+            self._settle("time", kind)
+            self._x_unit = _UNITS_PER_DAY[kind.unit]
+            values = _floats(column.cast(pa.int64())) / self._x_unit
+        else:
+            raise DataError(f"{self._source}: --x {self._x_name()!r} holds {kind}: the "
+                            "horizontal axis takes numbers or ISO dates")
+        present = np.isfinite(values)
+        return values, None if present.all() else present
+
+    def _x_name(self) -> str:
+        assert self._x is not None
+        return str(self._schema.names[self._x])
+
+    def _settle(self, kind: str, arrow_type: pa.DataType) -> None:
+        if self._x_kind is None:
+            self._x_kind = kind
+            integral = kind == "date" or pa.types.is_integer(arrow_type)
+            self._decimator.integral = integral
+        elif self._x_kind != kind:
+            raise DataError(f"{self._source}: --x {self._x_name()!r}: its cells are "
+                            f"{self._x_kind}s, then {kind}s")
+
+    def _parse_text(self, column: pa.Array, first_row: int) -> pa.Array:
+        """CSV cells of the x column: numbers, ISO dates or ISO times."""
+        text = pc.utf8_trim_whitespace(column)
+        text = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
+        order = {"number": pa.float64(), "date": pa.date32(), "time": pa.timestamp("us")}
+        tries = [self._x_kind] if self._x_kind not in (None, "row") else list(order)
+        for kind in tries:
+            try:
+                parsed = pc.cast(text, order[str(kind)])
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+            if kind == "number" and self._x_kind is None:
+                # Whole numbers in text are integral: the row-like step of 1 at least.
+                whole = pc.cast(text, pa.int64(), safe=True) if _all_whole(text) else None
+                return whole if whole is not None else parsed
+            return parsed
+        for n, cell in enumerate(text.to_pylist()):
+            if cell is None:
+                continue
+            for kind in tries:
+                try:
+                    pa.array([cell]).cast(order[str(kind)])
+                    break
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    continue
+            else:
+                wanted = ("a number or an ISO date" if self._x_kind is None
+                          else f"a {self._x_kind} like the cells before it")
+                raise DataError(f"{self._source}: row {first_row + n + 1}: --x "
+                                f"{self._x_name()!r}: {printable(cell)!r} is not {wanted}")
+        raise DataError(f"{self._source}: --x {self._x_name()!r}: cannot read its cells")
+
+    def _group_ids(self, batch: pa.RecordBatch) -> np.ndarray:
+        """Each row's group, numbered in order of first appearance."""
+        codes = []
+        dictionaries = []
+        for key in self._keys:
+            column = batch.column(key)
+            if not pa.types.is_dictionary(column.type):
+                column = pc.dictionary_encode(column, null_encoding="encode")
+            codes.append(np.asarray(column.indices.fill_null(-1)).astype(np.int64))
+            dictionaries.append(column.dictionary.to_pylist())
+        stacked = np.stack(codes, axis=1)
+        combos, inverse = np.unique(stacked, axis=0, return_inverse=True)
+        ids = np.empty(len(combos), dtype=np.int64)
+        for c, combo in enumerate(combos):
+            group = tuple(None if code < 0 else dictionaries[j][code]
+                          for j, code in enumerate(combo.tolist()))
+            found = self._groups.get(group)
+            if found is None:
+                found = self._groups[group] = len(self._group_names)
+                self._group_names.append(", ".join("(missing)" if v is None else str(v)
+                                                   for v in group))
+            ids[c] = found
+        return ids[np.asarray(inverse).reshape(-1)]
+
+    # Drawing --------------------------------------------------------------------------
+    def close(self) -> None:
+        lines, hidden = self._chosen()
+        drawn = [Drawn(self._line_name(key), line.runs(), line.infinite)
+                 for key, line in lines]
+        low = min((line.finite_low for _k, line in lines), default=math.inf)
+        high = max((line.finite_high for _k, line in lines), default=-math.inf)
+        infinite = sum(line.infinite for _k, line in lines)
+        caption = self._view.caption(f"{self._rows} rows x {self._columns} columns")
+        if infinite:
+            caption += (f"; {infinite} infinite {'value' if infinite == 1 else 'values'} "
+                        "clipped to the frame")
+        note = None
+        if hidden:
+            what = "groups" if self._keys and len(self._results) == 1 else "lines"
+            note = (f"{hidden} more {what} not drawn: these are the {MAX_LINES} with the "
+                    "largest last value")
+        x_range = (self._decimator.x_low, self._decimator.x_high)
+        chart = Chart(drawn, x_range, (low, high), self._x_kind or "row",
+                      self._x_name() if self._x is not None else "row",
+                      caption, note)
+        if self._options.image:
+            from cumtool.formats.image import draw_image
+
+            draw_image(chart, self._stream, self._options.image, self.size)
+            return
+        colour = self._console is not None and _shows_colour(self._console)
+        text = draw_text(chart, self.size, colour, self._cells)
+        if self._console is not None:
+            from rich.text import Text
+
+            for line in text:
+                self._console.print(line if isinstance(line, Text) else Text(line),
+                                    soft_wrap=True, crop=False)
+        else:
+            body = "".join(str(line) + "\n" for line in text)
+            self._stream.write(body.encode(self._encoding, errors="replace"))
+
+    def abort(self) -> None:
+        self._decimator.lines.clear()
+
+    def _chosen(self) -> tuple[list[tuple[Hashable, Line]], int]:
+        """The lines to draw, in legend order, and how many more there are."""
+        lines = [(key, line) for key, line in self._decimator.lines.items()
+                 if line.last_row >= 0 or line.gap.any()]
+        if len(lines) <= MAX_LINES:
+            return sorted(lines, key=lambda item: _order(item[0])), 0
+
+        def last(item: tuple[Hashable, Line]) -> float:
+            value = item[1].last_value
+            return -math.inf if math.isnan(value) else value
+
+        # The largest last values; ties go to the line that came first.
+        ranked = sorted(lines, key=lambda item: (-last(item), _order(item[0])))
+        kept = sorted(ranked[:MAX_LINES], key=lambda item: _order(item[0]))
+        return kept, len(lines) - MAX_LINES
+
+    def _line_name(self, key: Hashable) -> str:
+        assert isinstance(key, tuple)
+        column = str(self._schema.names[key[0]])
+        if len(key) == 1:
+            return column
+        group = self._group_names[key[1]]
+        return group if len(self._results) == 1 else f"{group}: {column}"
+
+
+def _order(key: Hashable) -> tuple[int, ...]:
+    assert isinstance(key, tuple)
+    return key[1:] + key[:1] if len(key) > 1 else key
+
+
+def _one(selection: Selection, names: Sequence[str], source: str) -> int:
+    found = resolve(selection, names, source)
+    if len(found) != 1:
+        raise DataError(f"{source}: {selection.option} {str(selection)!r} names "
+                        f"{len(found)} columns; the horizontal axis is one column")
+    return found[0]
+
+
+def _results(schema: pa.Schema, view: View, options: ChartOptions) -> list[int]:
+    """The result columns, in output order: each scanned column's results."""
+    names = schema.names
+    if not view.scanned:  # an array: every column is a result
+        return list(range(len(names)))
+    if options.keep:
+        wanted = {f"{name}_{op}" for name in view.scanned for op in options.ops}
+    else:
+        wanted = set(view.scanned)
+    return [i for i, name in enumerate(names) if name in wanted and name in view.first]
+
+
+def _floats(column: pa.Array) -> np.ndarray:
+    """A numeric column as float64, missing cells NaN."""
+    if not pa.types.is_floating(column.type) or column.type != pa.float64():
+        column = pc.cast(column, pa.float64(), safe=False)
+    if column.null_count:
+        column = column.fill_null(math.nan)
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
+
+
+def _all_whole(text: pa.Array) -> bool:
+    try:
+        pc.cast(text, pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _size(options: ChartOptions, console: Any) -> tuple[int, int]:
+    if options.image:
+        return options.width or DEFAULT_PIXELS[0], options.height or DEFAULT_PIXELS[1]
+    width, height = DEFAULT_CELLS
+    if console is not None:
+        width, height = console.width, console.height
+    return options.width or width, options.height or height
+
+
+def _shows_colour(console: Any) -> bool:
+    return console.color_system is not None and not console.no_color
+
+
+def draw_text(chart: Chart, size: tuple[int, int], colour: bool, cells: Cells) -> list[Any]:
+    """The chart as lines of text (rich Text where `colour`), fitting `size`."""
+    from rich.text import Text
+
+    width, height = size
+    utf = cells.utf
+    glyph = ({"tick": "┤", "axis": "│", "corner": "└", "rule": "─", "xtick": "┬",
+              "key": "━━"} if utf else
+             {"tick": "+", "axis": "|", "corner": "+", "rule": "-", "xtick": "+", "key": "--"})
+    several = len(chart.lines) > 1
+    braille = utf and (colour or not several)
+    markers = MARKERS if utf else ASCII_MARKERS
+    # The legend, the note and the caption, wrapped to the width.
+    entries = []
+    for n, line in enumerate(chart.lines):
+        key = glyph["key"] if braille else markers[n] * 2
+        entries.append((key, cells.text(line.name), n))
+    legend = _wrap_entries(entries, width)
+    below = [cells.text(chart.note)] if chart.note else []
+    caption = textwrap.wrap(cells.text(chart.caption), width, break_long_words=True,
+                            break_on_hyphens=False) or [""]
+    rows = max(3, height - 2 - len(legend) - len(below) - len(caption))
+    # The y axis: round ticks, labels right-aligned left of it.
+    low, high, step = chart.y_frame(max(2, rows // 3))
+    y_ticks = ticks.number_ticks(low, high, step)
+    labels = [ticks.number_label(v, step) for v in y_ticks]
+    margin = max(len(label) for label in labels) + 1
+    columns = max(4, width - margin - 1)
+    sx, sy = (2, 4) if braille else (1, 1)
+    dots_w, dots_h = columns * sx, rows * sy
+    x_low, x_high = chart.x_frame()
+
+    def px(x: float) -> int:
+        return round((x - x_low) / (x_high - x_low) * (dots_w - 1))
+
+    def py(y: float) -> int:
+        if math.isinf(y):
+            return 0 if y > 0 else dots_h - 1
+        return dots_h - 1 - round((y - low) / (high - low) * (dots_h - 1))
+
+    bits = np.zeros((rows, columns), dtype=np.int64)
+    owner = np.full((rows, columns), -1, dtype=np.int64)
+    for n, line in enumerate(chart.lines):
+        for run in line.runs:
+            points = [(px(x), py(y)) for x, y in run]
+            if len(points) == 1:
+                points = points * 2
+            for (x0, y0), (x1, y1) in itertools.pairwise(points):
+                for dx, dy in _segment(x0, y0, x1, y1):
+                    row, col = dy // sy, dx // sx
+                    bits[row, col] |= _DOTS[dy % sy][dx % sx] if braille else 1
+                    owner[row, col] = n
+    label_rows = {dots_h - 1 - round((v - low) / (high - low) * (dots_h - 1)): label
+                  for v, label in zip(y_ticks, labels, strict=True)}
+    label_rows = {r // sy: label for r, label in label_rows.items()}
+    out: list[Any] = []
+    for row in range(rows):
+        label = label_rows.get(row)
+        text = Text((label or "").rjust(margin - 1) + " "
+                    + (glyph["tick"] if label is not None else glyph["axis"]))
+        for col in range(columns):
+            if not bits[row, col]:
+                text.append(" ")
+                continue
+            n = int(owner[row, col])
+            char = chr(0x2800 + int(bits[row, col])) if braille else markers[n]
+            text.append(char, style=COLOURS[n % len(COLOURS)] if colour else None)
+        out.append(text if colour else text.plain)
+    # The x axis: a rule with ticks, and their labels where they do not overlap.
+    rule = [glyph["rule"]] * columns
+    label_line = [" "] * width
+    taken = -1
+    for x, label in chart.x_ticks(max(2, columns // 12)):
+        col = px(x) // sx
+        if not 0 <= col < columns:
+            continue
+        rule[col] = glyph["xtick"]
+        start = min(max(margin + 1 + col - len(label) // 2, 0), width - len(label))
+        if start > taken and start >= 0:
+            label_line[start:start + len(label)] = list(label)
+            taken = start + len(label)
+    out.append(" " * (margin - 1) + " " + glyph["corner"] + "".join(rule))
+    out.append("".join(label_line).rstrip())
+    for entries_line in legend:
+        text = Text()
+        for k, (key, name, n) in enumerate(entries_line):
+            if k:
+                text.append("   ")
+            text.append(key, style=COLOURS[n % len(COLOURS)] if colour else None)
+            text.append(" " + name)
+        out.append(text if colour else text.plain)
+    for words in below:
+        out.append(Text(words, style="dim") if colour else words)
+    for words in caption:
+        out.append(Text(words, style="italic") if colour else words)
+    return out
+
+
+def _wrap_entries(entries: list[tuple[str, str, int]], width: int
+                  ) -> list[list[tuple[str, str, int]]]:
+    """Legend entries in lines of at most `width` cells (a long name alone, cut)."""
+    from rich.cells import cell_len
+
+    lines: list[list[tuple[str, str, int]]] = []
+    used = 0
+    for key, name, n in entries:
+        size = cell_len(key) + 1 + cell_len(name)
+        if size > width:
+            name = _cut(name, width - cell_len(key) - 4) + "..."
+            size = width
+        if lines and used + 3 + size <= width:
+            lines[-1].append((key, name, n))
+            used += 3 + size
+        else:
+            lines.append([(key, name, n)])
+            used = size
+    return lines
+
+
+def _cut(text: str, cells: int) -> str:
+    from rich.cells import cell_len
+
+    while text and cell_len(text) > cells:
+        text = text[:-1]
+    return text
+
+
+def _segment(x0: int, y0: int, x1: int, y1: int) -> list[tuple[int, int]]:
+    """The dots of a straight segment (Bresenham), both ends included."""
+    points = []
+    dx, dy = abs(x1 - x0), -abs(y1 - y0)
+    sx, sy = (1 if x0 < x1 else -1), (1 if y0 < y1 else -1)
+    error = dx + dy
+    while True:
+        points.append((x0, y0))
+        if x0 == x1 and y0 == y1:
+            return points
+        twice = 2 * error
+        if twice >= dy:
+            error += dy
+            x0 += sx
+        if twice <= dx:
+            error += dx
+            y0 += sy
