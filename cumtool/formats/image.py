@@ -1,0 +1,110 @@
+"""The chart as an SVG or PNG image, drawn with matplotlib (the `plot` extra).
+
+matplotlib is imported only here, and only when an image is asked for: its figure and
+the Agg and SVG canvases, never pyplot (no global figure state, no GUI backend). Each
+line is one path (its runs joined by moves), with the id `cumtool-line-N`, so that an
+SVG can be read back. The SVG holds no date and fixed ids: the same data gives the same
+bytes with the same matplotlib.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import IO, TYPE_CHECKING, Any
+
+from cumtool.errors import CumtoolError
+from cumtool.view import printable
+
+if TYPE_CHECKING:
+    from cumtool.formats.figure import Chart
+
+PLOT_EXTRA = "pip install 'cumtool[plot]'"
+_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#1f3fbf",
+            "#ff7f0e")
+
+
+class PlotExtraMissing(CumtoolError):
+    """An image chart without matplotlib installed (exit status 1)."""
+
+
+def check_library() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise PlotExtraMissing("drawing a chart as an SVG or PNG image needs the plot "
+                               f"extra: {PLOT_EXTRA}") from None
+
+
+def draw_image(chart: Chart, stream: IO[bytes], kind: str, size: tuple[int, int]) -> None:
+    """Write `chart` to `stream` as `kind` (svg or png), `size` pixels."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    width, height = size
+    dpi = 100
+    settings: Any = {"svg.hashsalt": "cumtool", "svg.fonttype": "path", "font.size": 9,
+                "axes.unicode_minus": True,
+                # Dates are days since 1970, as the chart's own x of dates and times.
+                "date.epoch": "1970-01-01T00:00:00"}
+    with matplotlib.rc_context(settings):
+        figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi)
+        axes = figure.add_subplot()
+        for n, line in enumerate(chart.lines):
+            xs: list[float] = []
+            ys: list[float] = []
+            for run in line.runs:
+                points = run if len(run) > 1 else run * 2  # a lone point: a dot
+                if xs:
+                    xs.append(math.nan)
+                    ys.append(math.nan)
+                xs.extend(x for x, _y in points)
+                ys.extend(_clip(chart, y) for _x0, y in points)
+            drawn, = axes.plot(xs, ys, color=_COLOURS[n % len(_COLOURS)], linewidth=1.2,
+                               solid_capstyle="round", label=printable(line.name))
+            drawn.set_gid(f"cumtool-line-{n + 1}")
+        low, high = chart.y_range
+        if low <= high:
+            pad = (high - low) * 0.03 or 1.0
+            axes.set_ylim(low - pad, high + pad)
+        axes.set_xlim(*chart.x_frame())
+        if chart.x_kind in ("date", "time"):
+            from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
+
+            locator = AutoDateLocator()
+            axes.xaxis.set_major_locator(locator)
+            axes.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+        axes.set_xlabel(printable(chart.x_name), parse_math=False)
+        axes.grid(True, color="#dddddd", linewidth=0.6)
+        if chart.lines:
+            legend = axes.legend(loc="upper left", frameon=False)
+            for text in legend.get_texts():
+                text.set_parse_math(False)
+        words = printable(chart.caption) + (f"\n{printable(chart.note)}" if chart.note else "")
+        figure.text(0.01, 0.01, words, fontsize=8, style="italic", parse_math=False,
+                    va="bottom")
+        figure.subplots_adjust(left=0.08, right=0.98, top=0.96, bottom=0.16)
+        _save(figure, stream, kind, dpi)
+
+
+def _clip(chart: Chart, y: float) -> float:
+    low, high = chart.y_range
+    if math.isinf(y) and low <= high:
+        pad = (high - low) * 0.03 or 1.0
+        return high + pad if y > 0 else low - pad
+    return y
+
+
+def _save(figure: Any, stream: IO[bytes], kind: str, dpi: int) -> None:
+    import io
+
+    # matplotlib wants a real file object; an image is small, so it is drawn in memory.
+    image = io.BytesIO()
+    if kind == "svg":
+        from matplotlib.backends.backend_svg import FigureCanvasSVG
+
+        FigureCanvasSVG(figure).print_svg(image, metadata={"Date": None})
+    else:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(figure).print_png(image, metadata={"Software": "cumtool"})
+    stream.write(image.getvalue())
