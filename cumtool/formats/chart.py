@@ -171,43 +171,41 @@ class ChartSink:
     def _settle(self, kind: str, arrow_type: pa.DataType) -> None:
         if self._x_kind is None:
             self._x_kind = kind
-            integral = kind == "date" or pa.types.is_integer(arrow_type)
-            self._decimator.integral = integral
+            self._decimator.integral = kind == "date" or pa.types.is_integer(arrow_type)
         elif self._x_kind != kind:
             raise DataError(f"{self._source}: --x {self._x_name()!r}: its cells are "
                             f"{self._x_kind}s, then {kind}s")
 
     def _parse_text(self, column: pa.Array, first_row: int) -> pa.Array:
-        """CSV cells of the x column: numbers, ISO dates or ISO times."""
+        """CSV cells of the x column: numbers, ISO dates or ISO times, as the first cell
+        that is not missing says; a later cell of another kind is an error naming it."""
         text = pc.utf8_trim_whitespace(column)
         text = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
-        order = {"number": pa.float64(), "date": pa.date32(), "time": pa.timestamp("us")}
-        tries = [self._x_kind] if self._x_kind not in (None, "row") else list(order)
-        for kind in tries:
-            try:
-                parsed = pc.cast(text, order[str(kind)])
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                continue
-            if kind == "number" and self._x_kind is None:
-                # Whole numbers in text are integral: the row-like step of 1 at least.
-                whole = pc.cast(text, pa.int64(), safe=True) if _all_whole(text) else None
-                return whole if whole is not None else parsed
-            return parsed
+        if self._x_kind in (None, "row"):
+            present = text.drop_null()
+            if not len(present):
+                return pa.nulls(len(text), pa.float64())
+            first = present.slice(0, 1)
+            kind = next((k for k, t in _TEXT_KINDS.items() if _casts(first, t)), None)
+            if kind is None:
+                raise DataError(f"{self._source}: row {first_row + _first_valid(text) + 1}: "
+                                f"--x {self._x_name()!r}: {printable(first[0].as_py())!r} "
+                                "is not a number or an ISO date")
+            self._settle(kind, _TEXT_KINDS[kind])
+            if kind == "number" and _casts(present, pa.int64()):
+                # Whole numbers: integral, so the buckets are a whole number wide.
+                self._decimator.integral = True
+        kind = str(self._x_kind)
+        try:
+            return pc.cast(text, _TEXT_KINDS[kind])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
         for n, cell in enumerate(text.to_pylist()):
-            if cell is None:
-                continue
-            for kind in tries:
-                try:
-                    pa.array([cell]).cast(order[str(kind)])
-                    break
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    continue
-            else:
-                wanted = ("a number or an ISO date" if self._x_kind is None
-                          else f"a {self._x_kind} like the cells before it")
+            if cell is not None and not _casts(pa.array([cell]), _TEXT_KINDS[kind]):
                 raise DataError(f"{self._source}: row {first_row + n + 1}: --x "
-                                f"{self._x_name()!r}: {printable(cell)!r} is not {wanted}")
-        raise DataError(f"{self._source}: --x {self._x_name()!r}: cannot read its cells")
+                                f"{self._x_name()!r}: {printable(cell)!r} is not a {kind} "
+                                "like the cells before it")
+        raise AssertionError("a cell failed to cast, but none alone does")
 
     def _group_ids(self, batch: pa.RecordBatch) -> np.ndarray:
         """Each row's group, numbered in order of first appearance."""
@@ -268,7 +266,7 @@ class ChartSink:
                 self._console.print(line if isinstance(line, Text) else Text(line),
                                     soft_wrap=True, crop=False)
         else:
-            body = "".join(str(line) + "\n" for line in text)
+            body = "".join(str(line).rstrip() + "\n" for line in text)
             self._stream.write(body.encode(self._encoding, errors="replace"))
 
     def abort(self) -> None:
@@ -333,12 +331,19 @@ def _floats(column: pa.Array) -> np.ndarray:
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64)
 
 
-def _all_whole(text: pa.Array) -> bool:
+_TEXT_KINDS = {"number": pa.float64(), "date": pa.date32(), "time": pa.timestamp("us")}
+
+
+def _casts(text: pa.Array, to: pa.DataType) -> bool:
     try:
-        pc.cast(text, pa.int64())
+        pc.cast(text, to)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False
     return True
+
+
+def _first_valid(column: pa.Array) -> int:
+    return int(np.flatnonzero(np.asarray(column.is_valid()))[0])
 
 
 def _size(options: ChartOptions, console: Any) -> tuple[int, int]:

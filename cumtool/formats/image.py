@@ -41,7 +41,7 @@ def draw_image(chart: Chart, stream: IO[bytes], kind: str, size: tuple[int, int]
     from matplotlib.figure import Figure
 
     width, height = size
-    dpi = 100
+    dpi = 96  # CSS pixels per inch: an SVG of N pixels says N * 0.75pt, its size in pixels
     settings: Any = {"svg.hashsalt": "cumtool", "svg.fonttype": "path", "font.size": 9,
                 "axes.unicode_minus": True,
                 # Dates are days since 1970, as the chart's own x of dates and times.
