@@ -1,0 +1,359 @@
+"""`--to chart`: a line chart of the results, on a terminal, in a pipe, and as SVG or PNG.
+
+The plain-text chart (a pipe) is checked byte for byte; the chart on a terminal through
+a pseudo-terminal of a given size; images by parsing them. Decimation is checked against
+the data it decimates, and memory on ten million rows in a subprocess (slow)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import REPO
+from helpers import ok
+
+from cumtool.formats.decimate import Decimator
+
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+HOSTILE = "evil\x1b[2J\x1b]0;owned\x07"
+HOSTILE_SHOWN = "evil\\x1b[2J\\x1b]0;owned\\x07"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def _pty(args: list[str], columns: int, rows: int, cwd: Path,
+         env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Run cumtool with standard output on a pseudo-terminal of columns x rows."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    attributes = termios.tcgetattr(slave)
+    attributes[1] &= ~termios.ONLCR  # "\n" as written
+    termios.tcsetattr(slave, termios.TCSANOW, attributes)
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
+    environment.update(TERM="xterm-256color", PYTHONPATH=str(REPO), **(env or {}))
+    process = subprocess.Popen([sys.executable, "-m", "cumtool", *args], stdout=slave,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=cwd,
+                               env=environment)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert process.wait(timeout=60) == 0, process.stderr.read() if process.stderr else ""
+    if process.stderr:
+        assert process.stderr.read() == b""
+        process.stderr.close()
+    return process.returncode, b"".join(chunks).decode("utf-8")
+
+
+def _fits(text: str, columns: int, rows: int) -> list[str]:
+    from rich.cells import cell_len
+
+    lines = SGR.sub("", text).rstrip("\n").split("\n")
+    assert len(lines) <= rows
+    assert max(cell_len(line) for line in lines) <= columns
+    return lines
+
+
+# Plain text: a pipe ---------------------------------------------------------------------
+
+def test_a_chart_into_a_pipe_is_plain_text_of_the_asked_size(invoke, tmp_path: Path,
+                                                             monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("s.csv").write_text("v\n1\n2\nNA\n4\n")
+    result = ok(invoke("cumsum", "s.csv", "--to", "chart", "--width", "30", "--height", "10"))
+    # cumsum: 1, 3, (missing), 7: a line from 1 to 3, a gap, and 7 alone (top right).
+    assert result.stdout == (
+        "10 ┤\n"
+        "   │                         ⠠\n"
+        " 5 ┤\n"
+        "   │   ⢀⣀⡠⠤⠔⠒\n"
+        " 0 ┤⠒⠊⠉⠁\n"
+        "   └────────┬────────────────┬\n"
+        "            2                4\n"
+        "━━ v\n"
+        "cumsum along rows of s.csv, 4\n"
+        "rows x 1 columns; scanned: v\n")
+
+
+def test_without_a_size_a_pipe_gets_80_by_24(invoke) -> None:
+    result = ok(invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), "--to", "chart"))
+    lines = result.stdout.splitlines()
+    assert len(lines) == 24
+    assert max(len(line) for line in lines) == 80
+
+
+def test_several_ops_draw_a_line_per_result_with_its_own_marker(invoke, monkeypatch
+                                                                ) -> None:
+    monkeypatch.chdir(REPO)
+    result = ok(invoke("cummax,cummin", "sample_data/prices.csv", "--x", "day", "--to",
+                       "chart", "--width", "60", "--height", "12"))
+    # Closes 101.2 .. 107.3: cummax rises to 107.3, cummin stays at 101.2 (row 6 of the
+    # frame, 100 to 110 in steps of 1.25 a line); Mondays 2024-04-01 and 04-08 ticked.
+    assert result.stdout.splitlines() == [
+        "110 ┤",
+        "    │",
+        "    │                                       ••••••••••••••••",
+        "105 ┤                                 ••••••",
+        "    │   ••••••••••••••••••••••••••••••",
+        "    │+++++++++++++++++++++++++++++++++++++++++++++++++++++++",
+        "100 ┤",
+        "    └┬─────────────────────────────────────────┬────────────",
+        "2024-04-01                                2024-04-08",
+        "•• close_cummax   ++ close_cummin",
+        "cummax,cummin along rows of sample_data/prices.csv, 10 rows",
+        "x 4 columns; scanned: close"]
+
+
+def test_infinities_are_clipped_and_counted_in_the_caption(invoke, write_file) -> None:
+    path = write_file("inf.csv", "v\n1\ninf\n2\n")
+    result = ok(invoke("cumsum", str(path), "--to", "chart", "--width", "60"))
+    assert "; 2 infinite values clipped to the frame" in " ".join(result.stdout.splitlines())
+
+
+def test_the_legend_names_the_results_and_a_hostile_name_is_escaped(invoke, write_file
+                                                                   ) -> None:
+    path = write_file("h.csv", f'"{HOSTILE}",b\n1,2\n3,4\n')
+    result = ok(invoke("cumsum", str(path), "--to", "chart", "--width", "80"))
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert f"•• {HOSTILE_SHOWN}   ++ b" in result.stdout.splitlines()
+
+
+def test_by_with_1000_groups_draws_the_8_largest_and_says_how_many_more(invoke, write_file
+                                                                       ) -> None:
+    # Group g<i> sums to i: g999 .. g992 have the largest last values.
+    rows = "".join(f"g{i},{i}\n" for i in range(1000))
+    path = write_file("groups.csv", "key,value\n" + rows)
+    result = ok(invoke("cumsum", str(path), "--by", "key", "--to", "chart", "--width", "200",
+                       "--height", "30"))
+    lines = result.stdout.splitlines()
+    legend = next(line for line in lines if line.startswith("••"))
+    assert legend == ("•• g992   ++ g993   xx g994   oo g995   ** g996   ## g997   @@ g998   "
+                      "%% g999")
+    assert lines[lines.index(legend) + 1] == (
+        "992 more groups not drawn: these are the 8 with the largest last value")
+
+
+def test_an_x_column_is_not_scanned_and_may_hold_numbers(invoke, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("x.csv").write_text("t,v\n10,1\n20,1\n40,1\n")
+    result = ok(invoke("cumsum", "x.csv", "--x", "t", "-c", "t,v", "--to", "chart",
+                       "--width", "40", "--height", "10"))
+    lines = result.stdout.splitlines()
+    assert lines[-4:] == [
+        "  10          20          30          40",  # round ticks along t, 10 to 40
+        "━━ v",  # t is not scanned, though -c names it: v alone is drawn
+        "cumsum along rows of x.csv, 3 rows x 2",
+        "columns; scanned: v"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--to", "csv", "--width", "40"],
+     "Error: --width is for charts: add --to chart (or -o FILE.svg, -o FILE.png)\n"),
+    (["--to", "table", "--x", "units"],
+     "Error: --x is for charts: add --to chart (or -o FILE.svg, -o FILE.png)\n"),
+    (["--to", "chart", "--width", "10"],
+     "Error: --width 10: a terminal chart takes 30 to 1000 characters\n"),
+    (["-o", "c.png", "--height", "20"],
+     "Error: --height 20: an image chart takes 100 to 10000 pixels\n"),
+    (["--to", "chart", "-o", "out/"],
+     "Error: a chart is one picture of the whole run: -o names a file (FILE.svg, FILE.png, "
+     "or a text file), not a folder\n"),
+    (["--to", "chart", "--only-scanned", "--x", "date"],
+     "Error: --only-scanned would leave out the --x column the chart needs; leave "
+     "--only-scanned out\n"),
+])
+def test_chart_options_out_of_place_are_usage_errors(invoke, tmp_path: Path, args, message
+                                                    ) -> None:
+    os.chdir(tmp_path)
+    result = invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), *args)
+    assert (result.exit_code, result.stderr, result.stdout) == (2, message, "")
+
+
+def test_indices_are_refused_for_a_chart(invoke) -> None:
+    result = invoke("cummax", str(REPO / "sample_data/daily_sales.csv"), "--indices", "--to",
+                    "chart")
+    assert (result.exit_code, result.stderr) == (
+        2, "Error: --indices: a chart draws the running values, not their positions; leave "
+           "--indices out\n")
+
+
+def test_an_x_that_is_not_a_number_or_a_date_is_one_error_line(invoke, write_file) -> None:
+    path = write_file("bad.csv", "t,v\n2024-01-01,1\nlater,2\n")
+    result = invoke("cumsum", str(path), "--x", "t", "--to", "chart")
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {path}: row 2: --x 't': 'later' is not a date like the cells before it\n")
+
+
+# On a terminal --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("columns", "rows"), [(80, 24), (200, 50)])
+def test_the_chart_fits_the_terminal(tmp_path: Path, columns: int, rows: int) -> None:
+    _status, text = _pty(["cumsum", "sample_data/daily_sales.csv", "--to", "chart"],
+                         columns, rows, REPO)
+    lines = _fits(text, columns, rows)
+    assert len(lines) == rows  # and fills it
+    assert "\x1b[34m" in text  # colour: the first line is blue
+    assert any(0x2800 <= ord(c) <= 0x28FF for c in text)  # braille dots
+    assert "━━ units   ━━ revenue" in lines
+
+
+def test_no_color_on_a_terminal_draws_without_colour(tmp_path: Path) -> None:
+    _status, text = _pty(["cumsum", "sample_data/daily_sales.csv", "--to", "chart"], 80, 24,
+                         REPO, env={"NO_COLOR": "1"})
+    assert not re.search(r"\x1b\[(3\d|9\d)", text)  # no foreground colour at all
+    _fits(text, 80, 24)
+
+
+def test_a_hostile_name_never_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    (tmp_path / "h.csv").write_text(f'"{HOSTILE}",b\n1,2\n3,4\n')
+    _status, text = _pty(["cumsum", "h.csv", "--to", "chart"], 100, 30, tmp_path)
+    assert "\x1b[2J" not in text and "\x1b]0" not in text and "\x07" not in text
+    assert HOSTILE_SHOWN in SGR.sub("", text)
+
+
+# Images ----------------------------------------------------------------------------------
+
+def test_svg_is_xml_with_one_path_per_line(invoke, tmp_path: Path) -> None:
+    target = tmp_path / "c.svg"
+    ok(invoke("cumsum,cummax", str(REPO / "sample_data/daily_sales.csv"), "-c", "units",
+              "--by", "store", "-o", str(target), "--width", "640", "--height", "320"))
+    root = ET.parse(target).getroot()
+    assert (root.get("width"), root.get("height")) == ("480pt", "240pt")  # 640 x 320 px
+    groups = {g.get("id"): g for g in root.iter(f"{SVG_NS}g")
+              if (g.get("id") or "").startswith("cumtool-line-")}
+    assert sorted(groups) == [f"cumtool-line-{n}" for n in range(1, 5)]
+    for group in groups.values():
+        assert len(list(group.iter(f"{SVG_NS}path"))) == 1
+
+
+def test_png_has_the_signature_and_the_asked_size(invoke, tmp_path: Path) -> None:
+    target = tmp_path / "c.png"
+    ok(invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), "-o", str(target),
+              "--width", "321", "--height", "123"))
+    data = target.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert data[12:16] == b"IHDR" and struct.unpack(">II", data[16:24]) == (321, 123)
+
+
+def test_an_image_without_the_plot_extra_names_it_and_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "c.svg"
+    target.write_text("before")
+    # matplotlib made unimportable, as where the extra is not installed.
+    code = ("import sys; sys.modules['matplotlib'] = None; "
+            "from cumtool.launch import main; sys.argv = ['cumtool'] + sys.argv[1:]; main()")
+    done = subprocess.run([sys.executable, "-c", code, "cumsum",
+                           str(REPO / "sample_data/daily_sales.csv"), "-o", str(target)],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1, "", "Error: drawing a chart as an SVG or PNG image needs the plot extra: "
+               "pip install 'cumtool[plot]'\n")
+    assert target.read_text() == "before"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.svg"]
+
+
+def test_a_failed_chart_leaves_no_file(invoke, write_file, tmp_path: Path) -> None:
+    path = write_file("bad.csv", "t,v\n1,1\n2,2\nx,3\n")
+    target = tmp_path / "c.svg"
+    result = invoke("cumsum", str(path), "--x", "t", "-o", str(target), "--batch-rows", "1")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: row 3: --x 't': 'x' is not a number like the "
+                             "cells before it\n")
+    assert not target.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.csv"]
+
+
+def test_the_docs_svg_is_what_the_sample_draws(invoke, tmp_path: Path) -> None:
+    """docs/cumsum_units.svg, drawn again: the same lines (their paths, point for point)."""
+    target = tmp_path / "c.svg"
+    ok(invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), "-c", "units", "--by",
+              "store", "--x", "date", "-o", str(target), "--width", "800", "--height", "400"))
+
+    def lines(path: Path) -> dict[str, str]:
+        root = ET.parse(path).getroot()
+        return {g.get("id") or "": next(g.iter(f"{SVG_NS}path")).get("d") or ""
+                for g in root.iter(f"{SVG_NS}g")
+                if (g.get("id") or "").startswith("cumtool-line-")}
+
+    drawn = lines(target)
+    assert sorted(drawn) == ["cumtool-line-1", "cumtool-line-2"]
+    if os.environ.get("CUMTOOL_WRITE_DOCS"):
+        (REPO / "docs/cumsum_units.svg").write_bytes(target.read_bytes())
+    assert lines(REPO / "docs/cumsum_units.svg") == drawn, (
+        "docs/cumsum_units.svg is out of date: CUMTOOL_WRITE_DOCS=1 redraws it")
+
+
+# Decimation ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("batch", [1, 7, 1000, 100_000])
+def test_decimation_keeps_real_points_and_the_exact_extremes(batch: int) -> None:
+    rng = np.random.default_rng(batch)
+    y = np.cumsum(rng.normal(size=20_000))
+    y[rng.choice(len(y), 50, replace=False)] = np.nan
+    x = np.arange(1, len(y) + 1, dtype=np.float64)
+    decimator = Decimator(100, integral=True)
+    for start in range(0, len(y), batch):
+        k = decimator.buckets(x[start:start + batch])
+        rows = np.arange(start, min(start + batch, len(y)))
+        decimator.line("a").add(k, rows, x[start:start + batch], y[start:start + batch])
+    line = decimator.line("a")
+    assert len(line) <= 2 * 100 + 1
+    points = [p for run in line.runs() for p in run]
+    truth = dict(zip(x.tolist(), y.tolist(), strict=True))
+    assert all(truth[px] == py for px, py in points)  # every point is a real result
+    ys = [py for _px, py in points]
+    assert (min(ys), max(ys)) == (np.nanmin(y), np.nanmax(y))
+    assert (line.finite_low, line.finite_high) == (np.nanmin(y), np.nanmax(y))
+    assert line.last_value == y[-1]
+    assert decimator.step == 128  # 20,000 rows over at most 200 buckets
+
+
+def test_batch_size_does_not_change_the_chart(invoke, write_file) -> None:
+    rows = "".join(f"{(i * 7919) % 1000 - 500}\n" for i in range(5000))
+    path = write_file("walk.csv", "v\n" + rows)
+    charts = {ok(invoke("cumsum", str(path), "--to", "chart", "--batch-rows", str(n))).stdout
+              for n in (3, 1000, 100_000)}
+    assert len(charts) == 1
+
+
+@pytest.mark.slow
+def test_ten_million_rows_chart_in_bounded_memory(tmp_path: Path) -> None:
+    """The peak RSS of a chart of 10M rows, read in small batches, stays far below what
+    the rows would take (80 MB of results alone), near that of 1,000 rows."""
+    peaks = {}
+    for rows in (1000, 10_000_000):
+        path = tmp_path / f"{rows}.parquet"
+        values = np.arange(rows, dtype=np.int64) % 97 - 48
+        pq.write_table(pa.table({"v": values, "w": values[::-1].copy()}), path,
+                       row_group_size=1 << 20)
+        code = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
+                "stdout=subprocess.DEVNULL); "
+                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+        done = subprocess.run(
+            [sys.executable, "-c", code, sys.executable, "-m", "cumtool", "cumsum", str(path),
+             "--to", "chart", "--batch-rows", "65536"],
+            capture_output=True, text=True, timeout=600, check=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)})
+        peaks[rows] = int(done.stdout) / 1024  # MiB
+    assert peaks[10_000_000] < 256, peaks
+    assert peaks[10_000_000] < peaks[1000] + 100, peaks
