@@ -94,7 +94,7 @@ def test_operation_names(args, expected):
     [
         pytest.param(("--to", "p"), ["parquet"], id="to-p"),
         pytest.param(("--to", ""), ["csv", "tsv", "parquet", "npy", "jsonl", "arrow",
-                                     "arrows", "table"], id="to"),
+                                     "arrows", "table", "chart"], id="to"),
         pytest.param(("--to", "T"), ["tsv", "table"], id="to-uppercase"),
         pytest.param(("--from", ""), ["csv", "tsv", "parquet", "npy", "jsonl", "arrow",
                                        "arrows", "xlsx", "xls", "ods"], id="from"),
@@ -129,7 +129,7 @@ def test_cummax_completes_its_own_option():
 def test_help_lists_the_values_completion_offers(invoke):
     text = " ".join(invoke("cumsum", "--help").stdout.split())
     assert "--from [csv|tsv|parquet|npy|jsonl|arrow|arrows|xlsx|xls|ods]" in text
-    assert "--to [csv|tsv|parquet|npy|jsonl|arrow|arrows|table]" in text
+    assert "--to [csv|tsv|parquet|npy|jsonl|arrow|arrows|table|chart]" in text
     assert "-a, --axis, --dim [rows|index|columns|N]" in text
     assert "--overflow [error|wrap]" in text
     assert ", ".join(DTYPE_NAMES) in text and ", ".join(TORCH_ALIASES) in text
