@@ -357,3 +357,62 @@ def test_ten_million_rows_chart_in_bounded_memory(tmp_path: Path) -> None:
         peaks[rows] = int(done.stdout) / 1024  # MiB
     assert peaks[10_000_000] < 256, peaks
     assert peaks[10_000_000] < peaks[1000] + 100, peaks
+
+
+# Ticks -----------------------------------------------------------------------------------
+
+def _day(text: str) -> float:
+    return float(np.datetime64(text, "D").astype(np.int64))
+
+
+def test_round_number_ticks() -> None:
+    from cumtool.formats import ticks
+
+    assert ticks.frame(13.0, 977.0, 4) == (0.0, 1000.0, 500.0)
+    assert ticks.frame(13.0, 977.0, 5) == (0.0, 1000.0, 200.0)
+    assert ticks.frame(-0.13, 0.97, 6) == (-0.2, 1.0, 0.2)
+    assert ticks.frame(5.0, 5.0, 4) == (2.0, 8.0, 2.0)  # one value: widened around it
+    assert [ticks.number_label(v, 0.2) for v in ticks.number_ticks(-0.2, 1.0, 0.2)] == [
+        "-0.2", "0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+    assert ticks.number_label(2e20, 1e20) == "2e+20"
+
+
+@pytest.mark.parametrize(("low", "high", "whole", "expected"), [
+    ("2024-03-01", "2024-03-30", True,
+     [("2024-03-04", "2024-03-04"), ("2024-03-11", "2024-03-11"),
+      ("2024-03-18", "2024-03-18"), ("2024-03-25", "2024-03-25")]),  # Mondays
+    ("2024-01-15", "2024-09-20", True,
+     [("2024-03-01", "2024-03"), ("2024-05-01", "2024-05"), ("2024-07-01", "2024-07"),
+      ("2024-09-01", "2024-09")]),
+    ("2001-03-01", "2024-09-20", True,
+     [("2005-01-01", "2005"), ("2010-01-01", "2010"), ("2015-01-01", "2015"),
+      ("2020-01-01", "2020")]),
+    ("2024-01-15", "2024-01-16", True, [("2024-01-15", "2024-01-15"),
+                                        ("2024-01-16", "2024-01-16")]),
+])
+def test_date_ticks(low: str, high: str, whole: bool, expected: list) -> None:
+    from cumtool.formats import ticks
+
+    assert ticks.date_ticks(_day(low), _day(high), 5, whole_days=whole) == [
+        (_day(day), label) for day, label in expected]
+
+
+def test_time_ticks_within_a_day() -> None:
+    from cumtool.formats import ticks
+
+    low = _day("2024-01-15")
+    assert ticks.date_ticks(low + 0.2, low + 0.7, 4, whole_days=False) == [
+        (low + 0.25, "2024-01-15T06:00"), (low + 0.375, "09:00"), (low + 0.5, "12:00"),
+        (low + 0.625, "15:00")]
+
+
+def test_a_timestamp_column_of_parquet_is_the_x_axis(invoke, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    start = np.datetime64("2024-01-15T06:00", "s")
+    times = pa.array(start + np.arange(4) * np.timedelta64(3 * 3600, "s"))
+    pq.write_table(pa.table({"at": times, "kwh": [1.0, 2.0, 3.0, 4.0]}), "meter.parquet")
+    result = ok(invoke("cumsum", "meter.parquet", "--x", "at", "--to", "chart", "--width",
+                       "50", "--height", "10"))
+    assert result.stdout.splitlines()[-4] == (
+        "2024-01-15T06:00 09:00          12:00        15:00")

@@ -46,7 +46,7 @@ class Chart:
     def x_ticks(self, count: int) -> list[tuple[float, str]]:
         low, high = self.x_frame()
         if self.x_kind in ("date", "time"):
-            found = ticks.date_ticks(low, high, count)
+            found = ticks.date_ticks(low, high, count, whole_days=self.x_kind == "date")
             if len(found) >= 2 or self.x_kind == "date":
                 return found
         step = ticks.number_step(high - low, count,

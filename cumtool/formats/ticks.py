@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+_MINUTE_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720)
 _DAY_STEPS = (1, 2, 7, 14)
 _MONTH_STEPS = (1, 2, 3, 6)
 
@@ -46,10 +47,14 @@ def number_label(value: float, step: float) -> str:
     return f"{value:.{decimals}f}"
 
 
-def date_ticks(low_days: float, high_days: float, count: int) -> list[tuple[float, str]]:
-    """Ticks within [low, high] days since 1970-01-01: (day, label)."""
-    span = max(high_days - low_days, 1.0)
-    raw = span / max(count, 1)
+def date_ticks(low_days: float, high_days: float, count: int, whole_days: bool = True
+               ) -> list[tuple[float, str]]:
+    """Ticks within [low, high] days since 1970-01-01: (day, label); times of day too
+    unless `whole_days`."""
+    raw = (high_days - low_days) / max(count, 1)
+    if not whole_days and raw * 1440 < _MINUTE_STEPS[-1]:  # within a day or so: hours
+        return _time_ticks(low_days, high_days, raw * 1440)
+    raw = max(raw, 1.0)
     start, end = math.ceil(low_days), math.floor(high_days)
     for days in _DAY_STEPS:
         if days >= raw:
@@ -77,4 +82,17 @@ def date_ticks(low_days: float, high_days: float, count: int) -> list[tuple[floa
         day = float(np.datetime64(f"{year:04d}-01-01", "D").astype(np.int64))
         if low_days <= day <= high_days:
             ticks.append((day, str(year)))
+    return ticks
+
+
+def _time_ticks(low_days: float, high_days: float, raw_minutes: float
+                ) -> list[tuple[float, str]]:
+    """Ticks at whole minutes or hours: labelled HH:MM, or with the date where it turns."""
+    step = next((m for m in _MINUTE_STEPS if m >= raw_minutes), _MINUTE_STEPS[-1])
+    first = math.ceil(low_days * 1440 / step) * step
+    ticks: list[tuple[float, str]] = []
+    for minute in range(first, math.floor(high_days * 1440) + 1, step):
+        text = str(np.datetime64(minute, "m"))  # 2024-01-15T06:00
+        label = text if not ticks or minute % 1440 == 0 else text[11:16]
+        ticks.append((minute / 1440, label))
     return ticks
