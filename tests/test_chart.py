@@ -182,9 +182,9 @@ def test_an_x_column_is_not_scanned_and_may_hold_numbers(invoke, tmp_path: Path,
      "Error: --only-scanned would leave out the --x column the chart needs; leave "
      "--only-scanned out\n"),
 ])
-def test_chart_options_out_of_place_are_usage_errors(invoke, tmp_path: Path, args, message
-                                                    ) -> None:
-    os.chdir(tmp_path)
+def test_chart_options_out_of_place_are_usage_errors(invoke, tmp_path: Path, monkeypatch,
+                                                     args, message) -> None:
+    monkeypatch.chdir(tmp_path)  # -o c.png and out/ would be written here
     result = invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), *args)
     assert (result.exit_code, result.stderr, result.stdout) == (2, message, "")
 
