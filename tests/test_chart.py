@@ -328,6 +328,33 @@ def test_decimation_keeps_real_points_and_the_exact_extremes(batch: int) -> None
     assert decimator.step == 128  # 20,000 rows over at most 200 buckets
 
 
+def test_decimation_of_an_unsorted_float_x() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3.0, 1e6, size=30_000)
+    y = rng.normal(size=30_000)
+    y[7] = np.inf
+    decimator = Decimator(80, integral=False)
+    for start in range(0, len(x), 999):
+        part = slice(start, start + 999)
+        k = decimator.buckets(x[part])
+        rows = np.arange(start, min(start + 999, len(x)))
+        decimator.line("a").add(k, rows, x[part], y[part])
+    line = decimator.line("a")
+    assert len(line) <= 2 * 80 + 1
+    assert (decimator.x_low, decimator.x_high) == (x.min(), x.max())
+    points = [p for run in line.runs() for p in run]
+    truth = dict(zip(x.tolist(), y.tolist(), strict=True))
+    assert all(truth[px] == py for px, py in points)
+    # Joined bucket by bucket in x order (within a bucket, in row order).
+    assert decimator.origin is not None and decimator.step is not None
+    buckets = [(px - decimator.origin) // decimator.step for px, _py in points]
+    assert buckets == sorted(buckets)
+    finite = y[np.isfinite(y)]
+    assert (line.finite_low, line.finite_high, line.infinite) == (finite.min(), finite.max(), 1)
+    assert max(py for _px, py in points) == np.inf  # drawn, clipped by the drawing
+    assert min(py for _px, py in points) == finite.min()
+
+
 def test_batch_size_does_not_change_the_chart(invoke, write_file) -> None:
     rows = "".join(f"{(i * 7919) % 1000 - 500}\n" for i in range(5000))
     path = write_file("walk.csv", "v\n" + rows)
