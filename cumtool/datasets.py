@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cumtool import commit, inputs, runner, state
 from cumtool.errors import DataError, OutputError, UsageError, option
-from cumtool.formats import DELIMITED, TYPED_OUTPUTS, ColumnHint, FileKind, kind_from_name, wide
+from cumtool.formats import DELIMITED, ColumnHint, FileKind, kind_from_name, wide
 from cumtool.request import Request
 
 if TYPE_CHECKING:
@@ -248,17 +248,14 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     """`-o DIR/`: each input's rows to its own file, the scan carried across them."""
     from cumtool.pipeline import BackgroundSink, aborting, prefetch
     from cumtool.sinks import table_sink
-    from cumtool.tables import TableOptions, make_plan
+    from cumtool.tables import make_plan
     from cumtool.view import View
 
     directory = str(request.output)
     fmt = request.to_format.lower() if request.to_format else chain.kind.format
     extension = f".{fmt}" if request.to_format else None
     targets = inputs.output_names(chain.files, directory, extension)
-    options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
-                           reset=request.reset, keep=request.keep, reverse=False,
-                           only_scanned=request.only_scanned,
-                           typed_output=fmt in TYPED_OUTPUTS)
+    options = runner.table_options(request, FileKind(fmt))
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
                      state.hints(request, chain), **request.scan_options())
     if fmt == "npy" and request.indices:

@@ -42,7 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from cumtool import remote
 from cumtool.errors import CumtoolError, DataError, OutputError, UsageError, option
-from cumtool.formats import DELIMITED, TYPED_OUTPUTS, FileKind, kind_from_name
+from cumtool.formats import DELIMITED, FileKind, kind_from_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -482,8 +482,9 @@ def _job(request: Request, output_dir: str | None) -> Job:
     import numpy as np
 
     from cumtool import kernels
+    from cumtool.runner import table_options
     from cumtool.sources import open_source
-    from cumtool.tables import TableOptions, make_plan
+    from cumtool.tables import make_plan
 
     dtype: np.dtype | None = (kernels.parse_dtype(request.dtype)
                               if request.dtype is not None else None)
@@ -494,9 +495,7 @@ def _job(request: Request, output_dir: str | None) -> Job:
                              f"{source.name} is an array: run it on the local engine")
         out = (request if output_dir is None else dataclasses.replace(
             request, output=None, stdout_is_terminal=False)).output_format(kind)
-        options = TableOptions(columns=request.columns, exclude=request.exclude,
-                               keep=request.keep, only_scanned=request.only_scanned,
-                               typed_output=out.format in TYPED_OUTPUTS)
+        options = table_options(request, out)
         plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
                          getattr(source, "hints", None), **request.scan_options())
         if out.format == "npy" and request.indices:

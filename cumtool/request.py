@@ -101,11 +101,6 @@ class Request:
     width: int | None = None
     height: int | None = None
 
-    def __post_init__(self) -> None:
-        if self.x is not None and self.x not in self.exclude:
-            # The horizontal axis is drawn as it is: never scanned, whatever -c says.
-            object.__setattr__(self, "exclude", (*self.exclude, self.x))
-
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
         from cumtool.kernels import parse_dtype  # numpy: not for `cumtool --help`

@@ -32,6 +32,21 @@ if TYPE_CHECKING:  # pyarrow loads only when a table is read or written
     import pyarrow as pa
 
     from cumtool.state import Resume
+    from cumtool.tables import TableOptions
+
+
+def table_options(request: Request, out: FileKind) -> TableOptions:
+    """What the table plan takes from the request, for every engine and driver. A
+    chart's --x column is drawn as it is: never scanned, whatever -c says."""
+    from cumtool.tables import TableOptions
+
+    exclude = request.exclude
+    if request.x is not None and request.x not in exclude:
+        exclude = (*exclude, request.x)
+    return TableOptions(columns=request.columns, exclude=exclude, by=request.by,
+                        reset=request.reset, keep=request.keep, reverse=request.reverse,
+                        only_scanned=request.only_scanned,
+                        typed_output=out.format in TYPED_OUTPUTS)
 
 
 @contextlib.contextmanager
@@ -59,14 +74,11 @@ def rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.
 def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack, resume: Resume | None = None) -> None:
     from cumtool import state
-    from cumtool.tables import TableOptions, make_plan
+    from cumtool.tables import make_plan
 
-    options = TableOptions(columns=request.columns, exclude=request.exclude, by=request.by,
-                           reset=request.reset, keep=request.keep, reverse=request.reverse,
-                           only_scanned=request.only_scanned,
-                           typed_output=out.format in TYPED_OUTPUTS)
-    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
-                     state.hints(request, source), **request.scan_options())
+    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
+                     table_options(request, out), state.hints(request, source),
+                     **request.scan_options())
     save_state = state.prepare(request, plan, source, resume)  # and positions in files
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)
