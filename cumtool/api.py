@@ -24,10 +24,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
          overflow: str = "error", skipna: bool = False, indices: bool = False,
          reverse: bool = False, exclusive: bool = False, by: Any = None,
          reset: Any = None, columns: Sequence[str | int] | None = None, keep: bool = False,
-         exclude: Sequence[str | int] | None = None, ddof: int | None = None,
-         alpha: float | None = None, span: float | None = None, com: float | None = None,
-         halflife: float | None = None, adjust: bool = True,
-         compensated: bool = False) -> Any:
+         exclude: Sequence[str | int] | None = None, **params: Any) -> Any:
     """Scan `data` along `axis` with the CLI's rules.
 
     `data` is a table: a pyarrow Table, RecordBatch or RecordBatchReader, or any
@@ -40,18 +37,16 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     are arrays with one entry per position along axis 0 of a 1-D or 2-D array).
     Raises cumtool.UsageError for bad arguments and cumtool.DataError (ScanOverflowError)
     for data that cannot be scanned, e.g. integer overflow without overflow="wrap".
-    The running statistics take `ddof` (cumvar, cumstd), one of `alpha`, `span`, `com`,
-    `halflife` and `adjust` (ewma), and `compensated` (cumsum of floats, cummean), as
-    the CLI's options of those names.
+    The ops' own options are keywords of the CLI option's name (cumtool.ops): `ddof`
+    (cumvar, cumstd), one of `alpha`, `span`, `com`, `halflife` and `adjust` (ewma), and
+    `compensated` (cumsum of floats, cummean).
     """
-    from cumtool.stats import run_options
+    from cumtool.ops import scan_params
 
-    _check_arguments(op, overflow, ddof, {"alpha": alpha, "span": span, "com": com,
-                                          "halflife": halflife})
+    _check_arguments(op, overflow, params)
     cast = _dtype_argument(dtype)
-    stat_options = run_options(op.split(","), indices=indices, exclusive=exclusive,
-                               ddof=ddof, com=com, span=span, halflife=halflife,
-                               alpha=alpha, adjust=adjust, compensated=compensated)
+    stat_options = scan_params(op.split(","), {"indices": indices, **params},
+                               exclusive=exclusive)
     options = dict(overflow=overflow, skipna=skipna, indices=indices, exclusive=exclusive,
                    **stat_options)
     stream = None if _is_arrow(data) else _arrow_stream(data)
@@ -69,11 +64,11 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     if array.dtype.hasobject:
         raise DataError("cumtool.scan needs a numeric array, not Python objects")
     spec = kernels.make_spec(op, array.dtype, cast, what="the array",
-                             **options)  # type: ignore[arg-type]
+                             **options)
     axis_number = resolve_array_axis(str(axis), array.ndim)
     if by is not None or reset is not None:
         return _scan_keyed_array(spec, array, axis_number, by, reset, reverse, cast,
-                                 bool(stat_options["compensated"]))
+                                 bool(stat_options.get("compensated", False)))
     try:
         result = kernels.scan_array(spec, array, axis_number, reverse=reverse)
     except ScanOverflowError as error:
@@ -86,19 +81,27 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     return (result.values, result.indices) if indices else result.values
 
 
-def _check_arguments(op: Any, overflow: Any, ddof: Any, reals: dict[str, Any]) -> None:
-    """What Click checks on the command line: a typo in overflow= must not wrap quietly,
-    nor a ddof of 0.5 be taken as 0."""
+def _check_arguments(op: Any, overflow: Any, params: dict[str, Any]) -> None:
+    """What Python and Click check on the command line: an unknown keyword is a
+    TypeError, a typo in overflow= must not wrap quietly, nor a ddof of 0.5 be taken as 0."""
+    from cumtool.ops import KEYWORDS
+
+    for name in params:
+        if name not in KEYWORDS or name == "indices":
+            raise TypeError(f"scan() got an unexpected keyword argument {name!r}")
     if not isinstance(op, str):
         raise UsageError(f"op= must be a string such as 'cumsum' or 'cumsum,cummax', not "
                          f"{op!r}")
     if overflow not in OVERFLOW_CHOICES:
         raise UsageError(f"overflow= must be 'error' or 'wrap', not {overflow!r}")
-    if ddof is not None and (isinstance(ddof, bool) or not isinstance(ddof, numbers.Integral)):
-        raise UsageError(f"ddof= must be an integer, not {ddof!r}")
-    for name, value in reals.items():
-        if value is not None and (isinstance(value, bool)
-                                  or not isinstance(value, numbers.Real)):
+    for name, value in params.items():
+        wanted = KEYWORDS[name].type
+        if value is None or wanted is bool:
+            continue
+        if wanted is int and (isinstance(value, bool)
+                              or not isinstance(value, numbers.Integral)):
+            raise UsageError(f"{name}= must be an integer, not {value!r}")
+        if wanted is float and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
             raise UsageError(f"{name}= must be a number, not {value!r}")
 
 

@@ -19,7 +19,7 @@ from cumtool.commit import STOP_SIGNALS, committed, may_stop
 from cumtool.completion import complete_columns, complete_path
 from cumtool.engines import ENGINES
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
-from cumtool.ops import EXAMPLES, INDEXED, OPS, OPS_OF_OPTION, SUMMARIES
+from cumtool.ops import OPS, REGISTRY, Option, options_of
 from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
 from cumtool.view import printable
 
@@ -214,13 +214,14 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
 def _make_command(op: str) -> click.Command:
     ops = op.split(",")
     if len(ops) == 1:
-        summary, example = SUMMARIES[op], EXAMPLES[op]
+        summary, example, short = REGISTRY[op].summary, REGISTRY[op].example, REGISTRY[op].short
     else:
         summary = (f"{', '.join(ops)} in one pass: the input's columns are kept, and each "
                    "scanned column is followed by <name>_<op> for each op.")
         example = f"cumtool {op} sample_data/daily_sales.csv"
+        short = None
 
-    @click.command(name=op, help=f"{summary}\n\nINPUT is a CSV, TSV (plain or "
+    @click.command(name=op, short_help=short, help=f"{summary}\n\nINPUT is a CSV, TSV (plain or "
                    "compressed), Parquet, .npy, JSON Lines, Arrow IPC or spreadsheet (.xlsx, "
                    ".xls, .ods) file, or '-' / nothing for standard input. Several INPUTs, "
                    "quoted globs ('logs/*.csv', in natural order) and directories "
@@ -231,43 +232,23 @@ def _make_command(op: str) -> click.Command:
     def command(ctx: click.Context, **options: Any) -> None:
         _run(ctx, op, options)
 
-    if set(INDEXED) & set(ops):
-        command = click.option(
-            "--indices", is_flag=True,
-            help="Also output the position each value came from (a <name>_index column, "
-                 "or a .npz with values and indices).")(command)
-    # Options of some ops only, offered where one of the ops has them (ops.OPS_OF_OPTION).
-    for flag, decorate in reversed(_OP_OPTIONS):
-        if flag != "--indices" and set(OPS_OF_OPTION[flag]) & set(ops):
-            command = decorate(command)
+    # The options of some ops only (cumtool.ops), offered where one of the ops has them.
+    for declared in options_of(ops):
+        command = _click_option(declared)(command)
     return command
 
 
-_OP_OPTIONS: list[tuple[str, Callable[..., Any]]] = [
-    ("--ddof", click.option(
-        "--ddof", type=int, default=None, metavar="N",
-        help="cumvar, cumstd: delta degrees of freedom, divide by count - N (N >= 0) "
-             "[default: 1]")),
-    ("--alpha", click.option(
-        "--alpha", type=float, default=None, metavar="A",
-        help="ewma: smoothing factor, 0 < A <= 1 (give one of --alpha, --span, --com, "
-             "--halflife).")),
-    ("--span", click.option("--span", type=float, default=None, metavar="S",
-                            help="ewma: span, S >= 1: alpha = 2 / (S + 1).")),
-    ("--com", click.option("--com", type=float, default=None, metavar="C",
-                           help="ewma: centre of mass, C >= 0: alpha = 1 / (1 + C).")),
-    ("--halflife", click.option(
-        "--halflife", type=float, default=None, metavar="H",
-        help="ewma: half-life in rows, H > 0: alpha = 1 - exp(log(0.5) / H).")),
-    ("--no-adjust", click.option(
-        "--no-adjust", "no_adjust", is_flag=True,
-        help="ewma: the recursive form y = (1 - alpha) y + alpha x (pandas adjust=False) "
-             "instead of the adjusted weights.")),
-    ("--compensated", click.option(
-        "--compensated", is_flag=True,
-        help="cumsum of floats, cummean: Neumaier's compensated sum, which does not "
-             "drift (slower).")),
-]
+def _click_option(declared: Option) -> Callable[..., Any]:
+    if declared.is_flag:
+        return click.option(declared.flag, _param_name(declared), is_flag=True,
+                            help=declared.help)
+    return click.option(declared.flag, _param_name(declared), type=declared.type,
+                        default=None, metavar=declared.metavar, help=declared.help)
+
+
+def _param_name(declared: Option) -> str:
+    """Click's name of the option's value: the flag's (--no-adjust: no_adjust)."""
+    return declared.flag.removeprefix("--").replace("-", "_")
 
 
 def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
@@ -282,7 +263,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
         delimiter=options["delimiter"], header=not options["no_header"],
-        indices=options.get("indices", False), overflow=options["overflow"],
+        overflow=options["overflow"],
         skipna=options["skipna"], batch_rows=options["batch_rows"],
         by=options["by"], reset=options["reset"], reverse=options["reverse"],
         exclusive=options["exclusive"], keep=options["keep"], decimal=options["decimal"],
@@ -293,10 +274,8 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
         table_rows=options["table_rows"], precision=options["precision"],
         max_record_size=options["max_record_size"], sheet=options["sheet"],
-        ddof=options.get("ddof"), com=options.get("com"), span=options.get("span"),
-        halflife=options.get("halflife"), alpha=options.get("alpha"),
-        adjust=not options.get("no_adjust", False),
-        compensated=options.get("compensated", False),
+        **{declared.name: declared.from_cli(options[_param_name(declared)])
+           for declared in options_of(op.split(","))},
         engine=options["engine"], scheduler=options["scheduler"],
         x=options["x"], width=options["width"], height=options["height"],
     )

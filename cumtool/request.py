@@ -235,13 +235,11 @@ class Request:
         return FileKind(input_kind.format if input_kind.format in OUTPUT_FORMATS else "csv")
 
     def stat_options(self) -> dict[str, object]:
-        """The statistics' options, checked, as the scan kernels take them."""
-        from cumtool.stats import run_options
+        """The op options of the run (cumtool.ops), checked, as the scan kernels take them."""
+        from cumtool.ops import KEYWORDS, scan_params
 
-        return run_options(self.ops, indices=self.indices, exclusive=self.exclusive,
-                           ddof=self.ddof, com=self.com, span=self.span,
-                           halflife=self.halflife, alpha=self.alpha, adjust=self.adjust,
-                           compensated=self.compensated)
+        return scan_params(self.ops, {name: getattr(self, name) for name in KEYWORDS},
+                           exclusive=self.exclusive)
 
     def scan_options(self) -> dict[str, Any]:
         """Every option the scan kernels take (make_spec's keywords), for any reader."""

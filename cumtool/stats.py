@@ -17,14 +17,13 @@ groups) one row at a time with numpy. All three give the same bits.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from cumtool import native
-from cumtool.errors import DataError, ScanOverflowError, UsageError, option
+from cumtool.errors import DataError, ScanOverflowError, UsageError
 
 if TYPE_CHECKING:
     from cumtool.kernels import Carry, ScanResult, ScanSpec
@@ -32,52 +31,6 @@ if TYPE_CHECKING:
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
 _ROWS_LOOP_LINES = 128  # wider blocks (many groups) loop over rows, vectorised across lines
-
-EWMA_PARAMETERS = ("com", "span", "halflife", "alpha")
-
-
-# Options ---------------------------------------------------------------------------------
-
-def center_of_mass(com: float | None = None, span: float | None = None,
-                   halflife: float | None = None, alpha: float | None = None) -> float:
-    """ewma's centre of mass from exactly one of its four parameters, in float64 as pandas'
-    get_center_of_mass computes it (exp and log are numpy's); UsageError names the option."""
-    given = {name: value for name, value in zip(
-        EWMA_PARAMETERS, (com, span, halflife, alpha), strict=True) if value is not None}
-    if not given:
-        raise UsageError(f"ewma needs one of {option('alpha')}, {option('span')}, "
-                         f"{option('com')} or {option('halflife')}")
-    if len(given) > 1:
-        first, second = list(given)[:2]
-        raise UsageError(f"give one of {option('alpha')}, {option('span')}, {option('com')}, "
-                         f"{option('halflife')}, not both {option(first)} and "
-                         f"{option(second)}")
-    name, value = next(iter(given.items()))
-    value = float(value)
-    ranges = {"com": (value >= 0, "C >= 0"), "span": (value >= 1, "S >= 1"),
-              "halflife": (value > 0, "H > 0"), "alpha": (0 < value <= 1, "0 < A <= 1")}
-    inside, rule = ranges[name]
-    if not inside or math.isnan(value):
-        raise UsageError(f"{option(name, _number(value))} is out of range: it needs {rule}")
-    if name == "com":
-        return value
-    if name == "span":
-        return (value - 1) / 2
-    if name == "halflife":
-        decay = 1 - np.exp(np.log(0.5) / value)
-        return float(1 / decay - 1)
-    return (1 - value) / value
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
-def check_ddof(ddof: int) -> int:
-    if ddof < 0:
-        raise UsageError(f"{option('ddof', str(ddof))} is out of range: it needs N >= 0")
-    return int(ddof)
-
 
 # The kernels -------------------------------------------------------------------------------
 
@@ -701,36 +654,3 @@ def scan_block(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None,
         else:  # cumcount: int64 holds no NaN, so a table writes the cell missing
             missing = nan_skipped if missing is None else missing | nan_skipped
     return ScanResult(values, None, skip, missing)
-
-
-# The options of a run ------------------------------------------------------------------------
-
-def run_options(ops: list[str], *, indices: bool = False, exclusive: bool = False,
-                ddof: int | None = None, com: float | None = None, span: float | None = None,
-                halflife: float | None = None, alpha: float | None = None,
-                adjust: bool = True, compensated: bool = False) -> dict[str, object]:
-    """Check the statistics' options of a run of `ops` (as given: None is not given) and
-    return make_spec's keywords for them. An option is refused only when it means nothing
-    for every op of the run; diff refuses --exclusive, in a list too."""
-    from cumtool.ops import NO_EXCLUSIVE, OPS_OF_OPTION
-
-    given = {"--indices": indices, "--ddof": ddof is not None, "--com": com is not None,
-             "--span": span is not None, "--halflife": halflife is not None,
-             "--alpha": alpha is not None, "--no-adjust": not adjust,
-             "--compensated": compensated}
-    for flag, on in given.items():
-        owners = OPS_OF_OPTION[flag]
-        if on and not set(owners) & set(ops):
-            name = option(flag[2:].replace("-", "_")) if flag != "--no-adjust" else flag
-            raise UsageError(f"{name} is only for {' and '.join(owners)}, not "
-                             f"{','.join(ops)}")
-    refusing = [op for op in ops if op in NO_EXCLUSIVE]
-    if exclusive and refusing:
-        raise UsageError(f"{option('exclusive')} means nothing for {refusing[0]}, whose "
-                         f"first value is x[0] itself; leave {option('exclusive')} out "
-                         f"(run {refusing[0]} on its own if the other ops need it)")
-    keywords: dict[str, object] = {"ddof": 1 if ddof is None else check_ddof(ddof),
-                                   "adjust": adjust, "compensated": compensated}
-    if "ewma" in ops:
-        keywords["com"] = center_of_mass(com, span, halflife, alpha)
-    return keywords

@@ -24,10 +24,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cumtool"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("errors", ("errors",)),
     # Shared vocabulary and helpers that know nothing of files or scans: option words,
-    # -c syntax, the op names, Arrow <-> numpy, where a file lives, the C extensions.
+    # -c syntax, the ops' declarations (ops/: names, help, options and their checks),
+    # Arrow <-> numpy, where a file lives, the C extensions.
     # The format registry (formats/__init__: names, extensions, option and hint types)
     # imports only errors: tables and kernels may use it.
-    ("base", ("choices", "columns", "ops", "columnar", "remote", "view", "native",
+    ("base", ("choices", "columns", "ops", "ops.*", "columnar", "remote", "view", "native",
               "_ext", "_ext._sequential", "_ext._csvtext", "formats")),
     # The scan kernels and running statistics on numpy blocks.
     ("kernels", ("kernels", "stats", "groups")),

@@ -1,0 +1,59 @@
+"""What an op module declares: the op (its name, help, example, options and the
+parameters its scan takes) and each of its options. Plain data, importable without numpy:
+the command line builds its commands, `--help` and shell completion from it at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# An op's check of its options as given (by keyword; only those it declares, None or the
+# default where not given): the parameters its scan takes, or UsageError.
+Params = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of some ops: the CLI flag, the `cumtool.scan` keyword (and Request
+    field) it sets, and what it means."""
+
+    flag: str  # "--span"
+    help: str  # the CLI's --help line
+    type: type = bool  # int, float, or bool: an on/off flag
+    metavar: str | None = None
+    keyword: str = ""  # the API keyword; "" : the flag's name ("--span": span)
+    default: Any = None  # the keyword's value when not given
+    negates: bool = False  # a flag that turns its keyword off: --no-adjust is adjust=False
+
+    @property
+    def name(self) -> str:
+        return self.keyword or self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def is_flag(self) -> bool:
+        return self.type is bool
+
+    def given(self, value: Any) -> bool:
+        return value != self.default
+
+    def from_cli(self, value: Any) -> Any:
+        """The keyword's value from the parsed flag (Click's value: None or the flag's)."""
+        if self.is_flag:
+            return not value if self.negates else bool(value)
+        return self.default if value is None else value
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op: all that the command line, the API and the scan need to know of it."""
+
+    name: str
+    summary: str  # the command's --help, first paragraph
+    short: str  # its line in `cumtool --help`: short enough to show whole
+    example: str  # a command that runs on sample_data/ (README's examples test runs it)
+    options: tuple[Option, ...] = ()  # options of this op only (or of a few ops)
+    params: Params | None = None  # its options as given -> its scan's parameters
+    exclusive: bool = True  # False: --exclusive means nothing for it (refused)
+    stat: bool = False  # scanned by stats.py's driver (its state is a record of fields)
