@@ -12,15 +12,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from cumtool.choices import DTYPE_NAMES, dtype_name
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.ops import OPS, STAT_OPS
+from cumtool.ops import OPS, REGISTRY, STAT_OPS
+from cumtool.ops.spec import Overflow, ScanSpec
 
-Overflow = Literal["error", "wrap"]
+__all__ = ["Overflow", "ScanSpec"]  # where they were before cumtool/ops/spec.py
 # --dtype names (numpy's, torch's) live in choices.py, which the CLI imports without numpy.
 _ACCEPTED_DTYPES = {name: np.dtype(name) for name in DTYPE_NAMES}
 
@@ -57,48 +57,6 @@ def is_scannable(dtype: np.dtype) -> bool:
     return (dtype.kind in "biu" and dtype.itemsize <= 8) or dtype.newbyteorder("=") in _WIDER_FLOAT
 
 
-@dataclass(frozen=True)
-class ScanSpec:
-    """How to scan one stream of values: the op and the three dtypes involved."""
-
-    op: str
-    source_dtype: np.dtype  # as read
-    in_dtype: np.dtype  # after the --dtype cast: what the scan sees
-    acc_dtype: np.dtype  # the running value
-    out_dtype: np.dtype
-    overflow: Overflow = "error"
-    skipna: bool = False
-    indices: bool = False
-    exclusive: bool = False  # out[i] covers the elements before i only
-    # Running statistics (stats.py): cumvar/cumstd's ddof, ewma's centre of mass and
-    # adjustment, and Neumaier's sum for float cumsum and cummean (--compensated).
-    ddof: int = 1
-    com: float | None = None
-    adjust: bool = True
-    compensated: bool = False
-
-    @property
-    def identity(self) -> np.generic:
-        """The running state before any element (a record of several for stats.py's ops)."""
-        if self.is_stat:
-            from cumtool import stats
-
-            return stats.start_state(self)
-        return _identity(self.op, self.acc_dtype)
-
-    @property
-    def is_stat(self) -> bool:
-        """Whether stats.py scans this (its ops, and cumsum with --compensated)."""
-        return self.op in STAT_OPS or self.compensated
-
-    @property
-    def state_dtype(self) -> np.dtype:
-        """The dtype of the carried running state."""
-        if self.is_stat:
-            return self.identity.dtype
-        return self.acc_dtype
-
-
 def make_spec(
     op: str,
     source_dtype: np.dtype,
@@ -128,6 +86,8 @@ def make_spec(
         extra["compensated"] = True
     if exclusive:
         extra["exclusive"] = True
+    if op in STAT_OPS or extra.get("compensated"):  # scanned by stats.py: the op's kernel
+        extra["kernel"] = REGISTRY[op].kernel
     return dataclasses.replace(spec, **extra) if extra else spec  # type: ignore[arg-type]
 
 
@@ -165,23 +125,6 @@ def _make_spec(
         return ScanSpec(op, source_dtype, in_dtype, _INT64, out, overflow, skipna, indices)
     return ScanSpec(op, source_dtype, in_dtype, _WIDER_FLOAT[in_dtype], in_dtype, overflow,
                     skipna, indices)
-
-
-def _identity(op: str, dtype: np.dtype) -> np.generic:
-    kind = dtype.kind
-    if op == "cumsum":
-        return dtype.type(0)
-    if op == "cumprod":
-        return dtype.type(1)
-    if op == "logcumsumexp":
-        return dtype.type(-np.inf)
-    high = op == "cummin"
-    if kind == "b":
-        return np.bool_(high)
-    if kind in "iu":
-        info = np.iinfo(dtype)
-        return dtype.type(info.max if high else info.min)
-    return dtype.type(np.inf if high else -np.inf)
 
 
 @dataclass

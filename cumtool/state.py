@@ -336,6 +336,8 @@ def _dtype(name: str) -> np.dtype:
 def _spec_record(spec: ScanSpec) -> dict[str, Any]:
     record: dict[str, Any] = {}
     for field in dataclasses.fields(spec):
+        if field.name == "kernel":  # the op's code, not a setting
+            continue
         value = getattr(spec, field.name)
         if isinstance(value, np.generic):
             value = value.item()

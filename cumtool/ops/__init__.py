@@ -19,7 +19,7 @@ from typing import Any
 from cumtool.errors import UsageError, option
 from cumtool.ops.decl import Op, Option
 
-_SHARED = ("decl",)  # modules of this package that declare no op
+_SHARED = ("decl", "spec")  # modules of this package that declare no op
 _ORDER = ("cumsum", "cumprod", "extreme", "logcumsumexp", "cumcount", "cummean", "cumvar",
           "ewma", "diff")
 

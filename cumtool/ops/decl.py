@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cumtool.ops.spec import StatKernel
 
 # An op's check of its options as given (by keyword; only those it declares, None or the
 # default where not given): the parameters its scan takes, or UsageError.
@@ -57,3 +60,22 @@ class Op:
     params: Params | None = None  # its options as given -> its scan's parameters
     exclusive: bool = True  # False: --exclusive means nothing for it (refused)
     stat: bool = False  # scanned by stats.py's driver (its state is a record of fields)
+    # How stats.py scans it: a stat op's kernel, and cumsum's with --compensated.
+    kernel: StatKernel | None = None
+
+
+def numpy_on_first_use(namespace: dict[str, Any], name: str = "np") -> Any:
+    """A stand-in for numpy in an op module's `namespace`, bound to `name`: the first use
+    imports numpy and puts it in the stand-in's place, so an op module costs the command
+    line's start-up (which reads every op's declaration) no numpy import. Use it as
+    `np = numpy_on_first_use(globals())`, with `import numpy as np` under TYPE_CHECKING,
+    and use numpy inside functions only, not at the module's top level."""
+
+    class _Numpy:
+        def __getattr__(self, attribute: str) -> Any:
+            import numpy
+
+            namespace[name] = numpy
+            return getattr(numpy, attribute)
+
+    return _Numpy()

@@ -6,10 +6,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cumtool.errors import UsageError, option
-from cumtool.ops.decl import Op, Option
+from cumtool.ops.decl import Op, Option, numpy_on_first_use
+from cumtool.ops.spec import StatKernel
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from cumtool.ops.spec import ScanSpec, States
+else:
+    np = numpy_on_first_use(globals())
 
 # Listed in --help in this order.
 OPTIONS = (
@@ -70,10 +78,125 @@ def params(given: Mapping[str, Any]) -> dict[str, Any]:
             "adjust": bool(given["adjust"])}
 
 
+class _EwmaWeights:
+    """ewma's weights depend on the count only: w_old after the first value is 1, then
+    w = w * f + w_new (adjusted) or 1. Kept per (com, adjust), grown on demand; the
+    adjusted sequence reaches a fixed point in float64, after which it is constant."""
+
+    def __init__(self, decay: float, new: float, adjust: bool) -> None:
+        self.decay, self.new = decay, new
+        self.after = np.ones(1, dtype=np.float64)  # after[c - 1]: w_old after c values
+        self.settled = not adjust
+
+    def upto(self, count: int) -> np.ndarray:
+        """w_old after 1..count values, or fewer once settled: the last is then the
+        value for every later count (memory stays bounded on long inputs)."""
+        have = self.after.shape[0]
+        if count > have and not self.settled:
+            want = max(count, 2 * have)  # grown geometrically: few copies on long inputs
+            w = float(self.after[-1])
+            grown: list[float] = []
+            while not self.settled and have + len(grown) < want:
+                following = w * self.decay + self.new
+                self.settled = following == w
+                w = following
+                grown.append(w)
+            self.after = np.concatenate([self.after, np.asarray(grown, dtype=np.float64)])
+        return self.after[:count]
+
+
+_EWMA_WEIGHTS: dict[tuple[float, bool], _EwmaWeights] = {}
+
+
+def _ewma_weights(spec: ScanSpec) -> _EwmaWeights:
+    """pandas: alpha = 1 / (1 + com), f = 1 - alpha, w_new = 1 (adjusted) or alpha."""
+    assert spec.com is not None
+    key = (spec.com, spec.adjust)
+    if key not in _EWMA_WEIGHTS:
+        alpha = 1.0 / (1.0 + spec.com)
+        _EWMA_WEIGHTS[key] = _EwmaWeights(1.0 - alpha, 1.0 if spec.adjust else alpha,
+                                          spec.adjust)
+    return _EWMA_WEIGHTS[key]
+
+
+class Ewma(StatKernel):
+    """y = x[first]; then w_old *= f; if y != x: y = (w_old y + w_new x) / (w_old + w_new).
+    w_old follows from the count alone (_EwmaWeights), so only y needs the loop."""
+
+    name = "ewma"
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        return np.dtype([("n", np.int64), ("y", np.float64), ("w", np.float64)])
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> States:
+        from cumtool import native, stats
+        states = stats.blank(self.state_dtype(spec), x.shape)
+        states["n"] = count
+        weights = _ewma_weights(spec)
+        new = weights.new
+        after = weights.upto(int(count.max(initial=1)) + 1)
+        x = stats.as_float64(x)
+        with np.errstate(all="ignore"):
+            # At a value with c values before it: the decayed old weight, and the sum.
+            old_by_count = np.concatenate([[np.nan], after * weights.decay])
+            total_by_count = old_by_count + new
+            last = old_by_count.shape[0] - 1
+
+            def old(before: np.ndarray) -> np.ndarray:
+                return old_by_count[np.minimum(before, last)]
+
+            def total(before: np.ndarray) -> np.ndarray:
+                return total_by_count[np.minimum(before, last)]
+
+            def line_loop(values: list[float], y: float, n: int) -> list[float]:
+                means: list[float] = []
+                keep = means.append
+                if n == 0 and values:  # the first value starts the mean
+                    y = values[0]
+                    keep(y)
+                    values = values[1:]
+                    n = 1
+                # Until the weights settle (count `last`), each count has its own;
+                # from there on they are constants, and the loop is shorter.
+                varying = max(0, min(len(values), last - n))
+                before = np.arange(n, n + varying)
+                olds = old(before).tolist()
+                totals = total(before).tolist()
+                for value, w, t in zip(values[:varying], olds, totals, strict=True):
+                    if y != value:
+                        y = (w * y + new * value) / t
+                    keep(y)
+                w, t = float(old_by_count[last]), float(total_by_count[last])
+                for value in values[varying:]:
+                    if y != value:
+                        y = (w * y + new * value) / t
+                    keep(y)
+                return means
+
+            def rows_step(x: np.ndarray, y: np.ndarray, before: np.ndarray) -> np.ndarray:
+                mixed = np.where(y != x, (old(before) * y + new * x) / total(before), y)
+                return np.where(before == 0, x, mixed)
+
+            if native.SEQUENTIAL is not None:
+                states["y"] = stats.native_loop(x, present, start, "y",
+                                                native.SEQUENTIAL.ewma_means, old_by_count,
+                                                total_by_count, new)
+            else:
+                states["y"] = stats.sequential(x, present, start, count, "y", line_loop,
+                                          rows_step)
+        states["w"] = stats.by_count(count, lambda c: np.where(
+            c > 0, after[np.minimum(c, after.shape[0]) - 1], 0.0))
+        return states
+
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
+        return states["y"].copy()
+
+
 OPS = (Op(
     "ewma",
     summary="Exponentially weighted running mean, as pandas' ewm(...).mean(): give one "
             "of --alpha, --span, --com, --halflife.",
     short="Exponentially weighted running mean, as pandas' ewm",
     example="cumtool ewma sample_data/prices.csv -c close --span 3 --keep",
-    options=OPTIONS, params=params, stat=True),)
+    options=OPTIONS, params=params, stat=True, kernel=Ewma()),)

@@ -1,0 +1,118 @@
+"""How one stream of values is scanned (ScanSpec), and what a running statistic's kernel
+provides (StatKernel). Importable without numpy: the op modules, which the command line
+reads at start-up, define their kernels on these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Overflow = Literal["error", "wrap"]
+# A block's states: one contiguous array per field of the state (a record array would
+# make every pass over a field strided, and the statistics several times slower).
+States = dict[str, "np.ndarray"]
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """How to scan one stream of values: the op and the three dtypes involved."""
+
+    op: str
+    source_dtype: np.dtype  # as read
+    in_dtype: np.dtype  # after the --dtype cast: what the scan sees
+    acc_dtype: np.dtype  # the running value
+    out_dtype: np.dtype
+    overflow: Overflow = "error"
+    skipna: bool = False
+    indices: bool = False
+    exclusive: bool = False  # out[i] covers the elements before i only
+    # Running statistics (stats.py): cumvar/cumstd's ddof, ewma's centre of mass and
+    # adjustment, and Neumaier's sum for float cumsum and cummean (--compensated).
+    ddof: int = 1
+    com: float | None = None
+    adjust: bool = True
+    compensated: bool = False
+    # The op's kernel where stats.py scans it (kernels.make_spec sets it from the op's
+    # declaration); None: kernels.py's own accumulating scans.
+    kernel: StatKernel | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def identity(self) -> np.generic:
+        """The running state before any element (a record of several for stats.py's ops:
+        count 0, sums and means +0.0)."""
+        import numpy as np
+
+        if self.kernel is not None:
+            start: np.generic = np.zeros(1, dtype=self.kernel.state_dtype(self))[0]
+            return start
+        return accumulator_identity(self.op, self.acc_dtype)
+
+    @property
+    def is_stat(self) -> bool:
+        """Whether stats.py scans this (its ops, and cumsum with --compensated)."""
+        return self.kernel is not None
+
+    @property
+    def state_dtype(self) -> np.dtype:
+        """The dtype of the carried running state."""
+        if self.is_stat:
+            return self.identity.dtype
+        return self.acc_dtype
+
+
+def accumulator_identity(op: str, dtype: np.dtype) -> np.generic:
+    """The start of kernels.py's accumulating scans: the value that changes nothing."""
+    import numpy as np
+
+    kind = dtype.kind
+    if op == "cumsum":
+        return dtype.type(0)
+    if op == "cumprod":
+        return dtype.type(1)
+    if op == "logcumsumexp":
+        return dtype.type(-np.inf)
+    high = op == "cummin"
+    if kind == "b":
+        return np.bool_(high)
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        return dtype.type(info.max if high else info.min)
+    return dtype.type(np.inf if high else -np.inf)
+
+
+class StatKernel:
+    """How a running statistic scans (cumtool.stats drives it): its state, its dtypes,
+    how a block's states follow from the carried one, and its output. An op module
+    defines one and declares it as its Op's kernel; the module imports numpy on first use
+    (decl.numpy_on_first_use), so declaring a kernel costs the command line nothing."""
+
+    name: ClassVar[str]
+    # --exclusive: where nothing comes before (count 0), the output is a missing cell
+    missing_before_first: ClassVar[bool] = True
+    complex_ok: ClassVar[bool] = False  # False: complex input is refused, naming the op
+
+    def state_dtype(self, spec: ScanSpec) -> np.dtype:
+        raise NotImplementedError
+
+    def acc_dtype(self, in_dtype: np.dtype) -> np.dtype:
+        """The dtype the scan computes in: int64 for integers, else float64."""
+        import numpy as np
+
+        return np.dtype(np.int64 if in_dtype.kind in "biu" else np.float64)
+
+    def out_dtype(self, in_dtype: np.dtype, cast_given: bool) -> np.dtype:
+        import numpy as np
+
+        return np.dtype(np.float64)
+
+    def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
+               start: np.ndarray, count: np.ndarray) -> States:
+        """The state after each element (an array shaped like x per field); `count` is
+        the running number of present values, already computed."""
+        raise NotImplementedError
+
+    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
+        raise NotImplementedError
