@@ -68,7 +68,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     axis_number = resolve_array_axis(str(axis), array.ndim)
     if by is not None or reset is not None:
         return _scan_keyed_array(spec, array, axis_number, by, reset, reverse, cast,
-                                 bool(stat_options.get("compensated", False)))
+                                 options)
     try:
         result = kernels.scan_array(spec, array, axis_number, reverse=reverse)
     except ScanOverflowError as error:
@@ -199,7 +199,7 @@ class _Collected:
 
 def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: Any,
                       reset: Any, reverse: bool, dtype: np.dtype | None,
-                      compensated: bool) -> Any:
+                      options: dict[str, Any]) -> Any:
     """by=/reset= on an array: through the table path, one column per line."""
     import pyarrow as pa
 
@@ -227,10 +227,7 @@ def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: 
         arrays["reset"] = flags
     table = pa.table(arrays)
     try:
-        out = _scan_table(table, spec.op, "rows", dtype, dict(
-            overflow=spec.overflow, skipna=spec.skipna, indices=spec.indices,
-            exclusive=spec.exclusive, ddof=spec.ddof, com=spec.com, adjust=spec.adjust,
-            compensated=compensated), reverse=reverse, by=key_names,
+        out = _scan_table(table, spec.op, "rows", dtype, options, reverse=reverse, by=key_names,
             reset="reset" if reset is not None else None, columns=names, keep=False)
     except ScanOverflowError as error:
         # As without by=: the array's own index, and no table or CLI wording.

@@ -274,8 +274,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
         table_rows=options["table_rows"], precision=options["precision"],
         max_record_size=options["max_record_size"], sheet=options["sheet"],
-        **{declared.name: declared.from_cli(options[_param_name(declared)])
-           for declared in options_of(op.split(","))},
+        indices=options.get("indices", False),
+        params={declared.name: declared.from_cli(options[_param_name(declared)])
+                for declared in options_of(op.split(",")) if declared.name != "indices"},
         engine=options["engine"], scheduler=options["scheduler"],
         x=options["x"], width=options["width"], height=options["height"],
     )

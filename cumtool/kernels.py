@@ -12,12 +12,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from cumtool.choices import DTYPE_NAMES, dtype_name
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.ops import OPS, REGISTRY, STAT_OPS
+from cumtool.ops import OPS, PARAMETERS, REGISTRY, STAT_OPS
 from cumtool.ops.spec import Overflow, ScanSpec
 
 __all__ = ["Overflow", "ScanSpec"]  # where they were before cumtool/ops/spec.py
@@ -67,27 +68,27 @@ def make_spec(
     indices: bool = False,
     exclusive: bool = False,
     what: str = "the input",
-    ddof: int = 1,
-    com: float | None = None,
-    adjust: bool = True,
-    compensated: bool = False,
+    **params: Any,
 ) -> ScanSpec:
-    """Apply SEMANTICS.md's dtype table; `what` names the data in error messages. The
-    statistics' parameters are kept only by the ops they mean something for, so one set
-    of options can make the specs of a list of ops."""
+    """Apply SEMANTICS.md's dtype table; `what` names the data in error messages.
+    `params` are the ops' parameters (ops.scan_params); each op keeps those it declares
+    (its Op.parameters, the others at their defaults), so one set of parameters can make
+    the specs of a list of ops."""
+    unknown = sorted(set(params) - PARAMETERS)
+    if unknown:
+        raise TypeError(f"make_spec() got an unexpected keyword argument {unknown[0]!r}")
     spec = _make_spec(op, source_dtype, dtype, overflow, skipna, indices, what)
+    declared = REGISTRY[op]
+    values = {name: params.get(name, default) for name, default in declared.parameters.items()}
+    if declared.fit is not None:
+        values = declared.fit(values, spec.acc_dtype)
     extra: dict[str, object] = {}
-    if op in ("cumvar", "cumstd"):
-        extra["ddof"] = ddof
-    if op == "ewma":
-        extra.update(com=com, adjust=adjust)
-    # Integer cumsum is exact: only sums taken in floats are compensated.
-    if compensated and (op == "cummean" or (op == "cumsum" and spec.acc_dtype.kind in "fc")):
-        extra["compensated"] = True
+    if values:
+        extra["params"] = tuple(sorted(values.items()))
     if exclusive:
         extra["exclusive"] = True
-    if op in STAT_OPS or extra.get("compensated"):  # scanned by stats.py: the op's kernel
-        extra["kernel"] = REGISTRY[op].kernel
+    if declared.stat or (declared.kernel_when is not None and declared.kernel_when(values)):
+        extra["kernel"] = declared.kernel  # scanned by stats.py
     return dataclasses.replace(spec, **extra) if extra else spec  # type: ignore[arg-type]
 
 

@@ -8,7 +8,8 @@ the input is opened: `cumtool cumsum missing.csv --to bogus` complains about --t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cumtool.columns import Selection
@@ -84,14 +85,9 @@ class Request:
     run_id: str | None = None  # --run-id ID: names the run (a retry has the last one's)
     wait: float | None = None  # --wait SECONDS: for another run that holds the state
     filename_column: str | None = None  # --filename-column NAME: each row's input path
-    # Running statistics (cumtool/stats.py); None: not given
-    ddof: int | None = None
-    com: float | None = None
-    span: float | None = None
-    halflife: float | None = None
-    alpha: float | None = None
-    adjust: bool = True
-    compensated: bool = False
+    # The ops' own options (cumtool.ops: ddof, span, compensated, ...), by API keyword, as
+    # given; one not given is its default.
+    params: Mapping[str, Any] = field(default_factory=dict)
     engine: str = "local"  # or "dask": cumtool/distributed.py
     scheduler: str | None = None  # --engine dask: a scheduler's address (None: see there)
     # The chart (--to chart, -o FILE.svg|png): the column along the horizontal axis (not
@@ -236,9 +232,9 @@ class Request:
 
     def stat_options(self) -> dict[str, object]:
         """The op options of the run (cumtool.ops), checked, as the scan kernels take them."""
-        from cumtool.ops import KEYWORDS, scan_params
+        from cumtool.ops import scan_params
 
-        return scan_params(self.ops, {name: getattr(self, name) for name in KEYWORDS},
+        return scan_params(self.ops, {"indices": self.indices, **self.params},
                            exclusive=self.exclusive)
 
     def scan_options(self) -> dict[str, Any]:

@@ -38,6 +38,9 @@ _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/data
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
 _NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
                     "batch_rows", "table_rows", "precision", "engine", "scheduler")
+# The ops' options that were Request's fields when a run's identity was first made.
+_OP_OPTIONS_OF_VERSION_2 = ("ddof", "com", "span", "halflife", "alpha", "adjust",
+                            "compensated")
 
 
 @dataclasses.dataclass
@@ -152,7 +155,8 @@ def _known(snapshot: dict[str, Any] | None) -> dict[str, tuple[int, str]]:
 def _identity(request: Request, prints: list[Print]) -> str:
     """The run's identity: its options and each input's fingerprint, or --run-id."""
     options = {k: v for k, v in dataclasses.asdict(request).items()
-               if k not in _NOT_IN_IDENTITY}
+               if k not in _NOT_IN_IDENTITY and k != "params"}
+    options.update(_op_options(request))
     options["input"] = os.path.abspath(request.input) if request.input != "-" else "-"
     options["inputs"] = [os.path.abspath(i) if i != "-" else "-" for i in request.inputs]
     if request.output not in (None, "-") and not str(request.output).endswith(("/", os.sep)):
@@ -164,6 +168,20 @@ def _identity(request: Request, prints: list[Print]) -> str:
         what["inputs"] = [[p.path, p.size, p.sha256] for p in prints]
     text = json.dumps(what, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _op_options(request: Request) -> dict[str, Any]:
+    """The ops' options in the identity as they were when they were Request's fields
+    (every one, at its default where not given), so that a run keeps its identity; an
+    option added since counts only where given."""
+    from cumtool.ops import KEYWORDS
+
+    options = {}
+    for name, declared in KEYWORDS.items():
+        value = request.params.get(name, declared.default)
+        if name != "indices" and (name in _OP_OPTIONS_OF_VERSION_2 or declared.given(value)):
+            options[name] = value
+    return options
 
 
 def _spans(request: Request, names: list[str], prints: list[Print],
@@ -335,15 +353,14 @@ def _dtype(name: str) -> np.dtype:
 
 def _spec_record(spec: ScanSpec) -> dict[str, Any]:
     record: dict[str, Any] = {}
-    for field in dataclasses.fields(spec):
-        if field.name == "kernel":  # the op's code, not a setting
-            continue
-        value = getattr(spec, field.name)
+    fields = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)
+              if f.name not in ("kernel", "params")}  # the op's code; its parameters:
+    for name, value in {**fields, **dict(spec.params)}.items():  # beside the fields
         if isinstance(value, np.generic):
             value = value.item()
         if not (value is None or isinstance(value, bool | int | float | str)):
             value = str(value)  # a dtype, or an option an op adds
-        record[field.name] = value
+        record[name] = value
     return record
 
 
@@ -530,8 +547,11 @@ def _restore_plan(path: str, plan: Any, saved: dict[str, Any], widen: bool) -> N
         raise _damaged(path, "another number of columns")
     for position, record in zip(plan.selected, columns, strict=True):
         spec = _spec_record(plan.specs[position])
+        # A parameter the op has gained since the state was saved: its default then.
+        defaults = _parameters(plan.specs[position].op)
         for key, value in spec.items():
-            if record["spec"].get(key) != value:
+            saved_value = record["spec"].get(key, defaults.get(key))
+            if saved_value != value:
                 if widen and key in _WIDENED:
                     continue
                 if key == "source_dtype":
@@ -544,7 +564,7 @@ def _restore_plan(path: str, plan: Any, saved: dict[str, Any], widen: bool) -> N
                         f"{option('state', path)} was made when column "
                         f"{plan.label(position)} held {held}, and it holds {value} now; "
                         f"{hint}")
-                raise _refuse(path, key, record["spec"].get(key), value)
+                raise _refuse(path, key, saved_value, value)
         if record.get("decimal_scale") != plan.decimal_scale.get(position):
             raise DataError(f"{option('state', path)} was made when column "
                             f"{plan.label(position)} had {record.get('decimal_scale')} decimal "
@@ -557,6 +577,12 @@ def _restore_plan(path: str, plan: Any, saved: dict[str, Any], widen: bool) -> N
         groups = saved["groups"]
         known = None if groups["keys"] is None else _decode_frame(groups["keys"])
         plan.group_keys.restore(known, int(groups["count"]))
+
+
+def _parameters(op: str) -> dict[str, Any]:
+    from cumtool.ops import REGISTRY
+
+    return dict(REGISTRY[op].parameters)
 
 
 def _save(resume: Resume, made_with: dict[str, Any], plans: list[Any]) -> None:

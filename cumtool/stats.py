@@ -77,13 +77,14 @@ def running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
     sequential accumulate; Neumaier's s is that same sum, and its correction c is the
     running sum of each step's rounding error, so both vectorise exactly (in C, where it
     is built, both run in one loop)."""
-    if spec.compensated and native.SEQUENTIAL is not None and x.dtype == np.float64:
+    compensated = spec.param("compensated")
+    if compensated and native.SEQUENTIAL is not None and x.dtype == np.float64:
         block, mask, flat = as_lines(x, present, start)
         sums, c = np.empty(block.shape), np.empty(block.shape)
         native.SEQUENTIAL.neumaier(block, mask, column_of(flat, "s"), column_of(flat, "c"), sums, c)
         states["s"], states["c"] = sums.reshape(x.shape), c.reshape(x.shape)
         return
-    if not spec.compensated:  # in C, row by row, for a float64 block where it is built
+    if not compensated:  # in C, row by row, for a float64 block where it is built
         by_rows = native.accumulate_rows(False, x if present is None else
                                          np.where(present, x, 0.0), start["s"])
         if by_rows is not None:
@@ -95,7 +96,7 @@ def running_sum(spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
         sums[:1] += start["s"][np.newaxis]
         np.add.accumulate(sums, axis=0, out=sums)
         states["s"] = sums
-        if not spec.compensated:
+        if not compensated:
             return
         before = np.concatenate([start["s"][np.newaxis].astype(x.dtype), sums[:-1]])
         error = np.where(np.abs(before) >= np.abs(terms), (before - sums) + terms,

@@ -280,6 +280,53 @@ def test_a_version_1_state_is_still_read(cli):
     assert _state()["version"] == 2
 
 
+@pytest.mark.parametrize("args", [
+    pytest.param(("ewma", "--span", "3"), id="ewma"),
+    pytest.param(("cumvar", "--ddof", "0"), id="cumvar"),
+    pytest.param(("cumsum", "--compensated"), id="cumsum"),
+    pytest.param(("cummax", "--indices"), id="cummax"),
+])
+def test_a_state_of_the_old_spec_layout_is_still_read(cli, args):
+    """Until the op registry, every column's spec held every op's parameters (ddof, com,
+    adjust, compensated), whatever its op: such a state resumes, and a parameter saved
+    with another value than this run's is still refused."""
+    write("d1.csv", "k,x\n1,2.5\n3,4\n")
+    write("d2.csv", "k,x\n5,6.5\n")
+    ok(cli(*args, "d1.csv", "--state", "s.json"))
+    old = {"ddof": 1, "com": None, "adjust": True, "compensated": False}
+
+    def as_before(document: dict) -> None:
+        for column in document["plans"][0]["columns"]:
+            column["spec"] = {**old, **column["spec"]}
+
+    _edit(as_before)
+    resumed = ok(cli(*args, "d2.csv", "--state", "s.json")).stdout
+    write("both.csv", "k,x\n1,2.5\n3,4\n5,6.5\n")
+    assert resumed.splitlines()[1] == ok(cli(*args, "both.csv")).stdout.splitlines()[-1]
+
+
+def test_a_parameter_missing_from_a_state_is_its_default(cli):
+    """A parameter an op gains does not make older state files refused: one the state
+    does not hold is the parameter's default."""
+    write("d1.csv", "x\n2.5\n4\n")
+    write("d2.csv", "x\n6.5\n")
+    write("both.csv", "x\n2.5\n4\n6.5\n")
+    ok(cli("ewma", "--alpha", "0.5", "d1.csv", "--state", "s.json"))
+
+    def forget(document: dict) -> None:
+        for column in document["plans"][0]["columns"]:
+            del column["spec"]["adjust"]
+
+    _edit(forget)
+    resumed = ok(cli("ewma", "--alpha", "0.5", "d2.csv", "--state", "s.json")).stdout
+    assert resumed.splitlines()[1] == ok(cli("ewma", "--alpha", "0.5", "both.csv")
+                                         ).stdout.splitlines()[-1]
+    _edit(forget)
+    result = cli("ewma", "--alpha", "0.5", "--no-adjust", "d2.csv", "--state", "s.json")
+    assert result.exit_code == 2
+    assert "was made with --adjust" in result.stderr
+
+
 def test_dtype_float64_may_be_added_to_a_state_of_integers(cli):
     write("d1.csv", "meter,kwh\nnorth,3\nsouth,2\n")
     write("d2.csv", "meter,kwh\nnorth,0.5\n")

@@ -11,6 +11,7 @@ is a new module here (the module's `OPS`). The modules are found by listing the 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from typing import Any
 
 from cumtool.errors import UsageError, option
 from cumtool.ops.decl import Op, Option
+from cumtool.ops.spec import ScanSpec
 
 _SHARED = ("decl", "spec")  # modules of this package that declare no op
 _ORDER = ("cumsum", "cumprod", "extreme", "logcumsumexp", "cumcount", "cummean", "cumvar",
@@ -60,8 +62,13 @@ for _op in REGISTRY.values():
 OPS_OF_OPTION = {flag: tuple(name for name, op in REGISTRY.items() if option in op.options)
                  for flag, option in OPTIONS.items()}
 INDEXED = OPS_OF_OPTION.get("--indices", ())  # the ops whose results have a position
-# The API keywords of the options, as Request's fields of the same names.
+# The API keywords of the options (and the names of Request.params).
 KEYWORDS = {option.name: option for option in OPTIONS.values()}
+# Every op's scan parameters by name (a state file saves them beside ScanSpec's fields).
+PARAMETERS = frozenset(name for op in REGISTRY.values() for name in op.parameters)
+_CLASH = PARAMETERS & {f.name for f in dataclasses.fields(ScanSpec)}
+if _CLASH:
+    raise RuntimeError(f"op parameters named as ScanSpec's fields: {sorted(_CLASH)}")
 
 
 def options_of(ops: list[str]) -> list[Option]:
@@ -75,6 +82,9 @@ def scan_params(ops: list[str], given: Mapping[str, Any], exclusive: bool = Fals
     default) and return the parameters of the ops' scans, merged. An option is refused
     only when it means nothing for every op of the run; an op that refuses --exclusive
     refuses it in a list too."""
+    unknown = sorted(set(given) - set(KEYWORDS))
+    if unknown:
+        raise UsageError(f"{option(unknown[0])} is not an option of any op")
     values = {name: given.get(name, option.default) for name, option in KEYWORDS.items()}
     for flag, option_ in OPTIONS.items():
         owners = OPS_OF_OPTION[flag]

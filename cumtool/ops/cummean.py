@@ -35,7 +35,7 @@ class CumMean(StatKernel):
 
     def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         from cumtool import stats
-        total = stats.compensated_total(states) if spec.compensated else states["s"]
+        total = stats.compensated_total(states) if spec.param("compensated") else states["s"]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return (total / states["n"]).astype(spec.out_dtype)
 
@@ -45,4 +45,5 @@ OPS = (Op(
     summary="Running mean: out[i] = (x[0] + ... + x[i]) / cumcount, the sum in float64.",
     short="Running mean: the running sum (float64) / cumcount",
     example="cumtool cummean sample_data/daily_sales.csv -c units --by store --keep",
-    options=(COMPENSATED,), params=compensated, stat=True, kernel=CumMean()),)
+    options=(COMPENSATED,), params=compensated,
+    parameters={"compensated": False}, stat=True, kernel=CumMean()),)

@@ -25,6 +25,11 @@ def compensated(given: Mapping[str, Any]) -> dict[str, Any]:
     return {"compensated": bool(given["compensated"])}
 
 
+def _fit(params: dict[str, Any], acc_dtype: np.dtype) -> dict[str, Any]:
+    """Integer cumsum is exact: only sums taken in floats are compensated."""
+    return {**params, "compensated": params["compensated"] and acc_dtype.kind in "fc"}
+
+
 class CompensatedSum(StatKernel):
     """cumsum of floats with --compensated: Neumaier's sum in the accumulator dtype."""
 
@@ -73,4 +78,5 @@ OPS = (Op(
     summary="Running sum: out[i] = x[0] + ... + x[i].",
     short="Running sum: out[i] = x[0] + x[1] + ... + x[i]",
     example="cumtool cumsum sample_data/daily_sales.csv -c units,revenue",
-    options=(COMPENSATED,), params=compensated, kernel=CompensatedSum()),)
+    options=(COMPENSATED,), params=compensated, parameters={"compensated": False},
+    kernel=CompensatedSum(), kernel_when=lambda params: params["compensated"], fit=_fit),)

@@ -6,10 +6,12 @@ the command line builds its commands, `--help` and shell completion from it at s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from cumtool.ops.spec import StatKernel
 
 # An op's check of its options as given (by keyword; only those it declares, None or the
@@ -58,10 +60,18 @@ class Op:
     example: str  # a command that runs on sample_data/ (README's examples test runs it)
     options: tuple[Option, ...] = ()  # options of this op only (or of a few ops)
     params: Params | None = None  # its options as given -> its scan's parameters
+    # The parameters its scan takes (ScanSpec.params), each with its default: the value
+    # a state file saved before the parameter existed means.
+    parameters: Mapping[str, Any] = field(default_factory=dict)
     exclusive: bool = True  # False: --exclusive means nothing for it (refused)
     stat: bool = False  # scanned by stats.py's driver (its state is a record of fields)
     # How stats.py scans it: a stat op's kernel, and cumsum's with --compensated.
     kernel: StatKernel | None = None
+    # Where only some of its scans need the kernel: whether these parameters do.
+    kernel_when: Callable[[Mapping[str, Any]], bool] | None = None
+    # Its parameters for a scan in this accumulator dtype (cumsum: an integer sum is
+    # exact, so it is never compensated).
+    fit: Callable[[dict[str, Any], np.dtype], dict[str, Any]] | None = None
 
 
 def numpy_on_first_use(namespace: dict[str, Any], name: str = "np") -> Any:

@@ -110,12 +110,12 @@ _EWMA_WEIGHTS: dict[tuple[float, bool], _EwmaWeights] = {}
 
 def _ewma_weights(spec: ScanSpec) -> _EwmaWeights:
     """pandas: alpha = 1 / (1 + com), f = 1 - alpha, w_new = 1 (adjusted) or alpha."""
-    assert spec.com is not None
-    key = (spec.com, spec.adjust)
+    com, adjust = spec.param("com"), spec.param("adjust")
+    assert com is not None
+    key = (com, adjust)
     if key not in _EWMA_WEIGHTS:
-        alpha = 1.0 / (1.0 + spec.com)
-        _EWMA_WEIGHTS[key] = _EwmaWeights(1.0 - alpha, 1.0 if spec.adjust else alpha,
-                                          spec.adjust)
+        alpha = 1.0 / (1.0 + com)
+        _EWMA_WEIGHTS[key] = _EwmaWeights(1.0 - alpha, 1.0 if adjust else alpha, adjust)
     return _EWMA_WEIGHTS[key]
 
 
@@ -199,4 +199,5 @@ OPS = (Op(
             "of --alpha, --span, --com, --halflife.",
     short="Exponentially weighted running mean, as pandas' ewm",
     example="cumtool ewma sample_data/prices.csv -c close --span 3 --keep",
-    options=OPTIONS, params=params, stat=True, kernel=Ewma()),)
+    options=OPTIONS, params=params, parameters={"com": None, "adjust": True}, stat=True,
+    kernel=Ewma()),)

@@ -5,7 +5,7 @@ reads at start-up, define their kernels on these."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,15 +29,19 @@ class ScanSpec:
     skipna: bool = False
     indices: bool = False
     exclusive: bool = False  # out[i] covers the elements before i only
-    # Running statistics (stats.py): cumvar/cumstd's ddof, ewma's centre of mass and
-    # adjustment, and Neumaier's sum for float cumsum and cummean (--compensated).
-    ddof: int = 1
-    com: float | None = None
-    adjust: bool = True
-    compensated: bool = False
+    # The op's own parameters (its Op.parameters, by name): cumvar's ddof, ewma's com and
+    # adjust, cumsum's and cummean's compensated. A tuple of (name, value): hashable.
+    params: tuple[tuple[str, Any], ...] = ()
     # The op's kernel where stats.py scans it (kernels.make_spec sets it from the op's
     # declaration); None: kernels.py's own accumulating scans.
     kernel: StatKernel | None = field(default=None, compare=False, repr=False)
+
+    def param(self, name: str) -> Any:
+        """The value of one of the op's parameters."""
+        for key, value in self.params:
+            if key == name:
+                return value
+        raise KeyError(f"{self.op} has no parameter {name!r}")
 
     @property
     def identity(self) -> np.generic:
