@@ -18,7 +18,7 @@ import numpy as np
 
 from cumtool.choices import DTYPE_NAMES, dtype_name
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.ops import OPS, PARAMETERS, REGISTRY, STAT_OPS
+from cumtool.ops import OPS, PARAMETERS, REGISTRY
 from cumtool.ops.spec import Overflow, ScanSpec
 
 __all__ = ["Overflow", "ScanSpec"]  # where they were before cumtool/ops/spec.py
@@ -34,13 +34,6 @@ _WIDER_FLOAT: dict[np.dtype, np.dtype] = {
     np.dtype(np.complex64): np.dtype(np.complex128),
     np.dtype(np.complex128): np.dtype(np.complex128),
 }
-_UFUNCS = {
-    "cumsum": np.add,
-    "cumprod": np.multiply,
-    "cummax": np.maximum,
-    "cummin": np.minimum,
-    "logcumsumexp": np.logaddexp,
-}
 
 
 def overflow_hint(overflow: str) -> str:
@@ -51,6 +44,11 @@ def overflow_hint(overflow: str) -> str:
 def parse_dtype(name: str) -> np.dtype:
     """Turn a `--dtype` value (numpy or torch spelling) into a numpy dtype."""
     return _ACCEPTED_DTYPES[dtype_name(name)]
+
+
+def wider_float(dtype: np.dtype) -> np.dtype:
+    """The float (or complex) a float of `dtype` accumulates in: the next wider one."""
+    return _WIDER_FLOAT[dtype]
 
 
 def is_scannable(dtype: np.dtype) -> bool:
@@ -89,6 +87,8 @@ def make_spec(
         extra["exclusive"] = True
     if declared.stat or (declared.kernel_when is not None and declared.kernel_when(values)):
         extra["kernel"] = declared.kernel  # scanned by stats.py
+    else:
+        extra["kernel"] = declared.accumulator  # accumulated here
     return dataclasses.replace(spec, **extra) if extra else spec  # type: ignore[arg-type]
 
 
@@ -102,30 +102,15 @@ def _make_spec(
     if not is_scannable(source_dtype):
         raise DataError(f"{what} has dtype {source_dtype}, which cumtool cannot scan")
     in_dtype = source_dtype if dtype is None else np.dtype(dtype)
-    kind = in_dtype.kind
-    if op in STAT_OPS:
+    declared = REGISTRY[op]
+    if declared.stat:
         from cumtool import stats
 
         acc, out = stats.make_spec(op, source_dtype, in_dtype, dtype is not None, what)
-        return ScanSpec(op, source_dtype, in_dtype, acc, out, overflow, skipna, indices)
-    if op in ("cummax", "cummin"):
-        if kind == "c":
-            message = f"{op} is not defined for complex values ({what} is {in_dtype})"
-            raise (UsageError if dtype is not None else DataError)(message)
-        return ScanSpec(op, source_dtype, in_dtype, in_dtype, in_dtype, overflow, skipna, indices)
-    if op == "logcumsumexp":
-        if dtype is not None and kind not in "fc":
-            raise UsageError(f"logcumsumexp needs a floating or complex {option('dtype')}, "
-                             f"not {in_dtype}")
-        acc = _FLOAT64 if kind in "biu" else _WIDER_FLOAT[in_dtype]
-        out = _FLOAT64 if kind in "biu" else in_dtype
-        return ScanSpec(op, source_dtype, in_dtype, acc, out, overflow, skipna, indices)
-    # cumsum, cumprod
-    if kind in "biu":
-        out = in_dtype if dtype is not None else _INT64
-        return ScanSpec(op, source_dtype, in_dtype, _INT64, out, overflow, skipna, indices)
-    return ScanSpec(op, source_dtype, in_dtype, _WIDER_FLOAT[in_dtype], in_dtype, overflow,
-                    skipna, indices)
+    else:
+        assert declared.accumulator is not None, f"{op} declares no way to scan"
+        acc, out = declared.accumulator.dtypes(op, in_dtype, dtype is not None, what)
+    return ScanSpec(op, source_dtype, in_dtype, acc, out, overflow, skipna, indices)
 
 
 @dataclass
@@ -308,7 +293,7 @@ def to_acc(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None) -> np.ndarray
 def _scan_accumulate(
     spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
 ) -> np.ndarray:
-    ufunc = _UFUNCS[spec.op]
+    ufunc = getattr(np, spec.accumulator.ufunc)
     if carry.pending is not None and carry.pending.any():
         _raise_pending(spec, skip, carry.pending, x.shape)
     by_rows = _native_rows(spec, x, skip, carry.value)
@@ -439,7 +424,7 @@ def _scan_extreme(
     positions: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """cummax/cummin: a NaN wins and stays; ties and NaNs take the latest index."""
-    ufunc = _UFUNCS[spec.op]
+    ufunc = getattr(np, spec.accumulator.ufunc)
     values = to_acc(spec, x, skip)
     ufunc(carry.value[np.newaxis], values[:1], out=values[:1])
     ufunc.accumulate(values, axis=0, out=values)

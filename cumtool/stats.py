@@ -25,11 +25,11 @@ import numpy as np
 
 from cumtool import native
 from cumtool.errors import DataError, UsageError
-from cumtool.ops.spec import States
+from cumtool.ops.spec import States, StatKernel
 
 if TYPE_CHECKING:
     from cumtool.kernels import Carry, ScanResult
-    from cumtool.ops.spec import ScanSpec, StatKernel
+    from cumtool.ops.spec import ScanSpec
 
 _ROWS_LOOP_LINES = 128  # wider blocks (many groups) loop over rows, vectorised across lines
 
@@ -194,7 +194,7 @@ def before(start: np.ndarray, after: np.ndarray) -> np.ndarray:
 def kernel_of(spec: ScanSpec) -> StatKernel | None:
     """The kernel of its op module that scans `spec` (cumtool.ops), or None for
     kernels.py's own ops (cumsum scans here with --compensated only)."""
-    return spec.kernel
+    return spec.kernel if isinstance(spec.kernel, StatKernel) else None
 
 
 # Specs and scanning ------------------------------------------------------------------------

@@ -30,10 +30,8 @@ from cumtool.columns import Selection, listing, resolve
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import ColumnHint, delimiter_hint
 from cumtool.kernels import overflow_hint
-from cumtool.ops import INDEXED
+from cumtool.ops import INDEXED, REGISTRY
 
-# Running statistics that compute in float64 whatever the input: decimals too.
-FLOAT_STATS = ("cummean", "cumvar", "cumstd", "ewma")
 INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # a pandas index stored in Parquet
 _INDEX_NAME = INDEX_NAME  # the name tests/test_small.py compares small.py's copy with
 
@@ -266,9 +264,10 @@ class TablePlan:
 
     def _check_temporal(self, dtype: np.dtype | None) -> None:
         for position in self.temporal:
-            if self.op not in ("cummax", "cummin"):
+            if not REGISTRY[self.op].dates:
+                dated = " and ".join(name for name, op in REGISTRY.items() if op.dates)
                 raise UsageError(f"{self.op} is not defined for dates and times (column "
-                                 f"{self.label(position)}); cummax and cummin are")
+                                 f"{self.label(position)}); {dated} are")
             if dtype is not None or self.axis == 1:
                 raise UsageError(f"column {self.label(position)} holds dates: scan it down "
                                  f"the rows, without {option('dtype')}")
@@ -281,7 +280,7 @@ class TablePlan:
                                 else np.int64)
             if position in self.decimal_scale and (
                     self.axis == 1 or dtype is not None
-                    or self.op in ("cumprod", "logcumsumexp", *FLOAT_STATS)):
+                    or REGISTRY[self.op].decimals == "float64"):
                 return np.dtype(np.float64)  # decimals compute in float64 for these
             found = numpy_dtype(self._data_field(position).type)
             assert found is not None
@@ -296,7 +295,7 @@ class TablePlan:
         return {i: spec for i in self.selected}
 
     def _is_decimal_out(self, position: int) -> bool:
-        return (position in self.decimal_scale and self.op != "cumcount"
+        return (position in self.decimal_scale and REGISTRY[self.op].decimals != "count"
                 and self.specs[position].source_dtype.kind == "i")
 
     def result_fields(self, position: int, name: str) -> list[pa.Field]:

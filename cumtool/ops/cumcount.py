@@ -41,4 +41,4 @@ OPS = (Op(
     summary="Running count: out[i] = the number of non-missing values in x[0..i].",
     short="Running count of the non-missing values in x[0..i]",
     example="cumtool cumcount sample_data/daily_sales.csv -c revenue --keep",
-    stat=True, kernel=CumCount()),)
+    decimals="count", stat=True, kernel=CumCount()),)

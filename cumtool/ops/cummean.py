@@ -46,4 +46,4 @@ OPS = (Op(
     short="Running mean: the running sum (float64) / cumcount",
     example="cumtool cummean sample_data/daily_sales.csv -c units --by store --keep",
     options=(COMPENSATED,), params=compensated,
-    parameters={"compensated": False}, stat=True, kernel=CumMean()),)
+    parameters={"compensated": False}, decimals="float64", stat=True, kernel=CumMean()),)

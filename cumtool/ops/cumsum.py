@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from cumtool.ops.decl import Op, Option, numpy_on_first_use
-from cumtool.ops.spec import StatKernel
+from cumtool.ops.spec import Accumulator, StatKernel
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,6 +23,27 @@ COMPENSATED = Option(
 
 def compensated(given: Mapping[str, Any]) -> dict[str, Any]:
     return {"compensated": bool(given["compensated"])}
+
+
+def exact_dtypes(in_dtype: np.dtype, cast_given: bool) -> tuple[np.dtype, np.dtype]:
+    """cumsum's and cumprod's dtypes: integers (and bool) accumulate in int64 and are
+    output so (or in the --dtype given); floats and complex in the next wider float."""
+    from cumtool import kernels
+
+    if in_dtype.kind in "biu":
+        return np.dtype(np.int64), in_dtype if cast_given else np.dtype(np.int64)
+    return kernels.wider_float(in_dtype), in_dtype
+
+
+class Sum(Accumulator):
+    ufunc = "add"
+
+    def identity(self, dtype: np.dtype) -> np.generic:
+        return dtype.type(0)
+
+    def dtypes(self, op: str, in_dtype: np.dtype, cast_given: bool, what: str
+               ) -> tuple[np.dtype, np.dtype]:
+        return exact_dtypes(in_dtype, cast_given)
 
 
 def _fit(params: dict[str, Any], acc_dtype: np.dtype) -> dict[str, Any]:
@@ -79,4 +100,5 @@ OPS = (Op(
     short="Running sum: out[i] = x[0] + x[1] + ... + x[i]",
     example="cumtool cumsum sample_data/daily_sales.csv -c units,revenue",
     options=(COMPENSATED,), params=compensated, parameters={"compensated": False},
-    kernel=CompensatedSum(), kernel_when=lambda params: params["compensated"], fit=_fit),)
+    accumulator=Sum(), kernel=CompensatedSum(),
+    kernel_when=lambda params: params["compensated"], fit=_fit),)

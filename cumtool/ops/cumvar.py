@@ -106,13 +106,13 @@ OPS = (
                "(default 1); NaN while the count is at most ddof.",
        short="Running variance (Welford, float64; --ddof, default 1)",
        example="cumtool cumvar sample_data/daily_sales.csv -c revenue --ddof 0",
-       options=(DDOF,), params=params, parameters={"ddof": 1}, stat=True,
-       kernel=CumVar()),
+       options=(DDOF,), params=params, parameters={"ddof": 1}, decimals="float64",
+       stat=True, kernel=CumVar()),
     Op("cumstd",
        summary="Running standard deviation: the square root of cumvar (Welford, float64, "
                "--ddof, default 1).",
        short="Running standard deviation: the square root of cumvar",
        example="cumtool cumstd sample_data/daily_sales.csv -c units --by store --keep",
-       options=(DDOF,), params=params, parameters={"ddof": 1}, stat=True,
-       kernel=CumStd()),
+       options=(DDOF,), params=params, parameters={"ddof": 1}, decimals="float64",
+       stat=True, kernel=CumStd()),
 )

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from cumtool.ops.spec import StatKernel
+    from cumtool.ops.spec import Accumulator, StatKernel
 
 # An op's check of its options as given (by keyword; only those it declares, None or the
 # default where not given): the parameters its scan takes, or UsageError.
@@ -64,7 +64,13 @@ class Op:
     # a state file saved before the parameter existed means.
     parameters: Mapping[str, Any] = field(default_factory=dict)
     exclusive: bool = True  # False: --exclusive means nothing for it (refused)
+    dates: bool = False  # dates and times are scanned (as their integers): cummax, cummin
+    # Decimal columns (--decimal, Parquet decimals): "exact" keeps their places, "float64"
+    # computes in float64, "count" counts them (the result is no decimal).
+    decimals: Literal["exact", "float64", "count"] = "exact"
     stat: bool = False  # scanned by stats.py's driver (its state is a record of fields)
+    # How kernels.py accumulates it (cumsum, cumprod, cummax, cummin, logcumsumexp).
+    accumulator: Accumulator | None = None
     # How stats.py scans it: a stat op's kernel, and cumsum's with --compensated.
     kernel: StatKernel | None = None
     # Where only some of its scans need the kernel: whether these parameters do.

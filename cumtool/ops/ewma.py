@@ -199,5 +199,6 @@ OPS = (Op(
             "of --alpha, --span, --com, --halflife.",
     short="Exponentially weighted running mean, as pandas' ewm",
     example="cumtool ewma sample_data/prices.csv -c close --span 3 --keep",
-    options=OPTIONS, params=params, parameters={"com": None, "adjust": True}, stat=True,
+    options=OPTIONS, params=params, parameters={"com": None, "adjust": True},
+    decimals="float64", stat=True,
     kernel=Ewma()),)

@@ -32,9 +32,9 @@ class ScanSpec:
     # The op's own parameters (its Op.parameters, by name): cumvar's ddof, ewma's com and
     # adjust, cumsum's and cummean's compensated. A tuple of (name, value): hashable.
     params: tuple[tuple[str, Any], ...] = ()
-    # The op's kernel where stats.py scans it (kernels.make_spec sets it from the op's
-    # declaration); None: kernels.py's own accumulating scans.
-    kernel: StatKernel | None = field(default=None, compare=False, repr=False)
+    # How it is scanned, from the op's declaration (kernels.make_spec sets it): a
+    # StatKernel where stats.py scans it, else the Accumulator kernels.py accumulates.
+    kernel: StatKernel | Accumulator | None = field(default=None, compare=False, repr=False)
 
     def param(self, name: str) -> Any:
         """The value of one of the op's parameters."""
@@ -49,15 +49,21 @@ class ScanSpec:
         count 0, sums and means +0.0)."""
         import numpy as np
 
-        if self.kernel is not None:
+        if isinstance(self.kernel, StatKernel):
             start: np.generic = np.zeros(1, dtype=self.kernel.state_dtype(self))[0]
             return start
-        return accumulator_identity(self.op, self.acc_dtype)
+        return self.accumulator.identity(self.acc_dtype)
 
     @property
     def is_stat(self) -> bool:
         """Whether stats.py scans this (its ops, and cumsum with --compensated)."""
-        return self.kernel is not None
+        return isinstance(self.kernel, StatKernel)
+
+    @property
+    def accumulator(self) -> Accumulator:
+        """The op's Accumulator, for kernels.py's scans."""
+        assert isinstance(self.kernel, Accumulator), f"{self.op} has no accumulator"
+        return self.kernel
 
     @property
     def state_dtype(self) -> np.dtype:
@@ -67,24 +73,24 @@ class ScanSpec:
         return self.acc_dtype
 
 
-def accumulator_identity(op: str, dtype: np.dtype) -> np.generic:
-    """The start of kernels.py's accumulating scans: the value that changes nothing."""
-    import numpy as np
+class Accumulator:
+    """How an accumulating op (cumsum, cumprod, cummax, cummin, logcumsumexp) scans:
+    kernels.py accumulates its numpy ufunc down each line from its identity, in the
+    dtypes its rule gives (SEMANTICS.md's dtype table). An op module defines one and
+    declares it as its Op's accumulator."""
 
-    kind = dtype.kind
-    if op == "cumsum":
-        return dtype.type(0)
-    if op == "cumprod":
-        return dtype.type(1)
-    if op == "logcumsumexp":
-        return dtype.type(-np.inf)
-    high = op == "cummin"
-    if kind == "b":
-        return np.bool_(high)
-    if kind in "iu":
-        info = np.iinfo(dtype)
-        return dtype.type(info.max if high else info.min)
-    return dtype.type(np.inf if high else -np.inf)
+    ufunc: ClassVar[str]  # numpy's name: add, multiply, maximum, minimum, logaddexp
+
+    def identity(self, dtype: np.dtype) -> np.generic:
+        """The value that changes nothing: the running value before any element."""
+        raise NotImplementedError
+
+    def dtypes(self, op: str, in_dtype: np.dtype, cast_given: bool, what: str
+               ) -> tuple[np.dtype, np.dtype]:
+        """(accumulator dtype, output dtype) for input of `in_dtype` (`cast_given`: by
+        --dtype); raises UsageError or DataError naming `op` and `what` where the op is
+        not defined for it."""
+        raise NotImplementedError
 
 
 class StatKernel:
