@@ -3,7 +3,7 @@ compensated running sum (`--compensated`), as SEMANTICS.md's "Running statistics
 them, down to the order of the float operations.
 
 Each op's `StatKernel` is in its op module (cumtool/ops/): the fields of its carried state
-(a numpy record per line, so kernels.Carry and groups.GroupCarry hold it as they hold a
+(a numpy record per line, so blocks.Carry and groups.GroupCarry hold it as they hold a
 running value), its dtypes, how a block's states follow from the carried one, and what is
 output from a state. Everything around it (casting, --skipna, --exclusive, missing cells,
 the carry) is done once, here in `scan_block`, with the helpers the kernels share (the
@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cumtool import native
+from cumtool.blocks import ScanResult, cast_input
 from cumtool.errors import DataError, UsageError
 from cumtool.ops.spec import States, StatKernel
 
 if TYPE_CHECKING:
-    from cumtool.kernels import Carry, ScanResult
+    from cumtool.blocks import Carry
     from cumtool.ops.spec import ScanSpec
 
 _ROWS_LOOP_LINES = 128  # wider blocks (many groups) loop over rows, vectorised across lines
@@ -216,8 +217,6 @@ def make_spec(op: str, source_dtype: np.dtype, in_dtype: np.dtype, cast_given: b
 def scan_block(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None,
                carry: Carry) -> ScanResult:
     """kernels.scan_block for the ops here: the same casting, skipping and carry."""
-    from cumtool.kernels import ScanResult, cast_input
-
     kernel = kernel_of(spec)
     assert kernel is not None
     x = cast_input(spec, block, valid)

@@ -36,7 +36,7 @@ class Diff(StatKernel):
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
         from cumtool import stats
-        from cumtool.kernels import first_position, to_acc
+        from cumtool.blocks import first_position, to_acc
 
         states = stats.blank(self.state_dtype(spec), x.shape)
         states["n"] = count
