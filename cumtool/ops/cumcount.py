@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from cumtool.ops.spec import ScanSpec, States
+
 else:
     np = numpy_on_first_use(globals())
 
@@ -28,6 +29,7 @@ class CumCount(StatKernel):
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
         from cumtool import stats
+
         states = stats.blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         return states

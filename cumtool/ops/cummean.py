@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from cumtool.ops.spec import ScanSpec, States
+
 else:
     np = numpy_on_first_use(globals())
 
@@ -28,6 +29,7 @@ class CumMean(StatKernel):
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
         from cumtool import stats
+
         states = stats.blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         stats.running_sum(spec, stats.as_float64(x), present, start, states)
@@ -35,6 +37,7 @@ class CumMean(StatKernel):
 
     def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         from cumtool import stats
+
         total = stats.compensated_total(states) if spec.param("compensated") else states["s"]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return (total / states["n"]).astype(spec.out_dtype)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from cumtool.ops.spec import ScanSpec, States
+
 else:
     np = numpy_on_first_use(globals())
 
@@ -63,6 +64,7 @@ class CompensatedSum(StatKernel):
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
         from cumtool import stats
+
         states = stats.blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         acc = x.astype(spec.acc_dtype, copy=False)
@@ -83,6 +85,7 @@ class CompensatedSum(StatKernel):
 
     def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         from cumtool import stats
+
         if spec.acc_dtype.kind == "c":
             total = states["s"].copy()
             for part in ("real", "imag"):

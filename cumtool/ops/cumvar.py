@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from cumtool.ops.spec import ScanSpec, States
+
 else:
     np = numpy_on_first_use(globals())
 
@@ -57,6 +58,7 @@ class CumVar(StatKernel):
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
         from cumtool import native, stats
+
         states = stats.blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         x = stats.as_float64(x)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from cumtool.ops.spec import ScanSpec, States
+
 else:
     np = numpy_on_first_use(globals())
 

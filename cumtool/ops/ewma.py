@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from cumtool.ops.spec import ScanSpec, States
+
 else:
     np = numpy_on_first_use(globals())
 
@@ -131,6 +132,7 @@ class Ewma(StatKernel):
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
         from cumtool import native, stats
+
         states = stats.blank(self.state_dtype(spec), x.shape)
         states["n"] = count
         weights = _ewma_weights(spec)
