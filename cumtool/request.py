@@ -111,7 +111,7 @@ class Request:
                              f"from {', '.join(OPS)} (e.g. cumsum,cummax)")
         # An option is refused only when it means nothing for every op asked for.
         if self.indices and not set(INDEXED) & set(self.ops):
-            raise UsageError(f"--indices is only for cummax and cummin, not {self.op}")
+            raise UsageError(f"--indices is only for {' and '.join(INDEXED)}, not {self.op}")
         self.stat_options()
         if self.batch_rows is not None and self.batch_rows < 1:
             raise UsageError("--batch-rows must be at least 1")
