@@ -196,13 +196,16 @@ def _spans(request: Request, names: list[str], prints: list[Print],
             continue
         path = fingerprinted.path
         record = consumed.get(path)
-        grown = (record is not None and fingerprinted.prefix_kept
-                 and fingerprinted.size > record["size"])
-        if not grown:
+        # Its consumed bytes are still its first ones: read on after them. A line-oriented
+        # input's rows are its lines, so one that has not grown gives no new row, whatever
+        # the run's name (a log that stayed quiet for an hour is not counted again).
+        continued = (record is not None and fingerprinted.prefix_kept
+                     and fingerprinted.size >= record["size"])
+        if not continued:
             spans[path] = Span(0, fingerprinted.size)
             continue
         assert record is not None
-        if not record.get("ends_line", True):
+        if fingerprinted.size > record["size"] and not record.get("ends_line", True):
             raise DataError(
                 f"{name}: it has grown since {option('state', request.state)} consumed "
                 f"its first {record['size']:,} bytes, which ended inside a line; the rows "

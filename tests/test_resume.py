@@ -82,18 +82,35 @@ def test_a_retry_after_a_state_was_saved_then_lost_output(cli):
 
 
 def test_run_id_tells_a_retry_from_a_new_run_of_identical_bytes(cli):
-    write("today.csv", "meter,kwh\nnorth,3\n")
-    ok(cli("cumsum", "today.csv", "--state", "s.json", "--run-id", "2026-01-01", "-c", "kwh"))
-    ok(cli("cumsum", "today.csv", "--state", "s.json", "--run-id", "2026-01-01", "-c", "kwh"))
-    assert Path("s.json").exists()
-    result = ok(cli("cumsum", "today.csv", "--state", "s.json", "--run-id", "2026-01-02",
-                    "-c", "kwh"))
-    assert result.stdout == "meter,kwh\nnorth,6\n"
-    # Without --run-id, the same options and bytes as the last run are a retry.
-    result = ok(cli("cumsum", "today.csv", "--state", "s.json", "-c", "kwh"))
-    assert result.stdout == "meter,kwh\nnorth,9\n"
-    result = ok(cli("cumsum", "today.csv", "--state", "s.json", "-c", "kwh"))
-    assert result.stdout == "meter,kwh\nnorth,9\n"
+    """A whole input (here Parquet) given again with the same bytes: the same run ID is a
+    retry, a new ID a new input, counted again; no ID, the same options: a retry."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"kwh": [3]}), "today.parquet")
+    run = ["cumsum", "today.parquet", "--state", "s.json", "--to", "csv"]
+    assert ok(cli(*run, "--run-id", "2026-01-01")).stdout == "kwh\n3\n"
+    assert ok(cli(*run, "--run-id", "2026-01-01")).stdout == "kwh\n3\n"
+    assert ok(cli(*run, "--run-id", "2026-01-02")).stdout == "kwh\n6\n"
+    assert ok(cli(*run)).stdout == "kwh\n9\n"
+    assert ok(cli(*run)).stdout == "kwh\n9\n"
+
+
+def test_a_text_input_that_has_not_grown_gives_no_new_row_in_a_new_run(cli):
+    """Hourly runs named by the hour over a log that stayed quiet: its lines were
+    counted once, and a run with a new ID (or another -o) adds nothing; the same ID is
+    a retry and writes the same rows again."""
+    write("log.csv", "kwh\n1\n2\n")
+    hour = ["cumsum", "log.csv", "--state", "s.json", "--run-id"]
+    assert ok(cli(*hour, "10h")).stdout == "kwh\n1\n3\n"
+    assert ok(cli(*hour, "11h")).stdout == "kwh\n"
+    assert ok(cli(*hour, "11h")).stdout == "kwh\n"
+    assert ok(cli(*hour, "10h")).stdout == "kwh\n"  # not the last run: a new one
+    ok(cli("cumsum", "log.csv", "--state", "s.json", "-o", "other.csv"))
+    assert Path("other.csv").read_text() == "kwh\n"
+    with open("log.csv", "a") as log:
+        log.write("4\n")
+    assert ok(cli(*hour, "12h")).stdout == "kwh\n7\n"
 
 
 def test_a_growing_log_is_counted_once_over_five_runs(cli):
