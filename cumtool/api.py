@@ -7,7 +7,9 @@ TablePlan as CSV and Parquet; so the API and the CLI cannot disagree.
 from __future__ import annotations
 
 import contextlib
+import io
 import numbers
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +26,8 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
          overflow: str = "error", skipna: bool = False, indices: bool = False,
          reverse: bool = False, exclusive: bool = False, by: Any = None,
          reset: Any = None, columns: Sequence[str | int] | None = None, keep: bool = False,
-         exclude: Sequence[str | int] | None = None, **params: Any) -> Any:
+         exclude: Sequence[str | int] | None = None, to: str | None = None,
+         **params: Any) -> Any:
     """Scan `data` along `axis` with the CLI's rules.
 
     `data` is a table: a pyarrow Table, RecordBatch or RecordBatchReader, or any
@@ -40,9 +43,36 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     The ops' own options are keywords of the CLI option's name (cumtool.ops): `ddof`
     (cumvar, cumstd), one of `alpha`, `span`, `com`, `halflife` and `adjust` (ewma), and
     `compensated` (cumsum of floats, cummean).
+
+    `data` may also be a file: a path (str or os.PathLike), a URL, or a binary file
+    object, read by the CLI's readers with the CLI's rules (codes such as 007 stay text,
+    NA markers are missing cells). A table comes back as a pyarrow Table, or as a
+    polars or pandas DataFrame with `to="polars"` or `to="pandas"`; a .npy file as an
+    array. A polars or pandas Series is a one-column table and comes back as a Series of
+    its own library.
     """
     from cumtool.ops import scan_params
 
+    if to not in (None, "arrow", "polars", "pandas"):
+        raise UsageError(f"to= must be 'arrow', 'polars' or 'pandas', not {to!r}")
+    series = _series_library(data)
+    if series is not None:
+        frame = data.to_frame()
+        result = scan(frame, op, axis, dtype, overflow=overflow, skipna=skipna,
+                      indices=indices, reverse=reverse, exclusive=exclusive, by=by,
+                      reset=reset, columns=columns, keep=keep, exclude=exclude, **params)
+        if series == "polars":
+            return result.to_series()
+        column = result.iloc[:, 0].rename(data.name)
+        column.index = data.index
+        return column
+    if _is_file(data):
+        return _scan_file(data, op, str(axis), dtype, to, overflow=overflow, skipna=skipna,
+                          indices=indices, reverse=reverse, exclusive=exclusive, by=by,
+                          reset=reset, columns=columns, keep=keep, exclude=exclude,
+                          params=params)
+    if to is not None:
+        raise UsageError("to= is for files (a path, a URL or a binary file object)")
     _check_arguments(op, overflow, params)
     cast = _dtype_argument(dtype)
     stat_options = scan_params(op.split(","), {"indices": indices, **params},
@@ -79,6 +109,66 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
                           for d, i in enumerate(index))
         raise ScanOverflowError(error.raw + kernels.overflow_hint(overflow), index) from None
     return (result.values, result.indices) if indices else result.values
+
+
+def _series_library(data: Any) -> str | None:
+    """'polars' or 'pandas' for a Series of theirs (a one-column table), else None."""
+    module = type(data).__module__.split(".")[0]
+    if type(data).__name__ == "Series" and module in ("polars", "pandas"):
+        return module
+    return None
+
+
+def _is_file(data: Any) -> bool:
+    """A path, a URL or a binary file object: text is never an array to scan."""
+    if isinstance(data, str | os.PathLike):
+        return True
+    return hasattr(data, "read") and not isinstance(data, io.TextIOBase)
+
+
+def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
+               overflow: str, skipna: bool, indices: bool, reverse: bool, exclusive: bool,
+               by: Any, reset: Any, columns: Any, keep: bool, exclude: Any,
+               params: dict[str, Any]) -> Any:
+    """A file read as the CLI reads it, scanned as cumtool.scan scans tables or arrays."""
+    from cumtool.request import Request
+    from cumtool.sources import open_source
+
+    path = "-" if not isinstance(data, str | os.PathLike) else os.fspath(data)
+    request = Request(op=op, input=path)
+    cast = _dtype_argument(dtype)
+    with contextlib.ExitStack() as stack:
+        if path == "-":
+            from cumtool.formats import peekable
+
+            source, _kind = open_source(request, cast, stack, stdin=peekable(data))
+        else:
+            source, _kind = open_source(request, cast, stack)
+        if hasattr(source, "blocks"):  # an array (.npy): read whole, then as an array
+            if to is not None:
+                raise UsageError(f"to= is for tables; {source.name} is an array")
+            blocks = list(source.blocks(max(1, source.shape[0]) if source.shape else 1))
+            array = (np.concatenate(blocks) if source.shape else blocks[0])
+            return scan(array, op, axis, dtype, overflow=overflow, skipna=skipna,
+                        indices=indices, reverse=reverse, exclusive=exclusive, by=by,
+                        reset=reset, **params)
+        if getattr(source, "wide", False):
+            raise UsageError(f"{source.name} has too many columns for cumtool.scan; use "
+                             "the command line")
+        from cumtool.ops import scan_params
+
+        _check_arguments(op, overflow, params)
+        options = dict(overflow=overflow, skipna=skipna, indices=indices,
+                       exclusive=exclusive, **scan_params(op.split(","),
+                                                          {"indices": indices, **params},
+                                                          exclusive=exclusive))
+        result = _scan_table(source, op, axis, cast, options, reverse=reverse, by=by,
+                             reset=reset, columns=columns, keep=keep, exclude=exclude)
+    if to == "polars":
+        import polars as pl
+
+        return pl.from_arrow(result)
+    return result.to_pandas() if to == "pandas" else result
 
 
 def _check_arguments(op: Any, overflow: Any, params: dict[str, Any]) -> None:
@@ -156,6 +246,8 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
                 options: dict[str, Any], *, reverse: bool, by: Any, reset: Any,
                 columns: Sequence[str | int] | None, keep: bool,
                 exclude: Sequence[str | int] | None = None) -> Any:
+    """An Arrow table or reader, or a file's table source (whose reader parses the
+    columns the plan scans, as the CLI's does), scanned into a pyarrow Table."""
     import pyarrow as pa
 
     from cumtool.columns import names
@@ -166,18 +258,27 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
             return ()
         return (names([given] if isinstance(given, str | int) else given, keyword),)
 
-    table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-    # A reader (a DataFrame's stream) is read batch by batch, as a file is.
-    batches = table if isinstance(table, pa.RecordBatchReader) else table.to_batches()
     table_options = TableOptions(
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
         keep=keep, reverse=reverse)
-    plan = make_plan(op, axis, dtype, table.schema, "the table", table_options, **options)
+    if hasattr(data, "batches"):  # a file's source
+        plan = make_plan(op, axis, dtype, data.schema, data.name, table_options,
+                         getattr(data, "hints", None), **options)
+
+        def read() -> Any:
+            return data.batches(plan.parse, plan.text_unused)
+    else:
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        # A reader (a DataFrame's stream) is read batch by batch, as a file is.
+        batches = table if isinstance(table, pa.RecordBatchReader) else table.to_batches()
+        plan = make_plan(op, axis, dtype, table.schema, "the table", table_options, **options)
+
+        def read() -> Any:
+            return iter(batches)
     collected = _Collected()
     with contextlib.ExitStack() as stack:  # --reverse spools, removed at the end
-        scan_batches(plan, lambda: iter(batches), collected,
-                     reverse and plan.axis == 0, stack)
+        scan_batches(plan, read, collected, reverse and plan.axis == 0, stack)
     return pa.Table.from_batches(collected.batches, schema=plan.schema)
 
 

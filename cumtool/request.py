@@ -99,6 +99,7 @@ class Request:
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
+        self._check_selections()
         from cumtool.kernels import parse_dtype  # numpy: not for `cumtool --help`
 
         if self.dtype is not None:
@@ -144,6 +145,23 @@ class Request:
                 if given:
                     raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
                                      f"{self.input} is an array")
+
+    def _check_selections(self) -> None:
+        """Request is built by the CLI from parsed flags; built by hand, a column given
+        as text is named as a mistake here, not met as an AttributeError later."""
+        from cumtool.columns import Selection
+
+        for name in ("columns", "by", "exclude"):
+            given = getattr(self, name)
+            if not isinstance(given, tuple) or not all(isinstance(s, Selection)
+                                                        for s in given):
+                raise UsageError(
+                    f"Request({name}=...) takes a tuple of cumtool.columns.parse(TEXT, "
+                    f"OPTION) selections, not {given!r}; cumtool.scan({name}=...) takes "
+                    "column names")
+        if self.reset is not None and not isinstance(self.reset, Selection):
+            raise UsageError(f"Request(reset=...) takes a cumtool.columns.parse(TEXT, "
+                             f"OPTION) selection, not {self.reset!r}")
 
     def _check_output(self) -> None:
         from cumtool.inputs import per_input_output

@@ -62,13 +62,17 @@ def test_a_duckdb_relation_gives_a_table():
     assert out.column("n").to_pylist() == [1, 3, 6, 10]
 
 
-@pytest.mark.parametrize("series", [
-    pytest.param(lambda: pl.Series("a", [1, 2, 3]), id="polars"),
-    pytest.param(lambda: pd.Series([1, 2, 3]), id="pandas")])
-def test_a_series_is_scanned_as_an_array(series):
-    out = cumtool.scan(series(), "cumsum")
-    assert isinstance(out, np.ndarray)
-    assert out.tolist() == [1, 3, 6]
+@pytest.mark.parametrize("series, kind", [
+    pytest.param(lambda: pl.Series("a", [1, 2, 3]), pl.Series, id="polars"),
+    pytest.param(lambda: pd.Series([1, 2, 3], index=[5, 6, 7]), pd.Series, id="pandas")])
+def test_a_series_comes_back_as_a_series_of_its_library(series, kind):
+    given = series()
+    out = cumtool.scan(given, "cumsum")
+    assert isinstance(out, kind)
+    assert out.to_list() == [1, 3, 6]
+    assert out.name == given.name
+    if kind is pd.Series:
+        assert out.index.tolist() == [5, 6, 7]
 
 
 def test_errors_name_the_table_column():
@@ -90,3 +94,78 @@ def test_numpy_input_imports_neither_polars_nor_pandas():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False False"
+
+
+# Files, Series, and misuse: the API is one more front end of the CLI's readers --------------
+
+def test_a_csv_path_is_read_as_the_cli_reads_it(tmp_path):
+    import pyarrow as pa
+
+    import cumtool
+
+    path = tmp_path / "sales.csv"
+    path.write_text("code,units,name\n007,3,a\n008,NA,b\n009,4,c\n")
+    table = cumtool.scan(str(path), "cumsum")
+    code = table.schema.field("code").type
+    assert pa.types.is_string(code) or pa.types.is_large_string(code)  # a code stays text
+    assert table.column("code").to_pylist() == ["007", "008", "009"]
+    assert table.column("units").to_pylist() == [3, None, 7]  # NA is missing
+    assert cumtool.scan(path, "cumsum").equals(table)  # an os.PathLike too
+    with open(path, "rb") as stream:
+        assert cumtool.scan(stream, "cumsum").equals(table)
+
+
+def test_to_asks_for_polars_or_pandas(tmp_path):
+    import pandas as pd
+    import polars as pl
+
+    import cumtool
+
+    path = tmp_path / "t.csv"
+    path.write_text("x\n1\n2\n")
+    frame = cumtool.scan(str(path), "cumsum", to="polars")
+    assert isinstance(frame, pl.DataFrame) and frame["x"].to_list() == [1, 3]
+    assert cumtool.scan(str(path), "cumsum", to="pandas").equals(pd.DataFrame({"x": [1, 3]}))
+    with pytest.raises(cumtool.UsageError, match="to= must be 'arrow', 'polars' or 'pandas'"):
+        cumtool.scan(str(path), "cumsum", to="excel")
+
+
+def test_a_npy_path_gives_an_array(tmp_path):
+    import cumtool
+
+    np.save(tmp_path / "a.npy", np.array([1, 2, 3], dtype=np.int16))
+    result = cumtool.scan(str(tmp_path / "a.npy"), "cumsum")
+    assert result.dtype == np.int64 and result.tolist() == [1, 3, 6]
+
+
+def test_a_missing_file_is_a_data_error(tmp_path):
+    import cumtool
+
+    with pytest.raises(cumtool.DataError, match="no such file"):
+        cumtool.scan(str(tmp_path / "nope.csv"), "cumsum")
+
+
+def test_a_series_is_a_one_column_table_of_its_library():
+    import pandas as pd
+    import polars as pl
+
+    import cumtool
+
+    result = cumtool.scan(pl.Series("x", [1, None, 3]), "cumsum")
+    assert isinstance(result, pl.Series)
+    assert (result.name, result.to_list()) == ("x", [1, None, 4])
+    assert result.to_list() == cumtool.scan(pl.DataFrame({"x": [1, None, 3]}),
+                                            "cumsum")["x"].to_list()
+    floats = pd.Series([1.0, float("nan"), 3.0], name="x")
+    result = cumtool.scan(floats, "cumsum")
+    assert isinstance(result, pd.Series)
+    assert result.name == "x"
+    assert result.equals(cumtool.scan(floats.to_frame(), "cumsum")["x"])
+
+
+def test_a_request_built_by_hand_with_text_columns_is_a_usage_error():
+    from cumtool.engine import Request, run
+    from cumtool.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"Request\(by=\.\.\.\) takes a tuple"):
+        run(Request("cumsum", "x.csv", by="store"))  # type: ignore[arg-type]
