@@ -143,27 +143,36 @@ def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:
 
 
 def header_record(path: str) -> bytes:
-    """The first record of a CSV/TSV file with its line end: a newline outside quotes
-    (a lone CR in an old Mac file)."""
-    quoted = False
-    taken = bytearray()
+    """The first record of a CSV/TSV file with its line end: the first newline outside
+    quotes (or a lone CR, in an old Mac file), found with bytes.find and count, not a
+    loop over bytes (a wide file's header runs to megabytes)."""
+    data = b""
+    quotes = 0  # quote characters before `searched`
+    searched = 0
     try:
         with open(path, "rb") as stream:
-            while chunk := stream.read(_CHUNK):
-                for i, byte in enumerate(chunk):
-                    if byte == 0x22:
-                        quoted = not quoted
-                    elif not quoted and byte in (0x0A, 0x0D):
-                        end = i + 1
-                        if byte == 0x0D:  # CRLF: the LF belongs to it
-                            following = chunk[i + 1:i + 2] or stream.read(1)
-                            if following == b"\n":
-                                return bytes(taken + chunk[:end] + b"\n")
-                        return bytes(taken + chunk[:end])
-                taken += chunk
+            while True:
+                chunk = stream.read(_CHUNK)
+                data += chunk
+                while True:
+                    ends = [i for i in (data.find(b"\n", searched), data.find(b"\r", searched))
+                            if i >= 0]
+                    if not ends:
+                        break
+                    end = min(ends)
+                    quotes += data.count(b'"', searched, end)
+                    searched = end + 1
+                    if quotes % 2 == 0:  # outside quotes: the header ends here
+                        if data[end:end + 1] == b"\r":
+                            if end + 1 == len(data) and chunk:
+                                data += stream.read(1)
+                            if data[end + 1:end + 2] == b"\n":
+                                return data[:end + 2]
+                        return data[:end + 1]
+                if not chunk:
+                    return data
     except OSError as error:
         raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
-    return bytes(taken)
 
 
 class SpanReader(io.RawIOBase):

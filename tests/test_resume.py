@@ -471,3 +471,15 @@ def test_state_from_standard_input_knows_a_retry_by_its_bytes(cli):
     assert ok(cli("cumsum", "--state", "s.json", input=data)).stdout == "kwh\n1\n3\n"
     assert ok(cli("cumsum", "--state", "s.json", input=data)).stdout == "kwh\n1\n3\n"
     assert ok(cli("cumsum", "--state", "s.json", input=b"kwh\n5\n")).stdout == "kwh\n8\n"
+
+
+def test_a_grown_file_with_crlf_and_a_quoted_header_is_continued(cli):
+    """The header put before the new rows is the file's first record, quoted line breaks
+    and CRLF line ends included."""
+    write("log.csv", b'"kw\r\nh",site\r\n1,a\r\n2,b\r\n')
+    assert ok(cli("cumsum", "log.csv", "--state", "s.json")).stdout_bytes == (
+        b'"kw\r\nh",site\n1,a\n3,b\n')  # written with LF, as every CSV output is
+    with open("log.csv", "ab") as log:
+        log.write(b"4,c\r\n")
+    assert ok(cli("cumsum", "log.csv", "--state", "s.json")).stdout_bytes == (
+        b'"kw\r\nh",site\n7,c\n')
