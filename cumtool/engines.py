@@ -19,6 +19,8 @@ class Options(Protocol):
     """What the checks read of a Request."""
 
     @property
+    def op(self) -> str: ...
+    @property
     def input(self) -> str: ...
     @property
     def from_format(self) -> str | None: ...
@@ -62,6 +64,13 @@ def check_dask(request: Options) -> None:
     if request.input == "-":
         raise UsageError(f"{engine} reads files or URLs, which its workers open themselves; "
                          "it cannot read standard input")
+    from cumtool.ops import REGISTRY
+
+    for name in str(request.op).split(","):
+        if name in REGISTRY and REGISTRY[name].distinct:
+            raise UsageError(f"{name} is not supported with {engine}: its partitions would "
+                             f"each count their own distinct values; run it on the local "
+                             f"engine ({option('engine', 'local')})")
     refused = {"by": bool(request.by), "reset": request.reset is not None,
                "reverse": request.reverse, "state": request.state is not None,
                "filename_column": request.filename_column is not None}

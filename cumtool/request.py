@@ -141,6 +141,12 @@ class Request:
 
             check_sheet(self.sheet, self.from_format or (named.format if named else None))
         if (self.from_format or (named.format if named else None)) == "npy":
+            from cumtool.ops import REGISTRY
+
+            for op in self.ops:
+                if REGISTRY[op].distinct:
+                    raise UsageError(f"{op} counts the distinct values of a table's columns "
+                                     f"(CSV, TSV, Parquet ...), and {self.input} is an array")
             for option, given in self.table_only().items():
                 if given:
                     raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "

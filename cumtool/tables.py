@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from cumtool import kernels
+from cumtool import distinct, kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.columnar import (
     arrow_column,
@@ -122,6 +122,11 @@ class TablePlan:
         self.names = schema.names
         self._repeated = {n for n, count in collections.Counter(self.names).items() if count > 1}
         self.hints = hints or [stored_hint(f.type) for f in schema]
+        # cumnunique compares values: any column named with -c, down the rows (distinct.py)
+        self.distinct = REGISTRY[op].distinct
+        if self.distinct and self.axis == 1:
+            raise UsageError(f"{op} counts distinct values down the rows; it cannot be used "
+                             f"with {option('axis', 'columns')}")
         if self.axis == 1 and (options.by or options.reset):
             raise UsageError(f"{option('by')} and {option('reset')} work down the rows; they "
                              f"cannot be used with {option('axis', 'columns')}")
@@ -149,7 +154,8 @@ class TablePlan:
         self.text_unused = frozenset(
             i for i in range(self.width) if i not in keys and (
                 i not in written or i in self.shown
-                or (i in self.scanned and not options.keep)))
+                or (i in self.scanned and not options.keep
+                    and not (self.distinct and i not in self.data_at))))
         # A text reader hands unused text over as a column of nulls (pa.null(): no memory).
         given = [f.with_type(pa.null()) if hints is not None and i in self.text_unused else f
                  for i, f in enumerate(schema)]
@@ -161,7 +167,9 @@ class TablePlan:
         self.temporal = {i: t for i, t in types.items() if is_temporal(t)}
         self._check_temporal(dtype)
         self.specs = self._specs(dtype, scan)
-        self.carries = {i: kernels.initial_carry(s) for i, s in self.specs.items()}
+        self.carries: dict[int, Any] = {
+            i: distinct.DistinctCarry(1) if self.distinct else kernels.initial_carry(s)
+            for i, s in self.specs.items()}
         self.group_keys: Any = None
         self.group_carries: dict[int, Any] = {}
         if self.by or self.reset is not None:
@@ -169,7 +177,9 @@ class TablePlan:
 
             self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None)
                                if self.by else None)
-            self.group_carries = {i: groups.GroupCarry(s) for i, s in self.specs.items()}
+            self.group_carries = {
+                i: distinct.DistinctCarry() if self.distinct else groups.GroupCarry(s)
+                for i, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0
         self.rows_before = 0  # rows of earlier runs (--state): positions count on from them
@@ -234,6 +244,11 @@ class TablePlan:
             if not self._scannable(position, schema):
                 numeric = [self.names[i] for i in range(len(self.names))
                            if self._scannable(i, schema)]
+                if self.distinct:
+                    raise DataError(
+                        f"{self.name}: column {self.label(position)} holds "
+                        f"{schema.field(position).type}, which {self.op} cannot compare; "
+                        f"columns it can scan: {listing(numeric)}")
                 raise DataError(
                     f"{self.name}: column {self.label(position)} is not numeric "
                     f"({self._holds(position)}); numeric columns: {listing(numeric)}")
@@ -250,6 +265,8 @@ class TablePlan:
 
     def _scannable(self, position: int, schema: pa.Schema) -> bool:
         arrow_type = self.hints[position].parse_as or schema.field(position).type
+        if self.distinct:  # values compared as they are: numbers, and text, flags, dates
+            return distinct.comparable(arrow_type)
         return numpy_dtype(arrow_type) is not None or is_temporal(arrow_type)
 
     def _holds(self, position: int) -> str:
@@ -264,7 +281,7 @@ class TablePlan:
 
     def _check_temporal(self, dtype: np.dtype | None) -> None:
         for position in self.temporal:
-            if not REGISTRY[self.op].dates:
+            if not REGISTRY[self.op].dates and not self.distinct:
                 dated = " and ".join(name for name, op in REGISTRY.items() if op.dates)
                 raise UsageError(f"{self.op} is not defined for dates and times (column "
                                  f"{self.label(position)}); {dated} are")
@@ -283,13 +300,24 @@ class TablePlan:
                     or REGISTRY[self.op].decimals == "float64"):
                 return np.dtype(np.float64)  # decimals compute in float64 for these
             found = numpy_dtype(self._data_field(position).type)
+            if found is None and self.distinct:
+                return np.dtype(object)  # text, compared as written
             assert found is not None
             return found
 
+        def spec_of(position: int) -> kernels.ScanSpec:
+            what = f"column {self.label(position)}"
+            held = source(position)
+            if held.kind != "O":
+                return kernels.make_spec(self.op, held, dtype, what=what, **scan)
+            if dtype is not None:
+                raise UsageError(f"{what} holds {self.hints[position].kind}, which {self.op} "
+                                 f"compares as written: leave {option('dtype')} out")
+            spec = kernels.make_spec(self.op, np.dtype(np.int64), what=what, **scan)
+            return dataclasses.replace(spec, source_dtype=held, in_dtype=held)
+
         if self.axis == 0:
-            return {i: kernels.make_spec(self.op, source(i), dtype,
-                                         what=f"column {self.label(i)}", **scan)
-                    for i in self.selected}
+            return {i: spec_of(i) for i in self.selected}
         common = np.result_type(*(source(i) for i in self.selected))
         spec = kernels.make_spec(self.op, common, dtype, what="the selected columns", **scan)
         return {i: spec for i in self.selected}
@@ -304,7 +332,7 @@ class TablePlan:
         out_type: pa.DataType
         if self._is_decimal_out(position):
             out_type = pa.decimal128(38, self.decimal_scale[position])
-        elif position in self.temporal:
+        elif position in self.temporal and not self.distinct:
             out_type = self.temporal[position]
         else:
             out_type = pa.from_numpy_dtype(spec.out_dtype)
@@ -462,6 +490,10 @@ class TablePlan:
                 data = decimal_to_float(data)
             elif column in self.temporal:
                 data = data.view(_storage(data.type))
+            if self.distinct:
+                carry = self.carries[column] if runs is None else self.group_carries[column]
+                counts, missing = distinct.scan(spec, data, carry, runs)
+                return arrow_column(counts, missing), None
             values, valid = column_to_numpy(data)
             if runs is None:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])

@@ -30,8 +30,8 @@ from cumtool.cli import main
 from cumtool.columns import parse, resolve
 from cumtool.completion import column_completions, header_names, spell
 
-OPS = ["cumcount", "cummax", "cummean", "cummin", "cumprod", "cumstd", "cumsum", "cumvar",
-       "diff", "ewma", "logcumsumexp"]  # as Click lists them
+OPS = ["cumcount", "cummax", "cummean", "cummin", "cumnunique", "cumprod", "cumstd", "cumsum",
+       "cumvar", "diff", "ewma", "logcumsumexp"]  # as Click lists them
 CSV_HEADER = 'date,units,revenue,"price, usd",2024\n'
 CSV = CSV_HEADER + "2024-01-01,3,10.5,1.25,7\n"
 CSV_NAMES = ["date", "units", "revenue", '"price, usd"', '"2024"']
@@ -78,8 +78,8 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ("args", "expected"),
     [
         pytest.param(("",), OPS, id="all"),
-        pytest.param(("cum",), ["cumcount", "cummax", "cummean", "cummin", "cumprod", "cumstd",
-                                "cumsum", "cumvar"], id="cum"),
+        pytest.param(("cum",), ["cumcount", "cummax", "cummean", "cummin", "cumnunique",
+                                "cumprod", "cumstd", "cumsum", "cumvar"], id="cum"),
         pytest.param(("cumm",), ["cummax", "cummean", "cummin"], id="cumm"),
         pytest.param(("log",), ["logcumsumexp"], id="log"),
         pytest.param(("avg",), [], id="none"),

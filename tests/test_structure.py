@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("choices", "columns", "ops", "ops.decl", "ops.spec", "columnar", "remote",
               "view", "native", "_ext", "_ext._sequential", "_ext._csvtext", "formats")),
     # The scan kernels and running statistics on numpy blocks; an op module holds its own.
-    ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups")),
+    ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups", "distinct")),
     # Tables in memory: the plan that selects columns and runs the kernels on batches.
     ("core", ("tables",)),
     # Bytes <-> batches and blocks: outputs, the formats, opening inputs, choosing writers.

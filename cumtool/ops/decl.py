@@ -69,6 +69,10 @@ class Op:
     # computes in float64, "count" counts them (the result is no decimal).
     decimals: Literal["exact", "float64", "count"] = "exact"
     stat: bool = False  # scanned by stats.py's driver (its state is a record of fields)
+    # Compares values rather than computing with them (cumnunique): a column of any type
+    # named with -c is scanned (text, booleans, dates), down the rows of a table only, by
+    # cumtool/distinct.py, which carries the values seen themselves.
+    distinct: bool = False
     # How kernels.py accumulates it (cumsum, cumprod, cummax, cummin, logcumsumexp).
     accumulator: Accumulator | None = None
     # How stats.py scans it: a stat op's kernel, and cumsum's with --compensated.
