@@ -197,6 +197,10 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      callback=_size, metavar="SIZE",
                      help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
                           "error, so memory stays bounded [default: 32M]."),
+        click.option("--line-buffered", "line_buffered", is_flag=True,
+                     help="For `tail -f` pipelines: write each row as soon as it is read; "
+                          "column types are judged from the first data row (--dtype fixes "
+                          "them). Standard input from a terminal is read so."),
         click.option("--engine", type=click.Choice(list(ENGINES)), default="local",
                      show_default=True,
                      help="Where the scan runs: this process, or the workers of a Dask "
@@ -279,6 +283,10 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
                 for declared in options_of(op.split(",")) if declared.name != "indices"},
         engine=options["engine"], scheduler=options["scheduler"],
         x=options["x"], width=options["width"], height=options["height"],
+        # What is typed on a terminal goes out line by line (SEMANTICS.md, "Tables").
+        line_buffered=options["line_buffered"] or (
+            given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
+            and sys.stdin.isatty()),
     )
     try:
         if not given and sys.stdin is not None and sys.stdin.isatty():

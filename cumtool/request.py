@@ -77,6 +77,7 @@ class Request:
     table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
     precision: int = 6  # the terminal table: significant digits of floats
     max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
+    line_buffered: bool = False  # each row written as read; types from the first data row
     sheet: str | None = None  # a spreadsheet's sheet: its name, or its number from 1
     # Every INPUT argument (files, globs, directories) when there are several or any is
     # not a plain file; `input` is then the first (cumtool.inputs, cumtool.datasets).
@@ -120,6 +121,9 @@ class Request:
             from cumtool.formats.records import size_option
 
             size_option(self.max_record_size, "--max-record-size")
+        if self.line_buffered and self.reverse:
+            raise UsageError("--line-buffered writes each row as it is read, and --reverse "
+                             "needs the last row first; leave one out")
         if self.from_format:
             check_format_name(self.from_format, INPUT_FORMATS, "--from")
         self.csv_read("csv")
@@ -292,7 +296,8 @@ class Request:
                 self.delimiter, "\t" if fmt == "tsv" else ",", "--delimiter"),
             header=self.header,
             na_values=DEFAULT_NA if self.na is None else self.na,
-            decimal_comma=self.decimal_comma, encoding=encoding_option(self.encoding))
+            decimal_comma=self.decimal_comma, encoding=encoding_option(self.encoding),
+            line_buffered=self.line_buffered)
 
     def csv_write(self, fmt: str) -> CsvWriteOptions:
         """The output's delimiter follows its format (-d is the input's), or

@@ -119,6 +119,7 @@ def _options_fit(request: Request) -> bool:
     return (by_rows and not (request.by or request.reset is not None or request.reverse
                              or request.indices or request.decimal or request.decimal_comma
                              or request.encoding or request.max_record_size is not None
+                             or request.line_buffered  # judged from the first row
                              # batches asked for: the streaming path's own (and tests')
                              or request.batch_rows is not None
                              # several inputs, a glob or a folder, -o DIR/, --state

@@ -505,7 +505,9 @@ def test_a_signal_ends_the_run_cleanly(tmp_path: Path, number: int, status: int,
                                stderr=subprocess.PIPE)
     assert process.stdin is not None
     try:
-        process.stdin.write(b"a,b\n" + b"1,2\n" * 5000)
+        # More rows than the types are judged from: the run gets past judging them
+        # (which waits for 10,000 rows or the end) and opens its output.
+        process.stdin.write(b"a,b\n" + b"1,2\n" * 20_000)
         process.stdin.flush()
         deadline = time.monotonic() + TIMEOUT
         while not any(n.endswith(".cumtool-tmp") for n in os.listdir(tmp_path)):

@@ -404,10 +404,11 @@ def test_a_wide_file_on_standard_input_within_the_bound(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_rows_from_a_slow_producer_go_out_before_it_ends() -> None:
-    """`producer | cumtool cumsum -`: each row is written once it has arrived, even when
-    a batch of rows this wide would hold more."""
+    """`producer | cumtool cumsum - --line-buffered`: each row is written once it has
+    arrived, even when a batch of rows this wide would hold more."""
     width = wide.WIDE_COLUMNS + 1
-    process = subprocess.Popen([sys.executable, "-m", "cumtool", "cumsum", "-", "-q"],
+    process = subprocess.Popen([sys.executable, "-m", "cumtool", "cumsum", "-", "-q",
+                                "--line-buffered"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdin is not None and process.stdout is not None

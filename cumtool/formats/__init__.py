@@ -244,6 +244,7 @@ class CsvReadOptions:
     na_values: tuple[str, ...] = DEFAULT_NA  # cells that are missing (the empty cell always)
     decimal_comma: bool = False  # 1,5 is one and a half
     encoding: str | None = None  # None: UTF-8
+    line_buffered: bool = False  # types from the first data row; rows out as they come
 
 
 @dataclass(frozen=True)

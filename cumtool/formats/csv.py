@@ -4,11 +4,13 @@ and the rules of records and cells both readers share are formats/csvcells.py.
 Reading: the input is cut into chunks of whole records (a newline outside quotes ends a
 record), and polars parses each chunk into text columns: every cell as written, after CSV
 unquoting. Memory is bounded by the chunk size whatever the file size; files, pipes and
-compressed streams take the same path, and a chunk is parsed as soon as its bytes have
-arrived, so `producer | cumtool cumsum - | head` shows rows before the producer ends.
+compressed streams take the same path, and past the first rows a chunk is parsed as soon
+as its bytes have arrived, so `producer | cumtool cumsum - | head` shows rows before the
+producer ends.
 
 What each column holds (numbers, codes with leading zeros, flags, dates, text) is judged
-from its first 10,000 rows, missing cells aside; only the columns a run scans are then
+from its first 10,000 rows, missing cells aside, read whole however the input pauses (or
+from the first row with --line-buffered); only the columns a run scans are then
 converted to numbers, batch by batch. Every other cell stays the text it was and is
 written back unchanged (SEMANTICS.md, "Tables: what is a number, and what is left alone").
 Blank lines are skipped; a record with more or fewer fields than the header is an error.
@@ -35,6 +37,7 @@ from cumtool.formats import (
 from cumtool.formats.csvcells import (
     check_quotes,
     convert,
+    count_records,
     layout,
     markers_parse,
     place,
@@ -43,7 +46,7 @@ from cumtool.formats.csvcells import (
 )
 from cumtool.formats.judge import INFER_ROWS, judge_columns
 from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
-from cumtool.formats.wide import WideInput, is_wide
+from cumtool.formats.wide import JUDGED_BYTES, WideInput, is_wide
 
 CHUNK_BYTES = 8 << 20
 SAMPLE_BYTES = 1 << 20  # the first chunk, whose rows say what each column holds
@@ -98,24 +101,36 @@ class CsvSource:
         self._chunker = Chunker(stream, chunk_bytes, max_record)
         self.rows_read = 0
         sample = b""
+        line_buffered = options.line_buffered
+        wanted = (1 if line_buffered else INFER_ROWS) + (1 if options.header else 0)
         try:
             sample = self._chunker.take(SAMPLE_BYTES)
             # A first row longer than the sample: read on until a whole row follows the
             # header, or the types would be judged from the header alone.
-            while sample.count(b"\n") < 2 and (more := self._chunker.take(SAMPLE_BYTES)):
+            while (count_records(sample, options.delimiter) < wanted if line_buffered
+                   else sample.count(b"\n") < 2) and (more := self._chunker.take(SAMPLE_BYTES)):
                 sample += more
-            # Columns are judged from their first INFER_ROWS rows: with long rows, read on
-            # until they are in (up to SAMPLE_LIMIT bytes), while more input is ready: a
-            # slow producer's first rows are not held back to wait for the rest. Rows are
-            # counted as lines (a cheap count; blank lines and newlines in quotes add some).
-            wanted = INFER_ROWS + (1 if options.header else 0)
+            # Columns are judged from their first INFER_ROWS rows: read on until they are
+            # in (up to SAMPLE_LIMIT bytes; a wide file's up to JUDGED_BYTES), however the
+            # input comes: a pipe whose producer pauses gives the types a file gives
+            # (SEMANTICS.md). Lines are counted first (a cheap count, never fewer than the
+            # rows); the rows once they may be enough.
             lines = _count_byte(sample, "\n")
+            records: int | None = None
             wide = is_wide(sample.removeprefix(_BOM).lstrip(b"\r\n"), options.delimiter)
-            while (lines < wanted and len(sample) < SAMPLE_LIMIT and not wide
-                   and not self._chunker.short
-                   and (more := self._chunker.take(SAMPLE_BYTES))):
+            limit = JUDGED_BYTES if wide else SAMPLE_LIMIT
+            while not line_buffered and len(sample) < limit:
+                if records is None and lines >= wanted:
+                    records = count_records(sample, options.delimiter)
+                if records is not None and records >= wanted:
+                    break
+                more = self._chunker.take(SAMPLE_BYTES)
+                if not more:
+                    break
                 sample += more
                 lines += _count_byte(more, "\n")
+                if records is not None:
+                    records += count_records(more, options.delimiter)
         except (OSError, pa.ArrowException) as error:
             raise unreadable(name, f"{compression}-compressed csv" if compression else "csv",
                              error) from None
@@ -149,8 +164,17 @@ class CsvSource:
         self._chunker.chunk_bytes = int(min(chunk_bytes, max(
             MIN_CHUNK_BYTES, per_record * max(1, _CHUNK_CELLS // max(self._width, 1)))))
         self.schema = pa.schema([pa.field(n, _TEXT) for n in self.column_names])
+        # Judged: the first INFER_ROWS rows that lie within SAMPLE_LIMIT bytes (at least
+        # one), or with --line-buffered the first row; the same rows from a file or a pipe.
+        judged = frame.height
+        if line_buffered:
+            judged = min(judged, 1)
+        elif len(sample) > SAMPLE_LIMIT:
+            within = count_records(sample, options.delimiter, SAMPLE_LIMIT)
+            judged = min(judged, max(1, within - (1 if options.header else 0)))
         self.hints = judge_columns(frame, markers, decimal_comma=options.decimal_comma,
-                                   float_columns=float_columns, decimal=decimal)
+                                   float_columns=float_columns, decimal=decimal,
+                                   rows=judged)
 
     # Reading ---------------------------------------------------------------------------
 

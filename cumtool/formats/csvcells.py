@@ -77,6 +77,25 @@ def layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
     return fields, blank
 
 
+def count_records(chunk: bytes, delimiter: str, limit: int | None = None) -> int:
+    """How many records of `chunk` (blank lines aside) end within its first `limit`
+    bytes (all: None): a record ends at its newline outside quotes, the last one without
+    one at the end of the chunk. Without quotes or blank lines, a count of newlines."""
+    if limit is not None and len(chunk) > limit:
+        cut = chunk[:limit]
+        _fields, blank = layout(cut, delimiter)
+        whole = int(np.count_nonzero(~blank))
+        if not (cut.endswith(b"\n") and cut.count(b'"') % 2 == 0) and not blank[-1]:
+            whole -= 1  # the last record goes on past the limit
+        return whole
+    if (b'"' not in chunk and b"\n\n" not in chunk and b"\n\r\n" not in chunk
+            and not chunk.startswith((b"\n", b"\r\n"))):
+        newlines = int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == ord("\n")))
+        return newlines + (0 if not chunk or chunk.endswith(b"\n") else 1)
+    _fields, blank = layout(chunk, delimiter)
+    return int(np.count_nonzero(~blank))
+
+
 def place(chunk: bytes, at: int, delimiter: str) -> tuple[int, int]:
     """Where byte `at` of `chunk` stands, for a message: how many records before its own,
     blank lines aside, and its field in that record (from 0). A newline or a delimiter

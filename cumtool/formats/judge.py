@@ -21,12 +21,14 @@ _ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
 def judge_columns(frame: pl.DataFrame, na: list[str], *, decimal_comma: bool,
-                  float_columns: bool, decimal: bool) -> list[ColumnHint]:
-    """A hint for each column of `frame` (text columns), from its first INFER_ROWS rows."""
+                  float_columns: bool, decimal: bool,
+                  rows: int = INFER_ROWS) -> list[ColumnHint]:
+    """A hint for each column of `frame` (text columns), from its first `rows` rows (at
+    most INFER_ROWS)."""
     if not frame.height:
         return [ColumnHint(pa.int64(), True, "int") for _ in range(frame.width)]
     position = {name: i for i, name in enumerate(frame.columns)}
-    long = frame.head(INFER_ROWS).unpivot(variable_name="column", value_name="cell")
+    long = frame.head(min(rows, INFER_ROWS)).unpivot(variable_name="column", value_name="cell")
     return judge_cells(long, frame.width, position, na, decimal_comma=decimal_comma,
                        float_columns=float_columns, decimal=decimal)
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 WIDE_COLUMNS = 8192  # a header with more fields than this takes the wide path
 GROUP_COLUMNS = 4096  # columns scanned and written together
+JUDGED_BYTES = 1 << 20  # the rows of a wide file's first MiB judge its columns
 BATCH_CELLS = 3 << 17  # cells in one batch (at least one record): about 25 MB of str
 
 
@@ -111,7 +112,14 @@ class WideSource:
         self.batch_rows = max(1, BATCH_CELLS // width)
         per_record = len(sample) / max(len(rows) + (1 if options.header else 0), 1)
         self._chunker.chunk_bytes = int(max(64 << 10, per_record * self.batch_rows))
-        judged = rows[:INFER_ROWS]
+        # Judged: the rows within the first JUDGED_BYTES (at least one), the same rows
+        # however the input arrives (the sample was read whole, pauses or not); with
+        # --line-buffered, the first row.
+        from cumtool.formats.csvcells import count_records
+
+        within = count_records(sample, options.delimiter, JUDGED_BYTES)
+        judged = rows[:1 if options.line_buffered else
+                      max(1, min(INFER_ROWS, within - (1 if options.header else 0)))]
         if judged:
             import numpy as np
 
