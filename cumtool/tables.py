@@ -183,8 +183,9 @@ class TablePlan:
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0
         self.rows_before = 0  # rows of earlier runs (--state): positions count on from them
-        # The file and row within it of an input row (from 1), for messages (several inputs).
-        self.where: Callable[[int], tuple[str, int]] | None = None
+        # The file and row within it of an input row (from 1), for messages (several
+        # inputs), and the line of the file it starts on where the reader knows it (CSV).
+        self.where: Callable[[int], tuple[str, int] | tuple[str, int, int]] | None = None
         self.schema = pa.schema(self._fields(), metadata=schema.metadata)
 
     # Which columns ---------------------------------------------------------------------
@@ -467,18 +468,20 @@ class TablePlan:
         """1-based input row of a 0-based row in scan order."""
         return self.reverse_total - scan_row if self.reverse_total is not None else scan_row + 1
 
-    def _place(self, row: int) -> tuple[str, int]:
-        """The file and the row within it of input row `row` (from 1)."""
-        if self.where is not None:
-            return self.where(row)
-        return self.name, row - self.rows_before
+    def _place(self, row: int) -> tuple[str, str]:
+        """The file of input row `row` (from 1), and the row within it as messages name
+        it: `row 2`, or `row 2 (line 3)` where the line is known."""
+        if self.where is None:
+            return self.name, f"row {row - self.rows_before}"
+        name, row, *line = self.where(row)
+        return name, f"row {row}" if not line else f"row {row} (line {line[0]})"
 
     def _overflow(self, column: int, scan_row: int,
                   error: ScanOverflowError) -> ScanOverflowError:
         # position: the input row (from 0) and the column's place among the scanned ones
         name, row = self._place(self._input_row(scan_row))
         return ScanOverflowError(
-            f"{name}: column {self.label(column)}, row {row}: "
+            f"{name}: column {self.label(column)}, {row}: "
             f"{error.raw}{overflow_hint(self.overflow)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
@@ -582,7 +585,7 @@ class TablePlan:
             row = self._input_row(self.rows_done + at_row)
             name, row_in_file = self._place(row)
             raise ScanOverflowError(
-                f"{name}: row {row_in_file}, column {self.label(self.selected[at_column])}: "
+                f"{name}: {row_in_file}, column {self.label(self.selected[at_column])}: "
                 f"{error.raw}{overflow_hint(self.overflow)}", (row - 1, at_column)) from None
         out: dict[int, tuple[pa.Array, pa.Array | None]] = {}
         for i, column in enumerate(self.selected):

@@ -230,6 +230,8 @@ def test_no_header_byte_ranges(invoke, scheduler, tiny_partitions, write_file):
     _same(invoke, ["cumsum", str(path), "--no-header"], scheduler)
 
 
+@pytest.mark.xfail(strict=True, reason="distributed._located shifts the row of a later "
+                   "partition's message to the file's, not yet its line (issue 26 item 5)")
 def test_a_bad_cell_names_its_row_in_the_file(invoke, scheduler, write_file, monkeypatch):
     """Beyond the 10,000 rows that say what a column holds, in a later partition."""
     monkeypatch.setattr(engine, "PARTITION_BYTES", 16 << 10)
@@ -239,7 +241,7 @@ def test_a_bad_cell_names_its_row_in_the_file(invoke, scheduler, write_file, mon
     local = invoke("cumsum", str(path))
     dask = invoke("cumsum", str(path), "--engine", "dask", "--scheduler", scheduler)
     assert local.exit_code == dask.exit_code == 1
-    assert "row 11077, column 'b'" in local.stderr
+    assert "row 11077 (line 11078), column 'b'" in local.stderr
     assert dask.stderr == local.stderr
 
 
@@ -376,7 +378,7 @@ def test_each_file_names_its_own_rows(scheduler, tmp_path):
     second.write_text("n\n3\nx\n")
     from cumtool.errors import DataError
 
-    with pytest.raises(DataError, match=r"^.*b\.csv: row 2, column 'n'"):
+    with pytest.raises(DataError, match=r"^.*b\.csv: row 2 \(line 3\), column 'n'"):
         engine.run_paths(_request("cumsum", scheduler, output=str(tmp_path / "o.csv")),
                          [str(first), str(second)])
 

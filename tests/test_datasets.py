@@ -202,7 +202,7 @@ def test_a_bad_cell_names_the_file_and_the_row_within_it(cli):
     write("b.csv", "x\n1\nzz\n")
     result = cli("cumsum", "a.csv", "b.csv", "-o", "out.csv")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: b.csv: row 2, column 'x': 'zz' is not an "
+    assert result.stderr.startswith("Error: b.csv: row 2 (line 3), column 'x': 'zz' is not an "
                                     "integer like the first rows")
 
 
@@ -379,7 +379,8 @@ def test_state_is_saved_only_when_the_run_succeeds(cli):
     before = Path("s.json").read_bytes()
     result = cli("cumsum", "day1.csv", "--state", "s.json", "-o", "out.csv")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: day1.csv: column 'x', row 1: cumsum overflows")
+    assert result.stderr.startswith(
+        "Error: day1.csv: column 'x', row 1 (line 2): cumsum overflows")
     assert Path("s.json").read_bytes() == before
     assert not os.path.exists("out.csv")
 
@@ -390,7 +391,8 @@ def test_an_overflow_after_a_resume_names_the_row_within_the_file(cli):
     ok(cli("cumsum", "day0.csv", "--state", "s.json"))
     result = cli("cumsum", "day1.csv", "--state", "s.json")
     assert result.exit_code == 1
-    assert result.stderr == ("Error: day1.csv: column 'x', row 2: cumsum overflows int64 "
+    assert result.stderr == ("Error: day1.csv: column 'x', row 2 (line 3): cumsum overflows "
+                             "int64 "
                              "(adding 9223372036854775801); use --overflow wrap for "
                              "wrap-around\n")
 

@@ -164,7 +164,7 @@ def test_ragged_csv_with_a_short_row_names_the_row(invoke: Invoke, write_file, v
         result = invoke("cumsum", str(write_file("short.csv", data)))
     else:
         result = invoke("cumsum", input=data)
-    assert_error(result, 1, "row 2 has 1 field, expected 2")
+    assert_error(result, 1, "row 2 (line 3) has 1 field, expected 2")
 
 
 def test_bad_cell_after_the_rows_types_are_inferred_from(invoke: Invoke, write_file, tmp_path):
@@ -339,28 +339,33 @@ _UTF8_HINT = "pass --encoding with the file's encoding (latin-1, cp1252, ...)"
 
 @pytest.mark.parametrize(("data", "options", "message"), [
     pytest.param(b'a,b\n\n\n1,x\n2,"multi\nline"\n3,caf\xe9\n', [],
-                 f"row 3, column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}", id="blank-lines"),
+                 f"row 3 (line 7), column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}",
+                 id="blank-lines"),
     pytest.param(b'a,b,c,d\n"p,q",caf\xe9,1,2\n', [],
-                 f"row 1, column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}",
+                 f"row 1 (line 2), column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}",
                  id="delimiter-in-quotes"),
     pytest.param(b'a,b,c\n1,"line1\nline2 caf\xe9",3\n', [],
-                 f"row 1, column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}",
+                 f"row 1 (line 3), column 'b': bytes e9 are not UTF-8; {_UTF8_HINT}",
                  id="newline-in-quotes"),
     pytest.param(b'"a,b",c\n1,caf\xe9\n', [],
-                 f"row 1, column 'c': bytes e9 are not UTF-8; {_UTF8_HINT}", id="quoted-header"),
+                 f"row 1 (line 2), column 'c': bytes e9 are not UTF-8; {_UTF8_HINT}",
+                 id="quoted-header"),
     pytest.param(b"1,a\n2,caf\xe9\n", ["--no-header"],
-                 f"row 2, column '2': bytes e9 are not UTF-8; {_UTF8_HINT}", id="no-header"),
+                 f"row 2 (line 2), column '2': bytes e9 are not UTF-8; {_UTF8_HINT}",
+                 id="no-header"),
     pytest.param(b"a,b\n\n1,x\n2,caf\xe9\n", ["--encoding", "ascii"],
-                 "row 2, column 'b': bytes e9 are not ascii", id="encoding"),
+                 "row 2 (line 4), column 'b': bytes e9 are not ascii", id="encoding"),
     pytest.param(b'a,b\n1,"x\n2,y"\n3,ok\n4,\x00\n', [],
-                 "cannot read as csv: row 3 holds a NUL byte (a binary file?)", id="nul"),
+                 "cannot read as csv: row 3 (line 5) holds a NUL byte (a binary file?)",
+                 id="nul"),
     pytest.param(b'x,y\n\n\n1,"a\nb\nc"\n2,ok\n3,a"b\n', [],
-                 "a quote inside an unquoted field, near row 3 ('3,a\"b'); quote the whole "
+                 "a quote inside an unquoted field, near row 3 (line 8) ('3,a\"b'); quote the "
+                 "whole "
                  "field (\"a \"\"b\"\" c\") as CSV requires", id="stray-quote"),
-    pytest.param(b'x,t\n1,"abc\n2,d\n', [], "cannot read as csv: row 1: a quote that is "
-                 "never closed", id="unclosed-quote"),
-    pytest.param(b'x,t\n\n1,a\n2,"abc\n', [], "cannot read as csv: row 2: a quote that is "
-                 "never closed", id="unclosed-quote-last-row"),
+    pytest.param(b'x,t\n1,"abc\n2,d\n', [], "cannot read as csv: row 1 (line 2): a quote "
+                 "that is never closed", id="unclosed-quote"),
+    pytest.param(b'x,t\n\n1,a\n2,"abc\n', [], "cannot read as csv: row 2 (line 4): a quote "
+                 "that is never closed", id="unclosed-quote-last-row"),
 ])
 @pytest.mark.parametrize("batch_rows", [[], ["--batch-rows", "1"]], ids=["small", "streaming"])
 def test_errors_in_the_text_name_the_row_and_column(invoke: Invoke, tmp_path, data, options,

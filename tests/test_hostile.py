@@ -243,7 +243,8 @@ def test_the_record_cap_names_the_row(invoke, write_file) -> None:
     result = invoke("cumsum", str(path), "--max-record-size", "1K")
     assert result.exit_code == 1
     assert result.stderr.strip() == (
-        f"Error: {path}: row 3 is longer than 1 KiB; --max-record-size raises the limit")
+        f"Error: {path}: row 3 (line 5) is longer than 1 KiB; --max-record-size raises the "
+        "limit")
     assert invoke("cumsum", str(path), "--max-record-size", "4K", "-c", "a").exit_code == 0
 
 
@@ -257,7 +258,8 @@ def test_the_record_cap_far_into_a_pipe(invoke) -> None:
     data = b"a\n" + b"1\n" * 300_000 + b'"' + b"y" * 5000
     result = invoke("cumsum", "-", "--max-record-size", "4K", input=data)
     assert result.exit_code == 1
-    assert "row 300001 is longer than 4 KiB (a quote that is never closed?)" in result.stderr
+    assert ("row 300001 (line 300002) is longer than 4 KiB (a quote that is never closed?)"
+            in result.stderr)
 
 
 def test_max_record_size_is_checked_before_any_file_is_opened(invoke) -> None:

@@ -119,9 +119,9 @@ def test_the_bytes_from_a_pipe_that_pauses_are_those_from_a_file(
 
 
 def test_line_buffered_judges_from_the_first_data_row(invoke: Invoke) -> None:
-    result = invoke("cumsum", "--line-buffered", input=b"a\n1\n1.5\n")
+    result = invoke("cumsum", "--line-buffered", input=b"a\n1\n\n1.5\n")
     assert result.exit_code == 1
-    assert result.stderr == ("Error: standard input: row 2, column 'a': '1.5' is "
+    assert result.stderr == ("Error: standard input: row 2 (line 4), column 'a': '1.5' is "
                              "not an integer like the first rows; pass --dtype float64 if "
                              "the column holds floats\n")
 

@@ -130,7 +130,8 @@ def test_a_semicolon_file_without_d_says_to_pass_d(invoke, write_file):
     path = write_file("excel.csv", "a;b\n1,5;2\n")
     result = invoke("cumsum", str(path))
     assert result.exit_code == 1
-    assert result.stderr == (f"Error: {path}: row 1 has 2 fields, expected 1 like the header; "
+    assert result.stderr == (f"Error: {path}: row 1 (line 2) has 2 fields, expected 1 like the "
+                             "header; "
                              "the header holds ';': pass -d ';' (and --decimal-comma for 1,5)\n")
     result = invoke("cumsum", input="a;b\nx;y\n")
     assert result.exit_code == 1
@@ -263,11 +264,14 @@ def test_a_marker_that_is_also_a_number_is_missing_in_every_batch(
 # Rows, lines and delimiters -----------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "message"), [
-    pytest.param("a,b\n1,2\n3\n5,6\n", "row 2 has 1 field, expected 2", id="short"),
-    pytest.param("a,b\n1,2\n3,4,5\n", "row 2 has 3 fields, expected 2", id="long"),
-    pytest.param('a,b\n"x\n,y",2\n3\n', "row 2 has 1 field, expected 2", id="after-quoted"),
-    pytest.param("a,b\n\n1,2\n\n3\n", "row 2 has 1 field, expected 2", id="after-blank"),
-    pytest.param("a,b,c\n1,2,3\n4,5\n", "row 2 has 2 fields, expected 3", id="two-of-three"),
+    pytest.param("a,b\n1,2\n3\n5,6\n", "row 2 (line 3) has 1 field, expected 2", id="short"),
+    pytest.param("a,b\n1,2\n3,4,5\n", "row 2 (line 3) has 3 fields, expected 2", id="long"),
+    pytest.param('a,b\n"x\n,y",2\n3\n', "row 2 (line 4) has 1 field, expected 2",
+                 id="after-quoted"),
+    pytest.param("a,b\n\n1,2\n\n3\n", "row 2 (line 5) has 1 field, expected 2",
+                 id="after-blank"),
+    pytest.param("a,b,c\n1,2,3\n4,5\n", "row 2 (line 3) has 2 fields, expected 3",
+                 id="two-of-three"),
 ])
 @pytest.mark.parametrize("batch_rows", ["1", "1000"])
 def test_ragged_rows_are_errors_naming_row_and_counts(invoke, text, message, batch_rows):
@@ -277,8 +281,8 @@ def test_ragged_rows_are_errors_naming_row_and_counts(invoke, text, message, bat
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    pytest.param("1,2\n3\n", "row 2 has 1 field, expected 2", id="one"),
-    pytest.param("1,2\n3,4,5\n", "row 2 has 3 fields, expected 2", id="three"),
+    pytest.param("1,2\n3\n", "row 2 (line 2) has 1 field, expected 2", id="one"),
+    pytest.param("1,2\n3,4,5\n", "row 2 (line 2) has 3 fields, expected 2", id="three"),
 ])
 def test_ragged_rows_without_a_header_are_counted_against_the_first_row(invoke, text,
                                                                          message):
@@ -513,13 +517,14 @@ def test_bytes_that_are_not_utf8_are_an_error_naming_row_and_column(invoke, writ
     path = write_file("latin.csv", b"a,b\n1,x\n2,caf\xe9\n")
     result = invoke("cumsum", str(path))
     assert result.exit_code == 1
-    assert result.stderr == (f"Error: {path}: row 2, column 'b': bytes e9 are not UTF-8; pass "
+    assert result.stderr == (f"Error: {path}: row 2 (line 3), column 'b': bytes e9 are not "
+                             "UTF-8; pass "
                              "--encoding with the file's encoding (latin-1, cp1252, ...)\n")
     late = write_file("late.csv", b"a,b\n" + b"1,x\n" * 300_000 + b"2,caf\xe9\n")
     out = late.with_name("out.csv")
     result = invoke("cumsum", str(late), "-o", str(out))
     assert result.exit_code == 1
-    assert "row 300001, column 'b': bytes e9 are not UTF-8" in result.stderr
+    assert "row 300001 (line 300002), column 'b': bytes e9 are not UTF-8" in result.stderr
     assert not out.exists()
 
 

@@ -180,8 +180,9 @@ def test_small_path_hands_over_and_agrees(tmp_path, data, args):
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    pytest.param(b"a,b\n1,2\n3\n", "row 2 has 1 field, expected 2", id="one-field"),
-    pytest.param(b"a,b\n1,2\n3,4,5\n", "row 2 has 3 fields, expected 2", id="three-fields"),
+    pytest.param(b"a,b\n1,2\n3\n", "row 2 (line 3) has 1 field, expected 2", id="one-field"),
+    pytest.param(b"a,b\n1,2\n3,4,5\n", "row 2 (line 3) has 3 fields, expected 2",
+                 id="three-fields"),
 ])
 def test_a_ragged_row_is_named_as_on_the_streaming_path(tmp_path, data, message):
     """The small path hands a ragged file over; the message is the streaming path's."""

@@ -356,7 +356,7 @@ def test_diff_int64_overflow_is_an_error_unless_wrap(invoke):
     result = invoke("diff", input=text)
     assert result.exit_code == 1
     assert result.stderr.startswith(
-        "Error: standard input: column 'x', row 2: diff overflows int64")
+        "Error: standard input: column 'x', row 2 (line 3): diff overflows int64")
     assert "--overflow wrap" in result.stderr
     result = ok(invoke("diff", "--overflow", "wrap", input=text))
     assert read_csv(result.stdout)["x"] == [str(-(2**63)), "-1"]

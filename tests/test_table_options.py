@@ -683,7 +683,7 @@ def test_reverse_overflow_names_the_input_row(invoke, tmp_path):
     result = invoke("cumsum", "--reverse", "-o", str(out), "--batch-rows", "1",
                     input=f"x\n{2**62}\n{2**62}\n1\n5\n")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: standard input: column 'x', row 1: ")
+    assert result.stderr.startswith("Error: standard input: column 'x', row 1 (line 2): ")
     assert "--overflow wrap" in result.stderr
     assert not out.exists()
 
@@ -692,7 +692,7 @@ def test_by_overflow_names_the_input_row_and_column(invoke):
     result = invoke("cumsum", "--by", "k", "--batch-rows", "2",
                     input=f"k,x\na,1\nb,{2**62}\nb,{2**62}\na,1\n")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: standard input: column 'x', row 3: ")
+    assert result.stderr.startswith("Error: standard input: column 'x', row 3 (line 4): ")
 
 
 # --axis columns with --reverse and --exclusive --------------------------------------------
@@ -945,7 +945,7 @@ def test_decimal_overflow_is_an_error_and_writes_nothing(invoke, tmp_path):
     result = invoke("cumsum", "--decimal", "-o", str(out),
                     input="x\n92233720368547758.07\n0.01\n")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: standard input: column 'x', row 2: ")
+    assert result.stderr.startswith("Error: standard input: column 'x', row 2 (line 3): ")
     assert not out.exists()
 
 
@@ -955,7 +955,8 @@ def test_decimal_cell_with_more_places_after_the_first_rows_is_an_error(invoke, 
     result = invoke("cumsum", "--decimal", "-o", str(out), input="x\n" + "\n".join(cells)
                     + "\n")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: standard input: row 10001, column 'x': '2.125'")
+    assert result.stderr.startswith(
+        "Error: standard input: row 10001 (line 10002), column 'x': '2.125'")
     assert "at most 1 places" in result.stderr
     assert len(result.stderr.splitlines()) == 1
     assert not out.exists()

@@ -324,26 +324,29 @@ def test_a_wide_file_among_several_inputs_is_refused(
 
 
 @pytest.mark.parametrize("data, message", [
-    (b"a,b,c\n1,2,3\n4,5\n", "Error: standard input: row 2 has 2 fields, expected 3 like "
+    (b"a,b,c\n1,2,3\n4,5\n", "Error: standard input: row 2 (line 3) has 2 fields, expected 3 like "
                              "the header\n"),
-    (b"a,b,c\n1,2,3\n4\n", "Error: standard input: row 2 has 1 field, expected 3 like "
+    (b"a,b,c\n1,2,3\n4\n", "Error: standard input: row 2 (line 3) has 1 field, expected 3 like "
                           "the header\n"),
     # Past the first chunk, which the columns' types are judged from.
     (b"a,b,c\n" + b"1,2,3\n" * 200_000 + b"4,x,6\n",
-     "Error: standard input: row 200001, column 'b': 'x' is not an integer like the first "
-     "rows; pass --dtype float64 if the column holds floats\n"),
+     "Error: standard input: row 200001 (line 200002), column 'b': 'x' is not an integer "
+     "like the first rows; pass --dtype float64 if the column holds floats\n"),
     (b"a,b,c\n9223372036854775807,2,3\n1,5,6\n", None),
-    (b"a,b,c\n1,2,3\n4,\xff,6\n", "Error: standard input: row 2, column 'b': bytes ff are "
+    (b"a,b,c\n1,2,3\n4,\xff,6\n", "Error: standard input: row 2 (line 3), column 'b': "
+                                  "bytes ff are "
                                   "not UTF-8; pass --encoding with the file's encoding "
                                   "(latin-1, cp1252, ...)\n"),
-    # Blank lines, newlines and delimiters inside quotes are not rows or fields.
-    (b'a,b,c\n\n\n1,"x\ny",3\n4,"p,q",\xff\n', "Error: standard input: row 2, column 'c': "
+    # Blank lines, newlines and delimiters inside quotes are not rows or fields; lines
+    # count every line.
+    (b'a,b,c\n\n\n1,"x\ny",3\n4,"p,q",\xff\n', "Error: standard input: row 2 (line 6), "
+     "column 'c': "
      "bytes ff are not UTF-8; pass --encoding with the file's encoding (latin-1, cp1252, "
      "...)\n"),
     # Past the first chunk: in the first, the CSV reader finds it before the handover.
     (b"a,b,c\n" + b"1,2,3\n" * 200_000 + b'4,"x\ny",6\n\n7,\x00,9\n',
-     "Error: standard input: cannot read as csv: row 200002 holds a NUL byte (a binary "
-     "file?)\n"),
+     "Error: standard input: cannot read as csv: row 200002 (line 200005) holds a NUL byte "
+     "(a binary file?)\n"),
 ], ids=["ragged", "ragged-one-field", "bad-number", "overflow", "not-utf8",
         "not-utf8-after-quotes", "nul"])
 def test_errors_name_the_row_and_column_as_on_the_narrow_path(
@@ -361,7 +364,7 @@ def test_the_first_overflow_in_file_order_wins_across_groups(
     # Group (a, b) overflows at row 3, group (c, d) at row 2.
     data = b"a,b,c,d\n0,0," + big + b",0\n" + big + b",0," + big + b",0\n1,0,1,1\n"
     reference, result = _both(invoke, ["cumsum", "-", "--from", "csv"], data)
-    assert "column 'c', row 2" in reference.stderr
+    assert "column 'c', row 2 (line 3)" in reference.stderr
     _same(reference, result)
 
 

@@ -35,12 +35,15 @@ from cumtool.formats import (
     unreadable,
 )
 from cumtool.formats.csvcells import (
+    RowLines,
     check_quotes,
     convert,
     count_records,
     layout,
     markers_parse,
     place,
+    record_lines,
+    row_text,
     type_hint,
     type_name,
 )
@@ -100,6 +103,11 @@ class CsvSource:
         chunk_bytes = chunk_bytes or CHUNK_BYTES
         self._chunker = Chunker(stream, chunk_bytes, max_record)
         self.rows_read = 0
+        # Physical lines (as an editor counts them) before the chunk being read, and where
+        # the rows of each chunk read stand, for messages: `row 2 (line 3)`.
+        self._line = 0
+        self._chunk_line = 0
+        self._rows_at = RowLines()
         sample = b""
         line_buffered = options.line_buffered
         wanted = (1 if line_buffered else INFER_ROWS) + (1 if options.header else 0)
@@ -136,15 +144,18 @@ class CsvSource:
                              error) from None
         except RecordTooLong as error:
             raise self._too_long(error, sample, first=True) from None
+        lines = _count_byte(sample, "\n")
         sample = sample.removeprefix(_BOM).lstrip(b"\r\n")  # blank lines before the header
+        self._line = self._chunk_line = lines - _count_byte(sample, "\n")
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
         self._check_nul(sample, first=True)
-        check_quotes(name, sample, options.delimiter, 0, header=options.header)
+        check_quotes(name, sample, options.delimiter, 0, header=options.header,
+                     lines_before=self._line)
         self._first_line = sample.split(b"\n", 1)[0].decode(options.encoding or "utf-8",
                                                             "replace")
         if wide:  # read column group by column group
-            raise WideInput(self._chunker, sample)
+            raise WideInput(self._chunker, sample, self._line)
         self._width = 0
         frame = self._strings(sample, first=True)
         self._width = frame.width
@@ -219,27 +230,35 @@ class CsvSource:
     def _too_long(self, error: RecordTooLong, sample: bytes, first: bool) -> FormatError:
         """The cap on one record was passed: name the row, at once (the rest is unread)."""
         before = error.before
+        lines = self._line  # the line ends of the chunks handed out
         if first:  # the records of the sample have not been counted yet
             _fields, blank = layout(sample, self._options.delimiter)
             before += int(np.count_nonzero(~blank))
-        where = self._where(before, first)
+            lines = _count_byte(sample, "\n")
+        where = self._where(before, first, lines + error.newlines + 1)
         cause = " (a quote that is never closed?)" if error.quoted else ""
         return FormatError(
             f"{self.name}: {where} is longer than {shown_size(self._chunker.max_record)}"
             f"{cause}; --max-record-size raises the limit")
 
-    def _where(self, line: int, first: bool) -> str:
+    def _where(self, line: int, first: bool, physical: int | None = None) -> str:
         """A place in a chunk for a message: its `line`-th record (from 0) is the header
-        in the first chunk of a file with one, else the row that many after those read."""
+        in the first chunk of a file with one, else the row that many after those read;
+        `physical`: the line of the file it is on."""
         header = first and self._options.header
         if header and line == 0:
             return "the header"
-        return f"row {self.rows_read + line + (0 if header else 1)}"
+        return row_text(self.rows_read + line + (0 if header else 1), physical)
+
+    def _line_of(self, chunk: bytes, at: int) -> int:
+        """The line of the file that byte `at` of the chunk being read is on."""
+        return self._chunk_line + chunk.count(b"\n", 0, at) + 1
 
     def _check_nul(self, chunk: bytes, first: bool) -> None:
         nul = chunk.find(b"\0")
         if nul >= 0:  # binary data, not text: stop at the first NUL, whatever follows
-            where = self._where(place(chunk, nul, self._options.delimiter)[0], first)
+            where = self._where(place(chunk, nul, self._options.delimiter)[0], first,
+                                self._line_of(chunk, nul))
             raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
                               "(a binary file?)")
 
@@ -247,9 +266,11 @@ class CsvSource:
                  typed: dict[str, pl.DataType] | None = None) -> pl.DataFrame:
         """A chunk as text columns (or some as numbers, by the `typed` schema, where they
         all parse so), blank lines dropped; a ragged record is an error."""
+        self._chunk_line = self._line
         self._check_nul(chunk, first)
         if not first:  # the first chunk was checked before its header was read
-            check_quotes(self.name, chunk, self._options.delimiter, self.rows_read)
+            check_quotes(self.name, chunk, self._options.delimiter, self.rows_read,
+                         lines_before=self._line)
         if self._options.encoding:
             chunk = self._transcode(chunk, first)
         frame = None
@@ -268,6 +289,12 @@ class CsvSource:
         except pl.exceptions.PolarsError as error:
             raise self._not_utf8(chunk, first) or self._ragged(chunk, first) or unreadable(
                 self.name, "csv", _polars_message(error)) from None
+        frame = self._whole_records(frame, chunk, first)
+        self._note_lines(chunk, frame.height, first)
+        return frame
+
+    def _whole_records(self, frame: pl.DataFrame, chunk: bytes, first: bool) -> pl.DataFrame:
+        """`frame` without blank lines; a ragged record is an error."""
         width = frame.width if first else self._width
         delimiter = self._options.delimiter
         if width == 1:
@@ -291,10 +318,34 @@ class CsvSource:
         if fields.shape[0] != frame.height:
             raise unreadable(self.name, "csv", f"{fields.shape[0]} records but polars read "
                              f"{frame.height} rows")
-        ragged = self._ragged_at(fields, blank, width, first)
+        ragged = self._ragged_at(fields, blank, width, first, chunk)
         if ragged is not None:
             raise ragged
         return frame.filter(pl.Series(~blank)) if blank.any() else frame
+
+    def _note_lines(self, chunk: bytes, records: int, first: bool) -> None:
+        """Where the `records` records of a chunk stand in the file (for messages), and
+        the chunk's line ends counted. A chunk whose records are a line each (no blank
+        lines, no newlines in quotes: nearly always) needs no more than its first line."""
+        start = self._chunk_line
+        newlines = _count_byte(chunk, "\n")
+        header = 1 if first and self._options.header else 0
+        lines: np.ndarray | None = None
+        if newlines + (0 if chunk.endswith(b"\n") or not chunk else 1) != records:
+            found = record_lines(chunk, self._options.delimiter) + (start + 1)
+            lines = found[header:] if found.shape[0] == records else np.zeros(0, np.int64)
+        self._rows_at.add(self.rows_read, start + 1 + header, lines)
+        self._line = start + newlines
+
+    def row_line(self, row: int) -> int | None:
+        """The line of the file that row `row` (from 0, of this source) starts on."""
+        return self._rows_at.line(row)
+
+    def locate(self, row: int) -> tuple[str, int, int] | tuple[str, int]:
+        """This source's name, row `row` (from 1) and the line it starts on, if known
+        (cumtool.state hands this to the plan for its messages)."""
+        line = self.row_line(row - 1)
+        return (self.name, row) if line is None else (self.name, row, line)
 
     def _transcode(self, chunk: bytes, first: bool) -> bytes:
         """--encoding: the chunk in UTF-8 for polars (ASCII-compatible encodings only, so
@@ -305,7 +356,8 @@ class CsvSource:
             return chunk.decode(encoding).encode("utf-8")
         except UnicodeDecodeError as error:
             line, field = place(chunk, error.start, self._options.delimiter)
-            where = self._where(line, first) + self._column(field, first, line)
+            where = (self._where(line, first, self._line_of(chunk, error.start))
+                     + self._column(field, first, line))
             raise FormatError(f"{self.name}: {where}: bytes "
                               f"{chunk[error.start:error.end].hex(' ')} are not {encoding}"
                               ) from None
@@ -316,7 +368,8 @@ class CsvSource:
             chunk.decode("utf-8")
         except UnicodeDecodeError as error:
             line, field = place(chunk, error.start, self._options.delimiter)
-            where = self._where(line, first) + self._column(field, first, line)
+            where = (self._where(line, first, self._line_of(chunk, error.start))
+                     + self._column(field, first, line))
             bad = chunk[error.start:error.end].hex(" ")
             return FormatError(
                 f"{self.name}: {where}: bytes {bad} are not UTF-8; pass --encoding with the "
@@ -344,18 +397,20 @@ class CsvSource:
         kept = fields[~blank]
         if not kept.shape[0]:
             return None
-        return self._ragged_at(fields, blank, self._width or int(kept[0]), first)
+        return self._ragged_at(fields, blank, self._width or int(kept[0]), first, chunk)
 
     def _ragged_at(self, fields: np.ndarray, blank: np.ndarray, width: int,
-                   first: bool) -> FormatError | None:
+                   first: bool, chunk: bytes) -> FormatError | None:
         bad = np.flatnonzero(~blank & (fields != width))
         if not bad.shape[0]:
             return None
         at = int(bad[0])
-        row = self.rows_read + int(np.count_nonzero(~blank[: at + 1]))
+        kept = int(np.count_nonzero(~blank[: at + 1]))
+        row = self.rows_read + kept
         if first and self._options.header:
             row -= 1
-        return FormatError(f"{self.name}: row {row} has {int(fields[at])} "
+        line = self._chunk_line + int(record_lines(chunk, self._options.delimiter)[kept - 1]) + 1
+        return FormatError(f"{self.name}: {row_text(row, line)} has {int(fields[at])} "
                            f"field{'' if fields[at] == 1 else 's'}, expected "
                            f"{width} like the {'header' if self._options.header else 'first row'}"
                            f"{self._delimiter_hint(width)}")
@@ -398,8 +453,9 @@ class CsvSource:
         bad = parsed.is_null() & kept.is_not_null()
         if bad.any():
             at = int(bad.arg_true()[0])
+            row = self.rows_read + at + 1
             raise FormatError(
-                f"{self.name}: row {self.rows_read + at + 1}, column "
+                f"{self.name}: {row_text(row, self.row_line(row - 1))}, column "
                 f"{self.column_names[position]!r}: {str(kept[at])[:40]!r} is not "
                 f"{type_name(arrow_type)} like the first rows{type_hint(arrow_type)}")
         return parsed.to_arrow()

@@ -5,6 +5,7 @@ wide one (formats/wide.py) share these rules, and the messages that name a cell.
 
 from __future__ import annotations
 
+import bisect
 import functools
 
 import numpy as np
@@ -15,7 +16,7 @@ from cumtool.errors import FormatError
 
 
 def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
-                  header: bool = False) -> None:
+                  header: bool = False, lines_before: int = 0) -> None:
     """Refuse a quote that RFC 4180 does not allow: one that opens a quoted field
     anywhere but at the start of a field, or closes one anywhere but at its end. polars
     would pair two such stray quotes into one field and silently drop the rows between."""
@@ -41,16 +42,20 @@ def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
         line, _field = place(chunk, at, delimiter)
         start = chunk.rfind(b"\n", 0, at) + 1
         text = chunk[start:start + 60].split(b"\n", 1)[0].decode("utf-8", "replace")
+        row = rows_before + line + (0 if header else 1)
+        physical = lines_before + chunk.count(b"\n", 0, at) + 1
         where = ("in the header" if header and line == 0
-                 else f"near row {rows_before + line + (0 if header else 1)}")
+                 else f"near {row_text(row, physical)}")
         raise FormatError(
             f"{name}: a quote inside an unquoted field, {where} ({text!r}); quote the "
             "whole field (\"a \"\"b\"\" c\") as CSV requires"
         )
     if quotes.shape[0] % 2:  # the input ends inside quotes: its last quote opened them
-        line, _field = place(chunk, int(quotes[-1]), delimiter)
+        at = int(quotes[-1])
+        line, _field = place(chunk, at, delimiter)
+        row = rows_before + line + (0 if header else 1)
         where = ("the header" if header and line == 0
-                 else f"row {rows_before + line + (0 if header else 1)}")
+                 else row_text(row, lines_before + chunk.count(b"\n", 0, at) + 1))
         raise FormatError(f"{name}: cannot read as csv: {where}: a quote that is never closed")
 
 
@@ -75,6 +80,60 @@ def layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
     carriage = data[np.clip(ends - 1, 0, data.shape[0] - 1)] == ord("\r")
     blank = (length == 0) | ((length == 1) & carriage)
     return fields, blank
+
+
+def row_text(row: int, line: int | None) -> str:
+    """A data record for a message: `row 2 (line 3)`. Rows count records from 1 (not the
+    header), lines every line of the file from 1, as an editor does (SEMANTICS.md)."""
+    return f"row {row}" if line is None else f"row {row} (line {line})"
+
+
+class RowLines:
+    """Where the rows read so far start in the file, for messages: a span per chunk, with
+    its first row (from 0) and the line that row starts on; and each row's line when the
+    rows of a chunk are not a line each (blank lines, newlines in quotes), for the last
+    KEPT chunks only (before them such a row's line is no longer known)."""
+
+    KEPT = 16
+
+    def __init__(self) -> None:
+        self._first_rows: list[int] = []
+        self._spans: list[tuple[int, np.ndarray | None]] = []
+
+    def add(self, first_row: int, first_line: int, lines: np.ndarray | None) -> None:
+        if lines is not None and len(self._spans) >= self.KEPT:
+            old, kept = self._spans[-self.KEPT]
+            if kept is not None:
+                self._spans[-self.KEPT] = (old, np.zeros(0, np.int64))
+        self._first_rows.append(first_row)
+        self._spans.append((first_line, lines))
+
+    def line(self, row: int) -> int | None:
+        """The line row `row` (from 0) starts on, if known."""
+        k = bisect.bisect_right(self._first_rows, row) - 1
+        if k < 0:
+            return None
+        first_line, lines = self._spans[k]
+        offset = row - self._first_rows[k]
+        if lines is None:
+            return first_line + offset
+        return int(lines[offset]) if offset < lines.shape[0] else None
+
+
+def record_lines(chunk: bytes, delimiter: str) -> np.ndarray:
+    """For each record of `chunk` that is not a blank line: how many line ends come
+    before its first byte in `chunk` (newlines in quotes and blank lines count)."""
+    if not chunk:
+        return np.zeros(0, dtype=np.int64)
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(data == ord("\n"))
+    outside = newlines
+    quotes = np.flatnonzero(data == ord('"'))
+    if quotes.shape[0]:
+        outside = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+    _fields, blank = layout(chunk, delimiter)
+    starts = np.concatenate(([0], outside + 1))[: blank.shape[0]]
+    return np.searchsorted(newlines, starts)[~blank]
 
 
 def count_records(chunk: bytes, delimiter: str, limit: int | None = None) -> int:

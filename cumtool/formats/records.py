@@ -22,12 +22,14 @@ _RETURN = ord("\r")
 
 class RecordTooLong(Exception):  # internal: CsvSource turns it into a FormatError
     """A record passed the cap; `before` non-blank records precede it in the data not yet
-    handed out, `quoted` says whether it holds an open quote (the likely cause)."""
+    handed out, and `newlines` line ends; `quoted` says whether it holds an open quote
+    (the likely cause)."""
 
-    def __init__(self, before: int, quoted: bool) -> None:
+    def __init__(self, before: int, quoted: bool, newlines: int = 0) -> None:
         super().__init__(before, quoted)
         self.before = before
         self.quoted = quoted
+        self.newlines = newlines
 
 
 class Chunker:
@@ -168,7 +170,8 @@ class Chunker:
         if over.shape[0]:
             at = int(over[0])
             blank = int(np.count_nonzero(lengths[:at] == 0))
-            raise RecordTooLong(at - blank, b'"' in chunk)
+            start = int(ends[at - 1]) + 1 if at else 0
+            raise RecordTooLong(at - blank, b'"' in chunk, chunk.count(b"\n", 0, start))
 
     def chunks(self) -> Iterator[bytes]:
         while True:

@@ -41,10 +41,11 @@ class WideInput(Exception):  # internal: CsvSource hands a wide input over to Wi
     """The header of a CSV input is wider than WIDE_COLUMNS: its chunker and first chunk
     (header and first rows, as CsvSource read and checked them)."""
 
-    def __init__(self, chunker: Chunker, sample: bytes) -> None:
+    def __init__(self, chunker: Chunker, sample: bytes, lines: int = 0) -> None:
         super().__init__("a wide input")
         self.chunker = chunker
         self.sample = sample
+        self.lines = lines  # the blank lines before the sample (dropped from it)
 
 
 def is_wide(sample: bytes, delimiter: str) -> bool:
@@ -92,6 +93,12 @@ class WideSource:
         self.rows_read = 0
         self.markers = list(dict.fromkeys([*options.na_values, ""]))
         sample = handover.sample
+        from cumtool.formats.csvcells import RowLines
+
+        # Physical lines before the chunk being read, and where each row starts, for
+        # messages: `row 2 (line 3)` (as formats/csv.py).
+        self._line = self._chunk_line = handover.lines
+        self._rows_at = RowLines()
         del handover
         # Until the header is read, messages name columns by its first line's fields.
         self.column_names = sample.split(b"\n", 1)[0].decode(
@@ -178,8 +185,10 @@ class WideSource:
             read = ((chunk, chunker.short) for chunk in chunker.chunks())
             with contextlib.closing(prefetch(read, depth=1)) as chunks:
                 for chunk, paused in chunks:
+                    self._chunk_line = self._line
                     self._check_nul(chunk)
-                    check_quotes(self.name, chunk, self._delimiter, self.rows_read)
+                    check_quotes(self.name, chunk, self._delimiter, self.rows_read,
+                                 lines_before=self._line)
                     records = self._records(self._decode(chunk, first=False), first=False)
                     del chunk
                     self._check_widths(records, first=False)
@@ -190,18 +199,32 @@ class WideSource:
             raise unreadable(self.name, "csv", error) from None
         except RecordTooLong as error:
             from cumtool.errors import FormatError
+            from cumtool.formats.csvcells import row_text
             from cumtool.formats.records import shown_size
 
             cause = " (a quote that is never closed?)" if error.quoted else ""
+            where = row_text(self.rows_read + error.before + 1, self._line + error.newlines + 1)
             raise FormatError(
-                f"{self.name}: row {self.rows_read + error.before + 1} is longer than "
+                f"{self.name}: {where} is longer than "
                 f"{shown_size(self._chunker.max_record)}{cause}; --max-record-size raises "
                 "the limit") from None
 
-    def _where(self, line: int, first: bool) -> str:
+    def _where(self, line: int, first: bool, physical: int | None = None) -> str:
+        from cumtool.formats.csvcells import row_text
+
         if first and self._options.header and line == 0:
             return "the header"
-        return f"row {self.rows_read + line + (0 if first and self._options.header else 1)}"
+        return row_text(self.rows_read + line + (0 if first and self._options.header else 1),
+                        physical)
+
+    def row_line(self, row: int) -> int | None:
+        """The line of the file that row `row` (from 0) starts on, if known."""
+        return self._rows_at.line(row)
+
+    def locate(self, row: int) -> tuple[str, int, int] | tuple[str, int]:
+        """This source's name, row `row` (from 1) and the line it starts on, if known."""
+        line = self.row_line(row - 1)
+        return (self.name, row) if line is None else (self.name, row, line)
 
     def _check_nul(self, chunk: bytes) -> None:
         from cumtool.errors import FormatError
@@ -209,7 +232,8 @@ class WideSource:
 
         nul = chunk.find(b"\0")
         if nul >= 0:
-            where = self._where(place(chunk, nul, self._delimiter)[0], first=False)
+            where = self._where(place(chunk, nul, self._delimiter)[0], first=False,
+                                physical=self._chunk_line + chunk.count(b"\n", 0, nul) + 1)
             raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
                               "(a binary file?)")
 
@@ -222,7 +246,8 @@ class WideSource:
             return chunk.decode(encoding or "utf-8")
         except UnicodeDecodeError as error:
             line, field = place(chunk, error.start, self._delimiter)
-            where = self._where(line, first)
+            where = self._where(line, first,
+                                self._chunk_line + chunk.count(b"\n", 0, error.start) + 1)
             if where != "the header" and field < len(self.column_names):
                 where += f", column {self.column_names[field]!r}"
             bad = chunk[error.start:error.end].hex(" ")
@@ -240,12 +265,15 @@ class WideSource:
         match = self._pattern.match
         delimiter = self._delimiter
         records: list[list[str | None]] = []
+        starts: list[int] = []  # where each record starts in `text`
         row: list[str | None] = []
         position, end = 0, len(text)
+        start = 0
         while position < end:
             found = match(text, position)
             if found is None:
-                where = self._where(len(records), first)
+                physical = self._chunk_line + text.count("\n", 0, start) + 1
+                where = self._where(len(records), first, physical)
                 raise FormatError(f"{self.name}: cannot read as csv: {where}: a quote that "
                                   "is never closed")
             quoted, plain, ending = found.groups()
@@ -257,11 +285,30 @@ class WideSource:
             if ending != delimiter:
                 if len(row) != 1 or row[0] is not None:  # a blank line is no record
                     records.append(row)
+                    starts.append(start)
                 row = []
+                start = position
         if row:  # the text ended right after a delimiter: an empty last cell
             row.append(None)
             records.append(row)
+            starts.append(start)
+        self._note_lines(text, starts, first)
         return records
+
+    def _note_lines(self, text: str, starts: list[int], first: bool) -> None:
+        """Where the records of a chunk (starting at `starts` in its `text`) stand in the
+        file, and its line ends counted (as CsvSource._note_lines)."""
+        import numpy as np
+
+        newlines = text.count("\n")
+        header = 1 if first and self._options.header else 0
+        lines = None
+        if newlines + (0 if text.endswith("\n") or not text else 1) != len(starts):
+            ends = np.array([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
+            found = np.searchsorted(ends, np.array(starts, dtype=np.int64))
+            lines = found[header:] + (self._chunk_line + 1)
+        self._rows_at.add(self.rows_read, self._chunk_line + 1 + header, lines)
+        self._line = self._chunk_line + newlines
 
     def _check_widths(self, records: list[list[str | None]], first: bool) -> None:
         from cumtool.errors import FormatError
@@ -269,7 +316,10 @@ class WideSource:
         for at, record in enumerate(records):
             if len(record) != self.width:
                 like = "header" if self._options.header else "first row"
-                raise FormatError(f"{self.name}: row {self.rows_read + at + 1} has "
+                from cumtool.formats.csvcells import row_text
+
+                row = self.rows_read + at + 1
+                raise FormatError(f"{self.name}: {row_text(row, self.row_line(row - 1))} has "
                                   f"{len(record)} field{'' if len(record) == 1 else 's'}, "
                                   f"expected {self.width} like the {like}")
 
@@ -548,6 +598,7 @@ class _Group:
         plan = TablePlan(self._context.request.op, "rows", self._context.dtype, schema,
                          self._name, options, hints, **self._context.scan)
         plan._repeated = self._context.repeated  # messages number a name repeated anywhere
+        plan.where = self._context.source.locate  # and name the line of a row
         return plan
 
     def _spec(self, position: int) -> Any:
@@ -668,8 +719,12 @@ class _Group:
                 if bad.any():
                     column = int(bad.any(axis=1).argmax())
                     at = int(bad[column].argmax())
+                    from cumtool.formats.csvcells import row_text
+
+                    row = self.rows_done + at + 1
+                    where = row_text(row, self._context.source.row_line(row - 1))
                     raise FormatError(
-                        f"{self._name}: row {self.rows_done + at + 1}, column "
+                        f"{self._name}: {where}, column "
                         f"{self._context.source.column_names[start + positions[column]]!r}: "
                         f"{str(kept[column * n + at])[:40]!r} is not "
                         f"{type_name(arrow_type)} like the first rows{type_hint(arrow_type)}")
@@ -705,9 +760,12 @@ class _Group:
             except ScanOverflowError as error:
                 row, line = error.position[0], error.position[1]
                 column = self.start + columns[line]
+                from cumtool.formats.csvcells import row_text
+
+                at = self.rows_done + row
                 overflows.append(ScanOverflowError(
-                    f"{self._name}: column {context.label(column)}, row "
-                    f"{self.rows_done + row + 1}: {error.raw}"
+                    f"{self._name}: column {context.label(column)}, "
+                    f"{row_text(at + 1, context.source.row_line(at))}: {error.raw}"
                     f"{overflow_hint(context.request.overflow)}",
                     (self.rows_done + row, context.rank[column])))
                 continue
