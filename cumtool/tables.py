@@ -250,9 +250,11 @@ class TablePlan:
                         f"{self.name}: column {self.label(position)} holds "
                         f"{schema.field(position).type}, which {self.op} cannot compare; "
                         f"columns it can scan: {listing(numeric)}")
+                culprit = self.hints[position].culprit
+                holds = f": {culprit}" if culprit else f" ({self._holds(position)})"
                 raise DataError(
-                    f"{self.name}: column {self.label(position)} is not numeric "
-                    f"({self._holds(position)}); numeric columns: {listing(numeric)}")
+                    f"{self.name}: column {self.label(position)} is not numeric{holds}; "
+                    f"numeric columns: {listing(numeric)}")
         if not chosen:
             index = _pandas_index(schema)
             chosen = [i for i, f in enumerate(schema) if self.hints[i].by_default

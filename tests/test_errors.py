@@ -192,6 +192,39 @@ def test_non_numeric_column_named_in_columns(invoke: Invoke, sample):
     assert "a, b" in message  # the numeric columns it could have been
 
 
+@pytest.mark.parametrize(("data", "culprit"), [
+    pytest.param("date,kwh\n2024-01-01,1\n2024-01-02,oops\n", "row 2 (line 3) holds 'oops'",
+                 id="word"),
+    pytest.param('date,kwh\n2024-01-01,2\n\n2024-01-02,"$1,234.50"\n',
+                 "row 2 (line 4) holds '$1,234.50'", id="money"),
+    pytest.param('date,kwh\n2024-01-01,"a\nb"\n', "row 1 (line 2) holds 'a\\nb'",
+                 id="quoted-line-break"),
+    pytest.param("date,kwh\n2024-01-01,N/A\n2024-01-02,5%\n", "row 2 (line 3) holds '5%'",
+                 id="percent"),
+    pytest.param("date,kwh\n" + "2024-01-01,1\n" * 9000 + "2024-01-02,oops\n",
+                 "row 9001 (line 9002) holds 'oops'", id="far-in"),
+])
+@pytest.mark.parametrize("batch_rows", [[], ["--batch-rows", "7"]], ids=["small", "streaming"])
+def test_a_refused_column_names_its_first_cell_that_is_not_a_number(
+        invoke: Invoke, write_file, data, culprit, batch_rows):
+    """SEMANTICS.md, Tables: -c on a column that is not numeric names the culprit."""
+    path = write_file("meter.csv", data)
+    result = invoke("cumsum", str(path), "-c", "kwh", *batch_rows)
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'kwh' is not numeric: {culprit}; "
+                             "numeric columns: date\n")
+
+
+def test_a_cell_that_is_not_a_number_past_the_judged_rows_is_named(invoke: Invoke,
+                                                                     write_file):
+    path = write_file("meter.csv", "kwh\n" + "1\n" * 12_000 + "\n oops\n")
+    result = invoke("cumsum", str(path), "-c", "kwh")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: row 12001 (line 12003), column 'kwh': 'oops' "
+                             "is not an integer like the first rows; pass --dtype float64 if "
+                             "the column holds floats\n")
+
+
 def test_unknown_column_lists_the_columns(invoke: Invoke, sample):
     message = assert_error(invoke("cumsum", str(sample), "-c", "a,zz"), 1, str(sample),
                            "'zz'")
@@ -330,7 +363,8 @@ def test_bad_delimiter(invoke: Invoke, sample, delimiter):
 def test_the_list_of_numeric_columns_shows_an_empty_name(invoke: Invoke):
     result = invoke("cumsum", "-c", "t", "-", input="id,,x,t\n1,2,3,a\n")
     assert_error(result, 1)
-    assert result.stderr == ("Error: standard input: column 't' is not numeric (text); "
+    assert result.stderr == ("Error: standard input: column 't' is not numeric: row 1 (line 2) "
+                             "holds 'a'; "
                              "numeric columns: id, '', x\n")
 
 

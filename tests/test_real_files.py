@@ -385,7 +385,8 @@ def test_ambiguous_name_lists_its_positions(invoke):
                  id="position"),
     pytest.param(["-c", "nope"], "no column 'nope'; columns: id, units, revenue, "
                  "'price, usd', units, note", id="name"),
-    pytest.param(["-c", "note"], "column 'note' is not numeric (text)", id="text"),
+    pytest.param(["-c", "note"], "column 'note' is not numeric: row 1 (line 2) holds 'x'",
+                 id="text"),
 ])
 def test_bad_column_choices_name_what_is_wrong(invoke, args, message):
     result = invoke("cumsum", *args, input=WIDE)

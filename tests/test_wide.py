@@ -358,6 +358,15 @@ def test_errors_name_the_row_and_column_as_on_the_narrow_path(
     _same(reference, result)
 
 
+def test_a_refused_column_names_its_culprit_as_on_the_narrow_path(
+        invoke: Callable[..., Result]) -> None:
+    data = b"a,b,c\n1,x,2\n\n3,4,5\n"
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "-c", "b"], data)
+    assert reference.stderr == ("Error: standard input: column 'b' is not numeric: row 1 "
+                                "(line 2) holds 'x'; numeric columns: a, c\n")
+    _same(reference, result)
+
+
 def test_the_first_overflow_in_file_order_wins_across_groups(
         invoke: Callable[..., Result]) -> None:
     big = b"9223372036854775807"

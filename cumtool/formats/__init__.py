@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Protocol
 
 from cumtool.errors import FormatError, UsageError
@@ -267,6 +267,9 @@ class ColumnHint:
     parse_as: pa.DataType | None
     by_default: bool
     kind: str  # int, float, code, bool, date, empty, bigint, text
+    # Text: its first cell that is not a number, and where, for a message (`row 2 (line
+    # 3) holds 'oops'`); what a column holds is the same without it.
+    culprit: str | None = field(default=None, compare=False)
 
 
 class TableSource(Protocol):

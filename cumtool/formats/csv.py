@@ -19,6 +19,7 @@ Blank lines are skipped; a record with more or fewer fields than the header is a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import os
 from collections.abc import Collection, Iterator, Mapping
@@ -30,6 +31,7 @@ import pyarrow as pa
 
 from cumtool.errors import FormatError
 from cumtool.formats import (
+    ColumnHint,
     CsvReadOptions,
     delimiter_hint,
     unreadable,
@@ -47,7 +49,7 @@ from cumtool.formats.csvcells import (
     type_hint,
     type_name,
 )
-from cumtool.formats.judge import INFER_ROWS, judge_columns
+from cumtool.formats.judge import INFER_ROWS, culprit_text, first_non_number, judge_columns
 from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
 from cumtool.formats.wide import JUDGED_BYTES, WideInput, is_wide
 
@@ -183,9 +185,24 @@ class CsvSource:
         elif len(sample) > SAMPLE_LIMIT:
             within = count_records(sample, options.delimiter, SAMPLE_LIMIT)
             judged = min(judged, max(1, within - (1 if options.header else 0)))
-        self.hints = judge_columns(frame, markers, decimal_comma=options.decimal_comma,
-                                   float_columns=float_columns, decimal=decimal,
-                                   rows=judged)
+        hints = judge_columns(frame, markers, decimal_comma=options.decimal_comma,
+                              float_columns=float_columns, decimal=decimal, rows=judged)
+        self.hints = self._culprits(frame.head(judged), hints)
+
+    def _culprits(self, judged: pl.DataFrame, hints: list[ColumnHint]) -> list[ColumnHint]:
+        """The hints, each text column's with its first cell that is not a number (for
+        the message when -c names it)."""
+        out = list(hints)
+        for i, hint in enumerate(hints):
+            if hint.kind != "text":
+                continue
+            cells = judged.to_series(i)
+            at = first_non_number(cells, self.markers,
+                                  decimal_comma=self._options.decimal_comma)
+            if at is not None:
+                where = row_text(at + 1, self.row_line(at))
+                out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])))
+        return out
 
     # Reading ---------------------------------------------------------------------------
 

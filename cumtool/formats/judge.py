@@ -64,6 +64,24 @@ def judge_cells(long: pl.DataFrame, width: int, position: Mapping[Any, int] | Se
     return hints
 
 
+def first_non_number(cells: pl.Series, na: list[str], *, decimal_comma: bool) -> int | None:
+    """The position of the first cell of `cells` (text) that is neither missing nor a
+    number, as judge_cells reads them; None if there is none."""
+    stripped = cells.str.strip_chars()
+    numbers = stripped.str.replace(",", ".", literal=True) if decimal_comma else stripped
+    bad = (stripped.is_not_null() & ~stripped.is_in(na)
+           & numbers.cast(pl.Float64, strict=False).is_null())
+    if decimal_comma:  # 1.5 with --decimal-comma: not a number
+        bad = bad | stripped.str.contains(".", literal=True).fill_null(False)
+    found = bad.arg_true()
+    return int(found[0]) if found.len() else None
+
+
+def culprit_text(row: str, cell: str) -> str:
+    """`row 2 (line 3) holds 'oops'`: where a text column's first non-number stands."""
+    return f"{row} holds {cell[:40]!r}"
+
+
 def _hint(row: dict, decimal_comma: bool, float_columns: bool, decimal: bool) -> ColumnHint:
     if not (decimal_comma and row["point"]):  # 1.5 with --decimal-comma: not a number
         by_default = not row["leading_zero"]

@@ -133,15 +133,38 @@ class WideSource:
             long = pl.DataFrame({
                 "column": pl.Series(np.tile(np.arange(width, dtype=np.int32), len(judged))),
                 "cell": pl.Series([cell for row in judged for cell in row], dtype=pl.String)})
-            self.hints = judge_cells(long, width, range(width), self.markers,
-                                     decimal_comma=options.decimal_comma,
-                                     float_columns=float_columns, decimal=decimal)
+            hints = judge_cells(long, width, range(width), self.markers,
+                                decimal_comma=options.decimal_comma,
+                                float_columns=float_columns, decimal=decimal)
+            self.hints = self._culprits(judged, hints)
         else:
             import pyarrow as pa
 
             from cumtool.formats import ColumnHint
 
             self.hints = [ColumnHint(pa.int64(), True, "int") for _ in range(width)]
+
+    def _culprits(self, judged: list[list[str | None]], hints: list[Any]) -> list[Any]:
+        """The hints, each text column's with its first cell that is not a number (as
+        CsvSource._culprits)."""
+        import dataclasses
+
+        import polars as pl
+
+        from cumtool.formats.csvcells import row_text
+        from cumtool.formats.judge import culprit_text, first_non_number
+
+        out = list(hints)
+        for i, hint in enumerate(hints):
+            if hint.kind != "text":
+                continue
+            cells = pl.Series([row[i] for row in judged], dtype=pl.String)
+            at = first_non_number(cells, self.markers,
+                                  decimal_comma=self._options.decimal_comma)
+            if at is not None:
+                where = row_text(at + 1, self.row_line(at))
+                out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])))
+        return out
 
     @property
     def bytes_read(self) -> int:
@@ -436,8 +459,10 @@ def _select(request: Request, source: WideSource) -> list[int]:
             kind = hints[position].kind
             holds = (f"integers beyond int64; pass {option('dtype', 'float64')} to scan "
                      "them as floats" if kind == "bigint" else kind)
+            culprit = hints[position].culprit
+            holds = f": {culprit}" if culprit else f" ({holds})"
             numeric = [names[i] for i in range(len(names)) if scannable(i)]
-            raise DataError(f"{source.name}: column {label} is not numeric ({holds}); "
+            raise DataError(f"{source.name}: column {label} is not numeric{holds}; "
                             f"numeric columns: {listing(numeric)}")
     if not chosen:
         chosen = [i for i, hint in enumerate(hints)
