@@ -220,8 +220,8 @@ def _make_command(op: str) -> click.Command:
     if len(ops) == 1:
         summary, example, short = REGISTRY[op].summary, REGISTRY[op].example, REGISTRY[op].short
     else:
-        summary = (f"{', '.join(ops)} in one pass: the input's columns are kept, and each "
-                   "scanned column is followed by <name>_<op> for each op.")
+        summary = (f"{', '.join(ops)} in one pass: the input's columns are kept, and after "
+                   "them come, for each scanned column, <name>_<op> for each op.")
         example = f"cumtool {op} sample_data/daily_sales.csv"
         short = None
 
@@ -412,8 +412,12 @@ def main() -> None:
     \b
     Examples:
       cumtool cumsum sample_data/daily_sales.csv
+      cumtool cumsum,cummax sample_data/daily_sales.csv -c units
       cumtool cumprod sample_data/cumprod_matrix.csv --axis columns
       cat data.npy | cumtool cummax - --axis 2 > out.npy
+
+    Several ops in one pass (cumsum,cummax) keep the input's columns and append the
+    results after them: units_cumsum, units_cummax.
 
     Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up (SIGHUP),
     130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`),

@@ -157,6 +157,14 @@ def check(inputs: tuple[str, ...], output: str | None, *, reverse: bool, state: 
     if output not in (None, "-") and not per_input_output(output) and os.path.isdir(output):
         raise OutputError(f"cannot write {output}: it is a directory; end it with a slash "
                           f"(-o {output}/) to write one output per input into it")
+    if (output not in (None, "-") and not per_input_output(output) and to_format is None
+            and is_dataset(inputs) and not os.path.exists(output)):
+        from cumtool.formats import kind_from_name
+
+        if kind_from_name(output) is None:  # a folder meant, most likely
+            raise UsageError(f"cannot tell the output format from {output!r}, and there are "
+                             f"several inputs: did you mean -o {output}/ (a folder, one "
+                             "output per input)? Else add --to or a known extension")
     if per_input_output(output):
         if not inputs or inputs == ("-",):
             raise UsageError(f"-o {output} writes one output per input file; standard input "

@@ -610,8 +610,9 @@ def _missing_out(valid: np.ndarray | None, missing: np.ndarray | None) -> np.nda
 
 class MultiPlan:
     """Several ops in one pass (`cumsum,cummax`): one TablePlan per op over the same
-    columns, each with its own carried state. The input's columns are kept, and each
-    scanned column is followed by its results, op by op: x_cumsum, x_cummax, y_cumsum..."""
+    columns, each with its own carried state. The input's columns are kept, and after
+    them come the results of each scanned column, op by op: x_cumsum, x_cummax,
+    y_cumsum..."""
 
     def __init__(self, ops: list[str], axis: str, dtype: np.dtype | None, schema: pa.Schema,
                  name: str, options: TableOptions, hints: list[ColumnHint] | None = None,

@@ -71,6 +71,18 @@ def test_group_help_lists_every_operation_and_the_exit_statuses(invoke, flag):
             "(SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early "
             "(e.g. `| head`), 143 terminated (SIGTERM).") in flat
     assert "cumtool cumsum sample_data/daily_sales.csv" in text
+    # One example of several ops in one pass, and what it writes.
+    assert "cumtool cumsum,cummax sample_data/daily_sales.csv -c units" in text
+    assert ("Several ops in one pass (cumsum,cummax) keep the input's columns and append "
+            "the results after them: units_cumsum, units_cummax.") in flat
+
+
+def test_help_of_several_ops_says_where_their_columns_go(invoke):
+    """SEMANTICS.md, "Running statistics": the results come after all input columns."""
+    flat = " ".join(invoke("cumsum,ewma", "--help").stdout.split())
+    assert ("cumsum, ewma in one pass: the input's columns are kept, and after them come, "
+            "for each scanned column, <name>_<op> for each op.") in flat
+    assert "followed by" not in flat
 
 
 @pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])

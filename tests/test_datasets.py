@@ -648,6 +648,22 @@ def test_an_output_directory_without_its_slash_says_how_to_write_into_it(cli, tm
                              "slash (-o out/) to write one output per input into it\n")
 
 
+@pytest.mark.parametrize("inputs", [["a.csv", "b.csv"], ["in"]], ids=["files", "folder"])
+def test_an_output_folder_without_its_slash_is_asked_about(cli, inputs):
+    """-o outdir (a folder that does not exist, no slash) with several inputs: most
+    likely -o outdir/ was meant; nothing is written."""
+    for name in ("a.csv", "b.csv", "in/c.csv", "in/d.csv"):
+        write(name, "x\n1\n")
+    result = cli("cumsum", *inputs, "-o", "outdir")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: cannot tell the output format from 'outdir', and there "
+                             "are several inputs: did you mean -o outdir/ (a folder, one "
+                             "output per input)? Else add --to or a known extension\n")
+    assert not os.path.exists("outdir")
+    ok(cli("cumsum", *inputs, "-o", "outdir", "--to", "csv"))  # one file, as asked
+    assert open("outdir").read() == "x\n1\n2\n"
+
+
 def test_state_saves_any_carry_fields_an_op_adds_exactly():
     """The state is taken from the carry objects' fields, not from a list of ops: a carry
     with more fields (a count, a compensation term, a nested object) round-trips."""

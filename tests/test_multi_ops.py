@@ -1,5 +1,5 @@
 """Several ops in one pass (`cumtool cumsum,cummax FILE`): the input's columns are kept and
-each scanned column is followed by `<name>_<op>` for each op, in the order given. Each
+after them come, for each scanned column, `<name>_<op>` for each op, in the order given. Each
 result must be what the op gives alone (with --keep), for every table option and batch
 size; expected values come from those single-op runs and from numpy."""
 
