@@ -56,7 +56,8 @@ def table_sink(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Sc
         from cumtool.formats.pretty import PrettySink
 
         return _InMemory(PrettySink(stream, view, console=_terminal_console(request, stream),
-                                    schema=schema, encoding=_text_encoding(request)))
+                                    schema=schema, encoding=_text_encoding(request),
+                                    keys=_key_names(request, schema)))
     from cumtool.formats.npy import NpyTableSink
 
     return _TableToNpy(NpyTableSink, stream, schema)
@@ -74,6 +75,20 @@ def _chart_sink(request: Request, stream: IO[bytes], schema: pa.Schema, view: Vi
     console = None if image else _terminal_console(request, stream)
     return ChartSink(stream, schema, view, options, source_name, console=console,
                      encoding=_text_encoding(request))
+
+
+def _key_names(request: Request, schema: pa.Schema) -> frozenset[str]:
+    """The --by columns, which the terminal table keeps in view whatever its width."""
+    from cumtool.columns import resolve
+    from cumtool.errors import CumtoolError
+
+    keys: list[str] = []
+    for selection in request.by:
+        try:
+            keys.extend(schema.names[i] for i in resolve(selection, schema.names, "output"))
+        except CumtoolError:  # the plan has said what is wrong with it already
+            continue
+    return frozenset(keys)
 
 
 def _has_json_text(schema: pa.Schema) -> bool:

@@ -19,6 +19,8 @@ from rich.console import Console
 from cumtool.formats.pretty import PrettySink
 from cumtool.view import View
 
+SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
+
 Invoke = Callable[..., Result]
 ELLIPSIS = "…"
 
@@ -478,6 +480,54 @@ def test_results_are_chosen_first_and_shown_in_input_order():
                                      "scanned: c20, c27")
 
 
+def test_by_keys_stay_in_view_on_a_narrow_terminal():
+    """--by store: the key comes before the results and the rest, whatever the width."""
+    view = View("cumsum", "rows", "wide.csv", ("c20", "c27"), frozenset({"c20", "c27"}))
+    out = io.StringIO()
+    console = Console(width=80, file=out, force_terminal=False, color_system=None)
+    sink = PrettySink(io.BytesIO(), view, console=console, schema=WIDE.schema,
+                      keys=frozenset({"c25"}))
+    sink.write(WIDE)
+    sink.close()
+    assert header(out.getvalue())[0] == ["c00", "c01", "c02", "c03", "c20", "c25", "c27"]
+
+
+def test_the_by_keys_of_a_run_reach_the_table(monkeypatch: pytest.MonkeyPatch):
+    from cumtool import sinks
+    from cumtool.columns import parse
+    from cumtool.formats import FileKind
+    from cumtool.request import Request
+
+    seen: dict[str, object] = {}
+
+    class Spy(PrettySink):
+        def __init__(self, *args: object, **options: object) -> None:
+            seen.update(options)
+            super().__init__(*args, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("cumtool.formats.pretty.PrettySink", Spy)
+    schema = pa.schema([("date", pa.string()), ("store", pa.string()), ("units", pa.int64())])
+    request = Request(op="cumsum", by=(parse("store", "--by"),))
+    sinks.table_sink(request, FileKind("table"), io.BytesIO(), schema,
+                     View("cumsum", "rows", "x.csv"), "x.csv")
+    assert seen["keys"] == frozenset({"store"})
+
+
+def test_money_shows_the_places_its_cells_have(invoke: Invoke):
+    text = render(invoke, "cumsum", str(SAMPLE_DATA / "daily_sales.csv"), "-n", "4")
+    rows = table_rows(text)
+    assert [row[-1] for row in rows] == ["264.27", "381.18", f"{ELLIPSIS} 56 rows {ELLIPSIS}",
+                                         "16170.74", "16433.03"]
+
+
+def test_a_column_that_is_not_scanned_is_labelled_as_read(invoke: Invoke):
+    text = render(invoke, "cumsum", "-c", "amount", "-",
+                  input="year,amount,code,flag\n2024,1.5,007,true\n2025,2.5,008,false\n")
+    assert header(text) == (["year", "amount", "code", "flag"],
+                            ["int64", "float64", "str", "bool"])
+    assert table_rows(text) == [["2024", "1.5", "007", "True"], ["2025", "4.0", "008", "False"]]
+
+
 def test_a_column_wider_than_the_terminal_shows_whole():
     name = "a_column_name_longer_than_the_terminal_is_wide"
     batch = pa.record_batch({name: pa.array([12345678901234, 2]), "b": pa.array([1, 2])})
@@ -492,7 +542,8 @@ def test_long_numbers_and_names_are_never_cut_on_a_narrow_terminal():
                              "x": pa.array([1.5, 2.25])})
     text = on_console(40, batch)
     assert header(text) == (["total_revenue_eur", "x"], ["int64", "float64"])
-    assert table_rows(text) == [[str(2**62), "1.5"], [str(-(2**62)), "2.25"]]
+    # A float column shows its values to the same places, as many as they have.
+    assert table_rows(text) == [[str(2**62), "1.50"], [str(-(2**62)), "2.25"]]
     assert max(len(line) for line in text.splitlines()[:-1]) <= 40
 
 
@@ -572,12 +623,18 @@ def test_precision_out_of_range_is_a_usage_error(invoke: Invoke, write_file):
 
 
 @pytest.mark.parametrize(("value", "precision", "shown"), [
+    # A value with more places than the precision: at that many significant digits.
     pytest.param("16432.999999999996", "6", "16433.0", id="rounded-up-to-a-zero-digit"),
-    pytest.param("123456.0", "6", "123456", id="all-digits-before-the-point"),
-    pytest.param("381.18", "3", "381", id="rounded-to-the-point"),
-    pytest.param("99999.95", "6", "99999.9", id="stored-just-below-the-half"),
-    pytest.param("999999.7", "6", "1e+06", id="rounded-into-scientific"),
+    pytest.param("123456.0432101", "6", "123456", id="all-digits-before-the-point"),
+    pytest.param("381.1812345", "3", "381", id="rounded-to-the-point"),
+    pytest.param("99999.9499999", "6", "99999.9", id="stored-just-below-the-half"),
+    pytest.param("999999.7000003", "6", "1e+06", id="rounded-into-scientific"),
     pytest.param("-0.00012345", "2", "-0.00012", id="small-negative"),
+    # A value with at most that many places: with its places (money, a reading).
+    pytest.param("123456.0", "6", "123456.0", id="places-all-digits-before-the-point"),
+    pytest.param("381.18", "3", "381.18", id="places-beyond-the-significant-digits"),
+    pytest.param("99999.95", "6", "99999.95", id="places-stored-just-below-the-half"),
+    pytest.param("999999.7", "6", "999999.7", id="places-not-scientific"),
 ])
 def test_the_last_digit_shown_is_within_the_precision(invoke: Invoke, write_file, value,
                                                       precision, shown):

@@ -52,7 +52,9 @@ FORMATS = (
     Format("xlsx", (".xlsx", ".xlsm"), writes=False, binary=True, spreadsheet=True),
     Format("xls", (".xls",), writes=False, binary=True, spreadsheet=True),
     Format("ods", (".ods",), writes=False, binary=True, spreadsheet=True),
-    Format("table", (), reads=False, kind="view"),  # the pretty terminal view
+    # The pretty terminal view: typed, so a column is labelled (and aligned) as it was
+    # read: an unscanned column of integers is int64, not text.
+    Format("table", (), reads=False, kind="view", typed=True),
     # A line chart: on the terminal; -o FILE.svg or FILE.png draws it as an image.
     Format("chart", (".svg", ".png"), reads=False, kind="view"),
 )

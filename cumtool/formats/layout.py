@@ -70,11 +70,38 @@ class Cells:
                                               fractional=False, trim=zero)
         return scientific
 
+    def fixed(self, value: float | np.floating, places: int) -> Text:
+        """A float to `places` decimals (a column whose values all have that many)."""
+        if not np.isfinite(value):
+            return self.cell(value)
+        return Text(f"{float(value):.{places}f}")
+
     def header(self, name: str, dtype: str) -> Text:
         return Text(f"{self.text(name)}\n{dtype}")
 
     def header_width(self, name: str, dtype: str) -> int:
         return max(cell_len(self.text(name)), cell_len(dtype))
+
+
+def decimal_places(values: np.ndarray, precision: int) -> int | None:
+    """The fewest decimals, from 1 to `precision`, that every finite value of `values`
+    has up to its dtype's rounding (a running total of cents has 2, however its binary
+    sum ends: 381.17999999999995 is 381.18); None if there are none such, or a value is
+    too large to be written so."""
+    if values.dtype != np.float64:  # float32 holds 7 digits: any value has 6 places so
+        return None
+    finite = values[np.isfinite(values)]
+    if not finite.shape[0] or np.abs(finite).max() >= 1e15:
+        return None
+    # The rounding of a running total, never a digit of the value: a value that needs
+    # more places than the precision (a log, a mean) keeps its significant digits.
+    tolerance = 1e-13
+    for places in range(1, precision + 1):
+        scale = 10.0 ** -places
+        rounded = np.round(finite, places)
+        if np.all(np.abs(rounded - finite) <= tolerance * np.maximum(np.abs(finite), scale)):
+            return places
+    return None
 
 
 def fit(widths: dict[int, int], order: Sequence[int], budget: int | None,

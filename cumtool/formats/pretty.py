@@ -7,19 +7,22 @@ by its 0-based index, like the array's column labels and slice labels).
 Columns: whole columns only, as many as the terminal's width holds; a number or a name
 is never cut and a column never squeezed, and a line under the table counts (and names
 the first of) the columns left out. A single column wider than the terminal still shows,
-and the terminal wraps it. Which columns: the scanned columns and their results first,
-then the others, each group from the left, shown in input order. The results are what
-the run is for: a result 25th of 30 columns would otherwise never show on 80 columns,
-while input order on screen keeps the table recognisable as the file (a date or key
-column stays left of the values). Not on a terminal (a pipe, `-o FILE`) there is no width
-to fit: up to `MAX_COLUMNS` columns, each as wide as it needs.
+and the terminal wraps it. Which columns: the --by keys (always), then the scanned columns
+and their results, then the others, each group from the left, shown in input order. The
+results are what the run is for: a result 25th of 30 columns would otherwise never show
+on 80 columns, while input order on screen keeps the table recognisable as the file (a
+date or key column stays left of the values). Not on a terminal (a pipe, `-o FILE`)
+there is no width to fit: up to `MAX_COLUMNS` columns, each as wide as it needs.
 
 An N-d array shows as labelled 2-D slices (`[i, j, :, :]`), the first and last
 `EDGE_SLICES`, with the same rows and columns each. Only what can show is ever kept, so a
 huge result costs no memory.
 
-Cells: floats at `View.precision` significant digits (the table only: every other format
-keeps every digit); a missing cell is a dim `null`, NaN `nan`. Names, cells and the
+Cells: a float64 column with the decimals its values have (money: 26293.27, each value
+to the same places), up to `View.precision` places; else floats at `View.precision`
+significant digits (the table only: every other format keeps every digit); a missing cell
+is a dim `null`, NaN `nan`. Columns are labelled as they were read (an unscanned column
+of integers from a CSV is int64: the view is a typed output). Names, cells and the
 caption are plain text, never rich markup, with every control character shown escaped
 (`\\x1b`), so a file cannot drive the terminal. The text is written in the output's
 encoding, with a replacement character for what it cannot hold (and ASCII borders and
@@ -50,6 +53,7 @@ from cumtool.formats.layout import (
     ROW_HEADER,
     Cells,
     Frame,
+    decimal_places,
     fit,
     join_lines,
     keep,
@@ -108,9 +112,11 @@ class PrettySink:
     """Collects what can show of a result and prints it as rich tables on close."""
 
     def __init__(self, stream: IO[bytes], view: View, console: Console | None = None,
-                 schema: pa.Schema | None = None, encoding: str = "utf-8") -> None:
+                 schema: pa.Schema | None = None, encoding: str = "utf-8",
+                 keys: frozenset[str] = frozenset()) -> None:
         self._stream = stream
         self._view = view
+        self._keys = keys  # --by columns: always in view
         self._encoding = encoding if console is None else console.encoding
         self._console = console
         self._budget = None if console is None else console.width
@@ -130,12 +136,16 @@ class PrettySink:
 
     def _set_schema(self, schema: pa.Schema) -> None:
         self._schema = schema
-        first = [i for i, name in enumerate(schema.names) if name in self._view.first]
-        rest = [i for i, name in enumerate(schema.names) if name not in self._view.first]
+        keys = [i for i, name in enumerate(schema.names) if name in self._keys]
+        first = [i for i, name in enumerate(schema.names)
+                 if name in self._view.first and name not in self._keys]
+        rest = [i for i, name in enumerate(schema.names)
+                if name not in self._view.first and name not in self._keys]
         widths = {i: self._cells.header_width(f.name, _dtype_label(f.type))
                   for i, f in enumerate(schema)}
         # Each column takes at least its header's width: the columns that could show.
-        self._order = fit(widths, first + rest, self._budget, 1 + cell_len(ROW_HEADER) + PAD)
+        self._order = fit(widths, keys + first + rest, self._budget,
+                          1 + cell_len(ROW_HEADER) + PAD)
         self._kept = sorted(self._order)  # the same, in input order
 
     # Tables ------------------------------------------------------------------
@@ -206,24 +216,49 @@ class PrettySink:
             field = schema.field(position)
             frame.column(field.name, _dtype_label(field.type), _is_numeric(field.type),
                          position)
-        for batch in self._head:
-            self._add_rows(frame, batch, len(frame.rows))
         tail = pa.Table.from_batches(list(self._tail)) if self._tail else None
         shown_tail = 0 if tail is None else min(self._tail_limit, tail.num_rows)
+        tail_batches = [] if tail is None else tail.slice(tail.num_rows - shown_tail).to_batches()
+        places = self._places([*self._head, *tail_batches])
+        for batch in self._head:
+            self._add_rows(frame, batch, len(frame.rows), places)
         frame.gap(self._rows - self._head_rows - shown_tail)
-        if tail is not None:
-            first = self._rows - shown_tail
-            for batch in tail.slice(tail.num_rows - shown_tail).to_batches():
-                self._add_rows(frame, batch, first)
-                first += batch.num_rows
+        first = self._rows - shown_tail
+        for batch in tail_batches:
+            self._add_rows(frame, batch, first, places)
+            first += batch.num_rows
         size = f"{self._rows} rows x {len(schema)} columns"
         return [frame], schema.names, size
 
-    def _add_rows(self, frame: Frame, batch: pa.RecordBatch, first: int) -> None:
-        """`batch`'s rows, numbered from input row `first` (0-based) + 1."""
+    def _add_rows(self, frame: Frame, batch: pa.RecordBatch, first: int,
+                  places: list[int | None]) -> None:
+        """`batch`'s rows, numbered from input row `first` (0-based) + 1; floats of a
+        column with `places` to that many decimals."""
         columns = [_arrow_cells(column) for column in batch.columns]
+        cells = self._cells
         for n, row in enumerate(zip(*columns, strict=True)):
-            frame.rows.append((str(first + n + 1), [self._cells.cell(v) for v in row]))
+            frame.rows.append((str(first + n + 1), [
+                cells.cell(v) if p is None or not isinstance(v, np.floating | float)
+                else cells.fixed(v, p) for v, p in zip(row, places, strict=True)]))
+
+    def _places(self, batches: list[pa.RecordBatch]) -> list[int | None]:
+        """Each kept column's decimals: for floats, the fewest places (at least one, at
+        most the precision) that every shown value has, as money has two; else None."""
+        if not batches:
+            return []
+        out: list[int | None] = []
+        for j, field in enumerate(batches[0].schema):
+            if not pa.types.is_floating(field.type):
+                out.append(None)
+                continue
+            from cumtool.columnar import column_to_numpy
+
+            parts = []
+            for batch in batches:
+                values, valid = column_to_numpy(batch.column(j))
+                parts.append(values if valid is None else values[valid])
+            out.append(decimal_places(np.concatenate(parts), self._view.precision))
+        return out
 
 
 class _ArrayView:
