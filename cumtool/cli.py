@@ -145,6 +145,13 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--decimal-comma", "decimal_comma", is_flag=True,
                      help="Numbers are written 1,5 (European): read them so, and write "
                           "results so."),
+        click.option("--out-encoding", "out_encoding", default=None, metavar="ENC",
+                     help="The text encoding of csv/tsv output (default: --encoding's, so "
+                          "unscanned cells come out byte for byte)."),
+        click.option("--out-decimal", "out_decimal", type=click.Choice(["point", "comma"]),
+                     default=None,
+                     help="The decimal mark of numbers in csv/tsv output (default: comma "
+                          "with --decimal-comma, else point)."),
         click.option("--no-header", "no_header", is_flag=True,
                      help="CSV has no header row: columns are named 1, 2, ... and the "
                           "output has no header either."),
@@ -284,6 +291,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         engine=options["engine"], scheduler=options["scheduler"],
         x=options["x"], width=options["width"], height=options["height"],
         # What is typed on a terminal goes out line by line (SEMANTICS.md, "Tables").
+        out_encoding=options["out_encoding"], out_decimal=options["out_decimal"],
         line_buffered=options["line_buffered"] or (
             given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
             and sys.stdin.isatty()),

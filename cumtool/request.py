@@ -78,6 +78,8 @@ class Request:
     precision: int = 6  # the terminal table: significant digits of floats
     max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
     line_buffered: bool = False  # each row written as read; types from the first data row
+    out_encoding: str | None = None  # of CSV/TSV output (None: as --encoding)
+    out_decimal: str | None = None  # "point" or "comma" in CSV/TSV output (None: as read)
     sheet: str | None = None  # a spreadsheet's sheet: its name, or its number from 1
     # Every INPUT argument (files, globs, directories) when there are several or any is
     # not a plain file; `input` is then the first (cumtool.inputs, cumtool.datasets).
@@ -121,6 +123,9 @@ class Request:
             from cumtool.formats.records import size_option
 
             size_option(self.max_record_size, "--max-record-size")
+        if self.out_decimal is not None and self.out_decimal not in ("point", "comma"):
+            raise UsageError(f"--out-decimal {self.out_decimal!r} is not a decimal mark; "
+                             "choose point (1.5) or comma (1,5)")
         if self.line_buffered and self.reverse:
             raise UsageError("--line-buffered writes each row as it is read, and --reverse "
                              "needs the last row first; leave one out")
@@ -301,17 +306,21 @@ class Request:
 
     def csv_write(self, fmt: str) -> CsvWriteOptions:
         """The output's delimiter follows its format (-d is the input's), or
-        --out-delimiter; with --decimal-comma a csv is ;-separated, as spreadsheets that
-        write 1,5 do."""
-        default = "\t" if fmt == "tsv" else ";" if self.decimal_comma else ","
+        --out-delimiter; numbers written 1,5 (--decimal-comma, unless --out-decimal
+        point) make a csv ;-separated, as spreadsheets that write 1,5 do. The text is in
+        --out-encoding, else --encoding: by default the output is the input's bytes."""
+        comma = self.decimal_comma if self.out_decimal is None else self.out_decimal == "comma"
+        default = "\t" if fmt == "tsv" else ";" if comma else ","
         delimiter = delimiter_option(self.out_delimiter, default, "--out-delimiter")
         if self.out_delimiter is not None and (delimiter.isalnum() or delimiter in ".+-"):
             # Numbers are written unquoted: 3.5 with a '.' delimiter would read as 3 and 5.
             raise UsageError(f"--out-delimiter {self.out_delimiter!r} can be part of a number; "
                              "choose another (',', ';', '|', '\\t')")
-        if self.decimal_comma and delimiter == ",":
-            raise UsageError("--decimal-comma writes 1,5: the output's delimiter cannot be a "
+        if comma and delimiter == ",":
+            given = "--out-decimal comma" if self.out_decimal else "--decimal-comma"
+            raise UsageError(f"{given} writes 1,5: the output's delimiter cannot be a "
                              "comma too; leave --out-delimiter out (csv output then uses ';')")
+        encoding = (encoding_option(self.encoding) if self.out_encoding is None
+                    else encoding_option(self.out_encoding, "--out-encoding"))
         return CsvWriteOptions(delimiter=delimiter, header=self.header, na_rep=self.na_rep,
-                               decimal_comma=self.decimal_comma,
-                               encoding=encoding_option(self.encoding))
+                               decimal_comma=comma, encoding=encoding)

@@ -120,6 +120,8 @@ def _options_fit(request: Request) -> bool:
                              or request.indices or request.decimal or request.decimal_comma
                              or request.encoding or request.max_record_size is not None
                              or request.line_buffered  # judged from the first row
+                             or request.out_encoding is not None
+                             or request.out_decimal is not None
                              # batches asked for: the streaming path's own (and tests')
                              or request.batch_rows is not None
                              # several inputs, a glob or a folder, -o DIR/, --state

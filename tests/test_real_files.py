@@ -544,14 +544,54 @@ def test_encoding_reads_and_writes_text_byte_for_byte(invoke, write_file, tmp_pa
     assert pq.read_table(parquet).column("Stadt").to_pylist()[0] == "Köln"
 
 
+@pytest.mark.parametrize("options", [[], ["--batch-rows", "1"], ["--keep"]],
+                         ids=["default", "batches", "keep"])
+def test_a_latin1_comma_file_becomes_utf8_with_points_in_one_pass(invoke, write_file,
+                                                                 options):
+    """--out-encoding and --out-decimal: the output's text and decimal mark, apart from
+    the input's; unscanned cells are the same text, in the output's encoding."""
+    path = write_file("de.csv", "Stadt;Menge\nKöln;1,5\nMünchen;2,25\n".encode("latin-1"))
+    result = invoke("cumsum", str(path), "-d", ";", "--decimal-comma", "--encoding",
+                    "latin-1", "--out-encoding", "utf-8", "--out-decimal", "point", *options)
+    assert result.exit_code == 0, result.stderr
+    if options == ["--keep"]:  # the kept input column is its text as read
+        assert result.stdout_bytes == ("Stadt,Menge,Menge_cumsum\nKöln,\"1,5\",1.5\n"
+                                       "München,\"2,25\",3.75\n").encode()
+    else:
+        assert result.stdout_bytes == "Stadt,Menge\nKöln,1.5\nMünchen,3.75\n".encode()
+
+
+def test_the_output_keeps_the_input_encoding_and_mark_by_default(invoke, write_file):
+    data = "Stadt;Menge\nKöln;1,5\nMünchen;2,25\n".encode("latin-1")
+    path = write_file("de.csv", data)
+    result = invoke("cumsum", str(path), "-d", ";", "--decimal-comma", "--encoding",
+                    "latin-1")
+    assert result.stdout_bytes == data.replace(b"2,25", b"3,75")
+    result = invoke("cumsum", str(path), "-d", ";", "--decimal-comma", "--encoding",
+                    "latin-1", "--out-decimal", "comma", "--out-encoding", "cp1252")
+    assert result.stdout_bytes == data.replace(b"2,25", b"3,75")
+
+
+def test_comma_decimals_out_of_a_point_file(invoke):
+    result = invoke("cumsum", "--out-decimal", "comma", input="a,b\nx,1.5\ny,2.25\n")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "a;b\nx;1,5\ny;3,75\n"
+    result = invoke("cumsum", "--out-decimal", "comma", "--out-delimiter", ",", input="a\n1\n")
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: --out-decimal comma writes 1,5: the output's delimiter "
+                             "cannot be a comma too; leave --out-delimiter out (csv output "
+                             "then uses ';')\n")
+
+
 @pytest.mark.parametrize(("encoding", "message"), [
     ("utf-16", "does not keep ASCII as it is"),
     ("no-such-codec", "is not an encoding Python knows"),
 ])
-def test_unusable_encodings_are_usage_errors(invoke, tmp_path, encoding, message):
-    result = invoke("cumsum", str(tmp_path / "missing.csv"), "--encoding", encoding)
+@pytest.mark.parametrize("option", ["--encoding", "--out-encoding"])
+def test_unusable_encodings_are_usage_errors(invoke, tmp_path, encoding, message, option):
+    result = invoke("cumsum", str(tmp_path / "missing.csv"), option, encoding)
     assert result.exit_code == 2
-    assert message in result.stderr
+    assert f"Error: {option} {encoding!r} {message}" in result.stderr
 
 
 # Chunks ------------------------------------------------------------------------------------

@@ -200,9 +200,9 @@ def delimiter_option(text: str | None, default: str, option: str) -> str:
     return delimiter
 
 
-def encoding_option(name: str | None) -> str | None:
-    """--encoding: a codec that keeps ASCII as it is (so newlines, quotes and delimiters
-    are the same bytes); None for UTF-8, cumtool's own."""
+def encoding_option(name: str | None, option: str = "--encoding") -> str | None:
+    """--encoding (or `option`): a codec that keeps ASCII as it is (so newlines, quotes
+    and delimiters are the same bytes); None for UTF-8, cumtool's own."""
     if name is None:
         return None
     import codecs
@@ -210,7 +210,7 @@ def encoding_option(name: str | None) -> str | None:
     try:
         codec = codecs.lookup(name)
     except LookupError:
-        raise UsageError(f"--encoding {name!r} is not an encoding Python knows (latin-1, "
+        raise UsageError(f"{option} {name!r} is not an encoding Python knows (latin-1, "
                          "cp1252, iso-8859-15, shift_jis, ...)") from None
     if codec.name == "utf-8":
         return None
@@ -219,7 +219,7 @@ def encoding_option(name: str | None) -> str | None:
     except UnicodeError:
         ascii_compatible = False
     if not ascii_compatible:
-        raise UsageError(f"--encoding {name!r} does not keep ASCII as it is (UTF-16, ...); "
+        raise UsageError(f"{option} {name!r} does not keep ASCII as it is (UTF-16, ...); "
                          "convert the file to UTF-8 first, e.g. with iconv")
     return codec.name
 
