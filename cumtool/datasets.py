@@ -78,6 +78,8 @@ class ChainSource:
                           + [_TEXT_HINT] * len(self._partition))
         self._width = len(self._own)
         self.starts: list[int] = []  # the row (from 0, this run) where each file began
+        # Each file's reader's own locate (row -> name, row, line), kept for messages.
+        self._locators: dict[int, Any] = {}
         self.rows_read = 0
 
     # Opening ---------------------------------------------------------------------------
@@ -165,10 +167,17 @@ class ChainSource:
 
     # Reading ---------------------------------------------------------------------------
 
-    def locate(self, row: int) -> tuple[str, int]:
-        """The file and row in it (from 1) of the run's `row`-th row (from 1)."""
+    def locate(self, row: int) -> tuple[str, int] | tuple[str, int, int]:
+        """The file and row in it (from 1) of the run's `row`-th row (from 1), and the
+        line it starts on where that file's reader knows it (CSV)."""
         k = max(bisect.bisect_right(self.starts, row - 1) - 1, 0)
-        return self.files[k].path, row - (self.starts[k] if self.starts else 0)
+        within = row - (self.starts[k] if self.starts else 0)
+        locate = self._locators.get(k)
+        if locate is not None:
+            found = locate(within)
+            if len(found) == 3:
+                return self.files[k].path, within, found[2]
+        return self.files[k].path, within
 
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: frozenset[int] | set[int] = frozenset()) -> Iterator[pa.RecordBatch]:
@@ -187,6 +196,7 @@ class ChainSource:
                 source, kind = self._open(k, stack)
                 self._check(k, source, kind)
             self.starts.append(self.rows_read)
+            self._locators[k] = getattr(source, "locate", None)
             for batch in source.batches(own_parse, own_unused):
                 yield self._decorated(k, batch, unused)
                 self.rows_read += batch.num_rows

@@ -720,3 +720,13 @@ def test_output_directory_may_be_the_input_directory(cli):
     assert sorted(os.listdir("data")) == ["1.csv", "2.csv"]
     assert Path("data/1.csv").read_text() == "x\n1\n3\n"
     assert Path("data/2.csv").read_text() == "x\n6\n"
+
+
+def test_an_overflow_in_a_later_input_names_its_file_row_and_line(cli):
+    write("a1.csv", "x\n1\n")
+    write("a2.csv", "x\n\n9223372036854775807\n")  # a blank line: row 1 is line 3
+    result = cli("cumsum", "a1.csv", "a2.csv", "-o", "out.csv")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: a2.csv: column 'x', row 1 (line 3): cumsum overflows int64 (adding "
+        "9223372036854775807); use --overflow wrap for wrap-around\n")
