@@ -19,7 +19,6 @@ Blank lines are skipped; a record with more or fewer fields than the header is a
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import os
 from collections.abc import Collection, Iterator, Mapping
@@ -49,7 +48,7 @@ from cumtool.formats.csvcells import (
     type_hint,
     type_name,
 )
-from cumtool.formats.judge import INFER_ROWS, culprit_text, first_non_number, judge_columns
+from cumtool.formats.judge import INFER_ROWS, judge_columns, with_culprits
 from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
 from cumtool.formats.wide import JUDGED_BYTES, WideInput, is_wide
 
@@ -190,19 +189,10 @@ class CsvSource:
         self.hints = self._culprits(frame.head(judged), hints)
 
     def _culprits(self, judged: pl.DataFrame, hints: list[ColumnHint]) -> list[ColumnHint]:
-        """The hints, each text column's with its first cell that is not a number (for
-        the message when -c names it)."""
-        out = list(hints)
-        for i, hint in enumerate(hints):
-            if hint.kind != "text":
-                continue
-            cells = judged.to_series(i)
-            at = first_non_number(cells, self.markers,
-                                  decimal_comma=self._options.decimal_comma)
-            if at is not None:
-                where = row_text(at + 1, self.row_line(at))
-                out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])))
-        return out
+        """The hints, each text column's with its first cell that is not a number."""
+        return with_culprits(hints, judged.to_series, self.markers,
+                             decimal_comma=self._options.decimal_comma,
+                             row_line=self.row_line)
 
     # Reading ---------------------------------------------------------------------------
 

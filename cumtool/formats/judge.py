@@ -6,7 +6,7 @@ columns wide was judged column by column in about 50 s)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -108,3 +108,25 @@ def _float_type(row: dict, decimal: bool) -> pa.DataType:
         return pa.float64()
     places = row["places"]
     return pa.decimal128(38, int(places) if isinstance(places, int) else 0)
+
+
+def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
+                  na: list[str], *, decimal_comma: bool,
+                  row_line: Callable[[int], int | None]) -> list[ColumnHint]:
+    """The hints, each text column's with its first cell that is not a number, named by
+    row and line (for the message when -c names the column): one rule for the narrow
+    and the wide CSV readers. `cells_of(i)` is column i's judged cells."""
+    import dataclasses
+
+    from cumtool.formats.csvcells import row_text
+
+    out = list(hints)
+    for i, hint in enumerate(hints):
+        if hint.kind != "text":
+            continue
+        cells = cells_of(i)
+        at = first_non_number(cells, na, decimal_comma=decimal_comma)
+        if at is not None:
+            where = row_text(at + 1, row_line(at))
+            out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])))
+    return out

@@ -145,26 +145,14 @@ class WideSource:
             self.hints = [ColumnHint(pa.int64(), True, "int") for _ in range(width)]
 
     def _culprits(self, judged: list[list[str | None]], hints: list[Any]) -> list[Any]:
-        """The hints, each text column's with its first cell that is not a number (as
-        CsvSource._culprits)."""
-        import dataclasses
-
+        """The hints, each text column's with its first cell that is not a number."""
         import polars as pl
 
-        from cumtool.formats.csvcells import row_text
-        from cumtool.formats.judge import culprit_text, first_non_number
+        from cumtool.formats.judge import with_culprits
 
-        out = list(hints)
-        for i, hint in enumerate(hints):
-            if hint.kind != "text":
-                continue
-            cells = pl.Series([row[i] for row in judged], dtype=pl.String)
-            at = first_non_number(cells, self.markers,
-                                  decimal_comma=self._options.decimal_comma)
-            if at is not None:
-                where = row_text(at + 1, self.row_line(at))
-                out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])))
-        return out
+        return with_culprits(
+            hints, lambda i: pl.Series([row[i] for row in judged], dtype=pl.String),
+            self.markers, decimal_comma=self._options.decimal_comma, row_line=self.row_line)
 
     @property
     def bytes_read(self) -> int:
