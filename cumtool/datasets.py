@@ -250,7 +250,7 @@ def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
         _run_per_input(request, dtype, chain, stack, resume)
     else:
         runner.run_table(request, dtype, chain, request.output_format(chain.kind), stack,
-                         resume)
+                         resume, text_input=chain.kind.format in DELIMITED)
 
 
 def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
@@ -265,7 +265,8 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     fmt = request.to_format.lower() if request.to_format else chain.kind.format
     extension = f".{fmt}" if request.to_format else None
     targets = inputs.output_names(chain.files, directory, extension)
-    options = runner.table_options(request, FileKind(fmt))
+    options = runner.table_options(request, FileKind(fmt),
+                                   text_input=chain.kind.format in DELIMITED)
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
                      state.hints(request, chain), **request.scan_options())
     if fmt == "npy" and request.indices:

@@ -98,13 +98,16 @@ def keys(spec: ScanSpec, data: pa.Array) -> tuple[list[Any], np.ndarray | None,
     return found, valid, nan
 
 
-def scan(spec: ScanSpec, data: pa.Array, carry: DistinctCarry, groups: Any = None
-         ) -> tuple[np.ndarray, np.ndarray | None]:
+def scan(spec: ScanSpec, data: pa.Array, carry: DistinctCarry, groups: Any = None,
+         text_na: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray | None]:
     """The running count of distinct values of one batch of a column, in scan order, from
     the carried values (updated): (counts, the cells to write missing, or None).
     `groups`: the batch's group ids and reset flags (tables.TablePlan._runs), or None."""
     found, valid, nan = keys(spec, data)
     present = np.ones(len(found), dtype=bool) if valid is None else valid.copy()
+    if text_na and found and any(isinstance(key, str) for key in found[:1]):
+        # A CSV text cell that reads NA (or any --na marker) is a missing cell: no value.
+        present &= np.fromiter((key not in text_na for key in found), bool, len(found))
     if nan is not None and spec.skipna:
         present &= ~nan  # a NaN skipped by --skipna counts nothing, and is written missing
     out = np.zeros(len(found), dtype=np.int64)

@@ -16,7 +16,7 @@ import numpy as np
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import ArraySink, FileKind
+from cumtool.formats import DELIMITED, ArraySink, FileKind
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED
 from cumtool.output import open_output
@@ -77,7 +77,8 @@ def run(request: Request) -> None:
         elif hasattr(source, "blocks"):  # an array source
             _run_array(request, dtype, source, out_format, stack)
         else:
-            run_table(request, dtype, source, out_format, stack, resume)
+            run_table(request, dtype, source, out_format, stack, resume,
+                      text_input=kind.format in DELIMITED)
 
 
 # Arrays --------------------------------------------------------------------------------

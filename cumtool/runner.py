@@ -35,9 +35,12 @@ if TYPE_CHECKING:  # pyarrow loads only when a table is read or written
     from cumtool.tables import TableOptions
 
 
-def table_options(request: Request, out: FileKind) -> TableOptions:
+def table_options(request: Request, out: FileKind, text_input: bool = False
+                  ) -> TableOptions:
     """What the table plan takes from the request, for every engine and driver. A
-    chart's --x column is drawn as it is: never scanned, whatever -c says."""
+    chart's --x column is drawn as it is: never scanned, whatever -c says. From a text
+    input (CSV, TSV), the missing-cell markers apply to text columns cumnunique reads."""
+    from cumtool.formats import DEFAULT_NA
     from cumtool.tables import TableOptions
 
     exclude = request.exclude
@@ -46,7 +49,9 @@ def table_options(request: Request, out: FileKind) -> TableOptions:
     return TableOptions(columns=request.columns, exclude=exclude, by=request.by,
                         reset=request.reset, keep=request.keep, reverse=request.reverse,
                         only_scanned=request.only_scanned,
-                        typed_output=out.format in TYPED_OUTPUTS)
+                        typed_output=out.format in TYPED_OUTPUTS,
+                        text_na=frozenset(request.na if request.na is not None else DEFAULT_NA)
+                        if text_input else frozenset())
 
 
 @contextlib.contextmanager
@@ -72,12 +77,15 @@ def rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.
 
 
 def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
-               stack: contextlib.ExitStack, resume: Resume | None = None) -> None:
+               stack: contextlib.ExitStack, resume: Resume | None = None,
+               text_input: bool = False) -> None:
+    """`text_input`: the input is delimited text (CSV, TSV), whose --na markers are
+    missing cells in text columns too."""
     from cumtool import state
     from cumtool.tables import make_plan
 
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
-                     table_options(request, out), state.hints(request, source),
+                     table_options(request, out, text_input), state.hints(request, source),
                      **request.scan_options())
     save_state = state.prepare(request, plan, source, resume)  # and positions in files
     # The table view shows the scanned columns and their results before the others.

@@ -99,6 +99,9 @@ class TableOptions:
     reverse: bool = False  # the engine replays rows backwards; across columns, done here
     only_scanned: bool = False  # write the scanned columns (and their results) only
     typed_output: bool = False  # Parquet, .npy: numbers read as text are written as numbers
+    # Cell texts that mean a missing cell in a text column a distinct-values op compares
+    # (a CSV's --na list; the reader already made them missing in number columns).
+    text_na: frozenset[str] = frozenset()
 
 
 class TablePlan:
@@ -497,7 +500,8 @@ class TablePlan:
                 data = data.view(_storage(data.type))
             if self.distinct:
                 carry = self.carries[column] if runs is None else self.group_carries[column]
-                counts, missing = distinct.scan(spec, data, carry, runs)
+                counts, missing = distinct.scan(spec, data, carry, runs,
+                                                self.options.text_na)
                 return arrow_column(counts, missing), None
             values, valid = column_to_numpy(data)
             if runs is None:

@@ -193,7 +193,7 @@ def test_an_overflow_names_the_file_and_the_row_within_it(cli, options):
     write("b.csv", "k,x\nb,1\na,2000\n")
     result = cli("cumsum", "a.csv", "b.csv", "-o", "out.csv", "-c", "x", *options)
     assert result.exit_code == 1
-    assert result.stderr == ("Error: b.csv: column 'x', row 2: cumsum overflows int64 "
+    assert result.stderr == ("Error: b.csv: column 'x', row 2 (line 3): cumsum overflows int64 "
                              "(adding 2000); use --overflow wrap for wrap-around\n")
 
 
@@ -266,7 +266,7 @@ def test_a_failure_midway_leaves_every_earlier_output_as_it_was(cli):
     write("out/2.csv", "old two\n")
     result = cli("cumsum", "in", "-o", "out/")
     assert result.exit_code == 1
-    assert result.stderr.startswith("Error: in/3.csv: column 'x', row 1: cumsum overflows")
+    assert result.stderr.startswith("Error: in/3.csv: column 'x', row 1 (line 2): cumsum overflows")
     assert sorted(os.listdir("out")) == ["1.csv", "2.csv"]  # no staging folder left
     assert Path("out/1.csv").read_text() == "old one\n"
     assert Path("out/2.csv").read_text() == "old two\n"

@@ -110,7 +110,7 @@ def test_a_gzip_line_without_newline_stops_at_the_cap(tmp_path: Path) -> None:
             out.write(b"x" * (4 << 20))
     report = run_capped(["cumsum", "line.csv.gz", "-o", "out.csv",
                          "--max-record-size", "256K"], tmp_path)
-    assert_refused(report, "row 2 is longer than 256 KiB", "--max-record-size")
+    assert_refused(report, "row 2 (line 3) is longer than 256 KiB", "--max-record-size")
 
 
 @pytest.mark.slow
@@ -119,21 +119,21 @@ def test_an_unclosed_quote_on_an_endless_pipe_stops_at_the_cap(tmp_path: Path) -
     report = run_capped([], tmp_path, shell=(
         f"{{ printf 'a,b\\n1,2\\n3,\"x\\n'; yes 'some text, and more'; }} "
         f"| {CUMTOOL} cumsum - -o out.csv --max-record-size 1M"))
-    assert_refused(report, "row 2 is longer than 1 MiB", "never closed")
+    assert_refused(report, "row 2 (line 3) is longer than 1 MiB", "never closed")
 
 
 @pytest.mark.slow
 def test_the_default_cap_holds_a_single_endless_line(tmp_path: Path) -> None:
     report = run_capped([], tmp_path, shell=(
         f"{{ printf 'a\\n'; tr '\\0' 'x' < /dev/zero; }} | {CUMTOOL} cumsum - -o out.csv"))
-    assert_refused(report, "row 1 is longer than 32 MiB")
+    assert_refused(report, "row 1 (line 2) is longer than 32 MiB")
 
 
 @pytest.mark.slow
 def test_a_binary_file_in_the_middle_of_rows(tmp_path: Path) -> None:
     (tmp_path / "mixed.csv").write_bytes(b"a\n" + b"1\n" * 1000 + b"2\x00\x00\n3\n")
     assert_refused(run_capped(["cumsum", "mixed.csv", "-o", "out.csv"], tmp_path),
-                   "row 1001 holds a NUL byte")
+                   "row 1001 (line 1002) holds a NUL byte")
 
 
 @pytest.mark.slow

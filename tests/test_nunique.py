@@ -287,3 +287,15 @@ def test_dictionary_columns_and_types_it_cannot_compare(invoke, write_file):
     result = invoke("cumnunique", str(path), "-c", "tm", "--to", "csv")
     assert result.exit_code != 0
     assert "column 'tm' holds time64[us], which cumnunique cannot compare" in result.stderr
+
+
+def test_na_markers_of_a_csv_text_column_are_missing_cells(invoke, write_file):
+    """Missing cells are not values (the contract's NA list, or --na), in a text column
+    of a CSV too; in JSON Lines only null is missing, and "NA" is a value."""
+    path = write_file("c.csv", "c\nx\nNA\ny\n\nx\nN/A\nz\n")
+    assert invoke("cumnunique", str(path), "-c", "c").stdout == 'c\n1\n""\n2\n2\n""\n3\n'
+    assert invoke("cumnunique", str(path), "-c", "c", "--na", "").stdout == (
+        "c\n1\n2\n3\n3\n4\n5\n")
+    lines = write_file("c.jsonl", '{"c": "NA"}\n{"c": null}\n{"c": "x"}\n')
+    assert invoke("cumnunique", str(lines), "-c", "c").stdout == (
+        '{"c":1}\n{"c":null}\n{"c":2}\n')

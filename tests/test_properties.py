@@ -570,5 +570,6 @@ def test_grouped_overflow_names_the_first_row_in_file_order(invoke: Any, table: 
         row, column = expected
         assert result.exit_code == 1, (batch_rows, result.stdout)
         assert result.stderr.startswith(
-            f"Error: standard input: column '{column}', row {row}: cumsum overflows int64"), (
+            f"Error: standard input: column '{column}', row {row} (line {row + 1}): cumsum "
+            "overflows int64"), (
             batch_rows, result.stderr)
