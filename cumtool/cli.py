@@ -188,8 +188,9 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                           "'all' or 0: every row."),
         click.option("--precision", type=click.IntRange(1, 17), default=6, metavar="N",
                      show_default=True,
-                     help="Table view: significant digits of floats (files and pipes of "
-                          "csv, tsv, parquet, npy keep every digit)."),
+                     help="Table view: digits of floats: a column's own decimal places "
+                          "where they are at most N, else N significant digits (files and "
+                          "pipes keep every digit)."),
         click.option("--x", "x", default=None, callback=_selections, metavar="COL",
                      shell_complete=complete_columns,
                      help="Chart: the column along the horizontal axis (numbers or ISO "
