@@ -318,9 +318,41 @@ def _located(error: CumtoolError, part: Partition, rows_before: int,
         return error
     rest = re.sub(r"\brow (\d+)", lambda m: f"row {int(m.group(1)) + rows_before}",
                   text[len(prefix):], count=1)
+    shift = _lines_before(part)
+    # The partition's lines count from its own text: the header record put before it (if
+    # any), then its bytes. In the file, they come after every line before `start`.
+    rest = re.sub(r"\(line (\d+)\)",
+                  lambda m: "" if shift is None else
+                  f"(line {int(m.group(1)) - _lines(part.header) + shift})",
+                  rest, count=1).replace(" ,", ",").replace(" :", ":")
     if not has_header:  # its first record stood in as the header of the partition
         rest = rest.replace("like the header", "like the first row")
     return type(error)(prefix + rest)
+
+
+def _lines(data: bytes) -> int:
+    """Line ends in `data` (LF, or lone CR in an old Mac file)."""
+    return data.count(b"\n") or data.count(b"\r")
+
+
+def _lines_before(part: Partition) -> int | None:
+    """Line ends in the file before the partition's first byte; None where it cannot be
+    read again cheaply (a URL, a compressed file): the message then names no line rather
+    than a wrong one."""
+    if part.compression is not None or "://" in part.location:
+        return None
+    try:
+        with open(part.location, "rb") as stream:
+            counted, left = 0, part.start
+            while left > 0:
+                chunk = stream.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                counted += _lines(chunk)
+                left -= len(chunk)
+        return counted
+    except OSError:
+        return None
 
 
 def _plan_with(job: Job, part: Partition, state: list[dict[str, Any]]) -> Any:

@@ -230,8 +230,6 @@ def test_no_header_byte_ranges(invoke, scheduler, tiny_partitions, write_file):
     _same(invoke, ["cumsum", str(path), "--no-header"], scheduler)
 
 
-@pytest.mark.xfail(strict=True, reason="distributed._located shifts the row of a later "
-                   "partition's message to the file's, not yet its line (issue 26 item 5)")
 def test_a_bad_cell_names_its_row_in_the_file(invoke, scheduler, write_file, monkeypatch):
     """Beyond the 10,000 rows that say what a column holds, in a later partition."""
     monkeypatch.setattr(engine, "PARTITION_BYTES", 16 << 10)
