@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cumtool.errors import UsageError
+from cumtool.ops.cumcount import CumCount
 from cumtool.ops.decl import Op, numpy_on_first_use
-from cumtool.ops.spec import StatKernel
 
 if TYPE_CHECKING:
     import numpy as np
@@ -17,27 +17,17 @@ else:
     np = numpy_on_first_use(globals())
 
 
-class CumNunique(StatKernel):
-    """Its dtypes and its refusal of arrays: its carried state is the set of values seen,
-    which no fixed record holds, so tables.py scans it with cumtool/distinct.py."""
+class CumNunique(CumCount):
+    """Its dtypes (a count's: int64) and its refusal of arrays: its carried state is the
+    set of values seen, which no fixed record holds, so tables.py scans it with
+    cumtool/distinct.py."""
 
     name = "cumnunique"
-    missing_before_first = False  # nothing before: 0 distinct values
-    complex_ok = True
-
-    def state_dtype(self, spec: ScanSpec) -> np.dtype:
-        return np.dtype([("n", np.int64)])
-
-    def out_dtype(self, in_dtype: np.dtype, cast_given: bool) -> np.dtype:
-        return np.dtype(np.int64)
 
     def states(self, spec: ScanSpec, x: np.ndarray, present: np.ndarray | None,
                start: np.ndarray, count: np.ndarray) -> States:
         raise UsageError("cumnunique counts the distinct values of a table's columns, down "
                          "the rows; it does not scan arrays (.npy) or across columns")
-
-    def output(self, spec: ScanSpec, states: States) -> np.ndarray:
-        raise NotImplementedError
 
 
 OPS = (Op(
