@@ -85,7 +85,7 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
     from cumtool.tables import make_plan
 
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
-                     table_options(request, out, text_input), state.hints(request, source),
+                     table_options(request, out, text_input), state.hints(source, resume),
                      **request.scan_options())
     save_state = state.prepare(request, plan, source, resume)  # and positions in files
     # The table view shows the scanned columns and their results before the others.

@@ -78,8 +78,8 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     recover(real + RECORD_SUFFIX)  # a run killed while putting its files in place
     remove_leftovers(folder, os.path.basename(real + RECORD_SUFFIX))
     document = _read(path) if os.path.exists(real) else None
-    after = _snapshot(path, document)
-    before = _before(path, document)
+    after = _snapshot(document)
+    before = _before(document)
     from cumtool import inputs
 
     stdin = None
@@ -243,14 +243,14 @@ def _continuable(request: Request, name: str) -> bool:
     return not head.startswith((b"\x1f\x8b", b"PAR1", b"\x93NUMPY", b"ARROW1"))
 
 
-def _snapshot(path: str, document: dict[str, Any] | None) -> dict[str, Any] | None:
+def _snapshot(document: dict[str, Any] | None) -> dict[str, Any] | None:
     if document is None:
         return None
     return {"rows": document["rows"], "plans": document["plans"],
             "inputs": document.get("inputs", [])}
 
 
-def _before(path: str, document: dict[str, Any] | None) -> dict[str, Any] | None:
+def _before(document: dict[str, Any] | None) -> dict[str, Any] | None:
     last = (document or {}).get("last_run")
     if not last:
         return None
@@ -289,24 +289,25 @@ def prepare(request: Request, plan: Any, source: Any, resume: Resume | None = No
     return save
 
 
-def hints(request: Request, source: Any) -> list[Any] | None:
+def hints(source: Any, resume: Resume | None) -> list[Any] | None:
     """What each text column holds: as the source judged it, except where it had no
     value to judge from (a day with no rows, or with a column all missing): there, as the
-    state saved it, so that a quiet day does not turn yesterday's float column into a
-    guessed integer or text one."""
+    state saved it (read once, by `begin`), so that a quiet day does not turn yesterday's
+    float column into a guessed integer or text one."""
     judged = getattr(source, "hints", None)
-    if judged is None or request.state is None or not os.path.exists(request.state):
+    if judged is None or resume is None or resume.document is None:
         return judged
     import pyarrow as pa
 
     from cumtool.formats import ColumnHint
 
-    document = _read(request.state)
+    document = resume.document
+    path = resume.path
     try:
         made_with = document["made_with"]
         saved = {c["name"]: c for c in document["plans"][0]["columns"]}
     except (KeyError, TypeError, IndexError) as error:
-        raise _damaged(request.state, f"{type(error).__name__}: {error}") from None
+        raise _damaged(path, f"{type(error).__name__}: {error}") from None
     no_rows = getattr(source, "sampled_rows", 1) == 0
     result = []
     for name, hint in zip(source.schema.names, judged, strict=True):
