@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from cumtool.choices import DTYPE_NAMES, OVERFLOW_CHOICES, TORCH_ALIASES
-from cumtool.commit import STOP_SIGNALS, committed, may_stop
+from cumtool.commit import STOP_SIGNALS, check_stop, committed, request_stop
 from cumtool.completion import complete_columns, complete_path
 from cumtool.engines import ENGINES
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
@@ -343,7 +343,7 @@ def _stopping_on_signals() -> Iterator[None]:
 
     def stop(number: int, _frame: object) -> None:
         nonlocal stopped
-        if not stopped and may_stop(number):
+        if not stopped and request_stop(number):
             stopped = True
             raise Stopped(number)
 
@@ -352,6 +352,7 @@ def _stopping_on_signals() -> Iterator[None]:
         return
     previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
     try:
+        check_stop()  # a signal that came while the modules loaded, its exception lost
         yield
     finally:
         for number, handler in previous.items():

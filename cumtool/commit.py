@@ -45,6 +45,30 @@ _putting_in_place = threading.Event()
 _deferred: list[int] = []  # stop signals that came while the files were put in place
 
 
+_requested: list[int] = []  # stop signals whose handler raised, until a check sees them
+
+
+def request_stop(number: int) -> bool:
+    """For the stop-signal handlers: whether to raise Stopped now (see `may_stop`). The
+    signal is also recorded: an exception raised by a handler while Python compiles a
+    module (an import without .pyc) can be lost, and `check_stop` raises it again."""
+    if not may_stop(number):
+        return False
+    _requested.append(number)
+    return True
+
+
+def check_stop() -> None:
+    """Raise the stop a signal asked for if its exception was lost on the way (the run
+    calls this as it starts, at each batch and before it puts files in place)."""
+    from cumtool.errors import Stopped
+
+    if _requested and not committed.is_set():
+        number = _requested[0]
+        _requested.clear()
+        raise Stopped(number)
+
+
 def may_stop(number: int) -> bool:
     """For the stop-signal handlers: whether the run may stop now. Not while its files
     are being put in place (the signal waits until they are), nor after (it is
@@ -144,6 +168,7 @@ class Commit:
         record. An OSError before the record is written replaces nothing."""
         if not self._renames:
             return
+        check_stop()
         with _signals_held():
             _write_record(self.record, self._renames)
             fault("record")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import signal
 import sys
 
-from cumtool.commit import STOP_SIGNALS, committed, fault, may_stop
+from cumtool.commit import STOP_SIGNALS, committed, fault, request_stop
 from cumtool.errors import EXIT_INTERRUPTED, Stopped
 
 
 def _stop(number: int, _frame: object) -> None:
-    if may_stop(number):
+    if request_stop(number):
         raise Stopped(number)
 
 

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from cumtool.commit import Commit
+from cumtool.commit import Commit, check_stop
 from cumtool.errors import UsageError
 from cumtool.formats import TYPED_OUTPUTS, FileKind, TableSink
 from cumtool.output import open_output
@@ -129,6 +129,7 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
         if reverse:
             plan.reverse_total, batches = reversed_batches(batches, stack)
         for batch in batches:
+            check_stop()
             sink.write(plan.apply(batch))
             done()
         sink.close()
