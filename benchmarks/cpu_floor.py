@@ -29,7 +29,7 @@ import polars as pl
 from common import OUT, Datasets
 
 CUMTOOL_IMPORTS = ("import numpy, polars, pyarrow, cumtool.cli, cumtool.engine, "
-                   "cumtool.formats.csv, cumtool.formats.csvwrite, cumtool.kernels, "
+                   "cumtool.formats.csv.csv, cumtool.formats.csv.csvwrite, cumtool.kernels, "
                    "cumtool.sinks, cumtool.tables, cumtool.pipeline")
 
 
@@ -83,7 +83,7 @@ def main() -> int:
     header, body = source.read_bytes().split(b"\n", 1)
     width = header.count(b",") + 1
     # cumtool's chunks hold _CHUNK_CELLS cells (the reader sizes them from the first rows).
-    from cumtool.formats.csv import _CHUNK_CELLS
+    from cumtool.formats.csv.csv import _CHUNK_CELLS
 
     chunk = int(len(body) / body.count(b"\n") * _CHUNK_CELLS / width)
     output = str(OUT / "cpu-floor.csv")

@@ -80,7 +80,7 @@ def fresh(folder: Path) -> Callable[[], None]:
 
 def local_run(names: list[str], out: Path, op: str = "cumsum") -> None:
     """One process: each file read, scanned from the carried state, and written."""
-    from cumtool.formats.parquet import ParquetSink
+    from cumtool.formats.parquet.parquet import ParquetSink
 
     job = dask_engine._job(Request(op, names[0]), str(out))
     plan = job.plan

@@ -55,7 +55,7 @@ def feed(frames: queue.Queue, schema: pl.Schema) -> pl.LazyFrame:
 
 
 def csv_sink() -> None:
-    from cumtool.formats import csvwrite
+    from cumtool.formats.csv import csvwrite
 
     class PolarsCsvSink(csvwrite.CsvSink):
         def write(self, batch):
@@ -88,7 +88,7 @@ def csv_sink() -> None:
 
 
 def parquet_sink() -> None:
-    from cumtool.formats import parquet
+    from cumtool.formats.parquet import parquet
 
     class PolarsParquetSink:
         def __init__(self, stream, schema):

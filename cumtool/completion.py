@@ -21,13 +21,11 @@ import click
 from click.shell_completion import BashComplete, CompletionItem, add_completion_class
 
 from cumtool.errors import UsageError
-from cumtool.formats import (
+from cumtool.formats import FileKind, delimiter_option, encoding_option
+from cumtool.formats.registry import (
     BY_MAGIC,
     DELIMITED,
     GZIP_MAGIC,
-    FileKind,
-    delimiter_option,
-    encoding_option,
     kind_from_magic,
     kind_from_name,
 )

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from cumtool import commit, inputs, runner, state
 from cumtool.errors import DataError, OutputError, UsageError, option
-from cumtool.formats import DELIMITED, ColumnHint, FileKind, kind_from_name, wide
+from cumtool.formats import ColumnHint, FileKind
+from cumtool.formats.csv import wide
+from cumtool.formats.registry import DELIMITED, kind_from_name
 from cumtool.request import Request
 
 if TYPE_CHECKING:

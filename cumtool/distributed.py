@@ -42,7 +42,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from cumtool import remote
 from cumtool.errors import CumtoolError, DataError, OutputError, UsageError, option
-from cumtool.formats import DELIMITED, FileKind, kind_from_name
+from cumtool.formats import FileKind
+from cumtool.formats.registry import DELIMITED, kind_from_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -282,7 +283,7 @@ def _read_csv(job: Job, part: Partition) -> pa.Table:
 
     import pyarrow as pa
 
-    from cumtool.formats.csv import CsvSource
+    from cumtool.formats.csv.csv import CsvSource
     from cumtool.formats.records import MAX_RECORD_BYTES
 
     request = job.request
@@ -424,7 +425,7 @@ def _write_file(job: Job, part: Partition, schema: pa.Schema,
         os.makedirs(os.path.dirname(part.output), exist_ok=True)
     out = kind_from_name(part.output) or job.out
     with open_output(part.output) as stream:
-        sink = table_sink(job.request, out, stream, schema, None, part.name)  # type: ignore[arg-type]
+        sink = table_sink(job.request, out, stream, schema, None, part.name)
         try:
             for batch in batches:
                 sink.write(batch)

@@ -16,7 +16,8 @@ import numpy as np
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import DELIMITED, ArraySink, FileKind
+from cumtool.formats import ArraySink, FileKind
+from cumtool.formats.registry import DELIMITED
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED
 from cumtool.output import open_output
@@ -67,7 +68,7 @@ def run(request: Request) -> None:
         source, kind = open_source(request, dtype, stack, stdin, span)
         out_format = request.output_format(kind)
         if getattr(source, "wide", False):  # CSV too wide for whole-width batches
-            from cumtool.formats.wide import run_wide
+            from cumtool.widerun import run_wide
 
             if request.state is not None:
                 raise UsageError(f"{source.name}: {option('state')} does not work on a file "
@@ -136,7 +137,7 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
             writers = [ReversingArraySink(sink, stack) if reverse else sink]
             sink = writers[0]
         else:
-            from cumtool.formats.npy import NpzOfOps
+            from cumtool.formats.npy.npy import NpzOfOps
 
             npz = NpzOfOps(stream, shape, [(s.op, s.out_dtype, s.indices) for s in specs])
             writers = [ReversingArraySink(w, stack) if reverse else w for w in npz.writers]

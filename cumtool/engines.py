@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from cumtool.errors import UsageError, option
-from cumtool.formats import kind_from_name
+from cumtool.formats.registry import kind_from_name
 
 
 class Options(Protocol):

@@ -159,7 +159,7 @@ def check(inputs: tuple[str, ...], output: str | None, *, reverse: bool, state: 
                           f"(-o {output}/) to write one output per input into it")
     if (output not in (None, "-") and not per_input_output(output) and to_format is None
             and is_dataset(inputs) and not os.path.exists(output)):
-        from cumtool.formats import kind_from_name
+        from cumtool.formats.registry import kind_from_name
 
         if kind_from_name(output) is None:  # a folder meant, most likely
             raise UsageError(f"cannot tell the output format from {output!r}, and there are "
@@ -196,7 +196,7 @@ def output_names(files: list[InputFile], directory: str, extension: str | None) 
 
 
 def _strip_extension(name: str) -> str:
-    from cumtool.formats import kind_from_name
+    from cumtool.formats.registry import kind_from_name
 
     kind = kind_from_name(name)
     stem = name

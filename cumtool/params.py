@@ -11,7 +11,7 @@ import click
 
 from cumtool.choices import AXIS_NAMES, DTYPE_CHOICES, TORCH_NAMES, check_axis, dtype_name
 from cumtool.errors import UsageError
-from cumtool.formats import INPUT_FORMATS, OUTPUT_FORMATS, check_format_name
+from cumtool.formats.registry import INPUT_FORMATS, OUTPUT_FORMATS, check_format_name
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem

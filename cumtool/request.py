@@ -15,18 +15,20 @@ from typing import Any, Literal
 from cumtool.columns import Selection
 from cumtool.errors import UsageError
 from cumtool.formats import (
-    BINARY_OUTPUTS,
-    CHART_IMAGES,
     DEFAULT_NA,
-    DELIMITED,
-    INPUT_FORMATS,
-    OUTPUT_FORMATS,
     CsvReadOptions,
     CsvWriteOptions,
     FileKind,
-    check_format_name,
     delimiter_option,
     encoding_option,
+)
+from cumtool.formats.registry import (
+    BINARY_OUTPUTS,
+    CHART_IMAGES,
+    DELIMITED,
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    check_format_name,
     kind_from_name,
 )
 from cumtool.remote import is_url

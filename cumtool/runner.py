@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from cumtool.commit import Commit, check_stop
 from cumtool.errors import UsageError
-from cumtool.formats import TYPED_OUTPUTS, FileKind, TableSink
+from cumtool.formats import FileKind, TableSink
+from cumtool.formats.registry import TYPED_OUTPUTS
 from cumtool.output import open_output
 from cumtool.pipeline import (
     BackgroundSink,

@@ -1,7 +1,7 @@
 """Small delimited files without polars and pyarrow: a run that reads a CSV or TSV of at
 most SMALL_BYTES takes this path, and starts in the time numpy takes to import.
 
-It does what the streaming path (sources.py, formats/csv.py, formats/judge.py, tables.py)
+It does what the streaming path (sources.py, formats/csv/csv.py, formats/csv/judge.py, tables.py)
 does with such a file, with the same kernels (kernels.py), and writes the same bytes:
 
 - records cut as polars cuts them (RFC 4180 quoting, CRLF or LF line ends, blank lines
@@ -9,7 +9,7 @@ does with such a file, with the same kernels (kernels.py), and writes the same b
 - each column judged from its first INFER_ROWS rows by the rules of judge.py (numbers,
   codes with a leading zero, integers beyond int64, anything else not scanned), the
   missing markers (--na) and the spaces around a number as there;
-- numbers written as polars writes them (formats/csvwrite.py's CsvSink: the shortest text that
+- numbers written as polars writes them (formats/csv/csvwrite.py's CsvSink: the shortest text that
   reads back, polars' switch to exponents, NaN, inf), text quoted where needed.
 
 It is narrow on purpose. Whatever it cannot be sure to do exactly so, it hands over to the
@@ -45,16 +45,8 @@ from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.columns import Selection, resolve
 from cumtool.errors import CumtoolError
-from cumtool.formats import (
-    DELIMITED,
-    GZIP_MAGIC,
-    NPY_MAGIC,
-    PARQUET_MAGIC,
-    FileKind,
-    PrefixedStream,
-    kind_from_magic,
-    kind_from_name,
-)
+from cumtool.formats import FileKind, PrefixedStream
+from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
 from cumtool.output import open_output
 from cumtool.request import Request
 
@@ -246,7 +238,7 @@ def render(request: Request, data: bytes) -> bytes:
 def _input_kind(request: Request, data: bytes) -> FileKind:
     """As sources.open_source decides it, for plain (uncompressed) text only."""
     head = data[:8]
-    if head.startswith((PARQUET_MAGIC, NPY_MAGIC, GZIP_MAGIC, b"PK")):
+    if head.startswith(BINARY_MAGIC):
         raise Handover
     named = kind_from_name(request.input) if request.input != "-" else None
     kind = named or kind_from_magic(data[:SNIFF_BYTES])
@@ -268,7 +260,7 @@ def _output_kind(request: Request, kind: FileKind) -> FileKind:
 def _records(data: bytes, delimiter: str, header: bool
              ) -> tuple[list[str], list[list[str | None]]]:
     """The header's names and the rows' cells (None: an empty unquoted cell), as
-    formats/csv.py reads them."""
+    formats/csv/csv.py reads them."""
     data = data.removeprefix(_BOM).lstrip(b"\r\n")
     if not data.strip() or b"\0" in data or data.count(b"\r") != data.count(b"\r\n"):
         raise Handover  # empty, binary, or lone CRs (old Mac files): the streaming path
@@ -477,7 +469,7 @@ class _Column:
 
 def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]],
            delimiter: str, header: bool, na_rep: str) -> bytes:
-    """The text formats/csvwrite.py's CsvSink writes: polars' write_csv, with quoting
+    """The text formats/csv/csvwrite.py's CsvSink writes: polars' write_csv, with quoting
     "necessary", or with text quoted by CsvSink itself (--na-rep, one column)."""
     single = len(columns) == 1
     by_sink = bool(na_rep) or single

@@ -219,7 +219,7 @@ def _spans(request: Request, names: list[str], prints: list[Print],
 
 
 def _format_of(request: Request, name: str) -> str | None:
-    from cumtool.formats import kind_from_name
+    from cumtool.formats.registry import kind_from_name
 
     if request.from_format:
         return request.from_format.lower()
@@ -231,7 +231,7 @@ def _format_of(request: Request, name: str) -> str | None:
 
 def _continuable(request: Request, name: str) -> bool:
     """Uncompressed CSV, TSV and JSON Lines: rows can be read from a byte offset on."""
-    from cumtool.formats import LINE_ORIENTED
+    from cumtool.formats.registry import LINE_ORIENTED
 
     if _format_of(request, name) not in LINE_ORIENTED:
         return False

@@ -24,7 +24,7 @@ import pytest
 from conftest import REPO
 from helpers import ok
 
-from cumtool.formats.decimate import Decimator
+from cumtool.formats.chart.decimate import Decimator
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 HOSTILE = "evil\x1b[2J\x1b]0;owned\x07"
@@ -393,7 +393,7 @@ def _day(text: str) -> float:
 
 
 def test_round_number_ticks() -> None:
-    from cumtool.formats import ticks
+    from cumtool.formats.chart import ticks
 
     assert ticks.frame(13.0, 977.0, 4) == (0.0, 1000.0, 500.0)
     assert ticks.frame(13.0, 977.0, 5) == (0.0, 1000.0, 200.0)
@@ -418,14 +418,14 @@ def test_round_number_ticks() -> None:
                                         ("2024-01-16", "2024-01-16")]),
 ])
 def test_date_ticks(low: str, high: str, whole: bool, expected: list) -> None:
-    from cumtool.formats import ticks
+    from cumtool.formats.chart import ticks
 
     assert ticks.date_ticks(_day(low), _day(high), 5, whole_days=whole) == [
         (_day(day), label) for day, label in expected]
 
 
 def test_time_ticks_within_a_day() -> None:
-    from cumtool.formats import ticks
+    from cumtool.formats.chart import ticks
 
     low = _day("2024-01-15")
     assert ticks.date_ticks(low + 0.2, low + 0.7, 4, whole_days=False) == [

@@ -34,8 +34,9 @@ import cumtool.engine
 import cumtool.output
 import cumtool.runner
 from cumtool.engine import Request
+from cumtool.formats.npy.npy import TableToNpy
 from cumtool.pipeline import BackgroundSink, Progress, ReversingArraySink, ReversingSink
-from cumtool.sinks import _ArrayToTable, _TableToNpy
+from cumtool.sinks import ArrayToTable
 from cumtool.sources import open_source
 
 Invoke = Callable[..., Result]
@@ -139,9 +140,9 @@ def test_every_adapter_forwards_abort_once_and_never_closes(adapter: str) -> Non
         elif adapter == "reversing-array":
             sink = ReversingArraySink(inner, stack)
         elif adapter == "array-to-table":
-            sink = _ArrayToTable(inner, _batch().schema)
+            sink = ArrayToTable(inner, _batch().schema)
         else:
-            sink = _TableToNpy(lambda *_args: inner, io.BytesIO(), _batch().schema)
+            sink = TableToNpy(lambda *_args: inner, io.BytesIO(), _batch().schema)
         if adapter in ("reversing-array", "array-to-table"):
             sink.write(np.array([1.0, 2.0]), None)
         else:

@@ -26,8 +26,8 @@ from numpy.lib import format as npformat
 
 from cumtool.errors import UsageError
 from cumtool.formats import CsvReadOptions
-from cumtool.formats.csv import CsvSource
-from cumtool.formats.judge import judge_columns
+from cumtool.formats.csv.csv import CsvSource
+from cumtool.formats.csv.judge import judge_columns
 from cumtool.formats.records import Chunker, RecordTooLong, size_option
 from tests.helpers import npy_bytes, parquet_bytes
 
@@ -427,7 +427,7 @@ def test_short_rows_make_batches_of_bounded_rows() -> None:
 
 
 def test_parquet_batches_follow_the_row_size(tmp_path: Path) -> None:
-    from cumtool.formats.parquet import BATCH_BYTES, ParquetSource
+    from cumtool.formats.parquet.parquet import BATCH_BYTES, ParquetSource
 
     table = pa.table({f"c{i}": np.arange(20_000, dtype=np.float64) for i in range(200)})
     path = tmp_path / "wide.parquet"

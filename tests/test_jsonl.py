@@ -295,7 +295,7 @@ def test_csv_to_jsonl_to_arrow_to_csv_is_lossless(invoke, rows):
 @pytest.mark.parametrize("head", [pytest.param(1, id="head-1"), pytest.param(2, id="head-2"),
                                   pytest.param(1024, id="head-1024")])
 def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch, head):
-    from cumtool.formats import jsonl as module
+    from cumtool.formats.jsonl import jsonl as module
 
     # Blocks of a few lines, read by Python's json first for `head` lines, by pyarrow after.
     monkeypatch.setattr(module, "BLOCK_BYTES", 40)
@@ -315,7 +315,7 @@ def _paths(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     module (heads longer than any block); `polars` and `pyarrow`: all but the first line
     of the input by polars (where its reading can be checked, else pyarrow) or by pyarrow
     alone, wherever they take them."""
-    from cumtool.formats import jsonl as module
+    from cumtool.formats.jsonl import jsonl as module
 
     monkeypatch.setattr(module, "BLOCK_BYTES", 64)
     if path == "python":
@@ -462,7 +462,7 @@ def test_polars_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, reco
 # Writing: the text of every value is what Python's json module writes ----------------------
 
 def _written(schema: pa.Schema, columns: list[pa.Array]) -> list[str]:
-    from cumtool.formats.jsonl import JsonlSink
+    from cumtool.formats.jsonl.jsonl import JsonlSink
 
     out = io.BytesIO()
     sink = JsonlSink(out, schema)
@@ -532,7 +532,7 @@ def test_binary_is_written_as_base64_and_durations_as_iso_8601(invoke, tmp_path)
 def test_durations_are_written_as_polars_writes_them():
     import polars as pl
 
-    from cumtool.formats.jsonl import iso_duration
+    from cumtool.formats.jsonl.jsonl import iso_duration
 
     for unit, counts in (("ns", [1, -1500, 86400000000123, 0, -(10**18) - 7]),
                          ("us", [1, -1500000, 93600000005, 10**15]),
@@ -580,7 +580,7 @@ def test_a_number_column_that_turns_out_mixed_keeps_each_value_as_written(
 def test_a_full_disk_for_the_spool_is_one_error_line(invoke, write_file, monkeypatch):
     import errno
 
-    from cumtool.formats import jsonl as module
+    from cumtool.formats.jsonl import jsonl as module
 
     class Full(io.BytesIO):
         def write(self, data: object) -> int:

@@ -22,7 +22,7 @@ import pytest
 from click.testing import Result
 
 from cumtool.formats import CsvReadOptions
-from cumtool.formats.csv import CsvSource
+from cumtool.formats.csv.csv import CsvSource
 from cumtool.request import Request
 
 Invoke = Callable[..., Result]

@@ -16,7 +16,7 @@ import pytest
 from click.testing import Result
 from rich.console import Console
 
-from cumtool.formats.pretty import PrettySink
+from cumtool.formats.table.pretty import PrettySink
 from cumtool.view import View
 
 SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
@@ -505,7 +505,7 @@ def test_the_by_keys_of_a_run_reach_the_table(monkeypatch: pytest.MonkeyPatch):
             seen.update(options)
             super().__init__(*args, **options)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("cumtool.formats.pretty.PrettySink", Spy)
+    monkeypatch.setattr("cumtool.formats.table.pretty.PrettySink", Spy)
     schema = pa.schema([("date", pa.string()), ("store", pa.string()), ("units", pa.int64())])
     request = Request(op="cumsum", by=(parse("store", "--by"),))
     sinks.table_sink(request, FileKind("table"), io.BytesIO(), schema,

@@ -613,7 +613,7 @@ def test_chunks_never_change_a_result(monkeypatch, cells, keep, op) -> None:
     output is byte for byte that of one chunk, missing markers and all."""
     from click.testing import CliRunner
 
-    import cumtool.formats.csv as csv_format
+    import cumtool.formats.csv.csv as csv_format
     from cumtool.formats import records
 
     # The first row says m holds floats, whatever the (tiny) first chunk holds besides.

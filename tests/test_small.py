@@ -549,7 +549,7 @@ def test_kernels_import_without_pyarrow_or_polars():
 
 def test_constants_match_the_streaming_path():
     from cumtool import sources, tables
-    from cumtool.formats import judge
+    from cumtool.formats.csv import judge
 
     assert small.INFER_ROWS == judge.INFER_ROWS
     assert small.SNIFF_BYTES == sources.SNIFF_BYTES

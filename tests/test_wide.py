@@ -1,4 +1,4 @@
-"""Very wide CSV/TSV (cumtool/formats/wide.py): read, scanned and written column group by
+"""Very wide CSV/TSV (cumtool/formats/csv/wide.py): read, scanned and written column group by
 column group. The output must be the narrow path's, byte for byte: the differential
 tests lower the width threshold and the group size so that small random tables take the
 wide path, and compare with the same run on the narrow path."""
@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cumtool import engine
-from cumtool.formats import wide
+from cumtool.formats.csv import wide
 from tests.helpers import ok
 from tests.test_hostile import BOUND, run_capped
 

@@ -8,11 +8,11 @@ SVG or PNG image named by `-o`).
 
 from __future__ import annotations
 
+import contextlib
 import io
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from cumtool.errors import FormatError, UsageError
 
@@ -20,67 +20,57 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
+    from cumtool.columns import Selection
+    from cumtool.view import View
+
 
 @dataclass(frozen=True)
 class Format:
-    """One format, as the rest of cumtool needs to know it. Every list of formats below
-    (and in every other module) is derived from FORMATS, so that a format is added or
-    changed in one place."""
+    """One format, as the rest of cumtool needs to know it. Each format package
+    (formats/csv, formats/parquet, ...) declares its own in its light `__init__`, whose
+    reader and writer import the format's module (and its library) only when called;
+    formats/registry.py gathers them, and every list of formats is derived from there."""
 
     name: str
     extensions: tuple[str, ...]  # file name suffixes that announce it, lowercase
-    reads: bool = True  # an input format
-    writes: bool = True  # an output format
+    # Where it is listed (--help, completion, docs) and in what order it is sniffed.
+    rank: int
     kind: str = "table"  # table (Arrow batches), array (numpy blocks) or view (a picture)
     typed: bool = False  # keeps types: numbers read as text are written as numbers there
     binary: bool = False  # bytes, not text: never written to a terminal
+    magic: tuple[bytes, ...] = ()  # first bytes that announce it
+    # What else the first bytes must show (a zip is a spreadsheet only if it holds one),
+    # or, for text without magic, that they show this format (a first line of JSON).
+    sniff: Callable[[bytes], bool] | None = None
     by_magic: bool = False  # known by its first bytes whatever the file's name says
-    delimited: bool = False  # delimited text: compressed on the way, cut into byte ranges
+    delimiter: str | None = None  # delimited text: its delimiter unless -d says another
+    seekable: bool = False  # read with seeks: a pipe is copied to a temporary file first
     spreadsheet: bool = False  # read with fastexcel (the `excel` extra)
     # Line-oriented text: a file that grew is read on from a byte offset (--state).
     line_oriented: bool = False
+    # Text for people and spreadsheets: JSON Lines' nested values are written as their
+    # JSON text (strings as themselves), where typed formats keep them as strings.
+    nested_as_text: bool = False
+    # The reader: the source of an opened input (None: not an input format).
+    reader: Callable[[Opening], Any] | None = field(default=None, compare=False)
+    # The table writer: a TableSink (None: not an output format).
+    writer: Callable[[Writing], TableSink] | None = field(default=None, compare=False)
+    # The array writer, for a format that writes numpy blocks as they are (else arrays
+    # are written as tables of columns 0, 1, ...).
+    array_writer: Callable[[Writing, tuple[int, ...], np.dtype], ArraySink] | None = field(
+        default=None, compare=False)
 
+    @property
+    def reads(self) -> bool:
+        return self.reader is not None
 
-FORMATS = (
-    Format("csv", (".csv", ".txt"), delimited=True, line_oriented=True),
-    Format("tsv", (".tsv", ".tab"), delimited=True, line_oriented=True),
-    Format("parquet", (".parquet", ".pq"), typed=True, binary=True, by_magic=True),
-    Format("npy", (".npy", ".npz"), kind="array", typed=True, binary=True, by_magic=True),
-    Format("jsonl", (".jsonl", ".ndjson"), line_oriented=True),
-    Format("arrow", (".arrow", ".feather"), typed=True, binary=True, by_magic=True),
-    Format("arrows", (".arrows",), typed=True, binary=True, by_magic=True),
-    Format("xlsx", (".xlsx", ".xlsm"), writes=False, binary=True, spreadsheet=True),
-    Format("xls", (".xls",), writes=False, binary=True, spreadsheet=True),
-    Format("ods", (".ods",), writes=False, binary=True, spreadsheet=True),
-    # The pretty terminal view: typed, so a column is labelled (and aligned) as it was
-    # read: an unscanned column of integers is int64, not text.
-    Format("table", (), reads=False, kind="view", typed=True),
-    # A line chart: on the terminal; -o FILE.svg or FILE.png draws it as an image.
-    Format("chart", (".svg", ".png"), reads=False, kind="view"),
-)
+    @property
+    def writes(self) -> bool:
+        return self.writer is not None
 
-INPUT_FORMATS = tuple(f.name for f in FORMATS if f.reads)
-OUTPUT_FORMATS = tuple(f.name for f in FORMATS if f.writes)
-TABLE_FORMATS = tuple(f.name for f in FORMATS if f.reads and f.kind == "table")
-TYPED_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.typed)
-SPREADSHEETS = tuple(f.name for f in FORMATS if f.spreadsheet)
-BINARY_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.binary)  # not for a terminal
-BY_MAGIC = tuple(f.name for f in FORMATS if f.by_magic)
-DELIMITED = tuple(f.name for f in FORMATS if f.delimited)  # the only ones compressed
-LINE_ORIENTED = tuple(f.name for f in FORMATS if f.line_oriented)
-# -o names that make the chart an image (the plot extra); other names get its text.
-CHART_IMAGES = next(f.extensions for f in FORMATS if f.name == "chart")
-
-_EXTENSIONS = {ext: f.name for f in FORMATS for ext in f.extensions}
-_COMPRESSED = (".gz", ".bz2", ".zst", ".lz4")
-
-NPY_MAGIC = b"\x93NUMPY"
-PARQUET_MAGIC = b"PAR1"
-GZIP_MAGIC = b"\x1f\x8b"
-ARROW_FILE_MAGIC = b"ARROW1"
-ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"  # the continuation marker of the first message
-ZIP_MAGIC = b"PK\x03\x04"  # .xlsx and .ods are zip archives (so is .npz)
-OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # .xls
+    @property
+    def delimited(self) -> bool:  # delimited text: compressed on the way, cut into byte ranges
+        return self.delimiter is not None
 
 
 @dataclass(frozen=True)
@@ -91,100 +81,107 @@ class FileKind:
     compression: str | None = None
 
 
-def kind_from_name(path: str) -> FileKind | None:
-    """The format a file name announces (`a.csv.gz` is gzip-compressed csv), or None."""
-    name = os.path.basename(path).lower()
-    compression = None
-    for suffix in _COMPRESSED:
-        if name.endswith(suffix):
-            compression = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}[suffix]
-            name = name[: -len(suffix)]
-            break
-    ext = os.path.splitext(name)[1]
-    if ext in _EXTENSIONS:
-        return FileKind(_EXTENSIONS[ext], compression)
-    return None
+class ReadRequest(Protocol):
+    """What a format's reader may ask of the run's options (cumtool.request.Request)."""
+
+    @property
+    def batch_rows(self) -> int | None: ...
+
+    @property
+    def max_record_size(self) -> int | None: ...
+
+    @property
+    def decimal(self) -> bool: ...
+
+    @property
+    def header(self) -> bool: ...
+
+    @property
+    def sheet(self) -> str | None: ...
+
+    def csv_read(self, fmt: str) -> CsvReadOptions: ...
 
 
-def kind_from_magic(head: bytes) -> FileKind:
-    """Sniff the first bytes: Parquet, .npy, gzip, else delimited text."""
-    if head.startswith(PARQUET_MAGIC):
-        return FileKind("parquet")
-    if head.startswith(NPY_MAGIC):
-        return FileKind("npy")
-    if head.startswith(GZIP_MAGIC):
-        return FileKind("csv", "gzip")
-    if head.startswith(ARROW_FILE_MAGIC):
-        return FileKind("arrow")
-    if head.startswith(ARROW_STREAM_MAGIC):
-        return FileKind("arrows")
-    if head.startswith(OLE2_MAGIC):
-        return FileKind("xls")
-    if head.startswith(ZIP_MAGIC):
-        # Members' names (and an .ods' mimetype, its first member) are in local headers.
-        if b"opendocument.spreadsheet" in head[:200]:
-            return FileKind("ods")
-        if b"xl/" in head or b"[Content_Types].xml" in head[:200]:
-            return FileKind("xlsx")
-    first_line = head.split(b"\n", 1)[0]
-    if _is_json_object(first_line):
-        return FileKind("jsonl")
-    if b"\t" in first_line and b"," not in first_line:
-        return FileKind("tsv")
-    return FileKind("csv")
+class WriteRequest(Protocol):
+    """What a format's writer may ask of the run's options (cumtool.request.Request)."""
+
+    @property
+    def output(self) -> str | None: ...
+
+    @property
+    def stdout_is_terminal(self) -> bool: ...
+
+    @property
+    def indices(self) -> bool: ...
+
+    @property
+    def keep(self) -> bool: ...
+
+    @property
+    def by(self) -> tuple[Selection, ...]: ...
+
+    @property
+    def x(self) -> Selection | None: ...
+
+    @property
+    def width(self) -> int | None: ...
+
+    @property
+    def height(self) -> int | None: ...
+
+    @property
+    def ops(self) -> list[str]: ...
+
+    def chart_image(self) -> str | None: ...
+
+    def csv_write(self, fmt: str) -> CsvWriteOptions: ...
 
 
-# Compressions and containers cumtool does not read, by magic bytes and by extension:
-# named as such, not met as "a NUL byte" in a CSV.
-UNREAD_MAGIC = {b"\xfd7zXZ\x00": "xz", b"7z\xbc\xaf\x27\x1c": "7z", b"\x1f\x9d": "compress (.Z)"}
-UNREAD_EXTENSIONS = {".xz": "xz", ".lzma": "xz", ".7z": "7z", ".z": "compress (.Z)",
-                     ".zip": "zip", ".tar": "tar", ".tgz": "tar"}
+@dataclass
+class Opening:
+    """An input as its format's reader is handed it (cumtool.sources opens it)."""
+
+    stream: IO[bytes]  # from its start; decompressed, unless the format is delimited text
+    name: str  # how messages name it
+    path: str | None  # its path or URL, when the reader may open it itself; else None
+    kind: FileKind
+    request: ReadRequest
+    stack: contextlib.ExitStack  # what is opened for the run is closed with it
+    # Copies a pipe to a temporary file that is removed with the run (cumtool.sources).
+    spool: Callable[[IO[bytes]], IO[bytes]]
+    head: bytes = b""  # its first bytes as stored (before any decompression)
+    float_columns: bool = False  # a float --dtype: integers to be scanned read as floats
+
+    def seekable(self) -> IO[bytes]:
+        """The stream, copied to a temporary file first if it is a pipe (a footer at the
+        end, or a second pass, needs seeks)."""
+        if self.path is None:
+            self.stream = self.spool(self.stream)
+        return self.stream
 
 
-def unread_container(name: str, head: bytes) -> str | None:
-    """The name of a compression or archive that cumtool does not read, if `name` or
-    `head` shows one (asked of what would otherwise be read as delimited text: a zip
-    that is a spreadsheet was already known as one)."""
-    if head.startswith(ZIP_MAGIC):
-        return "zip"
-    for magic, what in UNREAD_MAGIC.items():
-        if head.startswith(magic):
-            return what
-    ext = os.path.splitext(name.lower())[1]
-    return UNREAD_EXTENSIONS.get(ext)
+@dataclass
+class Writing:
+    """An output as its format's writer is handed it (cumtool.sinks chooses it)."""
 
+    stream: IO[bytes]
+    schema: pa.Schema | None  # None: an array's blocks
+    kind: FileKind
+    request: WriteRequest
+    view: View | None  # how the terminal table and the chart label columns
+    source_name: str  # the input, for messages
 
-def looks_like_json(head: bytes) -> bool:
-    """JSON that is not JSON Lines: an array (`[{...}, ...]`), or one object spread over
-    lines (pretty-printed). A CSV header starts with neither."""
-    text = head.lstrip()
-    if text.startswith(b"["):
-        rest = text[1:].lstrip()
-        return rest[:1] in (b"{", b"[", b"]", b'"') or rest[:1].isdigit()
-    if text.startswith(b"{"):
-        first = text.split(b"\n", 1)[0].strip()
-        return first == b"{" or (first.startswith(b'{"') and not _is_json_object(first))
-    return False
+    def text_encoding(self) -> str:
+        """Text for people (the table, the chart): in the locale's encoding on standard
+        output, else UTF-8."""
+        if self.request.output in (None, "-"):
+            import sys
 
+            return getattr(sys.stdout, "encoding", None) or "utf-8"
+        return "utf-8"
 
-def _is_json_object(line: bytes) -> bool:
-    """A first line that is a whole JSON object: JSON Lines (no CSV header is one)."""
-    text = line.strip()
-    if not (text.startswith(b"{") and text.endswith(b"}")):
-        return False
-    import json
-
-    try:
-        return isinstance(json.loads(text), dict)
-    except ValueError:
-        return False
-
-
-def check_format_name(name: str, allowed: tuple[str, ...], option: str) -> str:
-    lowered = name.lower()
-    if lowered not in allowed:
-        raise UsageError(f"{option} {name!r} is not a format; choose from {', '.join(allowed)}")
-    return lowered
+    def to_terminal(self) -> bool:
+        return self.request.output in (None, "-") and self.request.stdout_is_terminal
 
 
 def delimiter_option(text: str | None, default: str, option: str) -> str:

@@ -16,7 +16,7 @@ from cumtool.errors import CumtoolError
 from cumtool.view import printable
 
 if TYPE_CHECKING:
-    from cumtool.formats.figure import Chart
+    from cumtool.formats.chart.figure import Chart
 
 PLOT_EXTRA = "pip install 'cumtool[plot]'"
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#1f3fbf",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cumtool.formats import ticks
+from cumtool.formats.chart import ticks
 
 
 @dataclass

@@ -33,9 +33,9 @@ import pyarrow.compute as pc
 
 from cumtool.columns import Selection, resolve
 from cumtool.errors import DataError
-from cumtool.formats import ticks
-from cumtool.formats.decimate import Decimator, Line
-from cumtool.formats.figure import Chart, Drawn
+from cumtool.formats.chart import ticks
+from cumtool.formats.chart.decimate import Decimator, Line
+from cumtool.formats.chart.figure import Chart, Drawn
 from cumtool.formats.layout import Cells
 from cumtool.view import View, printable
 
@@ -102,7 +102,7 @@ class ChartSink:
         self._rows = 0
         self._image = None
         if options.image:
-            from cumtool.formats.image import check_library
+            from cumtool.formats.chart.image import check_library
 
             check_library()  # before any row is read: the plot extra is installed
 
@@ -253,7 +253,7 @@ class ChartSink:
                       self._x_name() if self._x is not None else "row",
                       caption, note)
         if self._options.image:
-            from cumtool.formats.image import draw_image
+            from cumtool.formats.chart.image import draw_image
 
             draw_image(chart, self._stream, self._options.image, self.size)
             return

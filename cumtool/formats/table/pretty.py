@@ -38,7 +38,7 @@ import collections
 import itertools
 import math
 from collections.abc import Sequence
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -61,6 +61,9 @@ from cumtool.formats.layout import (
     split_rows,
 )
 from cumtool.view import View
+
+if TYPE_CHECKING:
+    from cumtool.columns import Selection
 
 EDGE_SLICES = 2
 
@@ -412,3 +415,54 @@ class _TextAdapter:
 
     def isatty(self) -> bool:
         return self._tty
+
+
+class InMemory:
+    """A sink that holds only memory until `close`: abort drops it."""
+
+    def __init__(self, sink: PrettySink) -> None:
+        self._sink: PrettySink | None = sink
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        assert self._sink is not None
+        self._sink.write(batch)
+
+    def close(self) -> None:
+        assert self._sink is not None
+        self._sink.close()
+
+    def abort(self) -> None:
+        self._sink = None
+
+
+class ArrayToPretty:
+    """Array blocks for the terminal view, which holds only memory until `close`."""
+
+    def __init__(self, sink: PrettySink, shape: tuple[int, ...]) -> None:
+        self._sink: PrettySink | None = sink
+        self._shape = shape
+
+    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
+        assert self._sink is not None
+        self._sink.write_array(self._shape, values, indices)
+
+    def close(self) -> None:
+        assert self._sink is not None
+        self._sink.close()
+
+    def abort(self) -> None:
+        self._sink = None
+
+
+def key_names(by: Sequence[Selection], schema: pa.Schema) -> frozenset[str]:
+    """The --by columns, which the terminal table keeps in view whatever its width."""
+    from cumtool.columns import resolve
+    from cumtool.errors import CumtoolError
+
+    keys: list[str] = []
+    for selection in by:
+        try:
+            keys.extend(schema.names[i] for i in resolve(selection, schema.names, "output"))
+        except CumtoolError:  # the plan has said what is wrong with it already
+            continue
+    return frozenset(keys)

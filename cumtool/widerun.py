@@ -1,13 +1,9 @@
-"""Very wide delimited text: more columns than WIDE_COLUMNS, read and written column group
-by column group, so memory stays bounded whatever the width.
-
-polars and pyarrow allocate a few kB per column of a frame or batch (40,000 columns of
-3 rows held 437 MB, 100,000 columns 1.09 GB). Here no frame or batch ever spans the whole
-width: records are cut into cells in Python, the columns are taken GROUP_COLUMNS at a
-time, and each group goes through the same column rules, kernels and CSV writer as a
-narrow file (its own TablePlan, carried state kept per group from batch to batch); the
-groups' cells of each record are joined back into one output record. The columns of a
-group that share a type are converted and scanned as one block, not one by one.
+"""The wide strategy of a run: a CSV or TSV with more columns than WIDE_COLUMNS, read by
+formats/csv/wide.py's WideSource record batch by record batch, taken GROUP_COLUMNS at a
+time. Each group goes through the same column rules, kernels and CSV writer as a narrow
+file (its own TablePlan, carried state kept per group from batch to batch); the groups'
+cells of each record are joined back into one output record, so memory stays bounded
+whatever the width.
 
 Options that need whole rows at once (--by, --reset, --keep, --reverse, --axis columns,
 several ops, output other than csv or tsv) are refused on such files, naming the width.
@@ -17,334 +13,29 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
-from collections.abc import Generator
 from typing import IO, TYPE_CHECKING, Any
+
+from cumtool.formats.csv import wide
+from cumtool.formats.csv.wide import WideSource
 
 if TYPE_CHECKING:
     import numpy as np
     import polars as pl
     import pyarrow as pa
 
-    from cumtool.formats import CsvReadOptions, FileKind
-    from cumtool.formats.records import Chunker
+    from cumtool.formats import FileKind
     from cumtool.request import Request
     from cumtool.tables import TablePlan
 
-WIDE_COLUMNS = 8192  # a header with more fields than this takes the wide path
-GROUP_COLUMNS = 4096  # columns scanned and written together
-JUDGED_BYTES = 1 << 20  # the rows of a wide file's first MiB judge its columns
-BATCH_CELLS = 3 << 17  # cells in one batch (at least one record): about 25 MB of str
-
-
-class WideInput(Exception):  # internal: CsvSource hands a wide input over to WideSource
-    """The header of a CSV input is wider than WIDE_COLUMNS: its chunker and first chunk
-    (header and first rows, as CsvSource read and checked them)."""
-
-    def __init__(self, chunker: Chunker, sample: bytes, lines: int = 0) -> None:
-        super().__init__("a wide input")
-        self.chunker = chunker
-        self.sample = sample
-        self.lines = lines  # the blank lines before the sample (dropped from it)
-
-
-def is_wide(sample: bytes, delimiter: str) -> bool:
-    """Whether the first record of `sample` has more than WIDE_COLUMNS fields."""
-    separator = delimiter.encode()
-    if sample.count(separator) < WIDE_COLUMNS:  # cheap for every narrow file
-        return False
-    end = sample.find(b"\n")
-    first = sample if end < 0 else sample[:end]
-    if b'"' not in first:
-        return first.count(separator) + 1 > WIDE_COLUMNS
-    from cumtool.formats.csvcells import layout
-
-    fields, _blank = layout(sample, delimiter)
-    return int(fields[0]) > WIDE_COLUMNS
-
-
-def _cell_pattern(delimiter: str) -> re.Pattern[str]:
-    """One field and what ends it: a quoted field (quotes doubled inside), or plain text
-    up to the delimiter or the end of the line (a CR before the LF is no part of it)."""
-    d = re.escape(delimiter)
-    return re.compile(rf'(?:"((?:[^"]|"")*)"|([^"\n{d}]*?))({d}|\r?\n|\Z)', re.DOTALL)
-
-
-class WideSource:
-    """Delimited text wider than WIDE_COLUMNS, in batches of records cut into cells (a
-    list of rows, each a list of cells: text, or None for an empty unquoted cell, as
-    polars reads them on the narrow path)."""
-
-    wide = True
-
-    def __init__(self, handover: WideInput, name: str, options: CsvReadOptions, *,
-                 float_columns: bool = False, decimal: bool = False,
-                 total_bytes: int | None = None) -> None:
-        import polars as pl
-
-        from cumtool.formats.judge import INFER_ROWS, judge_cells
-
-        self.name = name
-        self.total_bytes = total_bytes
-        self._options = options
-        self._chunker = handover.chunker
-        self._delimiter = options.delimiter
-        self._pattern = _cell_pattern(options.delimiter)
-        self.rows_read = 0
-        self.markers = list(dict.fromkeys([*options.na_values, ""]))
-        sample = handover.sample
-        from cumtool.formats.csvcells import RowLines
-
-        # Physical lines before the chunk being read, and where each row starts, for
-        # messages: `row 2 (line 3)` (as formats/csv.py).
-        self._line = self._chunk_line = handover.lines
-        self._rows_at = RowLines()
-        del handover
-        # Until the header is read, messages name columns by its first line's fields.
-        self.column_names = sample.split(b"\n", 1)[0].decode(
-            options.encoding or "utf-8", "replace").split(options.delimiter)
-        rows = self._records(self._decode(sample, first=True), first=True)
-        width = len(rows[0])
-        self.width = width
-        if options.header:
-            header = rows.pop(0)
-            self.column_names = ["" if cell is None else cell for cell in header]
-        else:
-            self.column_names = [str(i + 1) for i in range(width)]
-        self._check_widths(rows, first=True)
-        self.rows_read = len(rows)
-        self._first = rows
-        self._first_paused = self._chunker.short  # the input paused (or ended) there
-        # Batches of about BATCH_CELLS cells: few records when they are wide.
-        self.batch_rows = max(1, BATCH_CELLS // width)
-        per_record = len(sample) / max(len(rows) + (1 if options.header else 0), 1)
-        self._chunker.chunk_bytes = int(max(64 << 10, per_record * self.batch_rows))
-        # Judged: the rows within the first JUDGED_BYTES (at least one), the same rows
-        # however the input arrives (the sample was read whole, pauses or not); with
-        # --line-buffered, the first row.
-        from cumtool.formats.csvcells import count_records
-
-        within = count_records(sample, options.delimiter, JUDGED_BYTES)
-        judged = rows[:1 if options.line_buffered else
-                      max(1, min(INFER_ROWS, within - (1 if options.header else 0)))]
-        if judged:
-            import numpy as np
-
-            long = pl.DataFrame({
-                "column": pl.Series(np.tile(np.arange(width, dtype=np.int32), len(judged))),
-                "cell": pl.Series([cell for row in judged for cell in row], dtype=pl.String)})
-            hints = judge_cells(long, width, range(width), self.markers,
-                                decimal_comma=options.decimal_comma,
-                                float_columns=float_columns, decimal=decimal)
-            self.hints = self._culprits(judged, hints)
-        else:
-            import pyarrow as pa
-
-            from cumtool.formats import ColumnHint
-
-            self.hints = [ColumnHint(pa.int64(), True, "int") for _ in range(width)]
-
-    def _culprits(self, judged: list[list[str | None]], hints: list[Any]) -> list[Any]:
-        """The hints, each text column's with its first cell that is not a number."""
-        import polars as pl
-
-        from cumtool.formats.judge import with_culprits
-
-        return with_culprits(
-            hints, lambda i: pl.Series([row[i] for row in judged], dtype=pl.String),
-            self.markers, decimal_comma=self._options.decimal_comma, row_line=self.row_line)
-
-    @property
-    def bytes_read(self) -> int:
-        return self._chunker.bytes_read
-
-    def row_batches(self, rows: int | None = None) -> Generator[list[list[str | None]], None, None]:
-        """The records, `rows` (else batch_rows) at a time, across chunk boundaries."""
-        size = min(rows or self.batch_rows, self.batch_rows)
-        pending: list[list[str | None]] = []
-        with contextlib.closing(self._record_lists()) as lists:
-            for records, paused in lists:
-                pending.extend(records)
-                del records
-                while len(pending) >= size:
-                    yield pending[:size]
-                    del pending[:size]
-                if paused and pending:  # a slow producer: the rows here go out now
-                    yield pending
-                    pending = []
-        if pending:
-            yield pending
-
-    def _record_lists(self) -> Generator[tuple[list[list[str | None]], bool], None, None]:
-        """The records of the first chunk, then of each chunk read; and whether the input
-        paused (or ended) there: a chunk is cut short only then."""
-        import pyarrow as pa
-
-        from cumtool.formats import unreadable
-        from cumtool.formats.csvcells import check_quotes
-        from cumtool.formats.records import RecordTooLong
-        from cumtool.pipeline import prefetch
-
-        first, self._first = self._first, []
-        yield first, self._first_paused
-        del first
-        try:
-            # Bytes are read (and decompressed) a chunk ahead in a thread; the cells are
-            # cut here, so a single batch of them is in memory at a time.
-            chunker = self._chunker
-            # Whether each chunk was cut short is read in the reader thread, with it.
-            read = ((chunk, chunker.short) for chunk in chunker.chunks())
-            with contextlib.closing(prefetch(read, depth=1)) as chunks:
-                for chunk, paused in chunks:
-                    self._chunk_line = self._line
-                    self._check_nul(chunk)
-                    check_quotes(self.name, chunk, self._delimiter, self.rows_read,
-                                 lines_before=self._line)
-                    records = self._records(self._decode(chunk, first=False), first=False)
-                    del chunk
-                    self._check_widths(records, first=False)
-                    self.rows_read += len(records)
-                    yield records, paused
-                    del records
-        except (OSError, pa.ArrowException) as error:
-            raise unreadable(self.name, "csv", error) from None
-        except RecordTooLong as error:
-            from cumtool.errors import FormatError
-            from cumtool.formats.csvcells import row_text
-            from cumtool.formats.records import shown_size
-
-            cause = " (a quote that is never closed?)" if error.quoted else ""
-            where = row_text(self.rows_read + error.before + 1, self._line + error.newlines + 1)
-            raise FormatError(
-                f"{self.name}: {where} is longer than "
-                f"{shown_size(self._chunker.max_record)}{cause}; --max-record-size raises "
-                "the limit") from None
-
-    def _where(self, line: int, first: bool, physical: int | None = None) -> str:
-        from cumtool.formats.csvcells import row_text
-
-        if first and self._options.header and line == 0:
-            return "the header"
-        return row_text(self.rows_read + line + (0 if first and self._options.header else 1),
-                        physical)
-
-    def row_line(self, row: int) -> int | None:
-        """The line of the file that row `row` (from 0) starts on, if known."""
-        return self._rows_at.line(row)
-
-    def locate(self, row: int) -> tuple[str, int, int] | tuple[str, int]:
-        """This source's name, row `row` (from 1) and the line it starts on, if known."""
-        line = self.row_line(row - 1)
-        return (self.name, row) if line is None else (self.name, row, line)
-
-    def _check_nul(self, chunk: bytes) -> None:
-        from cumtool.errors import FormatError
-        from cumtool.formats.csvcells import place
-
-        nul = chunk.find(b"\0")
-        if nul >= 0:
-            where = self._where(place(chunk, nul, self._delimiter)[0], first=False,
-                                physical=self._chunk_line + chunk.count(b"\n", 0, nul) + 1)
-            raise FormatError(f"{self.name}: cannot read as csv: {where} holds a NUL byte "
-                              "(a binary file?)")
-
-    def _decode(self, chunk: bytes, first: bool) -> str:
-        from cumtool.errors import FormatError
-        from cumtool.formats.csvcells import place
-
-        encoding = self._options.encoding
-        try:
-            return chunk.decode(encoding or "utf-8")
-        except UnicodeDecodeError as error:
-            line, field = place(chunk, error.start, self._delimiter)
-            where = self._where(line, first,
-                                self._chunk_line + chunk.count(b"\n", 0, error.start) + 1)
-            if where != "the header" and field < len(self.column_names):
-                where += f", column {self.column_names[field]!r}"
-            bad = chunk[error.start:error.end].hex(" ")
-            if encoding:
-                raise FormatError(f"{self.name}: {where}: bytes {bad} are not {encoding}"
-                                  ) from None
-            raise FormatError(
-                f"{self.name}: {where}: bytes {bad} are not UTF-8; pass --encoding with the "
-                "file's encoding (latin-1, cp1252, ...)") from None
-
-    def _records(self, text: str, first: bool) -> list[list[str | None]]:
-        """The records of `text` cut into cells; blank lines dropped."""
-        from cumtool.errors import FormatError
-
-        match = self._pattern.match
-        delimiter = self._delimiter
-        records: list[list[str | None]] = []
-        starts: list[int] = []  # where each record starts in `text`
-        row: list[str | None] = []
-        position, end = 0, len(text)
-        start = 0
-        while position < end:
-            found = match(text, position)
-            if found is None:
-                physical = self._chunk_line + text.count("\n", 0, start) + 1
-                where = self._where(len(records), first, physical)
-                raise FormatError(f"{self.name}: cannot read as csv: {where}: a quote that "
-                                  "is never closed")
-            quoted, plain, ending = found.groups()
-            if quoted is not None:
-                row.append(quoted.replace('""', '"') if '"' in quoted else quoted)
-            else:
-                row.append(plain or None)
-            position = found.end()
-            if ending != delimiter:
-                if len(row) != 1 or row[0] is not None:  # a blank line is no record
-                    records.append(row)
-                    starts.append(start)
-                row = []
-                start = position
-        if row:  # the text ended right after a delimiter: an empty last cell
-            row.append(None)
-            records.append(row)
-            starts.append(start)
-        self._note_lines(text, starts, first)
-        return records
-
-    def _note_lines(self, text: str, starts: list[int], first: bool) -> None:
-        """Where the records of a chunk (starting at `starts` in its `text`) stand in the
-        file, and its line ends counted (as CsvSource._note_lines)."""
-        import numpy as np
-
-        newlines = text.count("\n")
-        header = 1 if first and self._options.header else 0
-        lines = None
-        if newlines + (0 if text.endswith("\n") or not text else 1) != len(starts):
-            ends = np.array([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
-            found = np.searchsorted(ends, np.array(starts, dtype=np.int64))
-            lines = found[header:] + (self._chunk_line + 1)
-        self._rows_at.add(self.rows_read, self._chunk_line + 1 + header, lines)
-        self._line = self._chunk_line + newlines
-
-    def _check_widths(self, records: list[list[str | None]], first: bool) -> None:
-        from cumtool.errors import FormatError
-
-        for at, record in enumerate(records):
-            if len(record) != self.width:
-                like = "header" if self._options.header else "first row"
-                from cumtool.formats.csvcells import row_text
-
-                row = self.rows_read + at + 1
-                raise FormatError(f"{self.name}: {row_text(row, self.row_line(row - 1))} has "
-                                  f"{len(record)} field{'' if len(record) == 1 else 's'}, "
-                                  f"expected {self.width} like the {like}")
-
-
-# Scanning and writing ------------------------------------------------------------------
 
 def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> None:
     """Options that need whole-width batches of a wide table: a usage error that names
     the width and what to do instead, rather than a run past the memory bound."""
     from cumtool.errors import UsageError
-    from cumtool.formats import DELIMITED
+    from cumtool.formats.registry import DELIMITED
     from cumtool.tables import table_axis
 
-    fewer = f"select at most {WIDE_COLUMNS:,} columns first (e.g. with xsv select or cut)"
+    fewer = f"select at most {wide.WIDE_COLUMNS:,} columns first (e.g. with xsv select or cut)"
     given = {
         "--by": (bool(request.by), fewer), "--reset": (request.reset is not None, fewer),
         "--keep": (request.keep, fewer), "--reverse": (request.reverse, fewer),
@@ -356,7 +47,7 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
     for what, (asked, hint) in given.items():
         if asked:
             raise UsageError(
-                f"{source.name}: {source.width:,} columns are more than {WIDE_COLUMNS:,}, "
+                f"{source.name}: {source.width:,} columns are more than {wide.WIDE_COLUMNS:,}, "
                 f"and {what} is not supported on tables this wide (it needs whole rows in "
                 f"memory at once); {hint}")
 
@@ -364,7 +55,7 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
 def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: FileKind,
              stack: contextlib.ExitStack) -> None:
     """Scan a wide CSV/TSV input group by group into CSV/TSV output."""
-    from cumtool.formats.csvwrite import CompressingSink
+    from cumtool.formats.csv.csvwrite import CompressingSink
     from cumtool.output import open_output
     from cumtool.pipeline import Progress
 
@@ -479,7 +170,7 @@ class _Groups:
         self._decimal_comma = request.csv_read("csv").decimal_comma
         self._separator = write_options.delimiter.encode()
         self._encoding = write_options.encoding
-        bounds = [*range(0, width, GROUP_COLUMNS), width]
+        bounds = [*range(0, width, wide.GROUP_COLUMNS), width]
         if len(bounds) > 2 and bounds[-1] - bounds[-2] < 2:
             del bounds[-2]  # no group of one column: a lone column is written differently
         rank = {column: k for k, column in enumerate(selected)}
@@ -549,7 +240,7 @@ class _Group:
 
         import pyarrow as pa
 
-        from cumtool.formats.csvwrite import CsvSink
+        from cumtool.formats.csv.csvwrite import CsvSink
         from cumtool.tables import is_temporal
 
         self.start, self.stop = start, stop
@@ -700,7 +391,7 @@ class _Group:
         import pyarrow as pa
 
         from cumtool.errors import FormatError
-        from cumtool.formats.csvcells import convert, markers_parse, type_hint, type_name
+        from cumtool.formats.csv.csvcells import convert, markers_parse, type_hint, type_name
 
         start = self.start
         by_type: dict[str, list[int]] = {}
@@ -732,7 +423,7 @@ class _Group:
                 if bad.any():
                     column = int(bad.any(axis=1).argmax())
                     at = int(bad[column].argmax())
-                    from cumtool.formats.csvcells import row_text
+                    from cumtool.formats.csv.csvcells import row_text
 
                     row = self.rows_done + at + 1
                     where = row_text(row, self._context.source.row_line(row - 1))
@@ -773,7 +464,7 @@ class _Group:
             except ScanOverflowError as error:
                 row, line = error.position[0], error.position[1]
                 column = self.start + columns[line]
-                from cumtool.formats.csvcells import row_text
+                from cumtool.formats.csv.csvcells import row_text
 
                 at = self.rows_done + row
                 overflows.append(ScanOverflowError(

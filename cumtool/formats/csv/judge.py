@@ -118,7 +118,7 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
     and the wide CSV readers. `cells_of(i)` is column i's judged cells."""
     import dataclasses
 
-    from cumtool.formats.csvcells import row_text
+    from cumtool.formats.csv.csvcells import row_text
 
     out = list(hints)
     for i, hint in enumerate(hints):

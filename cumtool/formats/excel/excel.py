@@ -21,20 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cumtool.errors import DataError, FormatError, UsageError
-from cumtool.formats import SPREADSHEETS
 
 MAX_BATCH_ROWS = 1 << 16
 _EXACT_FLOAT = float(1 << 53)
-
-
-def check_sheet(sheet: str, fmt: str | None) -> None:
-    """--sheet before any file is opened: a name, or a number from 1, for a spreadsheet."""
-    if fmt is not None and fmt not in SPREADSHEETS:
-        raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods), not {fmt}")
-    if not sheet.strip():
-        raise UsageError("--sheet needs a sheet name or a number from 1")
-    if sheet.strip() == "0":
-        raise UsageError("--sheet 0: sheets are numbered from 1")
 
 
 def _fastexcel() -> Any:

@@ -15,15 +15,18 @@ import tokenize
 import warnings
 import zipfile
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib import format as npformat
 
-from cumtool.errors import FormatError
+from cumtool.errors import DataError, FormatError, UsageError
 from cumtool.kernels import is_scannable
 from cumtool.output import DiscardableStream, spooling
 from cumtool.pipeline import spool_stream
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _READ_PIECE = 16 << 20
 _EMPTY_CELLS = 1 << 24
@@ -391,3 +394,49 @@ class _OpEntries:
 
     def abort(self) -> None:
         """Nothing to do: NpzOfOps.abort closes the spools."""
+
+
+class TableToNpy:
+    """A table written as a 2-D .npy: every column must be numeric and complete."""
+
+    def __init__(self, sink_type: Any, stream: IO[bytes], schema: pa.Schema) -> None:
+        import pyarrow as pa
+
+        from cumtool.columnar import numpy_dtype
+
+        dtypes = []
+        for f in schema:
+            # A decimal's numpy dtype is its scaled int64 (for scans); .npy gets its value.
+            dtype = np.dtype(np.float64) if pa.types.is_decimal(f.type) else numpy_dtype(f.type)
+            if dtype is None:
+                raise UsageError(
+                    f".npy output holds numbers only, but column {f.name!r} is {f.type}; "
+                    "add --only-scanned to write the scanned columns alone, or write csv "
+                    "or parquet"
+                )
+            dtypes.append(dtype)
+        self._sink = sink_type(stream, schema.names, np.result_type(*dtypes))
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
+        from cumtool.columnar import column_to_numpy, decimal_to_float
+
+        columns = []
+        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+            if pa.types.is_decimal(column.type):
+                column = decimal_to_float(column)
+            values, valid = column_to_numpy(column)
+            if valid is not None:
+                row = int(np.flatnonzero(~valid)[0]) + 1
+                raise DataError(f"column {name!r} has a missing cell (row {row} of a batch), "
+                                "which .npy cannot hold; write csv or parquet instead")
+            columns.append(values)
+        if columns:
+            self._sink.write_rows(np.column_stack(columns))
+
+    def close(self) -> None:
+        self._sink.close()
+
+    def abort(self) -> None:
+        self._sink.abort()

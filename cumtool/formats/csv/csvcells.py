@@ -1,7 +1,7 @@
 """CSV cells: where records and fields of delimited text start and end (a newline or a
 delimiter inside quotes does not count), which quotes RFC 4180 allows, and how a text
-cell becomes a number, a date or true/false. The narrow reader (formats/csv.py) and the
-wide one (formats/wide.py) share these rules, and the messages that name a cell."""
+cell becomes a number, a date or true/false. The narrow reader (formats/csv/csv.py) and the
+wide one (formats/csv/wide.py) share these rules, and the messages that name a cell."""
 
 from __future__ import annotations
 

@@ -1,0 +1,30 @@
+"""Parquet, read and written with pyarrow (parquet.py, loaded only when used)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cumtool.formats import Format, Opening, TableSink, Writing
+
+
+def _read(opening: Opening) -> Any:
+    from cumtool import remote
+    from cumtool.formats.parquet.parquet import ParquetSource
+
+    stream = opening.seekable()  # its footer is at the end: a pipe goes to disk first
+    path = opening.path
+    local = path if path and not remote.is_url(path) else None
+    return ParquetSource(local or stream, opening.name, opening.request.batch_rows)
+
+
+def _write(writing: Writing) -> TableSink:
+    from cumtool.formats.parquet.parquet import ParquetSink
+
+    assert writing.schema is not None
+    return ParquetSink(writing.stream, writing.schema)
+
+
+FORMATS = (
+    Format("parquet", (".parquet", ".pq"), rank=30, typed=True, binary=True,
+           magic=(b"PAR1",), by_magic=True, seekable=True, reader=_read, writer=_write),
+)

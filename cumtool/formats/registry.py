@@ -1,0 +1,110 @@
+"""Every format cumtool knows, gathered from the format packages under formats/ (each
+declares its own in its light `__init__`), and what is derived from them: the lists the
+options, completion and engines use, and a file's format by name or by its first bytes.
+
+A new format is one new package: this module finds it, and nothing else lists formats.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+
+import cumtool.formats
+from cumtool.errors import UsageError
+from cumtool.formats import FileKind, Format
+
+
+def _gather() -> tuple[Format, ...]:
+    found: list[Format] = []
+    for package in pkgutil.iter_modules(cumtool.formats.__path__):
+        if package.ispkg:
+            module = importlib.import_module(f"cumtool.formats.{package.name}")
+            found.extend(module.FORMATS)
+    return tuple(sorted(found, key=lambda f: f.rank))
+
+
+FORMATS = _gather()
+BY_NAME = {f.name: f for f in FORMATS}
+
+INPUT_FORMATS = tuple(f.name for f in FORMATS if f.reads)
+OUTPUT_FORMATS = tuple(f.name for f in FORMATS if f.writes)
+TABLE_FORMATS = tuple(f.name for f in FORMATS if f.reads and f.kind == "table")
+TYPED_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.typed)
+SPREADSHEETS = tuple(f.name for f in FORMATS if f.spreadsheet)
+BINARY_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.binary)  # not for a terminal
+BY_MAGIC = tuple(f.name for f in FORMATS if f.by_magic)
+DELIMITED = tuple(f.name for f in FORMATS if f.delimited)  # the only ones compressed
+LINE_ORIENTED = tuple(f.name for f in FORMATS if f.line_oriented)
+PLAIN_TEXT = DELIMITED[0]  # what text that shows no other format is read as
+# -o names that make the chart an image (the plot extra); other names get its text.
+CHART_IMAGES = BY_NAME["chart"].extensions
+
+_EXTENSIONS = {ext: f.name for f in FORMATS for ext in f.extensions}
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"  # spreadsheets (.xlsx, .ods) and .npz are zip archives
+# First bytes of a binary format: text that starts so is not read as text.
+BINARY_MAGIC = (*(m for f in FORMATS if f.binary for m in f.magic), GZIP_MAGIC)
+
+
+def format_named(name: str) -> Format:
+    """The format of a name the options have checked."""
+    return BY_NAME[name]
+
+
+def kind_from_name(path: str) -> FileKind | None:
+    """The format a file name announces (`a.csv.gz` is gzip-compressed csv), or None."""
+    name = os.path.basename(path).lower()
+    compression = None
+    for suffix, method in COMPRESSIONS.items():
+        if name.endswith(suffix):
+            compression = method
+            name = name[: -len(suffix)]
+            break
+    ext = os.path.splitext(name)[1]
+    if ext in _EXTENSIONS:
+        return FileKind(_EXTENSIONS[ext], compression)
+    return None
+
+
+def kind_from_magic(head: bytes) -> FileKind:
+    """Sniff the first bytes: a format's magic (and what else it must show), gzip, text
+    that shows its format (JSON Lines, TSV), else plain delimited text."""
+    for f in FORMATS:
+        if f.magic and head.startswith(f.magic) and (f.sniff is None or f.sniff(head)):
+            return FileKind(f.name)
+    if head.startswith(GZIP_MAGIC):
+        return FileKind(PLAIN_TEXT, "gzip")
+    for f in FORMATS:
+        if not f.magic and f.sniff is not None and f.sniff(head):
+            return FileKind(f.name)
+    return FileKind(PLAIN_TEXT)
+
+
+def check_format_name(name: str, allowed: tuple[str, ...], option: str) -> str:
+    lowered = name.lower()
+    if lowered not in allowed:
+        raise UsageError(f"{option} {name!r} is not a format; choose from {', '.join(allowed)}")
+    return lowered
+
+
+# Compressions and containers cumtool does not read, by magic bytes and by extension:
+# named as such, not met as "a NUL byte" in a CSV.
+UNREAD_MAGIC = {b"\xfd7zXZ\x00": "xz", b"7z\xbc\xaf\x27\x1c": "7z", b"\x1f\x9d": "compress (.Z)"}
+UNREAD_EXTENSIONS = {".xz": "xz", ".lzma": "xz", ".7z": "7z", ".z": "compress (.Z)",
+                     ".zip": "zip", ".tar": "tar", ".tgz": "tar"}
+
+
+def unread_container(name: str, head: bytes) -> str | None:
+    """The name of a compression or archive that cumtool does not read, if `name` or
+    `head` shows one (asked of what would otherwise be read as delimited text: a zip
+    that is a spreadsheet was already known as one)."""
+    if head.startswith(ZIP_MAGIC):
+        return "zip"
+    for magic, what in UNREAD_MAGIC.items():
+        if head.startswith(magic):
+            return what
+    ext = os.path.splitext(name.lower())[1]
+    return UNREAD_EXTENSIONS.get(ext)
