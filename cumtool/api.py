@@ -11,7 +11,7 @@ import io
 import numbers
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from cumtool import kernels
 from cumtool.choices import OVERFLOW_CHOICES
 from cumtool.engine import array_index, resolve_array_axis
 from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.formats import SourceBase, TableSource
 from cumtool.runner import scan_batches
 
 
@@ -144,7 +145,7 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
             source, _kind = open_source(request, cast, stack, stdin=peekable(data))
         else:
             source, _kind = open_source(request, cast, stack)
-        if hasattr(source, "blocks"):  # an array (.npy): read whole, then as an array
+        if source.layout == "array":  # an array (.npy): read whole, then as an array
             if to is not None:
                 raise UsageError(f"to= is for tables; {source.name} is an array")
             blocks = list(source.blocks(max(1, source.shape[0]) if source.shape else 1))
@@ -152,7 +153,7 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
             return scan(array, op, axis, dtype, overflow=overflow, skipna=skipna,
                         indices=indices, reverse=reverse, exclusive=exclusive, by=by,
                         reset=reset, **params)
-        if getattr(source, "wide", False):
+        if source.layout == "wide":
             raise UsageError(f"{source.name} has too many columns for cumtool.scan; use "
                              "the command line")
         from cumtool.ops import scan_params
@@ -262,9 +263,10 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
         keep=keep, reverse=reverse)
-    if hasattr(data, "batches"):  # a file's source
+    if isinstance(data, SourceBase):  # a file's source
+        data = cast(TableSource, data)
         plan = make_plan(op, axis, dtype, data.schema, data.name, table_options,
-                         getattr(data, "hints", None), **options)
+                         data.hints, **options)
 
         def read() -> Any:
             return data.batches(plan.parse, plan.text_unused)

@@ -26,6 +26,7 @@ from cumtool.formats.registry import (
     BY_MAGIC,
     DELIMITED,
     GZIP_MAGIC,
+    format_named,
     kind_from_magic,
     kind_from_name,
 )
@@ -140,7 +141,7 @@ def _csv_names(data: bytes, truncated: bool, fmt: str, delimiter: str | None,
     import io
 
     try:
-        separator = delimiter_option(delimiter, "\t" if fmt == "tsv" else ",", "--delimiter")
+        separator = delimiter_option(delimiter, format_named(fmt).delimiter or ",", "--delimiter")
         codec = encoding_option(encoding) or "utf-8-sig"
     except UsageError:
         return []

@@ -18,12 +18,12 @@ import dataclasses
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cumtool import commit, inputs, runner, state
 from cumtool.errors import DataError, OutputError, UsageError, option
-from cumtool.formats import ColumnHint, FileKind
+from cumtool.formats import ColumnHint, FileKind, SourceBase
 from cumtool.formats.csv import wide
 from cumtool.formats.registry import DELIMITED, kind_from_name
 from cumtool.request import Request
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 _TEXT_HINT = ColumnHint(None, False, "text")
 
 
-class ChainSource:
+class ChainSource(SourceBase):
     """The files of a run as one table source (the engine's TableSource), opened one at a
     time. Columns: the --filename-column first, then the files' own, then hive keys."""
 
@@ -51,7 +51,7 @@ class ChainSource:
         first = self._first
         self.name = first.name
         self._own = first.schema
-        self._hinted = getattr(first, "hints", None) is not None
+        self._hinted = first.hints is not None
         if self.kind.format == "parquet" and len(files) > 1:
             self._own = self._unified_parquet_schema(first.schema)
         self._partition = [name for name, _ in files[0].partition]
@@ -92,11 +92,11 @@ class ChainSource:
         path = self.files[k].path
         source, kind = open_source(dataclasses.replace(self._request, input=path, inputs=()),
                                    self._dtype, stack, span=state.span_of(self._resume, path))
-        if hasattr(source, "blocks"):
+        if source.layout == "array":
             raise UsageError(f"{path}: several inputs, directories and "
                              f"{option('filename_column')} work on tables (CSV, TSV, "
                              "Parquet), and this is an array (.npy)")
-        if getattr(source, "wide", False):  # read group by group: one file at a time only
+        if source.layout == "wide":  # read group by group: one file at a time only
             raise UsageError(f"{path}: {source.width:,} columns are more than "
                              f"{wide.WIDE_COLUMNS:,}; a file this wide is read on its own, not "
                              f"with other inputs or {option('filename_column')}; give one "
@@ -108,7 +108,7 @@ class ChainSource:
         it: a first file with no rows, or with a column all missing, says nothing of it."""
         hints = list(first.hints)
         # Sources that judge no sample (other text formats) count as having rows.
-        guessed = getattr(first, "sampled_rows", 1) == 0  # no rows: every hint is a guess
+        guessed = first.sampled_rows == 0  # no rows: every hint is a guess
         unknown = {i for i, hint in enumerate(hints) if guessed or hint.kind == "empty"}
         for k in range(1, len(self.files)):
             if not unknown:
@@ -116,7 +116,7 @@ class ChainSource:
             with contextlib.ExitStack() as stack:
                 source, kind = self._open(k, stack)
                 self._check(k, source, kind)
-                if getattr(source, "sampled_rows", 1) == 0:
+                if source.sampled_rows == 0:
                     continue
                 for i in unknown:
                     if guessed or source.hints[i].kind != "empty":
@@ -169,6 +169,10 @@ class ChainSource:
 
     # Reading ---------------------------------------------------------------------------
 
+    @property
+    def locator(self) -> Callable[[int], tuple[str, int] | tuple[str, int, int]]:
+        return self.locate
+
     def locate(self, row: int) -> tuple[str, int] | tuple[str, int, int]:
         """The file and row in it (from 1) of the run's `row`-th row (from 1), and the
         line it starts on where that file's reader knows it (CSV)."""
@@ -198,7 +202,7 @@ class ChainSource:
                 source, kind = self._open(k, stack)
                 self._check(k, source, kind)
             self.starts.append(self.rows_read)
-            self._locators[k] = getattr(source, "locate", None)
+            self._locators[k] = source.locator
             for batch in source.batches(own_parse, own_unused):
                 yield self._decorated(k, batch, unused)
                 self.rows_read += batch.num_rows

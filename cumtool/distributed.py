@@ -523,14 +523,14 @@ def _job(request: Request, output_dir: str | None) -> Job:
                               if request.dtype is not None else None)
     with contextlib.ExitStack() as stack:
         source, kind = open_source(request, dtype, stack)
-        if hasattr(source, "blocks"):
+        if source.layout == "array":
             raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                              f"{source.name} is an array: run it on the local engine")
         out = (request if output_dir is None else dataclasses.replace(
             request, output=None, stdout_is_terminal=False)).output_format(kind)
         options = table_options(request, out)
         plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
-                         getattr(source, "hints", None), **request.scan_options())
+                         source.hints, **request.scan_options())
         if out.format == "npy" and request.indices:
             raise UsageError("--indices with .npy output needs .npy input; write csv or "
                              "parquet")

@@ -67,7 +67,7 @@ def run(request: Request) -> None:
         span = state.span_of(resume, request.input)
         source, kind = open_source(request, dtype, stack, stdin, span)
         out_format = request.output_format(kind)
-        if getattr(source, "wide", False):  # CSV too wide for whole-width batches
+        if source.layout == "wide":  # CSV too wide for whole-width batches
             from cumtool.widerun import run_wide
 
             if request.state is not None:
@@ -75,7 +75,7 @@ def run(request: Request) -> None:
                                  f"of {source.width:,} columns, which is read column group "
                                  "by column group; scan fewer columns with -c")
             run_wide(request, dtype, source, out_format, stack)
-        elif hasattr(source, "blocks"):  # an array source
+        elif source.layout == "array":
             _run_array(request, dtype, source, out_format, stack)
         else:
             run_table(request, dtype, source, out_format, stack, resume,

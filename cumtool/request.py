@@ -29,6 +29,7 @@ from cumtool.formats.registry import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     check_format_name,
+    format_named,
     kind_from_name,
 )
 from cumtool.remote import is_url
@@ -300,7 +301,7 @@ class Request:
     def csv_read(self, fmt: str) -> CsvReadOptions:
         return CsvReadOptions(
             delimiter=delimiter_option(
-                self.delimiter, "\t" if fmt == "tsv" else ",", "--delimiter"),
+                self.delimiter, format_named(fmt).delimiter or ",", "--delimiter"),
             header=self.header,
             na_values=DEFAULT_NA if self.na is None else self.na,
             decimal_comma=self.decimal_comma, encoding=encoding_option(self.encoding),
@@ -312,7 +313,9 @@ class Request:
         point) make a csv ;-separated, as spreadsheets that write 1,5 do. The text is in
         --out-encoding, else --encoding: by default the output is the input's bytes."""
         comma = self.decimal_comma if self.out_decimal is None else self.out_decimal == "comma"
-        default = "\t" if fmt == "tsv" else ";" if comma else ","
+        default = format_named(fmt).delimiter or ","
+        if comma and default == ",":
+            default = ";"
         delimiter = delimiter_option(self.out_delimiter, default, "--out-delimiter")
         if self.out_delimiter is not None and (delimiter.isalnum() or delimiter in ".+-"):
             # Numbers are written unquoted: 3.5 with a '.' delimiter would read as 3 and 5.

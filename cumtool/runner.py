@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cumtool.commit import Commit, check_stop
 from cumtool.errors import UsageError
-from cumtool.formats import FileKind, TableSink
+from cumtool.formats import FileKind, TableSink, TableSource
 from cumtool.formats.registry import TYPED_OUTPUTS
 from cumtool.output import open_output
 from cumtool.pipeline import (
@@ -112,7 +112,7 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
             return rebatch(reader, request.batch_rows)
 
         scan_batches(plan, read, sink, reverse, stack,
-                     lambda: progress.update(getattr(source, "bytes_read", plan.rows_done)))
+                     lambda: progress.update(_done(source, plan)))
     save_state()  # only once the output is complete; puts output and state in place
 
 
@@ -137,8 +137,15 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
 
 
 
-def table_progress(request: Request, source: Any) -> Progress:
-    if hasattr(source, "bytes_read"):  # text: bytes of the file as stored (compressed)
-        total = getattr(source, "total_bytes", None) or None  # a pipe's size is no total
+def table_progress(request: Request, source: TableSource) -> Progress:
+    """Text is measured in bytes of the file as stored (compressed), the rest in rows."""
+    if source.bytes_read is not None:
+        total = source.total_bytes or None  # a pipe's size is no total
         return Progress(request.progress, total, "bytes", source.name)
-    return Progress(request.progress, getattr(source, "num_rows", None), "rows", source.name)
+    return Progress(request.progress, source.num_rows, "rows", source.name)
+
+
+def _done(source: TableSource, plan: Any) -> int:
+    """How far the run is, in table_progress's measure."""
+    read = source.bytes_read
+    return plan.rows_done if read is None else read

@@ -263,7 +263,7 @@ def prepare(request: Request, plan: Any, source: Any, resume: Resume | None = No
     from the saved values (`resume`); return what saves the state and commits the run's
     files after success."""
     plans = getattr(plan, "plans", [plan])
-    locate = getattr(source, "locate", None)
+    locate = source.locator
     if locate is not None:
         for each in plans:
             each.where = _locator(locate, each)
@@ -294,7 +294,7 @@ def hints(source: Any, resume: Resume | None) -> list[Any] | None:
     value to judge from (a day with no rows, or with a column all missing): there, as the
     state saved it (read once, by `begin`), so that a quiet day does not turn yesterday's
     float column into a guessed integer or text one."""
-    judged = getattr(source, "hints", None)
+    judged = source.hints
     if judged is None or resume is None or resume.document is None:
         return judged
     import pyarrow as pa
@@ -308,7 +308,7 @@ def hints(source: Any, resume: Resume | None) -> list[Any] | None:
         saved = {c["name"]: c for c in document["plans"][0]["columns"]}
     except (KeyError, TypeError, IndexError) as error:
         raise _damaged(path, f"{type(error).__name__}: {error}") from None
-    no_rows = getattr(source, "sampled_rows", 1) == 0
+    no_rows = source.sampled_rows == 0
     result = []
     for name, hint in zip(source.schema.names, judged, strict=True):
         record = saved.get(name)

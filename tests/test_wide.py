@@ -40,7 +40,7 @@ def _both(invoke: Callable[..., Result], args: list[str], data: bytes,
     """The run on the narrow path, then on the wide path (every table of two or more
     columns is wide, in groups of `group` columns).
 
-    The wide run must really be read by the wide reader (WideSource, whose `wide` the
+    The wide run must really be read by the wide reader (WideSource, whose `layout` the
     engine dispatches on), whether it succeeds or fails: an error the CSV reader raises
     before it hands the input over (an empty file, a NUL byte or a stray quote in the
     first chunk) would compare the narrow path with itself. Only a usage error (exit
@@ -52,7 +52,7 @@ def _both(invoke: Callable[..., Result], args: list[str], data: bytes,
 
     class Spied(wide.WideSource):
         def __init__(self, *arguments: Any, **keywords: Any) -> None:
-            read.append(self.wide)
+            read.append(self.layout == "wide")
             super().__init__(*arguments, **keywords)
 
     with pytest.MonkeyPatch.context() as patch:

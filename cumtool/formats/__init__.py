@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from cumtool.errors import FormatError, UsageError
 
@@ -271,15 +271,52 @@ class ColumnHint:
     culprit: str | None = field(default=None, compare=False)
 
 
-class TableSource(Protocol):
-    """A table read batch by batch. `name` is how messages refer to it."""
+class SourceBase:
+    """What every reader answers beyond its rows, with the answers of a reader that
+    knows no more. Readers subclass it, so the runner asks them, never probes them."""
 
+    layout: ClassVar[Literal["table", "array", "wide"]] = "table"  # how a run drives it
+    name: str  # how messages refer to it
+    # What each column holds, judged from text cells (CSV, TSV, JSON Lines); None: the
+    # stored types are what the columns hold.
+    hints: list[ColumnHint] | None = None
+    sampled_rows: int = 1  # rows the hints were judged from (0: every hint is a guess)
+    total_bytes: int | None = None  # the input's size as stored, where known
+    num_rows: int | None = None  # the rows the input holds, where its file says so
+
+    @property
+    def bytes_read(self) -> int | None:
+        """Bytes of the input read so far, as stored (text: the progress bar's measure)."""
+        return None
+
+    @property
+    def locator(self) -> Callable[[int], tuple[str, int] | tuple[str, int, int]] | None:
+        """What names the file, row and line of a row of the run (from 1); None: rows of
+        the run are rows of the input, and lines are not known."""
+        return None
+
+
+class TableSource(Protocol):
+    """A table read batch by batch (SourceBase's answers, and the batches)."""
+
+    layout: ClassVar[Literal["table", "array", "wide"]]
     name: str
+    hints: list[ColumnHint] | None
+    sampled_rows: int
+    total_bytes: int | None
+    num_rows: int | None
 
     @property
     def schema(self) -> pa.Schema: ...
 
-    def batches(self) -> Iterator[pa.RecordBatch]: ...
+    @property
+    def bytes_read(self) -> int | None: ...
+
+    @property
+    def locator(self) -> Callable[[int], tuple[str, int] | tuple[str, int, int]] | None: ...
+
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None,
+                unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]: ...
 
 
 class TableSink(Protocol):
@@ -296,6 +333,7 @@ class TableSink(Protocol):
 class ArraySource(Protocol):
     """An N-d array read in blocks along axis 0 (C order)."""
 
+    layout: ClassVar[Literal["table", "array", "wide"]]
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype

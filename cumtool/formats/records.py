@@ -210,3 +210,41 @@ def shown_size(size: int) -> str:
         if size >= factor and size % factor == 0:
             return f"{size // factor} {unit}"
     return f"{size} bytes"
+
+
+class CountingReader:
+    """A read-only stream that counts the bytes read through it."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._read1 = getattr(stream, "read1", stream.read)
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.count += len(data)
+        return data
+
+    def read1(self, size: int = -1) -> bytes:
+        data: bytes = self._read1(size)
+        self.count += len(data)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def tell(self) -> int:
+        return self.count
+
+    @property
+    def closed(self) -> bool:
+        return self._stream.closed
+
+    def close(self) -> None:
+        pass  # the run closes the stream itself

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from cumtool.errors import DataError
-from cumtool.formats import unreadable
+from cumtool.formats import SourceBase, unreadable
 from cumtool.output import DiscardableStream
 
 # What pyarrow raises on a damaged or truncated file (a MemoryError for a size read from
@@ -23,7 +23,7 @@ _DAMAGE = (pa.ArrowException, OSError, UnicodeDecodeError, MemoryError)
 MAX_BATCH_ROWS = 1 << 17
 
 
-class ArrowSource:
+class ArrowSource(SourceBase):
     """An Arrow IPC file (`stream=False`: random access, memory-mapped when it is a path)
     or stream, read batch by batch. A file read from a pipe comes spooled to disk."""
 
@@ -44,13 +44,13 @@ class ArrowSource:
                 self._schema = self._stream.schema
         except _DAMAGE as error:
             raise unreadable(name, self._fmt, error) from None
+        self.num_rows = self._rows()
 
     @property
     def schema(self) -> pa.Schema:
         return self._schema
 
-    @property
-    def num_rows(self) -> int | None:
+    def _rows(self) -> int | None:
         """Rows in all (a file's batch lengths are in its footer; a stream's are not)."""
         if self._file is None:
             return None

@@ -21,8 +21,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Collection, Iterator, Mapping
-from typing import IO, Any, TypeVar, cast
+from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import IO, TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -33,6 +33,7 @@ from cumtool.formats import (
     ColumnHint,
     CsvReadOptions,
     Opening,
+    SourceBase,
     delimiter_hint,
     unreadable,
 )
@@ -51,7 +52,13 @@ from cumtool.formats.csv.csvcells import (
 )
 from cumtool.formats.csv.judge import INFER_ROWS, judge_columns, with_culprits
 from cumtool.formats.csv.wide import JUDGED_BYTES, WideInput, is_wide
-from cumtool.formats.records import MAX_RECORD_BYTES, Chunker, RecordTooLong, shown_size
+from cumtool.formats.records import (
+    MAX_RECORD_BYTES,
+    Chunker,
+    CountingReader,
+    RecordTooLong,
+    shown_size,
+)
 
 CHUNK_BYTES = 8 << 20
 SAMPLE_BYTES = 1 << 20  # the first chunk, whose rows say what each column holds
@@ -81,7 +88,7 @@ def _prepend(first: T, rest: Iterator[T]) -> Iterator[T]:
     yield from rest
 
 
-class CsvSource:
+class CsvSource(SourceBase):
     """Delimited text from any binary stream, in batches of whole records.
 
     `schema` is what batches hold unconverted (every column text); `hints` say, column by
@@ -197,9 +204,15 @@ class CsvSource:
 
     # Reading ---------------------------------------------------------------------------
 
+    stored: CountingReader | None = None  # the input as stored (before decompression)
+
     @property
     def bytes_read(self) -> int:
-        return self._chunker.bytes_read
+        return self.stored.count if self.stored is not None else self._chunker.bytes_read
+
+    @property
+    def locator(self) -> Callable[[int], tuple[str, int, int] | tuple[str, int]]:
+        return self.locate
 
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
@@ -480,77 +493,25 @@ def file_size(stream: IO[bytes]) -> int | None:
         return None
 
 
-def open_delimited(opening: Opening) -> Measured:
+def open_delimited(opening: Opening) -> SourceBase:
     """The source of a CSV or TSV input: CsvSource, or WideSource for a header too wide
     for whole-width batches; its progress counted in the bytes of the input as stored."""
     from cumtool.formats.csv.wide import WideSource
 
     request = opening.request
     fmt = opening.kind.format
-    # With a float --dtype, integers to be scanned are read as floats straight away.
     counted = CountingReader(opening.stream)  # before decompression: bytes as stored
+    source: CsvSource | WideSource
     try:
-        source: CsvSource | WideSource = CsvSource(
+        # With a float --dtype, integers to be scanned are read as floats straight away.
+        source = CsvSource(
             cast(IO[bytes], counted), opening.name, request.csv_read(fmt),
             compression=opening.kind.compression, float_columns=opening.float_columns,
             decimal=request.decimal, total_bytes=file_size(opening.stream),
             max_record=request.max_record_size or MAX_RECORD_BYTES)
-    except WideInput as wide:  # read column group by column group (wide.py)
+    except WideInput as wide:  # read column group by column group (widerun.py)
         source = WideSource(wide, opening.name, request.csv_read(fmt),
                             float_columns=opening.float_columns, decimal=request.decimal,
                             total_bytes=file_size(opening.stream))
-    return Measured(source, counted)
-
-
-class CountingReader:
-    """A read-only stream that counts the bytes read through it."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
-        self._read1 = getattr(stream, "read1", stream.read)
-        self.count = 0
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._stream.read(size)
-        self.count += len(data)
-        return data
-
-    def read1(self, size: int = -1) -> bytes:
-        data: bytes = self._read1(size)
-        self.count += len(data)
-        return data
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        return self._stream.fileno()
-
-    def tell(self) -> int:
-        return self.count
-
-    @property
-    def closed(self) -> bool:
-        return self._stream.closed
-
-    def close(self) -> None:
-        pass  # the run closes the stream itself
-
-
-class Measured:
-    """A text source whose progress is counted in the bytes of the input as stored, so a
-    compressed file's progress is measured against its (compressed) size."""
-
-    def __init__(self, source: Any, counted: CountingReader) -> None:
-        self._source = source
-        self._counted = counted
-
-    @property
-    def bytes_read(self) -> int:
-        return self._counted.count
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._source, name)
+    source.stored = counted
+    return source

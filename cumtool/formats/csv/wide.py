@@ -12,10 +12,12 @@ import re
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+from cumtool.formats import SourceBase
+
 if TYPE_CHECKING:
 
-    from cumtool.formats import CsvReadOptions
-    from cumtool.formats.records import Chunker
+    from cumtool.formats import ColumnHint, CsvReadOptions
+    from cumtool.formats.records import Chunker, CountingReader
 
 WIDE_COLUMNS = 8192  # a header with more fields than this takes the wide path
 GROUP_COLUMNS = 4096  # columns scanned and written together
@@ -56,12 +58,14 @@ def _cell_pattern(delimiter: str) -> re.Pattern[str]:
     return re.compile(rf'(?:"((?:[^"]|"")*)"|([^"\n{d}]*?))({d}|\r?\n|\Z)', re.DOTALL)
 
 
-class WideSource:
+class WideSource(SourceBase):
     """Delimited text wider than WIDE_COLUMNS, in batches of records cut into cells (a
     list of rows, each a list of cells: text, or None for an empty unquoted cell, as
     polars reads them on the narrow path)."""
 
-    wide = True
+    layout = "wide"
+    hints: list[ColumnHint]  # judged from its first MiB
+    stored: CountingReader | None = None  # the input as stored (before decompression)
 
     def __init__(self, handover: WideInput, name: str, options: CsvReadOptions, *,
                  float_columns: bool = False, decimal: bool = False,
@@ -142,7 +146,7 @@ class WideSource:
 
     @property
     def bytes_read(self) -> int:
-        return self._chunker.bytes_read
+        return self.stored.count if self.stored is not None else self._chunker.bytes_read
 
     def row_batches(self, rows: int | None = None) -> Generator[list[list[str | None]], None, None]:
         """The records, `rows` (else batch_rows) at a time, across chunk boundaries."""

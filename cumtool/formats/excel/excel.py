@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.formats import SourceBase
 
 MAX_BATCH_ROWS = 1 << 16
 _EXACT_FLOAT = float(1 << 53)
@@ -67,7 +68,7 @@ def _listing(names: list[str]) -> str:
     return shown + (f", ... ({len(names)} in all)" if len(names) > 10 else "")
 
 
-class SpreadsheetSource:
+class SpreadsheetSource(SourceBase):
     """One sheet of a workbook (a path, or the bytes of one read from a pipe)."""
 
     def __init__(self, workbook: str | bytes, name: str, sheet: str | None, *,

@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from cumtool.columnar import arrow_column, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
+from cumtool.formats import SourceBase
 
 if TYPE_CHECKING:
     import polars as pl
@@ -235,8 +236,10 @@ class _Segment:
     source: tuple[int, int, int]  # its lines in the input: from, to, the first's number
 
 
-class JsonlSource:
+class JsonlSource(SourceBase):
     """A JSON Lines file (seekable: a file, or standard input spooled to disk)."""
+
+    num_rows: int  # counted as the input is read, before any batch
 
     def __init__(self, stream: IO[bytes], name: str, batch_rows: int | None,
                  max_line: int) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.lib import format as npformat
 
 from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.formats import SourceBase
 from cumtool.kernels import is_scannable
 from cumtool.output import DiscardableStream, spooling
 from cumtool.pipeline import spool_stream
@@ -90,8 +91,10 @@ def _check_dtype(dtype: np.dtype, name: str) -> None:
         raise FormatError(f"{name}: .npy has dtype {dtype}, which cumtool cannot scan")
 
 
-class NpySource:
+class NpySource(SourceBase):
     """A .npy array from a file (memory-mapped) or a stream (read block by block)."""
+
+    layout = "array"
 
     def __init__(self, stream: IO[bytes], name: str, path: str | None = None) -> None:
         self.name = name

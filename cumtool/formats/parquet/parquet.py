@@ -9,7 +9,7 @@ from typing import IO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cumtool.formats import unreadable
+from cumtool.formats import SourceBase, unreadable
 from cumtool.output import DiscardableStream
 
 # What pyarrow raises on a damaged file: any of its own errors (including a memory error
@@ -24,7 +24,7 @@ BATCH_BYTES = 8 << 20  # a batch's size in memory, about (row count from the met
 MAX_BATCH_ROWS = 1 << 17
 
 
-class ParquetSource:
+class ParquetSource(SourceBase):
     """A Parquet file read in batches of about BATCH_BYTES. Parquet keeps its footer at the
     end: a non-seekable stream (standard input, .parquet.zst) comes spooled to a file."""
 
@@ -33,6 +33,7 @@ class ParquetSource:
         try:
             self._file = pq.ParquetFile(stream, buffer_size=_BUFFER_BYTES, pre_buffer=False)
             self._schema = self._file.schema_arrow
+            self.num_rows = int(self._file.metadata.num_rows)
             self._batch_rows = batch_rows or self._rows_per_batch()
         except _DAMAGE as error:
             raise unreadable(name, "parquet", error) from None
@@ -49,10 +50,6 @@ class ParquetSource:
     @property
     def schema(self) -> pa.Schema:
         return self._schema
-
-    @property
-    def num_rows(self) -> int:
-        return int(self._file.metadata.num_rows)
 
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
