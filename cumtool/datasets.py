@@ -262,8 +262,7 @@ def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
 def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                    stack: contextlib.ExitStack, resume: Resume | None) -> None:
     """`-o DIR/`: each input's rows to its own file, the scan carried across them."""
-    from cumtool.pipeline import BackgroundSink, aborting, prefetch
-    from cumtool.sinks import table_sink
+    from cumtool.pipeline import prefetch
     from cumtool.tables import make_plan
     from cumtool.view import View
 
@@ -304,14 +303,17 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
             os.makedirs(os.path.dirname(target), exist_ok=True)
         except OSError as error:
             raise OutputError(f"cannot write {targets[k]}: {error.strerror or error}") from None
-        with open_output(target) as stream:
-            sink = BackgroundSink(table_sink(request, out, stream, plan.schema, view,
-                                             chain.files[k].path))
-            with aborting(sink), contextlib.closing(prefetch(
-                    chain.file_batches(k, plan.parse, plan.text_unused))) as reader:
-                for batch in runner.rebatch(reader, request.batch_rows):
-                    sink.write(plan.apply(batch))
-                sink.close()
+        with open_output(target) as stream, contextlib.ExitStack() as this_file:
+            sink = runner.table_writer(request, out, stream, plan.schema, view,
+                                       chain.files[k].path)
+
+            def read(k: int = k, this_file: contextlib.ExitStack = this_file
+                     ) -> Iterator[pa.RecordBatch]:
+                reader = this_file.enter_context(contextlib.closing(prefetch(
+                    chain.file_batches(k, plan.parse, plan.text_unused))))
+                return runner.rebatch(reader, request.batch_rows)
+
+            runner.scan_batches(plan, read, sink, False, this_file)
     # Every output is complete: only now do they replace what was there, all together.
     for source, target in zip(staged, targets, strict=True):
         try:

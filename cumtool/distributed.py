@@ -418,6 +418,7 @@ def scan_partition(job: Job, part: Partition, read: Any,
 def _write_file(job: Job, part: Partition, schema: pa.Schema,
                 batches: list[pa.RecordBatch]) -> None:
     from cumtool.output import open_output
+    from cumtool.runner import write_all
     from cumtool.sinks import table_sink
 
     assert part.output is not None
@@ -425,14 +426,7 @@ def _write_file(job: Job, part: Partition, schema: pa.Schema,
         os.makedirs(os.path.dirname(part.output), exist_ok=True)
     out = kind_from_name(part.output) or job.out
     with open_output(part.output) as stream:
-        sink = table_sink(job.request, out, stream, schema, None, part.name)
-        try:
-            for batch in batches:
-                sink.write(batch)
-            sink.close()
-        except BaseException:
-            sink.abort()
-            raise
+        write_all(table_sink(job.request, out, stream, schema, None, part.name), batches)
 
 
 # The client --------------------------------------------------------------------------
@@ -623,8 +617,7 @@ def _results(futures: list[Any]) -> Iterator[Any]:
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
     from cumtool.output import open_output
-    from cumtool.pipeline import BackgroundSink, aborting
-    from cumtool.sinks import table_sink
+    from cumtool.runner import table_writer, write_all
     from cumtool.view import View
 
     request, plan = job.request, job.plan
@@ -635,15 +628,8 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
                 frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
     writes = _submit_all(client, job, parts)
     with open_output(request.output) as stream:
-        sink = table_sink(request, job.out, stream, plan.schema, view, job.first_name)
-        if job.out.format != "table":
-            sink = BackgroundSink(sink)
-        with aborting(sink):
-            for table in _results(writes):
-                for batch in table.to_batches():
-                    sink.write(batch)
-                del table
-            sink.close()
+        sink = table_writer(request, job.out, stream, plan.schema, view, job.first_name)
+        write_all(sink, (batch for table in _results(writes) for batch in table.to_batches()))
 
 
 def output_names(inputs: list[str], to_format: str | None) -> list[str]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
+from cumtool.commit import check_stop
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import ArraySink, FileKind
 from cumtool.formats.registry import DELIMITED
@@ -180,6 +181,7 @@ def _scan_array_blocks(request: Request, source: Any, specs: list[kernels.ScanSp
     # Closed with the run, so a failure stops the reader thread at once.
     with contextlib.closing(prefetch(blocks)) as reader:
         for block in reader:
+            check_stop()
             for spec, carry, sink in zip(specs, carries, sinks, strict=True):
                 try:
                     if block.ndim == 0:

@@ -8,8 +8,8 @@ one output; `scan_batches` is the loop it shares with `cumtool.scan`; `rebatch`,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from cumtool.commit import Commit, check_stop
 from cumtool.errors import UsageError
@@ -20,7 +20,6 @@ from cumtool.pipeline import (
     BackgroundSink,
     Progress,
     ReversingSink,
-    aborting,
     prefetch,
     reversed_batches,
 )
@@ -101,9 +100,7 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
     reverse = request.reverse and plan.axis == 0
     commit = resume.commit if resume is not None else None
     with open_output(request.output, commit) as stream, contextlib.closing(progress):
-        sink: TableSink = table_sink(request, out, stream, plan.schema, view, source.name)
-        if out.format != "table":
-            sink = BackgroundSink(sink)
+        sink = table_writer(request, out, stream, plan.schema, view, source.name)
 
         def read() -> Iterator[pa.RecordBatch]:
             # Closed with the run, so a failure stops the reader thread at once.
@@ -125,15 +122,49 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
     spool. `done` follows each batch (the progress bar)."""
     if reverse:
         sink = ReversingSink(sink, stack)
-    with aborting(sink):
+
+    def results() -> Iterator[pa.RecordBatch]:  # run inside write_all: its failures abort
         batches = read()
         if reverse:
             plan.reverse_total, batches = reversed_batches(batches, stack)
         for batch in batches:
+            yield plan.apply(batch)
+
+    write_all(sink, results(), done)
+
+
+class Writer(Protocol):
+    """A sink of any kind: of batches, of rendered bytes (the wide path)."""
+
+    def write(self, item: Any, /) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+def write_all(sink: Writer, items: Iterable[Any], done: Callable[[], None] = lambda: None
+              ) -> None:
+    """The one write loop of every driver: each item to the sink, a stop signal honoured
+    between them, `done` after each; the sink closed at the end, or aborted (once) on
+    any failure, which propagates."""
+    try:
+        for item in items:
             check_stop()
-            sink.write(plan.apply(batch))
+            sink.write(item)
             done()
         sink.close()
+    except BaseException:
+        sink.abort()
+        raise
+
+
+def table_writer(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
+                 view: View | None, name: str) -> TableSink:
+    """The output format's writer, fed by a background thread that overlaps writing
+    with the scan; the terminal table only gathers rows (it prints on close)."""
+    sink = table_sink(request, out, stream, schema, view, name)
+    return sink if out.format == "table" else BackgroundSink(sink)
 
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 from cumtool.formats.csv import wide
@@ -58,6 +59,7 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
     from cumtool.formats.csv.csvwrite import CompressingSink
     from cumtool.output import open_output
     from cumtool.pipeline import Progress
+    from cumtool.runner import write_all
 
     refuse_unsupported(request, source, out)
     if dtype is not None and dtype.kind == "c":
@@ -73,22 +75,19 @@ def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: 
     total = source.total_bytes or None
     progress = Progress(request.progress, total, "bytes", source.name)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink = CompressingSink(_Bytes, stream, out.compression)
-        try:
+        def rendered() -> Iterator[bytes]:
             # The header goes out with the first batch, as on the narrow path.
             header = groups.header() if write_options.header else b""
             batches = stack.enter_context(contextlib.closing(
                 source.row_batches(request.batch_rows)))
             for rows in batches:
-                sink.write(header + groups.render(rows))
+                yield header + groups.render(rows)
                 header = b""
                 del rows
-                progress.update(source.bytes_read)
-            sink.write(header)
-            sink.close()
-        except BaseException:
-            sink.abort()
-            raise
+            yield header  # a file of no rows: its header alone
+
+        write_all(CompressingSink(_Bytes, stream, out.compression), rendered(),
+                  lambda: progress.update(source.bytes_read))
 
 
 class _Bytes:
