@@ -123,7 +123,9 @@ class TablePlan:
         self.options = options
         self.reverse_total: int | None = None  # set for --reverse: rows in the whole input
         self.names = schema.names
-        self._repeated = {n for n, count in collections.Counter(self.names).items() if count > 1}
+        # Names repeated in the header: messages number them (the wide path sets those of
+        # the whole header on each group's plan).
+        self.repeated = {n for n, count in collections.Counter(self.names).items() if count > 1}
         self.hints = hints or [stored_hint(f.type) for f in schema]
         # cumnunique compares values: any column named with -c, down the rows (distinct.py)
         self.distinct = REGISTRY[op].distinct
@@ -220,7 +222,7 @@ class TablePlan:
     def label(self, position: int) -> str:
         """A column as messages name it (with its position when its name repeats)."""
         name = self.names[position]
-        if name in self._repeated:
+        if name in self.repeated:
             return f"{name!r} (column {position + 1})"
         return repr(name)
 
@@ -407,7 +409,7 @@ class TablePlan:
             overflows = []
             for i in self.selected:
                 try:
-                    results[i] = self._scan_rows(i, batch.column(self.data_at.get(i, i)), runs)
+                    results[i] = self.scan_column(i, batch.column(self.data_at.get(i, i)), runs)
                 except ScanOverflowError as error:
                     overflows.append(error)
             if overflows:  # the first in file order, then the leftmost column
@@ -490,8 +492,10 @@ class TablePlan:
             f"{error.raw}{overflow_hint(self.overflow)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
-    def _scan_rows(self, column: int, data: pa.Array,
-                   runs: Any) -> tuple[pa.Array, pa.Array | None]:
+    def scan_column(self, column: int, data: pa.Array,
+                    runs: Any) -> tuple[pa.Array, pa.Array | None]:
+        """One scanned column of a batch down its rows, with its carried state (`runs`:
+        --by or --reset's groups of rows, or None): its results and their indices."""
         spec = self.specs[column]
         try:
             if column in self.decimal_scale and spec.source_dtype.kind == "f":

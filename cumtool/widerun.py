@@ -283,7 +283,8 @@ class _Group:
                                  for f in (fields[i] if i in fields
                                            else [] if only else [pa.field(names[i], text)])])
         self._rendered = io.BytesIO()
-        options = dataclasses.replace(context.write_options, header=True, encoding=None)
+        # The header is rendered once, by render_header.
+        options = dataclasses.replace(context.write_options, header=False, encoding=None)
         self._sink = CsvSink(self._rendered, self.schema, options, source.name)
         self.single(False)
 
@@ -300,7 +301,7 @@ class _Group:
         schema = pa.schema([pa.field(n, pa.large_string()) for n in names])
         plan = TablePlan(self._context.request.op, "rows", self._context.dtype, schema,
                          self._name, options, hints, **self._context.scan)
-        plan._repeated = self._context.repeated  # messages number a name repeated anywhere
+        plan.repeated = self._context.repeated  # messages number a name repeated anywhere
         plan.where = self._context.source.locate  # and name the line of a row
         return plan
 
@@ -325,15 +326,12 @@ class _Group:
     def single(self, alone: bool) -> None:
         """Whether this group's one column is the whole output (written as CsvSink
         writes a table of one column), else it is written as one of many."""
-        sink: Any = self._sink
-        sink._single = alone and len(self.schema) == 1
-        sink._null = sink._null_text()
+        self._sink.set_single(alone)
 
     def render_header(self) -> list[bytes]:
         """The group's column names, quoted as CsvSink quotes a header."""
-        sink: Any = self._sink
         return [self._context.write_options.delimiter.join(
-            sink._quote(name) for name in self.schema.names).encode()]
+            self._sink.quote(name) for name in self.schema.names).encode()]
 
     def render(self, columns: list[tuple[str | None, ...]], n: int, na: pl.Series,
                decimal_comma: bool) -> list[bytes]:
@@ -364,7 +362,6 @@ class _Group:
     def _render(self, batch: pa.RecordBatch, count: int) -> list[bytes]:
         import numpy as np
 
-        self._sink._header_due = False  # the header is rendered once, by render_header
         self._sink.write(batch)
         rendered = self._rendered.getvalue()
         self._rendered.seek(0)
@@ -493,7 +490,7 @@ class _Group:
                     if i not in plan.scanned:
                         continue
                     try:
-                        results[i] = plan._scan_rows(i, stacked.slice(j * n, n), None)
+                        results[i] = plan.scan_column(i, stacked.slice(j * n, n), None)
                     except ScanOverflowError as error:
                         row = error.position[0]
                         overflows.append(ScanOverflowError(

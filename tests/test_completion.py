@@ -25,13 +25,15 @@ import pytest
 from click.shell_completion import ShellComplete
 from helpers import CUMTOOL
 
+from cumtool import ops
 from cumtool.choices import DTYPE_NAMES, TORCH_ALIASES
 from cumtool.cli import main
 from cumtool.columns import parse, resolve
 from cumtool.completion import column_completions, header_names, spell
 
-OPS = ["cumcount", "cummax", "cummean", "cummin", "cumnunique", "cumprod", "cumstd", "cumsum",
-       "cumvar", "diff", "ewma", "logcumsumexp"]  # as Click lists them
+# Every op module's command, in the order Click lists them: a new op completes with no
+# change here.
+OPS = sorted(ops.OPS)
 CSV_HEADER = 'date,units,revenue,"price, usd",2024\n'
 CSV = CSV_HEADER + "2024-01-01,3,10.5,1.25,7\n"
 CSV_NAMES = ["date", "units", "revenue", '"price, usd"', '"2024"']

@@ -59,12 +59,20 @@ class CsvSink:
         self._single = len(schema) == 1
         self._null = self._null_text()
 
+    def set_single(self, alone: bool) -> None:
+        """Whether this sink's one column is a row's only cell (the wide path renders a
+        group of columns at a time: one of many is not alone)."""
+        self._single = alone and len(self._schema) == 1
+        self._null = self._null_text()
+
     def _null_text(self) -> str:
         """How a missing number is written: --na-rep, quoted where the output needs it (a
         delimiter in it would add a field); else empty, or "" as a row's only cell."""
-        return self._quote(self._options.na_rep) if self._options.na_rep or self._single else ""
+        return self.quote(self._options.na_rep) if self._options.na_rep or self._single else ""
 
-    def _quote(self, text: str) -> str:
+    def quote(self, text: str) -> str:
+        """A cell as the output needs it: quoted if it holds the delimiter, a quote or a
+        line end, or if it is empty and a row's only cell."""
         if any(c in text for c in (self._options.delimiter, '"', "\r", "\n")) or (
                 self._single and not text):
             return '"' + text.replace('"', '""') + '"'
@@ -72,7 +80,7 @@ class CsvSink:
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self._header_due:
-            header = self._options.delimiter.join(self._quote(n) for n in self._schema.names)
+            header = self._options.delimiter.join(self.quote(n) for n in self._schema.names)
             self._stream.write(self._encode((header + "\n").encode()))
             self._header_due = False
         if not batch.num_rows:
