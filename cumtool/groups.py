@@ -472,7 +472,7 @@ class GroupCarry:
             self.pending = np.concatenate([self.pending, np.zeros(extra, dtype=bool)])
 
 
-_NATIVE_OPS = {"cumsum": 0, "cumprod": 1}  # grouped_accumulate's op codes
+_NATIVE_LOOPS = {"sum": 0, "product": 1}  # grouped_accumulate's op codes
 _NATIVE_DTYPES = {np.dtype(np.float64), np.dtype(np.int64)}
 
 
@@ -485,7 +485,8 @@ def _native_scan(spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray |
     it in its words."""
     integer = values.dtype.kind == "i"
     wrap = spec.overflow == "wrap"
-    if (native.SEQUENTIAL is None or spec.op not in _NATIVE_OPS or spec.is_stat
+    if (native.SEQUENTIAL is None or spec.is_stat
+            or spec.accumulator.native not in _NATIVE_LOOPS
             or values.dtype not in _NATIVE_DTYPES
             or {spec.in_dtype, spec.acc_dtype, spec.out_dtype} != {values.dtype}
             or (spec.exclusive and integer and not wrap)):
@@ -495,7 +496,7 @@ def _native_scan(spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray |
     before = carry.value.copy() if integer and not wrap else None
     skipna = spec.skipna and not integer
     overflow = native.SEQUENTIAL.grouped_accumulate(
-        _NATIVE_OPS[spec.op], wrap, values, valid, batch.ids,
+        _NATIVE_LOOPS[str(spec.accumulator.native)], wrap, values, valid, batch.ids,
         batch.resets, carry.value, out, spec.exclusive, skipna)
     if overflow >= 0:
         assert before is not None

@@ -170,9 +170,9 @@ def _scan_inclusive(
         carry.offset += n
         empty = np.empty(x.shape, spec.out_dtype)
         return ScanResult(empty, np.empty(x.shape, np.int64) if spec.indices else None, skip)
-    if spec.op in ("cummax", "cummin"):
+    if spec.accumulator.takes_over is not None:
         values, indices = _scan_extreme(spec, x, skip, carry, positions)
-    elif spec.op == "logcumsumexp" and spec.acc_dtype.kind == "c":
+    elif spec.accumulator.ufunc == "logaddexp" and spec.acc_dtype.kind == "c":
         values, indices = _scan_complex_logcumsumexp(spec, x, skip, carry), None
     else:
         values, indices = _scan_accumulate(spec, x, skip, carry), None
@@ -200,7 +200,7 @@ def _scan_accumulate(
     acc = by_rows if by_rows is not None else to_acc(spec, x, skip)
     exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
     terms = acc.copy() if exact_check and not _sum_cannot_overflow(spec, acc, carry) else None
-    if by_rows is None and (spec.op != "logcumsumexp"
+    if by_rows is None and (spec.accumulator.ufunc != "logaddexp"
                             or not _native_logaddexp(acc, carry.value)):
         with np.errstate(over="ignore", invalid="ignore"):
             ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
@@ -227,12 +227,13 @@ def _native_rows(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
     """A float64 cumsum or cumprod of a block of several lines in C, row by row, where
     it is built (numpy's accumulate down axis 0 walks a C-order block once per line);
     None where it does not apply."""
-    if spec.op not in ("cumsum", "cumprod") or skip is not None \
+    native_loop = spec.accumulator.native
+    if native_loop not in ("sum", "product") or skip is not None \
             or spec.acc_dtype != np.float64:  # x's dtype and shape: native checks them
         return None
     from cumtool import native
 
-    return native.accumulate_rows(spec.op == "cumprod", x, start)
+    return native.accumulate_rows(native_loop == "product", x, start)
 
 
 def _native_logaddexp(acc: np.ndarray, start: np.ndarray) -> bool:
@@ -250,7 +251,7 @@ def _sum_cannot_overflow(spec: ScanSpec, acc: np.ndarray, carry: Carry) -> bool:
         return True
     biggest = max(abs(int(acc.min())), abs(int(acc.max())))
     carried = float(np.abs(carry.value.astype(np.float64)).max()) if carry.value.size else 0.0
-    if spec.op == "cumsum":
+    if spec.accumulator.ufunc == "add":
         # Floats give a bound with ample slack: 2**62 is far from int64's edge.
         return carried + float(biggest) * acc.shape[0] < 2.0**62
     return biggest <= 1 and carried < 2.0**62
@@ -287,7 +288,7 @@ def _int64_overflows(
 ) -> tuple[np.ndarray | None, Callable[[tuple[int, ...]], str]]:
     """Where the exact running value left int64 (acc has wrapped there), and the message."""
     prev = np.concatenate([carried[np.newaxis], acc[:-1]])
-    if spec.op == "cumsum":
+    if spec.accumulator.ufunc == "add":
         # Two's-complement rule: adding two same-sign numbers gave the other sign.
         bad = ((prev ^ acc) & (terms ^ acc)) < 0
         return (bad if bad.any() else None), (
@@ -334,7 +335,7 @@ def _scan_extreme(
     zero_ties = x.dtype.kind == "f" and not values.all()
     if spec.indices or zero_ties:
         prev = np.concatenate([carry.value[np.newaxis], values[:-1]])
-        compare = np.greater_equal if spec.op == "cummax" else np.less_equal
+        compare = getattr(np, str(spec.accumulator.takes_over))
         with np.errstate(invalid="ignore"):
             record = compare(x, prev)
         if x.dtype.kind == "f":
@@ -405,9 +406,13 @@ def _complex_log_add_exp(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def refuse_zero_d(ops: list[str], ndim: int, what: str) -> None:
     """diff of a 0-d array is a usage error, as numpy's and torch's diff raise; the other
     ops return a 0-d array unchanged."""
-    if ndim == 0 and "diff" in ops:
-        raise UsageError(f"diff needs at least one dimension, and {what} is a 0-d array (a "
-                         f"single value); numpy's and torch's diff refuse it too")
+    from cumtool.ops import REGISTRY
+
+    refused = [op for op in ops if REGISTRY[op].needs_dimension]
+    if ndim == 0 and refused:
+        raise UsageError(f"{refused[0]} needs at least one dimension, and {what} is a 0-d "
+                         f"array (a single value); numpy's and torch's {refused[0]} refuse "
+                         "it too")
 
 
 def scan_array(
@@ -426,7 +431,7 @@ def scan_array(
         # A 0-d array is returned unchanged (in the output dtype), as torch does.
         one = scan_block(spec, array.reshape(1), None, initial_carry(spec))
         values = one.values.reshape(())
-        if spec.op in ("cumsum", "logcumsumexp", "cumprod") and not spec.exclusive:
+        if not spec.is_stat and spec.accumulator.zero_d_unchanged and not spec.exclusive:
             values = cast_input(spec, array, None).astype(spec.out_dtype).reshape(())
         indices = None if one.indices is None else one.indices.reshape(())
         return ScanResult(values, indices, None)

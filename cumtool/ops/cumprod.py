@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 class Product(Accumulator):
     ufunc = "multiply"
+    native = "product"
 
     def identity(self, dtype: np.dtype) -> np.generic:
         return dtype.type(1)

@@ -38,6 +38,7 @@ def exact_dtypes(in_dtype: np.dtype, cast_given: bool) -> tuple[np.dtype, np.dty
 
 class Sum(Accumulator):
     ufunc = "add"
+    native = "sum"
 
     def identity(self, dtype: np.dtype) -> np.generic:
         return dtype.type(0)

@@ -64,6 +64,8 @@ class Op:
     # a state file saved before the parameter existed means.
     parameters: Mapping[str, Any] = field(default_factory=dict)
     exclusive: bool = True  # False: --exclusive means nothing for it (refused)
+    # A 0-d array (one value) is refused, as numpy's and torch's diff refuse it.
+    needs_dimension: bool = False
     dates: bool = False  # dates and times are scanned (as their integers): cummax, cummin
     # Decimal columns (--decimal, Parquet decimals): "exact" keeps their places, "float64"
     # computes in float64, "count" counts them (the result is no decimal).

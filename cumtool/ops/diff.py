@@ -104,4 +104,4 @@ OPS = (Op(
             "cumsum.",
     short="Difference from the previous value: cumsum's inverse",
     example="cumtool diff sample_data/cumulative_cases.csv -c cases --by region --keep",
-    exclusive=False, stat=True, kernel=Diff()),)
+    exclusive=False, needs_dimension=True, stat=True, kernel=Diff()),)

@@ -25,6 +25,8 @@ class Extreme(Accumulator):
     def __init__(self, high: bool) -> None:
         self.high = high  # cummin: starts from the highest value
         self.ufunc = "minimum" if high else "maximum"  # type: ignore[misc]
+        self.takes_over = "less_equal" if high else "greater_equal"  # type: ignore[misc]
+    zero_d_unchanged = False
 
     def identity(self, dtype: np.dtype) -> np.generic:
         if dtype.kind == "b":

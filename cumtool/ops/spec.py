@@ -80,6 +80,13 @@ class Accumulator:
     declares it as its Op's accumulator."""
 
     ufunc: ClassVar[str]  # numpy's name: add, multiply, maximum, minimum, logaddexp
+    # The C loop of _sequential.c that runs it (float64 lines, groups): "sum", "product".
+    native: ClassVar[str | None] = None
+    # numpy's comparison that says an element takes over the running value (ties to the
+    # latest): an op that keeps the position its value came from (cummax, cummin).
+    takes_over: ClassVar[str | None] = None
+    # A 0-d array comes out as it went in (cast to the output dtype), as torch returns it.
+    zero_d_unchanged: ClassVar[bool] = True
 
     def identity(self, dtype: np.dtype) -> np.generic:
         """The value that changes nothing: the running value before any element."""
