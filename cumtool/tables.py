@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +102,67 @@ class TableOptions:
     # Cell texts that mean a missing cell in a text column a distinct-values op compares
     # (a CSV's --na list; the reader already made them missing in number columns).
     text_na: frozenset[str] = frozenset()
+
+
+def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
+                    stored: Sequence[pa.DataType], columns: Sequence[Selection],
+                    exclude: Sequence[Selection], what: str, *, op: str = "",
+                    compares: bool = False, structural: Collection[int] = (),
+                    index: Collection[str] = (), repeated: Collection[str] | None = None
+                    ) -> list[int]:
+    """The positions a run scans, for every path (the table plan, the wide path): -c's
+    columns, each checked scannable, else every column its hint scans by default (not a
+    --by or --reset column, an unnamed or index column); less --exclude's and -c's
+    negated ones. `stored`: each column's type as read (a hint's parse_as wins);
+    `compares`: the op compares values (cumnunique), so text columns are scannable."""
+    if repeated is None:
+        repeated = {n for n, count in collections.Counter(names).items() if count > 1}
+
+    def resolved(selections: Iterable[Selection]) -> list[int]:
+        chosen: list[int] = []
+        for selection in selections:
+            chosen.extend(resolve(selection, list(names), what))
+        return list(dict.fromkeys(chosen))
+
+    def type_of(position: int) -> pa.DataType:
+        return hints[position].parse_as or stored[position]
+
+    def scannable(position: int) -> bool:
+        if compares:  # values compared as they are: numbers, and text, flags, dates
+            return distinct.comparable(type_of(position))
+        return numpy_dtype(type_of(position)) is not None or is_temporal(type_of(position))
+
+    def label(position: int) -> str:
+        name = names[position]
+        return f"{name!r} (column {position + 1})" if name in repeated else repr(name)
+
+    chosen = resolved(s for s in columns if not s.negated)
+    excluded = set(resolved((*exclude, *(s for s in columns if s.negated))))
+    for position in chosen:
+        if scannable(position):
+            continue
+        numeric = [names[i] for i in range(len(names)) if scannable(i)]
+        if compares:
+            raise DataError(f"{what}: column {label(position)} holds {type_of(position)}, "
+                            f"which {op} cannot compare; columns it can scan: "
+                            f"{listing(numeric)}")
+        kind = hints[position].kind
+        holds = (f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
+                 "floats" if kind == "bigint" else kind)
+        culprit = hints[position].culprit
+        holds = f": {culprit}" if culprit else f" ({holds})"
+        raise DataError(f"{what}: column {label(position)} is not numeric{holds}; "
+                        f"numeric columns: {listing(numeric)}")
+    if not chosen:
+        chosen = [i for i, name in enumerate(names) if hints[i].by_default
+                  and i not in structural and name and not INDEX_NAME.match(name)
+                  and name not in index]
+    selected = [i for i in chosen if i not in excluded]
+    if not selected:
+        dialect = delimiter_hint(names[0]) if len(names) == 1 else ""
+        raise DataError(f"{what}: no numeric columns to scan; columns: "
+                        f"{listing(list(names))}{dialect}")
+    return selected
 
 
 class TablePlan:
@@ -241,51 +302,11 @@ class TablePlan:
         return position
 
     def _select(self, schema: pa.Schema) -> list[int]:
-        options = self.options
         structural = {*self.by, *([self.reset] if self.reset is not None else [])}
-        chosen = self._resolve(tuple(s for s in options.columns if not s.negated))
-        excluded = set(self._resolve(
-            (*options.exclude, *(s for s in options.columns if s.negated))))
-        for position in chosen:
-            if not self._scannable(position, schema):
-                numeric = [self.names[i] for i in range(len(self.names))
-                           if self._scannable(i, schema)]
-                if self.distinct:
-                    raise DataError(
-                        f"{self.name}: column {self.label(position)} holds "
-                        f"{schema.field(position).type}, which {self.op} cannot compare; "
-                        f"columns it can scan: {listing(numeric)}")
-                culprit = self.hints[position].culprit
-                holds = f": {culprit}" if culprit else f" ({self._holds(position)})"
-                raise DataError(
-                    f"{self.name}: column {self.label(position)} is not numeric{holds}; "
-                    f"numeric columns: {listing(numeric)}")
-        if not chosen:
-            index = _pandas_index(schema)
-            chosen = [i for i, f in enumerate(schema) if self.hints[i].by_default
-                      and i not in structural and f.name and not INDEX_NAME.match(f.name)
-                      and f.name not in index]
-        selected = [i for i in chosen if i not in excluded]
-        if not selected:
-            raise DataError(f"{self.name}: no numeric columns to scan; columns: "
-                            f"{listing(self.names)}{self._dialect_hint()}")
-        return selected
-
-    def _scannable(self, position: int, schema: pa.Schema) -> bool:
-        arrow_type = self.hints[position].parse_as or schema.field(position).type
-        if self.distinct:  # values compared as they are: numbers, and text, flags, dates
-            return distinct.comparable(arrow_type)
-        return numpy_dtype(arrow_type) is not None or is_temporal(arrow_type)
-
-    def _holds(self, position: int) -> str:
-        kind = self.hints[position].kind
-        if kind == "bigint":
-            return (f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
-                    "floats")
-        return kind
-
-    def _dialect_hint(self) -> str:
-        return delimiter_hint(self.names[0]) if len(self.names) == 1 else ""
+        return scanned_columns(
+            self.names, self.hints, [f.type for f in schema], self.options.columns,
+            self.options.exclude, self.name, op=self.op, compares=self.distinct,
+            structural=structural, index=_pandas_index(schema), repeated=self.repeated)
 
     def _check_temporal(self, dtype: np.dtype | None) -> None:
         for position in self.temporal:

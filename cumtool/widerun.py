@@ -105,51 +105,15 @@ class _Bytes:
 
 
 def _select(request: Request, source: WideSource) -> list[int]:
-    """The positions scanned, by the rules of TablePlan over the whole header (-c,
+    """The positions scanned, by the rules of the table plan over the whole header (-c,
     --exclude, or every number column)."""
-    import collections
+    import pyarrow as pa
 
-    from cumtool.columnar import numpy_dtype
-    from cumtool.columns import listing, resolve
-    from cumtool.errors import DataError, option
-    from cumtool.tables import INDEX_NAME, is_temporal
+    from cumtool.tables import scanned_columns
 
-    names, hints = source.column_names, source.hints
-
-    def resolved(selections: Any) -> list[int]:
-        chosen: list[int] = []
-        for selection in selections:
-            chosen.extend(resolve(selection, names, source.name))
-        return list(dict.fromkeys(chosen))
-
-    def scannable(i: int) -> bool:
-        parse_as = hints[i].parse_as
-        return parse_as is not None and (numpy_dtype(parse_as) is not None
-                                         or is_temporal(parse_as))
-
-    chosen = resolved(s for s in request.columns if not s.negated)
-    excluded = set(resolved((*request.exclude, *(s for s in request.columns if s.negated))))
-    for position in chosen:
-        if not scannable(position):
-            repeated = collections.Counter(names)[names[position]] > 1
-            label = (f"{names[position]!r} (column {position + 1})" if repeated
-                     else repr(names[position]))
-            kind = hints[position].kind
-            holds = (f"integers beyond int64; pass {option('dtype', 'float64')} to scan "
-                     "them as floats" if kind == "bigint" else kind)
-            culprit = hints[position].culprit
-            holds = f": {culprit}" if culprit else f" ({holds})"
-            numeric = [names[i] for i in range(len(names)) if scannable(i)]
-            raise DataError(f"{source.name}: column {label} is not numeric{holds}; "
-                            f"numeric columns: {listing(numeric)}")
-    if not chosen:
-        chosen = [i for i, hint in enumerate(hints)
-                  if hint.by_default and names[i] and not INDEX_NAME.match(names[i])]
-    selected = [i for i in chosen if i not in excluded]
-    if not selected:
-        raise DataError(f"{source.name}: no numeric columns to scan; columns: "
-                        f"{listing(names)}")
-    return selected
+    names = source.column_names
+    return scanned_columns(names, source.hints, [pa.large_string()] * len(names),
+                           request.columns, request.exclude, source.name)
 
 
 class _Groups:
