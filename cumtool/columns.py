@@ -19,7 +19,7 @@ positions. Parsing needs no header (options are checked before any file is opene
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from cumtool.errors import DataError, UsageError
@@ -193,3 +193,48 @@ def _name(text: str, index: dict[str, list[int]], option: str, source: str,
                         f"positions {where}; choose one by position or as "
                         f"'{text}[0]' .. '{text}[{len(positions) - 1}]'")
     return positions[0]
+
+
+# A pandas index stored in Parquet: not a column of data, so not scanned by default.
+INDEX_NAME = re.compile(r"^__index_level_\d+__$")
+
+
+def select(names: Sequence[str], by_default: Sequence[bool], columns: Sequence[Selection],
+           exclude: Sequence[Selection], what: str, *,
+           scannable: Callable[[int], bool], unscannable: Callable[[int, list[str]], str],
+           structural: Collection[int] = (), index: Collection[str] = ()) -> list[int]:
+    """The positions a run scans, for every path (the table plan, the wide path, the
+    small path): -c's columns, each scannable (else DataError with `unscannable`'s
+    message), or else every column scanned by default that is not a --by or --reset
+    column (`structural`), unnamed, or an index; less --exclude's and -c's negated ones.
+    """
+    def resolved(selections: Iterable[Selection]) -> list[int]:
+        chosen: list[int] = []
+        for selection in selections:
+            chosen.extend(resolve(selection, names, what))
+        return list(dict.fromkeys(chosen))
+
+    chosen = resolved(s for s in columns if not s.negated)
+    excluded = set(resolved((*exclude, *(s for s in columns if s.negated))))
+    for position in chosen:
+        if not scannable(position):
+            numeric = [names[i] for i in range(len(names)) if scannable(i)]
+            raise DataError(unscannable(position, numeric))
+    if not chosen:
+        chosen = [i for i, name in enumerate(names) if by_default[i] and i not in structural
+                  and name and not INDEX_NAME.match(name) and name not in index]
+    selected = [i for i in chosen if i not in excluded]
+    if not selected:
+        dialect = delimiter_hint(names[0]) if len(names) == 1 else ""
+        raise DataError(f"{what}: no numeric columns to scan; columns: "
+                        f"{listing(names)}{dialect}")
+    return selected
+
+
+def delimiter_hint(header: str) -> str:
+    """For a header read as one field: a ; (European), tab or | in it was the delimiter."""
+    for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
+        if delimiter in header:
+            extra = " (and --decimal-comma for 1,5)" if delimiter == ";" else ""
+            return f"; the header holds '{shown}': pass -d '{shown}'{extra}"
+    return ""

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 import click
 from click.shell_completion import BashComplete, CompletionItem, add_completion_class
 
+from cumtool.columns import INDEX_NAME
 from cumtool.errors import UsageError
 from cumtool.formats import FileKind, delimiter_option, encoding_option
 from cumtool.formats.registry import (
@@ -33,7 +34,6 @@ from cumtool.formats.registry import (
 
 HEAD_BYTES = 1 << 16
 _DIGITS = re.compile(r"^[0-9]+$")
-_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # a pandas index stored in Parquet
 
 
 class _BashComplete(BashComplete):
@@ -179,7 +179,7 @@ def _parquet_names(path: str) -> list[str]:
     # What a damaged footer raises (a metadata string that is not UTF-8, an unknown type).
     except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
         return []
-    return [name for name in schema.names if not _INDEX_NAME.match(name)]
+    return [name for name in schema.names if not INDEX_NAME.match(name)]
 
 
 def column_completions(header: Sequence[str], incomplete: str) -> list[str]:

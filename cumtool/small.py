@@ -35,7 +35,6 @@ import re
 import select
 import stat
 import time
-from collections.abc import Sequence
 from types import ModuleType
 from typing import IO
 
@@ -43,8 +42,8 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
-from cumtool.columns import Selection, resolve
-from cumtool.errors import CumtoolError
+from cumtool.columns import select as select_columns
+from cumtool.errors import CumtoolError, DataError
 from cumtool.formats import FileKind, PrefixedStream
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
 from cumtool.output import open_output
@@ -63,7 +62,6 @@ SMALL_BYTES = 1 << 20
 STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
 SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
 INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
-_INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # as tables.INDEX_NAME
 _BOM = b"\xef\xbb\xbf"
 
 # Every text polars' casts read as a number (checked against polars on all short strings
@@ -373,24 +371,16 @@ def _judge_cells(rows: list[list[str | None]], column: int, markers: set[str]
 
 
 def _select(request: Request, names: list[str], hints: list[_Hint]) -> list[int]:
-    """The scanned columns, as TablePlan._select chooses them."""
-    def positions(selections: Sequence[Selection]) -> list[int]:
-        chosen: list[int] = []
-        for selection in selections:
-            chosen.extend(resolve(selection, names, "the input"))
-        return list(dict.fromkeys(chosen))
-
-    chosen = positions([s for s in request.columns if not s.negated])
-    excluded = set(positions([*request.exclude, *(s for s in request.columns if s.negated)]))
-    if any(hints[i].dtype is None for i in chosen):
-        raise Handover  # not numeric here: an error, or a flag or date column
-    if not chosen:
-        chosen = [i for i, name in enumerate(names) if hints[i].by_default and name
-                  and not _INDEX_NAME.match(name)]
-    selected = [i for i in chosen if i not in excluded]
-    if not selected:
-        raise Handover
-    return selected
+    """The scanned columns, by the rules every path shares (columns.select); a column
+    that is not numeric here (an error, or a flag or date column) is the streaming
+    path's to word."""
+    try:
+        return select_columns(names, [hint.by_default for hint in hints], request.columns,
+                              request.exclude, "the input",
+                              scannable=lambda i: hints[i].dtype is not None,
+                              unscannable=lambda i, numeric: "")
+    except DataError:
+        raise Handover from None
 
 
 def _number(text: str, dtype: np.dtype) -> int | float | None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,14 +25,11 @@ from cumtool.columnar import (
     int64_to_decimal,
     numpy_dtype,
 )
-from cumtool.columns import Selection, listing, resolve
+from cumtool.columns import Selection, listing, resolve, select
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import ColumnHint, delimiter_hint
+from cumtool.formats import ColumnHint
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED, REGISTRY
-
-INDEX_NAME = re.compile(r"^__index_level_\d+__$")  # a pandas index stored in Parquet
-_INDEX_NAME = INDEX_NAME  # the name tests/test_small.py compares small.py's copy with
 
 
 def table_axis(text: str) -> int:
@@ -104,65 +100,48 @@ class TableOptions:
     text_na: frozenset[str] = frozenset()
 
 
+def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
+                 stored: Sequence[pa.DataType], op: str, compares: bool, what: str,
+                 repeated: Collection[str]) -> Callable[[int, list[str]], str]:
+    """The message for a -c column the op cannot scan, given the columns it can."""
+    def message(position: int, numeric: list[str]) -> str:
+        name = names[position]
+        label = f"{name!r} (column {position + 1})" if name in repeated else repr(name)
+        if compares:
+            held = hints[position].parse_as or stored[position]
+            return (f"{what}: column {label} holds {held}, which {op} cannot compare; "
+                    f"columns it can scan: {listing(numeric)}")
+        kind = hints[position].kind
+        holds = (f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
+                 "floats" if kind == "bigint" else kind)
+        culprit = hints[position].culprit
+        holds = f": {culprit}" if culprit else f" ({holds})"
+        return f"{what}: column {label} is not numeric{holds}; numeric columns: {listing(numeric)}"
+
+    return message
+
+
 def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
                     stored: Sequence[pa.DataType], columns: Sequence[Selection],
                     exclude: Sequence[Selection], what: str, *, op: str = "",
                     compares: bool = False, structural: Collection[int] = (),
                     index: Collection[str] = (), repeated: Collection[str] | None = None
                     ) -> list[int]:
-    """The positions a run scans, for every path (the table plan, the wide path): -c's
-    columns, each checked scannable, else every column its hint scans by default (not a
-    --by or --reset column, an unnamed or index column); less --exclude's and -c's
-    negated ones. `stored`: each column's type as read (a hint's parse_as wins);
-    `compares`: the op compares values (cumnunique), so text columns are scannable."""
+    """columns.select for a table: a column is scannable when its hint's type (or its
+    stored type) is numeric or a date (`compares`: any type cumnunique compares)."""
     if repeated is None:
         repeated = {n for n, count in collections.Counter(names).items() if count > 1}
 
-    def resolved(selections: Iterable[Selection]) -> list[int]:
-        chosen: list[int] = []
-        for selection in selections:
-            chosen.extend(resolve(selection, list(names), what))
-        return list(dict.fromkeys(chosen))
-
-    def type_of(position: int) -> pa.DataType:
-        return hints[position].parse_as or stored[position]
-
     def scannable(position: int) -> bool:
+        held = hints[position].parse_as or stored[position]
         if compares:  # values compared as they are: numbers, and text, flags, dates
-            return distinct.comparable(type_of(position))
-        return numpy_dtype(type_of(position)) is not None or is_temporal(type_of(position))
+            return distinct.comparable(held)
+        return numpy_dtype(held) is not None or is_temporal(held)
 
-    def label(position: int) -> str:
-        name = names[position]
-        return f"{name!r} (column {position + 1})" if name in repeated else repr(name)
-
-    chosen = resolved(s for s in columns if not s.negated)
-    excluded = set(resolved((*exclude, *(s for s in columns if s.negated))))
-    for position in chosen:
-        if scannable(position):
-            continue
-        numeric = [names[i] for i in range(len(names)) if scannable(i)]
-        if compares:
-            raise DataError(f"{what}: column {label(position)} holds {type_of(position)}, "
-                            f"which {op} cannot compare; columns it can scan: "
-                            f"{listing(numeric)}")
-        kind = hints[position].kind
-        holds = (f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
-                 "floats" if kind == "bigint" else kind)
-        culprit = hints[position].culprit
-        holds = f": {culprit}" if culprit else f" ({holds})"
-        raise DataError(f"{what}: column {label(position)} is not numeric{holds}; "
-                        f"numeric columns: {listing(numeric)}")
-    if not chosen:
-        chosen = [i for i, name in enumerate(names) if hints[i].by_default
-                  and i not in structural and name and not INDEX_NAME.match(name)
-                  and name not in index]
-    selected = [i for i in chosen if i not in excluded]
-    if not selected:
-        dialect = delimiter_hint(names[0]) if len(names) == 1 else ""
-        raise DataError(f"{what}: no numeric columns to scan; columns: "
-                        f"{listing(list(names))}{dialect}")
-    return selected
+    return select(names, [hint.by_default for hint in hints], columns, exclude, what,
+                  scannable=scannable,
+                  unscannable=_unscannable(names, hints, stored, op, compares, what, repeated),
+                  structural=structural, index=index)
 
 
 class TablePlan:

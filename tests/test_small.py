@@ -548,12 +548,11 @@ def test_kernels_import_without_pyarrow_or_polars():
 
 
 def test_constants_match_the_streaming_path():
-    from cumtool import sources, tables
+    from cumtool import sources
     from cumtool.formats.csv import judge
 
     assert small.INFER_ROWS == judge.INFER_ROWS
     assert small.SNIFF_BYTES == sources.SNIFF_BYTES
-    assert small._INDEX_NAME.pattern == tables._INDEX_NAME.pattern
 
 
 @pytest.mark.parametrize("cell", [

@@ -14,6 +14,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+# It lives with the column vocabulary; readers take it from here.
+from cumtool.columns import delimiter_hint as delimiter_hint
 from cumtool.errors import FormatError, UsageError
 
 if TYPE_CHECKING:
@@ -219,15 +221,6 @@ def encoding_option(name: str | None, option: str = "--encoding") -> str | None:
         raise UsageError(f"{option} {name!r} does not keep ASCII as it is (UTF-16, ...); "
                          "convert the file to UTF-8 first, e.g. with iconv")
     return codec.name
-
-
-def delimiter_hint(header: str) -> str:
-    """For a header read as one field: a ; (European), tab or | in it was the delimiter."""
-    for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
-        if delimiter in header:
-            extra = " (and --decimal-comma for 1,5)" if delimiter == ";" else ""
-            return f"; the header holds '{shown}': pass -d '{shown}'{extra}"
-    return ""
 
 
 # What R, pandas, databases and spreadsheets write for a missing cell (SEMANTICS.md).
