@@ -1,5 +1,6 @@
-"""The C part of cumtool: two optional extension modules, cumtool._ext._sequential (float
-recurrences) and cumtool._ext._csvtext (the small CSV path's loops over cells).
+"""The C part of cumtool: three optional extension modules, cumtool._ext._sequential (float
+recurrences), cumtool._ext._csvtext (the small CSV path's loops over cells) and
+cumtool._ext._numtext (number text without the GIL, on the vendored Ryu).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where no C
 compiler is found the build goes on without them, and cumtool runs the same loops in
@@ -14,9 +15,17 @@ from setuptools import Extension, setup
 # no contraction of a * b + c into a fused multiply-add.
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
+# _numtext.c includes the vendored Ryu (cumtool/_ext/ryu/, whose files include each other
+# as "ryu/..."): cumtool/_ext goes on the include path, and what it includes is listed so
+# that a change rebuilds it and the sdist carries it.
+RYU = ["cumtool/_ext/ryu/" + name for name in (
+    "d2s.c", "ryu.h", "common.h", "digit_table.h", "d2s_intrinsics.h", "d2s_full_table.h")]
+
 setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
               optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
               optional=True),
+    Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
+              include_dirs=["cumtool/_ext"], depends=RYU, optional=True),
 ])
