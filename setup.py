@@ -16,8 +16,8 @@ from setuptools import Extension, setup
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
 # _numtext.c includes the vendored Ryu (cumtool/_ext/ryu/, whose files include each other
-# as "ryu/..."): cumtool/_ext goes on the include path, and what it includes is listed so
-# that a change rebuilds it and the sdist carries it.
+# as "ryu/..."), and _csvtext.c includes _numtext.c for its float writer: cumtool/_ext goes
+# on their include path, and what they include is listed so that a change rebuilds them.
 RYU = ["cumtool/_ext/ryu/" + name for name in (
     "d2s.c", "ryu.h", "common.h", "digit_table.h", "d2s_intrinsics.h", "d2s_full_table.h")]
 
@@ -25,6 +25,7 @@ setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
               optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
+              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *RYU],
               optional=True),
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"], depends=RYU, optional=True),
