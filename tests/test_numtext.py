@@ -9,6 +9,7 @@ import shutil
 import struct
 import sysconfig
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -326,6 +327,23 @@ def test_cells_outside_the_data_are_refused() -> None:
         C.parse_floats(b"123", np.array([0]), np.array([1]), np.empty(1, np.float32), ok)
     with pytest.raises(TypeError):
         C.parse_floats(b"123", np.array([0, 1]), np.array([1]), values, ok)
+
+
+@needs_c
+def test_threads_read_and_write_at_once_as_one_does() -> None:
+    """The loops run without the GIL and share nothing: slices on several threads give
+    what one call gives."""
+    rng = np.random.default_rng(11)
+    texts = random_decimals(rng, 40_000)
+    values = random_doubles(rng, 40_000)
+    whole, _ok = c_parse(texts)
+    written = c_format(values)
+    parts = [(start, start + 5_000) for start in range(0, 40_000, 5_000)]
+    with ThreadPoolExecutor(4) as pool:
+        parsed = list(pool.map(lambda p: c_parse(texts[p[0]:p[1]])[0], parts))
+        formatted = list(pool.map(lambda p: c_format(values[p[0]:p[1]]), parts))
+    assert (bits(np.concatenate(parsed)) == bits(whole)).all()
+    assert [t for part in formatted for t in part] == written
 
 
 # Integers -------------------------------------------------------------------------------
