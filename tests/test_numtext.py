@@ -154,6 +154,14 @@ def test_random_doubles_are_written_as_repr_lays_them_out() -> None:
     assert same.all()
 
 
+def test_the_python_twin_lays_out_as_the_small_path_does() -> None:
+    """numtext.float_text (the fallback, and the C writer's reference) and small._float_text
+    (what cumtool writes today) are separate code: they agree on random doubles."""
+    values = random_doubles(np.random.default_rng(12), 20_000).tolist()
+    assert [numtext.float_text(v) for v in values] == \
+        [small._float_text(repr(v), v, 16, -5) for v in values]
+
+
 def test_the_python_fallback_writes_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     values = np.array([v for v, _t in HARD_VALUES])
     missing = np.zeros(len(values), dtype=np.bool_)
@@ -221,6 +229,20 @@ def test_hard_texts_in_python_as_in_c() -> None:
         c_values, c_ok = c_parse(HARD_TEXTS + NOT_FLOATS)
         assert (c_ok == ok).all()
         assert (bits(c_values) == bits(values)).all()
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["c", "python"])
+def test_parse_floats_gives_values_and_ok(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if native and C is None:
+        pytest.skip("cumtool._ext._numtext is not built")
+    if not native:
+        monkeypatch.setattr(numtext, "NATIVE", None)
+    data, starts, ends = numtext.cells([b"1.5", b"x", b"-0", b"1e400", b""])
+    values, ok = numtext.parse_floats(data, starts, ends)
+    assert ok.tolist() == [True, False, True, True, False]
+    assert bits(values).tolist() == [float_bits(v) for v in (1.5, 0.0, -0.0, math.inf, 0.0)]
+    with pytest.raises(ValueError, match="outside"):
+        numtext.parse_floats(data, np.array([0]), np.array([len(data) + 1]))
 
 
 @needs_c
