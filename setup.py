@@ -20,6 +20,7 @@ FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fa
 # on their include path, and what they include is listed so that a change rebuilds them.
 RYU = ["cumtool/_ext/ryu/" + name for name in (
     "d2s.c", "ryu.h", "common.h", "digit_table.h", "d2s_intrinsics.h", "d2s_full_table.h")]
+FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
 
 setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
@@ -28,5 +29,5 @@ setup(ext_modules=[
               include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *RYU],
               optional=True),
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=RYU, optional=True),
+              include_dirs=["cumtool/_ext"], depends=[*RYU, *FFC], optional=True),
 ])

@@ -1,11 +1,11 @@
 """Number text for the compiled CSV pipeline (issue 25): float64 to the text cumtool writes,
 and cell text to float64 and int64 as float() and int() read it.
 
-The loops run in C without the GIL (`_ext/_numtext.c`: Ryu's shortest digits, a Clinger
-fast path and strtod in the "C" locale) where that module was built, and in Python here
-otherwise: repr(), float() and int(), with the same grammar, the same bytes (tested against
-each other, tests/test_numtext.py). The C core also writes the small path's floats
-(_csvtext.c's float_texts).
+The loops run in C without the GIL (`_ext/_numtext.c`: Ryu's shortest digits; Clinger's
+fast path, Eisel-Lemire, and strtod in the "C" locale) where that module was built, and in
+Python here otherwise: repr(), float() and int(), with the same grammar, the same bytes
+(tested against each other, tests/test_numtext.py). The C core also writes the small
+path's floats (_csvtext.c's float_texts).
 
 - format_floats: each value as polars writes it (small._float_text(repr(v), v, 16, -5)):
   repr's shortest digits, in plain notation while the decimal point falls within

@@ -5,11 +5,13 @@ repr() and against its Python twin, bit for bit: the known hard cases, random do
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import struct
 import sysconfig
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -182,7 +184,10 @@ HARD_TEXTS: list[bytes] = [
     b"0.1", b"0.2", b"0.30000000000000004", b"0.3", b"1e23", b"1e22", b"1e-22", b"1e-23",
     b"9007199254740992", b"9007199254740993", b"9007199254740994", b"9007199254740995",
     b"9007199254740993.0000000001", b"9007199254740993" + b"0" * 800 + b"1e-801",
-    b"18014398509481985", b"123456789012345678901234567890",
+    b"18014398509481985", b"18014398509481986", b"18014398509481987",
+    b"9223372036854775807", b"9223372036854776832", b"9223372036854776833",
+    b"9999999999999999999", b"9999999999999999999e-343", b"9999999999999999999e290",
+    b"2.2250738585072009e-308", b"123456789012345678901234567890",
     b"2.2250738585072011e-308", b"2.2250738585072012e-308", b"2.2250738585072014e-308",
     b"2.225073858507201136057409796709131975934819546351645648e-308",
     b"4.9406564584124654e-324", b"5e-324", b"2.4703282292062327e-324",
@@ -335,6 +340,32 @@ def test_random_junk_reads_as_the_python_twin_reads_it() -> None:
     py_ints, py_status = numtext.parse_ints_py(data, starts, ends)
     assert (status == py_status).all()
     assert (ints == py_ints).all()
+
+
+def test_the_vendored_eisel_lemire_table_is_the_powers_of_five() -> None:
+    """ffc.h's 128-bit 5^q (q in [-342, 308]) against Python's exact integers, by
+    fast_float's recipe: 5^q shifted into [2^127, 2^128) and truncated; for q < 0 the
+    reciprocal, 2^b // 5^-q + 1 (b = z + 127 for q >= -27, else 2z + 128, then truncated
+    to 128 bits), z the bit length of 5^-q. A wrong word would misround its whole decade."""
+    path = Path(numtext.__file__).parent / "_ext" / "ffc" / "ffc.h"
+    if not path.exists():
+        pytest.skip("an installed cumtool: the vendored sources are in the checkout")
+    header = path.read_text(encoding="utf-8")
+    body = header[header.index("FFC_POWERS_OF_FIVE[FFC_POWERS_OF_5_NUMBER_OF_ENTRIES] = {"):]
+    words = [int(w, 16) for w in re.findall(r"0x[0-9a-fA-F]+",
+                                            body[body.index("{") + 1:body.index("}")])]
+    expected = []
+    for q in range(-342, 309):
+        if q >= 0:
+            power = 5**q << max(0, 128 - (5**q).bit_length())
+            power >>= max(0, power.bit_length() - 128)
+        else:
+            reciprocal = 5**-q
+            z = reciprocal.bit_length()
+            power = 2 ** (z + 127 if q >= -27 else 2 * z + 128) // reciprocal + 1
+            power >>= max(0, power.bit_length() - 128)
+        expected += [power >> 64, power & ((1 << 64) - 1)]
+    assert words == expected
 
 
 @needs_c

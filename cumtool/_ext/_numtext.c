@@ -12,8 +12,11 @@
  * exponent; inf, infinity, nan in any case) and small._INT, nothing else (no spaces, no
  * underscores). A mantissa of at most 19 significant digits that is at most 2^53, with a
  * power of ten of at most 22, is one exactly rounded multiply or divide (Clinger's fast
- * path); anything else goes to the C library's strtod under the "C" locale, which is
- * correctly rounded (glibc, macOS, the Universal CRT).
+ * path); any other mantissa of at most 19 significant digits goes through Eisel-Lemire
+ * (ffc_compute_float of the vendored ffc.h, ffc/README.md: a 128-bit product with 5^q,
+ * proven sufficient for 19 digits); more digits, and the rare product Eisel-Lemire cannot
+ * round, go to the C library's strtod under the "C" locale, which is correctly rounded
+ * (glibc, macOS, the Universal CRT).
  *
  * _csvtext.c includes this file with NUMTEXT_CORE_ONLY defined, for the core functions
  * alone (numtext_format), without the module.
@@ -148,6 +151,9 @@ static int numtext_format(double value, char *out)
 #ifndef NUMTEXT_CORE_ONLY
 
 /* reading ----------------------------------------------------------------------------- */
+
+#define FFC_IMPL
+#include "ffc/ffc.h"
 
 #if defined(_WIN32)
 typedef _locale_t numtext_locale;
@@ -293,6 +299,16 @@ static int numtext_parse_double(const char *s, size_t size, double *out)
         value = power < 0 ? value / POWERS_OF_TEN[-power] : value * POWERS_OF_TEN[power];
         *out = negative ? -value : value;
         return 1;
+    }
+    if (!inexact) {
+        /* mantissa * 10**power exactly, 19 digits at most: Eisel-Lemire */
+        ffc_adjusted_mantissa am = ffc_compute_float(power, mantissa, FFC_VALUE_KIND_DOUBLE);
+        if (am.power2 >= 0) {
+            uint64_t word = am.mantissa | (uint64_t)am.power2 << DOUBLE_MANTISSA_BITS
+                | (uint64_t)negative << 63;
+            memcpy(out, &word, sizeof word);
+            return 1;
+        }
     }
     return slow_double(s, size, out);
 }
