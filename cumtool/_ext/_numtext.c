@@ -270,6 +270,7 @@ static int numtext_parse_double(const char *s, size_t size, double *out)
     if (!any)
         return 0;
     int64_t exponent = 0;
+    int exponent_huge = 0;  /* beyond 10^8: strtod_l weighs it against the digits' shift */
     if (p < end && (*p == 'e' || *p == 'E')) {
         p++;
         int exponent_negative = 0;
@@ -280,8 +281,10 @@ static int numtext_parse_double(const char *s, size_t size, double *out)
         if (p == end || !is_digit(*p))
             return 0;
         for (; p < end && is_digit(*p); p++) {
-            if (exponent < 100000000)  /* beyond any double either way */
+            if (exponent < 100000000)
                 exponent = exponent * 10 + (*p - '0');
+            else
+                exponent_huge = 1;
         }
         if (exponent_negative)
             exponent = -exponent;
@@ -292,6 +295,8 @@ static int numtext_parse_double(const char *s, size_t size, double *out)
         *out = negative ? -0.0 : 0.0;
         return 1;
     }
+    if (exponent_huge)  /* 1e999999999 is inf, but 0.(10^9 zeros)1e1000000000 is 1.0 */
+        return slow_double(s, size, out);
     const int64_t power = shift + exponent;
     if (!inexact && mantissa <= (1ull << 53) && power >= -22 && power <= 22) {
         /* both operands exact: one correctly rounded operation */
