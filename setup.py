@@ -1,5 +1,6 @@
-"""The C part of cumtool: two optional extension modules, cumtool._ext._sequential (float
-recurrences) and cumtool._ext._csvtext (the small CSV path's loops over cells).
+"""The C part of cumtool: three optional extension modules, cumtool._ext._sequential (float
+recurrences), cumtool._ext._csvtext (the small CSV path's loops over cells) and
+cumtool._ext._numtext (number text without the GIL, on the vendored Ryu).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where no C
 compiler is found the build goes on without them, and cumtool runs the same loops in
@@ -14,9 +15,19 @@ from setuptools import Extension, setup
 # no contraction of a * b + c into a fused multiply-add.
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
+# _numtext.c includes the vendored Ryu (cumtool/_ext/ryu/, whose files include each other
+# as "ryu/..."), and _csvtext.c includes _numtext.c for its float writer: cumtool/_ext goes
+# on their include path, and what they include is listed so that a change rebuilds them.
+RYU = ["cumtool/_ext/ryu/" + name for name in (
+    "d2s.c", "ryu.h", "common.h", "digit_table.h", "d2s_intrinsics.h", "d2s_full_table.h")]
+FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
+
 setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
               optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
+              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *RYU],
               optional=True),
+    Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
+              include_dirs=["cumtool/_ext"], depends=[*RYU, *FFC], optional=True),
 ])

@@ -3,14 +3,18 @@
  *
  * Each function does what small.py's Python does with the same input, rule for rule (the
  * fallback when this module is not built); tests/test_small.py compares the two. Numbers
- * are read and written by CPython's own routines (PyOS_string_to_double is float()'s,
- * PyOS_double_to_string with 'r' is repr()'s), so the bits are the same.
+ * are read by CPython's own routine (PyOS_string_to_double is float()'s), so the bits are
+ * the same, and written by _numtext.c's numtext_format, included here, whose digits are
+ * repr()'s (Ryu's shortest; tests/test_numtext.py holds it to repr on 10^7 doubles).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#define NUMTEXT_CORE_ONLY
+#include "_numtext.c"
 
 /* records ----------------------------------------------------------------------------- */
 
@@ -489,77 +493,17 @@ failed:
 
 /* float texts ------------------------------------------------------------------------- */
 
-/* small._float_text(repr(value), value, 16, -5) of a finite value, into out (room for 48
-   bytes); returns its length. */
-static Py_ssize_t polars_text(double value, char *out)
+/* Each value as small._float_text(repr(value), value, 16, -5): numtext_format (from
+   _numtext.c, on Ryu's shortest digits, the digits of repr), which needs neither the GIL
+   nor an allocation. */
+
+/* An ASCII text as a str, without decoding. */
+static PyObject *ascii_text(const char *text, Py_ssize_t size)
 {
-    char *shortest = PyOS_double_to_string(value, 'r', 0, 0, NULL);
-    if (shortest == NULL)
-        return -1;
-    const char *s = shortest;
-    Py_ssize_t size = 0;
-    if (*s == '-') {
-        out[size++] = '-';
-        s++;
-    }
-    /* mantissa digits (leading zeros dropped), how many follow the point, the exponent */
-    char digits[32];
-    int count = 0, fraction = 0, after_point = 0;
-    long exponent = 0;
-    for (; *s && *s != 'e'; s++) {
-        if (*s == '.') {
-            after_point = 1;
-            continue;
-        }
-        fraction += after_point;
-        if (count == 0 && *s == '0')
-            continue;
-        if (count < (int)sizeof digits)
-            digits[count++] = *s;
-    }
-    if (*s == 'e')
-        exponent = strtol(s + 1, NULL, 10);
-    PyMem_Free(shortest);
-    if (count == 0) {
-        memcpy(out + size, "0.0", 3);
-        return size + 3;
-    }
-    int trimmed = count;
-    while (trimmed > 0 && digits[trimmed - 1] == '0')
-        trimmed--;
-    long point = count + exponent - fraction;  /* value = 0.<digits> * 10**point */
-    if (point > 0 && point <= 16) {
-        if (trimmed <= point) {
-            memcpy(out + size, digits, (size_t)trimmed);
-            size += trimmed;
-            for (long i = trimmed; i < point; i++)
-                out[size++] = '0';
-            memcpy(out + size, ".0", 2);
-            return size + 2;
-        }
-        memcpy(out + size, digits, (size_t)point);
-        size += point;
-        out[size++] = '.';
-        memcpy(out + size, digits + point, (size_t)(trimmed - point));
-        return size + trimmed - point;
-    }
-    if (point > -5 && point <= 0) {
-        out[size++] = '0';
-        out[size++] = '.';
-        for (long i = 0; i < -point; i++)
-            out[size++] = '0';
-        memcpy(out + size, digits, (size_t)trimmed);
-        return size + trimmed;
-    }
-    out[size++] = digits[0];
-    if (trimmed > 1) {
-        out[size++] = '.';
-        memcpy(out + size, digits + 1, (size_t)(trimmed - 1));
-        size += trimmed - 1;
-    }
-    long power = point - 1;
-    size += sprintf(out + size, "e%c%ld", power >= 0 ? '+' : '-', power >= 0 ? power : -power);
-    return size;
+    PyObject *out = PyUnicode_New(size, 127);
+    if (out != NULL)
+        memcpy(PyUnicode_DATA(out), text, (size_t)size);
+    return out;
 }
 
 PyDoc_STRVAR(float_texts_doc,
@@ -601,14 +545,9 @@ static PyObject *float_texts(PyObject *self, PyObject *args)
         if (missing.obj != NULL && ((const char *)missing.buf)[i]) {
             text = null;
             Py_INCREF(text);
-        } else if (isnan(v[i])) {
-            text = PyUnicode_FromString("NaN");
-        } else if (isinf(v[i])) {
-            text = PyUnicode_FromString(v[i] > 0 ? "inf" : "-inf");
         } else {
-            char buffer[64];
-            Py_ssize_t size = polars_text(v[i], buffer);
-            text = size < 0 ? NULL : PyUnicode_FromStringAndSize(buffer, size);
+            char buffer[NUMTEXT_FORMAT_MAX];
+            text = ascii_text(buffer, numtext_format(v[i], buffer));
         }
         if (text == NULL) {
             Py_CLEAR(out);

@@ -1,0 +1,600 @@
+/* Number text without the GIL: float64 to the text cumtool writes, and decimal text to
+ * float64 and int64, correctly rounded. The foundation of the compiled CSV pipeline
+ * (issue 25, part 3); cumtool/numtext.py is the Python twin and reference (float(), int(),
+ * repr()), and tests/test_numtext.py compares the two bit for bit.
+ *
+ * Writing: Ryu (ryu/, vendored; ryu/README.md) finds the shortest digits that read back
+ * to the value, the same digits as repr(); numtext_format lays them out as
+ * small._float_text(repr(v), v, 16, -5) does: plain notation while the decimal point
+ * falls in (-5, 16] digits, else d.ddde+XX / d.ddde-XX; "0.0", "-0.0", "NaN", "inf", "-inf".
+ *
+ * Reading: the grammar of small._FLOAT (sign, digits with at most one point, an optional
+ * exponent; inf, infinity, nan in any case) and small._INT, nothing else (no spaces, no
+ * underscores). A mantissa of at most 19 significant digits that is at most 2^53, with a
+ * power of ten of at most 22, is one exactly rounded multiply or divide (Clinger's fast
+ * path); any other mantissa of at most 19 significant digits goes through Eisel-Lemire
+ * (ffc_compute_float of the vendored ffc.h, ffc/README.md: a 128-bit product with 5^q,
+ * proven sufficient for 19 digits); more digits, and the rare product Eisel-Lemire cannot
+ * round, go to the C library's strtod under the "C" locale, which is correctly rounded
+ * (glibc, macOS, the Universal CRT).
+ *
+ * _csvtext.c includes this file with NUMTEXT_CORE_ONLY defined, for the core functions
+ * alone (numtext_format), without the module.
+ */
+#ifndef NUMTEXT_CORE_ONLY
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#endif
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(_WIN32)
+#include <locale.h>
+#elif defined(__APPLE__)
+#include <xlocale.h>
+#else
+#include <locale.h>
+#endif
+
+#if defined(__FAST_MATH__)
+#error "_numtext.c must not be compiled with -ffast-math"
+#endif
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#error "_numtext.c needs double arithmetic evaluated in double (FLT_EVAL_METHOD 0)"
+#endif
+
+#include "ryu/d2s.c"
+
+/* writing ----------------------------------------------------------------------------- */
+
+/* The longest text numtext_format writes: "-1.2345678901234567e-308", "-0.00001234567890123456". */
+#define NUMTEXT_FORMAT_MAX 24
+
+/* `value` as cumtool writes a float64, into out (room for NUMTEXT_FORMAT_MAX bytes);
+   returns its length. */
+static int numtext_format(double value, char *out)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    const int negative = (int)(bits >> 63);
+    const uint64_t fraction = bits & ((1ull << DOUBLE_MANTISSA_BITS) - 1);
+    const uint32_t biased = (uint32_t)((bits >> DOUBLE_MANTISSA_BITS) & 0x7ffu);
+    if (biased == 0x7ffu) {
+        if (fraction != 0) {
+            memcpy(out, "NaN", 3);
+            return 3;
+        }
+        if (negative) {
+            memcpy(out, "-inf", 4);
+            return 4;
+        }
+        memcpy(out, "inf", 3);
+        return 3;
+    }
+    char *p = out;
+    if (negative)
+        *p++ = '-';
+    if (biased == 0 && fraction == 0) {
+        memcpy(p, "0.0", 3);
+        return (int)(p - out) + 3;
+    }
+    floating_decimal_64 v;
+    if (!d2d_small_int(fraction, biased, &v))
+        v = d2d(fraction, biased);
+    uint64_t mantissa = v.mantissa;
+    int32_t exponent = v.exponent;
+    while (mantissa % 10 == 0) {  /* never 0 here */
+        mantissa /= 10;
+        exponent++;
+    }
+    /* the digits, most significant first; value = 0.<digits> * 10**point */
+    char digits[20];
+    const int count = (int)decimalLength17(mantissa);
+    for (int i = count - 1; i >= 0; i--) {
+        digits[i] = (char)('0' + mantissa % 10);
+        mantissa /= 10;
+    }
+    const int point = count + exponent;
+    if (point > 0 && point <= 16) {
+        if (count <= point) {
+            memcpy(p, digits, (size_t)count);
+            p += count;
+            for (int i = count; i < point; i++)
+                *p++ = '0';
+            *p++ = '.';
+            *p++ = '0';
+        } else {
+            memcpy(p, digits, (size_t)point);
+            p += point;
+            *p++ = '.';
+            memcpy(p, digits + point, (size_t)(count - point));
+            p += count - point;
+        }
+        return (int)(p - out);
+    }
+    if (point > -5 && point <= 0) {
+        *p++ = '0';
+        *p++ = '.';
+        for (int i = 0; i < -point; i++)
+            *p++ = '0';
+        memcpy(p, digits, (size_t)count);
+        p += count;
+        return (int)(p - out);
+    }
+    *p++ = digits[0];
+    if (count > 1) {
+        *p++ = '.';
+        memcpy(p, digits + 1, (size_t)(count - 1));
+        p += count - 1;
+    }
+    *p++ = 'e';
+    int power = point - 1;
+    if (power < 0) {
+        *p++ = '-';
+        power = -power;
+    } else {
+        *p++ = '+';
+    }
+    if (power >= 100) {
+        *p++ = (char)('0' + power / 100);
+        power %= 100;
+        *p++ = (char)('0' + power / 10);
+    } else if (power >= 10) {
+        *p++ = (char)('0' + power / 10);
+    }
+    *p++ = (char)('0' + power % 10);
+    return (int)(p - out);
+}
+
+#ifndef NUMTEXT_CORE_ONLY
+
+/* reading ----------------------------------------------------------------------------- */
+
+#define FFC_IMPL
+#include "ffc/ffc.h"
+
+#if defined(_WIN32)
+typedef _locale_t numtext_locale;
+#else
+typedef locale_t numtext_locale;
+#endif
+static numtext_locale c_locale;  /* made once, at module import */
+
+static const double POWERS_OF_TEN[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+static inline int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* s[0:size] equals `word` (lower case) in any case */
+static int word_is(const char *s, size_t size, const char *word)
+{
+    size_t length = strlen(word);
+    if (size != length)
+        return 0;
+    for (size_t i = 0; i < size; i++) {
+        char c = s[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c != word[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* The C library's correctly rounded reading of s[0:size], which the grammar has passed. */
+static int slow_double(const char *s, size_t size, double *out)
+{
+    char small[128];
+    char *text = small;
+    if (size >= sizeof small) {
+        text = malloc(size + 1);
+        if (text == NULL)
+            return -1;
+    }
+    memcpy(text, s, size);
+    text[size] = '\0';
+#if defined(_WIN32)
+    *out = _strtod_l(text, NULL, c_locale);
+#else
+    *out = strtod_l(text, NULL, c_locale);
+#endif
+    if (text != small)
+        free(text);
+    return 1;
+}
+
+/* s[0:size] as float() reads it, into *out: 1; not a number by small._FLOAT's grammar: 0;
+   out of memory: -1. */
+static int numtext_parse_double(const char *s, size_t size, double *out)
+{
+    const char *p = s, *end = s + size;
+    int negative = 0;
+    if (p < end && (*p == '+' || *p == '-')) {
+        negative = *p == '-';
+        p++;
+    }
+    if (p == end)
+        return 0;
+    if (!is_digit(*p) && *p != '.') {
+        size_t rest = (size_t)(end - p);
+        if (word_is(p, rest, "inf") || word_is(p, rest, "infinity")) {
+            *out = negative ? -HUGE_VAL : HUGE_VAL;
+            return 1;
+        }
+        if (word_is(p, rest, "nan")) {
+            *out = negative ? -NAN : NAN;
+            return 1;
+        }
+        return 0;
+    }
+    uint64_t mantissa = 0;   /* the first 19 significant digits */
+    int kept = 0;            /* how many those are */
+    int inexact = 0;         /* a nonzero digit after them */
+    int64_t shift = 0;       /* value = mantissa * 10**(shift + exponent), nearly */
+    int any = 0;
+    for (; p < end && is_digit(*p); p++) {
+        any = 1;
+        int digit = *p - '0';
+        if (kept == 0 && digit == 0)
+            continue;
+        if (kept < 19) {
+            mantissa = mantissa * 10 + (uint64_t)digit;
+            kept++;
+        } else {
+            shift++;
+            inexact |= digit != 0;
+        }
+    }
+    if (p < end && *p == '.') {
+        for (p++; p < end && is_digit(*p); p++) {
+            any = 1;
+            int digit = *p - '0';
+            if (kept == 0 && digit == 0) {
+                shift--;
+            } else if (kept < 19) {
+                mantissa = mantissa * 10 + (uint64_t)digit;
+                kept++;
+                shift--;
+            } else {
+                inexact |= digit != 0;
+            }
+        }
+    }
+    if (!any)
+        return 0;
+    int64_t exponent = 0;
+    int exponent_huge = 0;  /* beyond 10^8: strtod_l weighs it against the digits' shift */
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int exponent_negative = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            exponent_negative = *p == '-';
+            p++;
+        }
+        if (p == end || !is_digit(*p))
+            return 0;
+        for (; p < end && is_digit(*p); p++) {
+            if (exponent < 100000000)
+                exponent = exponent * 10 + (*p - '0');
+            else
+                exponent_huge = 1;
+        }
+        if (exponent_negative)
+            exponent = -exponent;
+    }
+    if (p != end)
+        return 0;
+    if (mantissa == 0) {
+        *out = negative ? -0.0 : 0.0;
+        return 1;
+    }
+    if (exponent_huge)  /* 1e999999999 is inf, but 0.(10^9 zeros)1e1000000000 is 1.0 */
+        return slow_double(s, size, out);
+    const int64_t power = shift + exponent;
+    if (!inexact && mantissa <= (1ull << 53) && power >= -22 && power <= 22) {
+        /* both operands exact: one correctly rounded operation */
+        double value = (double)mantissa;
+        value = power < 0 ? value / POWERS_OF_TEN[-power] : value * POWERS_OF_TEN[power];
+        *out = negative ? -value : value;
+        return 1;
+    }
+    if (!inexact) {
+        /* mantissa * 10**power exactly, 19 digits at most: Eisel-Lemire */
+        ffc_adjusted_mantissa am = ffc_compute_float(power, mantissa, FFC_VALUE_KIND_DOUBLE);
+        if (am.power2 >= 0) {
+            uint64_t word = am.mantissa | (uint64_t)am.power2 << DOUBLE_MANTISSA_BITS
+                | (uint64_t)negative << 63;
+            memcpy(out, &word, sizeof word);
+            return 1;
+        }
+    }
+    return slow_double(s, size, out);
+}
+
+/* s[0:size] as int() reads it, by small._INT's grammar: 1 and *out; not an integer: 0;
+   an integer beyond int64: 2. */
+static int numtext_parse_int64(const char *s, size_t size, int64_t *out)
+{
+    const char *p = s, *end = s + size;
+    int negative = 0;
+    if (p < end && (*p == '+' || *p == '-')) {
+        negative = *p == '-';
+        p++;
+    }
+    if (p == end)
+        return 0;
+    const uint64_t limit = negative ? (1ull << 63) : (1ull << 63) - 1;
+    uint64_t value = 0;
+    int overflow = 0;
+    for (; p < end; p++) {
+        if (!is_digit(*p))
+            return 0;
+        uint64_t digit = (uint64_t)(*p - '0');
+        if (value > (limit - digit) / 10)
+            overflow = 1;
+        else
+            value = value * 10 + digit;
+    }
+    if (overflow)
+        return 2;
+    *out = negative ? (int64_t)(0 - value) : (int64_t)value;
+    return 1;
+}
+
+/* the module ----------------------------------------------------------------------------- */
+
+static int is_int64(const Py_buffer *view)
+{
+    return view->itemsize == 8 && view->format != NULL
+        && (strcmp(view->format, "l") == 0 || strcmp(view->format, "q") == 0
+            || strcmp(view->format, "=q") == 0 || strcmp(view->format, "<q") == 0);
+}
+
+static int is_format(const Py_buffer *view, const char *format, Py_ssize_t itemsize)
+{
+    return view->itemsize == itemsize && view->format != NULL
+        && strcmp(view->format, format) == 0;
+}
+
+PyDoc_STRVAR(format_floats_doc,
+"format_floats(values, missing, null) -> (text, offsets)\n\n"
+"Each float64 of `values` (C-contiguous, 1-D) as cumtool writes it, `null` (bytes) where\n"
+"`missing` (bools as many, or None) is True, one after another in `text` (bytes); value i\n"
+"is text[offsets[i]:offsets[i + 1]], `offsets` being len(values) + 1 native int64s as\n"
+"bytes. The GIL is released while the values are written.");
+
+static PyObject *format_floats(PyObject *self, PyObject *args)
+{
+    PyObject *values_obj, *missing_obj;
+    Py_buffer null;
+    if (!PyArg_ParseTuple(args, "OOy*", &values_obj, &missing_obj, &null))
+        return NULL;
+    Py_buffer values = {0}, missing = {0};
+    PyObject *text = NULL, *offsets = NULL, *result = NULL;
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    int fits = values.ndim == 1 && is_format(&values, "d", 8);
+    if (fits && missing_obj != Py_None) {
+        if (PyObject_GetBuffer(missing_obj, &missing, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        fits = missing.ndim == 1 && is_format(&missing, "?", 1)
+            && missing.shape[0] == values.shape[0];
+    }
+    if (!fits) {
+        PyErr_SetString(PyExc_TypeError, "format_floats: values must be a C-contiguous 1-D "
+                                         "float64 buffer, missing None or bools as many");
+        goto done;
+    }
+    const Py_ssize_t total = values.shape[0];
+    const Py_ssize_t widest = null.len > NUMTEXT_FORMAT_MAX ? null.len : NUMTEXT_FORMAT_MAX;
+    if (total > 0 && widest > PY_SSIZE_T_MAX / total) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    text = PyBytes_FromStringAndSize(NULL, total * widest);
+    offsets = PyBytes_FromStringAndSize(NULL, (total + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (text == NULL || offsets == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(text);
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(offsets);
+    const double *v = values.buf;
+    const char *gone = missing.obj != NULL ? missing.buf : NULL;
+    const char *null_text = null.buf;
+    const Py_ssize_t null_size = null.len;
+    Py_ssize_t size = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < total; i++) {
+        at[i] = size;
+        if (gone != NULL && gone[i]) {
+            memcpy(out + size, null_text, (size_t)null_size);
+            size += null_size;
+        } else {
+            size += numtext_format(v[i], out + size);
+        }
+    }
+    at[total] = size;
+    Py_END_ALLOW_THREADS
+    if (_PyBytes_Resize(&text, size) < 0)
+        goto done;
+    result = PyTuple_Pack(2, text, offsets);
+done:
+    Py_XDECREF(text);
+    Py_XDECREF(offsets);
+    PyBuffer_Release(&null);
+    if (values.obj != NULL)
+        PyBuffer_Release(&values);
+    if (missing.obj != NULL)
+        PyBuffer_Release(&missing);
+    return result;
+}
+
+/* What parse_floats and parse_ints share: the data, the cells' bounds, the two outputs. */
+typedef struct {
+    Py_buffer data, starts, ends, values, status;
+} Cells;
+
+static void cells_release(Cells *cells)
+{
+    Py_buffer *views[] = {&cells->data, &cells->starts, &cells->ends, &cells->values,
+                          &cells->status};
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++)
+        if (views[i]->obj != NULL)
+            PyBuffer_Release(views[i]);
+}
+
+static int cells_get(Cells *cells, PyObject *args, const char *name,
+                     const char *value_format, const char *status_format)
+{
+    PyObject *data, *starts, *ends, *values, *status;
+    memset(cells, 0, sizeof *cells);
+    if (!PyArg_ParseTuple(args, "OOOOO", &data, &starts, &ends, &values, &status))
+        return -1;
+    const int contiguous = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS;
+    if (PyObject_GetBuffer(data, &cells->data, PyBUF_SIMPLE) < 0
+        || PyObject_GetBuffer(starts, &cells->starts, contiguous) < 0
+        || PyObject_GetBuffer(ends, &cells->ends, contiguous) < 0
+        || PyObject_GetBuffer(values, &cells->values, contiguous | PyBUF_WRITABLE) < 0
+        || PyObject_GetBuffer(status, &cells->status, contiguous | PyBUF_WRITABLE) < 0) {
+        cells_release(cells);
+        return -1;
+    }
+    const Py_ssize_t total = cells->starts.len / 8;
+    int value_fits = strcmp(value_format, "d") == 0 ? is_format(&cells->values, "d", 8)
+                                                    : is_int64(&cells->values);
+    if (!(cells->starts.ndim == 1 && is_int64(&cells->starts)
+          && cells->ends.ndim == 1 && is_int64(&cells->ends) && cells->ends.len / 8 == total
+          && cells->values.ndim == 1 && value_fits && cells->values.len / 8 == total
+          && cells->status.ndim == 1 && is_format(&cells->status, status_format, 1)
+          && cells->status.len == total)) {
+        PyErr_Format(PyExc_TypeError, "%s: starts and ends must be 1-D int64 buffers, "
+                     "values and status writable 1-D buffers (%s, %s) as long", name,
+                     value_format, status_format);
+        cells_release(cells);
+        return -1;
+    }
+    return 0;
+}
+
+/* The first cell whose bounds are outside the data, or -1. */
+static Py_ssize_t cells_outside(const Cells *cells)
+{
+    const int64_t *starts = cells->starts.buf, *ends = cells->ends.buf;
+    const Py_ssize_t total = cells->starts.len / 8;
+    const int64_t length = (int64_t)cells->data.len;
+    for (Py_ssize_t i = 0; i < total; i++)
+        if (starts[i] < 0 || starts[i] > ends[i] || ends[i] > length)
+            return i;
+    return -1;
+}
+
+PyDoc_STRVAR(parse_floats_doc,
+"parse_floats(data, starts, ends, values, ok) -> int\n\n"
+"Reads each cell data[starts[i]:ends[i]] (int64 bounds) as float() does into values[i]\n"
+"(float64), ok[i] (bool) saying whether it is a number by small._FLOAT's grammar\n"
+"(values[i] is then 0.0 where not). Returns how many are not. The GIL is released.");
+
+static PyObject *parse_floats(PyObject *self, PyObject *args)
+{
+    Cells cells;
+    if (cells_get(&cells, args, "parse_floats", "d", "?") < 0)
+        return NULL;
+    const char *data = cells.data.buf;
+    const int64_t *starts = cells.starts.buf, *ends = cells.ends.buf;
+    double *values = cells.values.buf;
+    char *ok = cells.status.buf;
+    const Py_ssize_t total = cells.starts.len / 8;
+    Py_ssize_t outside, failed = 0, no_memory = 0;
+    Py_BEGIN_ALLOW_THREADS
+    outside = cells_outside(&cells);
+    for (Py_ssize_t i = 0; outside < 0 && i < total; i++) {
+        double value = 0.0;
+        int found = numtext_parse_double(data + starts[i], (size_t)(ends[i] - starts[i]),
+                                         &value);
+        no_memory |= found < 0;
+        values[i] = found == 1 ? value : 0.0;
+        ok[i] = found == 1;
+        failed += found != 1;
+    }
+    Py_END_ALLOW_THREADS
+    cells_release(&cells);
+    if (outside >= 0)
+        return PyErr_Format(PyExc_ValueError, "parse_floats: cell %zd is outside the data",
+                            outside);
+    if (no_memory)
+        return PyErr_NoMemory();
+    return PyLong_FromSsize_t(failed);
+}
+
+PyDoc_STRVAR(parse_ints_doc,
+"parse_ints(data, starts, ends, values, status) -> int\n\n"
+"Reads each cell data[starts[i]:ends[i]] (int64 bounds) as int() does into values[i]\n"
+"(int64), status[i] (uint8) 1 where it is an integer by small._INT's grammar within\n"
+"int64, 2 where it is one beyond, 0 where it is none (values[i] is then 0). Returns how\n"
+"many are not 1. The GIL is released.");
+
+static PyObject *parse_ints(PyObject *self, PyObject *args)
+{
+    Cells cells;
+    if (cells_get(&cells, args, "parse_ints", "q", "B") < 0)
+        return NULL;
+    const char *data = cells.data.buf;
+    const int64_t *starts = cells.starts.buf, *ends = cells.ends.buf;
+    int64_t *values = cells.values.buf;
+    unsigned char *status = cells.status.buf;
+    const Py_ssize_t total = cells.starts.len / 8;
+    Py_ssize_t outside, failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    outside = cells_outside(&cells);
+    for (Py_ssize_t i = 0; outside < 0 && i < total; i++) {
+        int64_t value = 0;
+        int found = numtext_parse_int64(data + starts[i], (size_t)(ends[i] - starts[i]),
+                                        &value);
+        values[i] = found == 1 ? value : 0;
+        status[i] = (unsigned char)found;
+        failed += found != 1;
+    }
+    Py_END_ALLOW_THREADS
+    cells_release(&cells);
+    if (outside >= 0)
+        return PyErr_Format(PyExc_ValueError, "parse_ints: cell %zd is outside the data",
+                            outside);
+    return PyLong_FromSsize_t(failed);
+}
+
+static PyMethodDef methods[] = {
+    {"format_floats", format_floats, METH_VARARGS, format_floats_doc},
+    {"parse_floats", parse_floats, METH_VARARGS, parse_floats_doc},
+    {"parse_ints", parse_ints, METH_VARARGS, parse_ints_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "cumtool._ext._numtext",
+    .m_doc = "Number text without the GIL (see the comment at the top of _numtext.c).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__numtext(void)
+{
+    if (c_locale == (numtext_locale)0) {
+#if defined(_WIN32)
+        c_locale = _create_locale(LC_NUMERIC, "C");
+#else
+        c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+#endif
+        if (c_locale == (numtext_locale)0)
+            return PyErr_Format(PyExc_ImportError, "_numtext: no \"C\" locale");
+    }
+    return PyModule_Create(&module);
+}
+
+#endif /* NUMTEXT_CORE_ONLY */

@@ -1,0 +1,166 @@
+"""Number text for the compiled CSV pipeline (issue 25): float64 to the text cumtool writes,
+and cell text to float64 and int64 as float() and int() read it.
+
+The loops run in C without the GIL (`_ext/_numtext.c`: Ryu's shortest digits; Clinger's
+fast path, Eisel-Lemire, and strtod in the "C" locale) where that module was built, and in
+Python here otherwise: repr(), float() and int(), with the same grammar, the same bytes
+(tested against each other, tests/test_numtext.py). The C core also writes the small
+path's floats (_csvtext.c's float_texts).
+
+- format_floats: each value as polars writes it (small._float_text(repr(v), v, 16, -5)):
+  repr's shortest digits, in plain notation while the decimal point falls within
+  (-5, 16] digits, else d.ddde+XX / d.ddde-XX; "0.0", "-0.0", "NaN", "inf", "-inf".
+- parse_floats: small._FLOAT's grammar (a sign, digits with at most one point, an
+  exponent; inf, infinity, nan in any case), nothing else: no spaces, no underscores.
+- parse_ints: small._INT's grammar, within int64 or marked as beyond it.
+"""
+
+from __future__ import annotations
+
+import re
+from types import ModuleType
+
+import numpy as np
+
+NATIVE: ModuleType | None
+try:
+    from cumtool._ext import _numtext as NATIVE
+except ImportError:  # not built: no C compiler at install time
+    NATIVE = None
+
+# As small._INT and small._FLOAT, for bytes.
+_INT = re.compile(rb"[+-]?[0-9]+")
+_FLOAT = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                    rb"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+# parse_ints' status codes
+NOT_INT, INT, BEYOND_INT64 = 0, 1, 2
+
+
+def float_text(value: float) -> str:
+    """One float64 as cumtool writes it (Python: from repr)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    shortest = repr(value)
+    sign = "-" if shortest.startswith("-") else ""
+    mantissa, _, exponent = shortest.lstrip("-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return sign + "0.0"
+    # value = 0.<digits> * 10**point
+    point = len(digits) + int(exponent or 0) - len(fraction)
+    digits = digits.rstrip("0")
+    if 0 < point <= 16:
+        if len(digits) <= point:
+            return f"{sign}{digits}{'0' * (point - len(digits))}.0"
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    if -5 < point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    power = point - 1
+    rest = f".{digits[1:]}" if len(digits) > 1 else ""
+    return f"{sign}{digits[0]}{rest}e{'+' if power >= 0 else '-'}{abs(power)}"
+
+
+def format_floats(values: np.ndarray, missing: np.ndarray | None = None,
+                  null: bytes = b"") -> tuple[bytes, np.ndarray]:
+    """Each float64 as cumtool writes it, `null` where `missing` is True, one after
+    another: (text, offsets), value i being text[offsets[i]:offsets[i + 1]]."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if missing is not None:
+        missing = np.ascontiguousarray(missing, dtype=np.bool_)
+    if NATIVE is not None:
+        text, offsets = NATIVE.format_floats(values, missing, null)
+        return text, np.frombuffer(offsets, dtype=np.int64)
+    return format_floats_py(values, missing, null)
+
+
+def format_floats_py(values: np.ndarray, missing: np.ndarray | None = None,
+                     null: bytes = b"") -> tuple[bytes, np.ndarray]:
+    """format_floats in Python."""
+    texts = [float_text(v).encode("ascii") for v in values.tolist()]
+    if missing is not None:
+        texts = [null if gone else t for t, gone in zip(texts, missing.tolist(), strict=True)]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return b"".join(texts), offsets
+
+
+def _bounds(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    if starts.ndim != 1 or starts.shape != ends.shape:
+        raise TypeError("starts and ends must be 1-D and as long")
+    return starts, ends
+
+
+def parse_floats(data: bytes | bytearray | memoryview, starts: np.ndarray,
+                 ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell data[starts[i]:ends[i]] as float() reads it: (float64 values, ok), ok
+    False (and the value 0.0) where the cell is not a number by the grammar above."""
+    starts, ends = _bounds(starts, ends)
+    if NATIVE is None:
+        return parse_floats_py(data, starts, ends)
+    values = np.empty(len(starts), dtype=np.float64)
+    ok = np.empty(len(starts), dtype=np.bool_)
+    NATIVE.parse_floats(data, starts, ends, values, ok)
+    return values, ok
+
+
+def parse_floats_py(data: bytes | bytearray | memoryview, starts: np.ndarray,
+                    ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """parse_floats in Python."""
+    raw = bytes(memoryview(data).cast("B"))
+    values = np.zeros(len(starts), dtype=np.float64)
+    ok = np.zeros(len(starts), dtype=np.bool_)
+    for i, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if not 0 <= start <= end <= len(raw):
+            raise ValueError(f"parse_floats: cell {i} is outside the data")
+        cell = raw[start:end]
+        if _FLOAT.fullmatch(cell):
+            values[i] = float(cell)
+            ok[i] = True
+    return values, ok
+
+
+def parse_ints(data: bytes | bytearray | memoryview, starts: np.ndarray,
+               ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell data[starts[i]:ends[i]] as int() reads it: (int64 values, status), status
+    INT, BEYOND_INT64 (an integer int64 cannot hold) or NOT_INT (the value is then 0)."""
+    starts, ends = _bounds(starts, ends)
+    if NATIVE is None:
+        return parse_ints_py(data, starts, ends)
+    values = np.empty(len(starts), dtype=np.int64)
+    status = np.empty(len(starts), dtype=np.uint8)
+    NATIVE.parse_ints(data, starts, ends, values, status)
+    return values, status
+
+
+def parse_ints_py(data: bytes | bytearray | memoryview, starts: np.ndarray,
+                  ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """parse_ints in Python."""
+    raw = bytes(memoryview(data).cast("B"))
+    values = np.zeros(len(starts), dtype=np.int64)
+    status = np.full(len(starts), NOT_INT, dtype=np.uint8)
+    for i, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if not 0 <= start <= end <= len(raw):
+            raise ValueError(f"parse_ints: cell {i} is outside the data")
+        cell = raw[start:end]
+        if _INT.fullmatch(cell):
+            number = int(cell)
+            if _INT64_MIN <= number <= _INT64_MAX:
+                values[i] = number
+                status[i] = INT
+            else:
+                status[i] = BEYOND_INT64
+    return values, status
+
+
+def cells(texts: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """Texts as (data, starts, ends) for parse_floats and parse_ints."""
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    ends = np.cumsum(lengths)
+    return b"".join(texts), ends - lengths, ends
