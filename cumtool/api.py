@@ -148,8 +148,9 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
         if source.layout == "array":  # an array (.npy): read whole, then as an array
             if to is not None:
                 raise UsageError(f"to= is for tables; {source.name} is an array")
-            blocks = list(source.blocks(max(1, source.shape[0]) if source.shape else 1))
-            array = (np.concatenate(blocks) if source.shape else blocks[0])
+            read = source.array()
+            blocks = list(read.blocks(max(1, read.shape[0]) if read.shape else 1))
+            array = (np.concatenate(blocks) if read.shape else blocks[0])
             return scan(array, op, axis, dtype, overflow=overflow, skipna=skipna,
                         indices=indices, reverse=reverse, exclusive=exclusive, by=by,
                         reset=reset, **params)

@@ -520,15 +520,16 @@ def _job(request: Request, output_dir: str | None) -> Job:
         if source.layout == "array":
             raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                              f"{source.name} is an array: run it on the local engine")
+        table = source.table()
         out = (request if output_dir is None else dataclasses.replace(
             request, output=None, stdout_is_terminal=False)).output_format(kind)
         options = table_options(request, out)
-        plan = make_plan(request.op, request.axis, dtype, source.schema, source.name, options,
-                         source.hints, **request.scan_options())
+        plan = make_plan(request.op, request.axis, dtype, table.schema, table.name, options,
+                         table.hints, **request.scan_options())
         if out.format == "npy" and request.indices:
             raise UsageError("--indices with .npy output needs .npy input; write csv or "
                              "parquet")
-        return Job(request, plan, source.schema, source.name, out, kind, request.batch_rows)
+        return Job(request, plan, table.schema, table.name, out, kind, request.batch_rows)
 
 
 def _partitions(client: Any, request: Request, name: str, first: FileKind) -> list[Partition]:

@@ -77,9 +77,9 @@ def run(request: Request) -> None:
                                  "by column group; scan fewer columns with -c")
             run_wide(request, dtype, source, out_format, stack)
         elif source.layout == "array":
-            _run_array(request, dtype, source, out_format, stack)
+            _run_array(request, dtype, source.array(), out_format, stack)
         else:
-            run_table(request, dtype, source, out_format, stack, resume,
+            run_table(request, dtype, source.table(), out_format, stack, resume,
                       text_input=kind.format in DELIMITED)
 
 

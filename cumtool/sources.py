@@ -8,14 +8,14 @@ import contextlib
 import io
 import os
 import sys
-from typing import IO, Any, Protocol, cast
+from typing import IO, Protocol, cast
 
 import numpy as np
 
 from cumtool import remote
 from cumtool.errors import DataError, FormatError, UsageError
 from cumtool.fingerprint import Span, SpanReader
-from cumtool.formats import FileKind, Opening, ReadRequest, peekable, unreadable
+from cumtool.formats import FileKind, Opening, ReadRequest, SourceBase, peekable, unreadable
 from cumtool.formats.registry import (
     BY_MAGIC,
     GZIP_MAGIC,
@@ -46,7 +46,7 @@ SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 def open_source(
     request: InputRequest, dtype: np.dtype | None, stack: contextlib.ExitStack,
     stdin: IO[bytes] | None = None, span: Span | None = None,
-) -> tuple[Any, FileKind]:
+) -> tuple[SourceBase, FileKind]:
     """The reader of the run's input, by its format (cumtool.formats.registry), and that
     format. `stdin`: standard input as read so far and the rest (the small path read
     some); `span`: the part of the file to read (a --state run: cumtool.fingerprint)."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Iterator
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
+from cumtool.formats import SourceBase
 from cumtool.formats.csv import wide
 from cumtool.formats.csv.wide import WideSource
 
@@ -53,9 +54,11 @@ def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> N
                 f"memory at once); {hint}")
 
 
-def run_wide(request: Request, dtype: np.dtype | None, source: WideSource, out: FileKind,
+def run_wide(request: Request, dtype: np.dtype | None, read: SourceBase, out: FileKind,
              stack: contextlib.ExitStack) -> None:
     """Scan a wide CSV/TSV input group by group into CSV/TSV output."""
+    assert read.layout == "wide", f"{read.name} is read as {read.layout}"
+    source = cast(WideSource, read)
     from cumtool.formats.csv.csvwrite import CompressingSink
     from cumtool.output import open_output
     from cumtool.pipeline import Progress

@@ -12,7 +12,7 @@ import contextlib
 import io
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+from typing import IO, TYPE_CHECKING, ClassVar, Literal, Protocol, cast
 
 # It lives with the column vocabulary; readers take it from here.
 from cumtool.columns import delimiter_hint as delimiter_hint
@@ -54,7 +54,7 @@ class Format:
     # JSON text (strings as themselves), where typed formats keep them as strings.
     nested_as_text: bool = False
     # The reader: the source of an opened input (None: not an input format).
-    reader: Callable[[Opening], Any] | None = field(default=None, compare=False)
+    reader: Callable[[Opening], SourceBase] | None = field(default=None, compare=False)
     # The table writer: a TableSink (None: not an output format).
     writer: Callable[[Writing], TableSink] | None = field(default=None, compare=False)
     # The array writer, for a format that writes numpy blocks as they are (else arrays
@@ -276,6 +276,17 @@ class SourceBase:
     sampled_rows: int = 1  # rows the hints were judged from (0: every hint is a guess)
     total_bytes: int | None = None  # the input's size as stored, where known
     num_rows: int | None = None  # the rows the input holds, where its file says so
+    width: int | None = None  # columns, where known before reading (a wide CSV's header)
+
+    def table(self) -> TableSource:
+        """This source as what it is when its layout is "table"."""
+        assert self.layout == "table", f"{self.name} is read as {self.layout}"
+        return cast("TableSource", self)
+
+    def array(self) -> ArraySource:
+        """This source as what it is when its layout is "array"."""
+        assert self.layout == "array", f"{self.name} is read as {self.layout}"
+        return cast("ArraySource", self)
 
     @property
     def bytes_read(self) -> int | None:

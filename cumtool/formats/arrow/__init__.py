@@ -3,15 +3,15 @@ written with pyarrow (arrow_ipc.py, loaded only when used)."""
 
 from __future__ import annotations
 
-from typing import IO, Any
+from typing import IO
 
-from cumtool.formats import Format, Opening, TableSink, Writing
+from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
 
 FILE_MAGIC = b"ARROW1"
 STREAM_MAGIC = b"\xff\xff\xff\xff"  # the continuation marker of the first message
 
 
-def _read(opening: Opening) -> Any:
+def _read(opening: Opening) -> SourceBase:
     from cumtool.formats.arrow.arrow_ipc import ArrowSource
 
     file_format = _file_format(opening.stream, opening.kind.format == "arrow")

@@ -7,12 +7,10 @@ writes it. Those modules (and polars, pyarrow) load only when a run reads or wri
 
 from __future__ import annotations
 
-from typing import Any
-
-from cumtool.formats import Format, Opening, TableSink, Writing
+from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
 
 
-def _read(opening: Opening) -> Any:
+def _read(opening: Opening) -> SourceBase:
     from cumtool.formats.csv.csv import open_delimited
 
     return open_delimited(opening)

@@ -65,6 +65,7 @@ class WideSource(SourceBase):
 
     layout = "wide"
     hints: list[ColumnHint]  # judged from its first MiB
+    width: int  # columns in its header
     stored: CountingReader | None = None  # the input as stored (before decompression)
 
     def __init__(self, handover: WideInput, name: str, options: CsvReadOptions, *,

@@ -3,16 +3,14 @@ in excel.py, loaded only when a spreadsheet is read."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from cumtool.errors import UsageError
-from cumtool.formats import Format, Opening
+from cumtool.formats import Format, Opening, SourceBase
 
 ZIP_MAGIC = b"PK\x03\x04"  # .xlsx and .ods are zip archives (so is .npz)
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # .xls
 
 
-def _read(opening: Opening) -> Any:
+def _read(opening: Opening) -> SourceBase:
     from cumtool.formats import unreadable
     from cumtool.formats.excel.excel import SpreadsheetSource
 

@@ -3,12 +3,10 @@ pyarrow, only when used)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from cumtool.formats import Format, Opening, TableSink, Writing
+from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
 
 
-def _read(opening: Opening) -> Any:
+def _read(opening: Opening) -> SourceBase:
     from cumtool.formats.jsonl.jsonl import JsonlSource
     from cumtool.formats.records import MAX_RECORD_BYTES
 

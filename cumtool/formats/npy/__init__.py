@@ -4,10 +4,10 @@ only when used."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cumtool.errors import FormatError, UsageError
-from cumtool.formats import ArraySink, Format, Opening, TableSink, Writing
+from cumtool.formats import ArraySink, Format, Opening, SourceBase, TableSink, Writing
 
 if TYPE_CHECKING:
     import numpy as np
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 MAGIC = b"\x93NUMPY"
 
 
-def _read(opening: Opening) -> Any:
+def _read(opening: Opening) -> SourceBase:
     from cumtool import remote
     from cumtool.formats.npy.npy import NpySource
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from cumtool.formats import Format, Opening, TableSink, Writing
+from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
 
 
-def _read(opening: Opening) -> Any:
+def _read(opening: Opening) -> SourceBase:
     from cumtool import remote
     from cumtool.formats.parquet.parquet import ParquetSource
 
