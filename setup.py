@@ -19,4 +19,6 @@ setup(ext_modules=[
               optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
               optional=True),
+    Extension("cumtool._ext._jsonl", ["cumtool/_ext/_jsonl.c"], extra_compile_args=FLAGS,
+              optional=True),
 ])

@@ -29,7 +29,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # The format registry (formats/__init__: names, extensions, option and hint types)
     # imports only errors: tables and kernels may use it.
     ("base", ("choices", "columns", "ops", "ops.decl", "ops.spec", "columnar", "remote",
-              "view", "native", "_ext", "_ext._sequential", "_ext._csvtext", "formats")),
+              "view", "native", "_ext", "_ext._sequential", "_ext._csvtext", "_ext._jsonl",
+              "formats")),
     # The scan kernels and running statistics on numpy blocks; an op module holds its own.
     ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups", "distinct")),
     # Tables in memory: the plan that selects columns and runs the kernels on batches.
