@@ -1049,7 +1049,8 @@ class JsonlSink:
         else:
             self._stream.write(self._lines(batch, explicit))
 
-    def _polars_lines(self, batch: pa.RecordBatch, explicit: dict[int, np.ndarray]) -> bytes:
+    def _polars_lines(self, batch: pa.RecordBatch,
+                      explicit: dict[int, np.ndarray]) -> bytes | memoryview:
         """polars' NDJSON of a batch, with the lines it writes otherwise remade."""
         import polars as pl
 
@@ -1060,16 +1061,19 @@ class JsonlSink:
                 gone = ~_valid(column)
                 redo |= gone & ~explicit[i] if i in explicit else gone
             if pa.types.is_floating(column.type):
-                redo |= _odd_rows(column.cast(pa.float64()))
+                redo |= _odd_rows(_float64(column))
         redone = np.flatnonzero(redo)
         if len(redone) * 8 > batch.num_rows:  # many: the whole batch the other way
             return self._lines(batch, explicit)
-        frame = pl.DataFrame([_series(_polars_input(c)).alias(f.name)
-                              for f, c in zip(self._fields, batch.columns, strict=True)])
+        # One batch, not a series a column: polars' from_arrow of an array imports
+        # pyarrow.compute (60 ms).
+        frame = pl.from_arrow(pa.RecordBatch.from_arrays(
+            [_polars_input(c) for c in batch.columns], names=batch.schema.names))
+        assert isinstance(frame, pl.DataFrame)
         rendered = io.BytesIO()
         frame.write_ndjson(rendered)
         if not len(redone):
-            return rendered.getvalue()
+            return rendered.getbuffer()
         text = rendered.getbuffer()
         ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10) + 1
         starts = np.concatenate([[0], ends[:-1]])
@@ -1138,8 +1142,14 @@ def _polars_input(column: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
     if pa.types.is_floating(column.type):
-        return column.cast(pa.float64())
+        return _float64(column)
     return column
+
+
+def _float64(column: pa.Array) -> pa.Array:
+    """A float column as float64 (not Array.cast where it is one: that imports
+    pyarrow.compute)."""
+    return column if column.type == pa.float64() else column.cast(pa.float64())
 
 
 def _json_text(field_: pa.Field, column: pa.Array, name: str,
