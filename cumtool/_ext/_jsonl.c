@@ -39,9 +39,29 @@ typedef struct {
     int big;               /* an int64 beyond 2^53 */
 } Column;
 
+/* Bytes by class, bits: 1 JSON space within a line (space, tab, CR), 2 a byte a string
+ * holds as it is (not a quote, a backslash or a control character; a space too). */
+static unsigned char CLASS[256];
+
+static void init_classes(void)
+{
+    for (int c = 0; c < 256; c++)
+        CLASS[c] = c >= 0x20 && c != '"' && c != '\\' ? 2 : 0;
+    CLASS[' '] |= 1;
+    CLASS['\t'] |= 1;
+    CLASS['\r'] |= 1;
+}
+
 static inline const char *skip_space(const char *p, const char *end)
 {
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+    while (p < end && (CLASS[(unsigned char)*p] & 1))
+        p++;
+    return p;
+}
+
+static inline const char *skip_plain(const char *p, const char *end)
+{
+    while (p < end && (CLASS[(unsigned char)*p] & 2))
         p++;
     return p;
 }
@@ -178,14 +198,30 @@ static int grow_text(Column *c, Py_ssize_t more)
     return 0;
 }
 
-/* One line from p to end (no line feed): 1 taken (row `row` filled), 0 blank, 2 declined,
- * -1 a Python error. */
-static int parse_line(const char *p, const char *end, Column *columns, Py_ssize_t count,
-                      Py_ssize_t row, Py_ssize_t *guess)
+static inline int same_key(const Column *c, const char *name, Py_ssize_t size)
 {
-    p = skip_space(p, end);
-    if (p == end)
+    if (c->size != size)
         return 0;
+    for (Py_ssize_t k = 0; k < size; k++)
+        if (c->name[k] != name[k])
+            return 0;
+    return 1;
+}
+
+#define LINE_END(p) ((p) >= end || *(p) == '\n')
+
+/* One line from *cursor on, to its line feed or `end`: 1 taken (row `row` filled), 0
+ * blank, 2 declined, -1 a Python error; where taken or blank, *cursor is left at the line's
+ * end. (A line feed stops every token: it is no JSON space here, nor a digit, and no
+ * string holds one.) */
+static int parse_line(const char **cursor, const char *end, Column *columns,
+                      Py_ssize_t count, Py_ssize_t row, Py_ssize_t *guess)
+{
+    const char *p = skip_space(*cursor, end);
+    if (LINE_END(p)) {
+        *cursor = p;
+        return 0;
+    }
     if (*p != '{')
         return 2;
     p = skip_space(p + 1, end);
@@ -197,15 +233,15 @@ static int parse_line(const char *p, const char *end, Column *columns, Py_ssize_
     }
     if (p < end && *p == '}') {
         p = skip_space(p + 1, end);
-        return p == end ? 1 : 2;
+        *cursor = p;
+        return LINE_END(p) ? 1 : 2;
     }
     for (;;) {
         /* a key */
         if (p >= end || *p != '"')
             return 2;
         const char *name = ++p;
-        while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-            p++;
+        p = skip_plain(p, end);
         if (p >= end || *p != '"')
             return 2;
         Py_ssize_t size = p - name;
@@ -215,8 +251,7 @@ static int parse_line(const char *p, const char *end, Column *columns, Py_ssize_
         p = skip_space(p + 1, end);
         Py_ssize_t at = *guess < count ? *guess : 0;
         Py_ssize_t looked = 0;
-        while (looked < count && !(columns[at].size == size
-                                   && memcmp(columns[at].name, name, (size_t)size) == 0)) {
+        while (looked < count && !same_key(&columns[at], name, size)) {
             at = at + 1 < count ? at + 1 : 0;
             looked++;
         }
@@ -247,8 +282,7 @@ static int parse_line(const char *p, const char *end, Column *columns, Py_ssize_
             c->state[row] = S_PRESENT;
         } else if (c->kind == K_STRING && *p == '"') {
             const char *text = ++p;
-            while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
-                p++;
+            p = skip_plain(p, end);
             if (p >= end || *p != '"')
                 return 2;
             Py_ssize_t length = p - text;
@@ -295,7 +329,8 @@ static int parse_line(const char *p, const char *end, Column *columns, Py_ssize_
         }
         if (p < end && *p == '}') {
             p = skip_space(p + 1, end);
-            return p == end ? 1 : 2;
+            *cursor = p;
+            return LINE_END(p) ? 1 : 2;
         }
         return 2;
     }
@@ -366,11 +401,8 @@ static PyObject *parse_block(PyObject *self, PyObject *args)
     }
     Py_ssize_t rows = 0, longest = 0, guess = 0;
     for (const char *p = text + start; p < end; ) {
-        const char *feed = memchr(p, '\n', (size_t)(end - p));
-        const char *stop = feed ? feed : end;
-        if (stop - p > longest)
-            longest = stop - p;
-        int taken = parse_line(p, stop, columns, count, rows, &guess);
+        const char *stop = p;
+        int taken = parse_line(&stop, end, columns, count, rows, &guess);
         if (taken < 0)
             goto done;
         if (taken == 2) {
@@ -378,10 +410,10 @@ static PyObject *parse_block(PyObject *self, PyObject *args)
             Py_INCREF(result);
             goto done;
         }
+        if (stop - p > longest)
+            longest = stop - p;
         rows += taken;
-        if (feed == NULL)
-            break;
-        p = feed + 1;
+        p = stop + 1;  /* past the line feed (or the end) */
     }
     PyObject *list = PyList_New(count);
     if (list == NULL)
@@ -462,5 +494,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__jsonl(void)
 {
+    init_classes();
     return PyModule_Create(&module);
 }
