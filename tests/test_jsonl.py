@@ -611,10 +611,12 @@ _TOKENS = ["1", "-0", "0", "0.5", "1e5", "1E-5", "-0.0", "2.50", "12345678901234
            "1.7976931348623157e308", "1e400", "-1e400", "2.2250738585072014e-308", "4.9e-324",
            "1e-400", "0.1", "3.141592653589793238462643383279", "123456789012345678.5",
            "0e999999", "7e22", "7e23", "9007199254740993e-3", '"x"', '""', '"é"',
-           '"a\\"b"', '"\t"', '"\x7f"', '"\\u00e9"', "true", "false", "null", "nul", "nulls",
-           "tru", "NaN", "Infinity", "-Infinity", "[1]", "{}", '{"a": 1}', "01", "-01", "1.",
-           ".5", "-", "1e", "1e+", "+1", "1.5.5", "0x10", "--1"]
-_KEYS = ["a", "b", "é", "a b", 'q"', "a/b"]
+           '"a\\"b"', '"\t"', '"\x7f"', '"\\u00e9"', '"\\n\\r\\t\\b\\f\\/\\\\"',
+           '"\\ud83d\\ude00"', '"\\ud800"', '"\\udc00"', '"\\ud800\\u0041"', '"\\u0000"',
+           '"\\x41"', '"\\u12"', '"\\U00e9"', '"\\u00E9\\u00e9"', '"x\\', "true", "false",
+           "null", "nul", "nulls", "tru", "NaN", "Infinity", "-Infinity", "[1]", "{}",
+           '{"a": 1}', "01", "-01", "1.", ".5", "-", "1e", "1e+", "+1", "1.5.5", "0x10", "--1"]
+_KEYS = ["a", "b", "é", "a b", 'q"', "a/b", "\U0001f600"]
 
 
 _NUMBERS = st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr),
@@ -630,7 +632,7 @@ _TYPED = {"a": st.one_of(_NUMBERS, st.sampled_from(["0.5", "-0.0", "1e400", "nul
           "é": st.one_of(st.text(max_size=4).map(json.dumps),
                          st.text(max_size=4).map(lambda t: json.dumps(t, ensure_ascii=False))),
           "a b": st.sampled_from(["true", "false", "null"]), 'q"': st.just("null"),
-          "a/b": st.just("null")}
+          "a/b": st.just("null"), "\U0001f600": st.just('"\\ud83d\\ude00"')}
 
 
 @st.composite
@@ -655,7 +657,7 @@ def _lines(draw: st.DrawFn) -> str:
 
 @settings(max_examples=400, deadline=None)
 @given(lines=st.lists(_lines(), min_size=1, max_size=6),
-       kinds=st.one_of(st.just([3, 2, 4, 1, 0, 0]),
+       kinds=st.one_of(st.just([3, 2, 4, 1, 0, 0, 4]),
                        st.lists(st.integers(0, 4), min_size=len(_KEYS), max_size=len(_KEYS))),
        keys=st.integers(1, len(_KEYS)), start=st.integers(0, 3), end=st.booleans())
 def test_the_c_parser_reads_as_its_python_twin(lines, kinds, keys, start, end):

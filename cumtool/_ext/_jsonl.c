@@ -5,7 +5,7 @@
  * it does not take as a simple typed line: the caller then reads the block its other ways,
  * which also name a bad line. It takes only what Python's json module reads the same way:
  * flat objects of known keys, each once, with values of the key's kind or null; strings
- * without escapes or control characters; numbers in JSON's grammar (an int64 column's
+ * without control characters or lone surrogates (escapes decoded as json does); numbers in JSON's grammar (an int64 column's
  * integers within int64, a float64 column's integers within 2^53, as Python's int to float
  * does exactly). Floats are correctly rounded: the exact fast path (a mantissa below 2^53
  * times or over an exact power of ten, one rounding), else CPython's own float() routine,
@@ -198,6 +198,129 @@ static int grow_text(Column *c, Py_ssize_t more)
     return 0;
 }
 
+static int grow(char **buffer, Py_ssize_t size, Py_ssize_t *capacity, Py_ssize_t more)
+{
+    if (size + more <= *capacity)
+        return 0;
+    Py_ssize_t bigger = *capacity ? *capacity : 256;
+    while (bigger < size + more)
+        bigger *= 2;
+    char *moved = PyMem_Realloc(*buffer, (size_t)bigger);
+    if (moved == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buffer = moved;
+    *capacity = bigger;
+    return 0;
+}
+
+static inline int hex4(const char *p, const char *end, unsigned *out)
+{
+    if (end - p < 4)
+        return 0;
+    unsigned value = 0;
+    for (int k = 0; k < 4; k++) {
+        char ch = p[k];
+        unsigned digit;
+        if (ch >= '0' && ch <= '9')
+            digit = (unsigned)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f')
+            digit = (unsigned)(ch - 'a' + 10);
+        else if (ch >= 'A' && ch <= 'F')
+            digit = (unsigned)(ch - 'A' + 10);
+        else
+            return 0;
+        value = value * 16 + digit;
+    }
+    *out = value;
+    return 1;
+}
+
+/* A JSON string from p (just after its opening quote) to its closing quote, its escapes
+ * decoded as Python's json does, appended as UTF-8 to buffer (size, capacity): the position
+ * after the closing quote; NULL to decline (a control character, a bad escape, a lone
+ * surrogate, no closing quote), with *failed set where memory ran out. */
+static const char *decode_string(const char *p, const char *end, char **buffer,
+                                 Py_ssize_t *size, Py_ssize_t *capacity, int *failed)
+{
+    for (;;) {
+        const char *plain = skip_plain(p, end);
+        if (plain > p) {
+            if (grow(buffer, *size, capacity, plain - p) < 0) {
+                *failed = 1;
+                return NULL;
+            }
+            memcpy(*buffer + *size, p, (size_t)(plain - p));
+            *size += plain - p;
+            p = plain;
+        }
+        if (p >= end)
+            return NULL;
+        if (*p == '"')
+            return p + 1;
+        if (*p != '\\' || p + 1 >= end)
+            return NULL;  /* a control character, or a backslash at the end */
+        char escape = p[1];
+        p += 2;
+        char utf8[4];
+        int n = 1;
+        switch (escape) {
+        case '"': utf8[0] = '"'; break;
+        case '\\': utf8[0] = '\\'; break;
+        case '/': utf8[0] = '/'; break;
+        case 'b': utf8[0] = '\b'; break;
+        case 'f': utf8[0] = '\f'; break;
+        case 'n': utf8[0] = '\n'; break;
+        case 'r': utf8[0] = '\r'; break;
+        case 't': utf8[0] = '\t'; break;
+        case 'u': {
+            unsigned code;
+            if (!hex4(p, end, &code))
+                return NULL;
+            p += 4;
+            if (code >= 0xD800 && code <= 0xDBFF) {
+                unsigned low;
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, end, &low)
+                    || low < 0xDC00 || low > 0xDFFF)
+                    return NULL;  /* a lone surrogate: Python keeps it, UTF-8 cannot */
+                p += 6;
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            } else if (code >= 0xDC00 && code <= 0xDFFF) {
+                return NULL;
+            }
+            if (code < 0x80) {
+                utf8[0] = (char)code;
+            } else if (code < 0x800) {
+                utf8[0] = (char)(0xC0 | (code >> 6));
+                utf8[1] = (char)(0x80 | (code & 0x3F));
+                n = 2;
+            } else if (code < 0x10000) {
+                utf8[0] = (char)(0xE0 | (code >> 12));
+                utf8[1] = (char)(0x80 | ((code >> 6) & 0x3F));
+                utf8[2] = (char)(0x80 | (code & 0x3F));
+                n = 3;
+            } else {
+                utf8[0] = (char)(0xF0 | (code >> 18));
+                utf8[1] = (char)(0x80 | ((code >> 12) & 0x3F));
+                utf8[2] = (char)(0x80 | ((code >> 6) & 0x3F));
+                utf8[3] = (char)(0x80 | (code & 0x3F));
+                n = 4;
+            }
+            break;
+        }
+        default:
+            return NULL;
+        }
+        if (grow(buffer, *size, capacity, n) < 0) {
+            *failed = 1;
+            return NULL;
+        }
+        memcpy(*buffer + *size, utf8, (size_t)n);
+        *size += n;
+    }
+}
+
 static inline int same_key(const Column *c, const char *name, Py_ssize_t size)
 {
     if (c->size != size)
@@ -215,7 +338,8 @@ static inline int same_key(const Column *c, const char *name, Py_ssize_t size)
  * end. (A line feed stops every token: it is no JSON space here, nor a digit, and no
  * string holds one.) */
 static int parse_line(const char **cursor, const char *end, Column *columns,
-                      Py_ssize_t count, Py_ssize_t row, Py_ssize_t *guess)
+                      Py_ssize_t count, Py_ssize_t row, Py_ssize_t *guess, char **scratch,
+                      Py_ssize_t *scratch_capacity)
 {
     const char *p = skip_space(*cursor, end);
     if (LINE_END(p)) {
@@ -242,10 +366,19 @@ static int parse_line(const char **cursor, const char *end, Column *columns,
             return 2;
         const char *name = ++p;
         p = skip_plain(p, end);
-        if (p >= end || *p != '"')
-            return 2;
-        Py_ssize_t size = p - name;
-        p = skip_space(p + 1, end);
+        Py_ssize_t size;
+        if (p < end && *p == '"') {
+            size = p - name;
+            p++;
+        } else {  /* escapes: the key decoded */
+            int failed = 0;
+            size = 0;
+            p = decode_string(name, end, scratch, &size, scratch_capacity, &failed);
+            if (p == NULL)
+                return failed ? -1 : 2;
+            name = *scratch;
+        }
+        p = skip_space(p, end);
         if (p >= end || *p != ':')
             return 2;
         p = skip_space(p + 1, end);
@@ -283,16 +416,22 @@ static int parse_line(const char **cursor, const char *end, Column *columns,
         } else if (c->kind == K_STRING && *p == '"') {
             const char *text = ++p;
             p = skip_plain(p, end);
-            if (p >= end || *p != '"')
+            if (p < end && *p == '"') {
+                Py_ssize_t length = p - text;
+                p++;
+                if (grow_text(c, length) < 0)
+                    return -1;
+                memcpy(c->text + c->text_size, text, (size_t)length);
+                c->text_size += length;
+            } else {  /* escapes */
+                int failed = 0;
+                p = decode_string(text, end, &c->text, &c->text_size, &c->text_capacity,
+                                  &failed);
+                if (p == NULL)
+                    return failed ? -1 : 2;
+            }
+            if (c->text_size > INT32_MAX)
                 return 2;
-            Py_ssize_t length = p - text;
-            p++;
-            if (c->text_size + length > INT32_MAX)
-                return 2;
-            if (grow_text(c, length) < 0)
-                return -1;
-            memcpy(c->text + c->text_size, text, (size_t)length);
-            c->text_size += length;
             ((int32_t *)c->values)[row + 1] = (int32_t)c->text_size;
             c->state[row] = S_PRESENT;
         } else if ((c->kind == K_INT || c->kind == K_FLOAT) && (*p == '-' || (*p >= '0'
@@ -340,7 +479,7 @@ PyDoc_STRVAR(parse_block_doc,
 "parse_block(data, start, keys, kinds) -> None or (lines, longest, rows, columns)\n\n"
 "The lines of `data` from byte `start` on, each a flat JSON object of the `keys` (UTF-8\n"
 "bytes) with values of their `kinds` (bytes, one a key: 0 null, 1 bool, 2 int64, 3 float64,\n"
-"4 string) or null; blank lines are skipped. None where a line is not so. `lines` counts\n"
+"4 string; escapes decoded) or null; blank lines are skipped. None where a line is not so. `lines` counts\n"
 "every line (as jsonl._lines_of), `longest` is the longest line's length without its line\n"
 "feed, `rows` the objects; `columns` holds for each key (values, offsets, text, state, big):\n"
 "values 8 bytes a row (int64, float64) or 1 (bool: 0 or 1), None for null and string\n"
@@ -359,6 +498,7 @@ static PyObject *parse_block(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(keys);
     Column *columns = NULL;
+    char *scratch = NULL;  /* a key with escapes, decoded */
     if (count != kinds.len || start < 0 || start > data.len) {
         PyErr_SetString(PyExc_ValueError, "parse_block: one kind a key, start within data");
         goto done;
@@ -399,10 +539,11 @@ static PyObject *parse_block(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    Py_ssize_t rows = 0, longest = 0, guess = 0;
+    Py_ssize_t rows = 0, longest = 0, guess = 0, scratch_capacity = 0;
     for (const char *p = text + start; p < end; ) {
         const char *stop = p;
-        int taken = parse_line(&stop, end, columns, count, rows, &guess);
+        int taken = parse_line(&stop, end, columns, count, rows, &guess, &scratch,
+                               &scratch_capacity);
         if (taken < 0)
             goto done;
         if (taken == 2) {
@@ -474,6 +615,7 @@ done:
         }
         PyMem_Free(columns);
     }
+    PyMem_Free(scratch);
     PyBuffer_Release(&data);
     PyBuffer_Release(&kinds);
     return result;

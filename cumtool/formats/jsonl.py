@@ -6,10 +6,13 @@ so that a column's type is known for the whole input before the first batch is h
 The batches are then read back from the spool and given that type. Memory stays that of a
 block.
 
-A block is parsed with the types learnt so far by polars' NDJSON reader, where the block's
-bytes let its reading be checked (`_key_counts`), else by pyarrow's, strictly (a value of
-another kind, a key not seen before, a line either reads otherwise than Python's json
-module would: the block is not taken that way). Blocks neither takes, and the lines where a
+A block is parsed with the types learnt so far by the C parser (`_jsonl.parse_block`, where
+it was built; `parse_block_py` is its twin), which takes a block only where every line is a
+flat object of known keys with values of their types, read as Python's json reads them.
+Else by polars' NDJSON reader, where the block's bytes let its reading be checked
+(`_key_counts`), else by pyarrow's, strictly (a value of another kind, a key not seen
+before, a line either reads otherwise than Python's json module would: the block is not
+taken that way). Blocks none takes, and the lines where a
 value is missing (null, or an absent key: Arrow has one null for both) or a float may have
 been an integer, are read with Python's json module, which also says what is wrong with a
 bad line.
@@ -705,13 +708,14 @@ def parse_block_py(data: bytes, start: int, keys: tuple[bytes, ...],
     for line in pieces:
         if not line.strip(b" \t\r"):
             continue
-        if b"\\" in line or line.translate(None, _CONTROL) != line:
+        if line.translate(None, _CONTROL) != line:
             return None
         try:
             record = _strict_decode(line.decode("utf-8"))
         except (ValueError, _Declined, RecursionError):
             return None
-        if type(record) is not dict or any(k not in names for k in record):
+        if type(record) is not dict or any(k not in names or _kind(k) is _Surrogate
+                                           for k in record):
             return None
         for k, i in names.items():
             value = record.get(k, _ABSENT)
@@ -758,7 +762,7 @@ def _fits(value: Any, kind: int) -> bool:
         return type(value) is float or (type(value) is int
                                         and -_EXACT_FLOAT <= value <= _EXACT_FLOAT)
     if kind == 4:
-        return type(value) is str
+        return _kind(value) is str  # not a lone surrogate (\\ud800), which UTF-8 cannot hold
     return False
 
 
