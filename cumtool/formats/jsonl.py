@@ -286,18 +286,19 @@ class JsonlSource:
         """Parse and spool the input, block by block of whole lines. (Not in threads ahead:
         polars holds the GIL while it parses, and measured so, they gained nothing.)"""
         number = 1  # of the next line
-        for block, at, over in self._blocks(stream):
-            lines = self._native(block, 0, number, at)
+        for data, end, at, over in self._blocks(stream):
+            lines = self._native(data, 0, number, at, end)
             if lines is None:
-                parsed = _parsed(block, self._types())
+                parsed = _parsed(data[:end] if end < len(data) else data, self._types())
                 parsed.at = at
                 lines = self._take(number, parsed)
             number += lines
             if over:
                 raise self._too_long(number)
 
-    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, bool]]:
-        """Blocks of whole lines, each with where it starts in the input and whether the
+    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, int, bool]]:
+        """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
+        C parser takes them as they are), where it starts in the input and whether the
         line after it is too long."""
         rest = b""
         at = 0  # where `rest` starts
@@ -314,13 +315,13 @@ class JsonlSource:
             end = data.rfind(b"\n") + 1
             rest = data[end:]
             if len(rest) > self._max_line:
-                yield data[:end], at, True
+                yield data, end, at, True
                 return
             if end:
-                yield data[:end], at, False
+                yield data, end, at, False
                 at += end
         if rest:
-            yield rest, at, False
+            yield rest, len(rest), at, False
 
     def _types(self) -> dict[str, pa.DataType] | None:
         """The types the keys have had so far; None if some key has no one type."""
@@ -363,21 +364,25 @@ class JsonlSource:
             head *= 2
         return len(ends)
 
-    def _native(self, chunk: bytes, start: int, number: int, at: int) -> int | None:
-        """The lines of a block from byte `start` on (the first of them line `number`)
-        read by the C parser with the types learnt so far, checked and spooled: how many
-        lines there were; None (nothing learnt) where it does not take them all."""
+    def _native(self, chunk: bytes, start: int, number: int, at: int,
+                stop: int = -1) -> int | None:
+        """The lines of a block from byte `start` on to `stop` (the end if -1; the first
+        of them line `number`) read by the C parser with the types learnt so far, checked
+        and spooled: how many lines there were; None (nothing learnt) where it does not
+        take them all."""
         types = self._types()
-        if NATIVE is None or not BY_NATIVE or types is None or start >= len(chunk):
+        stop = len(chunk) if stop < 0 else stop
+        if NATIVE is None or not BY_NATIVE or types is None or start >= stop:
             return None
         if not chunk.isascii():
             try:
-                chunk[start:].decode("utf-8")
+                chunk[start:stop].decode("utf-8")
             except UnicodeDecodeError:
                 return None
         keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
         kinds = bytes(_KIND_CODES[t] for t in types.values())
-        result = NATIVE.parse_block(chunk, start, keys, kinds)
+        result = NATIVE.parse_block(chunk if stop == len(chunk) else memoryview(chunk)[:stop],
+                                    start, keys, kinds)
         if result is None:
             return None
         lines, longest, rows, columns = result
@@ -421,7 +426,7 @@ class JsonlSource:
                 arrays.append(arrow_column(gone, None))
                 names.append(f"{i}!")
             layout[i] = (False, has_absent)
-        end = len(chunk) - 1 if chunk.endswith(b"\n") else len(chunk)
+        end = stop - 1 if chunk[stop - 1] == 10 else stop
         self._spooled(pa.Table.from_arrays(arrays, names=names), layout, rows,
                       (at + start, at + end, number))
         return lines
