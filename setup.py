@@ -1,9 +1,11 @@
-"""The C part of cumtool: two optional extension modules, cumtool._ext._sequential (float
-recurrences) and cumtool._ext._csvtext (the small CSV path's loops over cells).
+"""The C part of cumtool: three optional extension modules, cumtool._ext._sequential (float
+recurrences), cumtool._ext._csvtext (the small CSV path's loops over cells) and
+cumtool._ext._jsonl (the JSON Lines reader's typed block parser).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where no C
 compiler is found the build goes on without them, and cumtool runs the same loops in
-Python (same bits, several times slower; see cumtool/native.py and cumtool/small.py).
+Python (same bits, several times slower; see cumtool/native.py and cumtool/small.py), or
+reads JSON Lines the ways it did before (cumtool/formats/jsonl.py).
 """
 
 import sys
