@@ -1,10 +1,12 @@
-"""The C part of cumtool: three optional extension modules, cumtool._ext._sequential (float
-recurrences), cumtool._ext._csvtext (the small CSV path's loops over cells) and
-cumtool._ext._numtext (number text without the GIL, on the vendored Ryu).
+"""The C part of cumtool: four optional extension modules, cumtool._ext._sequential (float
+recurrences), cumtool._ext._csvtext (the small CSV path's loops over cells),
+cumtool._ext._numtext (number text without the GIL, on the vendored Ryu), and
+cumtool._ext._jsonl (the JSON Lines reader's typed block parser).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where no C
 compiler is found the build goes on without them, and cumtool runs the same loops in
-Python (same bits, several times slower; see cumtool/native.py and cumtool/small.py).
+Python (same bits, several times slower; see cumtool/native.py and cumtool/small.py), or
+reads JSON Lines the ways it did before (cumtool/formats/jsonl.py).
 """
 
 import sys
@@ -30,4 +32,6 @@ setup(ext_modules=[
               optional=True),
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"], depends=[*RYU, *FFC], optional=True),
+    Extension("cumtool._ext._jsonl", ["cumtool/_ext/_jsonl.c"], extra_compile_args=FLAGS,
+              optional=True),
 ])

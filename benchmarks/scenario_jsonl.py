@@ -17,6 +17,7 @@ import argparse
 import compileall
 import datetime as dt
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -128,9 +129,23 @@ def run(bench: Bench) -> None:
         shown = "not measured" if ratio is None else f"{ratio:.2f}x"
         if fastest is not None:
             shown += f" (fastest runs {fastest:.2f}x)"
-        scenario.notes.append(f"{kind}, {source} -> {target}: cumtool ÷ polars lazy {shown}")
+        cpu = cpu_ratio(scenario, mine, theirs)
+        if cpu is not None:
+            shown += f"; CPU {cpu:.2f}x"
+        scenario.notes.append(f"{kind}, {source} -> {target}: cumtool ÷ polars lazy, wall "
+                              f"{shown}")
         bench.ratio_goal(f"JSON Lines {kind} ({source} -> {target}) {label} x 8: cumtool ÷ "
                          "polars lazy", scenario, mine, theirs, LIMIT)
+
+
+def cpu_ratio(scenario: Scenario, numerator: str, denominator: str) -> float | None:
+    """The ratio of two commands' median CPU seconds (user + system): what a busy machine
+    moves less than wall time, and what more cores do not lower."""
+    top, bottom = scenario.command(numerator), scenario.command(denominator)
+    if not (top.ok and bottom.ok and top.cpu and bottom.cpu):
+        return None
+    under = statistics.median(bottom.cpu)
+    return statistics.median(top.cpu) / under if under else None
 
 
 def main(argv: list[str] | None = None) -> int:

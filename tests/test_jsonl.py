@@ -312,12 +312,16 @@ def test_many_key_orders_count_absent_keys_right(invoke, write_file, monkeypatch
 
 def _paths(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     """Blocks of a few lines, and in them `python`: every line read by Python's json
-    module (heads longer than any block); `polars` and `pyarrow`: all but the first line
-    of the input by polars (where its reading can be checked, else pyarrow) or by pyarrow
-    alone, wherever they take them."""
+    module (heads longer than any block); `native`, `polars` and `pyarrow`: all but the
+    first line of the input by the C parser, by polars (where its reading can be checked,
+    else pyarrow) or by pyarrow alone, wherever they take them (and the next way where
+    they do not)."""
     from cumtool.formats.jsonl import jsonl as module
 
+    if path == "native" and module.NATIVE is None:
+        pytest.skip("the C parser is not built")
     monkeypatch.setattr(module, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(module, "BY_NATIVE", path == "native")
     if path == "python":
         monkeypatch.setattr(module, "HEAD_LINES", 1 << 30)
     else:
@@ -325,8 +329,8 @@ def _paths(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
         monkeypatch.setattr(module, "BY_POLARS", path == "polars")
 
 
-PATHS = [pytest.param("python", id="python"), pytest.param("polars", id="polars"),
-         pytest.param("pyarrow", id="pyarrow")]
+PATHS = [pytest.param("python", id="python"), pytest.param("native", id="native"),
+         pytest.param("polars", id="polars"), pytest.param("pyarrow", id="pyarrow")]
 
 
 def _numbered(records: list[str], copies: int = 1) -> bytes:
@@ -382,9 +386,10 @@ def test_integers_beyond_2_53_and_2_64_are_exact(invoke, write_file, monkeypatch
                    f'{{"i":2,"h":-{huge},"f":{big}}}\n')
 
 
+@pytest.mark.parametrize("path", ["native", "pyarrow"])
 def test_an_integer_beyond_2_53_late_in_a_float_column_is_found(invoke, write_file,
-                                                                   monkeypatch):
-    _paths(monkeypatch, "pyarrow")
+                                                                   monkeypatch, path):
+    _paths(monkeypatch, path)
     rows = [f'{{"f": {k}.5}}' for k in range(20)] + [f'{{"f": {2**60}}}', '{"f": 1e300}']
     source = write_file("in.jsonl", _numbered(rows))
     result = invoke("cumsum", str(source), "--to", "jsonl")
@@ -440,7 +445,7 @@ _record_values = st.one_of(
                                         max_size=4), min_size=1, max_size=12),
        kinds=st.lists(st.sampled_from(["a", "b", "c", "é"]), max_size=2),
        compact=st.booleans(), ascii_only=st.booleans())
-def test_polars_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, records, kinds,
+def test_every_parser_gives_the_same_bytes(invoke, monkeypatch, records, kinds,
                                                        compact, ascii_only):
     # Columns that stay one kind (to let the typed parsers take them) and any mix; text
     # as UTF-8 or \u escapes, with or without spaces.
@@ -451,12 +456,15 @@ def test_polars_pyarrow_and_python_give_the_same_bytes(invoke, monkeypatch, reco
     data = jsonl(records, ensure_ascii=ascii_only,
                  separators=(",", ":") if compact else (", ", ": "))
     outputs = []
-    for path in ("python", "polars", "pyarrow"):
+    from cumtool.formats.jsonl import jsonl as module
+
+    paths = ["python", "polars", "pyarrow"] + (["native"] if module.NATIVE else [])
+    for path in paths:
         with monkeypatch.context() as patch:
             _paths(patch, path)
             result = invoke("cumsum", "--from", "jsonl", "--to", "jsonl", input=data)
             outputs.append((result.exit_code, result.stdout_bytes, result.stderr))
-    assert outputs[0] == outputs[1] == outputs[2]
+    assert all(output == outputs[0] for output in outputs[1:])
 
 
 # Writing: the text of every value is what Python's json module writes ----------------------
@@ -593,3 +601,96 @@ def test_a_full_disk_for_the_spool_is_one_error_line(invoke, write_file, monkeyp
     assert result.stdout == ""
     assert result.stderr == (f"Error: {path}: cannot write its parsed records to a temporary "
                              "file in $TMPDIR: No space left on device\n")
+
+
+# The C block parser and its Python twin: the same columns, or both decline ----------------
+
+_TOKENS = ["1", "-0", "0", "0.5", "1e5", "1E-5", "-0.0", "2.50", "123456789012345678901",
+           "9007199254740992", "9007199254740993", "-9007199254740992",
+           "-9223372036854775808", "9223372036854775807", "9223372036854775808",
+           "1.7976931348623157e308", "1e400", "-1e400", "2.2250738585072014e-308", "4.9e-324",
+           "1e-400", "0.1", "3.141592653589793238462643383279", "123456789012345678.5",
+           "0e999999", "7e22", "7e23", "9007199254740993e-3", '"x"', '""', '"é"',
+           '"a\\"b"', '"\t"', '"\x7f"', '"\\u00e9"', '"\\n\\r\\t\\b\\f\\/\\\\"',
+           '"\\ud83d\\ude00"', '"\\ud800"', '"\\udc00"', '"\\ud800\\u0041"', '"\\u0000"',
+           '"\\x41"', '"\\u12"', '"\\U00e9"', '"\\u00E9\\u00e9"', '"x\\', "true", "false",
+           "null", "nul", "nulls", "tru", "NaN", "Infinity", "-Infinity", "[1]", "{}",
+           '{"a": 1}', "01", "-01", "1.", ".5", "-", "1e", "1e+", "+1", "1.5.5", "0x10", "--1"]
+_KEYS = ["a", "b", "é", "a b", 'q"', "a/b", "\U0001f600"]
+
+
+_NUMBERS = st.one_of(st.floats(allow_nan=False, allow_infinity=False).map(repr),
+                     st.integers(-(2**64), 2**64).map(str),
+                     st.integers(-(2**53) - 2, 2**53 + 2).map(str),
+                     st.tuples(st.integers(0, 10**25), st.integers(-350, 330)).map(
+                         lambda m: f"{m[0]}e{m[1]}"),
+                     st.tuples(st.integers(0, 10**20), st.integers(0, 10**20)).map(
+                         lambda m: f"-{m[0]}.{m[1]:030d}"))
+# Values mostly of the kind _test_the_c_parser_reads_as_its_python_twin gives each key.
+_TYPED = {"a": st.one_of(_NUMBERS, st.sampled_from(["0.5", "-0.0", "1e400", "null"])),
+          "b": st.one_of(st.integers(-(2**64), 2**64).map(str), st.just("null")),
+          "é": st.one_of(st.text(max_size=4).map(json.dumps),
+                         st.text(max_size=4).map(lambda t: json.dumps(t, ensure_ascii=False))),
+          "a b": st.sampled_from(["true", "false", "null"]), 'q"': st.just("null"),
+          "a/b": st.just("null"), "\U0001f600": st.just('"\\ud83d\\ude00"')}
+
+
+@st.composite
+def _lines(draw: st.DrawFn) -> str:
+    space = st.sampled_from(["", "", "", "", "", " ", "\t", "\r", " \r", "\x0b"])
+    if draw(st.integers(0, 19)) == 0:
+        return draw(st.sampled_from(["", " ", "\r", "\t ", "[1]", "1", '"a"', "{", "}{",
+                                     "{}", "{} {}", "{}x", '{"a":1}{"a":1}', "\x0b",
+                                     '{"a":1,}', '{,"a":1}', '{"a" 1}', "\ufeff{}"]))
+    pieces = [draw(space), "{", draw(space)]
+    any_value = st.one_of(st.sampled_from(_TOKENS), _NUMBERS)
+    keys = draw(st.lists(st.sampled_from(_KEYS), max_size=5, unique=draw(st.booleans())))
+    for k, key in enumerate(keys):
+        if k:
+            pieces += [draw(space), ",", draw(space)]
+        value = _TYPED[key] if draw(st.integers(0, 9)) else any_value
+        pieces += [json.dumps(key, ensure_ascii=draw(st.booleans())), draw(space), ":",
+                   draw(space), draw(value)]
+    pieces += [draw(space), "}", draw(space)]
+    return "".join(pieces)
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(_lines(), min_size=1, max_size=6),
+       kinds=st.one_of(st.just([3, 2, 4, 1, 0, 0, 4]),
+                       st.lists(st.integers(0, 4), min_size=len(_KEYS), max_size=len(_KEYS))),
+       keys=st.integers(1, len(_KEYS)), start=st.integers(0, 3), end=st.booleans())
+def test_the_c_parser_reads_as_its_python_twin(lines, kinds, keys, start, end):
+    from cumtool.formats.jsonl import jsonl as module
+
+    if module.NATIVE is None:
+        pytest.skip("the C parser is not built")
+    data = ("\n".join(lines) + ("\n" if end else "")).encode()
+    start = min(start, len(data))
+    names = tuple(k.encode() for k in _KEYS[:keys])
+    args = (data, start, names, bytes(kinds[:keys]))
+    assert module.NATIVE.parse_block(*args) == module.parse_block_py(*args)
+
+
+def test_the_c_parser_takes_typed_lines_and_rounds_floats_as_python_does():
+    from cumtool.formats.jsonl import jsonl as module
+
+    if module.NATIVE is None:
+        pytest.skip("the C parser is not built")
+    import random
+
+    chance = random.Random(25)
+    texts = [repr(chance.uniform(-1e6, 1e6)) for _ in range(2000)]
+    texts += [f"{chance.getrandbits(70)}e{chance.randint(-340, 310)}" for _ in range(2000)]
+    texts += [f"{chance.randint(0, 10**6)}.{chance.randint(0, 10**18):018d}" for _ in range(2000)]
+    texts += ["9007199254740993e0", "2.2250738585072011e-308", "0.1e1", "8.98846567431158e307",
+              "1.00000000000000011102230246251565404236316680908203125",
+              "4.9406564584124654e-324", "2.4703282292062327e-324", "2.4703282292062328e-324"]
+    data = "".join(f'{{"f": {t}, "i": {k}, "s": "{k}", "b": {str(k % 2 == 0).lower()}}}\n'
+                   for k, t in enumerate(texts)).encode()
+    args = (data, 0, (b"f", b"i", b"s", b"b"), bytes([3, 2, 4, 1]))
+    got = module.NATIVE.parse_block(*args)
+    assert got is not None and got == module.parse_block_py(*args)
+    import numpy as np
+
+    assert np.frombuffer(got[3][0][0], dtype=np.float64).tolist() == [float(t) for t in texts]

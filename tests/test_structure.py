@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # imports only errors: tables and kernels may use it.
     ("base", ("choices", "columns", "ops", "ops.decl", "ops.spec", "columnar", "remote",
               "view", "native", "numtext", "_ext", "_ext._sequential", "_ext._csvtext",
-              "_ext._numtext", "_ext.ryu.*", "formats")),
+              "_ext._numtext", "_ext._jsonl", "_ext.ryu.*", "formats")),
     # The scan kernels and running statistics on numpy blocks; an op module holds its own.
     ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups", "distinct")),
     # Tables in memory: the plan that selects columns and runs the kernels on batches.

@@ -6,10 +6,13 @@ so that a column's type is known for the whole input before the first batch is h
 The batches are then read back from the spool and given that type. Memory stays that of a
 block.
 
-A block is parsed with the types learnt so far by polars' NDJSON reader, where the block's
-bytes let its reading be checked (`_key_counts`), else by pyarrow's, strictly (a value of
-another kind, a key not seen before, a line either reads otherwise than Python's json
-module would: the block is not taken that way). Blocks neither takes, and the lines where a
+A block is parsed with the types learnt so far by the C parser (`_jsonl.parse_block`, where
+it was built; `parse_block_py` is its twin), which takes a block only where every line is a
+flat object of known keys with values of their types, read as Python's json reads them.
+Else by polars' NDJSON reader, where the block's bytes let its reading be checked
+(`_key_counts`), else by pyarrow's, strictly (a value of another kind, a key not seen
+before, a line either reads otherwise than Python's json module would: the block is not
+taken that way). Blocks none takes, and the lines where a
 value is missing (null, or an absent key: Arrow has one null for both) or a float may have
 been an integer, are read with Python's json module, which also says what is wrong with a
 bad line.
@@ -36,6 +39,7 @@ import threading
 import weakref
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,10 +52,17 @@ from cumtool.formats import SourceBase
 if TYPE_CHECKING:
     import polars as pl
 
+NATIVE: ModuleType | None
+try:
+    from cumtool._ext import _jsonl as NATIVE
+except ImportError:  # not built: no C compiler at install time
+    NATIVE = None
+
 BATCH_ROWS = 1 << 15
 BLOCK_BYTES = 4 << 20  # text parsed at once
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
+BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
@@ -278,15 +289,19 @@ class JsonlSource(SourceBase):
         """Parse and spool the input, block by block of whole lines. (Not in threads ahead:
         polars holds the GIL while it parses, and measured so, they gained nothing.)"""
         number = 1  # of the next line
-        for block, at, over in self._blocks(stream):
-            parsed = _parsed(block, self._types())
-            parsed.at = at
-            number += self._take(number, parsed)
+        for data, end, at, over in self._blocks(stream):
+            lines = self._native(data, 0, number, at, end)
+            if lines is None:
+                parsed = _parsed(data[:end] if end < len(data) else data, self._types())
+                parsed.at = at
+                lines = self._take(number, parsed)
+            number += lines
             if over:
                 raise self._too_long(number)
 
-    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, bool]]:
-        """Blocks of whole lines, each with where it starts in the input and whether the
+    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, int, bool]]:
+        """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
+        C parser takes them as they are), where it starts in the input and whether the
         line after it is too long."""
         rest = b""
         at = 0  # where `rest` starts
@@ -303,13 +318,13 @@ class JsonlSource(SourceBase):
             end = data.rfind(b"\n") + 1
             rest = data[end:]
             if len(rest) > self._max_line:
-                yield data[:end], at, True
+                yield data, end, at, True
                 return
             if end:
-                yield data[:end], at, False
+                yield data, end, at, False
                 at += end
         if rest:
-            yield rest, at, False
+            yield rest, len(rest), at, False
 
     def _types(self) -> dict[str, pa.DataType] | None:
         """The types the keys have had so far; None if some key has no one type."""
@@ -337,6 +352,9 @@ class JsonlSource(SourceBase):
         head = HEAD_LINES
         while begin < len(ends):
             if begin:
+                if self._native(parsed.chunk, int(starts[begin]), number + begin,
+                                parsed.at) is not None:
+                    break
                 at = parsed.at
                 parsed = _parsed(parsed.chunk, self._types(), int(starts[begin]))
                 parsed.at = at
@@ -348,6 +366,73 @@ class JsonlSource(SourceBase):
             begin = stop
             head *= 2
         return len(ends)
+
+    def _native(self, chunk: bytes, start: int, number: int, at: int,
+                stop: int = -1) -> int | None:
+        """The lines of a block from byte `start` on to `stop` (the end if -1; the first
+        of them line `number`) read by the C parser with the types learnt so far, checked
+        and spooled: how many lines there were; None (nothing learnt) where it does not
+        take them all."""
+        types = self._types()
+        stop = len(chunk) if stop < 0 else stop
+        if NATIVE is None or not BY_NATIVE or types is None or start >= stop:
+            return None
+        if not chunk.isascii():
+            try:
+                chunk[start:stop].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
+        kinds = bytes(_KIND_CODES[t] for t in types.values())
+        result = NATIVE.parse_block(chunk if stop == len(chunk) else memoryview(chunk)[:stop],
+                                    start, keys, kinds)
+        if result is None:
+            return None
+        lines, longest, rows, columns = result
+        if longest > self._max_line:
+            return None  # the other ways name the line
+        if not rows:
+            return lines
+        position = {k: i for i, k in enumerate(self._keys)}
+        arrays, names, layout = [], [], {}
+        for (name, arrow_type), (values, offsets, text, state, big) in zip(
+                types.items(), columns, strict=True):
+            key = self._keys[name]
+            states = None if state is None else np.frombuffer(state, dtype=np.uint8)
+            missing = None if states is None else states != 0
+            gone = None if states is None else states == 2
+            if arrow_type != pa.null() and (missing is None or not missing.all()):
+                key.kinds.add(_KIND_TYPES[arrow_type])
+            if states is not None and (states == 1).any():
+                key.kinds.add(type(None))
+            has_absent = gone is not None and bool(gone.any())
+            key.absent |= has_absent
+            key.big |= big
+            column: pa.Array
+            if arrow_type == pa.null():
+                column = pa.nulls(rows)
+            elif arrow_type == pa.string():
+                assert offsets is not None and text is not None
+                bitmap = None if missing is None else pa.py_buffer(
+                    np.packbits(~missing, bitorder="little"))
+                column = pa.Array.from_buffers(pa.string(), rows, [
+                    bitmap, pa.py_buffer(offsets), pa.py_buffer(text)])
+            else:
+                assert values is not None
+                column = arrow_column(np.frombuffer(values, dtype=_KIND_DTYPES[arrow_type]),
+                                      missing)
+            i = position[name]
+            arrays.append(column)
+            names.append(str(i))
+            if has_absent:
+                assert gone is not None
+                arrays.append(arrow_column(gone, None))
+                names.append(f"{i}!")
+            layout[i] = (False, has_absent)
+        end = stop - 1 if chunk[stop - 1] == 10 else stop
+        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, rows,
+                      (at + start, at + end, number))
+        return lines
 
     def _fast(self, parsed: _Parsed, number: int) -> bool:
         """The lines parsed with the types learnt so far, by polars where the block's bytes
@@ -587,6 +672,106 @@ class JsonlSource(SourceBase):
 
 
 _ABSENT = object()
+
+# The C parser's kinds of column (_jsonl.c), and their Python types and numpy dtypes.
+_KIND_CODES = {pa.null(): 0, pa.bool_(): 1, pa.int64(): 2, pa.float64(): 3, pa.string(): 4}
+_KIND_TYPES: dict[pa.DataType, type] = {pa.bool_(): bool, pa.int64(): int,
+                                        pa.float64(): float, pa.string(): str}
+_KIND_DTYPES: dict[pa.DataType, Any] = {pa.bool_(): np.bool_, pa.int64(): np.int64,
+                                        pa.float64(): np.float64}
+_CONTROL = bytes(c for c in range(32) if c not in (9, 13))  # not JSON's space, in a line
+
+
+class _Declined(Exception):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        raise _Declined  # a key twice
+    return record
+
+
+def _constant(text: str) -> Any:
+    raise _Declined  # NaN, Infinity, -Infinity
+
+
+_strict_decode = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant).decode
+_Column = tuple[bytes | None, bytes | None, bytes | None, bytes | None, bool]
+
+
+def parse_block_py(data: bytes, start: int, keys: tuple[bytes, ...],
+                   kinds: bytes) -> tuple[int, int, int, list[_Column]] | None:
+    """_jsonl.parse_block in Python, rule for rule (its reference in the tests): the lines
+    of `data` from `start` on, flat objects of the `keys` with values of their `kinds`
+    (0 null, 1 bool, 2 int64, 3 float64, 4 string) or null, blank lines skipped, as
+    (lines, longest, rows, columns); None where a line is not so."""
+    text = data[start:]
+    pieces = text.split(b"\n") if text else []
+    if text.endswith(b"\n"):
+        pieces.pop()
+    names = {k.decode("utf-8", "surrogatepass"): i for i, k in enumerate(keys)}
+    cells: list[list[Any]] = [[] for _ in keys]
+    for line in pieces:
+        if not line.strip(b" \t\r"):
+            continue
+        if line.translate(None, _CONTROL) != line:
+            return None
+        try:
+            record = _strict_decode(line.decode("utf-8"))
+        except (ValueError, _Declined, RecursionError):
+            return None
+        if type(record) is not dict or any(k not in names or _kind(k) is _Surrogate
+                                           for k in record):
+            return None
+        for k, i in names.items():
+            value = record.get(k, _ABSENT)
+            if value is not _ABSENT and value is not None and not _fits(value, kinds[i]):
+                return None
+            cells[i].append(value)
+    rows = len(cells[0]) if keys else sum(1 for p in pieces if p.strip(b" \t\r"))
+    columns: list[_Column] = []
+    for kind, values in zip(kinds, cells, strict=True):
+        states = bytes(2 if v is _ABSENT else 1 if v is None else 0 for v in values)
+        state = states if any(states) else None
+        big = False
+        packed: bytes | None = None
+        offsets: bytes | None = None
+        strings: bytes | None = None
+        present = [v if v is not _ABSENT and v is not None else None for v in values]
+        if kind == 2:
+            big = any(v is not None and not -_EXACT_FLOAT <= v <= _EXACT_FLOAT for v in present)
+            packed = np.array([0 if v is None else v for v in present], dtype=np.int64).tobytes()
+        elif kind == 3:
+            packed = np.array([0.0 if v is None else float(v) for v in present],
+                              dtype=np.float64).tobytes()
+        elif kind == 1:
+            packed = bytes(1 if v else 0 for v in present)
+        elif kind == 4:
+            encoded = [b"" if v is None else v.encode("utf-8") for v in present]
+            ends = np.zeros(len(encoded) + 1, dtype=np.int64)
+            np.cumsum([len(b) for b in encoded], out=ends[1:])
+            if ends[-1] > 0x7FFFFFFF:
+                return None
+            offsets, strings = ends.astype(np.int32).tobytes(), b"".join(encoded)
+        columns.append((packed, offsets, strings, state, big))
+    longest = max((len(p) for p in pieces), default=0)
+    return len(pieces), longest, rows, columns
+
+
+def _fits(value: Any, kind: int) -> bool:
+    """Whether a value read by json belongs in a column of a kind (_jsonl.c's)."""
+    if kind == 1:
+        return type(value) is bool
+    if kind == 2:
+        return type(value) is int and -_INT64 <= value < _INT64
+    if kind == 3:
+        return type(value) is float or (type(value) is int
+                                        and -_EXACT_FLOAT <= value <= _EXACT_FLOAT)
+    if kind == 4:
+        return _kind(value) is str  # not a lone surrogate (\\ud800), which UTF-8 cannot hold
+    return False
 
 
 @dataclass
@@ -876,7 +1061,8 @@ class JsonlSink:
         else:
             self._stream.write(self._lines(batch, explicit))
 
-    def _polars_lines(self, batch: pa.RecordBatch, explicit: dict[int, np.ndarray]) -> bytes:
+    def _polars_lines(self, batch: pa.RecordBatch,
+                      explicit: dict[int, np.ndarray]) -> bytes | memoryview:
         """polars' NDJSON of a batch, with the lines it writes otherwise remade."""
         import polars as pl
 
@@ -887,16 +1073,19 @@ class JsonlSink:
                 gone = ~_valid(column)
                 redo |= gone & ~explicit[i] if i in explicit else gone
             if pa.types.is_floating(column.type):
-                redo |= _odd_rows(column.cast(pa.float64()))
+                redo |= _odd_rows(_float64(column))
         redone = np.flatnonzero(redo)
         if len(redone) * 8 > batch.num_rows:  # many: the whole batch the other way
             return self._lines(batch, explicit)
-        frame = pl.DataFrame([_series(_polars_input(c)).alias(f.name)
-                              for f, c in zip(self._fields, batch.columns, strict=True)])
+        # One batch, not a series a column: polars' from_arrow of an array imports
+        # pyarrow.compute (60 ms).
+        frame = pl.from_arrow(pa.RecordBatch.from_arrays(
+            [_polars_input(c) for c in batch.columns], names=batch.schema.names))
+        assert isinstance(frame, pl.DataFrame)
         rendered = io.BytesIO()
         frame.write_ndjson(rendered)
         if not len(redone):
-            return rendered.getvalue()
+            return rendered.getbuffer()
         text = rendered.getbuffer()
         ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10) + 1
         starts = np.concatenate([[0], ends[:-1]])
@@ -965,8 +1154,14 @@ def _polars_input(column: pa.Array) -> pa.Array:
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
     if pa.types.is_floating(column.type):
-        return column.cast(pa.float64())
+        return _float64(column)
     return column
+
+
+def _float64(column: pa.Array) -> pa.Array:
+    """A float column as float64 (not Array.cast where it is one: that imports
+    pyarrow.compute)."""
+    return column if column.type == pa.float64() else column.cast(pa.float64())
 
 
 def _json_text(field_: pa.Field, column: pa.Array, name: str,

@@ -1,0 +1,641 @@
+/* The JSON Lines reader's typed block parser (cumtool/formats/jsonl.py) in C.
+ *
+ * parse_block reads a block of lines whose keys and value types are known (learnt from the
+ * lines before) into columns, or declines the whole block (returns None) at the first thing
+ * it does not take as a simple typed line: the caller then reads the block its other ways,
+ * which also name a bad line. It takes only what Python's json module reads the same way:
+ * flat objects of known keys, each once, with values of the key's kind or null; strings
+ * without control characters or lone surrogates (escapes decoded as json does); numbers in JSON's grammar (an int64 column's
+ * integers within int64, a float64 column's integers within 2^53, as Python's int to float
+ * does exactly). Floats are correctly rounded: the exact fast path (a mantissa below 2^53
+ * times or over an exact power of ten, one rounding), else CPython's own float() routine,
+ * PyOS_string_to_double. The bytes are UTF-8 already (the caller checks).
+ *
+ * jsonl._parse_block_py does the same in Python, rule for rule; tests/test_jsonl.py
+ * compares the two.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { K_NULL = 0, K_BOOL = 1, K_INT = 2, K_FLOAT = 3, K_STRING = 4 };
+enum { S_PRESENT = 0, S_NULL = 1, S_ABSENT = 2 };
+
+#define EXACT_FLOAT (((uint64_t)1) << 53)
+
+static const double POWERS[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+                                1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+                                1e21, 1e22};
+
+typedef struct {
+    const char *name;
+    Py_ssize_t size;
+    int kind;
+    unsigned char *state;  /* S_* a row */
+    unsigned char *values; /* 8 bytes a row (int64, float64), 1 (bool); offsets for strings */
+    char *text;            /* strings' bytes */
+    Py_ssize_t text_size, text_capacity;
+    int big;               /* an int64 beyond 2^53 */
+} Column;
+
+/* Bytes by class, bits: 1 JSON space within a line (space, tab, CR), 2 a byte a string
+ * holds as it is (not a quote, a backslash or a control character; a space too). */
+static unsigned char CLASS[256];
+
+static void init_classes(void)
+{
+    for (int c = 0; c < 256; c++)
+        CLASS[c] = c >= 0x20 && c != '"' && c != '\\' ? 2 : 0;
+    CLASS[' '] |= 1;
+    CLASS['\t'] |= 1;
+    CLASS['\r'] |= 1;
+}
+
+static inline const char *skip_space(const char *p, const char *end)
+{
+    while (p < end && (CLASS[(unsigned char)*p] & 1))
+        p++;
+    return p;
+}
+
+static inline const char *skip_plain(const char *p, const char *end)
+{
+    while (p < end && (CLASS[(unsigned char)*p] & 2))
+        p++;
+    return p;
+}
+
+/* A JSON number from p: 0 not one (or not taken), 1 read. *is_int says whether it had
+ * neither fraction nor exponent; the integer (when it fits in int64) in *integer; for a
+ * float, the value in *real. */
+static int number(const char *p, const char *end, const char **after, int *is_int,
+                  int64_t *integer, int *fits, double *real)
+{
+    const char *start = p;
+    int negative = 0;
+    if (p < end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= end || *p < '0' || *p > '9')
+        return 0;
+    uint64_t mantissa = 0;
+    int digits = 0;  /* significant digits in mantissa */
+    int overflow = 0;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (digits < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+                digits++;
+            } else {
+                overflow = 1;
+            }
+            p++;
+        }
+    }
+    int int_digits_over = overflow;
+    long fraction = 0;
+    int is_float = 0;
+    if (p < end && *p == '.') {
+        is_float = 1;
+        p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (digits == 0 && *p == '0') {
+                fraction++;  /* leading zeros of the fraction: not significant */
+            } else if (digits < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+                digits++;
+                fraction++;
+            } else {
+                overflow = 1;
+            }
+            p++;
+        }
+    }
+    long exponent = 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_float = 1;
+        p++;
+        int exp_negative = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            exp_negative = *p == '-';
+            p++;
+        }
+        if (p >= end || *p < '0' || *p > '9')
+            return 0;
+        while (p < end && *p >= '0' && *p <= '9') {
+            if (exponent < 100000)
+                exponent = exponent * 10 + (*p - '0');
+            p++;
+        }
+        if (exp_negative)
+            exponent = -exponent;
+    }
+    *after = p;
+    if (!is_float) {
+        *is_int = 1;
+        /* int64: -2^63 .. 2^63 - 1 */
+        if (int_digits_over) {
+            *fits = 0;
+        } else if (negative) {
+            *fits = mantissa <= ((uint64_t)1 << 63);
+            *integer = mantissa == ((uint64_t)1 << 63) ? INT64_MIN : -(int64_t)mantissa;
+        } else {
+            *fits = mantissa < ((uint64_t)1 << 63);
+            *integer = (int64_t)mantissa;
+        }
+        return 1;
+    }
+    *is_int = 0;
+    long power = exponent - fraction;
+    if (!overflow && mantissa <= EXACT_FLOAT && power >= -22 && power <= 22) {
+        double value = (double)mantissa;
+        value = power < 0 ? value / POWERS[-power] : value * POWERS[power];
+        *real = negative ? -value : value;
+        return 1;
+    }
+    /* float()'s own routine on a copy that ends where the number does */
+    Py_ssize_t size = p - start;
+    char small[64];
+    char *copy = size < (Py_ssize_t)sizeof small ? small : PyMem_Malloc((size_t)size + 1);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, start, (size_t)size);
+    copy[size] = '\0';
+    char *stop;
+    double value = PyOS_string_to_double(copy, &stop, NULL);
+    int failed = value == -1.0 && PyErr_Occurred();
+    int whole = stop == copy + size;
+    if (copy != small)
+        PyMem_Free(copy);
+    if (failed)
+        return -1;
+    if (!whole)
+        return 0;
+    *real = value;
+    return 1;
+}
+
+static int grow_text(Column *c, Py_ssize_t more)
+{
+    if (c->text_size + more <= c->text_capacity)
+        return 0;
+    Py_ssize_t capacity = c->text_capacity ? c->text_capacity : 4096;
+    while (capacity < c->text_size + more)
+        capacity *= 2;
+    char *bigger = PyMem_Realloc(c->text, (size_t)capacity);
+    if (bigger == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->text = bigger;
+    c->text_capacity = capacity;
+    return 0;
+}
+
+static int grow(char **buffer, Py_ssize_t size, Py_ssize_t *capacity, Py_ssize_t more)
+{
+    if (size + more <= *capacity)
+        return 0;
+    Py_ssize_t bigger = *capacity ? *capacity : 256;
+    while (bigger < size + more)
+        bigger *= 2;
+    char *moved = PyMem_Realloc(*buffer, (size_t)bigger);
+    if (moved == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buffer = moved;
+    *capacity = bigger;
+    return 0;
+}
+
+static inline int hex4(const char *p, const char *end, unsigned *out)
+{
+    if (end - p < 4)
+        return 0;
+    unsigned value = 0;
+    for (int k = 0; k < 4; k++) {
+        char ch = p[k];
+        unsigned digit;
+        if (ch >= '0' && ch <= '9')
+            digit = (unsigned)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f')
+            digit = (unsigned)(ch - 'a' + 10);
+        else if (ch >= 'A' && ch <= 'F')
+            digit = (unsigned)(ch - 'A' + 10);
+        else
+            return 0;
+        value = value * 16 + digit;
+    }
+    *out = value;
+    return 1;
+}
+
+/* A JSON string from p (just after its opening quote) to its closing quote, its escapes
+ * decoded as Python's json does, appended as UTF-8 to buffer (size, capacity): the position
+ * after the closing quote; NULL to decline (a control character, a bad escape, a lone
+ * surrogate, no closing quote), with *failed set where memory ran out. */
+static const char *decode_string(const char *p, const char *end, char **buffer,
+                                 Py_ssize_t *size, Py_ssize_t *capacity, int *failed)
+{
+    for (;;) {
+        const char *plain = skip_plain(p, end);
+        if (plain > p) {
+            if (grow(buffer, *size, capacity, plain - p) < 0) {
+                *failed = 1;
+                return NULL;
+            }
+            memcpy(*buffer + *size, p, (size_t)(plain - p));
+            *size += plain - p;
+            p = plain;
+        }
+        if (p >= end)
+            return NULL;
+        if (*p == '"')
+            return p + 1;
+        if (*p != '\\' || p + 1 >= end)
+            return NULL;  /* a control character, or a backslash at the end */
+        char escape = p[1];
+        p += 2;
+        char utf8[4];
+        int n = 1;
+        switch (escape) {
+        case '"': utf8[0] = '"'; break;
+        case '\\': utf8[0] = '\\'; break;
+        case '/': utf8[0] = '/'; break;
+        case 'b': utf8[0] = '\b'; break;
+        case 'f': utf8[0] = '\f'; break;
+        case 'n': utf8[0] = '\n'; break;
+        case 'r': utf8[0] = '\r'; break;
+        case 't': utf8[0] = '\t'; break;
+        case 'u': {
+            unsigned code;
+            if (!hex4(p, end, &code))
+                return NULL;
+            p += 4;
+            if (code >= 0xD800 && code <= 0xDBFF) {
+                unsigned low;
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || !hex4(p + 2, end, &low)
+                    || low < 0xDC00 || low > 0xDFFF)
+                    return NULL;  /* a lone surrogate: Python keeps it, UTF-8 cannot */
+                p += 6;
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            } else if (code >= 0xDC00 && code <= 0xDFFF) {
+                return NULL;
+            }
+            if (code < 0x80) {
+                utf8[0] = (char)code;
+            } else if (code < 0x800) {
+                utf8[0] = (char)(0xC0 | (code >> 6));
+                utf8[1] = (char)(0x80 | (code & 0x3F));
+                n = 2;
+            } else if (code < 0x10000) {
+                utf8[0] = (char)(0xE0 | (code >> 12));
+                utf8[1] = (char)(0x80 | ((code >> 6) & 0x3F));
+                utf8[2] = (char)(0x80 | (code & 0x3F));
+                n = 3;
+            } else {
+                utf8[0] = (char)(0xF0 | (code >> 18));
+                utf8[1] = (char)(0x80 | ((code >> 12) & 0x3F));
+                utf8[2] = (char)(0x80 | ((code >> 6) & 0x3F));
+                utf8[3] = (char)(0x80 | (code & 0x3F));
+                n = 4;
+            }
+            break;
+        }
+        default:
+            return NULL;
+        }
+        if (grow(buffer, *size, capacity, n) < 0) {
+            *failed = 1;
+            return NULL;
+        }
+        memcpy(*buffer + *size, utf8, (size_t)n);
+        *size += n;
+    }
+}
+
+static inline int same_key(const Column *c, const char *name, Py_ssize_t size)
+{
+    if (c->size != size)
+        return 0;
+    for (Py_ssize_t k = 0; k < size; k++)
+        if (c->name[k] != name[k])
+            return 0;
+    return 1;
+}
+
+#define LINE_END(p) ((p) >= end || *(p) == '\n')
+
+/* One line from *cursor on, to its line feed or `end`: 1 taken (row `row` filled), 0
+ * blank, 2 declined, -1 a Python error; where taken or blank, *cursor is left at the line's
+ * end. (A line feed stops every token: it is no JSON space here, nor a digit, and no
+ * string holds one.) */
+static int parse_line(const char **cursor, const char *end, Column *columns,
+                      Py_ssize_t count, Py_ssize_t row, Py_ssize_t *guess, char **scratch,
+                      Py_ssize_t *scratch_capacity)
+{
+    const char *p = skip_space(*cursor, end);
+    if (LINE_END(p)) {
+        *cursor = p;
+        return 0;
+    }
+    if (*p != '{')
+        return 2;
+    p = skip_space(p + 1, end);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Column *c = &columns[i];
+        c->state[row] = S_ABSENT;
+        if (c->kind == K_STRING)
+            ((int32_t *)c->values)[row + 1] = (int32_t)c->text_size;
+    }
+    if (p < end && *p == '}') {
+        p = skip_space(p + 1, end);
+        *cursor = p;
+        return LINE_END(p) ? 1 : 2;
+    }
+    for (;;) {
+        /* a key */
+        if (p >= end || *p != '"')
+            return 2;
+        const char *name = ++p;
+        p = skip_plain(p, end);
+        Py_ssize_t size;
+        if (p < end && *p == '"') {
+            size = p - name;
+            p++;
+        } else {  /* escapes: the key decoded */
+            int failed = 0;
+            size = 0;
+            p = decode_string(name, end, scratch, &size, scratch_capacity, &failed);
+            if (p == NULL)
+                return failed ? -1 : 2;
+            name = *scratch;
+        }
+        p = skip_space(p, end);
+        if (p >= end || *p != ':')
+            return 2;
+        p = skip_space(p + 1, end);
+        Py_ssize_t at = *guess < count ? *guess : 0;
+        Py_ssize_t looked = 0;
+        while (looked < count && !same_key(&columns[at], name, size)) {
+            at = at + 1 < count ? at + 1 : 0;
+            looked++;
+        }
+        if (looked == count)
+            return 2;  /* a key not known yet */
+        *guess = at + 1;
+        Column *c = &columns[at];
+        if (c->state[row] != S_ABSENT)
+            return 2;  /* a key twice */
+        /* its value */
+        if (p >= end)
+            return 2;
+        if (*p == 'n') {
+            if (end - p < 4 || memcmp(p, "null", 4) != 0)
+                return 2;
+            p += 4;
+            c->state[row] = S_NULL;
+        } else if (c->kind == K_BOOL && (*p == 't' || *p == 'f')) {
+            if (end - p >= 4 && memcmp(p, "true", 4) == 0) {
+                c->values[row] = 1;
+                p += 4;
+            } else if (end - p >= 5 && memcmp(p, "false", 5) == 0) {
+                c->values[row] = 0;
+                p += 5;
+            } else {
+                return 2;
+            }
+            c->state[row] = S_PRESENT;
+        } else if (c->kind == K_STRING && *p == '"') {
+            const char *text = ++p;
+            p = skip_plain(p, end);
+            if (p < end && *p == '"') {
+                Py_ssize_t length = p - text;
+                p++;
+                if (grow_text(c, length) < 0)
+                    return -1;
+                memcpy(c->text + c->text_size, text, (size_t)length);
+                c->text_size += length;
+            } else {  /* escapes */
+                int failed = 0;
+                p = decode_string(text, end, &c->text, &c->text_size, &c->text_capacity,
+                                  &failed);
+                if (p == NULL)
+                    return failed ? -1 : 2;
+            }
+            if (c->text_size > INT32_MAX)
+                return 2;
+            ((int32_t *)c->values)[row + 1] = (int32_t)c->text_size;
+            c->state[row] = S_PRESENT;
+        } else if ((c->kind == K_INT || c->kind == K_FLOAT) && (*p == '-' || (*p >= '0'
+                                                                               && *p <= '9'))) {
+            int is_int = 0, fits = 0;
+            int64_t integer = 0;
+            double real = 0.0;
+            int read = number(p, end, &p, &is_int, &integer, &fits, &real);
+            if (read <= 0)
+                return read < 0 ? -1 : 2;
+            if (c->kind == K_INT) {
+                if (!is_int || !fits)
+                    return 2;
+                memcpy(c->values + 8 * row, &integer, 8);
+                if (integer > (int64_t)EXACT_FLOAT || integer < -(int64_t)EXACT_FLOAT)
+                    c->big = 1;
+            } else {
+                if (is_int) {
+                    if (!fits || integer > (int64_t)EXACT_FLOAT
+                        || integer < -(int64_t)EXACT_FLOAT)
+                        return 2;  /* not exact as a float64 */
+                    real = (double)integer;
+                }
+                memcpy(c->values + 8 * row, &real, 8);
+            }
+            c->state[row] = S_PRESENT;
+        } else {
+            return 2;
+        }
+        p = skip_space(p, end);
+        if (p < end && *p == ',') {
+            p = skip_space(p + 1, end);
+            continue;
+        }
+        if (p < end && *p == '}') {
+            p = skip_space(p + 1, end);
+            *cursor = p;
+            return LINE_END(p) ? 1 : 2;
+        }
+        return 2;
+    }
+}
+
+PyDoc_STRVAR(parse_block_doc,
+"parse_block(data, start, keys, kinds) -> None or (lines, longest, rows, columns)\n\n"
+"The lines of `data` from byte `start` on, each a flat JSON object of the `keys` (UTF-8\n"
+"bytes) with values of their `kinds` (bytes, one a key: 0 null, 1 bool, 2 int64, 3 float64,\n"
+"4 string; escapes decoded) or null; blank lines are skipped. None where a line is not so. `lines` counts\n"
+"every line (as jsonl._lines_of), `longest` is the longest line's length without its line\n"
+"feed, `rows` the objects; `columns` holds for each key (values, offsets, text, state, big):\n"
+"values 8 bytes a row (int64, float64) or 1 (bool: 0 or 1), None for null and string\n"
+"columns; a string column's int32 offsets (rows + 1) and its text; state one byte a row\n"
+"(0 a value, 1 null, 2 absent; a missing cell's value is zero, its string empty); big\n"
+"whether an int64 is beyond 2^53.");
+
+static PyObject *parse_block(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t start;
+    PyObject *keys;
+    Py_buffer kinds;
+    if (!PyArg_ParseTuple(args, "y*nO!y*", &data, &start, &PyTuple_Type, &keys, &kinds))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(keys);
+    Column *columns = NULL;
+    char *scratch = NULL;  /* a key with escapes, decoded */
+    if (count != kinds.len || start < 0 || start > data.len) {
+        PyErr_SetString(PyExc_ValueError, "parse_block: one kind a key, start within data");
+        goto done;
+    }
+    const char *text = data.buf;
+    const char *end = text + data.len;
+    /* The lines (rows at most) */
+    Py_ssize_t lines = 0;
+    for (const char *p = text + start; p < end; ) {
+        const char *feed = memchr(p, '\n', (size_t)(end - p));
+        lines++;
+        if (feed == NULL)
+            break;
+        p = feed + 1;
+    }
+    columns = PyMem_Calloc((size_t)(count ? count : 1), sizeof(Column));
+    if (columns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const unsigned char *kind_of = kinds.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *key = PyTuple_GET_ITEM(keys, i);
+        if (!PyBytes_Check(key) || kind_of[i] > K_STRING) {
+            PyErr_SetString(PyExc_TypeError, "parse_block: keys are bytes, kinds 0 to 4");
+            goto done;
+        }
+        Column *c = &columns[i];
+        c->name = PyBytes_AS_STRING(key);
+        c->size = PyBytes_GET_SIZE(key);
+        c->kind = kind_of[i];
+        c->state = PyMem_Malloc((size_t)lines + 1);
+        Py_ssize_t width = c->kind == K_INT || c->kind == K_FLOAT ? 8 * lines
+            : c->kind == K_BOOL ? lines : c->kind == K_STRING ? 4 * (lines + 1) : 1;
+        c->values = PyMem_Calloc((size_t)width + 1, 1);
+        if (c->state == NULL || c->values == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    Py_ssize_t rows = 0, longest = 0, guess = 0, scratch_capacity = 0;
+    for (const char *p = text + start; p < end; ) {
+        const char *stop = p;
+        int taken = parse_line(&stop, end, columns, count, rows, &guess, &scratch,
+                               &scratch_capacity);
+        if (taken < 0)
+            goto done;
+        if (taken == 2) {
+            result = Py_None;
+            Py_INCREF(result);
+            goto done;
+        }
+        if (stop - p > longest)
+            longest = stop - p;
+        rows += taken;
+        p = stop + 1;  /* past the line feed (or the end) */
+    }
+    PyObject *list = PyList_New(count);
+    if (list == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Column *c = &columns[i];
+        int all_present = 1;
+        for (Py_ssize_t r = 0; r < rows && all_present; r++)
+            all_present = c->state[r] == S_PRESENT;
+        PyObject *values, *offsets, *strings, *state;
+        if (c->kind == K_INT || c->kind == K_FLOAT || c->kind == K_BOOL) {
+            values = PyBytes_FromStringAndSize((const char *)c->values,
+                                               (c->kind == K_BOOL ? 1 : 8) * rows);
+            offsets = Py_None;
+            strings = Py_None;
+            Py_INCREF(offsets);
+            Py_INCREF(strings);
+        } else if (c->kind == K_STRING) {
+            values = Py_None;
+            Py_INCREF(values);
+            offsets = PyBytes_FromStringAndSize((const char *)c->values, 4 * (rows + 1));
+            strings = PyBytes_FromStringAndSize(c->text ? c->text : "", c->text_size);
+        } else {
+            values = offsets = strings = Py_None;
+            Py_INCREF(values);
+            Py_INCREF(offsets);
+            Py_INCREF(strings);
+        }
+        if (all_present) {
+            state = Py_None;
+            Py_INCREF(state);
+        } else {
+            state = PyBytes_FromStringAndSize((const char *)c->state, rows);
+        }
+        PyObject *item = NULL;
+        if (values && offsets && strings && state)
+            item = Py_BuildValue("(NNNNO)", values, offsets, strings, state,
+                                 c->big ? Py_True : Py_False);
+        else {
+            Py_XDECREF(values);
+            Py_XDECREF(offsets);
+            Py_XDECREF(strings);
+            Py_XDECREF(state);
+        }
+        if (item == NULL) {
+            Py_DECREF(list);
+            goto done;
+        }
+        PyList_SET_ITEM(list, i, item);
+    }
+    result = Py_BuildValue("(nnnN)", lines, longest, rows, list);
+done:
+    if (columns != NULL) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            PyMem_Free(columns[i].state);
+            PyMem_Free(columns[i].values);
+            PyMem_Free(columns[i].text);
+        }
+        PyMem_Free(columns);
+    }
+    PyMem_Free(scratch);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&kinds);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"parse_block", parse_block, METH_VARARGS, parse_block_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "cumtool._jsonl",
+    .m_doc = "The JSON Lines reader's typed block parser in C (see the top of _jsonl.c).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__jsonl(void)
+{
+    init_classes();
+    return PyModule_Create(&module);
+}
