@@ -34,6 +34,7 @@ checking, the report) and each scenario is its own module, scenario_<name>.py, w
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as dt
 import shutil
 import sys
@@ -54,7 +55,7 @@ import scenario_state
 import scenario_stats
 import scenario_text
 import scenario_tiny
-from common import SMALL_ROWS, Bench, Cumtool, Datasets, log, report
+from common import REPO, SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 
 # In the order they run and report.
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
@@ -132,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench.notes.append("Miller (`mlr`) is not on PATH: its rows are skipped.")
     if not bench.cumtool.has_quiet:
         bench.notes.append("`cumtool cumsum --help` has no -q: cumtool runs without it.")
+    # Every scenario runs cumtool compiled, as an installed package is (pip writes the .pyc
+    # files): a checkout run with PYTHONDONTWRITEBYTECODE=1 would compile every module at
+    # every start (0.1-0.2 s of CPU), which the peers' installed modules never pay.
+    compileall.compile_dir(REPO / "cumtool", quiet=1)
     for name in args.scenarios:
         SCENARIOS[name](bench)
     text = report(bench, argv, started, time.perf_counter() - clock)

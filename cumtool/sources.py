@@ -8,13 +8,12 @@ import contextlib
 import io
 import os
 import sys
-from typing import IO, Protocol, cast
+from typing import IO, TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 
 from cumtool import remote
 from cumtool.errors import DataError, FormatError, UsageError
-from cumtool.fingerprint import Span, SpanReader
 from cumtool.formats import FileKind, Opening, ReadRequest, SourceBase, peekable, unreadable
 from cumtool.formats.registry import (
     BY_MAGIC,
@@ -26,6 +25,9 @@ from cumtool.formats.registry import (
     kind_from_name,
     unread_container,
 )
+
+if TYPE_CHECKING:
+    from cumtool.fingerprint import Span
 
 
 class InputRequest(ReadRequest, Protocol):
@@ -70,6 +72,8 @@ def open_source(
             stream = (remote.open_input(path, stack) if remote.is_url(path)
                       else open_path(path, stack))
         if span is not None:  # header + bytes [start, end) only: io.BufferedReader peeks
+            from cumtool.fingerprint import SpanReader  # hashlib: --state runs only
+
             stream = io.BufferedReader(SpanReader(cast(io.BufferedReader, stream), span),
                                        buffer_size=SNIFF_BYTES)
         try:
