@@ -55,7 +55,7 @@ import scenario_state
 import scenario_stats
 import scenario_text
 import scenario_tiny
-from common import REPO, SMALL_ROWS, Bench, Cumtool, Datasets, log, report
+from common import PIN, REPO, SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 
 # In the order they run and report.
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
@@ -95,6 +95,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--memory", action="store_true",
                         help="also the peak-memory check on a 5x larger CSV (10M rows, "
                              "about 640 MB, at full size)")
+    parser.add_argument("--pin", default=None, metavar="CPUS",
+                        help="run every command under `taskset -c CPUS` (e.g. 0): with a "
+                             "second report unpinned, how each scales from 1 to 2 cores")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE",
                         help="also write the Markdown report here (e.g. "
                              "benchmarks/RESULTS.md)")
@@ -137,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # files): a checkout run with PYTHONDONTWRITEBYTECODE=1 would compile every module at
     # every start (0.1-0.2 s of CPU), which the peers' installed modules never pay.
     compileall.compile_dir(REPO / "cumtool", quiet=1)
+    if args.pin is not None:
+        PIN[:] = ["taskset", "-c", args.pin]
+        bench.notes.append(f"every command ran under `taskset -c {args.pin}`")
     for name in args.scenarios:
         SCENARIOS[name](bench)
     text = report(bench, argv, started, time.perf_counter() - clock)

@@ -271,7 +271,13 @@ RSS_METHOD = (
     "each command")
 
 
+# `taskset -c CPUS` before every command (bench.py --pin): how a run scales from one core
+# to two is two reports, one pinned to one core.
+PIN: list[str] = []
+
+
 def _measured(argv: list[str], report: Path) -> list[str]:
+    argv = [*PIN, *argv]
     if GNU_TIME:
         return [GNU_TIME, "-f", "%M %U %S", "-o", str(report), *argv]
     return [sys.executable, "-I", "-S", "-c", textwrap.dedent(LAUNCHER), str(report), *argv]
@@ -478,8 +484,13 @@ class Scenario:
         command = self.command(label)
         return min(command.walls) if command.ok else None
 
+    def cpu(self, label: str) -> float | None:
+        command = self.command(label)
+        return statistics.median(command.cpu) if command.ok else None
+
     def ratio(self, numerator: str, denominator: str, of: str = "median") -> float | None:
-        pick = self.median if of == "median" else self.fastest
+        """Of median walls, of fastest walls, or (`of="cpu"`) of median CPU seconds."""
+        pick = {"median": self.median, "fastest": self.fastest, "cpu": self.cpu}[of]
         top, bottom = pick(numerator), pick(denominator)
         if top is None or bottom is None or bottom == 0:
             return None
@@ -497,21 +508,22 @@ class Scenario:
     def markdown(self) -> list[str]:
         lines = [f"### {self.title}", "",
                  f"| command | median wall (s) | min (s) | max (s) | median CPU (s) | "
-                 f"peak RSS (MiB) | {self.ratio_header} | same, fastest runs |",
-                 "|---|---:|---:|---:|---:|---:|---:|---:|"]
+                 f"peak RSS (MiB) | {self.ratio_header} | same, fastest runs | "
+                 "same, CPU |",
+                 "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for command in self.commands:
             if not command.ok:
-                lines.append(f"| {command.label} | failed: {command.error} | | | | | | |")
+                lines.append(f"| {command.label} | failed: {command.error} | | | | | | | |")
                 continue
             pair = ((command.label, self.baseline) if self.invert
                     else (self.baseline, command.label))
-            ratios = [self.ratio(*pair, of=of) for of in ("median", "fastest")]
+            ratios = [self.ratio(*pair, of=of) for of in ("median", "fastest", "cpu")]
             shown = ["" if r is None else f"{r:.2f}x" for r in ratios]
             lines.append(
                 f"| {command.label} | {statistics.median(command.walls):.3f} | "
                 f"{min(command.walls):.3f} | {max(command.walls):.3f} | "
                 f"{statistics.median(command.cpu):.2f} | "
-                f"{max(command.rss) / MIB:.0f} | {shown[0]} | {shown[1]} |")
+                f"{max(command.rss) / MIB:.0f} | {shown[0]} | {shown[1]} | {shown[2]} |")
         lines.append("")
         lines += [f"- {note}" for note in self.notes]
         lines += [f"- check: {check}" for check in self.checks]
