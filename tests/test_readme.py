@@ -38,7 +38,7 @@ from click.testing import Result
 from conftest import REPO, SAMPLE_DATA
 
 from cumtool.cli import main
-from cumtool.ops import EXAMPLES, OPS
+from cumtool.ops import OPS, REGISTRY
 
 Invoke = Callable[..., Result]
 
@@ -246,10 +246,10 @@ def test_quick_start_command_runs_on_the_sample(invoke, workdir: Path) -> None:
     assert len(lines) == len((SAMPLE_DATA / "daily_sales.csv").read_text().splitlines())
 
 
-@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in EXAMPLES])
+@pytest.mark.parametrize("op", [pytest.param(op, id=op) for op in OPS])
 def test_help_examples_run_on_the_sample_files(op: str, invoke, workdir: Path
                                                ) -> None:
-    words = shlex.split(EXAMPLES[op])
+    words = shlex.split(REGISTRY[op].example)
     assert words[:2] == ["cumtool", op]
     result = invoke(*words[1:])
     assert result.exit_code == 0, result.stderr

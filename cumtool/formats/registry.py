@@ -30,9 +30,7 @@ BY_NAME = {f.name: f for f in FORMATS}
 
 INPUT_FORMATS = tuple(f.name for f in FORMATS if f.reads)
 OUTPUT_FORMATS = tuple(f.name for f in FORMATS if f.writes)
-TABLE_FORMATS = tuple(f.name for f in FORMATS if f.reads and f.kind == "table")
 TYPED_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.typed)
-SPREADSHEETS = tuple(f.name for f in FORMATS if f.spreadsheet)
 BINARY_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.binary)  # not for a terminal
 BY_MAGIC = tuple(f.name for f in FORMATS if f.by_magic)
 DELIMITED = tuple(f.name for f in FORMATS if f.delimited)  # the only ones compressed

@@ -46,11 +46,7 @@ def _load() -> dict[str, Op]:
 
 REGISTRY: dict[str, Op] = _load()
 OPS = tuple(REGISTRY)
-# Running statistics: ops scanned by stats.py's driver (cumtool/stats.py)
-STAT_OPS = tuple(name for name, op in REGISTRY.items() if op.stat)
 NO_EXCLUSIVE = tuple(name for name, op in REGISTRY.items() if not op.exclusive)
-SUMMARIES = {name: op.summary for name, op in REGISTRY.items()}
-EXAMPLES = {name: op.example for name, op in REGISTRY.items()}
 
 # The options that mean something for some ops only, by flag (in the ops' order): each is
 # offered (and accepted) only when at least one op of the run declares it (SEMANTICS.md).

@@ -100,7 +100,6 @@ class ChartSink:
         self._groups: dict[tuple[Any, ...], int] = {}
         self._group_names: list[str] = []
         self._rows = 0
-        self._image = None
         if options.image:
             from cumtool.formats.chart.image import check_library
 

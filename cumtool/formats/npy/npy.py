@@ -122,7 +122,6 @@ class NpySource(SourceBase):
         self._head = b""  # bytes read ahead from a stream, consumed first
         self._stream = stream
         self._offset = stream.tell() if stream.seekable() else 0
-        self._fortran = fortran
         self._array: np.ndarray | None = None
         expected = math.prod(self.shape) * dtype.itemsize
         if path is not None:
