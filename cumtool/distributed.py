@@ -359,11 +359,12 @@ def _lines_before(part: Partition) -> int | None:
 def _plan_with(job: Job, part: Partition, state: list[dict[str, Any]]) -> Any:
     """The job's plan (shared by every task of a worker: copied, never changed) in the
     carried `state`. Messages name the partition's file, and count its rows."""
+    from cumtool.tables import MultiPlan
+
     plan = copy.copy(job.plan)
-    plans = [plan] if not hasattr(plan, "plans") else []
-    if not plans:
+    if isinstance(plan, MultiPlan):  # each op's plan carries its own state: copied too
         plan.plans = [copy.copy(p) for p in plan.plans]
-        plans = plan.plans
+    plans = plan.op_plans()
     for one, values in zip(plans, state, strict=True):
         for name in _STATE:
             setattr(one, name, copy.deepcopy(values[name]))
@@ -374,8 +375,7 @@ def _plan_with(job: Job, part: Partition, state: list[dict[str, Any]]) -> Any:
 
 
 def state_of(plan: Any) -> list[dict[str, Any]]:
-    plans = plan.plans if hasattr(plan, "plans") else [plan]
-    return [{name: getattr(one, name) for name in _STATE} for one in plans]
+    return [{name: getattr(one, name) for name in _STATE} for one in plan.op_plans()]
 
 
 def _raise_read(job: Job, part: Partition, read: Any, state: list[dict[str, Any]]) -> None:
@@ -393,7 +393,7 @@ def fold_partition(job: Job, part: Partition, read: Any,
     """carry[k]: the state after partition k; builds no output."""
     _raise_read(job, part, read, state)
     plan = _plan_with(job, part, state)
-    plans = plan.plans if hasattr(plan, "plans") else [plan]
+    plans = plan.op_plans()
     for batch in _batches(job, read):
         for one in plans:
             one.results(batch)

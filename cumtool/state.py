@@ -262,7 +262,7 @@ def prepare(request: Request, plan: Any, source: Any, resume: Resume | None = No
     """Before a table run: make error positions name the file and row within it, start
     from the saved values (`resume`); return what saves the state and commits the run's
     files after success."""
-    plans = getattr(plan, "plans", [plan])
+    plans = plan.op_plans()
     locate = source.locator
     if locate is not None:
         for each in plans:

@@ -353,6 +353,10 @@ class TablePlan:
             fields.append(pa.field(f"{name}_index", pa.int64()))
         return fields
 
+    def op_plans(self) -> list[TablePlan]:
+        """The plans that carry state, one per op: this one (MultiPlan: one per op)."""
+        return [self]
+
     def kept_fields(self) -> list[pa.Field]:
         """With --keep: the input's columns as they are written (all, or the scanned)."""
         return [self.input_schema.field(self.shown.get(i, i)) for i in range(self.width)
@@ -638,6 +642,9 @@ class MultiPlan:
             for plan in self.plans:
                 fields.extend(plan.result_fields(i, f"{self.names[i]}_{plan.op}"))
         self.schema = pa.schema(fields, metadata=schema.metadata)
+
+    def op_plans(self) -> list[TablePlan]:
+        return self.plans
 
     @property
     def rows_done(self) -> int:
