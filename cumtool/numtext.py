@@ -7,16 +7,17 @@ Python here otherwise: repr(), float() and int(), with the same grammar, the sam
 (tested against each other, tests/test_numtext.py). The C core also writes the small
 path's floats (_csvtext.c's float_texts).
 
-- format_floats: each value as polars writes it (small._float_text(repr(v), v, 16, -5)):
+- format_floats: each value as polars writes it (layout_text(repr(v), v, 16, -5)):
   repr's shortest digits, in plain notation while the decimal point falls within
   (-5, 16] digits, else d.ddde+XX / d.ddde-XX; "0.0", "-0.0", "NaN", "inf", "-inf".
-- parse_floats: small._FLOAT's grammar (a sign, digits with at most one point, an
+- parse_floats: FLOAT_GRAMMAR (a sign, digits with at most one point, an
   exponent; inf, infinity, nan in any case), nothing else: no spaces, no underscores.
-- parse_ints: small._INT's grammar, within int64 or marked as beyond it.
+- parse_ints: INT_GRAMMAR, within int64 or marked as beyond it.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from types import ModuleType
 
@@ -28,10 +29,15 @@ try:
 except ImportError:  # not built: no C compiler at install time
     NATIVE = None
 
-# As small._INT and small._FLOAT, for bytes.
-_INT = re.compile(rb"[+-]?[0-9]+")
-_FLOAT = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                    rb"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+# The cells read as numbers, by every path: a sign, digits with at most one point, an
+# exponent; inf, infinity, nan in any case. As text (the small path's cells) and as bytes.
+INT_GRAMMAR = r"[+-]?[0-9]+"
+FLOAT_GRAMMAR = (r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                 r"|[+-]?(?:inf|infinity|nan)")
+INT_TEXT = re.compile(INT_GRAMMAR, re.ASCII)
+FLOAT_TEXT = re.compile(FLOAT_GRAMMAR, re.IGNORECASE | re.ASCII)
+_INT = re.compile(INT_GRAMMAR.encode())
+_FLOAT = re.compile(FLOAT_GRAMMAR.encode(), re.IGNORECASE)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # parse_ints' status codes
@@ -40,29 +46,35 @@ NOT_INT, INT, BEYOND_INT64 = 0, 1, 2
 
 def float_text(value: float) -> str:
     """One float64 as cumtool writes it (Python: from repr)."""
-    if value != value:
+    return layout_text(repr(value), value, 16, -5)
+
+
+def layout_text(shortest: str, value: float | np.floating, high: int, low: int) -> str:
+    """A float as polars writes it, from the shortest text that reads back to it (in
+    any notation): plain notation while the point falls within the digits' reach
+    (`low` < point <= `high`, ryu's rule), else d.ddde+XX / d.ddde-XX."""
+    if math.isnan(value):
         return "NaN"
-    if value in (float("inf"), float("-inf")):
+    if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    shortest = repr(value)
     sign = "-" if shortest.startswith("-") else ""
     mantissa, _, exponent = shortest.lstrip("-").partition("e")
     whole, _, fraction = mantissa.partition(".")
     digits = (whole + fraction).lstrip("0")
     if not digits:
         return sign + "0.0"
-    # value = 0.<digits> * 10**point
+    trimmed = digits.rstrip("0")
+    # value = 0.<trimmed> * 10**point
     point = len(digits) + int(exponent or 0) - len(fraction)
-    digits = digits.rstrip("0")
-    if 0 < point <= 16:
-        if len(digits) <= point:
-            return f"{sign}{digits}{'0' * (point - len(digits))}.0"
-        return f"{sign}{digits[:point]}.{digits[point:]}"
-    if -5 < point <= 0:
-        return f"{sign}0.{'0' * -point}{digits}"
+    if 0 < point <= high:
+        if len(trimmed) <= point:
+            return f"{sign}{trimmed}{'0' * (point - len(trimmed))}.0"
+        return f"{sign}{trimmed[:point]}.{trimmed[point:]}"
+    if low < point <= 0:
+        return f"{sign}0.{'0' * -point}{trimmed}"
     power = point - 1
-    rest = f".{digits[1:]}" if len(digits) > 1 else ""
-    return f"{sign}{digits[0]}{rest}e{'+' if power >= 0 else '-'}{abs(power)}"
+    rest = f".{trimmed[1:]}" if len(trimmed) > 1 else ""
+    return f"{sign}{trimmed[0]}{rest}e{'+' if power >= 0 else '-'}{abs(power)}"
 
 
 def format_floats(values: np.ndarray, missing: np.ndarray | None = None,

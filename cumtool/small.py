@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import io
-import math
 import os
 import re
 import select
@@ -46,6 +45,9 @@ from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
 from cumtool.formats import FileKind, PrefixedStream
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
+from cumtool.numtext import FLOAT_TEXT as _FLOAT
+from cumtool.numtext import INT_TEXT as _INT
+from cumtool.numtext import float_text, layout_text
 from cumtool.output import open_output
 from cumtool.request import Request
 
@@ -68,9 +70,6 @@ _BOM = b"\xef\xbb\xbf"
 # of digits, signs, points, exponents, spaces and underscores, and the words below): an
 # integer for Int64 (when in range), and those or a float for Float64.
 # ASCII: under IGNORECASE alone, the Turkish dotless and dotted i (ı, İ) match "i".
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                    r"|[+-]?(?:inf|infinity|nan)", re.IGNORECASE | re.ASCII)
 _LEADING_ZERO = re.compile(r"[+-]?0[0-9]")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # Python's str.strip() strips these too, polars' strip_chars does not.
@@ -508,41 +507,13 @@ def _numbers(column: _Column, null: str) -> list[str]:
     elif kind == "b":
         texts = ["true" if v else "false" for v in values.tolist()]
     elif values.dtype == np.float32:
-        texts = [_float_text(np.format_float_scientific(v, unique=True, trim="-"), v, 13, -6)
+        texts = [layout_text(np.format_float_scientific(v, unique=True, trim="-"), v, 13, -6)
                  for v in values]
     elif TEXT is not None and values.dtype == np.float64:
         return TEXT.float_texts(np.ascontiguousarray(values), column.missing, null)
     else:
-        texts = [_float_text(repr(v), v, 16, -5) for v in values.tolist()]
+        texts = [float_text(v) for v in values.tolist()]
     if column.missing is not None:
         texts = [null if gone else t for t, gone in zip(texts, column.missing.tolist(),
                                                         strict=True)]
     return texts
-
-
-def _float_text(shortest: str, value: float | np.floating, high: int, low: int) -> str:
-    """A float as polars writes it, from the shortest text that reads back to it (in
-    any notation): plain notation while the point falls within the digits' reach
-    (`low` < point <= `high`, ryu's rule), else d.ddde+XX / d.ddde-XX."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    sign = "-" if shortest.startswith("-") else ""
-    mantissa, _, exponent = shortest.lstrip("-").partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    digits = (whole + fraction).lstrip("0")
-    if not digits:
-        return sign + "0.0"
-    trimmed = digits.rstrip("0")
-    # value = 0.<trimmed> * 10**point
-    point = len(digits) + int(exponent or 0) - len(fraction)
-    if 0 < point <= high:
-        if len(trimmed) <= point:
-            return f"{sign}{trimmed}{'0' * (point - len(trimmed))}.0"
-        return f"{sign}{trimmed[:point]}.{trimmed[point:]}"
-    if low < point <= 0:
-        return f"{sign}0.{'0' * -point}{trimmed}"
-    power = point - 1
-    rest = f".{trimmed[1:]}" if len(trimmed) > 1 else ""
-    return f"{sign}{trimmed[0]}{rest}e{'+' if power >= 0 else '-'}{abs(power)}"

@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import cumtool.small as small
 from cumtool import numtext
 
 C = numtext.NATIVE
@@ -101,8 +100,8 @@ HARD_VALUES: list[tuple[float, bytes]] = [
 @pytest.mark.parametrize(("value", "expected"), HARD_VALUES, ids=[t.decode() for _v, t in
                                                                 HARD_VALUES])
 def test_hard_values_are_written_as_cumtool_writes_them(value: float, expected: bytes) -> None:
-    # the expectation is the small path's writer of CPython's repr
-    assert small._float_text(repr(value), value, 16, -5).encode() == expected
+    # the expectation is cumtool's layout of CPython's repr
+    assert numtext.layout_text(repr(value), value, 16, -5).encode() == expected
     assert numtext.float_text(value).encode() == expected
     if C is not None:
         assert c_format(np.array([value])) == [expected]
@@ -154,14 +153,6 @@ def test_random_doubles_are_written_as_repr_lays_them_out() -> None:
     assert ok.all()
     same = (bits(back) == bits(values)) | (np.isnan(back) & np.isnan(values))
     assert same.all()
-
-
-def test_the_python_twin_lays_out_as_the_small_path_does() -> None:
-    """numtext.float_text (the fallback, and the C writer's reference) and small._float_text
-    (what cumtool writes today) are separate code: they agree on random doubles."""
-    values = random_doubles(np.random.default_rng(12), 20_000).tolist()
-    assert [numtext.float_text(v) for v in values] == \
-        [small._float_text(repr(v), v, 16, -5) for v in values]
 
 
 def test_the_python_fallback_writes_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -273,7 +264,7 @@ def test_what_is_not_a_number_is_not_read(text: bytes) -> None:
 
 def random_decimals(rng: np.random.Generator, count: int) -> list[bytes]:
     """Decimals of 1 to 25 significant digits, the point anywhere, exponents across (and
-    beyond) the double range, signs, and the forms float() and small._FLOAT both take."""
+    beyond) the double range, signs, and the forms float() and numtext.FLOAT_GRAMMAR both take."""
     digits = rng.integers(1, 26, size=count)
     points = rng.integers(-1, 27, size=count)
     exponents = rng.integers(-345, 330, size=count)
