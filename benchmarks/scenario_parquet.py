@@ -5,7 +5,6 @@ to see how each scales from one core to two.
 
 from __future__ import annotations
 
-import compileall
 import shutil
 import statistics
 
@@ -14,7 +13,6 @@ from common import (
     DUCKDB,
     POLARS_LAZY_PARQUET,
     PYARROW_PARQUET,
-    REPO,
     Bench,
     Command,
     Scenario,
@@ -26,9 +24,6 @@ ONE_CORE = ["taskset", "-c", "0"]
 
 
 def run(bench: Bench) -> None:
-    # Compiled as an installed package is (as scenario_tiny does): with
-    # PYTHONDONTWRITEBYTECODE=1 a checkout compiles every module at every start.
-    compileall.compile_dir(REPO / "cumtool", quiet=1)
     source = bench.data.wide("parquet")
     out = bench.out
     polars_snappy = python_script(POLARS_LAZY_PARQUET, source, out("pq-polars-snappy.parquet"),

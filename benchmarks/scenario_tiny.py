@@ -5,10 +5,9 @@ a ratio to importing numpy in the same run, as machines differ)."""
 
 from __future__ import annotations
 
-import compileall
 import sys
 
-from common import OUT, REPO, Bench, Command, Goal, Scenario, python_script
+from common import OUT, Bench, Command, Goal, Scenario, python_script
 
 TINY_CSV = b"a,b\n1,2.5\n3,4\n5,6\n7,8.25\n"
 TINY_RESULT = b"a,b\n1,2.5\n4,6.5\n9,12.5\n16,20.75\n"
@@ -24,10 +23,6 @@ POLARS_EAGER_TINY = """
 
 def run(bench: Bench) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    # Compiled as an installed package is (pip writes the .pyc files): a source checkout
-    # run with PYTHONDONTWRITEBYTECODE=1 would compile every module at every start, about
-    # as long again as the run, which numpy's installed modules never pay.
-    compileall.compile_dir(REPO / "cumtool", quiet=1)
     source = OUT / "tiny-input.csv"
     source.write_bytes(TINY_CSV)
     out = bench.out
