@@ -88,9 +88,9 @@ def open_source(
         head = sniff[:8]
         kind = kind_from_name(name) or kind_from_magic(sniff)
         sniffed = kind_from_magic(head)
+        trailer = format_named(sniffed.format).trailer
         binary = sniffed.format in BY_MAGIC and (
-            not format_named(sniffed.format).seekable or path is None
-            or _has_footer(stream, head[:4]))
+            not trailer or path is None or _ends_with(stream, trailer))
         if binary and sniffed.format != kind.format:
             kind = sniffed  # a binary format is known by its bytes, whatever the name says
         if kind.compression is None and head.startswith(GZIP_MAGIC):
@@ -184,9 +184,9 @@ def stdin_stream() -> IO[bytes]:
         return sys.stdin.buffer
 
 
-def _has_footer(stream: IO[bytes], magic: bytes) -> bool:
-    """A seekable format's magic at its end too (Parquet's footer): text that merely
-    starts with the bytes is still text."""
+def _ends_with(stream: IO[bytes], magic: bytes) -> bool:
+    """Whether a file ends with a format's trailer (Parquet's footer): text that merely
+    starts with its magic is still text."""
     try:
         size = stream.seek(0, 2)
         stream.seek(max(size - len(magic), 0))

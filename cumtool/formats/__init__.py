@@ -41,6 +41,7 @@ class Format:
     typed: bool = False  # keeps types: numbers read as text are written as numbers there
     binary: bool = False  # bytes, not text: never written to a terminal
     magic: tuple[bytes, ...] = ()  # first bytes that announce it
+    trailer: bytes = b""  # last bytes of a whole file too: a file that lacks them is text
     # What else the first bytes must show (a zip is a spreadsheet only if it holds one),
     # or, for text without magic, that they show this format (a first line of JSON).
     sniff: Callable[[bytes], bool] | None = None

@@ -24,5 +24,6 @@ def _write(writing: Writing) -> TableSink:
 
 FORMATS = (
     Format("parquet", (".parquet", ".pq"), rank=30, typed=True, binary=True,
-           magic=(b"PAR1",), by_magic=True, seekable=True, reader=_read, writer=_write),
+           magic=(b"PAR1",), trailer=b"PAR1", by_magic=True, seekable=True,
+           reader=_read, writer=_write),
 )
