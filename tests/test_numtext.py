@@ -92,7 +92,7 @@ HARD_VALUES: list[tuple[float, bytes]] = [
     (1e-4, b"0.0001"), (1e-5, b"0.00001"), (1.5e-5, b"0.000015"), (1e-6, b"1e-6"),
     (0.000123456789, b"0.000123456789"), (1e-100, b"1e-100"), (1e100, b"1e+100"),
     (5e-310, b"5e-310"), (2.0**63, b"9.223372036854776e+18"), (100.0, b"100.0"),
-    (264.27, b"264.27"), (-0.5, b"-0.5"),
+    (264.27, b"264.27"), (-0.5, b"-0.5"), (9007199254741000.0, b"9007199254741000.0"),
     (math.nan, b"NaN"), (-math.nan, b"NaN"), (math.inf, b"inf"), (-math.inf, b"-inf"),
 ]
 
@@ -127,6 +127,25 @@ def test_format_floats_refuses_what_is_not_float64() -> None:
         C.format_floats(np.zeros(3), np.zeros(2, dtype=np.bool_), b"")
     with pytest.raises((TypeError, BufferError, ValueError)):
         C.format_floats(np.zeros((3, 2))[:, 0], None, b"")
+
+
+@needs_c
+def test_every_count_of_digits_at_every_point_is_laid_out_as_repr() -> None:
+    # numtext_format writes the digits into place two at a time and slides the integer
+    # part left for the point: 1 to 17 digits, the point from 8 before them to 20 after,
+    # across the layout's bounds (16 before the point, 5 after), both signs; and integers
+    # from 2^53 to 10^16 that end in zeros (Ryu's digits fewer than the point's place)
+    rng = np.random.default_rng(17)
+    values = []
+    for count in range(1, 18):
+        for _ in range(12):
+            digits = "".join(str(d) for d in rng.integers(0, 10, size=count))
+            digits = str(rng.integers(1, 10)) + digits[1:-1] + str(rng.integers(1, 10))
+            values += [float(f"0.{digits[:count]}e{point}") for point in range(-8, 21)]
+    values += [float(9007199254741000 + 1000 * k) for k in range(2000)]
+    values += [float(10**16 - 10**k) for k in range(1, 16)]
+    array = np.array(values + [-v for v in values])
+    assert c_format(array) == [numtext.float_text(v).encode() for v in array.tolist()]
 
 
 def random_doubles(rng: np.random.Generator, count: int) -> np.ndarray:

@@ -52,8 +52,89 @@
 /* The longest text numtext_format writes: "-1.2345678901234567e-308", "-0.00001234567890123456". */
 #define NUMTEXT_FORMAT_MAX 24
 
-/* `value` as cumtool writes a float64, into out (room for NUMTEXT_FORMAT_MAX bytes);
-   returns its length. */
+/* Digits two at a time, from Ryu's table of "00".."99" (ryu/digit_table.h, which d2s.c
+   includes): one multiply-shift per pair instead of one per digit. */
+static inline void write_pair(char *at, uint32_t pair)
+{
+    memcpy(at, DIGIT_TABLE + 2 * pair, 2);
+}
+
+/* n < 10^8 as exactly 8 digits, zero-padded, at at[0:8]. */
+static inline void write_8_digits(char *at, uint32_t n)
+{
+    const uint32_t high = n / 10000, low = n % 10000;
+    write_pair(at, high / 100);
+    write_pair(at + 2, high % 100);
+    write_pair(at + 4, low / 100);
+    write_pair(at + 6, low % 100);
+}
+
+/* The `count` digits of m at at[0:count], count being decimalLength17(m) (m < 10^17);
+   writes nothing else. */
+static inline void write_digits(uint64_t m, int count, char *at)
+{
+    char *end = at + count;
+    uint32_t n = (uint32_t)m;
+    if (count > 8) {
+        const uint64_t high = m / 100000000;
+        write_8_digits(end - 8, (uint32_t)(m - high * 100000000));
+        end -= 8;
+        count -= 8;
+        n = (uint32_t)high;  /* below 10^9 */
+        if (count >= 8) {
+            const uint32_t top = n / 100000000;
+            write_8_digits(end - 8, n - top * 100000000);
+            if (count > 8)
+                at[0] = (char)('0' + top);
+            return;
+        }
+    }
+    /* below 10^8 */
+    while (n >= 100) {
+        const uint32_t high = n / 100;
+        end -= 2;
+        write_pair(end, n - high * 100);
+        n = high;
+    }
+    if (n >= 10)
+        write_pair(end - 2, n);
+    else
+        end[-1] = (char)('0' + n);
+}
+
+/* p[0:n] = p[1:n + 1], for 1 <= n <= 16: every load before its store, in words. */
+static inline void shift_left_one(char *p, int n)
+{
+    if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, p + 1, 8);
+        memcpy(&tail, p + n - 7, 8);
+        memcpy(p, &head, 8);
+        memcpy(p + n - 8, &tail, 8);
+    } else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, p + 1, 4);
+        memcpy(&tail, p + n - 3, 4);
+        memcpy(p, &head, 4);
+        memcpy(p + n - 4, &tail, 4);
+    } else if (n >= 2) {
+        uint16_t head, tail;
+        memcpy(&head, p + 1, 2);
+        memcpy(&tail, p + n - 1, 2);
+        memcpy(p, &head, 2);
+        memcpy(p + n - 2, &tail, 2);
+    } else {
+        p[0] = p[1];
+    }
+}
+
+/* `value` as cumtool writes a float64, into out (room for NUMTEXT_FORMAT_MAX bytes: it
+   may write past the text's end, never past the room); returns its length. The digits go
+   where they belong, two at a time, given Ryu's digits d (count of them) and the point
+   (value = 0.d * 10**point):
+     0 < point <= 16: d[:point] "." d[point:], or d zeros ".0" when count <= point;
+     -5 < point <= 0: "0." zeros d;
+     else: d[0] "." d[1:] "e" sign power, or d[0] "e" sign power when count is 1. */
 static int numtext_format(double value, char *out)
 {
     uint64_t bits;
@@ -81,53 +162,49 @@ static int numtext_format(double value, char *out)
         return (int)(p - out) + 3;
     }
     floating_decimal_64 v;
-    if (!d2d_small_int(fraction, biased, &v))
-        v = d2d(fraction, biased);
-    uint64_t mantissa = v.mantissa;
-    int32_t exponent = v.exponent;
-    while (mantissa % 10 == 0) {  /* never 0 here */
-        mantissa /= 10;
-        exponent++;
+    if (d2d_small_int(fraction, biased, &v)) {
+        /* an integer in [1, 2^53), below 10^16: always plain, its digits then ".0" (with
+           its trailing zeros, which d2d_small_int leaves in the mantissa) */
+        const int count = (int)decimalLength17(v.mantissa);
+        write_digits(v.mantissa, count, p);
+        memcpy(p + count, ".0", 2);
+        return (int)(p - out) + count + 2;
     }
-    /* the digits, most significant first; value = 0.<digits> * 10**point */
-    char digits[20];
+    v = d2d(fraction, biased);
+    /* d2d's mantissa has no trailing zero, so none is stripped: d2d removes digits
+       while a multiple of 10 lies in (vm, vp], Ryu's bounds of the digits that read back
+       (vp / 10 > vm / 10), and strips the zeros of vm when vm is exact (an answer it may
+       take); its answer lies in [vm, vp], where only vm could be a multiple of 10. (No
+       zero either in 3.4 * 10^9 doubles through d2d: random bit patterns, each exponent's
+       outermost fractions, d * 10^k and its neighbours, m * 2^e for odd m < 2^20.) */
+    const uint64_t mantissa = v.mantissa;
     const int count = (int)decimalLength17(mantissa);
-    for (int i = count - 1; i >= 0; i--) {
-        digits[i] = (char)('0' + mantissa % 10);
-        mantissa /= 10;
-    }
-    const int point = count + exponent;
+    const int point = count + v.exponent;
     if (point > 0 && point <= 16) {
         if (count <= point) {
-            memcpy(p, digits, (size_t)count);
-            p += count;
-            for (int i = count; i < point; i++)
-                *p++ = '0';
-            *p++ = '.';
-            *p++ = '0';
-        } else {
-            memcpy(p, digits, (size_t)point);
-            p += point;
-            *p++ = '.';
-            memcpy(p, digits + point, (size_t)(count - point));
-            p += count - point;
+            memset(p, '0', 16);
+            write_digits(mantissa, count, p);
+            p[point] = '.';
+            p[point + 1] = '0';
+            return (int)(p - out) + point + 2;
         }
-        return (int)(p - out);
+        write_digits(mantissa, count, p + 1);
+        shift_left_one(p, point);
+        p[point] = '.';
+        return (int)(p - out) + count + 1;
     }
     if (point > -5 && point <= 0) {
-        *p++ = '0';
-        *p++ = '.';
-        for (int i = 0; i < -point; i++)
-            *p++ = '0';
-        memcpy(p, digits, (size_t)count);
-        p += count;
-        return (int)(p - out);
+        memcpy(p, "0.0000", 6);
+        write_digits(mantissa, count, p + 2 - point);
+        return (int)(p - out) + 2 - point + count;
     }
-    *p++ = digits[0];
+    write_digits(mantissa, count, p + 1);
+    p[0] = p[1];
     if (count > 1) {
-        *p++ = '.';
-        memcpy(p, digits + 1, (size_t)(count - 1));
-        p += count - 1;
+        p[1] = '.';
+        p += count + 1;
+    } else {
+        p += 1;
     }
     *p++ = 'e';
     int power = point - 1;
@@ -139,12 +216,14 @@ static int numtext_format(double value, char *out)
     }
     if (power >= 100) {
         *p++ = (char)('0' + power / 100);
-        power %= 100;
-        *p++ = (char)('0' + power / 10);
+        write_pair(p, (uint32_t)(power % 100));
+        p += 2;
     } else if (power >= 10) {
-        *p++ = (char)('0' + power / 10);
+        write_pair(p, (uint32_t)power);
+        p += 2;
+    } else {
+        *p++ = (char)('0' + power);
     }
-    *p++ = (char)('0' + power % 10);
     return (int)(p - out);
 }
 
