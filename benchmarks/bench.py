@@ -50,6 +50,7 @@ import scenario_memory
 import scenario_npy
 import scenario_ops
 import scenario_parquet
+import scenario_pipe
 import scenario_small
 import scenario_state
 import scenario_stats
@@ -60,6 +61,7 @@ from common import PIN, REPO, SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 # In the order they run and report.
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "csv": scenario_csv.run,
+    "pipe": scenario_pipe.run,
     "text": scenario_text.run,
     "parquet": scenario_parquet.run,
     "arrow": scenario_arrow.run,
@@ -96,8 +98,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help="also the peak-memory check on a 5x larger CSV (10M rows, "
                              "about 640 MB, at full size)")
     parser.add_argument("--pin", default=None, metavar="CPUS",
-                        help="run every command under `taskset -c CPUS` (e.g. 0): with a "
-                             "second report unpinned, how each scales from 1 to 2 cores")
+                        help="run every command under `taskset -c CPUS` (e.g. 1); the "
+                             "scenarios that add their own 1-core rows (taskset -c 0) then "
+                             "leave them out")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE",
                         help="also write the Markdown report here (e.g. "
                              "benchmarks/RESULTS.md)")
@@ -113,8 +116,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown scenario {', '.join(unknown)}; choose from "
                      f"{', '.join(SCENARIOS)}")
-    if "memory" in wanted and args.only is None and not args.memory:
-        wanted = tuple(s for s in wanted if s != "memory")
+    if args.only is None:
+        optional = {"memory": args.memory}
+        wanted = tuple(s for s in wanted if optional.get(s, True))
     args.scenarios = wanted
     return args
 
