@@ -99,7 +99,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help=f"run only these scenarios: {', '.join(SCENARIOS)}")
     parser.add_argument("--memory", action="store_true",
                         help="also the peak-memory check on a 5x larger CSV (10M rows, "
-                             "about 640 MB, at full size)")
+                             "a 464 MiB input, at full size)")
     parser.add_argument("--big", action="store_true",
                         help="also CSV -> CSV at 10M rows against polars lazy, on 2 cores "
                              "and 1, with peak RSS at 2M and 10M (a 464 MiB input, 1.2 GiB "
