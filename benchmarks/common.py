@@ -48,6 +48,12 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def cell(text: str) -> str:
+    """Text for a Markdown table cell: a `|` (a pipeline's label) would end the cell, even
+    inside backticks."""
+    return text.replace("|", "\\|")
+
+
 # Data ----------------------------------------------------------------------------------
 
 def wide_chunks(rows: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -381,7 +387,7 @@ def core_scaling(scenario: Scenario, pairs: Sequence[tuple[str, str]]) -> list[s
         for of in ("median", "cpu"):
             cells.append(x(scenario.ratio(mine, theirs, of=of)))
             cells.append(x(scenario.ratio(*one, of=of)) if all(one) else "")
-        lines.append(f"| {mine} ÷ {theirs} | {cells[0]} | {cells[1]} | {cells[2]} | "
+        lines.append(f"| {cell(mine)} ÷ {cell(theirs)} | {cells[0]} | {cells[1]} | {cells[2]} | "
                      f"{cells[3]} |")
     lines += ["", "| command | wall, 1 core ÷ 2 cores | CPU, 1 core ÷ 2 cores |",
               "|---|---:|---:|"]
@@ -391,7 +397,7 @@ def core_scaling(scenario: Scenario, pairs: Sequence[tuple[str, str]]) -> list[s
         if pinned is None or label in seen:
             continue
         seen.append(label)
-        lines.append(f"| {label} | {x(scenario.ratio(pinned, label))} | "
+        lines.append(f"| {cell(label)} | {x(scenario.ratio(pinned, label))} | "
                      f"{x(scenario.ratio(pinned, label, of='cpu'))} |")
     return lines
 
@@ -573,14 +579,15 @@ class Scenario:
                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for command in self.commands:
             if not command.ok:
-                lines.append(f"| {command.label} | failed: {command.error} | | | | | | | |")
+                lines.append(f"| {cell(command.label)} | failed: {cell(command.error or '')} "
+                             "| | | | | | | |")
                 continue
             pair = ((command.label, self.baseline) if self.invert
                     else (self.baseline, command.label))
             ratios = [self.ratio(*pair, of=of) for of in ("median", "fastest", "cpu")]
             shown = ["" if r is None else f"{r:.2f}x" for r in ratios]
             lines.append(
-                f"| {command.label} | {statistics.median(command.walls):.3f} | "
+                f"| {cell(command.label)} | {statistics.median(command.walls):.3f} | "
                 f"{min(command.walls):.3f} | {max(command.walls):.3f} | "
                 f"{statistics.median(command.cpu):.2f} | "
                 f"{max(command.rss) / MIB:.0f} | {shown[0]} | {shown[1]} | {shown[2]} |")
@@ -818,7 +825,8 @@ def report(bench: Bench, argv: Sequence[str], started: dt.datetime, seconds: flo
         verdict = goal.verdict + (f" ({goal.note})" if goal.note else "")
         fastest = "" if goal.fastest is None else f"{goal.fastest:.2f}x"
         cpu = "" if goal.cpu is None else f"{goal.cpu:.2f}x"
-        lines.append(f"| {goal.text} | {measured} | {fastest} | {cpu} | {limit} | {verdict} |")
+        lines.append(f"| {cell(goal.text)} | {measured} | {fastest} | {cpu} | {limit} | "
+                     f"{cell(verdict)} |")
     lines += ["", *rss_lines(bench), ""]
     if bench.notes:
         lines += [f"- {note}" for note in bench.notes] + [""]
