@@ -103,7 +103,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--big", action="store_true",
                         help="also CSV -> CSV at 10M rows against polars lazy, on 2 cores "
                              "and 1, with peak RSS at 2M and 10M (a 464 MiB input, 1.2 GiB "
-                             "outputs; about 15 minutes on 2 cores)")
+                             "outputs; about 8 minutes at 3 runs on 2 cores)")
     parser.add_argument("--pin", default=None, metavar="CPUS",
                         help="run every command under `taskset -c CPUS` (e.g. 1); the "
                              "scenarios that add their own 1-core rows (taskset -c 0) then "
