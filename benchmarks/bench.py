@@ -5,6 +5,7 @@
     python benchmarks/bench.py --quick             # 200k rows, 3 runs: a fast check
     python benchmarks/bench.py --only csv,npy      # some scenarios only
     python benchmarks/bench.py --memory            # also the 10M-row peak-memory check
+    python benchmarks/bench.py --big               # also 10M rows against polars (issue 25)
     python benchmarks/bench.py --output benchmarks/RESULTS.md
 
 Every command runs as its own process, end to end (interpreter start, imports, reading,
@@ -43,6 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import scenario_arrow
+import scenario_big
 import scenario_by
 import scenario_csv
 import scenario_jsonl
@@ -50,6 +52,7 @@ import scenario_memory
 import scenario_npy
 import scenario_ops
 import scenario_parquet
+import scenario_pipe
 import scenario_small
 import scenario_state
 import scenario_stats
@@ -60,6 +63,7 @@ from common import PIN, REPO, SMALL_ROWS, Bench, Cumtool, Datasets, log, report
 # In the order they run and report.
 SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "csv": scenario_csv.run,
+    "pipe": scenario_pipe.run,
     "text": scenario_text.run,
     "parquet": scenario_parquet.run,
     "arrow": scenario_arrow.run,
@@ -70,6 +74,7 @@ SCENARIOS: dict[str, Callable[[Bench], None]] = {
     "stats": scenario_stats.run,
     "by": scenario_by.run,
     "memory": scenario_memory.run,
+    "big": scenario_big.run,
     "state": scenario_state.run,
     "jsonl": scenario_jsonl.run,
 }
@@ -94,10 +99,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                         help=f"run only these scenarios: {', '.join(SCENARIOS)}")
     parser.add_argument("--memory", action="store_true",
                         help="also the peak-memory check on a 5x larger CSV (10M rows, "
-                             "about 640 MB, at full size)")
+                             "a 464 MiB input, at full size)")
+    parser.add_argument("--big", action="store_true",
+                        help="also CSV -> CSV at 10M rows against polars lazy, on 2 cores "
+                             "and 1, with peak RSS at 2M and 10M (a 464 MiB input, 1.2 GiB "
+                             "outputs; about 8 minutes at 3 runs on 2 cores)")
     parser.add_argument("--pin", default=None, metavar="CPUS",
-                        help="run every command under `taskset -c CPUS` (e.g. 0): with a "
-                             "second report unpinned, how each scales from 1 to 2 cores")
+                        help="run every command under `taskset -c CPUS` (e.g. 1); the "
+                             "scenarios that add their own 1-core rows (taskset -c 0) then "
+                             "leave them out")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE",
                         help="also write the Markdown report here (e.g. "
                              "benchmarks/RESULTS.md)")
@@ -113,8 +123,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown scenario {', '.join(unknown)}; choose from "
                      f"{', '.join(SCENARIOS)}")
-    if "memory" in wanted and args.only is None and not args.memory:
-        wanted = tuple(s for s in wanted if s != "memory")
+    if args.only is None:
+        optional = {"memory": args.memory, "big": args.big}
+        wanted = tuple(s for s in wanted if optional.get(s, True))
     args.scenarios = wanted
     return args
 

@@ -48,6 +48,12 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def cell(text: str) -> str:
+    """Text for a Markdown table cell: a `|` (a pipeline's label) would end the cell, even
+    inside backticks."""
+    return text.replace("|", "\\|")
+
+
 # Data ----------------------------------------------------------------------------------
 
 def wide_chunks(rows: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -271,9 +277,11 @@ RSS_METHOD = (
     "each command")
 
 
-# `taskset -c CPUS` before every command (bench.py --pin): how a run scales from one core
-# to two is two reports, one pinned to one core.
+# `taskset -c CPUS` before every command (bench.py --pin): every row of the report pinned.
 PIN: list[str] = []
+# The CPU of the "1 core" rows that some scenarios add beside their unpinned ones (see
+# one_core): both in one interleaved run, so one report shows how each command scales.
+ONE_CORE_CPU = "0"
 
 
 def _measured(argv: list[str], report: Path) -> list[str]:
@@ -336,6 +344,62 @@ def run_interleaved(commands: list[Command], runs: int, warmup: int) -> None:
                 command.walls.append(wall)
                 command.rss.append(rss)
                 command.cpu.append(cpu)
+
+
+def one_core(command: Command) -> Command | None:
+    """The same command under `taskset -c 0`, as its own row (label and output suffixed
+    ", 1 core") of the same interleaved run: beside the unpinned row, how the command scales
+    from one core to two, measured in the same minutes. Every process it starts (a
+    pipeline's too) inherits the pinning. None when taskset is missing, or when --pin
+    pins every row already (a second taskset would override it)."""
+    if PIN or shutil.which("taskset") is None:
+        return None
+    output = command.output.with_name(f"{command.output.stem}-1core{command.output.suffix}")
+    argv = [output if str(arg) == str(command.output) else arg for arg in command.argv]
+    return Command(f"{command.label}, 1 core", ["taskset", "-c", ONE_CORE_CPU, *map(str, argv)],
+                   output, stdout_to_output=command.stdout_to_output)
+
+
+def with_one_core(commands: Sequence[Command]) -> list[Command]:
+    """one_core of each command that has one."""
+    return [pinned for pinned in map(one_core, commands) if pinned is not None]
+
+
+def core_scaling(scenario: Scenario, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """Markdown: each pair's ratio (first ÷ second) in wall and CPU seconds, on two cores
+    (the unpinned rows) and on one (their one_core rows), then each command's wall and CPU
+    on one core ÷ on two: how much a second core gives it (medians; empty without the
+    one-core rows)."""
+    def pick(label: str) -> str | None:
+        pinned = f"{label}, 1 core"
+        return pinned if any(c.label == pinned for c in scenario.commands) else None
+
+    def x(ratio: float | None) -> str:
+        return "" if ratio is None else f"{ratio:.2f}x"
+
+    if not any(pick(label) for pair in pairs for label in pair):
+        return []
+    lines = ["| ratio (medians) | wall, 2 cores | wall, 1 core | CPU, 2 cores | CPU, 1 core |",
+             "|---|---:|---:|---:|---:|"]
+    for mine, theirs in pairs:
+        one = (pick(mine), pick(theirs))
+        cells = []
+        for of in ("median", "cpu"):
+            cells.append(x(scenario.ratio(mine, theirs, of=of)))
+            cells.append(x(scenario.ratio(*one, of=of)) if all(one) else "")
+        lines.append(f"| {cell(mine)} ÷ {cell(theirs)} | {cells[0]} | {cells[1]} | {cells[2]} | "
+                     f"{cells[3]} |")
+    lines += ["", "| command | wall, 1 core ÷ 2 cores | CPU, 1 core ÷ 2 cores |",
+              "|---|---:|---:|"]
+    seen = []
+    for label in (label for pair in pairs for label in pair):
+        pinned = pick(label)
+        if pinned is None or label in seen:
+            continue
+        seen.append(label)
+        lines.append(f"| {cell(label)} | {x(scenario.ratio(pinned, label))} | "
+                     f"{x(scenario.ratio(pinned, label, of='cpu'))} |")
+    return lines
 
 
 # Commands ------------------------------------------------------------------------------
@@ -454,6 +518,7 @@ class Goal:
     unit: str = "x"
     note: str = ""
     fastest: float | None = None  # the same ratio taken of each command's fastest run
+    cpu: float | None = None  # the same ratio taken of median CPU seconds (user + system)
 
     @property
     def verdict(self) -> str:
@@ -472,6 +537,7 @@ class Scenario:
     invert: bool = False  # ratio = this ÷ baseline (ops table) instead of baseline ÷ this
     notes: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)  # Markdown printed after the main table
 
     def command(self, label: str) -> Command:
         return next(c for c in self.commands if c.label == label)
@@ -513,18 +579,21 @@ class Scenario:
                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for command in self.commands:
             if not command.ok:
-                lines.append(f"| {command.label} | failed: {command.error} | | | | | | | |")
+                lines.append(f"| {cell(command.label)} | failed: {cell(command.error or '')} "
+                             "| | | | | | | |")
                 continue
             pair = ((command.label, self.baseline) if self.invert
                     else (self.baseline, command.label))
             ratios = [self.ratio(*pair, of=of) for of in ("median", "fastest", "cpu")]
             shown = ["" if r is None else f"{r:.2f}x" for r in ratios]
             lines.append(
-                f"| {command.label} | {statistics.median(command.walls):.3f} | "
+                f"| {cell(command.label)} | {statistics.median(command.walls):.3f} | "
                 f"{min(command.walls):.3f} | {max(command.walls):.3f} | "
                 f"{statistics.median(command.cpu):.2f} | "
                 f"{max(command.rss) / MIB:.0f} | {shown[0]} | {shown[1]} | {shown[2]} |")
         lines.append("")
+        if self.tables:
+            lines += [*self.tables, ""]
         lines += [f"- {note}" for note in self.notes]
         lines += [f"- check: {check}" for check in self.checks]
         if self.notes or self.checks:
@@ -649,7 +718,8 @@ class Bench:
             self.goals.append(Goal(text, None, limit))
             return
         self.goals.append(Goal(text, scenario.ratio(numerator, denominator), limit,
-                               fastest=scenario.ratio(numerator, denominator, of="fastest")))
+                               fastest=scenario.ratio(numerator, denominator, of="fastest"),
+                               cpu=scenario.ratio(numerator, denominator, of="cpu")))
 
     def size(self, name: str) -> str:
         path = self.out(name)
@@ -739,11 +809,13 @@ def report(bench: Bench, argv: Sequence[str], started: dt.datetime, seconds: flo
              "Outputs are deleted and os.sync() is called "
              "before each run; inputs are in the page cache. Ratios are of medians. Every "
              "output is read back and checked (see the checks under each table).", "",
-             "## Goals (issues 3, 12 and 15)", "",
+             "## Goals (issues 3, 12, 15 and 25)", "",
              "The verdict uses medians; the fastest-run ratio is shown because other work on "
-             "a shared machine slows some runs more than others.", "",
-             "| goal | measured (medians) | fastest runs | limit | result |",
-             "|---|---:|---:|---:|---|"]
+             "a shared machine slows some runs more than others, and the ratio of median CPU "
+             "seconds (user + system, every process of the command) because it moves less "
+             "with the machine's load.", "",
+             "| goal | measured (medians) | fastest runs | CPU | limit | result |",
+             "|---|---:|---:|---:|---:|---|"]
     for goal in bench.goals:
         measured = "" if goal.measured is None else (
             f"{goal.measured:.0f}{goal.unit}" if goal.unit.strip() == "MiB"
@@ -752,7 +824,9 @@ def report(bench: Bench, argv: Sequence[str], started: dt.datetime, seconds: flo
                  else f"≤ {goal.limit:g}{goal.unit}")
         verdict = goal.verdict + (f" ({goal.note})" if goal.note else "")
         fastest = "" if goal.fastest is None else f"{goal.fastest:.2f}x"
-        lines.append(f"| {goal.text} | {measured} | {fastest} | {limit} | {verdict} |")
+        cpu = "" if goal.cpu is None else f"{goal.cpu:.2f}x"
+        lines.append(f"| {cell(goal.text)} | {measured} | {fastest} | {cpu} | {limit} | "
+                     f"{cell(verdict)} |")
     lines += ["", *rss_lines(bench), ""]
     if bench.notes:
         lines += [f"- {note}" for note in bench.notes] + [""]
@@ -765,13 +839,13 @@ def report(bench: Bench, argv: Sequence[str], started: dt.datetime, seconds: flo
 def rss_lines(bench: Bench) -> list[str]:
     lines = ["Peak RSS (MiB), cumtool first, then each peer:", ""]
     for scenario in bench.scenarios:
-        if scenario.key.startswith("ops") or scenario.key == "memory":
+        if scenario.key.startswith("ops") or scenario.key in ("memory", "big"):
             continue
         own = scenario.peak_mib(scenario.baseline)
         peers = [f"{c.label} {scenario.peak_mib(c.label):.0f}" for c in scenario.commands
                  if c.label != scenario.baseline and c.ok]
         if own is not None:
             lines.append(f"- {scenario.title}: cumtool {own:.0f}; {', '.join(peers)}")
-    if not any(s.key == "memory" for s in bench.scenarios):
-        lines.append("- the 10M-row memory check did not run (it needs --memory)")
+    if not any(s.key in ("memory", "big") for s in bench.scenarios):
+        lines.append("- the 10M-row memory checks did not run (they need --memory or --big)")
     return lines

@@ -1,5 +1,7 @@
 """Scenario `csv`: CSV -> CSV, 2M rows x 8 columns: cumtool against polars (lazy and
-eager), pyarrow + numpy, duckdb, pandas and Miller.
+eager), pyarrow + numpy, duckdb, pandas and Miller; cumtool (-o and to stdout) and polars
+lazy on one core too (`taskset -c 0`, in the same run), to see how each scales from one
+core to two.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from common import (
     Scenario,
     check_last_rows,
     compare_outputs,
+    core_scaling,
     miller_rsum,
     python_script,
+    with_one_core,
 )
 
 
@@ -47,6 +51,7 @@ def run(bench: Bench) -> None:
                                                          out("csv-pandas.csv")),
                 out("csv-pandas.csv")),
     ]
+    commands += with_one_core(commands[:3])
     scenario = Scenario("csv", f"CSV -> CSV, {bench.rows_label()} rows x 8 columns, "
                         "cumsum down every column", commands, "cumtool")
     if bench.mlr:
@@ -70,6 +75,8 @@ def run(bench: Bench) -> None:
     if good:
         scenario.checks.append(f"every output has {reference['rows']} rows and ends on "
                                "the exact column sums (relative 1e-9)")
+    scenario.tables += core_scaling(scenario, [("cumtool", "polars lazy"),
+                                               ("cumtool to stdout", "polars lazy")])
     bench.ratio_goal(f"CSV -> CSV {bench.rows_label()} x 8, -o: cumtool ÷ polars lazy",
                      scenario, "cumtool", "polars lazy", 1.0)
     bench.ratio_goal(f"CSV -> CSV {bench.rows_label()} x 8, stdout: cumtool ÷ polars lazy",

@@ -8,7 +8,7 @@ polars' NDJSON writer, made here next to it.
     python benchmarks/scenario_jsonl.py               # 1M rows, 5 runs of each command
     python benchmarks/scenario_jsonl.py --runs 9 --output jsonl.md
 
-It runs on its own (bench.py does not list it yet); `run(bench)` is the scenario.
+It runs on its own, or in bench.py as `--only jsonl` (`run(bench)` is the scenario).
 """
 
 from __future__ import annotations
