@@ -514,6 +514,85 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(format_ints_doc,
+"format_ints(values, missing, null) -> (text, offsets)\n\n"
+"format_floats for int64 `values`: each as str() writes it.");
+
+static PyObject *format_ints(PyObject *self, PyObject *args)
+{
+    PyObject *values_obj, *missing_obj;
+    Py_buffer null;
+    if (!PyArg_ParseTuple(args, "OOy*", &values_obj, &missing_obj, &null))
+        return NULL;
+    Py_buffer values = {0}, missing = {0};
+    PyObject *text = NULL, *offsets = NULL, *result = NULL;
+    if (PyObject_GetBuffer(values_obj, &values, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    int fits = values.ndim == 1 && is_int64(&values);
+    if (fits && missing_obj != Py_None) {
+        if (PyObject_GetBuffer(missing_obj, &missing, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        fits = missing.ndim == 1 && is_format(&missing, "?", 1)
+            && missing.shape[0] == values.shape[0];
+    }
+    if (!fits) {
+        PyErr_SetString(PyExc_TypeError, "format_ints: values must be a C-contiguous 1-D "
+                                         "int64 buffer, missing None or bools as many");
+        goto done;
+    }
+    const Py_ssize_t total = values.shape[0];
+    const Py_ssize_t widest = null.len > 20 ? null.len : 20;
+    if (total > 0 && widest > PY_SSIZE_T_MAX / total) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    text = PyBytes_FromStringAndSize(NULL, total * widest);
+    offsets = PyBytes_FromStringAndSize(NULL, (total + 1) * (Py_ssize_t)sizeof(int64_t));
+    if (text == NULL || offsets == NULL)
+        goto done;
+    char *out = PyBytes_AS_STRING(text);
+    int64_t *at = (int64_t *)PyBytes_AS_STRING(offsets);
+    const int64_t *v = values.buf;
+    const char *gone = missing.obj != NULL ? missing.buf : NULL;
+    const char *null_text = null.buf;
+    const Py_ssize_t null_size = null.len;
+    Py_ssize_t size = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < total; i++) {
+        at[i] = size;
+        if (gone != NULL && gone[i]) {
+            memcpy(out + size, null_text, (size_t)null_size);
+            size += null_size;
+            continue;
+        }
+        uint64_t magnitude = v[i] < 0 ? 0 - (uint64_t)v[i] : (uint64_t)v[i];
+        char digits[20];
+        int count = 0;
+        do {
+            digits[count++] = (char)('0' + magnitude % 10);
+            magnitude /= 10;
+        } while (magnitude);
+        if (v[i] < 0)
+            out[size++] = '-';
+        while (count)
+            out[size++] = digits[--count];
+    }
+    at[total] = size;
+    Py_END_ALLOW_THREADS
+    if (_PyBytes_Resize(&text, size) < 0)
+        goto done;
+    result = PyTuple_Pack(2, text, offsets);
+done:
+    Py_XDECREF(text);
+    Py_XDECREF(offsets);
+    PyBuffer_Release(&null);
+    if (values.obj != NULL)
+        PyBuffer_Release(&values);
+    if (missing.obj != NULL)
+        PyBuffer_Release(&missing);
+    return result;
+}
+
 /* What parse_floats and parse_ints share: the data, the cells' bounds, the two outputs. */
 typedef struct {
     Py_buffer data, starts, ends, values, status;
@@ -649,6 +728,7 @@ static PyObject *parse_ints(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"format_floats", format_floats, METH_VARARGS, format_floats_doc},
+    {"format_ints", format_ints, METH_VARARGS, format_ints_doc},
     {"parse_floats", parse_floats, METH_VARARGS, parse_floats_doc},
     {"parse_ints", parse_ints, METH_VARARGS, parse_ints_doc},
     {NULL, NULL, 0, NULL},
