@@ -50,6 +50,7 @@ from cumtool.small import TEXT, Handover
 
 CHUNK_BYTES = 4 << 20  # read at a time
 CHUNK_ROWS = 1 << 16  # rows cut, scanned and written at a time
+CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
 HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path: 16 MiB)
 MAX_RECORD = 32 << 20  # as formats.records.MAX_RECORD_BYTES: longer, the streaming path words it
 WIDE_COLUMNS = 8192  # as formats.csv.wide.WIDE_COLUMNS: wider files take the wide path
@@ -176,21 +177,21 @@ class _Job:
         if not data.strip():
             raise Handover  # empty: the streaming path words it
         data, self.width = self._width(data)
-        # The head: the header and INFER_ROWS rows, judged as small.py judges them.
+        # The head: the header and INFER_ROWS rows, judged as small.py judges them. Cut
+        # on from where the last cut stopped, in blocks that bound the arrays' size.
         wanted = small.INFER_ROWS + (1 if read.header else 0)
-        while True:
-            starts, ends, flags = self._arrays(wanted)
-            _rows, end, status = cut(data, 0, self.delimiter, self.width, self.eof,
-                                     starts, ends, flags)
-            if status == CUT_UNSURE:
+        end = 0
+        while wanted:
+            starts, ends, flags = self._arrays(min(wanted, self._block_rows()))
+            rows, end, status = cut(data, end, self.delimiter, self.width, self.eof,
+                                    starts, ends, flags)
+            wanted -= rows
+            if status == CUT_UNSURE or end > HEAD_LIMIT:
                 raise Handover
-            if status == CUT_FULL or self.eof:
-                break
-            if len(data) > HEAD_LIMIT:
-                raise Handover
-            data += self._read()
-        if end > HEAD_LIMIT:
-            raise Handover
+            if status == CUT_DONE:
+                if self.eof:
+                    break
+                data += self._read()
         names, table = small.records(data[:end], read.delimiter, read.header)
         markers = set(read.na_values) | {""}
         hints = [small.judge(table, j, markers, dtype is not None and dtype.kind == "f")
@@ -241,6 +242,10 @@ class _Job:
         if not 0 < width <= WIDE_COLUMNS:
             raise Handover  # the wide path's
         return data, width
+
+    def _block_rows(self) -> int:
+        """Rows cut at a time: CHUNK_ROWS, fewer in wide files (CHUNK_CELLS cells)."""
+        return max(1, min(CHUNK_ROWS, CHUNK_CELLS // self.width))
 
     def _arrays(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return (np.empty((self.width, rows), np.int64), np.empty((self.width, rows), np.int64),
@@ -307,7 +312,7 @@ class _Job:
         pending = self.header
         data, begin = self.data, self.begin
         del self.data
-        arrays = [self._arrays(CHUNK_ROWS), self._arrays(CHUNK_ROWS)]
+        arrays = [self._arrays(self._block_rows()), self._arrays(self._block_rows())]
         turn = 0
         with contextlib.ExitStack() as stack:
             pool = stack.enter_context(ThreadPoolExecutor(1)) if _cores() > 1 else None
@@ -522,6 +527,8 @@ def cut_py(data: bytes, begin: int, delimiter: str, width: int, final: bool,
             if last:
                 break
         if unfinished and not unsure:
+            if final:
+                return rows, end, CUT_UNSURE  # a quote never closed
             break
         blank = len(cells) == 1 and cells[0][2] == 0 and cells[0][0] == cells[0][1]
         if unsure or (not blank and len(cells) != width) or not _clean(data[end:at]):

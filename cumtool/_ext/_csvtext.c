@@ -750,8 +750,11 @@ static PyObject *cut(PyObject *self, PyObject *args)
             if (last)
                 break;
         }
-        if (unfinished && !unsure)
+        if (unfinished && !unsure) {
+            if (final)
+                status = CUT_UNSURE;  /* a quote never closed */
             break;
+        }
         if (unsure || (!blank && field != width) || !clean_text(t, end, at)) {
             status = CUT_UNSURE;
             break;
