@@ -35,9 +35,10 @@ import contextlib
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 
@@ -305,77 +306,124 @@ class _Job:
     # The rows --------------------------------------------------------------------------
 
     def pieces(self) -> Iterator[bytes]:
-        """The output: the header with the first rows, then rows, block by block. Blocks
-        are cut, parsed and scanned here, in order (the carry is chained); each is
-        written out as text in a thread (the C loops release the GIL) while the next is
-        cut, on two sets of cell arrays taken in turn."""
+        """The output: the header with the first rows, then rows, block by block.
+
+        The input is split into blocks of whole records (`_blocks`); each block is cut
+        and its scanned columns parsed on a worker (`_cut`), scanned here in order (the
+        carry is chained), and written out as text on a worker (`_render`). The C loops
+        release the GIL, so blocks are cut and rendered on every core at once; at most
+        two blocks a worker are in flight, which bounds memory."""
         pending = self.header
-        data, begin = self.data, self.begin
-        del self.data
-        arrays = [self._arrays(self._block_rows()), self._arrays(self._block_rows())]
-        turn = 0
-        with contextlib.ExitStack() as stack:
-            pool = stack.enter_context(ThreadPoolExecutor(1)) if _cores() > 1 else None
-            rendering: Future[bytes] | None = None
-            while True:
-                starts, ends, flags = arrays[turn]
-                rows, end, status = cut(data, begin, self.delimiter, self.width, self.eof,
-                                        starts, ends, flags)
-                if status == CUT_UNSURE:
-                    raise Handover
-                if rows:
-                    texts = self._scan(data, starts, ends, flags, rows)
-                    job = (data, starts, ends, flags, rows, texts)
-                    if pool is None:
-                        pending += self._render(*job)
+        workers = _cores()
+        if workers == 1:
+            for block in self._blocks():
+                for piece in self._cut(block):
+                    pending += self._render(piece, self._scan(piece))
+                    yield pending
+                    pending = b""
+            if pending:
+                yield pending
+            return
+        cutting: deque[Future[list[_Piece]]] = deque()
+        rendering: deque[Future[bytes]] = deque()
+        blocks = self._blocks()
+        more = True
+        with ThreadPoolExecutor(workers) as pool:
+            try:
+                while True:
+                    while more and len(cutting) + len(rendering) < 2 * workers:
+                        block = next(blocks, None)
+                        if block is None:
+                            more = False
+                        else:
+                            cutting.append(pool.submit(self._cut, block))
+                    if rendering and (rendering[0].done() or not cutting):
+                        pending += rendering.popleft().result()
                         yield pending
                         pending = b""
+                    elif cutting:
+                        try:
+                            cut_pieces = cutting.popleft().result()
+                        except (Handover, CumtoolError):
+                            while rendering:  # the rows before the problem go out first
+                                pending += rendering.popleft().result()
+                                yield pending
+                                pending = b""
+                            raise
+                        for piece in cut_pieces:
+                            scanned = self._scan(piece)
+                            rendering.append(pool.submit(self._render, piece, scanned))
                     else:
-                        following = pool.submit(self._render, *job)
-                        if rendering is not None:
-                            pending += rendering.result()
-                            yield pending
-                            pending = b""
-                        rendering = following
-                    turn = 1 - turn
-                begin = end
-                if status == CUT_FULL:
-                    continue
-                if self.eof:
-                    break
+                        break
+            finally:
+                for job in (*cutting, *rendering):
+                    job.cancel()
+        if pending:
+            yield pending
+
+    def _blocks(self) -> Iterator[memoryview]:
+        """The input from the first row on, in blocks of whole records of about
+        CHUNK_BYTES (a record longer than that is a block of its own)."""
+        data, begin = self.data, self.begin
+        del self.data
+        while True:
+            if len(data) - begin < CHUNK_BYTES and not self.eof:
+                data = data[begin:] + self._read()
+                begin = 0
+                continue
+            split = len(data) if self.eof else _split(data, begin, CHUNK_BYTES)
+            if split < 0:
                 if len(data) - begin > MAX_RECORD:
                     raise Handover
                 data = data[begin:] + self._read()
                 begin = 0
-            if rendering is not None:
-                pending += rendering.result()
-        if pending:
-            yield pending
+                continue
+            if split > begin:
+                yield memoryview(data)[begin:split]
+            if self.eof:
+                return
+            begin = split
 
-    def _scan(self, data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
-              rows: int) -> dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]:
-        """The results of a block's rows, and their missing cells, by (column, op)."""
+    def _cut(self, block: memoryview) -> list[_Piece]:
+        """A block's records cut into cells, its scanned columns parsed (on a worker)."""
+        pieces = []
+        begin = 0
+        rows_each = self._block_rows()
+        while True:
+            starts, ends, flags = self._arrays(rows_each)
+            rows, end, status = cut(block, begin, self.delimiter, self.width, True,
+                                    starts, ends, flags)
+            if status == CUT_UNSURE:
+                raise Handover
+            if rows:
+                numbers = {i: self._numbers(block, starts[i, :rows], ends[i, :rows],
+                                            flags[i, :rows], source)
+                           for i, source in self.parse.items()}
+                pieces.append(_Piece(block, starts, ends, flags, rows, numbers))
+            if status == CUT_DONE:
+                return pieces
+            begin = end
+
+    def _scan(self, piece: _Piece
+              ) -> dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]:
+        """The results of a piece's rows, and their missing cells, by (column, op)."""
         results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]] = {}
-        for i, source in self.parse.items():
-            values, valid = self._numbers(data, starts[i, :rows], ends[i, :rows],
-                                          flags[i, :rows], source)
-            for (column, op), (spec, carry) in self.scans.items():
-                if column != i:
-                    continue
-                try:
-                    result = kernels.scan_block(spec, values, valid, carry)
-                except CumtoolError as error:
-                    raise _Unsure(str(error)) from None  # the streaming path words it
-                missing = None if valid is None else ~valid
-                if result.missing is not None:
-                    missing = result.missing if missing is None else missing | result.missing
-                results[i, op] = result.values, missing
+        for (i, op), (spec, carry) in self.scans.items():
+            values, valid = piece.numbers[i]
+            try:
+                result = kernels.scan_block(spec, values, valid, carry)
+            except CumtoolError as error:
+                raise _Unsure(str(error)) from None  # the streaming path words it
+            missing = None if valid is None else ~valid
+            if result.missing is not None:
+                missing = result.missing if missing is None else missing | result.missing
+            results[i, op] = result.values, missing
         return results
 
-    def _render(self, data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
-                rows: int, results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]
+    def _render(self, piece: _Piece,
+                results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]
                 ) -> bytes:
-        """A block's rows as output text."""
+        """A piece's rows as output text (on a worker)."""
         texts: dict[tuple[int, str], tuple[bytes, np.ndarray]] = {}
         for key, (values, missing) in results.items():
             if values.dtype == _INT64:
@@ -384,10 +432,11 @@ class _Job:
                 texts[key] = numtext.format_floats(values, missing, self.null)
         plan = [texts[column] if isinstance(column, tuple) else column
                 for _name, column in self.columns]
-        return assemble(data, starts, ends, flags, starts.shape[1], rows, plan,
-                        self.out_delimiter, self.by_sink, self.single)
+        return assemble(piece.data, piece.starts, piece.ends, piece.flags,
+                        piece.starts.shape[1], piece.rows, plan, self.out_delimiter,
+                        self.by_sink, self.single)
 
-    def _numbers(self, data: bytes, starts: np.ndarray, ends: np.ndarray,
+    def _numbers(self, data: bytes | memoryview, starts: np.ndarray, ends: np.ndarray,
                  flags: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray | None]:
         """A column's cells as small._parse reads them: as they are where all are numbers;
         else spaces stripped, and the missing markers missing."""
@@ -401,7 +450,7 @@ class _Job:
         valid = ok
         bad = np.flatnonzero(~ok)
         for r in bad[ends[bad] != starts[bad]].tolist():  # empty cells are missing
-            text = data[int(starts[r]):int(ends[r])].decode("utf-8")
+            text = bytes(data[int(starts[r]):int(ends[r])]).decode("utf-8")
             if flags[r] == 2:
                 text = text.replace('""', '"')
             text = text.strip()
@@ -414,6 +463,39 @@ class _Job:
             valid[r] = True
         values[~valid] = 0
         return values, valid
+
+
+class _Piece(NamedTuple):
+    """Rows of a block cut into cells (cell j of row r at [j, r]), and the scanned
+    columns' numbers: (values, valid or None) by column."""
+
+    data: memoryview
+    starts: np.ndarray
+    ends: np.ndarray
+    flags: np.ndarray
+    rows: int
+    numbers: dict[int, tuple[np.ndarray, np.ndarray | None]]
+
+
+def _split(data: bytes, begin: int, size: int) -> int:
+    """Where a block of whole records that starts at `begin` may end: just past a LF
+    outside quotes, at least `size` bytes on if it can (-1: no such LF yet). A LF is
+    outside quotes when the quotes before it, from a record's start, are even (inside
+    quotes they are odd: an opening quote, then pairs); where a stray quote spoils
+    that, cut() finds the stray quote in the block, and the run hands over."""
+    at = data.find(b"\n", begin + size - 1) if begin + size - 1 < len(data) else -1
+    if at < 0:
+        at = data.rfind(b"\n", begin)
+    if at < 0:
+        return -1
+    quotes = data.count(b'"', begin, at)
+    while quotes % 2:  # inside quotes: on to the next LF
+        following = data.find(b"\n", at + 1)
+        if following < 0:
+            return -1
+        quotes += data.count(b'"', at, following)
+        at = following
+    return at + 1
 
 
 def _cores() -> int:
@@ -437,12 +519,12 @@ def _number(text: str, dtype: np.dtype) -> int | float | None:
 
 # The loops, in Python where _csvtext is not built --------------------------------------
 
-def cut(data: bytes, begin: int, delimiter: str, width: int, final: bool,
+def cut(data: bytes | memoryview, begin: int, delimiter: str, width: int, final: bool,
         starts: np.ndarray, ends: np.ndarray, flags: np.ndarray) -> tuple[int, int, int]:
     """_csvtext.cut, or cut_py."""
     if TEXT is not None:
         return TEXT.cut(data, begin, delimiter, width, final, starts, ends, flags)
-    return cut_py(data, begin, delimiter, width, final, starts, ends, flags)
+    return cut_py(bytes(data), begin, delimiter, width, final, starts, ends, flags)
 
 
 def _clean(data: bytes) -> bool:
@@ -542,14 +624,14 @@ def cut_py(data: bytes, begin: int, delimiter: str, width: int, final: bool,
     return rows, end, CUT_DONE
 
 
-def assemble(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
+def assemble(data: bytes | memoryview, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
              capacity: int, rows: int, columns: list[Any], delimiter: str, by_sink: bool,
              single: bool) -> bytes:
     """_csvtext.assemble, or assemble_py."""
     if TEXT is not None:
         return TEXT.assemble(data, starts, ends, flags, capacity, rows, columns, delimiter,
                              by_sink, single)
-    return assemble_py(data, starts, ends, flags, capacity, rows, columns, delimiter,
+    return assemble_py(bytes(data), starts, ends, flags, capacity, rows, columns, delimiter,
                        by_sink, single)
 
 

@@ -25,12 +25,13 @@ from cumtool.cli import main
 
 
 def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = None,
-             chunk_rows: int = 3, chunk_bytes: int = 7
+             chunk_rows: int = 3, chunk_bytes: int = 7, cores: int = 2
              ) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
     """Run cumtool on `data` (a file) with the small path off: on the fast path (blocks
     of `chunk_rows` rows, reads of `chunk_bytes`), then on the streaming path; each run's
     exit status, stdout bytes, stderr and output file, and whether the fast path wrote
-    the first run's output to the end."""
+    the first run's output to the end. `cores` 1: blocks are cut, scanned and rendered
+    one after another; more: on that many workers."""
     runs = []
     finished = []
     pieces = fastcsv._Job.pieces
@@ -49,8 +50,9 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
         if out is not None:
             argv += ["-o", str(out)]
         saved = (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
-                 fastcsv._Job.pieces)
+                 fastcsv._Job.pieces, fastcsv._cores)
         small.SMALL_BYTES = -1
+        fastcsv._cores = lambda: cores
         fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES = chunk_rows, chunk_bytes
         fastcsv._Job.pieces = spy  # type: ignore[method-assign]
         import cumtool.engine as engine
@@ -62,7 +64,7 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
             result = CliRunner().invoke(main, argv, catch_exceptions=False)
         finally:
             (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
-             fastcsv._Job.pieces) = saved  # type: ignore[method-assign]
+             fastcsv._Job.pieces, fastcsv._cores) = saved  # type: ignore[method-assign]
             engine.try_fast = engine_saved
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")
@@ -101,9 +103,10 @@ def _wide_or_float16(args: list[str]) -> bool:
     and case.id not in ("wide-repeated-names", "na-zero", "na-numbers",
                         "na-numbers-keep-na-rep", "na-zero-whole-column",
                         "na-zero-replaces-the-default-list", "bigint-float32")])
-def test_fast_path_takes_the_plain_cases(tmp_path, data, args):
+@pytest.mark.parametrize("cores", [1, 3])
+def test_fast_path_takes_the_plain_cases(tmp_path, data, args, cores):
     """Not an empty check: what fits the fast path is taken, to the end."""
-    fast, streamed, finished = run_both(tmp_path, data, args)
+    fast, streamed, finished = run_both(tmp_path, data, args, cores=cores)
     assert finished
     assert fast == streamed
 
@@ -177,9 +180,10 @@ def _long(late: bytes, rows: int = small.INFER_ROWS + 50) -> bytes:
     pytest.param(b"1,2,a\rb\n", True, id="lone-cr"),
 ])
 @pytest.mark.parametrize("output", [None, "out.csv"])
-def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output):
+@pytest.mark.parametrize("cores", [1, 2])
+def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, cores):
     fast, streamed, _finished = run_both(tmp_path, _long(late), ["cumsum"], output,
-                                         chunk_rows=4096, chunk_bytes=1 << 16)
+                                         chunk_rows=4096, chunk_bytes=1 << 16, cores=cores)
     same(fast, streamed)
     assert (fast[0] == 0) == ok, fast[2]
 
@@ -199,11 +203,13 @@ def test_a_late_bad_cell_is_named_with_its_row_and_line(tmp_path):
 @settings(max_examples=int(os.environ.get("CUMTOOL_SMALL_EXAMPLES", "400")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
-@given(case=_tables(), rows=st.integers(1, 4), read=st.integers(1, 64))
-def test_fast_path_agrees_with_streaming_on_random_files(tmp_path_factory, case, rows, read):
+@given(case=_tables(), rows=st.integers(1, 4), read=st.integers(1, 64),
+       cores=st.integers(1, 3))
+def test_fast_path_agrees_with_streaming_on_random_files(tmp_path_factory, case, rows, read,
+                                                         cores):
     data, args, _stdin, output = case
     tmp_path = tmp_path_factory.mktemp("case")
-    fast, streamed, _finished = run_both(tmp_path, data, args, output, rows, read)
+    fast, streamed, _finished = run_both(tmp_path, data, args, output, rows, read, cores)
     same(fast, streamed)
 
 
@@ -217,6 +223,41 @@ def test_fast_path_agrees_on_some_random_files(tmp_path_factory, case, rows, rea
     fast, streamed, _finished = run_both(tmp_path_factory.mktemp("case"), data, args,
                                          output, rows, read)
     same(fast, streamed)
+
+
+# Blocks: split between records, never inside quotes -----------------------------------
+
+def _records(text: bytes, width: int) -> list[list[bytes]] | None:
+    """The records of `text` as cells (None: cut is unsure of them)."""
+    capacity = len(text) + 1
+    arrays = [np.zeros((width, capacity), np.int64), np.zeros((width, capacity), np.int64),
+              np.zeros((width, capacity), np.uint8)]
+    rows, _end, status = fastcsv.cut_py(text, 0, ",", width, True, *arrays)
+    if status != fastcsv.CUT_DONE:
+        return None
+    return [[text[arrays[0][j, r]:arrays[1][j, r]] for j in range(width)]
+            for r in range(rows)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(cells=st.lists(st.sampled_from(["a", "", '"x\ny"', '"a,b"', '""""', '"\n"']),
+                      min_size=2, max_size=40),
+       size=st.integers(1, 24))
+def test_blocks_end_between_records(cells, size):
+    text = "".join(cell + ("\n" if k % 2 else ",") for k, cell in enumerate(cells)).encode()
+    whole = _records(text, 2)
+    assert whole is not None
+    pieces: list[list[bytes]] = []
+    begin = 0
+    while begin < len(text):
+        split = fastcsv._split(text, begin, size)
+        assert split < 0 or (split > begin and text[split - 1:split] == b"\n")
+        split = len(text) if split < 0 else split
+        block = _records(text[begin:split], 2)
+        assert block is not None, text[begin:split]
+        pieces += block
+        begin = split
+    assert pieces == whole
 
 
 # The C loops against the Python ones -------------------------------------------------

@@ -656,6 +656,19 @@ static PyObject *cut(PyObject *self, PyObject *args)
     unsigned char *flags = flags_view.buf;
     Py_ssize_t rows = 0, end = begin;
     int status = CUT_DONE;
+    /* What each byte is to the cutter: most are PLAIN and end nothing; HIGH and BAD
+       bytes are checked only in the records that hold them (clean_text). */
+    enum { PLAIN = 0, DELIMITER, LF, CR, QUOTE, BAD, HIGH };
+    unsigned char kind[256];
+    memset(kind, PLAIN, 128);
+    memset(kind + 128, HIGH, 128);
+    kind[0] = BAD;
+    for (int c = 0x1c; c <= 0x1f; c++)
+        kind[c] = BAD;
+    kind['\n'] = LF;
+    kind['\r'] = CR;
+    kind['"'] = QUOTE;
+    kind[d] = DELIMITER;
     Py_BEGIN_ALLOW_THREADS
     Py_ssize_t at = begin;
     while (at < n) {
@@ -664,29 +677,30 @@ static PyObject *cut(PyObject *self, PyObject *args)
             break;
         }
         Py_ssize_t field = 0;
-        int unsure = 0, blank = 0, unfinished = 0;
+        int unsure = 0, blank = 0, unfinished = 0, check = 0;
         for (;;) {
             Py_ssize_t cell_start, cell_end;
             unsigned char flag;
             if (at < n && t[at] == '"') {
+                const unsigned char *close_at;
                 Py_ssize_t close = at + 1;
                 flag = 1;
+                check = 1;  /* a quoted cell may hold anything: the record is checked */
                 for (;;) {
-                    if (close >= n) {
+                    close_at = close < n ? memchr(t + close, '"', (size_t)(n - close)) : NULL;
+                    if (close_at == NULL) {
                         unfinished = 1;
                         break;
                     }
-                    if (t[close] == '"') {
-                        if (close + 1 < n && t[close + 1] == '"') {
-                            flag = 2;
-                            close += 2;
-                            continue;
-                        }
-                        if (close + 1 >= n && !final)
-                            unfinished = 1;  /* the next byte may be a second quote */
-                        break;
+                    close = close_at - t;
+                    if (close + 1 < n && t[close + 1] == '"') {
+                        flag = 2;
+                        close += 2;
+                        continue;
                     }
-                    close++;
+                    if (close + 1 >= n && !final)
+                        unfinished = 1;  /* the next byte may be a second quote */
+                    break;
                 }
                 if (unfinished)
                     break;
@@ -695,10 +709,19 @@ static PyObject *cut(PyObject *self, PyObject *args)
                 at = close + 1;
             } else {
                 Py_ssize_t stop = at;
-                while (stop < n && t[stop] != d && t[stop] != '"' && t[stop] != '\r'
-                       && t[stop] != '\n')
-                    stop++;
-                if (stop < n && t[stop] == '"') {
+                unsigned char k = PLAIN;
+                while (stop < n) {
+                    k = kind[t[stop]];
+                    if (k == PLAIN) {
+                        stop++;
+                    } else if (k >= BAD) {
+                        check = 1;
+                        stop++;
+                    } else {
+                        break;
+                    }
+                }
+                if (stop < n && k == QUOTE) {
                     unsure = 1;  /* a quote inside an unquoted cell */
                     break;
                 }
@@ -755,7 +778,7 @@ static PyObject *cut(PyObject *self, PyObject *args)
                 status = CUT_UNSURE;  /* a quote never closed */
             break;
         }
-        if (unsure || (!blank && field != width) || !clean_text(t, end, at)) {
+        if (unsure || (!blank && field != width) || (check && !clean_text(t, end, at))) {
             status = CUT_UNSURE;
             break;
         }
