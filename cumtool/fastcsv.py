@@ -326,7 +326,7 @@ class _Job:
             return
         cutting: deque[Future[list[_Piece]]] = deque()
         rendering: deque[Future[bytes]] = deque()
-        blocks = self._blocks()
+        blocks: Iterator[memoryview | None] = self._blocks()
         more = True
         with ThreadPoolExecutor(workers) as pool:
             try:
@@ -356,8 +356,10 @@ class _Job:
                     else:
                         break
             finally:
-                for job in (*cutting, *rendering):
-                    job.cancel()
+                for cut_job in cutting:
+                    cut_job.cancel()
+                for render_job in rendering:
+                    render_job.cancel()
         if pending:
             yield pending
 
