@@ -326,17 +326,16 @@ class _Job:
             return
         cutting: deque[Future[list[_Piece]]] = deque()
         rendering: deque[Future[bytes]] = deque()
-        blocks: Iterator[memoryview | None] = self._blocks()
+        blocks = self._blocks()
         more = True
         with ThreadPoolExecutor(workers) as pool:
             try:
                 while True:
                     while more and len(cutting) + len(rendering) < 2 * workers:
-                        block = next(blocks, None)
-                        if block is None:
+                        try:
+                            cutting.append(pool.submit(self._cut, next(blocks)))
+                        except StopIteration:
                             more = False
-                        else:
-                            cutting.append(pool.submit(self._cut, block))
                     if rendering and (rendering[0].done() or not cutting):
                         pending += rendering.popleft().result()
                         yield pending
