@@ -32,11 +32,13 @@ tests/test_fastcsv.py).
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import stat
 import sys
+import tempfile
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any, NamedTuple
 
@@ -44,8 +46,9 @@ import numpy as np
 
 from cumtool import kernels, numtext, small
 from cumtool.errors import CumtoolError
+from cumtool.formats import PrefixedStream
 from cumtool.formats.registry import DELIMITED
-from cumtool.output import open_output
+from cumtool.output import open_output, spool_error
 from cumtool.request import Request
 from cumtool.small import TEXT, Handover
 
@@ -62,15 +65,9 @@ CUT_DONE, CUT_FULL, CUT_UNSURE = range(3)  # cut's status
 
 
 def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
-    """Run `request` on this path if it fits: (True, None) when done, else (False, `stdin`)
-    untouched, for the streaming path."""
-    if request.input == "-" or stdin is not None or not small.options_fit(request):
-        return False, stdin
-    try:
-        info = os.stat(request.input)
-    except (OSError, ValueError):
-        return False, stdin
-    if not stat.S_ISREG(info.st_mode):
+    """Run `request` on this path if it fits: (True, None) when done, else (False, a
+    stream of standard input as it was, for the streaming path, or None)."""
+    if not small.options_fit(request):
         return False, stdin
     if request.output not in (None, "-"):
         with contextlib.suppress(OSError):  # a device or a FIFO is written in place:
@@ -78,27 +75,93 @@ def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes]
                 return False, stdin
     from cumtool import sources
 
-    written = 0
+    if request.input == "-":
+        return _from_stdin(request, stdin)
+    try:
+        if not stat.S_ISREG(os.stat(request.input).st_mode):
+            return False, stdin
+    except (OSError, ValueError):
+        return False, stdin
     with contextlib.ExitStack() as stack:
         try:
             stream = sources.open_path(request.input, stack)
-            pieces = _Job(request, stream).pieces()
-            first = next(pieces)  # the header and the first rows: nothing written yet
-        except (Handover, CumtoolError):
-            return False, stdin  # the streaming path takes it, or words the error
+        except CumtoolError:
+            return False, stdin  # the streaming path words it
+        return _run(request, stream, lambda: stdin)
+
+
+def _from_stdin(request: Request, stdin: IO[bytes] | None
+                ) -> tuple[bool, IO[bytes] | None]:
+    """Standard input, kept in an (unlinked) temporary file as it is read, so that the
+    streaming path can read it again from the start if this path hands over."""
+    from cumtool import sources
+
+    if stdin is None:
         try:
-            with open_output(request.output) as out:
-                out.write(first)
-                written = len(first)
-                for piece in pieces:
-                    out.write(piece)
-                    written += len(piece)
-        except (Handover, _Unsure):
-            if request.output in (None, "-"):
-                stack.close()
-                _stream_skipping(request, written)
-                return True, None
-            return False, stdin  # the file output was dropped: the streaming path's turn
+            stdin = sources.stdin_stream()
+        except CumtoolError:
+            return False, None  # the streaming path words it
+    try:
+        spool = tempfile.TemporaryFile(prefix="cumtool-stdin-")
+    except OSError:
+        return False, stdin
+    tee = _Tee(stdin, spool)
+
+    def replay() -> IO[bytes]:
+        tee.check()
+        spool.flush()
+        spool.seek(0)
+        return io.BufferedReader(PrefixedStream(spool, stdin))
+
+    return _run(request, tee, replay)
+
+
+class _Tee:
+    """A stream that copies what is read from it into `spool`."""
+
+    def __init__(self, stream: IO[bytes], spool: IO[bytes]) -> None:
+        self._stream = stream
+        self._spool = spool
+        self._error: CumtoolError | None = None
+
+    def read(self, size: int) -> bytes:
+        data = self._stream.read(size)
+        if data:
+            try:
+                self._spool.write(data)
+            except OSError as error:
+                self._error = spool_error(error)
+                raise self._error from None
+        return data
+
+    def check(self) -> None:
+        """Raise the spool's error, if writing it failed: the input cannot be replayed."""
+        if self._error is not None:
+            raise self._error
+
+
+def _run(request: Request, stream: IO[bytes] | _Tee,
+         replay: Callable[[], IO[bytes] | None]) -> tuple[bool, IO[bytes] | None]:
+    """The run on `stream`; `replay()` gives standard input again, from the start, when
+    the streaming path takes over."""
+    written = 0
+    try:
+        pieces = _Job(request, stream).pieces()
+        first = next(pieces)  # the header and the first rows: nothing written yet
+    except (Handover, CumtoolError):
+        return False, replay()  # the streaming path takes it, or words the error
+    try:
+        with open_output(request.output) as out:
+            out.write(first)
+            written = len(first)
+            for piece in pieces:
+                out.write(piece)
+                written += len(piece)
+    except (Handover, _Unsure):
+        if request.output in (None, "-"):
+            _stream_skipping(request, written, replay())
+            return True, None
+        return False, replay()  # the file output was dropped: the streaming path's turn
     return True, None
 
 
@@ -106,14 +169,14 @@ class _Unsure(CumtoolError):
     """An error the kernels raised, which the streaming path words instead."""
 
 
-def _stream_skipping(request: Request, skip: int) -> None:
+def _stream_skipping(request: Request, skip: int, stdin: IO[bytes] | None) -> None:
     """The streaming path from the start, to standard output, without the first `skip`
     bytes: those this path wrote, which are the streaming path's first bytes too."""
     from cumtool import runner, sources
 
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
-        source, kind = sources.open_source(request, dtype, stack, None, None)
+        source, kind = sources.open_source(request, dtype, stack, stdin, None)
         out = request.output_format(kind)
         saved = sys.stdout
         sys.stdout = _Stdout(_Skipping(saved.buffer, skip))
@@ -155,7 +218,7 @@ class _Job:
     """One run: the input judged and planned from its head; then its output, piece by
     piece."""
 
-    def __init__(self, request: Request, stream: IO[bytes]) -> None:
+    def __init__(self, request: Request, stream: IO[bytes] | _Tee) -> None:
         self.stream = stream
         self.eof = False
         data = self._read()

@@ -25,13 +25,14 @@ from cumtool.cli import main
 
 
 def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = None,
-             chunk_rows: int = 3, chunk_bytes: int = 7, cores: int = 2
+             chunk_rows: int = 3, chunk_bytes: int = 7, cores: int = 2, stdin: bool = False
              ) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
     """Run cumtool on `data` (a file) with the small path off: on the fast path (blocks
     of `chunk_rows` rows, reads of `chunk_bytes`), then on the streaming path; each run's
     exit status, stdout bytes, stderr and output file, and whether the fast path wrote
     the first run's output to the end. `cores` 1: blocks are cut, scanned and rendered
-    one after another; more: on that many workers."""
+    one after another; more: on that many workers. `stdin`: the data come through
+    standard input."""
     runs = []
     finished = []
     pieces = fastcsv._Job.pieces
@@ -45,7 +46,7 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
         where.mkdir()
         source = where / "in.csv"
         source.write_bytes(data)
-        argv = [*args, str(source)]
+        argv = [*args, "-" if stdin else str(source)]
         out = where / output if output else None
         if out is not None:
             argv += ["-o", str(out)]
@@ -61,7 +62,8 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
         if not fast:
             engine.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
         try:
-            result = CliRunner().invoke(main, argv, catch_exceptions=False)
+            result = CliRunner().invoke(main, argv, catch_exceptions=False,
+                                        input=data if stdin else None)
         finally:
             (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
              fastcsv._Job.pieces, fastcsv._cores) = saved  # type: ignore[method-assign]
@@ -104,16 +106,18 @@ def _wide_or_float16(args: list[str]) -> bool:
                         "na-numbers-keep-na-rep", "na-zero-whole-column",
                         "na-zero-replaces-the-default-list", "bigint-float32")])
 @pytest.mark.parametrize("cores", [1, 3])
-def test_fast_path_takes_the_plain_cases(tmp_path, data, args, cores):
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_fast_path_takes_the_plain_cases(tmp_path, data, args, cores, stdin):
     """Not an empty check: what fits the fast path is taken, to the end."""
-    fast, streamed, finished = run_both(tmp_path, data, args, cores=cores)
+    fast, streamed, finished = run_both(tmp_path, data, args, cores=cores, stdin=stdin)
     assert finished
     assert fast == streamed
 
 
 @pytest.mark.parametrize(("data", "args"), HANDED_OVER)
-def test_fast_path_hands_over_and_agrees(tmp_path, data, args):
-    fast, streamed, finished = run_both(tmp_path, data, args)
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_fast_path_hands_over_and_agrees(tmp_path, data, args, stdin):
+    fast, streamed, finished = run_both(tmp_path, data, args, stdin=stdin)
     assert not finished
     same(fast, streamed)
 
@@ -180,10 +184,13 @@ def _long(late: bytes, rows: int = small.INFER_ROWS + 50) -> bytes:
     pytest.param(b"1,2,a\rb\n", True, id="lone-cr"),
 ])
 @pytest.mark.parametrize("output", [None, "out.csv"])
-@pytest.mark.parametrize("cores", [1, 2])
-def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, cores):
+@pytest.mark.parametrize(("cores", "stdin"), [(1, False), (2, False), (2, True)],
+                         ids=["1-core", "2-cores", "stdin"])
+def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, cores,
+                                                    stdin):
     fast, streamed, _finished = run_both(tmp_path, _long(late), ["cumsum"], output,
-                                         chunk_rows=4096, chunk_bytes=1 << 16, cores=cores)
+                                         chunk_rows=4096, chunk_bytes=1 << 16, cores=cores,
+                                         stdin=stdin)
     same(fast, streamed)
     assert (fast[0] == 0) == ok, fast[2]
 
@@ -207,9 +214,10 @@ def test_a_late_bad_cell_is_named_with_its_row_and_line(tmp_path):
        cores=st.integers(1, 3))
 def test_fast_path_agrees_with_streaming_on_random_files(tmp_path_factory, case, rows, read,
                                                          cores):
-    data, args, _stdin, output = case
+    data, args, stdin, output = case
     tmp_path = tmp_path_factory.mktemp("case")
-    fast, streamed, _finished = run_both(tmp_path, data, args, output, rows, read, cores)
+    fast, streamed, _finished = run_both(tmp_path, data, args, output, rows, read, cores,
+                                         stdin)
     same(fast, streamed)
 
 
@@ -381,3 +389,24 @@ def test_a_large_csv_imports_neither_polars_nor_pyarrow(tmp_path):
     assert done.stdout.split(b"\n")[-2] == b"[]"
     out = (tmp_path / "out.csv").read_bytes()
     assert out.endswith(b"\n%d,x\n" % (count * (count - 1) // 2))
+
+
+@pytest.mark.parametrize("late", [b"", b"1,2,a\rb\n", b"1,oops,z\n"],
+                         ids=["plain", "lone-cr", "bad-cell"])
+def test_a_pipe_gives_the_streaming_paths_bytes_and_leaves_no_spool(tmp_path, late):
+    """Through a real pipe, past the small path: the fast path's output, or after a late
+    hand-over the streaming path's, with its spool of standard input gone."""
+    data = _long(late, rows=small.SMALL_BYTES // 10)
+    spool_dir = tmp_path / "tmp"
+    spool_dir.mkdir()
+    env = dict(os.environ, TMPDIR=str(spool_dir))
+    command = [sys.executable, "-m", "cumtool", "cumsum", "-"]
+    piped = subprocess.run(command, input=data, capture_output=True, env=env)
+    (tmp_path / "in.csv").write_bytes(data)
+    streamed = subprocess.run([*command[:-1], str(tmp_path / "in.csv"), "--batch-rows", "9999"],
+                              capture_output=True, env=env)
+    same((piped.returncode, piped.stdout, piped.stderr, None),
+         (streamed.returncode, streamed.stdout,
+          streamed.stderr.replace(str(tmp_path / "in.csv").encode(), b"standard input"), None))
+    assert piped.returncode == (1 if b"oops" in late else 0)
+    assert list(spool_dir.iterdir()) == []
