@@ -46,7 +46,8 @@ import numpy as np
 
 from cumtool import kernels, numtext, small
 from cumtool.errors import CumtoolError
-from cumtool.formats import PrefixedStream
+from cumtool.formats import PrefixedStream, records
+from cumtool.formats.csv import wide
 from cumtool.formats.registry import DELIMITED
 from cumtool.output import open_output, spool_error
 from cumtool.request import Request
@@ -56,8 +57,6 @@ CHUNK_BYTES = 4 << 20  # read at a time
 CHUNK_ROWS = 1 << 16  # rows cut, scanned and written at a time
 CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
 HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path: 16 MiB)
-MAX_RECORD = 32 << 20  # as formats.records.MAX_RECORD_BYTES: longer, the streaming path words it
-WIDE_COLUMNS = 8192  # as formats.csv.wide.WIDE_COLUMNS: wider files take the wide path
 _BOM = b"\xef\xbb\xbf"
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
@@ -292,7 +291,7 @@ class _Job:
             while at < 0 and not self.eof:
                 data += self._read()
                 at = data.find(b"\n")
-                if len(data) > MAX_RECORD:
+                if len(data) > records.MAX_RECORD_BYTES:
                     raise Handover
             if at < 0 or data.count(b'"', 0, at) % 2 == 0:
                 break
@@ -303,7 +302,7 @@ class _Job:
             raise Handover from None
         del text
         width = len(small.records(first, self.delimiter, False)[0])
-        if not 0 < width <= WIDE_COLUMNS:
+        if not 0 < width <= wide.WIDE_COLUMNS:
             raise Handover  # the wide path's
         return data, width
 
@@ -437,7 +436,7 @@ class _Job:
                 continue
             split = len(data) if self.eof else _split(data, begin, CHUNK_BYTES)
             if split < 0:
-                if len(data) - begin > MAX_RECORD:
+                if len(data) - begin > records.MAX_RECORD_BYTES:
                     raise Handover
                 data = data[begin:] + self._read()
                 begin = 0
@@ -552,7 +551,7 @@ def _split(data: bytes, begin: int, size: int) -> int:
         at = data.rfind(b"\n", begin)
     if at < 0:
         return -1
-    quotes = data.count(b'"', begin, at)
+    quotes = data.count(b'"', begin, at) if data.find(b'"', begin, at) >= 0 else 0
     while quotes % 2:  # inside quotes: on to the next LF
         following = data.find(b"\n", at + 1)
         if following < 0:
