@@ -53,7 +53,9 @@ from cumtool.output import open_output, spool_error
 from cumtool.request import Request
 from cumtool.small import TEXT, Handover
 
-CHUNK_BYTES = 4 << 20  # read at a time
+CHUNK_BYTES = 4 << 20  # read at a time, and a block's size at most
+IN_FLIGHT_BYTES = 16 << 20  # the blocks in flight, together (each costs ~8x its size)
+MAX_WORKERS = 16
 CHUNK_ROWS = 1 << 16  # rows cut, scanned and written at a time
 CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
 HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path: 16 MiB)
@@ -376,9 +378,10 @@ class _Job:
         release the GIL, so blocks are cut and rendered on every core at once; at most
         two blocks a worker are in flight, which bounds memory."""
         pending = self.header
-        workers = _cores()
+        workers = min(_cores(), MAX_WORKERS)
+        size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers)))
         if workers == 1:
-            for block in self._blocks():
+            for block in self._blocks(size):
                 for piece in self._cut(block):
                     pending += self._render(piece, self._scan(piece))
                     yield pending
@@ -388,7 +391,7 @@ class _Job:
             return
         cutting: deque[Future[list[_Piece]]] = deque()
         rendering: deque[Future[bytes]] = deque()
-        blocks = self._blocks()
+        blocks = self._blocks(size)
         more = True
         with ThreadPoolExecutor(workers) as pool:
             try:
@@ -424,9 +427,9 @@ class _Job:
         if pending:
             yield pending
 
-    def _blocks(self) -> Iterator[memoryview]:
-        """The input from the first row on, in blocks of whole records of about
-        CHUNK_BYTES (a record longer than that is a block of its own)."""
+    def _blocks(self, size: int) -> Iterator[memoryview]:
+        """The input from the first row on, in blocks of whole records of about `size`
+        bytes (a record longer than that is a block of its own)."""
         data, begin = self.data, self.begin
         del self.data
         while True:
@@ -434,7 +437,7 @@ class _Job:
                 data = data[begin:] + self._read()
                 begin = 0
                 continue
-            split = len(data) if self.eof else _split(data, begin, CHUNK_BYTES)
+            split = len(data) if self.eof else _split(data, begin, size)
             if split < 0:
                 if len(data) - begin > records.MAX_RECORD_BYTES:
                     raise Handover
