@@ -566,6 +566,14 @@ static PyObject *format_ints(PyObject *self, PyObject *args)
             continue;
         }
         uint64_t magnitude = v[i] < 0 ? 0 - (uint64_t)v[i] : (uint64_t)v[i];
+        if (magnitude < 100000000000000000ull) {  /* below 10^17: two digits at a time */
+            if (v[i] < 0)
+                out[size++] = '-';
+            const int length = (int)decimalLength17(magnitude);
+            write_digits(magnitude, length, out + size);
+            size += length;
+            continue;
+        }
         char digits[20];
         int count = 0;
         do {
