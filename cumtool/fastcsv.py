@@ -54,9 +54,9 @@ from cumtool.request import Request
 from cumtool.small import TEXT, Handover
 
 CHUNK_BYTES = 4 << 20  # read at a time, and a block's size at most
-IN_FLIGHT_BYTES = 16 << 20  # the blocks in flight, together (each costs ~8x its size)
+IN_FLIGHT_BYTES = 4 << 20  # the blocks in flight, together (each costs ~8x its size)
 MAX_WORKERS = 16
-CHUNK_ROWS = 1 << 16  # rows cut, scanned and written at a time
+CHUNK_ROWS = 1 << 14  # rows cut, scanned and written at a time (their cells stay in cache)
 CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
 HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path: 16 MiB)
 _BOM = b"\xef\xbb\xbf"
@@ -376,7 +376,7 @@ class _Job:
         and its scanned columns parsed on a worker (`_cut`), scanned here in order (the
         carry is chained), and written out as text on a worker (`_render`). The C loops
         release the GIL, so blocks are cut and rendered on every core at once; at most
-        two blocks a worker are in flight, which bounds memory."""
+        two blocks a worker are in flight, IN_FLIGHT_BYTES together, which bounds memory."""
         pending = self.header
         workers = min(_cores(), MAX_WORKERS)
         size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers)))
