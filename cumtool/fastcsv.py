@@ -40,7 +40,7 @@ import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, cast
 
 import numpy as np
 
@@ -126,7 +126,16 @@ class _Tee:
         self._error: CumtoolError | None = None
 
     def read(self, size: int) -> bytes:
-        data = self._stream.read(size)
+        return self._keep(self._stream.read(size))
+
+    def read1(self, size: int) -> bytes:
+        read1 = getattr(self._stream, "read1", self._stream.read)
+        return self._keep(read1(size))
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def _keep(self, data: bytes) -> bytes:
         if data:
             try:
                 self._spool.write(data)
@@ -256,6 +265,8 @@ class _Job:
             if status == CUT_DONE:
                 if self.eof:
                     break
+                if len(data) > HEAD_LIMIT:
+                    raise Handover  # long records: the streaming path's
                 data += self._read()
         names, table = small.records(data[:end], read.delimiter, read.header)
         markers = set(read.na_values) | {""}
@@ -279,7 +290,10 @@ class _Job:
                                              starts, ends, flags)
 
     def _read(self) -> bytes:
-        piece = self.stream.read(CHUNK_BYTES)
+        """What the input has ready, up to CHUNK_BYTES (waiting only while it has none:
+        a pipe that pauses still has its first rows judged and written)."""
+        read1 = getattr(self.stream, "read1", self.stream.read)
+        piece = read1(CHUNK_BYTES)
         if not piece:
             self.eof = True
         return piece
@@ -381,7 +395,7 @@ class _Job:
         workers = min(_cores(), MAX_WORKERS)
         size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers)))
         if workers == 1:
-            for block in self._blocks(size):
+            for block, _paused in self._blocks(size):
                 for piece in self._cut(block):
                     pending += self._render(piece, self._scan(piece))
                     yield pending
@@ -393,14 +407,18 @@ class _Job:
         rendering: deque[Future[bytes]] = deque()
         blocks = self._blocks(size)
         more = True
+        paused = False  # the input paused: what is in flight goes out before reading on
         with ThreadPoolExecutor(workers) as pool:
             try:
                 while True:
-                    while more and len(cutting) + len(rendering) < 2 * workers:
+                    paused = paused and bool(cutting or rendering)
+                    while more and not paused and len(cutting) + len(rendering) < 2 * workers:
                         try:
-                            cutting.append(pool.submit(self._cut, next(blocks)))
+                            block, paused = next(blocks)
                         except StopIteration:
                             more = False
+                        else:
+                            cutting.append(pool.submit(self._cut, block))
                     if rendering and (rendering[0].done() or not cutting):
                         pending += rendering.popleft().result()
                         yield pending
@@ -427,30 +445,22 @@ class _Job:
         if pending:
             yield pending
 
-    def _blocks(self, size: int) -> Iterator[memoryview]:
+    def _blocks(self, size: int) -> Iterator[tuple[bytes, bool]]:
         """The input from the first row on, in blocks of whole records of about `size`
-        bytes (a record longer than that is a block of its own)."""
-        data, begin = self.data, self.begin
+        bytes (records.Chunker, the streaming path's), each with whether the input
+        paused after it (a pipe whose producer waits: the rows so far go out first)."""
+        head = self.data[self.begin:]
         del self.data
-        while True:
-            if len(data) - begin < CHUNK_BYTES and not self.eof:
-                data = data[begin:] + self._read()
-                begin = 0
-                continue
-            split = len(data) if self.eof else _split(data, begin, size)
-            if split < 0:
-                if len(data) - begin > records.MAX_RECORD_BYTES:
-                    raise Handover
-                data = data[begin:] + self._read()
-                begin = 0
-                continue
-            if split > begin:
-                yield memoryview(data)[begin:split]
-            if self.eof:
-                return
-            begin = split
+        stream = PrefixedStream(head, cast(IO[bytes], self.stream))
+        chunker = records.Chunker(cast(IO[bytes], stream), size,
+                                  lone_cr=False)  # the head's lines end with a LF
+        try:
+            for block in chunker.chunks():
+                yield block, chunker.short
+        except records.RecordTooLong:
+            raise Handover from None  # the streaming path names the record
 
-    def _cut(self, block: memoryview) -> list[_Piece]:
+    def _cut(self, block: bytes) -> list[_Piece]:
         """A block's records cut into cells, its scanned columns parsed (on a worker)."""
         pieces = []
         begin = 0
@@ -535,33 +545,12 @@ class _Piece(NamedTuple):
     """Rows of a block cut into cells (cell j of row r at [j, r]), and the scanned
     columns' numbers: (values, valid or None) by column."""
 
-    data: memoryview
+    data: bytes
     starts: np.ndarray
     ends: np.ndarray
     flags: np.ndarray
     rows: int
     numbers: dict[int, tuple[np.ndarray, np.ndarray | None]]
-
-
-def _split(data: bytes, begin: int, size: int) -> int:
-    """Where a block of whole records that starts at `begin` may end: just past a LF
-    outside quotes, at least `size` bytes on if it can (-1: no such LF yet). A LF is
-    outside quotes when the quotes before it, from a record's start, are even (inside
-    quotes they are odd: an opening quote, then pairs); where a stray quote spoils
-    that, cut() finds the stray quote in the block, and the run hands over."""
-    at = data.find(b"\n", begin + size - 1) if begin + size - 1 < len(data) else -1
-    if at < 0:
-        at = data.rfind(b"\n", begin)
-    if at < 0:
-        return -1
-    quotes = data.count(b'"', begin, at) if data.find(b'"', begin, at) >= 0 else 0
-    while quotes % 2:  # inside quotes: on to the next LF
-        following = data.find(b"\n", at + 1)
-        if following < 0:
-            return -1
-        quotes += data.count(b'"', at, following)
-        at = following
-    return at + 1
 
 
 def _cores() -> int:

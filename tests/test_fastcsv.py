@@ -233,41 +233,6 @@ def test_fast_path_agrees_on_some_random_files(tmp_path_factory, case, rows, rea
     same(fast, streamed)
 
 
-# Blocks: split between records, never inside quotes -----------------------------------
-
-def _records(text: bytes, width: int) -> list[list[bytes]] | None:
-    """The records of `text` as cells (None: cut is unsure of them)."""
-    capacity = len(text) + 1
-    arrays = [np.zeros((width, capacity), np.int64), np.zeros((width, capacity), np.int64),
-              np.zeros((width, capacity), np.uint8)]
-    rows, _end, status = fastcsv.cut_py(text, 0, ",", width, True, *arrays)
-    if status != fastcsv.CUT_DONE:
-        return None
-    return [[text[arrays[0][j, r]:arrays[1][j, r]] for j in range(width)]
-            for r in range(rows)]
-
-
-@settings(max_examples=300, deadline=None)
-@given(cells=st.lists(st.sampled_from(["a", "", '"x\ny"', '"a,b"', '""""', '"\n"']),
-                      min_size=2, max_size=40),
-       size=st.integers(1, 24))
-def test_blocks_end_between_records(cells, size):
-    text = "".join(cell + ("\n" if k % 2 else ",") for k, cell in enumerate(cells)).encode()
-    whole = _records(text, 2)
-    assert whole is not None
-    pieces: list[list[bytes]] = []
-    begin = 0
-    while begin < len(text):
-        split = fastcsv._split(text, begin, size)
-        assert split < 0 or (split > begin and text[split - 1:split] == b"\n")
-        split = len(text) if split < 0 else split
-        block = _records(text[begin:split], 2)
-        assert block is not None, text[begin:split]
-        pieces += block
-        begin = split
-    assert pieces == whole
-
-
 # The C loops against the Python ones -------------------------------------------------
 
 needs_c = pytest.mark.skipif(small.TEXT is None or numtext.NATIVE is None,
