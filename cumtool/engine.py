@@ -17,6 +17,7 @@ from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.commit import check_stop
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
+from cumtool.fastcsv import try_fast
 from cumtool.formats import ArraySink, FileKind
 from cumtool.formats.registry import DELIMITED
 from cumtool.kernels import overflow_hint
@@ -52,6 +53,8 @@ def run(request: Request) -> None:
 
         return distributed.run(request)
     done, stdin = try_small(request)  # a small CSV: no polars, no pyarrow
+    if not done:  # a larger one, without them too
+        done, stdin = try_fast(request, stdin)
     if done:
         return
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None

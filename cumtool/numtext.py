@@ -10,6 +10,7 @@ path's floats (_csvtext.c's float_texts).
 - format_floats: each value as polars writes it (layout_text(repr(v), v, 16, -5)):
   repr's shortest digits, in plain notation while the decimal point falls within
   (-5, 16] digits, else d.ddde+XX / d.ddde-XX; "0.0", "-0.0", "NaN", "inf", "-inf".
+- format_ints: each int64 as str() writes it.
 - parse_floats: FLOAT_GRAMMAR (a sign, digits with at most one point, an
   exponent; inf, infinity, nan in any case), nothing else: no spaces, no underscores.
 - parse_ints: INT_GRAMMAR, within int64 or marked as beyond it.
@@ -94,6 +95,29 @@ def format_floats_py(values: np.ndarray, missing: np.ndarray | None = None,
                      null: bytes = b"") -> tuple[bytes, np.ndarray]:
     """format_floats in Python."""
     texts = [float_text(v).encode("ascii") for v in values.tolist()]
+    if missing is not None:
+        texts = [null if gone else t for t, gone in zip(texts, missing.tolist(), strict=True)]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    return b"".join(texts), offsets
+
+
+def format_ints(values: np.ndarray, missing: np.ndarray | None = None,
+                null: bytes = b"") -> tuple[bytes, np.ndarray]:
+    """format_floats for int64 values: each as str() writes it."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    if missing is not None:
+        missing = np.ascontiguousarray(missing, dtype=np.bool_)
+    if NATIVE is not None:
+        text, offsets = NATIVE.format_ints(values, missing, null)
+        return text, np.frombuffer(offsets, dtype=np.int64)
+    return format_ints_py(values, missing, null)
+
+
+def format_ints_py(values: np.ndarray, missing: np.ndarray | None = None,
+                   null: bytes = b"") -> tuple[bytes, np.ndarray]:
+    """format_ints in Python."""
+    texts = [str(v).encode("ascii") for v in values.tolist()]
     if missing is not None:
         texts = [null if gone else t for t, gone in zip(texts, missing.tolist(), strict=True)]
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)

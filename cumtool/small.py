@@ -83,7 +83,7 @@ class Handover(Exception):  # internal: the streaming path takes the run
 def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
     """Run `request` on the small path if it fits: (True, None) when done; else (False,
     standard input to read instead of sys.stdin, when this read some of it)."""
-    if not _options_fit(request):
+    if not options_fit(request):
         return False, None
     try:
         data, stdin = _read(request)
@@ -100,7 +100,7 @@ def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
     return True, None
 
 
-def _options_fit(request: Request) -> bool:
+def options_fit(request: Request) -> bool:
     key = str(request.axis).strip().lower()
     by_rows = AXIS_NAMES.get(key) == 0 or key in ("0", "-2")
     from cumtool import inputs, remote
@@ -181,18 +181,18 @@ def _read_stdin(stdin: IO[bytes]) -> tuple[bytes, bool]:
 def render(request: Request, data: bytes) -> bytes:
     """The output of `request` on the input `data` (all of it), as the streaming path
     writes it; raises Handover (or a CumtoolError) where that path must run instead."""
-    kind = _input_kind(request, data)
-    out = _output_kind(request, kind)
+    kind = input_kind(request, data)
+    out = output_kind(request, kind)
     read = request.csv_read(kind.format)
     write = request.csv_write(out.format)
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     if dtype is not None and dtype.kind == "c":
         raise Handover
-    names, rows = _records(data, read.delimiter, read.header)
+    names, rows = records(data, read.delimiter, read.header)
     markers = set(read.na_values) | {""}
-    hints = [_judge(rows, j, markers, dtype is not None and dtype.kind == "f")
+    hints = [judge(rows, j, markers, dtype is not None and dtype.kind == "f")
              for j in range(len(names))]
-    selected = _select(request, names, hints)
+    selected = select_scanned(request, names, hints)
     ops = request.ops
     repeated = {n for n, count in collections.Counter(names).items() if count > 1}
 
@@ -232,7 +232,7 @@ def render(request: Request, data: bytes) -> bytes:
     return _write(columns, rows, write.delimiter, write.header, write.na_rep)
 
 
-def _input_kind(request: Request, data: bytes) -> FileKind:
+def input_kind(request: Request, data: bytes) -> FileKind:
     """As sources.open_source decides it, for plain (uncompressed) text only."""
     head = data[:8]
     if head.startswith(BINARY_MAGIC):
@@ -246,7 +246,7 @@ def _input_kind(request: Request, data: bytes) -> FileKind:
     return kind
 
 
-def _output_kind(request: Request, kind: FileKind) -> FileKind:
+def output_kind(request: Request, kind: FileKind) -> FileKind:
     """The output's format (Request.output_format); csv or tsv, uncompressed, or Handover."""
     out = request.output_format(kind)
     if out.format not in DELIMITED or out.compression is not None:
@@ -254,7 +254,7 @@ def _output_kind(request: Request, kind: FileKind) -> FileKind:
     return out
 
 
-def _records(data: bytes, delimiter: str, header: bool
+def records(data: bytes, delimiter: str, header: bool
              ) -> tuple[list[str], list[list[str | None]]]:
     """The header's names and the rows' cells (None: an empty unquoted cell), as
     formats/csv/csv.py reads them."""
@@ -331,7 +331,7 @@ _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
 
 
-def _judge(rows: list[list[str | None]], column: int, markers: set[str],
+def judge(rows: list[list[str | None]], column: int, markers: set[str],
            float_columns: bool) -> _Hint:
     """judge.py's rules for one column, from its first INFER_ROWS rows."""
     if not rows:
@@ -369,7 +369,7 @@ def _judge_cells(rows: list[list[str | None]], column: int, markers: set[str]
     return len(cells), zero, kind
 
 
-def _select(request: Request, names: list[str], hints: list[_Hint]) -> list[int]:
+def select_scanned(request: Request, names: list[str], hints: list[_Hint]) -> list[int]:
     """The scanned columns, by the rules every path shares (columns.select); a column
     that is not numeric here (an error, or a flag or date column) is the streaming
     path's to word."""

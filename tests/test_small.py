@@ -532,11 +532,12 @@ def test_small_csv_imports_neither_polars_nor_pyarrow(tmp_path, stdin):
 
 
 def test_a_larger_csv_still_streams_with_polars(tmp_path):
-    """The check above can fail: past SMALL_BYTES the same run imports polars."""
+    """The check above can fail: past SMALL_BYTES, with an option the fast path
+    (fastcsv.py) does not cover either, the same run imports polars."""
     rows = b"".join(b"%d,1\n" % i for i in range(small.SMALL_BYTES // 4))
     (tmp_path / "big.csv").write_bytes(b"a,b\n" + rows)
     code = ("import sys\nfrom cumtool.cli import main\ntry:\n    main(['cumsum', "
-            "'big.csv', '-o', 'out.csv'])\nexcept SystemExit:\n    pass\n"
+            "'big.csv', '--reverse', '-o', 'out.csv'])\nexcept SystemExit:\n    pass\n"
             "print('polars' in sys.modules)\n")
     assert _python(code, cwd=tmp_path).stdout.split()[-1] == b"True"
 

@@ -42,7 +42,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # One run's options as plain data (Request), and what each engine refuses of them.
     ("options", ("engines", "request")),
     # The engines and the paths they take.
-    ("run", ("state", "runner", "small", "widerun", "engine", "datasets", "distributed")),
+    ("run", ("state", "runner", "small", "fastcsv", "widerun", "engine", "datasets",
+             "distributed")),
     # What users call: the Python API and the command line.
     ("surface", ("", "api", "params", "completion", "cli", "launch", "__main__")),
 ]

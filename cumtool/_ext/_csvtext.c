@@ -562,11 +562,451 @@ done:
     return out;
 }
 
+
+/* the streaming pipeline (cumtool/fastcsv.py) ----------------------------------------- */
+
+/* Bytes the small path hands over on wherever they are (small._records): a NUL, the
+   characters U+001C-U+001F (str.strip strips them, polars does not), a CR not followed by
+   a LF, and bytes that are not UTF-8. 1 if data[begin:end] holds none. */
+static int clean_text(const unsigned char *t, Py_ssize_t begin, Py_ssize_t end)
+{
+    Py_ssize_t i = begin;
+    while (i < end) {
+        unsigned char c = t[i];
+        if (c >= 0x20 && c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c < 0x80) {
+            if (c == 0 || (c >= 0x1c && c <= 0x1f))
+                return 0;
+            if (c == '\r' && (i + 1 >= end || t[i + 1] != '\n'))
+                return 0;
+            i++;
+            continue;
+        }
+        /* UTF-8 as Python's strict decoder takes it: no overlong forms, no surrogates,
+           nothing beyond U+10FFFF */
+        Py_ssize_t size;
+        unsigned char low = 0x80, high = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf) {
+            size = 2;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            size = 3;
+            if (c == 0xe0)
+                low = 0xa0;
+            else if (c == 0xed)
+                high = 0x9f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            size = 4;
+            if (c == 0xf0)
+                low = 0x90;
+            else if (c == 0xf4)
+                high = 0x8f;
+        } else {
+            return 0;
+        }
+        if (i + size > end || t[i + 1] < low || t[i + 1] > high)
+            return 0;
+        for (Py_ssize_t k = 2; k < size; k++)
+            if (t[i + k] < 0x80 || t[i + k] > 0xbf)
+                return 0;
+        i += size;
+    }
+    return 1;
+}
+
+enum { CUT_DONE = 0, CUT_FULL = 1, CUT_UNSURE = 2 };
+
+/* x86-64 always has SSE2; elsewhere cut reads a byte at a time (the same cells) */
+#if defined(__SSE2__) && (defined(__GNUC__) || defined(__clang__))
+#include <emmintrin.h>
+#define CUT_SSE2 1
+#else
+#define CUT_SSE2 0
+#endif
+
+PyDoc_STRVAR(cut_doc,
+"cut(data, begin, delimiter, width, final, starts, ends, flags) -> (rows, end, status)\n\n"
+"fastcsv.cut_py in C: the records of data[begin:] cut into cells as small._records cuts\n"
+"them (blank lines skipped), each cell's bounds written column by column: cell j of\n"
+"row r at [j * capacity + r] of `starts` and `ends` (int64) and `flags` (uint8: 0\n"
+"unquoted, 1 quoted, 2 quoted with doubled quotes inside; the bounds are inside the\n"
+"quotes), capacity being len(flags) // width. Stops after `capacity` rows, or before a\n"
+"record the data do not finish (unless `final`: the data end there). `end` is where the\n"
+"rows read end; status 0: every whole record read, 1: stopped at capacity, 2: the\n"
+"record at `end` is one the small path hands over on (a stray quote, another field\n"
+"count, a lone CR, a NUL, U+001C-U+001F, bytes that are not UTF-8). The GIL is\n"
+"released.");
+
+static PyObject *cut(PyObject *self, PyObject *args)
+{
+    Py_buffer data, starts_view, ends_view, flags_view;
+    Py_ssize_t begin, width;
+    int delimiter, final;
+    if (!PyArg_ParseTuple(args, "y*nCnpw*w*w*", &data, &begin, &delimiter, &width, &final,
+                          &starts_view, &ends_view, &flags_view))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t capacity = width > 0 ? flags_view.len / width : 0;
+    if (delimiter < 0 || delimiter > 127 || delimiter == '"' || delimiter == '\r'
+        || delimiter == '\n' || width <= 0 || begin < 0 || begin > data.len
+        || starts_view.len != capacity * width * 8 || ends_view.len != capacity * width * 8
+        || flags_view.len != capacity * width) {
+        PyErr_SetString(PyExc_ValueError, "cut: a one-byte ASCII delimiter, width > 0, "
+                        "begin within the data, starts and ends 8 bytes a cell, flags one");
+        goto done;
+    }
+    const unsigned char *t = data.buf;
+    const Py_ssize_t n = data.len;
+    const unsigned char d = (unsigned char)delimiter;
+    int64_t *starts = starts_view.buf, *ends = ends_view.buf;
+    unsigned char *flags = flags_view.buf;
+    Py_ssize_t rows = 0, end = begin;
+    int status = CUT_DONE;
+    /* What each byte is to the cutter: most are PLAIN and end nothing; HIGH and BAD
+       bytes are checked only in the records that hold them (clean_text). */
+    enum { PLAIN = 0, DELIMITER, LF, CR, QUOTE, BAD, HIGH };
+    unsigned char kind[256];
+    memset(kind, PLAIN, 128);
+    memset(kind + 128, HIGH, 128);
+    kind[0] = BAD;
+    for (int c = 0x1c; c <= 0x1f; c++)
+        kind[c] = BAD;
+    kind['\n'] = LF;
+    kind['\r'] = CR;
+    kind['"'] = QUOTE;
+    kind[d] = DELIMITER;
+#if CUT_SSE2
+    const __m128i sse_delimiter = _mm_set1_epi8((char)d);
+    const __m128i sse_quote = _mm_set1_epi8('"');
+    const __m128i sse_space = _mm_set1_epi8(0x20);
+#endif
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t at = begin;
+    while (at < n) {
+        if (rows == capacity) {
+            status = CUT_FULL;
+            break;
+        }
+        Py_ssize_t field = 0;
+        int unsure = 0, blank = 0, unfinished = 0, check = 0;
+        for (;;) {
+            Py_ssize_t cell_start, cell_end;
+            unsigned char flag;
+            if (at < n && t[at] == '"') {
+                const unsigned char *close_at;
+                Py_ssize_t close = at + 1;
+                flag = 1;
+                check = 1;  /* a quoted cell may hold anything: the record is checked */
+                for (;;) {
+                    close_at = close < n ? memchr(t + close, '"', (size_t)(n - close)) : NULL;
+                    if (close_at == NULL) {
+                        unfinished = 1;
+                        break;
+                    }
+                    close = close_at - t;
+                    if (close + 1 < n && t[close + 1] == '"') {
+                        flag = 2;
+                        close += 2;
+                        continue;
+                    }
+                    if (close + 1 >= n && !final)
+                        unfinished = 1;  /* the next byte may be a second quote */
+                    break;
+                }
+                if (unfinished)
+                    break;
+                cell_start = at + 1;
+                cell_end = close;
+                at = close + 1;
+            } else {
+                Py_ssize_t stop = at;
+                unsigned char k = PLAIN;
+                for (;;) {
+#if CUT_SSE2
+                    /* 16 bytes at a time to the next delimiter, quote, control or
+                       non-ASCII byte (signed: 0x80-0xff are below 0x20 too) */
+                    while (stop + 16 <= n) {
+                        const __m128i v = _mm_loadu_si128((const __m128i *)(t + stop));
+                        const __m128i hit = _mm_or_si128(
+                            _mm_or_si128(_mm_cmpeq_epi8(v, sse_delimiter),
+                                         _mm_cmpeq_epi8(v, sse_quote)),
+                            _mm_cmplt_epi8(v, sse_space));
+                        const int mask = _mm_movemask_epi8(hit);
+                        if (mask == 0) {
+                            stop += 16;
+                            continue;
+                        }
+                        stop += __builtin_ctz((unsigned)mask);
+                        break;
+                    }
+#endif
+                    if (stop >= n)
+                        break;
+                    k = kind[t[stop]];
+                    if (k == PLAIN) {
+                        stop++;
+                    } else if (k >= BAD) {
+                        check = 1;
+                        stop++;
+                    } else {
+                        break;
+                    }
+                }
+                if (stop < n && k == QUOTE) {
+                    unsure = 1;  /* a quote inside an unquoted cell */
+                    break;
+                }
+                cell_start = at;
+                cell_end = stop;
+                flag = 0;
+                at = stop;
+            }
+            /* after a cell: a CR only before a LF; then the delimiter, a LF or the end */
+            Py_ssize_t next = at;
+            if (next < n && t[next] == '\r') {
+                if (next + 1 >= n) {
+                    unfinished = !final;
+                    unsure = final;
+                    break;
+                }
+                if (t[next + 1] != '\n') {
+                    unsure = 1;
+                    break;
+                }
+                next++;
+            }
+            int last;
+            if (next >= n) {
+                if (!final) {
+                    unfinished = 1;
+                    break;
+                }
+                last = 1;
+            } else if (t[next] == d) {
+                last = 0;
+                next++;
+            } else if (t[next] == '\n') {
+                last = 1;
+                next++;
+            } else {
+                unsure = 1;  /* text after a closing quote */
+                break;
+            }
+            if (field < width) {
+                starts[field * capacity + rows] = cell_start;
+                ends[field * capacity + rows] = cell_end;
+                flags[field * capacity + rows] = flag;
+            }
+            if (field == 0 && last && flag == 0 && cell_start == cell_end)
+                blank = 1;
+            field++;
+            at = next;
+            if (last)
+                break;
+        }
+        if (unfinished && !unsure) {
+            if (final)
+                status = CUT_UNSURE;  /* a quote never closed */
+            break;
+        }
+        if (unsure || (!blank && field != width) || (check && !clean_text(t, end, at))) {
+            status = CUT_UNSURE;
+            break;
+        }
+        if (!blank)
+            rows++;
+        end = at;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("nni", rows, end, status);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts_view);
+    PyBuffer_Release(&ends_view);
+    PyBuffer_Release(&flags_view);
+    return result;
+}
+
+/* One output column of assemble: an input column's cells, or a result's texts. */
+typedef struct {
+    Py_ssize_t column;   /* the input column, or -1 */
+    Py_buffer text, offsets;
+} OutColumn;
+
+/* Whether an input cell needs quotes in the output (small._write's rules). */
+static int needs_quotes(const unsigned char *s, Py_ssize_t size, unsigned char flag,
+                        unsigned char out, int empty_quoted)
+{
+    if (flag == 2)
+        return 1;  /* it holds a quote */
+    if (size == 0)
+        return empty_quoted;
+    for (Py_ssize_t i = 0; i < size; i++)
+        if (s[i] == out || s[i] == '\r' || s[i] == '\n')
+            return 1;
+    return 0;
+}
+
+PyDoc_STRVAR(assemble_doc,
+"assemble(data, starts, ends, flags, capacity, rows, columns, delimiter, by_sink,\n"
+"         single) -> bytes\n\n"
+"fastcsv.assemble_py in C: `rows` lines of output, each the `columns` (an int: that\n"
+"input column's cells, as cut() wrote their bounds with `capacity`; a pair (text,\n"
+"offsets): a result's texts, text[offsets[r]:offsets[r + 1]], offsets int64) joined by\n"
+"`delimiter`, input cells quoted as small._write quotes text (`by_sink`: CsvSink quotes\n"
+"it itself; `single`: a row's only cell). The GIL is released.");
+
+static PyObject *assemble(PyObject *self, PyObject *args)
+{
+    Py_buffer data, starts_view, ends_view, flags_view;
+    Py_ssize_t capacity, rows;
+    PyObject *columns;
+    int delimiter, by_sink, single;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nnO!Cpp", &data, &starts_view, &ends_view,
+                          &flags_view, &capacity, &rows, &PyList_Type, &columns, &delimiter,
+                          &by_sink, &single))
+        return NULL;
+    PyObject *out = NULL;
+    const Py_ssize_t count = PyList_GET_SIZE(columns);
+    OutColumn *plan = PyMem_Calloc((size_t)(count > 0 ? count : 1), sizeof(OutColumn));
+    Py_ssize_t filled = 0;
+    if (plan == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const Py_ssize_t cells = flags_view.len;
+    if (delimiter < 0 || delimiter > 127 || rows < 0 || capacity < rows || count == 0
+        || starts_view.len != cells * 8 || ends_view.len != cells * 8) {
+        PyErr_SetString(PyExc_ValueError, "assemble: a one-byte ASCII delimiter, columns, "
+                        "and starts, ends and flags as cut() fills them");
+        goto done;
+    }
+    const Py_ssize_t width = capacity > 0 ? cells / capacity : 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *item = PyList_GET_ITEM(columns, k);
+        plan[k].column = -1;
+        if (PyLong_Check(item)) {
+            Py_ssize_t column = PyLong_AsSsize_t(item);
+            if (column == -1 && PyErr_Occurred())
+                goto done;
+            if (column < 0 || column >= width) {
+                PyErr_SetString(PyExc_ValueError, "assemble: an input column out of range");
+                goto done;
+            }
+            plan[k].column = column;
+            continue;
+        }
+        PyObject *text, *offsets;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "assemble: a column is an int or (text, offsets)");
+            goto done;
+        }
+        text = PyTuple_GET_ITEM(item, 0);
+        offsets = PyTuple_GET_ITEM(item, 1);
+        if (PyObject_GetBuffer(text, &plan[k].text, PyBUF_SIMPLE) < 0)
+            goto done;
+        if (PyObject_GetBuffer(offsets, &plan[k].offsets, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&plan[k].text);
+            goto done;
+        }
+        filled = k + 1;
+        const int64_t *at = plan[k].offsets.buf;
+        int bad = plan[k].offsets.len != (rows + 1) * 8;
+        for (Py_ssize_t r = 0; !bad && r < rows; r++)
+            bad = at[r] < 0 || at[r] > at[r + 1];
+        if (bad || at[rows] > plan[k].text.len) {
+            PyErr_SetString(PyExc_ValueError, "assemble: a result's offsets must be rows + 1 "
+                            "rising int64s within its text");
+            goto done;
+        }
+    }
+    filled = count;
+    const unsigned char *t = data.buf;
+    const int64_t *starts = starts_view.buf, *ends = ends_view.buf;
+    const unsigned char *flags = flags_view.buf;
+    for (Py_ssize_t c = 0; c < cells; c++)
+        if (starts[c] < 0 || starts[c] > ends[c] || ends[c] > data.len) {
+            if (c % (capacity > 0 ? capacity : 1) < rows) {
+                PyErr_SetString(PyExc_ValueError, "assemble: a cell outside the data");
+                goto done;
+            }
+        }
+    /* the size: every cell at most its bytes and two quotes, a delimiter or line end */
+    Py_ssize_t size = 0;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (plan[k].column < 0) {
+            const int64_t *at = plan[k].offsets.buf;
+            size += (Py_ssize_t)(at[rows] - at[0]) + rows;
+        } else {
+            const Py_ssize_t base = plan[k].column * capacity;
+            for (Py_ssize_t r = 0; r < rows; r++)
+                size += (Py_ssize_t)(ends[base + r] - starts[base + r]) + 3;
+        }
+    }
+    out = PyBytes_FromStringAndSize(NULL, size);
+    if (out == NULL)
+        goto done;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    const unsigned char d = (unsigned char)delimiter;
+    Py_ssize_t written = 0;
+    Py_BEGIN_ALLOW_THREADS
+    unsigned char *p = o;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        for (Py_ssize_t k = 0; k < count; k++) {
+            if (k)
+                *p++ = d;
+            if (plan[k].column < 0) {
+                const int64_t *at = plan[k].offsets.buf;
+                const Py_ssize_t length = (Py_ssize_t)(at[r + 1] - at[r]);
+                memcpy(p, (const char *)plan[k].text.buf + at[r], (size_t)length);
+                p += length;
+                continue;
+            }
+            const Py_ssize_t c = plan[k].column * capacity + r;
+            const unsigned char *s = t + starts[c];
+            const Py_ssize_t length = (Py_ssize_t)(ends[c] - starts[c]);
+            /* an empty cell: polars writes a missing one (unquoted) empty and quotes an
+               empty text; CsvSink quotes either only as a row's only cell */
+            const int empty_quoted = by_sink ? single : flags[c] != 0;
+            if (needs_quotes(s, length, flags[c], d, empty_quoted)) {
+                *p++ = '"';
+                memcpy(p, s, (size_t)length);  /* quotes inside are doubled already */
+                p += length;
+                *p++ = '"';
+            } else {
+                memcpy(p, s, (size_t)length);
+                p += length;
+            }
+        }
+        *p++ = '\n';
+    }
+    written = p - o;
+    Py_END_ALLOW_THREADS
+    if (_PyBytes_Resize(&out, written) < 0)
+        out = NULL;
+done:
+    for (Py_ssize_t k = 0; k < filled; k++)
+        if (plan[k].column < 0 && plan[k].text.obj != NULL) {
+            PyBuffer_Release(&plan[k].text);
+            PyBuffer_Release(&plan[k].offsets);
+        }
+    PyMem_Free(plan);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts_view);
+    PyBuffer_Release(&ends_view);
+    PyBuffer_Release(&flags_view);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"records", records, METH_VARARGS, records_doc},
     {"judge_cells", judge_cells, METH_VARARGS, judge_cells_doc},
     {"parse_cells", parse_cells, METH_VARARGS, parse_cells_doc},
     {"float_texts", float_texts, METH_VARARGS, float_texts_doc},
+    {"cut", cut, METH_VARARGS, cut_doc},
+    {"assemble", assemble, METH_VARARGS, assemble_doc},
     {NULL, NULL, 0, NULL},
 };
 

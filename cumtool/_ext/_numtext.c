@@ -449,8 +449,33 @@ PyDoc_STRVAR(format_floats_doc,
 "is text[offsets[i]:offsets[i + 1]], `offsets` being len(values) + 1 native int64s as\n"
 "bytes. The GIL is released while the values are written.");
 
-static PyObject *format_floats(PyObject *self, PyObject *args)
+/* An int64 as str() writes it, into out (room for 20 bytes); returns its length. */
+static int int_text(int64_t value, char *out)
 {
+    uint64_t magnitude = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
+    char *p = out;
+    if (value < 0)
+        *p++ = '-';
+    if (magnitude < 100000000000000000ull) {  /* below 10^17: two digits at a time */
+        const int length = (int)decimalLength17(magnitude);
+        write_digits(magnitude, length, p);
+        return (int)(p - out) + length;
+    }
+    char digits[20];
+    int count = 0;
+    do {
+        digits[count++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    while (count)
+        *p++ = digits[--count];
+    return (int)(p - out);
+}
+
+/* format_floats (`ints` 0) and format_ints (1): the same arguments and result. */
+static PyObject *format_values(PyObject *args, int ints)
+{
+    const char *name = ints ? "format_ints" : "format_floats";
     PyObject *values_obj, *missing_obj;
     Py_buffer null;
     if (!PyArg_ParseTuple(args, "OOy*", &values_obj, &missing_obj, &null))
@@ -459,7 +484,7 @@ static PyObject *format_floats(PyObject *self, PyObject *args)
     PyObject *text = NULL, *offsets = NULL, *result = NULL;
     if (PyObject_GetBuffer(values_obj, &values, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         goto done;
-    int fits = values.ndim == 1 && is_format(&values, "d", 8);
+    int fits = values.ndim == 1 && (ints ? is_int64(&values) : is_format(&values, "d", 8));
     if (fits && missing_obj != Py_None) {
         if (PyObject_GetBuffer(missing_obj, &missing, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
             goto done;
@@ -467,12 +492,13 @@ static PyObject *format_floats(PyObject *self, PyObject *args)
             && missing.shape[0] == values.shape[0];
     }
     if (!fits) {
-        PyErr_SetString(PyExc_TypeError, "format_floats: values must be a C-contiguous 1-D "
-                                         "float64 buffer, missing None or bools as many");
+        PyErr_Format(PyExc_TypeError, "%s: values must be a C-contiguous 1-D %s buffer, "
+                     "missing None or bools as many", name, ints ? "int64" : "float64");
         goto done;
     }
     const Py_ssize_t total = values.shape[0];
-    const Py_ssize_t widest = null.len > NUMTEXT_FORMAT_MAX ? null.len : NUMTEXT_FORMAT_MAX;
+    const Py_ssize_t longest = ints ? 20 : NUMTEXT_FORMAT_MAX;
+    const Py_ssize_t widest = null.len > longest ? null.len : longest;
     if (total > 0 && widest > PY_SSIZE_T_MAX / total) {
         PyErr_NoMemory();
         goto done;
@@ -483,7 +509,8 @@ static PyObject *format_floats(PyObject *self, PyObject *args)
         goto done;
     char *out = PyBytes_AS_STRING(text);
     int64_t *at = (int64_t *)PyBytes_AS_STRING(offsets);
-    const double *v = values.buf;
+    const double *floats = values.buf;
+    const int64_t *integers = values.buf;
     const char *gone = missing.obj != NULL ? missing.buf : NULL;
     const char *null_text = null.buf;
     const Py_ssize_t null_size = null.len;
@@ -495,7 +522,8 @@ static PyObject *format_floats(PyObject *self, PyObject *args)
             memcpy(out + size, null_text, (size_t)null_size);
             size += null_size;
         } else {
-            size += numtext_format(v[i], out + size);
+            size += ints ? int_text(integers[i], out + size)
+                         : numtext_format(floats[i], out + size);
         }
     }
     at[total] = size;
@@ -512,6 +540,20 @@ done:
     if (missing.obj != NULL)
         PyBuffer_Release(&missing);
     return result;
+}
+
+static PyObject *format_floats(PyObject *self, PyObject *args)
+{
+    return format_values(args, 0);
+}
+
+PyDoc_STRVAR(format_ints_doc,
+"format_ints(values, missing, null) -> (text, offsets)\n\n"
+"format_floats for int64 `values`: each as str() writes it.");
+
+static PyObject *format_ints(PyObject *self, PyObject *args)
+{
+    return format_values(args, 1);
 }
 
 /* What parse_floats and parse_ints share: the data, the cells' bounds, the two outputs. */
@@ -649,6 +691,7 @@ static PyObject *parse_ints(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"format_floats", format_floats, METH_VARARGS, format_floats_doc},
+    {"format_ints", format_ints, METH_VARARGS, format_ints_doc},
     {"parse_floats", parse_floats, METH_VARARGS, parse_floats_doc},
     {"parse_ints", parse_ints, METH_VARARGS, parse_ints_doc},
     {NULL, NULL, 0, NULL},

@@ -357,11 +357,13 @@ class ArraySink(Protocol):
 
 
 class PrefixedStream(io.RawIOBase):
-    """A read-only stream that replays already-read bytes before the rest of `stream`
-    (read as it arrives: a pipe's reader is not held until a whole buffer is full)."""
+    """A read-only stream that replays already-read bytes (`head`: the bytes, or a
+    stream of them, such as a spool) before the rest of `stream` (read as it arrives: a
+    pipe's reader is not held until a whole buffer is full)."""
 
-    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
-        self._head = memoryview(head)
+    def __init__(self, head: bytes | IO[bytes], stream: IO[bytes]) -> None:
+        self._head = memoryview(head) if isinstance(head, bytes) else b""
+        self._head_stream = None if isinstance(head, bytes) else head
         self._stream = stream
         self._read1 = getattr(stream, "read1", stream.read)
 
@@ -374,6 +376,12 @@ class PrefixedStream(io.RawIOBase):
         return self._stream.fileno()
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self._head_stream is not None:
+            data = self._head_stream.read(len(buffer))
+            if data:
+                buffer[: len(data)] = data
+                return len(data)
+            self._head_stream = None
         if self._head:
             size = min(len(buffer), len(self._head))
             buffer[:size] = self._head[:size]

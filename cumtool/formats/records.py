@@ -37,7 +37,7 @@ class Chunker:
     quotes), of about `chunk_bytes` each; no record may exceed `max_record` bytes."""
 
     def __init__(self, stream: IO[bytes], chunk_bytes: int,
-                 max_record: int = MAX_RECORD_BYTES) -> None:
+                 max_record: int = MAX_RECORD_BYTES, lone_cr: bool | None = None) -> None:
         self._stream = stream
         self.chunk_bytes = chunk_bytes
         self.max_record = max_record
@@ -52,7 +52,7 @@ class Chunker:
         except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
             self._fd = None
         self.bytes_read = 0
-        self._lone_cr: bool | None = None
+        self._lone_cr = lone_cr  # lines end with a lone CR (None: judged at the first end)
         self.short = False  # the last chunk taken: cut short because the input paused or ended
 
     def _more_is_ready(self) -> bool:

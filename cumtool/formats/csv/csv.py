@@ -407,8 +407,11 @@ class CsvSource(SourceBase):
         elif self._options.header:
             import csv  # the header's names, quotes and all, before polars could read it
 
-            names = next(csv.reader([self._first_line], delimiter=self._options.delimiter),
-                         [])
+            try:  # a lone CR in the header is a line end to csv: then the column's number
+                names = next(csv.reader([self._first_line],
+                                        delimiter=self._options.delimiter), [])
+            except csv.Error:
+                return f", column {str(field + 1)!r}"
         else:
             return f", column {str(field + 1)!r}"
         return f", column {names[field]!r}" if field < len(names) else ""

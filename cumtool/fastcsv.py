@@ -1,0 +1,720 @@
+"""Big delimited files without polars and pyarrow: the small path's idea (small.py),
+streamed. Bytes in, chunks of records cut into cell bounds, the scanned columns parsed,
+scanned with the carried state and written as text, bytes out (issue 25, part 3).
+
+It takes what small.py takes (the same options, plain CSV or TSV in and out), from a
+regular file of any size, and writes the bytes the streaming path (sources.py,
+formats/csv/csv.py, tables.py, formats/csv/csvwrite.py) writes:
+
+- the columns are judged, named and selected exactly as small.py does, from the first
+  INFER_ROWS rows (small.records, small.judge, small.scanned), before anything is
+  written;
+- then the file is read in blocks of CHUNK_BYTES, cut into records (`cut`: cell bounds
+  and whether a cell was quoted, as small._cut reads cells), the scanned columns parsed
+  (numtext: float() and int(), correctly rounded), scanned block after block with the
+  carried state (kernels.scan_block), written as polars writes numbers (numtext), and
+  every other cell copied byte for byte, quoted where small._write quotes it (`assemble`).
+
+Whatever small.py hands over on, this path is unsure of too: a stray quote, a lone CR, a
+NUL, bytes that are not UTF-8, a ragged row, a cell that is not the column's number, an
+overflow, an option it does not implement. Found before the first block is written, the
+run goes to the streaming path as if this one had never looked. Found later, the output
+so far is exactly what the streaming path writes first: a file output (written to a
+temporary file) is dropped and the streaming path runs from the start; standard output
+is handed to the streaming path, rerun from the start, with the bytes already written
+skipped, so that the output and any error are the streaming path's own.
+
+Its loops run in C (`_ext/_csvtext.c`'s cut and assemble, `_ext/_numtext.c`), without
+the GIL, and in Python here otherwise (cut_py, assemble_py: the same bytes, compared by
+tests/test_fastcsv.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import stat
+import sys
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import IO, Any, NamedTuple, cast
+
+import numpy as np
+
+from cumtool import kernels, numtext, small
+from cumtool.errors import CumtoolError
+from cumtool.formats import PrefixedStream, records
+from cumtool.formats.csv import wide
+from cumtool.formats.registry import DELIMITED
+from cumtool.output import open_output, spool_error
+from cumtool.request import Request
+from cumtool.small import TEXT, Handover
+
+CHUNK_BYTES = 4 << 20  # read at a time, and a block's size at most
+IN_FLIGHT_BYTES = 4 << 20  # the blocks in flight, together (each costs ~8x its size)
+MAX_WORKERS = 16
+CHUNK_ROWS = 1 << 14  # rows cut, scanned and written at a time (their cells stay in cache)
+CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
+HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path: 16 MiB)
+_BOM = b"\xef\xbb\xbf"
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
+CUT_DONE, CUT_FULL, CUT_UNSURE = range(3)  # cut's status
+
+
+def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
+    """Run `request` on this path if it fits: (True, None) when done, else (False, a
+    stream of standard input as it was, for the streaming path, or None)."""
+    if not small.options_fit(request):
+        return False, stdin
+    if request.output not in (None, "-"):
+        with contextlib.suppress(OSError):  # a device or a FIFO is written in place:
+            if not stat.S_ISREG(os.stat(request.output).st_mode):  # no going back
+                return False, stdin
+    from cumtool import sources
+
+    if request.input == "-":
+        return _from_stdin(request, stdin)
+    try:
+        if not stat.S_ISREG(os.stat(request.input).st_mode):
+            return False, stdin
+    except (OSError, ValueError):
+        return False, stdin
+    with contextlib.ExitStack() as stack:
+        try:
+            stream = sources.open_path(request.input, stack)
+        except CumtoolError:
+            return False, stdin  # the streaming path words it
+        return _run(request, stream, lambda: stdin)
+
+
+def _from_stdin(request: Request, stdin: IO[bytes] | None
+                ) -> tuple[bool, IO[bytes] | None]:
+    """Standard input, kept in an (unlinked) temporary file as it is read, so that the
+    streaming path can read it again from the start if this path hands over."""
+    from cumtool import sources
+
+    if stdin is None:
+        try:
+            stdin = sources.stdin_stream()
+        except CumtoolError:
+            return False, None  # the streaming path words it
+    try:
+        spool = tempfile.TemporaryFile(prefix="cumtool-stdin-")
+    except OSError:
+        return False, stdin
+    tee = _Tee(stdin, spool)
+
+    def replay() -> IO[bytes]:
+        tee.check()
+        spool.flush()
+        spool.seek(0)
+        return io.BufferedReader(PrefixedStream(spool, stdin))
+
+    return _run(request, tee, replay)
+
+
+class _Tee:
+    """A stream that copies what is read from it into `spool`."""
+
+    def __init__(self, stream: IO[bytes], spool: IO[bytes]) -> None:
+        self._stream = stream
+        self._spool = spool
+        self._error: CumtoolError | None = None
+
+    def read(self, size: int) -> bytes:
+        return self._keep(self._stream.read(size))
+
+    def read1(self, size: int) -> bytes:
+        read1 = getattr(self._stream, "read1", self._stream.read)
+        return self._keep(read1(size))
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def _keep(self, data: bytes) -> bytes:
+        if data:
+            try:
+                self._spool.write(data)
+            except OSError as error:
+                self._error = spool_error(error)
+                raise self._error from None
+        return data
+
+    def check(self) -> None:
+        """Raise the spool's error, if writing it failed: the input cannot be replayed."""
+        if self._error is not None:
+            raise self._error
+
+
+def _run(request: Request, stream: IO[bytes] | _Tee,
+         replay: Callable[[], IO[bytes] | None]) -> tuple[bool, IO[bytes] | None]:
+    """The run on `stream`; `replay()` gives standard input again, from the start, when
+    the streaming path takes over."""
+    written = 0
+    try:
+        pieces = _Job(request, stream).pieces()
+        first = next(pieces)  # the header and the first rows: nothing written yet
+    except (Handover, CumtoolError):
+        return False, replay()  # the streaming path takes it, or words the error
+    try:
+        with open_output(request.output) as out:
+            out.write(first)
+            written = len(first)
+            for piece in pieces:
+                out.write(piece)
+                written += len(piece)
+    except (Handover, _Unsure):
+        if request.output in (None, "-"):
+            _stream_skipping(request, written, replay())
+            return True, None
+        return False, replay()  # the file output was dropped: the streaming path's turn
+    return True, None
+
+
+class _Unsure(CumtoolError):
+    """An error the kernels raised, which the streaming path words instead."""
+
+
+def _stream_skipping(request: Request, skip: int, stdin: IO[bytes] | None) -> None:
+    """The streaming path from the start, to standard output, without the first `skip`
+    bytes: those this path wrote, which are the streaming path's first bytes too."""
+    from cumtool import runner, sources
+
+    dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
+    with contextlib.ExitStack() as stack:
+        source, kind = sources.open_source(request, dtype, stack, stdin, None)
+        out = request.output_format(kind)
+        saved = sys.stdout
+        sys.stdout = _Stdout(_Skipping(saved.buffer, skip))
+        try:
+            runner.run_table(request, dtype, source, out, stack, None,
+                             text_input=kind.format in DELIMITED)
+        finally:
+            sys.stdout = saved
+
+
+class _Skipping:
+    """A binary stream that drops its first `skip` bytes."""
+
+    def __init__(self, stream: IO[bytes], skip: int) -> None:
+        self._stream = stream
+        self._skip = skip
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        if self._skip:
+            dropped = min(self._skip, size)
+            view = view[dropped:]
+            self._skip -= dropped
+        if view.nbytes:
+            self._stream.write(view)
+        return size
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+class _Stdout:
+    def __init__(self, buffer: _Skipping) -> None:
+        self.buffer = buffer
+
+
+class _Job:
+    """One run: the input judged and planned from its head; then its output, piece by
+    piece."""
+
+    def __init__(self, request: Request, stream: IO[bytes] | _Tee) -> None:
+        self.stream = stream
+        self.eof = False
+        data = self._read()
+        kind = small.input_kind(request, data)
+        out = small.output_kind(request, kind)
+        read = request.csv_read(kind.format)
+        write = request.csv_write(out.format)
+        for delimiter in (read.delimiter, write.delimiter):
+            if len(delimiter) != 1 or not delimiter.isascii() or delimiter in '"\r\n':
+                raise Handover
+        self.delimiter = read.delimiter
+        self.out_delimiter = write.delimiter
+        dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
+        if dtype is not None and dtype.kind == "c":
+            raise Handover
+        data = data.removeprefix(_BOM)
+        while not self.eof and not data.lstrip(b"\r\n").strip():
+            data += self._read()
+        data = data.lstrip(b"\r\n")
+        if not data.strip():
+            raise Handover  # empty: the streaming path words it
+        data, self.width = self._width(data)
+        # The head: the header and INFER_ROWS rows, judged as small.py judges them. Cut
+        # on from where the last cut stopped, in blocks that bound the arrays' size.
+        wanted = small.INFER_ROWS + (1 if read.header else 0)
+        end = 0
+        while wanted:
+            starts, ends, flags = self._arrays(min(wanted, self._block_rows()))
+            rows, end, status = cut(data, end, self.delimiter, self.width, self.eof,
+                                    starts, ends, flags)
+            wanted -= rows
+            if status == CUT_UNSURE or end > HEAD_LIMIT:
+                raise Handover
+            if status == CUT_DONE:
+                if self.eof:
+                    break
+                if len(data) > HEAD_LIMIT:
+                    raise Handover  # long records: the streaming path's
+                data += self._read()
+        names, table = small.records(data[:end], read.delimiter, read.header)
+        markers = set(read.na_values) | {""}
+        hints = [small.judge(table, j, markers, dtype is not None and dtype.kind == "f")
+                 for j in range(len(names))]
+        selected = small.select_scanned(request, names, hints)
+        self.markers = markers
+        self._plan(request, names, hints, selected, dtype)
+        by_sink = bool(write.na_rep) or len(self.columns) == 1
+        self.by_sink = by_sink
+        self.single = len(self.columns) == 1
+        self.null = self._quote(write.na_rep).encode() if by_sink else b""
+        self.header = (write.delimiter.join(self._quote(name) for name, _ in self.columns)
+                       + "\n").encode() if write.header else b""
+        self.data = data
+        # Where the rows start: past the header, if any.
+        self.begin = 0
+        if read.header:
+            starts, ends, flags = self._arrays(1)
+            _rows, self.begin, _status = cut(data, 0, self.delimiter, self.width, self.eof,
+                                             starts, ends, flags)
+
+    def _read(self) -> bytes:
+        """What the input has ready, up to CHUNK_BYTES (waiting only while it has none:
+        a pipe that pauses still has its first rows judged and written)."""
+        read1 = getattr(self.stream, "read1", self.stream.read)
+        piece = read1(CHUNK_BYTES)
+        if not piece:
+            self.eof = True
+        return piece
+
+    def _width(self, data: bytes) -> tuple[bytes, int]:
+        """The data read on to the end of the first record, and its fields (read as
+        small.py reads them)."""
+        at = -1
+        while True:
+            at = data.find(b"\n", at + 1)
+            while at < 0 and not self.eof:
+                data += self._read()
+                at = data.find(b"\n")
+                if len(data) > records.MAX_RECORD_BYTES:
+                    raise Handover
+            if at < 0 or data.count(b'"', 0, at) % 2 == 0:
+                break
+        first = data if at < 0 else data[:at + 1]
+        try:
+            text = first.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Handover from None
+        del text
+        width = len(small.records(first, self.delimiter, False)[0])
+        if not 0 < width <= wide.WIDE_COLUMNS:
+            raise Handover  # the wide path's
+        return data, width
+
+    def _block_rows(self) -> int:
+        """Rows cut at a time: CHUNK_ROWS, fewer in wide files (CHUNK_CELLS cells)."""
+        return max(1, min(CHUNK_ROWS, CHUNK_CELLS // self.width))
+
+    def _arrays(self, rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (np.empty((self.width, rows), np.int64), np.empty((self.width, rows), np.int64),
+                np.empty((self.width, rows), np.uint8))
+
+    def _plan(self, request: Request, names: list[str], hints: list[Any],
+              selected: list[int], dtype: np.dtype | None) -> None:
+        """The output's columns, as small.render lays them out, and the scans."""
+        ops = request.ops
+        scan = request.scan_options()
+        repeated = {n for n in names if names.count(n) > 1}
+
+        def label(i: int) -> str:
+            return f"{names[i]!r} (column {i + 1})" if names[i] in repeated else repr(names[i])
+
+        self.scans: dict[tuple[int, str], tuple[Any, Any]] = {}
+        self.parse: dict[int, np.dtype] = {}
+        for i in selected:
+            source = hints[i].dtype
+            assert source is not None
+            if any(_number(marker.strip(), source) is not None for marker in self.markers):
+                raise Handover  # a marker that is a number: every cell is checked (--na 0)
+            self.parse[i] = source
+            for op in ops:
+                spec = kernels.make_spec(op, source, dtype, what=f"column {label(i)}", **scan)
+                if spec.out_dtype not in (_INT64, _FLOAT64):
+                    raise Handover  # float32, float16, small ints: written otherwise
+                self.scans[i, op] = (spec, kernels.initial_carry(spec))
+        keep = request.keep or len(ops) > 1
+        columns: list[tuple[str, Any]] = []  # (name, an input column or (column, op))
+        if not keep:
+            for i, name in enumerate(names):
+                if i in self.parse:
+                    columns.append((name, (i, ops[0])))
+                elif not request.only_scanned:
+                    columns.append((name, i))
+        else:
+            columns = [(name, i) for i, name in enumerate(names)
+                       if not request.only_scanned or i in self.parse]
+            taken = set(names)
+            for op in ops:
+                if any(f"{names[i]}_{op}" in taken for i in selected):
+                    raise Handover  # tables.py words the clash
+            for i in selected:
+                columns.extend((f"{names[i]}_{op}", (i, op)) for op in ops)
+        if not columns:
+            raise Handover
+        self.columns = columns
+
+    def _quote(self, text: str) -> str:
+        """small._write's quote: CsvSink's, for names and --na-rep."""
+        if any(c in text for c in (self.out_delimiter, '"', "\r", "\n")) or (
+                len(self.columns) == 1 and not text):
+            return '"' + text.replace('"', '""') + '"'
+        return text
+
+    # The rows --------------------------------------------------------------------------
+
+    def pieces(self) -> Iterator[bytes]:
+        """The output: the header with the first rows, then rows, block by block.
+
+        The input is split into blocks of whole records (`_blocks`); each block is cut
+        and its scanned columns parsed on a worker (`_cut`), scanned here in order (the
+        carry is chained), and written out as text on a worker (`_render`). The C loops
+        release the GIL, so blocks are cut and rendered on every core at once; at most
+        two blocks a worker are in flight, IN_FLIGHT_BYTES together, which bounds memory."""
+        pending = self.header
+        workers = min(_cores(), MAX_WORKERS)
+        size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers)))
+        if workers == 1:
+            for block, _paused in self._blocks(size):
+                for piece in self._cut(block):
+                    pending += self._render(piece, self._scan(piece))
+                    yield pending
+                    pending = b""
+            if pending:
+                yield pending
+            return
+        cutting: deque[Future[list[_Piece]]] = deque()
+        rendering: deque[Future[bytes]] = deque()
+        blocks = self._blocks(size)
+        more = True
+        paused = False  # the input paused: what is in flight goes out before reading on
+        with ThreadPoolExecutor(workers) as pool:
+            try:
+                while True:
+                    paused = paused and bool(cutting or rendering)
+                    while more and not paused and len(cutting) + len(rendering) < 2 * workers:
+                        try:
+                            block, paused = next(blocks)
+                        except StopIteration:
+                            more = False
+                        else:
+                            cutting.append(pool.submit(self._cut, block))
+                    if rendering and (rendering[0].done() or not cutting):
+                        pending += rendering.popleft().result()
+                        yield pending
+                        pending = b""
+                    elif cutting:
+                        try:
+                            cut_pieces = cutting.popleft().result()
+                        except (Handover, CumtoolError):
+                            while rendering:  # the rows before the problem go out first
+                                pending += rendering.popleft().result()
+                                yield pending
+                                pending = b""
+                            raise
+                        for piece in cut_pieces:
+                            scanned = self._scan(piece)
+                            rendering.append(pool.submit(self._render, piece, scanned))
+                    else:
+                        break
+            finally:
+                for cut_job in cutting:
+                    cut_job.cancel()
+                for render_job in rendering:
+                    render_job.cancel()
+        if pending:
+            yield pending
+
+    def _blocks(self, size: int) -> Iterator[tuple[bytes, bool]]:
+        """The input from the first row on, in blocks of whole records of about `size`
+        bytes (records.Chunker, the streaming path's), each with whether the input
+        paused after it (a pipe whose producer waits: the rows so far go out first)."""
+        head = self.data[self.begin:]
+        del self.data
+        stream = PrefixedStream(head, cast(IO[bytes], self.stream))
+        chunker = records.Chunker(cast(IO[bytes], stream), size,
+                                  lone_cr=False)  # the head's lines end with a LF
+        try:
+            for block in chunker.chunks():
+                yield block, chunker.short
+        except records.RecordTooLong:
+            raise Handover from None  # the streaming path names the record
+
+    def _cut(self, block: bytes) -> list[_Piece]:
+        """A block's records cut into cells, its scanned columns parsed (on a worker)."""
+        pieces = []
+        begin = 0
+        rows_each = self._block_rows()
+        while True:
+            starts, ends, flags = self._arrays(rows_each)
+            rows, end, status = cut(block, begin, self.delimiter, self.width, True,
+                                    starts, ends, flags)
+            if status == CUT_UNSURE:
+                raise Handover
+            if rows:
+                numbers = {i: self._numbers(block, starts[i, :rows], ends[i, :rows],
+                                            flags[i, :rows], source)
+                           for i, source in self.parse.items()}
+                pieces.append(_Piece(block, starts, ends, flags, rows, numbers))
+            if status == CUT_DONE:
+                return pieces
+            begin = end
+
+    def _scan(self, piece: _Piece
+              ) -> dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]:
+        """The results of a piece's rows, and their missing cells, by (column, op)."""
+        results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]] = {}
+        for (i, op), (spec, carry) in self.scans.items():
+            values, valid = piece.numbers[i]
+            try:
+                result = kernels.scan_block(spec, values, valid, carry)
+            except CumtoolError as error:
+                raise _Unsure(str(error)) from None  # the streaming path words it
+            missing = None if valid is None else ~valid
+            if result.missing is not None:
+                missing = result.missing if missing is None else missing | result.missing
+            results[i, op] = result.values, missing
+        return results
+
+    def _render(self, piece: _Piece,
+                results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]
+                ) -> bytes:
+        """A piece's rows as output text (on a worker)."""
+        texts: dict[tuple[int, str], tuple[bytes, np.ndarray]] = {}
+        for key, (values, missing) in results.items():
+            if values.dtype == _INT64:
+                texts[key] = numtext.format_ints(values, missing, self.null)
+            else:
+                texts[key] = numtext.format_floats(values, missing, self.null)
+        plan = [texts[column] if isinstance(column, tuple) else column
+                for _name, column in self.columns]
+        return assemble(piece.data, piece.starts, piece.ends, piece.flags,
+                        piece.starts.shape[1], piece.rows, plan, self.out_delimiter,
+                        self.by_sink, self.single)
+
+    def _numbers(self, data: bytes | memoryview, starts: np.ndarray, ends: np.ndarray,
+                 flags: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray | None]:
+        """A column's cells as small._parse reads them: as they are where all are numbers;
+        else spaces stripped, and the missing markers missing."""
+        if dtype == _INT64:
+            values, status = numtext.parse_ints(data, starts, ends)
+            ok = status == numtext.INT
+        else:
+            values, ok = numtext.parse_floats(data, starts, ends)
+        if ok.all():
+            return values, None
+        valid = ok
+        bad = np.flatnonzero(~ok)
+        for r in bad[ends[bad] != starts[bad]].tolist():  # empty cells are missing
+            text = bytes(data[int(starts[r]):int(ends[r])]).decode("utf-8")
+            if flags[r] == 2:
+                text = text.replace('""', '"')
+            text = text.strip()
+            if text in self.markers:
+                continue
+            value = _number(text, dtype)
+            if value is None:
+                raise Handover  # a bad cell: the streaming path names it
+            values[r] = value
+            valid[r] = True
+        values[~valid] = 0
+        return values, valid
+
+
+class _Piece(NamedTuple):
+    """Rows of a block cut into cells (cell j of row r at [j, r]), and the scanned
+    columns' numbers: (values, valid or None) by column."""
+
+    data: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+    flags: np.ndarray
+    rows: int
+    numbers: dict[int, tuple[np.ndarray, np.ndarray | None]]
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _number(text: str, dtype: np.dtype) -> int | float | None:
+    """A stripped cell as small._number reads it (None: not a number)."""
+    cell = text.encode("utf-8")
+    bounds = np.array([0], np.int64), np.array([len(cell)], np.int64)
+    if dtype == _INT64:
+        values, status = numtext.parse_ints(cell, *bounds)
+        return int(values[0]) if status[0] == numtext.INT else None
+    floats, ok = numtext.parse_floats(cell, *bounds)
+    return float(floats[0]) if ok[0] else None
+
+
+# The loops, in Python where _csvtext is not built --------------------------------------
+
+def cut(data: bytes | memoryview, begin: int, delimiter: str, width: int, final: bool,
+        starts: np.ndarray, ends: np.ndarray, flags: np.ndarray) -> tuple[int, int, int]:
+    """_csvtext.cut, or cut_py."""
+    if TEXT is not None:
+        return TEXT.cut(data, begin, delimiter, width, final, starts, ends, flags)
+    return cut_py(bytes(data), begin, delimiter, width, final, starts, ends, flags)
+
+
+def _clean(data: bytes) -> bool:
+    """No NUL, U+001C-U+001F or lone CR, and UTF-8 (what small._records hands over on)."""
+    if b"\0" in data or data.count(b"\r") != data.count(b"\r\n"):
+        return False
+    if any(c in data for c in (b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def cut_py(data: bytes, begin: int, delimiter: str, width: int, final: bool,
+           starts: np.ndarray, ends: np.ndarray, flags: np.ndarray) -> tuple[int, int, int]:
+    """The records of data[begin:] as bounds of cells (see _csvtext.cut's doc)."""
+    capacity = starts.shape[-1] if starts.ndim == 2 else starts.size // width
+    s, e, f = starts.reshape(-1), ends.reshape(-1), flags.reshape(-1)
+    d = ord(delimiter)
+    quote, cr, lf = ord('"'), ord("\r"), ord("\n")
+    n = len(data)
+    rows, end, at = 0, begin, begin
+    while at < n:
+        if rows == capacity:
+            return rows, end, CUT_FULL
+        cells: list[tuple[int, int, int]] = []
+        unsure = unfinished = False
+        while True:
+            if at < n and data[at] == quote:
+                close, flag = at + 1, 1
+                while True:
+                    if close >= n:
+                        unfinished = True
+                        break
+                    if data[close] == quote:
+                        if close + 1 < n and data[close + 1] == quote:
+                            flag, close = 2, close + 2
+                            continue
+                        unfinished = close + 1 >= n and not final
+                        break
+                    close += 1
+                if unfinished:
+                    break
+                cell = (at + 1, close, flag)
+                at = close + 1
+            else:
+                stop = at
+                while stop < n and data[stop] not in (d, quote, cr, lf):
+                    stop += 1
+                if stop < n and data[stop] == quote:
+                    unsure = True
+                    break
+                cell = (at, stop, 0)
+                at = stop
+            following = at
+            if following < n and data[following] == cr:
+                if following + 1 >= n:
+                    unfinished, unsure = not final, final
+                    break
+                if data[following + 1] != lf:
+                    unsure = True
+                    break
+                following += 1
+            if following >= n:
+                if not final:
+                    unfinished = True
+                    break
+                last = True
+            elif data[following] == d:
+                last = False
+                following += 1
+            elif data[following] == lf:
+                last = True
+                following += 1
+            else:
+                unsure = True
+                break
+            cells.append(cell)
+            at = following
+            if last:
+                break
+        if unfinished and not unsure:
+            if final:
+                return rows, end, CUT_UNSURE  # a quote never closed
+            break
+        blank = len(cells) == 1 and cells[0][2] == 0 and cells[0][0] == cells[0][1]
+        if unsure or (not blank and len(cells) != width) or not _clean(data[end:at]):
+            return rows, end, CUT_UNSURE
+        if not blank:
+            for j, (start, stop, flag) in enumerate(cells):
+                s[j * capacity + rows], e[j * capacity + rows] = start, stop
+                f[j * capacity + rows] = flag
+            rows += 1
+        end = at
+    return rows, end, CUT_DONE
+
+
+def assemble(data: bytes | memoryview, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
+             capacity: int, rows: int, columns: list[Any], delimiter: str, by_sink: bool,
+             single: bool) -> bytes:
+    """_csvtext.assemble, or assemble_py."""
+    if TEXT is not None:
+        return TEXT.assemble(data, starts, ends, flags, capacity, rows, columns, delimiter,
+                             by_sink, single)
+    return assemble_py(bytes(data), starts, ends, flags, capacity, rows, columns, delimiter,
+                       by_sink, single)
+
+
+def assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
+                capacity: int, rows: int, columns: list[Any], delimiter: str, by_sink: bool,
+                single: bool) -> bytes:
+    """Lines of output text (see _csvtext.assemble's doc)."""
+    s, e, f = starts.reshape(-1), ends.reshape(-1), flags.reshape(-1)
+    out = delimiter.encode()
+    specials = (out, b"\r", b"\n")
+    rendered: list[list[bytes]] = []
+    for column in columns:
+        if not isinstance(column, int):
+            text, offsets = column
+            at = np.asarray(offsets, np.int64).tolist()
+            rendered.append([bytes(text[at[r]:at[r + 1]]) for r in range(rows)])
+            continue
+        cells = []
+        for r in range(rows):
+            c = column * capacity + r
+            cell = data[int(s[c]):int(e[c])]
+            flag = int(f[c])
+            if flag == 2:
+                quoted = True
+            elif not cell:
+                quoted = single if by_sink else flag != 0
+            else:
+                quoted = any(x in cell for x in specials)
+            cells.append(b'"' + cell + b'"' if quoted else cell)
+        rendered.append(cells)
+    return b"".join(out.join(line) + b"\n" for line in zip(*rendered, strict=True))

@@ -1,0 +1,377 @@
+"""The streaming pipeline without polars (cumtool/fastcsv.py) against the streaming path:
+the same stdout bytes, output file, error message and exit status, with tiny blocks, on
+chosen and on random files; what it hands over, option by option; its C loops against
+their Python twins; and that it imports neither polars nor pyarrow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_small import HANDED_OVER, TAKEN, _tables
+
+import cumtool.fastcsv as fastcsv
+import cumtool.small as small
+from cumtool import numtext
+from cumtool.cli import main
+
+
+def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = None,
+             chunk_rows: int = 3, chunk_bytes: int = 7, cores: int = 2, stdin: bool = False
+             ) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
+    """Run cumtool on `data` (a file) with the small path off: on the fast path (blocks
+    of `chunk_rows` rows, reads of `chunk_bytes`), then on the streaming path; each run's
+    exit status, stdout bytes, stderr and output file, and whether the fast path wrote
+    the first run's output to the end. `cores` 1: blocks are cut, scanned and rendered
+    one after another; more: on that many workers. `stdin`: the data come through
+    standard input."""
+    runs = []
+    finished = []
+    pieces = fastcsv._Job.pieces
+
+    def spy(self: Any) -> Any:
+        yield from pieces(self)
+        finished.append(True)
+
+    for fast, directory in ((True, "fast"), (False, "streaming")):
+        where = tmp_path / directory
+        where.mkdir()
+        source = where / "in.csv"
+        source.write_bytes(data)
+        argv = [*args, "-" if stdin else str(source)]
+        out = where / output if output else None
+        if out is not None:
+            argv += ["-o", str(out)]
+        saved = (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
+                 fastcsv._Job.pieces, fastcsv._cores)
+        small.SMALL_BYTES = -1
+        fastcsv._cores = lambda: cores
+        fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES = chunk_rows, chunk_bytes
+        fastcsv._Job.pieces = spy  # type: ignore[method-assign]
+        import cumtool.engine as engine
+
+        engine_saved = engine.try_fast
+        if not fast:
+            engine.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
+        try:
+            result = CliRunner().invoke(main, argv, catch_exceptions=False,
+                                        input=data if stdin else None)
+        finally:
+            (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
+             fastcsv._Job.pieces, fastcsv._cores) = saved  # type: ignore[method-assign]
+            engine.try_fast = engine_saved
+        written = out.read_bytes() if out is not None and out.exists() else None
+        stderr = result.stderr.replace(str(where), "<dir>")
+        stdout = result.stdout_bytes.replace(str(where).encode(), b"<dir>")
+        runs.append((result.exit_code, stdout, stderr, written))
+    return runs[0], runs[1], bool(finished)
+
+
+def same(fast: tuple[Any, ...], streamed: tuple[Any, ...]) -> None:
+    """Equal outcomes; after an error, the stdout written before it may differ only in how
+    far each path got (both are the streaming path's bytes, cut off)."""
+    if fast[0] == 0 or streamed[0] == 0:
+        assert fast == streamed
+        return
+    assert (fast[0], fast[2], fast[3]) == (streamed[0], streamed[2], streamed[3])
+    shorter, longer = sorted((fast[1], streamed[1]), key=len)
+    assert longer.startswith(shorter)
+
+
+# Chosen cases: the small path's, through the fast one in blocks of 1 to 3 rows --------
+
+@pytest.mark.parametrize(("data", "args"), TAKEN)
+@pytest.mark.parametrize("rows", [1, 3])
+def test_fast_path_agrees_on_the_small_paths_cases(tmp_path, data, args, rows):
+    fast, streamed, _finished = run_both(tmp_path, data, args, chunk_rows=rows)
+    assert fast == streamed
+    assert fast[0] == 0, fast[2]
+
+
+def _wide_or_float16(args: list[str]) -> bool:
+    return "float16" in args or "int16" in args
+
+
+@pytest.mark.parametrize(("data", "args"), [
+    case for case in TAKEN if not _wide_or_float16(case.values[1])
+    and case.id not in ("wide-repeated-names", "na-zero", "na-numbers",
+                        "na-numbers-keep-na-rep", "na-zero-whole-column",
+                        "na-zero-replaces-the-default-list", "bigint-float32")])
+@pytest.mark.parametrize("cores", [1, 3])
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_fast_path_takes_the_plain_cases(tmp_path, data, args, cores, stdin):
+    """Not an empty check: what fits the fast path is taken, to the end."""
+    fast, streamed, finished = run_both(tmp_path, data, args, cores=cores, stdin=stdin)
+    assert finished
+    assert fast == streamed
+
+
+@pytest.mark.parametrize(("data", "args"), HANDED_OVER)
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_fast_path_hands_over_and_agrees(tmp_path, data, args, stdin):
+    fast, streamed, finished = run_both(tmp_path, data, args, stdin=stdin)
+    assert not finished
+    same(fast, streamed)
+
+
+# Option by option: every option the fast path does not implement hands over -----------
+
+_PLAIN = b"a,b,t\n1,2.5,x\n3,4,y\n5,,z\n"
+
+
+@pytest.mark.parametrize("args", [
+    ["cumsum", "--reverse"], ["cummax", "--indices"], ["cumsum", "--by", "t"],
+    ["cumsum", "--reset", "a"], ["cumsum", "--decimal"], ["cumsum", "--decimal-comma"],
+    ["cumsum", "--encoding", "latin-1"], ["cumsum", "--max-record-size", "1M"],
+    ["cumsum", "--line-buffered"], ["cumsum", "--out-encoding", "latin-1"],
+    ["cumsum", "--out-decimal", "comma", "--out-delimiter", ";"],
+    ["cumsum", "--batch-rows", "2"], ["cumsum", "--axis", "columns"],
+    ["cumsum", "--filename-column", "f"], ["cumsum", "--to", "parquet", "-o", "-"],
+    ["cumsum", "--to", "jsonl"], ["cumsum", "--dtype", "float32"],
+    ["cumsum", "--dtype", "int16"], ["cumsum", "--dtype", "complex64"],
+    ["cumsum", "--na", "1"], ["cumsum", "--from", "tsv"],
+    ["cumsum", "-d", "\u00a7"], ["cumsum", "--out-delimiter", "\u00a7"],
+], ids=lambda args: " ".join(args[1:]))
+def test_options_the_fast_path_does_not_cover_hand_over(tmp_path, args):
+    fast, streamed, finished = run_both(tmp_path, _PLAIN, args)
+    assert not finished
+    same(fast, streamed)
+
+
+@pytest.mark.parametrize("args", [
+    ["cumsum"], ["cumsum", "--keep"], ["cumsum,cummax", "--only-scanned"],
+    ["cumprod", "--exclusive"], ["cummin", "--skipna"], ["logcumsumexp"],
+    ["cumsum", "--na-rep", "NA"], ["cumsum", "-c", "a"],
+    ["cumsum", "--exclude", "a"], ["cumsum", "--dtype", "float64"],
+    ["cumsum", "--overflow", "wrap"], ["cumsum", "--out-delimiter", "|"],
+    ["cumsum", "--to", "tsv"], ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"],
+    ["ewma", "--alpha", "0.5"], ["diff"], ["cumsum", "--compensated"],
+], ids=lambda args: " ".join(args))
+def test_options_the_fast_path_covers_are_taken(tmp_path, args):
+    fast, streamed, finished = run_both(tmp_path, _PLAIN, args, chunk_rows=2)
+    assert finished
+    assert fast == streamed
+
+
+# Later rows: a problem after output has started --------------------------------------
+
+def _long(late: bytes, rows: int = small.INFER_ROWS + 50) -> bytes:
+    body = b"".join(b"%d,%d.5,x%d\n" % (i, i % 97, i) for i in range(rows))
+    return b"a,b,t\n" + body + late + b"7,8.5,y\n"
+
+
+@pytest.mark.parametrize(("late", "ok"), [
+    pytest.param(b"1,2.5,z\n", True, id="plain"),
+    pytest.param(b"NA,,z\n", True, id="missing"),
+    pytest.param(b" 4 ,\t2.5,z\n", True, id="spaces"),
+    pytest.param(b'"5","6.5","q""r"\n', True, id="quoted"),
+    pytest.param(b"1.5,2,z\n", False, id="float-in-int-column"),
+    pytest.param(b"1,oops,z\n", False, id="text-in-float-column"),
+    pytest.param(b"99999999999999999999,2,z\n", False, id="beyond-int64"),
+    pytest.param(b"9223372036854775807,2,z\n", False, id="overflow"),
+    pytest.param(b"1,2\n", False, id="ragged"),
+    pytest.param(b'1,2,x"y\n', False, id="stray-quote"),
+    pytest.param(b"1,2,\xff\n", False, id="not-utf8"),
+    pytest.param(b"1,2,\x1f\n", True, id="unit-separator"),
+    pytest.param(b"1,2,a\rb\n", True, id="lone-cr"),
+])
+@pytest.mark.parametrize("output", [None, "out.csv"])
+@pytest.mark.parametrize(("cores", "stdin"), [(1, False), (2, False), (2, True)],
+                         ids=["1-core", "2-cores", "stdin"])
+def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, cores,
+                                                    stdin):
+    fast, streamed, _finished = run_both(tmp_path, _long(late), ["cumsum"], output,
+                                         chunk_rows=4096, chunk_bytes=1 << 16, cores=cores,
+                                         stdin=stdin)
+    same(fast, streamed)
+    assert (fast[0] == 0) == ok, fast[2]
+
+
+def test_a_late_bad_cell_is_named_with_its_row_and_line(tmp_path):
+    fast, streamed, _finished = run_both(tmp_path, _long(b"1,oops,z\n"), ["cumsum"],
+                                         chunk_rows=4096, chunk_bytes=1 << 16)
+    same(fast, streamed)
+    row = small.INFER_ROWS + 51
+    assert f"row {row} (line {row + 1}), column 'b': 'oops' is not" in fast[2]
+    assert fast[1].startswith(b"a,b,t\n0,0.5,x0\n")  # written before the problem
+
+
+# Random files ------------------------------------------------------------------------
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("CUMTOOL_SMALL_EXAMPLES", "400")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(case=_tables(), rows=st.integers(1, 4), read=st.integers(1, 64),
+       cores=st.integers(1, 3))
+def test_fast_path_agrees_with_streaming_on_random_files(tmp_path_factory, case, rows, read,
+                                                         cores):
+    data, args, stdin, output = case
+    tmp_path = tmp_path_factory.mktemp("case")
+    fast, streamed, _finished = run_both(tmp_path, data, args, output, rows, read, cores,
+                                         stdin)
+    same(fast, streamed)
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(case=_tables(), rows=st.integers(1, 4), read=st.integers(1, 64))
+def test_fast_path_agrees_on_some_random_files(tmp_path_factory, case, rows, read):
+    data, args, _stdin, output = case
+    fast, streamed, _finished = run_both(tmp_path_factory.mktemp("case"), data, args,
+                                         output, rows, read)
+    same(fast, streamed)
+
+
+# The C loops against the Python ones -------------------------------------------------
+
+needs_c = pytest.mark.skipif(small.TEXT is None or numtext.NATIVE is None,
+                             reason="cumtool._ext._csvtext or _numtext is not built")
+
+
+def _cut_both(data: bytes, begin: int, delimiter: str, width: int, final: bool,
+              capacity: int) -> tuple[Any, Any]:
+    outs = []
+    for function in (fastcsv.cut, fastcsv.cut_py):
+        arrays = [np.zeros((width, capacity), np.int64), np.zeros((width, capacity), np.int64),
+                  np.zeros((width, capacity), np.uint8)]
+        got = function(data, begin, delimiter, width, final, *arrays)
+        rows = got[0]
+        outs.append((got, [a[:, :rows].tolist() for a in arrays]))
+    return outs[0], outs[1]
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(text=st.lists(st.sampled_from([b"a", b"b", b",", b";", b"\t", b'"', b"\n", b"\r",
+                                      b"\xc3", b"\xa9", b"\0", b"\x1f", b"\xff", b"1"]),
+                     max_size=40).map(b"".join),
+    delimiter=st.sampled_from([",", ";", "\t"]), width=st.integers(1, 3),
+    final=st.booleans(), capacity=st.integers(1, 5), begin=st.integers(0, 3))
+def test_cut_is_cut_py(text, delimiter, width, final, capacity, begin):
+    begin = min(begin, len(text))
+    mine, theirs = _cut_both(text, begin, delimiter, width, final, capacity)
+    assert mine == theirs
+
+
+@needs_c
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list('ab,;\t"\n é')), max_size=40),
+       delimiter=st.sampled_from([",", ";", "\t"]), out=st.sampled_from([",", "|", "\t"]),
+       by_sink=st.booleans(), single=st.booleans())
+def test_assemble_is_assemble_py(text, delimiter, out, by_sink, single):
+    data = text.encode()
+    try:
+        records = small.records(data, delimiter, False)[1] if data.strip(b"\r\n") else []
+    except small.Handover:
+        return
+    width = len(records[0]) if records else 1
+    capacity = 8
+    arrays = [np.zeros((width, capacity), np.int64), np.zeros((width, capacity), np.int64),
+              np.zeros((width, capacity), np.uint8)]
+    try:
+        rows, _end, _status = fastcsv.cut(data, 0, delimiter, width, True, *arrays)
+    except small.Handover:
+        return
+    numbers = numtext.format_floats(np.arange(rows, dtype=np.float64) / 3)
+    columns = [*range(width), numbers, 0]
+    assert small.TEXT is not None
+    assert small.TEXT.assemble(data, *arrays, capacity, rows, columns, out, by_sink, single) \
+        == fastcsv.assemble_py(data, *arrays, capacity, rows, columns, out, by_sink, single)
+
+
+@needs_c
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=20),
+       gaps=st.integers(0, (1 << 20) - 1), null=st.sampled_from([b"", b"NA", b'""']))
+def test_format_ints_is_str(values, gaps, null):
+    array = np.array(values, np.int64)
+    missing = np.array([(gaps >> (k % 20)) & 1 == 1 for k in range(len(values))], bool)
+    for gone in (None, missing):
+        text, offsets = numtext.format_ints(array, gone, null)
+        their_text, their_offsets = numtext.format_ints_py(array, gone, null)
+        assert text == their_text
+        assert offsets.tolist() == their_offsets.tolist()
+
+
+@needs_c
+def test_the_c_loops_refuse_what_they_cannot_read():
+    text = small.TEXT
+    assert text is not None
+    arrays = [np.zeros((2, 4), np.int64), np.zeros((2, 4), np.int64), np.zeros((2, 4), np.uint8)]
+    with pytest.raises(ValueError):
+        text.cut(b"a,b\n", 0, '"', 2, True, *arrays)
+    with pytest.raises(ValueError):
+        text.cut(b"a,b\n", 9, ",", 2, True, *arrays)
+    with pytest.raises(ValueError):
+        text.cut(b"a,b\n", 0, ",", 2, True, arrays[0], arrays[1], np.zeros(3, np.uint8))
+    assert text.cut(b"a,b\n", 0, ",", 2, True, *arrays) == (1, 4, 0)
+    with pytest.raises(ValueError):  # a cell outside the data
+        text.assemble(b"a", *arrays, 4, 1, [0], ",", False, False)
+    with pytest.raises(ValueError):
+        text.assemble(b"a,b\n", *arrays, 4, 1, [5], ",", False, False)
+    with pytest.raises(TypeError):
+        text.assemble(b"a,b\n", *arrays, 4, 1, ["x"], ",", False, False)
+    with pytest.raises(ValueError):
+        text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12", np.array([0, 5], np.int64))], ",",
+                      False, False)
+    with pytest.raises(TypeError):
+        numtext.NATIVE.format_ints(np.zeros(2, np.float64), None, b"")  # type: ignore[union-attr]
+
+
+def test_fast_path_runs_without_the_c_loops(tmp_path, monkeypatch):
+    """The Python twins take over where _csvtext is not built: the same bytes."""
+    data = _long(b'"5","6.5","q""r"\n', rows=300)
+    monkeypatch.setattr(fastcsv, "TEXT", None)
+    monkeypatch.setattr(numtext, "NATIVE", None)
+    fast, streamed, finished = run_both(tmp_path, data, ["cumsum,cummax", "--keep"],
+                                        chunk_rows=64, chunk_bytes=1000)
+    assert finished
+    assert fast == streamed
+
+
+# Imports -----------------------------------------------------------------------------
+
+def test_a_large_csv_imports_neither_polars_nor_pyarrow(tmp_path):
+    count = small.SMALL_BYTES // 6
+    rows = b"".join(b"%d,x\n" % i for i in range(count))
+    (tmp_path / "big.csv").write_bytes(b"a,t\n" + rows)
+    code = ("import sys\nfrom cumtool.cli import main\ntry:\n    main(['cumsum', "
+            "'big.csv', '-o', 'out.csv'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('polars', 'pyarrow') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+                          cwd=tmp_path)
+    assert done.stdout.split(b"\n")[-2] == b"[]"
+    out = (tmp_path / "out.csv").read_bytes()
+    assert out.endswith(b"\n%d,x\n" % (count * (count - 1) // 2))
+
+
+@pytest.mark.parametrize("late", [b"", b"1,2,a\rb\n", b"1,oops,z\n"],
+                         ids=["plain", "lone-cr", "bad-cell"])
+def test_a_pipe_gives_the_streaming_paths_bytes_and_leaves_no_spool(tmp_path, late):
+    """Through a real pipe, past the small path: the fast path's output, or after a late
+    hand-over the streaming path's, with its spool of standard input gone."""
+    data = _long(late, rows=small.SMALL_BYTES // 10)
+    spool_dir = tmp_path / "tmp"
+    spool_dir.mkdir()
+    env = dict(os.environ, TMPDIR=str(spool_dir))
+    command = [sys.executable, "-m", "cumtool", "cumsum", "-"]
+    piped = subprocess.run(command, input=data, capture_output=True, env=env)
+    (tmp_path / "in.csv").write_bytes(data)
+    streamed = subprocess.run([*command[:-1], str(tmp_path / "in.csv"), "--batch-rows", "9999"],
+                              capture_output=True, env=env)
+    same((piped.returncode, piped.stdout, piped.stderr, None),
+         (streamed.returncode, streamed.stdout,
+          streamed.stderr.replace(str(tmp_path / "in.csv").encode(), b"standard input"), None))
+    assert piped.returncode == (1 if b"oops" in late else 0)
+    assert list(spool_dir.iterdir()) == []
