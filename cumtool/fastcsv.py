@@ -45,7 +45,7 @@ from typing import IO, Any, NamedTuple, cast
 import numpy as np
 
 from cumtool import kernels, numtext, small
-from cumtool.errors import CumtoolError
+from cumtool.errors import CumtoolError, DataError, option
 from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import wide
 from cumtool.formats.registry import DELIMITED
@@ -54,6 +54,7 @@ from cumtool.request import Request
 from cumtool.small import TEXT, Handover
 
 CHUNK_BYTES = 4 << 20  # read at a time, and a block's size at most
+STDIN_SPOOL_BYTES = 1 << 30  # standard input kept for a hand-over, at most
 IN_FLIGHT_BYTES = 4 << 20  # the blocks in flight, together (each costs ~8x its size)
 MAX_WORKERS = 16
 CHUNK_ROWS = 1 << 14  # rows cut, scanned and written at a time (their cells stay in cache)
@@ -88,7 +89,7 @@ def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes]
             stream = sources.open_path(request.input, stack)
         except CumtoolError:
             return False, stdin  # the streaming path words it
-        return _run(request, stream, lambda: stdin)
+        return _run(request, stream, lambda _rows: stdin)
 
 
 def _from_stdin(request: Request, stdin: IO[bytes] | None
@@ -108,8 +109,14 @@ def _from_stdin(request: Request, stdin: IO[bytes] | None
         return False, stdin
     tee = _Tee(stdin, spool)
 
-    def replay() -> IO[bytes]:
+    def replay(rows: int) -> IO[bytes]:
         tee.check()
+        if tee.dropped:
+            raise DataError(
+                f"standard input: a record after row {rows:,} needs the general CSV reader, "
+                f"and the first {records.shown_size(STDIN_SPOOL_BYTES)} of standard input, "
+                f"kept to hand it over, were let go; run again with {option('batch_rows')} "
+                "65536 (the general reader from the start)")
         spool.flush()
         spool.seek(0)
         return io.BufferedReader(PrefixedStream(spool, stdin))
@@ -118,12 +125,16 @@ def _from_stdin(request: Request, stdin: IO[bytes] | None
 
 
 class _Tee:
-    """A stream that copies what is read from it into `spool`."""
+    """A stream that copies what is read from it into `spool`, up to STDIN_SPOOL_BYTES:
+    past that the spool is let go (`dropped`), so that an endless pipe does not fill the
+    disk; a late hand-over is then an error instead."""
 
     def __init__(self, stream: IO[bytes], spool: IO[bytes]) -> None:
         self._stream = stream
         self._spool = spool
         self._error: CumtoolError | None = None
+        self._kept = 0
+        self.dropped = False
 
     def read(self, size: int) -> bytes:
         return self._keep(self._stream.read(size))
@@ -136,7 +147,11 @@ class _Tee:
         return self._stream.fileno()
 
     def _keep(self, data: bytes) -> bytes:
-        if data:
+        if data and not self.dropped and self._kept + len(data) > STDIN_SPOOL_BYTES:
+            self.dropped = True
+            self._spool.close()  # unlinked already: its blocks are freed
+        if data and not self.dropped:
+            self._kept += len(data)
             try:
                 self._spool.write(data)
             except OSError as error:
@@ -151,15 +166,17 @@ class _Tee:
 
 
 def _run(request: Request, stream: IO[bytes] | _Tee,
-         replay: Callable[[], IO[bytes] | None]) -> tuple[bool, IO[bytes] | None]:
-    """The run on `stream`; `replay()` gives standard input again, from the start, when
-    the streaming path takes over."""
+         replay: Callable[[int], IO[bytes] | None]) -> tuple[bool, IO[bytes] | None]:
+    """The run on `stream`; `replay(rows scanned)` gives standard input again, from the
+    start, when the streaming path takes over."""
     written = 0
+    job = None
     try:
-        pieces = _Job(request, stream).pieces()
+        job = _Job(request, stream)
+        pieces = job.pieces()
         first = next(pieces)  # the header and the first rows: nothing written yet
     except (Handover, CumtoolError):
-        return False, replay()  # the streaming path takes it, or words the error
+        return False, replay(0)  # the streaming path takes it, or words the error
     try:
         with open_output(request.output) as out:
             out.write(first)
@@ -169,9 +186,10 @@ def _run(request: Request, stream: IO[bytes] | _Tee,
                 written += len(piece)
     except (Handover, _Unsure):
         if request.output in (None, "-"):
-            _stream_skipping(request, written, replay())
+            _stream_skipping(request, written, replay(job.rows_scanned))
             return True, None
-        return False, replay()  # the file output was dropped: the streaming path's turn
+        # the file output was dropped: the streaming path's turn
+        return False, replay(job.rows_scanned)
     return True, None
 
 
@@ -230,6 +248,7 @@ class _Job:
 
     def __init__(self, request: Request, stream: IO[bytes] | _Tee) -> None:
         self.stream = stream
+        self.rows_scanned = 0  # in order: every row before them is in the output's text
         self.eof = False
         data = self._read()
         kind = small.input_kind(request, data)
@@ -484,6 +503,7 @@ class _Job:
               ) -> dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]:
         """The results of a piece's rows, and their missing cells, by (column, op)."""
         results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]] = {}
+        self.rows_scanned += piece.rows
         for (i, op), (spec, carry) in self.scans.items():
             values, valid = piece.numbers[i]
             try:

@@ -6,6 +6,7 @@ their Python twins; and that it imports neither polars nor pyarrow."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -375,3 +376,32 @@ def test_a_pipe_gives_the_streaming_paths_bytes_and_leaves_no_spool(tmp_path, la
           streamed.stderr.replace(str(tmp_path / "in.csv").encode(), b"standard input"), None))
     assert piped.returncode == (1 if b"oops" in late else 0)
     assert list(spool_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(("late", "ok"), [(b"1,2.5,z\n", True), (b"1,2,a\rb\n", False)],
+                         ids=["plain", "lone-cr"])
+def test_past_the_spool_limit_a_late_hand_over_is_an_error_naming_the_way_out(
+        tmp_path, monkeypatch, late, ok):
+    """An endless pipe must not fill the disk: past STDIN_SPOOL_BYTES, standard input is
+    no longer kept, and a record the pipeline hands over is then an error (exit 1) that
+    says how to read it, never a wrong or partial result silently."""
+    monkeypatch.setattr(fastcsv, "STDIN_SPOOL_BYTES", 1000)
+    monkeypatch.setattr(fastcsv, "CHUNK_BYTES", 4096)
+    data = _long(late)
+    fast, streamed, finished = run_both(tmp_path, data, ["cumsum"], stdin=True,
+                                        chunk_rows=4096, chunk_bytes=1 << 16)
+    if ok:
+        assert finished
+        assert fast == streamed
+        return
+    assert fast[0] == 1 and streamed[0] == 0
+    found = re.fullmatch(
+        r"Error: standard input: a record after row ([\d,]+) needs the general CSV reader, "
+        r"and the first 1000 bytes of standard input, kept to hand it over, were let go; "
+        r"run again with --batch-rows 65536 \(the general reader from the start\)\n",
+        fast[2])
+    assert found, fast[2]
+    before = int(found.group(1).replace(",", ""))
+    assert 0 < before <= small.INFER_ROWS + 50  # the late row is the 10,051st
+    assert streamed[1].startswith(fast[1])
+    assert fast[1].count(b"\n") >= before + 1  # those rows and the header went out
