@@ -49,7 +49,7 @@ from cumtool.errors import CumtoolError, DataError, option
 from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import wide
 from cumtool.formats.registry import DELIMITED
-from cumtool.output import open_output, spool_error
+from cumtool.output import open_output
 from cumtool.request import Request
 from cumtool.small import TEXT, Handover
 
@@ -59,6 +59,7 @@ IN_FLIGHT_BYTES = 4 << 20  # the blocks in flight, together (each costs ~8x its 
 MAX_WORKERS = 16
 CHUNK_ROWS = 1 << 14  # rows cut, scanned and written at a time (their cells stay in cache)
 CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
+HEAD_CELLS = 1 << 20  # at most, cells judged (one Python string each); wider: handed over
 HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path: 16 MiB)
 _BOM = b"\xef\xbb\xbf"
 _INT64 = np.dtype(np.int64)
@@ -110,29 +111,33 @@ def _from_stdin(request: Request, stdin: IO[bytes] | None
     tee = _Tee(stdin, spool)
 
     def replay(rows: int) -> IO[bytes]:
-        tee.check()
+        if not tee.dropped:
+            try:
+                spool.flush()
+            except OSError:  # what the buffer held could not be written either
+                tee.dropped = True
         if tee.dropped:
             raise DataError(
                 f"standard input: a record after row {rows:,} needs the general CSV reader, "
-                f"and the first {records.shown_size(STDIN_SPOOL_BYTES)} of standard input, "
-                f"kept to hand it over, were let go; run again with {option('batch_rows')} "
-                "65536 (the general reader from the start)")
-        spool.flush()
+                f"and standard input, kept to hand it over, was let go (past "
+                f"{records.shown_size(STDIN_SPOOL_BYTES)}, or TMPDIR is full); run again with "
+                f"{option('batch_rows')} 65536 (the general reader from the start)")
         spool.seek(0)
-        return io.BufferedReader(PrefixedStream(spool, stdin))
+        # The general path sniffs SNIFF_BYTES at once (peek): a smaller buffer would show
+        # it less of the first line than it sees of a pipe, and it could judge otherwise.
+        return io.BufferedReader(PrefixedStream(spool, stdin), small.SNIFF_BYTES)
 
     return _run(request, tee, replay)
 
 
 class _Tee:
     """A stream that copies what is read from it into `spool`, up to STDIN_SPOOL_BYTES:
-    past that the spool is let go (`dropped`), so that an endless pipe does not fill the
-    disk; a late hand-over is then an error instead."""
+    past that, or where it cannot be written, the spool is let go (`dropped`), so that an
+    endless pipe does not fill the disk; a late hand-over is then an error instead."""
 
     def __init__(self, stream: IO[bytes], spool: IO[bytes]) -> None:
         self._stream = stream
         self._spool = spool
-        self._error: CumtoolError | None = None
         self._kept = 0
         self.dropped = False
 
@@ -149,20 +154,17 @@ class _Tee:
     def _keep(self, data: bytes) -> bytes:
         if data and not self.dropped and self._kept + len(data) > STDIN_SPOOL_BYTES:
             self.dropped = True
-            self._spool.close()  # unlinked already: its blocks are freed
+            with contextlib.suppress(OSError):
+                self._spool.close()  # unlinked already: its blocks are freed
         if data and not self.dropped:
             self._kept += len(data)
             try:
                 self._spool.write(data)
-            except OSError as error:
-                self._error = spool_error(error)
-                raise self._error from None
+            except OSError:  # a full disk, a file size limit: the run goes on without it
+                self.dropped = True
+                with contextlib.suppress(OSError):
+                    self._spool.close()
         return data
-
-    def check(self) -> None:
-        """Raise the spool's error, if writing it failed: the input cannot be replayed."""
-        if self._error is not None:
-            raise self._error
 
 
 def _run(request: Request, stream: IO[bytes] | _Tee,
@@ -273,6 +275,8 @@ class _Job:
         # The head: the header and INFER_ROWS rows, judged as small.py judges them. Cut
         # on from where the last cut stopped, in blocks that bound the arrays' size.
         wanted = small.INFER_ROWS + (1 if read.header else 0)
+        if wanted * self.width > HEAD_CELLS:
+            raise Handover  # judged as Python strings: wide heads cost too much memory
         end = 0
         while wanted:
             starts, ends, flags = self._arrays(min(wanted, self._block_rows()))
@@ -352,7 +356,7 @@ class _Job:
     def _plan(self, request: Request, names: list[str], hints: list[Any],
               selected: list[int], dtype: np.dtype | None) -> None:
         """The output's columns, as small.render lays them out, and the scans."""
-        ops = request.ops
+        ops = self.ops = request.ops
         scan = request.scan_options()
         repeated = {n for n in names if names.count(n) > 1}
 
@@ -412,7 +416,8 @@ class _Job:
         two blocks a worker are in flight, IN_FLIGHT_BYTES together, which bounds memory."""
         pending = self.header
         workers = min(_cores(), MAX_WORKERS)
-        size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers)))
+        # Each op adds a result and its text per scanned column: smaller blocks for more.
+        size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers * len(self.ops))))
         if workers == 1:
             for block, _paused in self._blocks(size):
                 for piece in self._cut(block):
@@ -475,7 +480,7 @@ class _Job:
                                   lone_cr=False)  # the head's lines end with a LF
         try:
             for block in chunker.chunks():
-                yield block, chunker.short
+                yield block, chunker.short or not chunker.more_is_ready()
         except records.RecordTooLong:
             raise Handover from None  # the streaming path names the record
 
@@ -483,7 +488,9 @@ class _Job:
         """A block's records cut into cells, its scanned columns parsed (on a worker)."""
         pieces = []
         begin = 0
-        rows_each = self._block_rows()
+        # Bounds for the rows the block can hold, not more: untouched arrays still cost
+        # memory (huge pages), and every worker has blocks in flight.
+        rows_each = min(self._block_rows(), block.count(b"\n") + 1)
         while True:
             starts, ends, flags = self._arrays(rows_each)
             rows, end, status = cut(block, begin, self.delimiter, self.width, True,

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -359,23 +360,66 @@ def test_a_large_csv_imports_neither_polars_nor_pyarrow(tmp_path):
 
 @pytest.mark.parametrize("late", [b"", b"1,2,a\rb\n", b"1,oops,z\n"],
                          ids=["plain", "lone-cr", "bad-cell"])
-def test_a_pipe_gives_the_streaming_paths_bytes_and_leaves_no_spool(tmp_path, late):
-    """Through a real pipe, past the small path: the fast path's output, or after a late
-    hand-over the streaming path's, with its spool of standard input gone."""
+def test_a_pipe_gives_the_streaming_paths_bytes(tmp_path, late):
+    """Through a real pipe, past the small path: the pipeline's output (polars never
+    loaded), or after a late hand-over the streaming path's (polars loaded then)."""
     data = _long(late, rows=small.SMALL_BYTES // 10)
-    spool_dir = tmp_path / "tmp"
-    spool_dir.mkdir()
-    env = dict(os.environ, TMPDIR=str(spool_dir))
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
     command = [sys.executable, "-m", "cumtool", "cumsum", "-"]
     piped = subprocess.run(command, input=data, capture_output=True, env=env)
     (tmp_path / "in.csv").write_bytes(data)
     streamed = subprocess.run([*command[:-1], str(tmp_path / "in.csv"), "--batch-rows", "9999"],
-                              capture_output=True, env=env)
-    same((piped.returncode, piped.stdout, piped.stderr, None),
+                              capture_output=True)
+    imports = [line for line in piped.stderr.splitlines() if line.startswith(b"import time:")]
+    stderr = b"".join(line + b"\n" for line in piped.stderr.splitlines()
+                      if not line.startswith(b"import time:"))
+    same((piped.returncode, piped.stdout, stderr, None),
          (streamed.returncode, streamed.stdout,
           streamed.stderr.replace(str(tmp_path / "in.csv").encode(), b"standard input"), None))
     assert piped.returncode == (1 if b"oops" in late else 0)
-    assert list(spool_dir.iterdir()) == []
+    loaded = {line.rsplit(b"|", 1)[-1].strip() for line in imports}
+    assert (b"polars" in loaded) == bool(late)
+
+
+def test_a_pipe_that_pauses_has_its_rows_written_before_it_goes_on(tmp_path):
+    """A producer that writes a few blocks and then waits: every row so far is out
+    before the pipeline reads on (it does not sit on finished blocks)."""
+    rows = small.SMALL_BYTES // 7  # past the small path, several blocks
+    body = b"".join(b"%d,%d\n" % (i, i % 7) for i in range(rows))
+    process = subprocess.Popen([sys.executable, "-m", "cumtool", "cumsum", "-"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(b"a,b\n" + body)
+        process.stdin.flush()
+        last = b"%d,%d\n" % (rows * (rows - 1) // 2, sum(i % 7 for i in range(rows)))
+        seen = bytearray()
+        reader = threading.Thread(target=lambda: seen.extend(_read_until(process.stdout, last)))
+        reader.start()
+        reader.join(60)
+        assert bytes(seen).endswith(last), "rows held back while the input paused"
+        assert process.poll() is None  # still waiting for more input
+        process.stdin.write(b"1,1\n")
+        process.stdin.close()
+        rest = process.stdout.read()
+        assert process.wait(60) == 0
+        assert rest == b"%d,%d\n" % (rows * (rows - 1) // 2 + 1,
+                                     sum(i % 7 for i in range(rows)) + 1)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def _read_until(stream: Any, last: bytes) -> bytes:
+    seen = b""
+    while not seen.endswith(last):
+        piece = stream.read1(1 << 16)
+        if not piece:
+            break
+        seen += piece
+    return seen
 
 
 @pytest.mark.parametrize(("late", "ok"), [(b"1,2.5,z\n", True), (b"1,2,a\rb\n", False)],
@@ -397,8 +441,9 @@ def test_past_the_spool_limit_a_late_hand_over_is_an_error_naming_the_way_out(
     assert fast[0] == 1 and streamed[0] == 0
     found = re.fullmatch(
         r"Error: standard input: a record after row ([\d,]+) needs the general CSV reader, "
-        r"and the first 1000 bytes of standard input, kept to hand it over, were let go; "
-        r"run again with --batch-rows 65536 \(the general reader from the start\)\n",
+        r"and standard input, kept to hand it over, was let go \(past 1000 bytes, or TMPDIR "
+        r"is full\); run again with --batch-rows 65536 \(the general reader from the "
+        r"start\)\n",
         fast[2])
     assert found, fast[2]
     before = int(found.group(1).replace(",", ""))

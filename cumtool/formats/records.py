@@ -55,7 +55,7 @@ class Chunker:
         self._lone_cr = lone_cr  # lines end with a lone CR (None: judged at the first end)
         self.short = False  # the last chunk taken: cut short because the input paused or ended
 
-    def _more_is_ready(self) -> bool:
+    def more_is_ready(self) -> bool:
         """Whether more input is available without blocking (a pipe with a slow producer
         should not hold back rows already here)."""
         if self._fd is None:
@@ -145,7 +145,7 @@ class Chunker:
                     raise RecordTooLong(0, self._quoted)
                 self._too_long = True  # first hand out the whole records before it
                 break
-            if self._last_end and not self._more_is_ready():
+            if self._last_end and not self.more_is_ready():
                 break
         self.short = len(pending) < minimum
         cut = len(pending) if self._eof else self._last_end
