@@ -40,15 +40,21 @@ TIMEOUT = 60.0
 # Runs one command under the cap and reports its status, error text and peak memory
 # (RUSAGE_CHILDREN of this small parent covers that one command only).
 _RUNNER = r"""
-import json, resource, subprocess, sys
+import json, os, resource, signal, subprocess, sys
 cap, timeout = int(sys.argv[1]), float(sys.argv[2])
 def limit():
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+# A session of its own, so that a timeout kills the whole pipeline, not only its shell
+# (cumtool orphaned on an endless input would run on).
+process = subprocess.Popen(sys.argv[3:], preexec_fn=limit, start_new_session=True,
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
 try:
-    done = subprocess.run(sys.argv[3:], preexec_fn=limit, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
-    status, error = done.returncode, done.stderr.decode(errors="replace")
+    _, stderr = process.communicate(timeout=timeout)
+    status, error = process.returncode, stderr.decode(errors="replace")
 except subprocess.TimeoutExpired:
+    os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
     status, error = None, "timed out"
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 print(json.dumps({"status": status, "stderr": error, "peak": peak}))
