@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -82,42 +83,42 @@ def format_floats(values: np.ndarray, missing: np.ndarray | None = None,
                   null: bytes = b"") -> tuple[bytes, np.ndarray]:
     """Each float64 as cumtool writes it, `null` where `missing` is True, one after
     another: (text, offsets), value i being text[offsets[i]:offsets[i + 1]]."""
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    if missing is not None:
-        missing = np.ascontiguousarray(missing, dtype=np.bool_)
-    if NATIVE is not None:
-        text, offsets = NATIVE.format_floats(values, missing, null)
-        return text, np.frombuffer(offsets, dtype=np.int64)
-    return format_floats_py(values, missing, null)
-
-
-def format_floats_py(values: np.ndarray, missing: np.ndarray | None = None,
-                     null: bytes = b"") -> tuple[bytes, np.ndarray]:
-    """format_floats in Python."""
-    texts = [float_text(v).encode("ascii") for v in values.tolist()]
-    if missing is not None:
-        texts = [null if gone else t for t, gone in zip(texts, missing.tolist(), strict=True)]
-    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum([len(t) for t in texts], out=offsets[1:])
-    return b"".join(texts), offsets
+    return _format(np.float64, "format_floats", format_floats_py, values, missing, null)
 
 
 def format_ints(values: np.ndarray, missing: np.ndarray | None = None,
                 null: bytes = b"") -> tuple[bytes, np.ndarray]:
     """format_floats for int64 values: each as str() writes it."""
-    values = np.ascontiguousarray(values, dtype=np.int64)
+    return _format(np.int64, "format_ints", format_ints_py, values, missing, null)
+
+
+def _format(dtype: type, name: str, python: Any, values: np.ndarray,
+            missing: np.ndarray | None, null: bytes) -> tuple[bytes, np.ndarray]:
+    """The C loop `name` where it is built, else its Python twin `python`."""
+    values = np.ascontiguousarray(values, dtype=dtype)
     if missing is not None:
         missing = np.ascontiguousarray(missing, dtype=np.bool_)
     if NATIVE is not None:
-        text, offsets = NATIVE.format_ints(values, missing, null)
+        text, offsets = getattr(NATIVE, name)(values, missing, null)
         return text, np.frombuffer(offsets, dtype=np.int64)
-    return format_ints_py(values, missing, null)
+    result: tuple[bytes, np.ndarray] = python(values, missing, null)
+    return result
+
+
+def format_floats_py(values: np.ndarray, missing: np.ndarray | None = None,
+                     null: bytes = b"") -> tuple[bytes, np.ndarray]:
+    """format_floats in Python."""
+    return _joined([float_text(v).encode("ascii") for v in values.tolist()], missing, null)
 
 
 def format_ints_py(values: np.ndarray, missing: np.ndarray | None = None,
                    null: bytes = b"") -> tuple[bytes, np.ndarray]:
     """format_ints in Python."""
-    texts = [str(v).encode("ascii") for v in values.tolist()]
+    return _joined([str(v).encode("ascii") for v in values.tolist()], missing, null)
+
+
+def _joined(texts: list[bytes], missing: np.ndarray | None,
+            null: bytes) -> tuple[bytes, np.ndarray]:
     if missing is not None:
         texts = [null if gone else t for t, gone in zip(texts, missing.tolist(), strict=True)]
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
