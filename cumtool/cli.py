@@ -305,10 +305,18 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         with _stopping_on_signals():
             run(request)
     except CumtoolError as error:
-        # One line, even when a name in the message holds a line break; and a control
-        # character from a file (a terminal escape sequence) is shown, not obeyed.
-        click.echo(f"Error: {printable(error.cli_message())}", err=True)
-        status = error.exit_code
+        try:
+            # A stop signal whose exception was lost (one raised while a module compiles)
+            # is why the run ended, not the error that followed it (an empty FIFO).
+            check_stop()
+        except Stopped as stop:
+            click.echo(f"Error: {stop.message()}", err=True)
+            status = stop.exit_code
+        else:
+            # One line, even when a name in the message holds a line break; and a control
+            # character from a file (a terminal escape sequence) is shown, not obeyed.
+            click.echo(f"Error: {printable(error.cli_message())}", err=True)
+            status = error.exit_code
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
         # again when it flushes standard output at exit.
