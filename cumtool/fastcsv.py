@@ -291,6 +291,10 @@ class _Job:
                 if len(data) > HEAD_LIMIT:
                     raise Handover  # long records: the streaming path's
                 data += self._read()
+        judged = small.INFER_ROWS + (1 if read.header else 0) - wanted
+        # Rows' least length, guessed from the head's (half their average, and a row holds
+        # at least its delimiters and a LF): sizes cell arrays without counting LFs.
+        self.row_bytes = max(self.width, end // max(1, judged) // 2)
         names, table = small.records(data[:end], read.delimiter, read.header)
         markers = set(read.na_values) | {""}
         hints = [small.judge(table, j, markers, dtype is not None and dtype.kind == "f")
@@ -488,9 +492,10 @@ class _Job:
         """A block's records cut into cells, its scanned columns parsed (on a worker)."""
         pieces = []
         begin = 0
-        # Bounds for the rows the block can hold, not more: untouched arrays still cost
-        # memory (huge pages), and every worker has blocks in flight.
-        rows_each = min(self._block_rows(), block.count(b"\n") + 1)
+        # Bounds for about the rows the block holds, not more: untouched arrays still cost
+        # memory (huge pages), and every worker has blocks in flight. Shorter rows than
+        # guessed fill the arrays: the block then goes on in another piece.
+        rows_each = min(self._block_rows(), len(block) // self.row_bytes + 1)
         while True:
             starts, ends, flags = self._arrays(rows_each)
             rows, end, status = cut(block, begin, self.delimiter, self.width, True,

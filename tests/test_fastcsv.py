@@ -197,6 +197,20 @@ def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, 
     assert (fast[0] == 0) == ok, fast[2]
 
 
+@pytest.mark.parametrize("cores", [1, 2])
+def test_rows_far_shorter_than_the_heads_fill_more_pieces(tmp_path, cores):
+    """Cell arrays are sized from the head's row length: later rows a hundred times
+    shorter overflow them, and the block goes on in further pieces, every row once."""
+    head = b"".join(b"%d,%s\n" % (i, b"x" * 200) for i in range(small.INFER_ROWS + 10))
+    data = b"a,t\n" + head + b"".join(b"%d,\n" % (i % 10) for i in range(30_000))
+    fast, streamed, finished = run_both(tmp_path, data, ["cumsum"], chunk_rows=4096,
+                                        chunk_bytes=1 << 16, cores=cores)
+    assert finished
+    assert fast == streamed
+    total = sum(range(small.INFER_ROWS + 10)) + sum(i % 10 for i in range(30_000))
+    assert fast[1].endswith(b"\n%d,\n" % total)
+
+
 def test_a_late_bad_cell_is_named_with_its_row_and_line(tmp_path):
     fast, streamed, _finished = run_both(tmp_path, _long(b"1,oops,z\n"), ["cumsum"],
                                          chunk_rows=4096, chunk_bytes=1 << 16)
