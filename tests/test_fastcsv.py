@@ -400,19 +400,29 @@ def test_a_pipe_that_pauses_has_its_rows_written_before_it_goes_on(tmp_path):
     before the pipeline reads on (it does not sit on finished blocks)."""
     rows = small.SMALL_BYTES // 7  # past the small path, several blocks
     body = b"".join(b"%d,%d\n" % (i, i % 7) for i in range(rows))
+    last = b"%d,%d\n" % (rows * (rows - 1) // 2, sum(i % 7 for i in range(rows)))
     process = subprocess.Popen([sys.executable, "-m", "cumtool", "cumsum", "-"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdin is not None and process.stdout is not None
+    seen = bytearray()
+    arrived = threading.Event()
+
+    def read() -> None:  # from the start: output fills its pipe while input is written
+        assert process.stdout is not None
+        while not seen.endswith(last):
+            piece = process.stdout.read1(1 << 16)
+            if not piece:
+                break
+            seen.extend(piece)
+        arrived.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
         process.stdin.write(b"a,b\n" + body)
         process.stdin.flush()
-        last = b"%d,%d\n" % (rows * (rows - 1) // 2, sum(i % 7 for i in range(rows)))
-        seen = bytearray()
-        reader = threading.Thread(target=lambda: seen.extend(_read_until(process.stdout, last)))
-        reader.start()
-        reader.join(60)
-        assert bytes(seen).endswith(last), "rows held back while the input paused"
+        assert arrived.wait(60) and seen.endswith(last), "rows held back while input paused"
         assert process.poll() is None  # still waiting for more input
         process.stdin.write(b"1,1\n")
         process.stdin.close()
@@ -424,16 +434,6 @@ def test_a_pipe_that_pauses_has_its_rows_written_before_it_goes_on(tmp_path):
         if process.poll() is None:
             process.kill()
             process.communicate()
-
-
-def _read_until(stream: Any, last: bytes) -> bytes:
-    seen = b""
-    while not seen.endswith(last):
-        piece = stream.read1(1 << 16)
-        if not piece:
-            break
-        seen += piece
-    return seen
 
 
 @pytest.mark.parametrize(("late", "ok"), [(b"1,2.5,z\n", True), (b"1,2,a\rb\n", False)],
