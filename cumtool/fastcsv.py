@@ -44,7 +44,7 @@ from typing import IO, Any, NamedTuple, cast
 
 import numpy as np
 
-from cumtool import kernels, numtext, small
+from cumtool import kernels, native, numtext, small
 from cumtool.errors import CumtoolError, DataError, option
 from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import wide
@@ -276,7 +276,7 @@ class _Job:
         data, self.width = self._width(data)
         # The head: the header and INFER_ROWS rows, judged as small.py judges them. Cut
         # on from where the last cut stopped, in blocks that bound the arrays' size.
-        wanted = small.INFER_ROWS + (1 if read.header else 0)
+        head_rows = wanted = small.INFER_ROWS + (1 if read.header else 0)
         if wanted * self.width > HEAD_CELLS:
             raise Handover  # judged as Python strings: wide heads cost too much memory
         end = 0
@@ -293,7 +293,7 @@ class _Job:
                 if len(data) > HEAD_LIMIT:
                     raise Handover  # long records: the streaming path's
                 data += self._read()
-        judged = small.INFER_ROWS + (1 if read.header else 0) - wanted
+        judged = head_rows - wanted
         # Rows' least length, guessed from the head's (half their average, and a row holds
         # at least its delimiters and a LF): sizes cell arrays without counting LFs.
         self.row_bytes = max(self.width, end // max(1, judged) // 2)
@@ -342,10 +342,9 @@ class _Job:
                 break
         first = data if at < 0 else data[:at + 1]
         try:
-            text = first.decode("utf-8")
+            first.decode("utf-8")
         except UnicodeDecodeError:
             raise Handover from None
-        del text
         width = len(small.records(first, self.delimiter, False)[0])
         if not 0 < width <= wide.WIDE_COLUMNS:
             raise Handover  # the wide path's
@@ -374,7 +373,7 @@ class _Job:
         for i in selected:
             source = hints[i].dtype
             assert source is not None
-            if any(_number(marker.strip(), source) is not None for marker in self.markers):
+            if any(small.number(marker.strip(), source) is not None for marker in self.markers):
                 raise Handover  # a marker that is a number: every cell is checked (--na 0)
             self.parse[i] = source
             for op in ops:
@@ -422,7 +421,7 @@ class _Job:
         core, and one more: 2M x 8 on 2 cores, 1.1 s wall instead of 1.3); at most two
         blocks a worker are in flight, IN_FLIGHT_BYTES together, which bounds memory."""
         pending = self.header
-        workers = min(_cores(), MAX_WORKERS)
+        workers = min(native.CORES, MAX_WORKERS)
         if workers > 1:  # one more than the cores: the main thread mostly waits (scan, write)
             workers += 1
         # Each op adds a result and its text per scanned column: smaller blocks for more.
@@ -549,7 +548,7 @@ class _Job:
                         piece.starts.shape[1], piece.rows, plan, self.out_delimiter,
                         self.by_sink, self.single)
 
-    def _numbers(self, data: bytes | memoryview, starts: np.ndarray, ends: np.ndarray,
+    def _numbers(self, data: bytes, starts: np.ndarray, ends: np.ndarray,
                  flags: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray | None]:
         """A column's cells as small._parse reads them: as they are where all are numbers;
         else spaces stripped, and the missing markers missing."""
@@ -563,13 +562,13 @@ class _Job:
         valid = ok
         bad = np.flatnonzero(~ok)
         for r in bad[ends[bad] != starts[bad]].tolist():  # empty cells are missing
-            text = bytes(data[int(starts[r]):int(ends[r])]).decode("utf-8")
+            text = data[int(starts[r]):int(ends[r])].decode("utf-8")
             if flags[r] == 2:
                 text = text.replace('""', '"')
             text = text.strip()
             if text in self.markers:
                 continue
-            value = _number(text, dtype)
+            value = small.number(text, dtype)
             if value is None:
                 raise Handover  # a bad cell: the streaming path names it
             values[r] = value
@@ -590,33 +589,14 @@ class _Piece(NamedTuple):
     numbers: dict[int, tuple[np.ndarray, np.ndarray | None]]
 
 
-def _cores() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _number(text: str, dtype: np.dtype) -> int | float | None:
-    """A stripped cell as small._number reads it (None: not a number)."""
-    cell = text.encode("utf-8")
-    bounds = np.array([0], np.int64), np.array([len(cell)], np.int64)
-    if dtype == _INT64:
-        values, status = numtext.parse_ints(cell, *bounds)
-        return int(values[0]) if status[0] == numtext.INT else None
-    floats, ok = numtext.parse_floats(cell, *bounds)
-    return float(floats[0]) if ok[0] else None
-
-
 # The loops, in Python where _csvtext is not built --------------------------------------
 
-def cut(data: bytes | memoryview, begin: int, delimiter: str, width: int, final: bool,
+def cut(data: bytes, begin: int, delimiter: str, width: int, final: bool,
         starts: np.ndarray, ends: np.ndarray, flags: np.ndarray) -> tuple[int, int, int]:
     """_csvtext.cut, or cut_py."""
     if TEXT is not None:
         return TEXT.cut(data, begin, delimiter, width, final, starts, ends, flags)
-    return cut_py(bytes(data), begin, delimiter, width, final, starts, ends, flags)
+    return cut_py(data, begin, delimiter, width, final, starts, ends, flags)
 
 
 def _clean(data: bytes) -> bool:
@@ -716,14 +696,14 @@ def cut_py(data: bytes, begin: int, delimiter: str, width: int, final: bool,
     return rows, end, CUT_DONE
 
 
-def assemble(data: bytes | memoryview, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
+def assemble(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
              capacity: int, rows: int, columns: list[Any], delimiter: str, by_sink: bool,
              single: bool) -> bytes:
     """_csvtext.assemble, or assemble_py."""
     if TEXT is not None:
         return TEXT.assemble(data, starts, ends, flags, capacity, rows, columns, delimiter,
                              by_sink, single)
-    return assemble_py(bytes(data), starts, ends, flags, capacity, rows, columns, delimiter,
+    return assemble_py(data, starts, ends, flags, capacity, rows, columns, delimiter,
                        by_sink, single)
 
 

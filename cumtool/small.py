@@ -382,7 +382,7 @@ def select_scanned(request: Request, names: list[str], hints: list[_Hint]) -> li
         raise Handover from None
 
 
-def _number(text: str, dtype: np.dtype) -> int | float | None:
+def number(text: str, dtype: np.dtype) -> int | float | None:
     """A cell as polars' cast to Int64 or Float64 reads it (None: not a number)."""
     if dtype == _INT64:
         return _int64(text) if _INT.fullmatch(text) else None
@@ -408,12 +408,12 @@ def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[
     assert dtype is not None
     # As CsvSource: cells taken as they are when all parse so, unless a missing marker
     # parses too (--na 0): then every cell is checked against the markers.
-    as_they_are = not any(_number(marker.strip(), dtype) is not None for marker in markers)
+    as_they_are = not any(number(marker.strip(), dtype) is not None for marker in markers)
     if TEXT is not None:
         return _parse_in_c(rows, column, dtype, markers, as_they_are)
     cells = [row[column] for row in rows]
     if as_they_are:
-        direct = [None if c is None else _number(c, dtype) for c in cells]
+        direct = [None if c is None else number(c, dtype) for c in cells]
         if all(v is not None for v in direct):
             return np.array(direct, dtype=dtype), None
     values: list[int | float] = []
@@ -424,7 +424,7 @@ def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[
             values.append(0)
             valid.append(False)
             continue
-        value = _number(text, dtype)
+        value = number(text, dtype)
         if value is None:
             raise Handover  # a bad cell: the streaming path names it
         values.append(value)

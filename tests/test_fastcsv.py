@@ -22,7 +22,7 @@ from test_small import HANDED_OVER, TAKEN, _tables
 
 import cumtool.fastcsv as fastcsv
 import cumtool.small as small
-from cumtool import numtext
+from cumtool import native, numtext
 from cumtool.cli import main
 
 
@@ -53,9 +53,9 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
         if out is not None:
             argv += ["-o", str(out)]
         saved = (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
-                 fastcsv._Job.pieces, fastcsv._cores)
+                 fastcsv._Job.pieces, native.CORES)
         small.SMALL_BYTES = -1
-        fastcsv._cores = lambda: cores
+        native.CORES = cores
         fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES = chunk_rows, chunk_bytes
         fastcsv._Job.pieces = spy  # type: ignore[method-assign]
         import cumtool.engine as engine
@@ -68,7 +68,7 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
                                         input=data if stdin else None)
         finally:
             (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
-             fastcsv._Job.pieces, fastcsv._cores) = saved  # type: ignore[method-assign]
+             fastcsv._Job.pieces, native.CORES) = saved  # type: ignore[method-assign]
             engine.try_fast = engine_saved
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")

@@ -570,8 +570,8 @@ def test_number_grammar_is_polars_cast(cell):
     cells = pl.Series([cell])
     as_int = cells.cast(pl.Int64, strict=False)[0]
     as_float = cells.cast(pl.Float64, strict=False)[0]
-    assert small._number(cell, small._INT64) == as_int
-    mine = small._number(cell, small._FLOAT64)
+    assert small.number(cell, small._INT64) == as_int
+    mine = small.number(cell, small._FLOAT64)
     assert (mine is None) == (as_float is None)
     if mine is not None:
         assert repr(mine) == repr(as_float)
