@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -150,13 +151,9 @@ def parse_floats(data: bytes | bytearray | memoryview, starts: np.ndarray,
 def parse_floats_py(data: bytes | bytearray | memoryview, starts: np.ndarray,
                     ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """parse_floats in Python."""
-    raw = bytes(memoryview(data).cast("B"))
     values = np.zeros(len(starts), dtype=np.float64)
     ok = np.zeros(len(starts), dtype=np.bool_)
-    for i, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        if not 0 <= start <= end <= len(raw):
-            raise ValueError(f"parse_floats: cell {i} is outside the data")
-        cell = raw[start:end]
+    for i, cell in _cells_py("parse_floats", data, starts, ends):
         if _FLOAT.fullmatch(cell):
             values[i] = float(cell)
             ok[i] = True
@@ -179,13 +176,9 @@ def parse_ints(data: bytes | bytearray | memoryview, starts: np.ndarray,
 def parse_ints_py(data: bytes | bytearray | memoryview, starts: np.ndarray,
                   ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """parse_ints in Python."""
-    raw = bytes(memoryview(data).cast("B"))
     values = np.zeros(len(starts), dtype=np.int64)
     status = np.full(len(starts), NOT_INT, dtype=np.uint8)
-    for i, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        if not 0 <= start <= end <= len(raw):
-            raise ValueError(f"parse_ints: cell {i} is outside the data")
-        cell = raw[start:end]
+    for i, cell in _cells_py("parse_ints", data, starts, ends):
         if _INT.fullmatch(cell):
             number = int(cell)
             if _INT64_MIN <= number <= _INT64_MAX:
@@ -194,6 +187,16 @@ def parse_ints_py(data: bytes | bytearray | memoryview, starts: np.ndarray,
             else:
                 status[i] = BEYOND_INT64
     return values, status
+
+
+def _cells_py(name: str, data: bytes | bytearray | memoryview, starts: np.ndarray,
+              ends: np.ndarray) -> Iterator[tuple[int, bytes]]:
+    """Each cell's index and bytes, the bounds checked as the C loops check them."""
+    raw = bytes(memoryview(data).cast("B"))
+    for i, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        if not 0 <= start <= end <= len(raw):
+            raise ValueError(f"{name}: cell {i} is outside the data")
+        yield i, raw[start:end]
 
 
 def cells(texts: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
