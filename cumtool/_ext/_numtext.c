@@ -621,36 +621,54 @@ PyDoc_STRVAR(parse_floats_doc,
 "(float64), ok[i] (bool) saying whether it is a number by small._FLOAT's grammar\n"
 "(values[i] is then 0.0 where not). Returns how many are not. The GIL is released.");
 
-static PyObject *parse_floats(PyObject *self, PyObject *args)
+/* parse_floats (`ints` 0) and parse_ints (1): the same cells in, values and a status
+   out. */
+static PyObject *parse_values(PyObject *args, int ints)
 {
+    const char *name = ints ? "parse_ints" : "parse_floats";
     Cells cells;
-    if (cells_get(&cells, args, "parse_floats", "d", "?") < 0)
+    if (cells_get(&cells, args, name, ints ? "q" : "d", ints ? "B" : "?") < 0)
         return NULL;
     const char *data = cells.data.buf;
     const int64_t *starts = cells.starts.buf, *ends = cells.ends.buf;
-    double *values = cells.values.buf;
-    char *ok = cells.status.buf;
+    double *floats = cells.values.buf;
+    int64_t *integers = cells.values.buf;
+    unsigned char *status = cells.status.buf;  /* bools (0 or 1) for floats */
     const Py_ssize_t total = cells.starts.len / 8;
     Py_ssize_t outside, failed = 0, no_memory = 0;
     Py_BEGIN_ALLOW_THREADS
     outside = cells_outside(&cells);
     for (Py_ssize_t i = 0; outside < 0 && i < total; i++) {
-        double value = 0.0;
-        int found = numtext_parse_double(data + starts[i], (size_t)(ends[i] - starts[i]),
-                                         &value);
-        no_memory |= found < 0;
-        values[i] = found == 1 ? value : 0.0;
-        ok[i] = found == 1;
+        const char *cell = data + starts[i];
+        const size_t size = (size_t)(ends[i] - starts[i]);
+        int found;
+        if (ints) {
+            int64_t value = 0;
+            found = numtext_parse_int64(cell, size, &value);
+            integers[i] = found == 1 ? value : 0;
+            status[i] = (unsigned char)found;  /* 2: an integer beyond int64 */
+        } else {
+            double value = 0.0;
+            found = numtext_parse_double(cell, size, &value);
+            no_memory |= found < 0;
+            floats[i] = found == 1 ? value : 0.0;
+            status[i] = found == 1;
+        }
         failed += found != 1;
     }
     Py_END_ALLOW_THREADS
     cells_release(&cells);
     if (outside >= 0)
-        return PyErr_Format(PyExc_ValueError, "parse_floats: cell %zd is outside the data",
+        return PyErr_Format(PyExc_ValueError, "%s: cell %zd is outside the data", name,
                             outside);
     if (no_memory)
         return PyErr_NoMemory();
     return PyLong_FromSsize_t(failed);
+}
+
+static PyObject *parse_floats(PyObject *self, PyObject *args)
+{
+    return parse_values(args, 0);
 }
 
 PyDoc_STRVAR(parse_ints_doc,
@@ -662,31 +680,7 @@ PyDoc_STRVAR(parse_ints_doc,
 
 static PyObject *parse_ints(PyObject *self, PyObject *args)
 {
-    Cells cells;
-    if (cells_get(&cells, args, "parse_ints", "q", "B") < 0)
-        return NULL;
-    const char *data = cells.data.buf;
-    const int64_t *starts = cells.starts.buf, *ends = cells.ends.buf;
-    int64_t *values = cells.values.buf;
-    unsigned char *status = cells.status.buf;
-    const Py_ssize_t total = cells.starts.len / 8;
-    Py_ssize_t outside, failed = 0;
-    Py_BEGIN_ALLOW_THREADS
-    outside = cells_outside(&cells);
-    for (Py_ssize_t i = 0; outside < 0 && i < total; i++) {
-        int64_t value = 0;
-        int found = numtext_parse_int64(data + starts[i], (size_t)(ends[i] - starts[i]),
-                                        &value);
-        values[i] = found == 1 ? value : 0;
-        status[i] = (unsigned char)found;
-        failed += found != 1;
-    }
-    Py_END_ALLOW_THREADS
-    cells_release(&cells);
-    if (outside >= 0)
-        return PyErr_Format(PyExc_ValueError, "parse_ints: cell %zd is outside the data",
-                            outside);
-    return PyLong_FromSsize_t(failed);
+    return parse_values(args, 1);
 }
 
 static PyMethodDef methods[] = {
