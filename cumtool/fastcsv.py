@@ -44,7 +44,7 @@ from typing import IO, Any, NamedTuple, cast
 
 import numpy as np
 
-from cumtool import kernels, native, numtext, small
+from cumtool import grouped, kernels, native, numtext, small
 from cumtool.errors import CumtoolError, DataError, option
 from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import wide
@@ -301,7 +301,9 @@ class _Job:
         markers = set(read.na_values) | {""}
         hints = [small.judge(table, j, markers, dtype is not None and dtype.kind == "f")
                  for j in range(len(names))]
-        selected = small.select_scanned(request, names, hints)
+        self.keys = small.key_columns(request, names)
+        selected = small.select_scanned(request, names, hints, self.keys)
+        self.groups = grouped.CellKeys(len(self.keys)) if self.keys else None
         self.markers = markers
         self._plan(request, names, hints, selected, dtype)
         by_sink = bool(write.na_rep) or len(self.columns) == 1
@@ -380,7 +382,8 @@ class _Job:
                 spec = kernels.make_spec(op, source, dtype, what=f"column {label(i)}", **scan)
                 if spec.out_dtype not in (_INT64, _FLOAT64):
                     raise Handover  # float32, float16, small ints: written otherwise
-                self.scans[i, op] = (spec, kernels.initial_carry(spec))
+                self.scans[i, op] = (spec, grouped.GroupCarry(spec) if self.keys
+                                     else kernels.initial_carry(spec))
         keep = request.keep or len(ops) > 1
         columns: list[tuple[str, Any]] = []  # (name, an input column or (column, op))
         if not keep:
@@ -520,10 +523,21 @@ class _Job:
         """The results of a piece's rows, and their missing cells, by (column, op)."""
         results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]] = {}
         self.rows_scanned += piece.rows
+        groups = None
+        if self.groups is not None:  # --by: each row's group, numbered here, in order
+            rows = piece.rows
+            ids = self.groups.ids(piece.data, [piece.starts[k, :rows] for k in self.keys],
+                                  [piece.ends[k, :rows] for k in self.keys])
+            groups = grouped.BatchGroups(ids, None)
+            for _spec, carry in self.scans.values():
+                carry.grow(self.groups.count)
         for (i, op), (spec, carry) in self.scans.items():
             values, valid = piece.numbers[i]
             try:
-                result = kernels.scan_block(spec, values, valid, carry)
+                if groups is None:
+                    result = kernels.scan_block(spec, values, valid, carry)
+                else:
+                    result = grouped.scan_runs(spec, values, valid, groups, carry, None)
             except CumtoolError as error:
                 raise _Unsure(str(error)) from None  # the streaming path words it
             missing = None if valid is None else ~valid

@@ -39,8 +39,9 @@ from typing import IO
 
 import numpy as np
 
-from cumtool import kernels
+from cumtool import grouped, kernels
 from cumtool.choices import AXIS_NAMES
+from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
 from cumtool.formats import FileKind, PrefixedStream
@@ -105,7 +106,7 @@ def options_fit(request: Request) -> bool:
     by_rows = AXIS_NAMES.get(key) == 0 or key in ("0", "-2")
     from cumtool import inputs, remote
 
-    return (by_rows and not (request.by or request.reset is not None or request.reverse
+    return (by_rows and not (request.reset is not None or request.reverse
                              or request.indices or request.decimal or request.decimal_comma
                              or request.encoding or request.max_record_size is not None
                              or request.line_buffered  # judged from the first row
@@ -192,8 +193,10 @@ def render(request: Request, data: bytes) -> bytes:
     markers = set(read.na_values) | {""}
     hints = [judge(rows, j, markers, dtype is not None and dtype.kind == "f")
              for j in range(len(names))]
-    selected = select_scanned(request, names, hints)
+    keys = key_columns(request, names)
+    selected = select_scanned(request, names, hints, keys)
     ops = request.ops
+    groups = grouped.BatchGroups(group_ids(rows, keys), None) if keys else None
     repeated = {n for n, count in collections.Counter(names).items() if count > 1}
 
     def label(i: int) -> str:
@@ -206,7 +209,12 @@ def render(request: Request, data: bytes) -> bytes:
         for op in ops:
             spec = kernels.make_spec(op, values.dtype, dtype, what=f"column {label(i)}",
                                      **scan)
-            result = kernels.scan_block(spec, values, valid, kernels.initial_carry(spec))
+            if groups is None:
+                result = kernels.scan_block(spec, values, valid, kernels.initial_carry(spec))
+            else:
+                carry = grouped.GroupCarry(spec)
+                carry.grow(int(groups.ids.max()) + 1 if rows else 0)
+                result = grouped.scan_runs(spec, values, valid, groups, carry, None)
             missing = None if valid is None else ~valid
             if result.missing is not None:  # a statistic of nothing (--exclusive first)
                 missing = result.missing if missing is None else missing | result.missing
@@ -369,17 +377,38 @@ def _judge_cells(rows: list[list[str | None]], column: int, markers: set[str]
     return len(cells), zero, kind
 
 
-def select_scanned(request: Request, names: list[str], hints: list[_Hint]) -> list[int]:
+def key_columns(request: Request, names: list[str]) -> list[int]:
+    """The --by columns' positions, as tables.TablePlan resolves them."""
+    try:
+        chosen = [i for selection in request.by for i in resolve(selection, names, "")]
+    except DataError:
+        raise Handover from None  # the streaming path words it
+    return list(dict.fromkeys(chosen))
+
+
+def select_scanned(request: Request, names: list[str], hints: list[_Hint],
+                   keys: list[int]) -> list[int]:
     """The scanned columns, by the rules every path shares (columns.select); a column
     that is not numeric here (an error, or a flag or date column) is the streaming
-    path's to word."""
+    path's to word, and so is a key column scanned (named with -c)."""
     try:
-        return select_columns(names, [hint.by_default for hint in hints], request.columns,
-                              request.exclude, "the input",
-                              scannable=lambda i: hints[i].dtype is not None,
-                              unscannable=lambda i, numeric: "")
+        selected = select_columns(names, [hint.by_default for hint in hints],
+                                  request.columns, request.exclude, "the input",
+                                  scannable=lambda i: hints[i].dtype is not None,
+                                  unscannable=lambda i, numeric: "", structural=keys)
     except DataError:
         raise Handover from None
+    if set(selected) & set(keys):
+        raise Handover
+    return selected
+
+
+def group_ids(rows: list[list[str | None]], keys: list[int]) -> np.ndarray:
+    """Each row's group id for --by (grouped.CellKeys' numbering, of cells as Python
+    text): its key cells' text, an empty one missing."""
+    seen: dict[tuple[str | None, ...], int] = {}
+    return np.fromiter((seen.setdefault(tuple(row[k] or None for k in keys), len(seen))
+                        for row in rows), dtype=np.int64, count=len(rows))
 
 
 def number(text: str, dtype: np.dtype) -> int | float | None:

@@ -3,7 +3,7 @@ compensated running sum (`--compensated`), as SEMANTICS.md's "Running statistics
 them, down to the order of the float operations.
 
 Each op's `StatKernel` is in its op module (cumtool/ops/): the fields of its carried state
-(a numpy record per line, so blocks.Carry and groups.GroupCarry hold it as they hold a
+(a numpy record per line, so blocks.Carry and grouped.GroupCarry hold it as they hold a
 running value), its dtypes, how a block's states follow from the carried one, and what is
 output from a state. Everything around it (casting, --skipna, --exclusive, missing cells,
 the carry) is done once, here in `scan_block`, with the helpers the kernels share (the

@@ -218,12 +218,12 @@ class TablePlan:
         self.group_keys: Any = None
         self.group_carries: dict[int, Any] = {}
         if self.by or self.reset is not None:
-            from cumtool import groups  # polars joins: loaded only for grouped scans
+            from cumtool import grouped, groups  # loaded only for grouped scans
 
             self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None)
                                if self.by else None)
             self.group_carries = {
-                i: distinct.DistinctCarry() if self.distinct else groups.GroupCarry(s)
+                i: distinct.DistinctCarry() if self.distinct else grouped.GroupCarry(s)
                 for i, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
         self.rows_done = 0
@@ -449,9 +449,9 @@ class TablePlan:
                 resets = self._reverse_resets(group_ids, resets, count)
         for carry in self.group_carries.values():
             carry.grow(count)
-        from cumtool import groups
+        from cumtool import grouped
 
-        return groups.BatchGroups(group_ids, resets)
+        return grouped.BatchGroups(group_ids, resets)
 
     def _reverse_resets(self, group_ids: np.ndarray, resets: np.ndarray,
                         count: int) -> np.ndarray:
@@ -539,14 +539,14 @@ class TablePlan:
         that one reports need not be the first in file order: then the shortest prefix of
         the batch that overflows is found by bisection (from the same carried state, which
         a failed scan leaves as it was), and its last row is the one reported."""
-        from cumtool import groups
+        from cumtool import grouped
 
         spec = self.specs[column]
         carry = self.group_carries[column]
         positions = (np.arange(self.rows_done, self.rows_done + values.shape[0])
                      if spec.indices else None)
         try:
-            return groups.scan_runs(spec, values, valid, runs, carry, positions)
+            return grouped.scan_runs(spec, values, valid, runs, carry, positions)
         except ScanOverflowError as error:
             first, reported = 0, error  # the prefix [0, error row] overflows
             high = error.position[0]
@@ -554,7 +554,7 @@ class TablePlan:
                 middle = (first + high) // 2
                 prefix = slice(0, middle + 1)
                 try:
-                    groups.scan_runs(spec, values[prefix],
+                    grouped.scan_runs(spec, values[prefix],
                                      None if valid is None else valid[prefix],
                                      runs.prefix(middle + 1), carry.copy(),
                                      None if positions is None else positions[prefix])

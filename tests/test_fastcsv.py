@@ -130,7 +130,7 @@ _PLAIN = b"a,b,t\n1,2.5,x\n3,4,y\n5,,z\n"
 
 
 @pytest.mark.parametrize("args", [
-    ["cumsum", "--reverse"], ["cummax", "--indices"], ["cumsum", "--by", "t"],
+    ["cumsum", "--reverse"], ["cummax", "--indices"], ["cumsum", "--by", "t", "--reset", "a"],
     ["cumsum", "--reset", "a"], ["cumsum", "--decimal"], ["cumsum", "--decimal-comma"],
     ["cumsum", "--encoding", "latin-1"], ["cumsum", "--max-record-size", "1M"],
     ["cumsum", "--line-buffered"], ["cumsum", "--out-encoding", "latin-1"],
@@ -155,7 +155,8 @@ def test_options_the_fast_path_does_not_cover_hand_over(tmp_path, args):
     ["cumsum", "--exclude", "a"], ["cumsum", "--dtype", "float64"],
     ["cumsum", "--overflow", "wrap"], ["cumsum", "--out-delimiter", "|"],
     ["cumsum", "--to", "tsv"], ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"],
-    ["ewma", "--alpha", "0.5"], ["diff"], ["cumsum", "--compensated"],
+    ["ewma", "--alpha", "0.5"], ["diff"], ["cumsum", "--compensated"], ["cumsum", "--by", "t"],
+    ["cummean,cumprod", "--by", "t,a", "--keep"],
 ], ids=lambda args: " ".join(args))
 def test_options_the_fast_path_covers_are_taken(tmp_path, args):
     fast, streamed, finished = run_both(tmp_path, _PLAIN, args, chunk_rows=2)
@@ -345,25 +346,56 @@ def test_the_c_loops_refuse_what_they_cannot_read():
         numtext.NATIVE.format_ints(np.zeros(2, np.float64), None, b"")  # type: ignore[union-attr]
 
 
-def test_fast_path_runs_without_the_c_loops(tmp_path, monkeypatch):
-    """The Python twins take over where _csvtext is not built: the same bytes."""
-    data = _long(b'"5","6.5","q""r"\n', rows=300)
+@pytest.mark.parametrize("args", [["cumsum,cummax", "--keep"], ["cumsum,cummean", "--by", "t"]],
+                         ids=["plain", "by"])
+def test_fast_path_runs_without_the_c_loops(tmp_path, monkeypatch, args):
+    """The Python twins take over where _csvtext, _numtext and _sequential are not built:
+    the same bytes."""
+    data = _long(b'"5","6.5","q""r"\n', rows=300).replace(b",x", b",x1")
     monkeypatch.setattr(fastcsv, "TEXT", None)
     monkeypatch.setattr(numtext, "NATIVE", None)
-    fast, streamed, finished = run_both(tmp_path, data, ["cumsum,cummax", "--keep"],
-                                        chunk_rows=64, chunk_bytes=1000)
+    monkeypatch.setattr(native, "SEQUENTIAL", None)
+    fast, streamed, finished = run_both(tmp_path, data, args, chunk_rows=64,
+                                        chunk_bytes=1000)
     assert finished
     assert fast == streamed
 
 
+def _keyed_long(late: bytes, rows: int = small.INFER_ROWS + 50) -> bytes:
+    body = b"".join(b"k%d,%d,%d.5\n" % (i % 7, i, i % 97) for i in range(rows))
+    return b"key,a,b\n" + body + late + b"k1,8,8.5\n"
+
+
+@pytest.mark.parametrize(("late", "ok"), [
+    pytest.param(b'"k1",1,2.5\n', True, id="plain"),
+    pytest.param(b",1,2.5\n\"\",2,3.5\n", True, id="missing-keys"),
+    pytest.param(b"k2,9223372036854775807,2\n", False, id="overflow"),
+    pytest.param(b"k2,1,oops\n", False, id="bad-cell"),
+    pytest.param(b"k\rb,1,2.5\n", True, id="lone-cr-in-a-key"),
+])
+@pytest.mark.parametrize("output", [None, "out.csv"])
+@pytest.mark.parametrize(("cores", "stdin"), [(1, False), (2, True)], ids=["1-core", "stdin"])
+def test_grouped_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output,
+                                                            cores, stdin):
+    """--by over many blocks: each group's carry goes on from block to block, and a
+    problem late in the file ends as it does on the streaming path."""
+    fast, streamed, finished = run_both(tmp_path, _keyed_long(late), ["cumsum", "--by", "key"],
+                                        output, chunk_rows=512, chunk_bytes=1 << 14,
+                                        cores=cores, stdin=stdin)
+    same(fast, streamed)
+    assert (fast[0] == 0) == ok, fast[2]
+    assert finished == (ok and b"\r" not in late)
+
+
 # Imports -----------------------------------------------------------------------------
 
-def test_a_large_csv_imports_neither_polars_nor_pyarrow(tmp_path):
+@pytest.mark.parametrize("by", [[], ["--by", "t"]], ids=["plain", "by"])
+def test_a_large_csv_imports_neither_polars_nor_pyarrow(tmp_path, by):
     count = small.SMALL_BYTES // 6
     rows = b"".join(b"%d,x\n" % i for i in range(count))
     (tmp_path / "big.csv").write_bytes(b"a,t\n" + rows)
     code = ("import sys\nfrom cumtool.cli import main\ntry:\n    main(['cumsum', "
-            "'big.csv', '-o', 'out.csv'])\nexcept SystemExit:\n    pass\n"
+            f"'big.csv', '-o', 'out.csv', *{by!r}])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('polars', 'pyarrow') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
                           cwd=tmp_path)

@@ -1,5 +1,5 @@
 """--by orders a batch's rows by group, then input order, with one sort of packed keys
-(cumtool.groups._sort_by_group); it must equal numpy's stable argsort exactly."""
+(cumtool.grouped._sort_by_group); it must equal numpy's stable argsort exactly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cumtool.groups import _sort_by_group
+from cumtool.grouped import _sort_by_group
 
 
 @given(st.lists(st.integers(0, 40), max_size=300))

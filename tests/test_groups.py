@@ -17,7 +17,7 @@ from helpers import ok
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cumtool import groups, native, state
+from cumtool import grouped, groups, native, state
 
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
                              reason="cumtool._ext._sequential is not built (no C compiler)")
@@ -221,6 +221,64 @@ def test_key_table_refuses_what_it_cannot_read_and_stays_as_it_was():
         native.SEQUENTIAL.KeyTable(-1)
     table.encode(b"ba", np.array([0, 1, 2]), None, False, out, firsts)
     assert out.tolist() == [1, 0] and table.count == 2
+
+
+@needs_c
+def test_key_table_takes_cells_by_their_bounds():
+    """With `ends`, row i's key is data[offsets[i]:ends[i]]: cells cut from text, in any
+    order and overlapping, numbered as the same bytes laid end to end."""
+    assert native.SEQUENTIAL is not None
+    data = b"ab,abcdefghX,,ab,abcdefghX"
+    starts = np.array([0, 3, 13, 13, 14, 17, 0], np.int64)
+    ends = np.array([2, 12, 13, 13, 16, 26, 1], np.int64)
+    out, firsts = np.empty(7, np.int64), np.empty(7, np.int64)
+    table = native.SEQUENTIAL.KeyTable(0)
+    assert table.encode(data, starts, None, True, out, firsts, ends) == 4
+    assert out.tolist() == [0, 1, 2, 2, 0, 1, 3] and firsts[:4].tolist() == [0, 1, 2, 6]
+    cases = [
+        ((starts, None, False, out, firsts, ends[:6]), "one entry"),
+        ((np.append(starts, 0), None, False, out, firsts, ends), "one entry"),
+        ((starts, None, False, out, firsts, np.where(ends == 1, 27, ends)), "out of"),
+        ((np.where(starts == 17, 18, starts), None, False, out, firsts,
+          np.where(ends == 26, 17, ends)), "out of"),
+    ]
+    for args, words in cases:
+        with pytest.raises(ValueError, match=words):
+            table.encode(data, *args)
+    with pytest.raises(ValueError, match="only with offsets"):
+        native.SEQUENTIAL.KeyTable(8).encode(np.zeros(56, np.uint8), None, None, False, out,
+                                             firsts, ends)
+    assert table.count == 4
+
+
+_CELL_WORDS = [b"", b"a", b"1", b"01", b" 1", b"a\"\"b", b"abcdefgh", b"abcdefghi", b"\xc3\xa9",
+               b"k,v"]
+
+
+@needs_c
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.lists(st.sampled_from(_CELL_WORDS), min_size=3, max_size=3),
+                     max_size=40),
+       columns=st.sampled_from([[0], [1, 2], [2, 0, 1]]), cut=st.integers(0, 40))
+def test_cell_keys_in_c_and_in_python_agree(rows, columns, cut):
+    """grouped.CellKeys: the C tables and the dict give the same ids and count, block
+    after block; an empty cell is missing, equal bytes one key."""
+    data = b"".join(b"".join(row) for row in rows)
+    bounds = np.cumsum([0, *(len(cell) for row in rows for cell in row)]).astype(np.int64)
+    starts = bounds[:-1].reshape(-1, 3).T.copy() if rows else np.zeros((3, 0), np.int64)
+    ends = bounds[1:].reshape(-1, 3).T.copy() if rows else np.zeros((3, 0), np.int64)
+    got = []
+    for compiled in (True, False):
+        keys = grouped.CellKeys(len(columns), compiled=compiled)
+        ids = [keys.ids(data, [starts[k, lo:hi] for k in columns],
+                        [ends[k, lo:hi] for k in columns])
+               for lo, hi in ((0, cut), (cut, len(rows)))]
+        got.append(([a.tolist() for a in ids], keys.count))
+    seen: dict[tuple[bytes | None, ...], int] = {}
+    expected = [seen.setdefault(tuple(row[k] or None for k in columns), len(seen))
+                for row in rows]
+    assert got[0] == got[1]
+    assert got[0][0][0] + got[0][0][1] == expected and got[0][1] == len(seen)
 
 
 CSV = ("k,f,x,r\n"

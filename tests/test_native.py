@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cumtool import groups, kernels, native
+from cumtool import grouped, kernels, native
 from cumtool.errors import ScanOverflowError
 
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
@@ -180,12 +180,12 @@ def grouped_in_batches(op: str, x: np.ndarray, valid: np.ndarray | None, ids: np
     """A --by scan of one column, batch by batch: its values and the carried states."""
     spec = kernels.make_spec(op, x.dtype, overflow=overflow, exclusive=exclusive,
                              skipna=skipna)
-    carry = groups.GroupCarry(spec)
+    carry = grouped.GroupCarry(spec)
     carry.grow(int(ids.max()) + 1)
     parts = []
     for lo, hi in zip([0, *cuts], [*cuts, x.shape[0]], strict=True):
-        batch = groups.BatchGroups(ids[lo:hi], None if resets is None else resets[lo:hi])
-        result = groups.scan_runs(spec, x[lo:hi], None if valid is None else valid[lo:hi],
+        batch = grouped.BatchGroups(ids[lo:hi], None if resets is None else resets[lo:hi])
+        result = grouped.scan_runs(spec, x[lo:hi], None if valid is None else valid[lo:hi],
                                   batch, carry, None)
         masked = np.nan if result.values.dtype.kind == "f" else 0  # missing: not compared
         parts.append(result.values if valid is None else

@@ -63,6 +63,11 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
 
 # Chosen cases: each must be taken by the small path and agree ------------------------
 
+# Keys as text: "01" and "1" differ, a quoted and a bare 1 do not, "" and an empty cell
+# are one missing key, NA is a key (not missing) and " 1" differs from "1".
+_KEYED = (b'k,v,t\n01,1,x\n1,2,"y,z"\n"1",3,x\n,4.5,\n"",5,""\nNA,6,x\n,7,"y,z"\n'
+          b'NA,NA,x\n 1,9,x\n1.0,10,"a""b"\n01,-2,"a""b"\n1,,y\n')
+
 TAKEN = [
     pytest.param(b"a,b\n1,2.5\n3,4\n5,6\n7,8.25\n", ["cumsum"], id="four-rows"),
     pytest.param(b'a,b,c\n1,x,1e-7\n3,"y,z",2.5e-5\n,"",1e20\n', ["cumsum"],
@@ -111,6 +116,19 @@ TAKEN = [
                  + (",".join(str(i) for i in range(3000)) + "\n").encode() * 3,
                  ["cumsum"], id="wide-repeated-names"),
     pytest.param(b"a\n" + b"7\n" * 20_000, ["cumprod", "--overflow", "wrap"], id="long"),
+    # --by: a key is its cells' text, an empty cell (quoted or not) missing, which is a key
+    pytest.param(_KEYED, ["cumsum", "--by", "k"], id="by"),
+    pytest.param(_KEYED, ["cumsum", "--by", "k", "-c", "v", "--keep"], id="by-keep"),
+    pytest.param(_KEYED, ["cumsum", "--by", "k,t"], id="by-two-keys"),
+    pytest.param(_KEYED, ["cumsum", "--by", "t", "--by", "k"], id="by-twice"),
+    pytest.param(_KEYED, ["cumprod,cummax,cummean,cumstd", "--by", "1", "--exclusive"],
+                 id="by-ops-exclusive"),
+    pytest.param(_KEYED, ["ewma", "--alpha", "0.5", "--by", "k", "--skipna"],
+                 id="by-ewma-skipna"),
+    pytest.param(_KEYED, ["diff,cumcount,logcumsumexp", "--by", "k", "--only-scanned"],
+                 id="by-only-scanned"),
+    pytest.param(b"k,v\n" + b"".join(b"%d,%d\n" % (i % 3, 1 << 61) for i in range(9)),
+                 ["cumsum", "--by", "k", "--overflow", "wrap"], id="by-wrap"),
     # a Turkish dotless i: text, not inf (a regex under IGNORECASE alone takes it for "i")
     pytest.param("a,b\n1,\u0131nf\n2,3\n".encode(), ["cumsum"], id="dotless-i-text"),
 ]
@@ -162,8 +180,10 @@ HANDED_OVER = [
     pytest.param(b"a,b\n1,true\n2,false\n", ["cummax", "-c", "b"], id="flags"),
     pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--reverse"], id="reverse-option"),
     pytest.param(b"a,b\n1,2\n3,4\n", ["cummax", "--indices"], id="indices-option"),
-    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--keep", "-c", "a", "--by", "b"],
-                 id="by-option"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "-c", "a,b", "--by", "b"], id="by-scanned"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--by", "b", "--reset", "a"],
+                 id="by-reset"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "--by", "z"], id="by-no-such-column"),
     pytest.param(b"t,b\nx,y\n", ["cumsum"], id="no-numeric-column"),
     pytest.param(b"", ["cumsum"], id="empty"),
     pytest.param(b"a,a_cumsum\n1,2\n", ["cumsum", "--keep"], id="keep-clash"),
@@ -261,6 +281,7 @@ _OPTIONS = st.sampled_from([
     ["--dtype", "float64"], ["-c", "1"], ["-c", "a"], ["-c", "2-3"], ["-c", "!1"],
     ["-c", "x"], ["--exclude", "1"], ["--na", "NA,-,nan"], ["--overflow", "wrap"],
     ["--out-delimiter", "|"], ["--reverse"], ["--na", "0,NA"], ["--na", "-1"],
+    ["--by", "1"], ["--by", "a"], ["--by", "2,3"], ["--by", "b", "-c", "1"],
 ])
 
 

@@ -841,7 +841,7 @@ typedef struct {
 } KeyRow;
 
 PyDoc_STRVAR(key_table_encode_doc,
-"encode(data, offsets, valid, empty_is_missing, out, firsts) -> int\n--\n\n"
+"encode(data, offsets, valid, empty_is_missing, out, firsts, ends=None) -> int\n--\n\n"
 "Each row's key id into out (1-D int64), new keys numbered on from count in order of\n"
 "first appearance. Row i's key is data[i * width:(i + 1) * width] (a table of fixed\n"
 "width; offsets None) or data[offsets[i]:offsets[i + 1]] (width 0; offsets 1-D int64 of\n"
@@ -849,14 +849,17 @@ PyDoc_STRVAR(key_table_encode_doc,
 "empty one where empty_is_missing, has the missing key. The row where each new key\n"
 "first appears goes to firsts (1-D int64, at least one entry per row), in id order.\n"
 "Returns the number of new keys. An error found before the scan leaves the table as it\n"
-"was; one during it (no memory) leaves it unusable.");
+"was; one during it (no memory) leaves it unusable.\n\n"
+"With ends (1-D int64, one entry per row; width 0 only), row i's key is\n"
+"data[offsets[i]:ends[i]] and offsets has one entry per row: cells cut from a text\n"
+"(fastcsv's bounds), which need not follow one another.");
 
 static PyObject *key_table_encode(KeyTable *self, PyObject *args)
 {
-    PyObject *data_obj, *offsets_obj, *valid_obj, *out_obj, *firsts_obj;
+    PyObject *data_obj, *offsets_obj, *valid_obj, *out_obj, *firsts_obj, *ends_obj = Py_None;
     int empty_is_missing;
-    if (!PyArg_ParseTuple(args, "OOOpOO:encode", &data_obj, &offsets_obj, &valid_obj,
-                          &empty_is_missing, &out_obj, &firsts_obj))
+    if (!PyArg_ParseTuple(args, "OOOpOO|O:encode", &data_obj, &offsets_obj, &valid_obj,
+                          &empty_is_missing, &out_obj, &firsts_obj, &ends_obj))
         return NULL;
     if (self->slots == NULL || self->broken) {
         PyErr_SetString(PyExc_RuntimeError, self->broken
@@ -871,14 +874,16 @@ static PyObject *key_table_encode(KeyTable *self, PyObject *args)
     Py_buffer data;
     if (PyObject_GetBuffer(data_obj, &data, PyBUF_SIMPLE) < 0)
         return NULL;
-    Block offsets, valid, out, firsts;
+    Block offsets, valid, out, firsts, ends;
     const int has_offsets = offsets_obj != Py_None, has_valid = valid_obj != Py_None;
+    const int has_ends = ends_obj != Py_None;
     Held held = {0};
     PyObject *result = NULL;
     if ((has_offsets && hold(&held, offsets_obj, &offsets, 1, 'q', 0, "offsets") < 0)
         || (has_valid && hold(&held, valid_obj, &valid, 1, '?', 0, "valid") < 0)
         || hold(&held, out_obj, &out, 1, 'q', 1, "out") < 0
-        || hold(&held, firsts_obj, &firsts, 1, 'q', 1, "firsts") < 0)
+        || hold(&held, firsts_obj, &firsts, 1, 'q', 1, "firsts") < 0
+        || (has_ends && hold(&held, ends_obj, &ends, 1, 'q', 0, "ends") < 0))
         goto done;
     const Py_ssize_t n = out.rows;
     const size_t size = (size_t)data.len;
@@ -887,14 +892,28 @@ static PyObject *key_table_encode(KeyTable *self, PyObject *args)
                         "only then");
         goto done;
     }
-    if ((has_offsets && offsets.rows != n + 1) || (has_valid && valid.rows != n)
+    if (has_ends && !has_offsets) {
+        PyErr_SetString(PyExc_ValueError, "ends: only with offsets (a table of width 0)");
+        goto done;
+    }
+    if ((has_offsets && offsets.rows != n + (has_ends ? 0 : 1))
+        || (has_ends && ends.rows != n) || (has_valid && valid.rows != n)
         || firsts.rows < n) {
         PyErr_SetString(PyExc_ValueError, "offsets, valid and firsts: expected one entry "
                         "per row (offsets: one more)");
         goto done;
     }
     size_t bytes = 0;  /* the most the rows can add to the arena */
-    if (has_offsets) {
+    if (has_ends) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const int64_t start = ITEM(offsets, int64_t, i), end = ITEM(ends, int64_t, i);
+            if (start < 0 || end < start || (uint64_t)end > size) {
+                PyErr_SetString(PyExc_ValueError, "offsets, ends: a cell out of the data");
+                goto done;
+            }
+            bytes += (size_t)(end - start);
+        }
+    } else if (has_offsets) {
         int64_t before = ITEM(offsets, int64_t, 0);
         if (before < 0 || (uint64_t)before > size) {
             PyErr_SetString(PyExc_ValueError, "offsets: out of the data");
@@ -940,7 +959,8 @@ static PyObject *key_table_encode(KeyTable *self, PyObject *args)
         row->missing = has_valid && !ITEM(valid, char, (j)); \
         if (has_offsets) { \
             const int64_t start = ITEM(offsets, int64_t, (j)); \
-            const int64_t end = ITEM(offsets, int64_t, (j) + 1); \
+            const int64_t end = has_ends ? ITEM(ends, int64_t, (j)) \
+                                         : ITEM(offsets, int64_t, (j) + 1); \
             /* checked again: another thread may have written them meanwhile */ \
             if (start < 0 || end < start || (uint64_t)end > size) { \
                 row->missing = -1; \
