@@ -17,7 +17,7 @@ from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.commit import check_stop
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.fastcsv import try_fast
+from cumtool.fastcsv import try_fast, try_small
 from cumtool.formats import ArraySink, FileKind
 from cumtool.formats.registry import DELIMITED
 from cumtool.kernels import overflow_hint
@@ -34,7 +34,6 @@ from cumtool.pipeline import (
 from cumtool.request import Request
 from cumtool.runner import discarding, run_table
 from cumtool.sinks import array_sink
-from cumtool.small import try_small
 from cumtool.sources import open_source
 from cumtool.view import View
 

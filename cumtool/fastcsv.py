@@ -1,14 +1,15 @@
-"""Big delimited files without polars and pyarrow: the small path's idea (small.py),
+"""Delimited files without polars and pyarrow: the small path's idea (small.py),
 streamed. Bytes in, chunks of records cut into cell bounds, the scanned columns parsed,
 scanned with the carried state and written as text, bytes out (issue 25, part 3).
 
 It takes what small.py takes (the same options, plain CSV or TSV in and out), from a
-regular file of any size, and writes the bytes the streaming path (sources.py,
+regular file or standard input of any size (try_fast), or a small input read whole
+(try_small, on one worker), and writes the bytes the streaming path (sources.py,
 formats/csv/csv.py, tables.py, formats/csv/csvwrite.py) writes:
 
 - the columns are judged, named and selected exactly as small.py does, from the first
-  INFER_ROWS rows (small.records, small.judge, small.scanned), before anything is
-  written;
+  INFER_ROWS rows (their cells' bounds judged by small.judge_cut, then
+  small.select_scanned), before anything is written;
 - then the file is read in blocks of CHUNK_BYTES, cut into records (`cut`: cell bounds
   and whether a cell was quoted, as small._cut reads cells), the scanned columns parsed
   (numtext: float() and int(), correctly rounded), scanned block after block with the
@@ -39,8 +40,7 @@ import sys
 import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from cumtool.formats.registry import DELIMITED
 from cumtool.output import open_output
 from cumtool.request import Request
 from cumtool.small import TEXT, Handover
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 CHUNK_BYTES = 4 << 20  # read at a time, and a block's size at most
 STDIN_SPOOL_BYTES = 1 << 30  # standard input kept for a hand-over, at most
@@ -65,6 +68,43 @@ _BOM = b"\xef\xbb\xbf"
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
 CUT_DONE, CUT_FULL, CUT_UNSURE = range(3)  # cut's status
+
+
+WHOLE = True  # a small input through this path (tests turn it off to test small.render)
+
+
+def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
+    """Run `request` on an input of at most small.SMALL_BYTES, read whole: (True, None)
+    when done; else (False, standard input to read instead of sys.stdin, when this read
+    some of it). It goes through this path on one worker (no thread pool: start-up is
+    most of a small run's time), and where this path hands over, through small.render
+    (the dtypes and widths this path does not write); then the streaming path's."""
+    if not small.options_fit(request):
+        return False, None
+    try:
+        data, stdin = small.read_small(request)
+    except Handover:
+        return False, None
+    if data is None:
+        return False, stdin
+    try:
+        rendered = render_whole(request, data) if WHOLE else None
+        if rendered is None:
+            rendered = small.render(request, data)
+    except (Handover, CumtoolError):
+        return False, stdin
+    with open_output(request.output) as stream:
+        stream.write(rendered)
+    return True, None
+
+
+def render_whole(request: Request, data: bytes) -> bytes | None:
+    """The output of `request` on `data` (all of the input) on one worker; None where
+    this path hands over."""
+    try:
+        return b"".join(_Job(request, io.BytesIO(data), workers=1).pieces())
+    except (Handover, CumtoolError):
+        return None
 
 
 def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
@@ -248,8 +288,14 @@ class _Job:
     """One run: the input judged and planned from its head; then its output, piece by
     piece."""
 
-    def __init__(self, request: Request, stream: IO[bytes] | _Tee) -> None:
+    def __init__(self, request: Request, stream: IO[bytes] | _Tee,
+                 workers: int | None = None) -> None:
         self.stream = stream
+        if workers is None:
+            workers = min(native.CORES, MAX_WORKERS)
+            if workers > 1:  # one more than the cores: the main thread mostly waits
+                workers += 1
+        self.workers = workers
         self.rows_scanned = 0  # in order: every row before them is in the output's text
         self.eof = False
         data = self._read()
@@ -297,10 +343,21 @@ class _Job:
         # Rows' least length, guessed from the head's (half their average, and a row holds
         # at least its delimiters and a LF): sizes cell arrays without counting LFs.
         self.row_bytes = max(self.width, end // max(1, judged) // 2)
-        names, table = small.records(data[:end], read.delimiter, read.header)
+        # The head cut again in one piece, its cells judged where they lie.
+        starts, ends, flags = self._arrays(max(1, judged))
+        cut(data, 0, self.delimiter, self.width, self.eof, starts, ends, flags)
+        first = 1 if read.header else 0
+        if read.header:
+            names = [_cell_text(data, int(starts[j, 0]), int(ends[j, 0]), int(flags[j, 0]))
+                     for j in range(self.width)]
+        else:
+            names = [str(j + 1) for j in range(self.width)]
         markers = set(read.na_values) | {""}
-        hints = [small.judge(table, j, markers, dtype is not None and dtype.kind == "f")
-                 for j in range(len(names))]
+        floats = dtype is not None and dtype.kind == "f"
+        hints = [small.judge_cut(data, starts[j, first:judged], ends[j, first:judged],
+                                 flags[j, first:judged], markers, floats)
+                 for j in range(self.width)]
+        del starts, ends, flags
         self.keys = small.key_columns(request, names)
         selected = small.select_scanned(request, names, hints, self.keys)
         self.groups = grouped.CellKeys(len(self.keys)) if self.keys else None
@@ -424,9 +481,7 @@ class _Job:
         core, and one more: 2M x 8 on 2 cores, 1.1 s wall instead of 1.3); at most two
         blocks a worker are in flight, IN_FLIGHT_BYTES together, which bounds memory."""
         pending = self.header
-        workers = min(native.CORES, MAX_WORKERS)
-        if workers > 1:  # one more than the cores: the main thread mostly waits (scan, write)
-            workers += 1
+        workers = self.workers
         # Each op adds a result and its text per scanned column: smaller blocks for more.
         size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers * len(self.ops))))
         if workers == 1:
@@ -438,6 +493,8 @@ class _Job:
             if pending:
                 yield pending
             return
+        from concurrent.futures import ThreadPoolExecutor  # loaded only for a pool
+
         cutting: deque[Future[list[_Piece]]] = deque()
         rendering: deque[Future[bytes]] = deque()
         blocks = self._blocks(size)
@@ -589,6 +646,12 @@ class _Job:
             valid[r] = True
         values[~valid] = 0
         return values, valid
+
+
+def _cell_text(data: bytes, start: int, end: int, flag: int) -> str:
+    """A cell's text as small.records reads it (an empty one: "")."""
+    text = data[start:end].decode("utf-8")
+    return text.replace('""', '"') if flag == 2 else text
 
 
 class _Piece(NamedTuple):

@@ -1,5 +1,9 @@
 """Small delimited files without polars and pyarrow: a run that reads a CSV or TSV of at
-most SMALL_BYTES takes this path, and starts in the time numpy takes to import.
+most SMALL_BYTES takes this path, and starts in the time numpy takes to import. It is
+read whole here (read_small) and rendered by fastcsv's pipeline on one worker
+(fastcsv.try_small), or by render() below where the pipeline hands over (float32, float16
+and small-integer dtypes, heads wider than it judges): render() is also the reference
+that tests hold the pipeline to.
 
 It does what the streaming path (sources.py, formats/csv/csv.py, formats/csv/judge.py, tables.py)
 does with such a file, with the same kernels (kernels.py), and writes the same bytes:
@@ -39,7 +43,7 @@ from typing import IO
 
 import numpy as np
 
-from cumtool import grouped, kernels
+from cumtool import kernels
 from cumtool.choices import AXIS_NAMES
 from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
@@ -49,7 +53,6 @@ from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, k
 from cumtool.numtext import FLOAT_TEXT as _FLOAT
 from cumtool.numtext import INT_TEXT as _INT
 from cumtool.numtext import float_text, layout_text
-from cumtool.output import open_output
 from cumtool.request import Request
 
 TEXT: ModuleType | None
@@ -81,26 +84,6 @@ class Handover(Exception):  # internal: the streaming path takes the run
     """The small path cannot be sure to match the streaming path here."""
 
 
-def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
-    """Run `request` on the small path if it fits: (True, None) when done; else (False,
-    standard input to read instead of sys.stdin, when this read some of it)."""
-    if not options_fit(request):
-        return False, None
-    try:
-        data, stdin = _read(request)
-    except Handover:
-        return False, None
-    if data is None:
-        return False, stdin
-    try:
-        rendered = render(request, data)
-    except (Handover, CumtoolError):
-        return False, stdin
-    with open_output(request.output) as stream:
-        stream.write(rendered)
-    return True, None
-
-
 def options_fit(request: Request) -> bool:
     key = str(request.axis).strip().lower()
     by_rows = AXIS_NAMES.get(key) == 0 or key in ("0", "-2")
@@ -125,7 +108,7 @@ def options_fit(request: Request) -> bool:
 
 # Reading -------------------------------------------------------------------------------
 
-def _read(request: Request) -> tuple[bytes | None, IO[bytes] | None]:
+def read_small(request: Request) -> tuple[bytes | None, IO[bytes] | None]:
     """The whole input when it is at most SMALL_BYTES, else None; and for standard input
     a stream that replays what was read, then the rest, for the streaming path."""
     from cumtool import sources
@@ -196,7 +179,11 @@ def render(request: Request, data: bytes) -> bytes:
     keys = key_columns(request, names)
     selected = select_scanned(request, names, hints, keys)
     ops = request.ops
-    groups = grouped.BatchGroups(group_ids(rows, keys), None) if keys else None
+    groups = None
+    if keys:
+        from cumtool import grouped
+
+        groups = grouped.BatchGroups(group_ids(rows, keys), None)
     repeated = {n for n, count in collections.Counter(names).items() if count > 1}
 
     def label(i: int) -> str:
@@ -212,6 +199,8 @@ def render(request: Request, data: bytes) -> bytes:
             if groups is None:
                 result = kernels.scan_block(spec, values, valid, kernels.initial_carry(spec))
             else:
+                from cumtool import grouped
+
                 carry = grouped.GroupCarry(spec)
                 carry.grow(int(groups.ids.max()) + 1 if rows else 0)
                 result = grouped.scan_runs(spec, values, valid, groups, carry, None)
@@ -348,6 +337,30 @@ def judge(rows: list[list[str | None]], column: int, markers: set[str],
         count, zero, kind = TEXT.judge_cells(rows, column, markers, INFER_ROWS)
     else:
         count, zero, kind = _judge_cells(rows, column, markers)
+    return _hint(count, zero, kind, float_columns)
+
+
+def judge_cut(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
+              markers: set[str], float_columns: bool) -> _Hint:
+    """judge() of a column cut into cell bounds (fastcsv.cut: one entry a row, at most
+    INFER_ROWS), without a Python string a cell where _csvtext is built."""
+    if not flags.shape[0]:
+        return _Hint(_INT64, True)
+    if TEXT is not None:
+        count, zero, kind = TEXT.judge_bounds(data, starts, ends, flags, markers)
+    else:
+        cells: list[str | None] = []
+        for start, end, flag in zip(starts.tolist(), ends.tolist(), flags.tolist(),
+                                    strict=True):
+            text = data[start:end].decode("utf-8")
+            cells.append(None if not text and not flag else
+                         text.replace('""', '"') if flag == 2 else text)
+        count, zero, kind = _judge_cells([[cell] for cell in cells], 0, markers)
+    return _hint(count, zero, kind, float_columns)
+
+
+def _hint(count: int, zero: bool, kind: int, float_columns: bool) -> _Hint:
+    """A column's hint from what judge_cells found in it."""
     if not count:
         return _Hint(_FLOAT64, False)  # empty: a float column, scanned when named
     by_default = not zero

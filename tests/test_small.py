@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cumtool.fastcsv as fastcsv
 import cumtool.small as small
 from cumtool.cli import main
 from cumtool.formats import DEFAULT_NA
@@ -29,7 +30,9 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
              output: str | None = None) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
     """Run cumtool on `data` (a file, or standard input) on the small path where it
     applies, then forced onto the streaming path: each run's exit status, stdout bytes,
-    stderr and output file, and whether the small path wrote the first."""
+    stderr and output file, and whether the small path wrote the first. The small path
+    runs twice, through the pipeline (fastcsv.render_whole, falling back on small.render)
+    and through small.render alone (the reference): both must give the same."""
     runs = []
     taken = []
     render = small.render
@@ -39,7 +42,9 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
         taken.append(True)
         return rendered
 
-    for limit, directory in ((small.SMALL_BYTES, "small"), (FORCE_STREAMING, "streaming")):
+    for limit, whole, directory in ((small.SMALL_BYTES, False, "small"),
+                                    (small.SMALL_BYTES, True, "whole"),
+                                    (FORCE_STREAMING, True, "streaming")):
         where = tmp_path / directory
         where.mkdir()
         source = where / "in.csv"
@@ -48,17 +53,21 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
         out = where / output if output else None
         if out is not None:
             argv += ["-o", str(out)]
-        saved = small.SMALL_BYTES, small.render
+        saved = small.SMALL_BYTES, small.render, fastcsv.WHOLE
         small.SMALL_BYTES, small.render = limit, spy  # type: ignore[assignment]
+        fastcsv.WHOLE = whole
         try:
             result = CliRunner().invoke(main, argv, input=data if stdin else None,
                                         catch_exceptions=False)
         finally:
-            small.SMALL_BYTES, small.render = saved  # type: ignore[assignment]
+            small.SMALL_BYTES, small.render, fastcsv.WHOLE = saved  # type: ignore[assignment]
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")
         runs.append((result.exit_code, result.stdout_bytes, stderr, written))
-    return runs[0], runs[1], bool(taken)
+        if directory == "small":
+            reference_taken = bool(taken)
+    assert runs[1] == runs[0]  # the pipeline on a small input, as small.render
+    return runs[0], runs[2], reference_taken
 
 
 # Chosen cases: each must be taken by the small path and agree ------------------------
@@ -397,6 +406,46 @@ def test_records_are_cut_as_in_python(text, delimiter):
 
 _COLUMN = st.lists(st.one_of(_CELLS, st.none(), st.sampled_from(["\u0131nf", "NA", "0"])),
                    min_size=1, max_size=12)
+
+
+def _bounds(cells: list[str | None]) -> tuple[bytes, list[np.ndarray]]:
+    """Cells laid out as fastcsv.cut gives them: text with bounds and flags (an empty
+    unquoted cell for None, quotes doubled inside a quoted cell that holds one)."""
+    data, starts, ends, flags = b"", [], [], []
+    for k, cell in enumerate(cells):
+        quoted = cell is not None and ('"' in cell or k % 3 == 0)
+        raw = b"" if cell is None else (cell.replace('"', '""') if '"' in cell
+                                         else cell).encode()
+        data += b"<"  # bytes between cells: bounds need not follow one another
+        starts.append(len(data))
+        data += raw
+        ends.append(len(data))
+        flags.append(0 if not quoted else 2 if '"' in (cell or "") else 1)
+    return data, [np.array(starts, np.int64), np.array(ends, np.int64),
+                  np.array(flags, np.uint8)]
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(cells=st.lists(st.one_of(_CELLS, st.none(), st.sampled_from(
+           ["\u0131nf", "NA", "0", "\u00a01", " 01 ", '1"', '""', "\u20281\u2028"])),
+           max_size=12),
+       markers=st.sampled_from([{""}, {"", "NA", "-"}, {"", "0", "nan"}, {"", "\u00e9", "1"}]),
+       floats=st.booleans())
+def test_cut_columns_are_judged_as_their_text(cells, markers, floats):
+    """judge_cut (cells by their bounds, _csvtext.judge_bounds or its Python twin)
+    judges a column as judge() judges its text."""
+    data, bounds = _bounds(cells)
+    expected = small.judge([[cell] for cell in cells], 0, markers, floats)
+    found = small.judge_cut(data, *bounds, markers, floats)
+    saved = small.TEXT
+    small.TEXT = None
+    try:
+        twin = small.judge_cut(data, *bounds, markers, floats)
+    finally:
+        small.TEXT = saved
+    for hint in (found, twin):
+        assert (hint.dtype, hint.by_default) == (expected.dtype, expected.by_default)
 
 
 @needs_c

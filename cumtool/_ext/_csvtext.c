@@ -322,6 +322,53 @@ PyDoc_STRVAR(judge_cells_doc,
 "zero; and kind 0 (all int64), 1 (all integers, some beyond int64), 2 (all floats)\n"
 "or 3 (other).");
 
+/* What a column's cells are so far (judge_cells, judge_bounds). */
+typedef struct {
+    Py_ssize_t count;
+    int zero, all_integer, all_int64, all_float;
+} Judged;
+
+/* One cell, stripped and not a marker, of ASCII text t[:n]. */
+static void judge_ascii(Judged *j, const char *t, Py_ssize_t n)
+{
+    j->count++;
+    Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
+    j->zero = j->zero || (i + 1 < n && t[i] == '0' && is_digit(t[i + 1]));
+    int integer = integer_text(t, n);
+    int64_t ignored;
+    if (!integer)
+        j->all_integer = 0;
+    else if (j->all_int64 && !int64_of(t, n, &ignored))
+        j->all_int64 = 0;
+    if (!integer && j->all_float && !float_text(t, n))
+        j->all_float = 0;  /* an integer's text is a float's too */
+}
+
+/* One cell (a str, not None): stripped, skipped if a marker. 0, or -1 with an error. */
+static int judge_text(Judged *j, PyObject *cell, PyObject *markers)
+{
+    PyObject *text = stripped(cell);
+    int marker = text == NULL ? -1 : PySet_Contains(markers, text);
+    if (marker == 0) {
+        if (PyUnicode_IS_ASCII(text)) {
+            judge_ascii(j, (const char *)PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text));
+        } else {  /* the number grammar is ASCII */
+            j->count++;
+            j->zero = j->zero || leading_zero(text);
+            j->all_integer = j->all_float = 0;
+        }
+    }
+    Py_XDECREF(text);
+    return marker < 0 ? -1 : 0;
+}
+
+static PyObject *judged_result(const Judged *j)
+{
+    int kind = j->all_integer ? (j->all_int64 ? KIND_INT64 : KIND_BIG_INTEGER)
+                              : (j->all_float ? KIND_FLOAT : KIND_OTHER);
+    return Py_BuildValue("nOi", j->count, j->zero ? Py_True : Py_False, kind);
+}
+
 static PyObject *judge_cells(PyObject *self, PyObject *args)
 {
     PyObject *rows, *markers;
@@ -332,43 +379,106 @@ static PyObject *judge_cells(PyObject *self, PyObject *args)
     PyObject *cells = cells_of(rows, column, limit);
     if (cells == NULL)
         return NULL;
-    Py_ssize_t count = 0;
-    int zero = 0, all_integer = 1, all_int64 = 1, all_float = 1;
+    Judged j = {0, 0, 1, 1, 1};
     for (Py_ssize_t r = 0; r < PyList_GET_SIZE(cells); r++) {
         PyObject *cell = PyList_GET_ITEM(cells, r);
-        if (cell == Py_None)
-            continue;
-        PyObject *text = stripped(cell);
-        int marker = text == NULL ? -1 : PySet_Contains(markers, text);
-        if (marker < 0) {
-            Py_XDECREF(text);
+        if (cell != Py_None && judge_text(&j, cell, markers) < 0) {
             Py_DECREF(cells);
             return NULL;
         }
-        if (marker == 0) {
-            count++;
-            zero = zero || leading_zero(text);
-            if (!PyUnicode_IS_ASCII(text)) {  /* the number grammar is ASCII */
-                all_integer = all_float = 0;
-            } else {
-                const char *t = (const char *)PyUnicode_DATA(text);
-                const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-                int integer = integer_text(t, n);
-                int64_t ignored;
-                if (!integer)
-                    all_integer = 0;
-                else if (all_int64 && !int64_of(t, n, &ignored))
-                    all_int64 = 0;
-                if (!integer && all_float && !float_text(t, n))
-                    all_float = 0;  /* an integer's text is a float's too */
-            }
-        }
-        Py_DECREF(text);
     }
     Py_DECREF(cells);
-    int kind = all_integer ? (all_int64 ? KIND_INT64 : KIND_BIG_INTEGER)
-                           : (all_float ? KIND_FLOAT : KIND_OTHER);
-    return Py_BuildValue("nOi", count, zero ? Py_True : Py_False, kind);
+    return judged_result(&j);
+}
+
+PyDoc_STRVAR(judge_bounds_doc,
+"judge_bounds(data, starts, ends, flags, markers) -> (cells, leading_zero, kind)\n\n"
+"judge_cells of one column cut by `cut`: cell r is data[starts[r]:ends[r]] with flag\n"
+"flags[r] (1-D int64, int64 and uint8, one entry a row), read as small.records reads\n"
+"it (an empty unquoted cell None, a quoted one's doubled quotes as one), without a str\n"
+"a cell where it is ASCII. The data are UTF-8, as cut checks them.");
+
+static PyObject *judge_bounds(PyObject *self, PyObject *args)
+{
+    Py_buffer data, starts, ends, flags;
+    PyObject *markers;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*O!", &data, &starts, &ends, &flags, &PySet_Type,
+                          &markers))
+        return NULL;
+    PyObject *result = NULL, *ascii_markers = NULL;
+    char *scratch = NULL;
+    Py_ssize_t scratch_size = 0;
+    const Py_ssize_t n = flags.len;
+    if (starts.len != n * 8 || ends.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "judge_bounds: starts and ends 8 bytes a cell, "
+                        "flags one");
+        goto done;
+    }
+    /* The ASCII markers, as bytes: an ASCII cell is one only if its bytes are equal.
+       Taken from a copy: a marker's __eq__ cannot change the set under the loop. */
+    ascii_markers = PyList_New(0);
+    PyObject *copy = ascii_markers == NULL ? NULL : PySequence_List(markers);
+    if (copy == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(copy); k++) {
+        PyObject *marker = PyList_GET_ITEM(copy, k);
+        if (PyUnicode_CheckExact(marker) && PyUnicode_IS_ASCII(marker)
+            && PyList_Append(ascii_markers, marker) < 0) {
+            Py_DECREF(copy);
+            goto done;
+        }
+    }
+    Py_DECREF(copy);
+    const unsigned char *t = data.buf;
+    const int64_t *s = starts.buf, *e = ends.buf;
+    const unsigned char *f = flags.buf;
+    Judged j = {0, 0, 1, 1, 1};
+    for (Py_ssize_t r = 0; r < n; r++) {
+        const int64_t a = s[r], b = e[r];
+        if (a < 0 || b < a || b > data.len) {
+            PyErr_SetString(PyExc_ValueError, "judge_bounds: a cell out of the data");
+            goto done;
+        }
+        if (b == a && f[r] == 0)
+            continue;  /* None */
+        int ascii = f[r] != 2;
+        for (int64_t i = a; i < b && ascii; i++)
+            ascii = t[i] < 0x80;
+        if (!ascii) {  /* as a str, as judge_cells reads it */
+            PyObject *cell = cell_text((const char *)t + a, (Py_ssize_t)(b - a), f[r] == 2,
+                                       &scratch, &scratch_size);
+            int failed = cell == NULL || judge_text(&j, cell, markers) < 0;
+            Py_XDECREF(cell);
+            if (failed)
+                goto done;
+            continue;
+        }
+        int64_t first = a, last = b;
+#define SPACE(c) (((c) >= 9 && (c) <= 13) || ((c) >= 28 && (c) <= 32))
+        while (first < last && SPACE(t[first]))
+            first++;
+        while (last > first && SPACE(t[last - 1]))
+            last--;
+#undef SPACE
+        const Py_ssize_t size = (Py_ssize_t)(last - first);
+        int marker = 0;
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ascii_markers) && !marker; k++) {
+            PyObject *word = PyList_GET_ITEM(ascii_markers, k);
+            marker = PyUnicode_GET_LENGTH(word) == size
+                && memcmp(PyUnicode_DATA(word), t + first, (size_t)size) == 0;
+        }
+        if (!marker)
+            judge_ascii(&j, (const char *)t + first, size);
+    }
+    result = judged_result(&j);
+done:
+    PyMem_Free(scratch);
+    Py_XDECREF(ascii_markers);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&ends);
+    PyBuffer_Release(&flags);
+    return result;
 }
 
 /* One cell's number (kind 'q': int64 by _INT and _int64; 'd': float64 by _FLOAT and
@@ -1003,6 +1113,7 @@ done:
 static PyMethodDef methods[] = {
     {"records", records, METH_VARARGS, records_doc},
     {"judge_cells", judge_cells, METH_VARARGS, judge_cells_doc},
+    {"judge_bounds", judge_bounds, METH_VARARGS, judge_bounds_doc},
     {"parse_cells", parse_cells, METH_VARARGS, parse_cells_doc},
     {"float_texts", float_texts, METH_VARARGS, float_texts_doc},
     {"cut", cut, METH_VARARGS, cut_doc},
