@@ -606,15 +606,16 @@ class _Job:
     def _render(self, piece: _Piece,
                 results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]
                 ) -> bytes:
-        """A piece's rows as output text (on a worker)."""
-        texts: dict[tuple[int, str], tuple[bytes, np.ndarray]] = {}
-        for key, (values, missing) in results.items():
-            if values.dtype == _INT64:
-                texts[key] = numtext.format_ints(values, missing, self.null)
+        """A piece's rows as output text (on a worker): the results written as numbers
+        straight into the lines."""
+        plan: list[Any] = []
+        for _name, column in self.columns:
+            if isinstance(column, tuple):
+                values, missing = results[column]
+                plan.append((np.ascontiguousarray(values), missing if missing is None
+                             else np.ascontiguousarray(missing), self.null))
             else:
-                texts[key] = numtext.format_floats(values, missing, self.null)
-        plan = [texts[column] if isinstance(column, tuple) else column
-                for _name, column in self.columns]
+                plan.append(column)
         return assemble(piece.data, piece.starts, piece.ends, piece.flags,
                         piece.starts.shape[1], piece.rows, plan, self.out_delimiter,
                         self.by_sink, self.single)
@@ -794,6 +795,10 @@ def assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.nda
     rendered: list[list[bytes]] = []
     for column in columns:
         if not isinstance(column, int):
+            if len(column) == 3:  # (values, missing, null): numbers
+                values, missing, null = column
+                write = numtext.format_ints if values.dtype == _INT64 else numtext.format_floats
+                column = write(values, missing, null)
             text, offsets = column
             at = np.asarray(offsets, np.int64).tolist()
             rendered.append([bytes(text[at[r]:at[r + 1]]) for r in range(rows)])

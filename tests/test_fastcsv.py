@@ -313,8 +313,13 @@ def test_cut_is_cut_py(text, delimiter, width, final, capacity, begin):
 @settings(max_examples=200, deadline=None)
 @given(text=st.text(alphabet=st.sampled_from(list('ab,;\t"\n é')), max_size=40),
        delimiter=st.sampled_from([",", ";", "\t"]), out=st.sampled_from([",", "|", "\t"]),
-       by_sink=st.booleans(), single=st.booleans())
-def test_assemble_is_assemble_py(text, delimiter, out, by_sink, single):
+       by_sink=st.booleans(), single=st.booleans(),
+       floats=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=8, max_size=8),
+       ints=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=8, max_size=8),
+       gone=st.lists(st.booleans(), min_size=8, max_size=8),
+       null=st.sampled_from([b"", b"NA", b'"N,A"']))
+def test_assemble_is_assemble_py(text, delimiter, out, by_sink, single, floats, ints, gone,
+                                 null):
     data = text.encode()
     try:
         records = small.records(data, delimiter, False)[1] if data.strip(b"\r\n") else []
@@ -329,7 +334,11 @@ def test_assemble_is_assemble_py(text, delimiter, out, by_sink, single):
     except small.Handover:
         return
     numbers = numtext.format_floats(np.arange(rows, dtype=np.float64) / 3)
-    columns = [*range(width), numbers, 0]
+    missing = np.array(gone[:rows], bool)
+    columns = [*range(width), numbers, 0,
+               (np.array(floats[:rows], np.float64), missing, null),
+               (np.array(ints[:rows], np.int64), None, null),
+               (np.array(ints[:rows], np.int64), missing, null)]
     assert small.TEXT is not None
     assert small.TEXT.assemble(data, *arrays, capacity, rows, columns, out, by_sink, single) \
         == fastcsv.assemble_py(data, *arrays, capacity, rows, columns, out, by_sink, single)
@@ -370,6 +379,17 @@ def test_the_c_loops_refuse_what_they_cannot_read():
     with pytest.raises(ValueError):
         text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12", np.array([0, 5], np.int64))], ",",
                       False, False)
+    for numbers in [(np.zeros(2, np.float64), None, b""),  # not one a row
+                    (np.zeros(1, np.float32), None, b""),  # neither float64 nor int64
+                    (np.zeros(1, np.float64), np.zeros(2, bool), b""),
+                    (np.zeros(1, np.float64), np.zeros(1, np.uint8), b""),
+                    (np.zeros((1, 1), np.float64), None, b"")]:
+        with pytest.raises(ValueError, match="a result's values"):
+            text.assemble(b"a,b\n", *arrays, 4, 1, [numbers], ",", False, False)
+    with pytest.raises(TypeError):
+        text.assemble(b"a,b\n", *arrays, 4, 1, [(np.zeros(1), None, "NA")], ",", False, False)
+    assert text.assemble(b"a,b\n", *arrays, 4, 1, [0, (np.array([2.5]), None, b"")], ",",
+                         False, False) == b"a,2.5\n"
     with pytest.raises(TypeError):
         numtext.NATIVE.format_ints(np.zeros(2, np.float64), None, b"")  # type: ignore[union-attr]
 

@@ -227,6 +227,29 @@ static int numtext_format(double value, char *out)
     return (int)(p - out);
 }
 
+/* An int64 as str() writes it, into out (room for 20 bytes); returns its length. */
+static int int_text(int64_t value, char *out)
+{
+    uint64_t magnitude = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
+    char *p = out;
+    if (value < 0)
+        *p++ = '-';
+    if (magnitude < 100000000000000000ull) {  /* below 10^17: two digits at a time */
+        const int length = (int)decimalLength17(magnitude);
+        write_digits(magnitude, length, p);
+        return (int)(p - out) + length;
+    }
+    char digits[20];
+    int count = 0;
+    do {
+        digits[count++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude);
+    while (count)
+        *p++ = digits[--count];
+    return (int)(p - out);
+}
+
 #ifndef NUMTEXT_CORE_ONLY
 
 /* reading ----------------------------------------------------------------------------- */
@@ -448,29 +471,6 @@ PyDoc_STRVAR(format_floats_doc,
 "`missing` (bools as many, or None) is True, one after another in `text` (bytes); value i\n"
 "is text[offsets[i]:offsets[i + 1]], `offsets` being len(values) + 1 native int64s as\n"
 "bytes. The GIL is released while the values are written.");
-
-/* An int64 as str() writes it, into out (room for 20 bytes); returns its length. */
-static int int_text(int64_t value, char *out)
-{
-    uint64_t magnitude = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
-    char *p = out;
-    if (value < 0)
-        *p++ = '-';
-    if (magnitude < 100000000000000000ull) {  /* below 10^17: two digits at a time */
-        const int length = (int)decimalLength17(magnitude);
-        write_digits(magnitude, length, p);
-        return (int)(p - out) + length;
-    }
-    char digits[20];
-    int count = 0;
-    do {
-        digits[count++] = (char)('0' + magnitude % 10);
-        magnitude /= 10;
-    } while (magnitude);
-    while (count)
-        *p++ = digits[--count];
-    return (int)(p - out);
-}
 
 /* format_floats (`ints` 0) and format_ints (1): the same arguments and result. */
 static PyObject *format_values(PyObject *args, int ints)
