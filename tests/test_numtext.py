@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cumtool import numtext
 
@@ -352,6 +354,30 @@ def test_random_junk_reads_as_the_python_twin_reads_it() -> None:
     py_ints, py_status = numtext.parse_ints_py(data, starts, ends)
     assert (status == py_status).all()
     assert (ints == py_ints).all()
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None)
+@given(texts=st.lists(st.text(alphabet="0123456789..+-eE \x00\xe9", max_size=11)
+                      .map(lambda t: t.encode()), min_size=1, max_size=12),
+       padding=st.integers(0, 9))
+def test_short_cells_read_as_the_twin_and_float_read_them(texts: list[bytes],
+                                                          padding: int) -> None:
+    """Cells of up to 8 bytes after the sign are read 8 bytes at a time (beyond a cell's
+    end, or copied near the data's end): the same values and verdicts as the Python twin
+    and float(), wherever a cell lies."""
+    cells = [b"x" * padding, *texts]  # the last cell ends with the data, the others not
+    data, starts, ends = numtext.cells(cells)
+    values, ok = c_parse(cells)
+    py_values, py_ok = numtext.parse_floats_py(data, starts, ends)
+    assert ok.tolist() == py_ok.tolist()
+    assert bits(values).tolist() == bits(py_values).tolist()
+    for text, value, good in zip(cells, values.tolist(), ok.tolist(), strict=True):
+        if good:
+            assert float_bits(value) == float_bits(float(text))
+    ints, status = c_parse_ints(cells)
+    py_ints, py_status = numtext.parse_ints_py(data, starts, ends)
+    assert status.tolist() == py_status.tolist() and ints.tolist() == py_ints.tolist()
 
 
 def test_the_vendored_eisel_lemire_table_is_the_powers_of_five() -> None:
