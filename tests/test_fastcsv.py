@@ -317,7 +317,7 @@ def test_cut_is_cut_py(text, delimiter, width, final, capacity, begin):
        floats=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=8, max_size=8),
        ints=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=8, max_size=8),
        gone=st.lists(st.booleans(), min_size=8, max_size=8),
-       null=st.sampled_from([b"", b"NA", b'"N,A"']))
+       null=st.sampled_from([b"", b"NA", b'"N,A"', b"N" * 40]))  # longer than a number
 def test_assemble_is_assemble_py(text, delimiter, out, by_sink, single, floats, ints, gone,
                                  null):
     data = text.encode()
@@ -510,6 +510,52 @@ def test_a_pipe_that_pauses_has_its_rows_written_before_it_goes_on(tmp_path):
         assert process.wait(60) == 0
         assert rest == b"%d,%d\n" % (rows * (rows - 1) // 2 + 1,
                                      sum(i % 7 for i in range(rows)) + 1)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@pytest.mark.parametrize("path", [[], ["--batch-rows", "65536"]], ids=["pipeline", "general"])
+def test_rows_that_trickle_in_without_a_pause_go_out_while_they_come(path):
+    """A producer that never pauses as long as PAUSE_SECONDS (a row every 5 ms): its rows
+    still go out while it writes (every FLUSH_SECONDS), not at the end of the input. The
+    producer keeps writing until it sees the result of a row it wrote after the head, or
+    for at most 60 s: only rows flushed while the input flows can end it early."""
+    process = subprocess.Popen([sys.executable, "-m", "cumtool", "cumsum", "-", *path],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    head = 12_000  # past the rows the types are judged from
+    seen = bytearray()
+    arrived = threading.Event()
+    marker = b"\n%d,1000001\n" % (head * (head - 1) // 2 + 7)  # the trickle's first row
+
+    def read() -> None:
+        assert process.stdout is not None
+        while marker not in seen:
+            piece = process.stdout.read1(1 << 16)
+            if not piece:
+                break
+            seen.extend(piece)
+        arrived.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        process.stdin.write(b"a,b\n" + b"".join(b"%d,0\n" % i for i in range(head)))
+        process.stdin.write(b"7,1000001\n")
+        process.stdin.flush()
+        written = 0
+        while not arrived.wait(0.005) and written < 12_000:  # ~60 s at most
+            process.stdin.write(b"0,0\n")
+            process.stdin.flush()
+            written += 1
+        assert marker in seen, "rows held back while the input flowed"
+        assert written < 12_000 and process.poll() is None  # it is still reading
+        process.stdin.close()
+        process.stdout.read()
+        assert process.wait(60) == 0
     finally:
         if process.poll() is None:
             process.kill()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import select
+import time
 from collections.abc import Iterator
 from typing import IO
 
@@ -37,6 +38,9 @@ class RecordTooLong(Exception):  # internal: CsvSource turns it into a FormatErr
 # (with no wait, `cat file | cumtool` met a momentarily empty pipe every few blocks and
 # drained its workers each time: 1M x 8 took 1.22x polars' wall time, now 0.94x).
 PAUSE_SECONDS = 0.02
+# Rows that trickle in without such a pause (a producer writing a row every few ms) go
+# out at least this often: a chunk stops growing once it has waited this long.
+FLUSH_SECONDS = 0.1
 
 
 class Chunker:
@@ -136,6 +140,7 @@ class Chunker:
         if self._too_long:
             raise RecordTooLong(0, self._quoted)
         pending = self._pending
+        started = time.monotonic()
         while not self._eof and (len(pending) < minimum or not self._last_end):
             data = self._read(max(minimum - len(pending), READ_BYTES))
             if not data:
@@ -153,7 +158,8 @@ class Chunker:
                     raise RecordTooLong(0, self._quoted)
                 self._too_long = True  # first hand out the whole records before it
                 break
-            if self._last_end and not self.more_is_ready():
+            if self._last_end and (time.monotonic() - started > FLUSH_SECONDS
+                                   or not self.more_is_ready()):
                 break
         self.short = len(pending) < minimum
         cut = len(pending) if self._eof else self._last_end
