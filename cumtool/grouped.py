@@ -176,27 +176,54 @@ class BatchGroups:
 
 
 class GroupCarry:
-    """The carried state of every group seen so far."""
+    """The carried state of every group seen so far: value, index and pending, one entry
+    a group (what --state saves). They are views of arrays with room to spare (`room`),
+    which grow by doubling: a file of millions of groups, new ones in every block, grows
+    them in amortised constant time, not by copying all of them again each block."""
 
     def __init__(self, spec: kernels.ScanSpec) -> None:
         self.spec = spec
         self.value = np.empty(0, dtype=spec.state_dtype)
         self.index = np.empty(0, dtype=np.int64)
         self.pending = np.empty(0, dtype=bool)  # --exclusive: see kernels.Carry.pending
+        self.room = Room(self.value, self.index, self.pending)
 
     def copy(self) -> GroupCarry:
         twin = GroupCarry(self.spec)
         twin.value, twin.index, twin.pending = (
             self.value.copy(), self.index.copy(), self.pending.copy())
+        twin.room = Room(twin.value, twin.index, twin.pending)
         return twin
 
     def grow(self, count: int) -> None:
-        if count > self.value.shape[0]:
-            extra = count - self.value.shape[0]
-            self.value = np.concatenate(
-                [self.value, np.full(extra, self.spec.identity, dtype=self.spec.state_dtype)])
-            self.index = np.concatenate([self.index, np.full(extra, -1, dtype=np.int64)])
-            self.pending = np.concatenate([self.pending, np.zeros(extra, dtype=bool)])
+        have = self.value.shape[0]
+        if count <= have:
+            return
+        room = self.room
+        if not (room.holds(self.value, self.index, self.pending)
+                and count <= room.value.shape[0]):  # new room, twice what is needed
+            size = max(count, 2 * have, 16)
+            room = self.room = Room(
+                np.full(size, self.spec.identity, dtype=self.spec.state_dtype),
+                np.full(size, -1, dtype=np.int64), np.zeros(size, dtype=bool))
+            room.value[:have], room.index[:have], room.pending[:have] = (
+                self.value, self.index, self.pending)
+        self.value, self.index, self.pending = (
+            room.value[:count], room.index[:count], room.pending[:count])
+
+
+class Room:
+    """GroupCarry's arrays with their spare room (not carried state: --state saves the
+    views, one entry a group). Entries past the groups hold the identity."""
+
+    def __init__(self, value: np.ndarray, index: np.ndarray, pending: np.ndarray) -> None:
+        self.value, self.index, self.pending = value, index, pending
+
+    def holds(self, value: np.ndarray, index: np.ndarray, pending: np.ndarray) -> bool:
+        """Whether the three arrays are this room's first entries (not arrays set since,
+        by a restored state or a rolled-back scan)."""
+        return all(view.base is whole or view is whole for view, whole in (
+            (value, self.value), (index, self.index), (pending, self.pending)))
 
 
 _NATIVE_LOOPS = {"sum": 0, "product": 1}  # grouped_accumulate's op codes
@@ -219,15 +246,16 @@ def _native_scan(spec: kernels.ScanSpec, values: np.ndarray, valid: np.ndarray |
             or (spec.exclusive and integer and not wrap)):
         return None
     out = np.empty(values.shape[0], dtype=values.dtype)
-    # An int64 overflow hands the batch back to the runs path: keep the carry to restore.
-    before = carry.value.copy() if integer and not wrap else None
+    # An int64 overflow hands the batch back to the runs path: keep the carry to restore
+    # (of the batch's groups only: the loop changes no other).
+    before = carry.value[batch.ids] if integer and not wrap else None
     skipna = spec.skipna and not integer
     overflow = native.SEQUENTIAL.grouped_accumulate(
         _NATIVE_LOOPS[str(spec.accumulator.native)], wrap, values, valid, batch.ids,
         batch.resets, carry.value, out, spec.exclusive, skipna)
     if overflow >= 0:
         assert before is not None
-        carry.value = before  # as it was before the batch
+        carry.value[batch.ids] = before  # as it was before the batch
         return None
     skipped = None if valid is None else ~valid
     if skipna:

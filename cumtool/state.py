@@ -654,7 +654,10 @@ def _plan_record(plan: Any) -> dict[str, Any]:
 # Objects: every field of a carry, whatever the op --------------------------------------
 
 def _fields(obj: Any) -> dict[str, Any]:
-    return {k: v for k, v in vars(obj).items() if not isinstance(v, ScanSpec)}
+    """An object's carried fields: not its spec, nor a GroupCarry's spare room."""
+    from cumtool.grouped import Room
+
+    return {k: v for k, v in vars(obj).items() if not isinstance(v, ScanSpec | Room)}
 
 
 def _encode_object(obj: Any) -> dict[str, Any]:

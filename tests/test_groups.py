@@ -17,7 +17,7 @@ from helpers import ok
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cumtool import grouped, groups, native, state
+from cumtool import grouped, groups, kernels, native, state
 
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
                              reason="cumtool._ext._sequential is not built (no C compiler)")
@@ -249,6 +249,29 @@ def test_key_table_takes_cells_by_their_bounds():
         native.SEQUENTIAL.KeyTable(8).encode(np.zeros(56, np.uint8), None, None, False, out,
                                              firsts, ends)
     assert table.count == 4
+
+
+def test_group_carries_grow_by_doubling_and_keep_their_values():
+    """Many groups, new ones in every block: the carried arrays are views of room that
+    doubles (a few reallocations, not one a block), every group keeps its value, a new
+    one starts at the identity, and a carry set from outside (a restored state, a scan
+    rolled back) grows from what it holds."""
+    spec = kernels.make_spec("cumsum", np.dtype(np.int64), None, what="column 'v'")
+    carry = grouped.GroupCarry(spec)
+    rooms = set()
+    for count in range(1, 5001, 7):
+        carry.grow(count)
+        rooms.add(id(carry.room))
+        carry.value[count - 1] = count
+    assert len(carry.value) == len(carry.index) == len(carry.pending) == 4999
+    assert len(rooms) <= 12  # 16, 32, ..., 8192
+    expected = np.zeros(4999, np.int64)
+    expected[np.arange(0, 4999, 7)] = np.arange(1, 5000, 7)
+    assert carry.value.tolist() == expected.tolist()
+    assert carry.index.tolist() == [-1] * 4999 and not carry.pending.any()
+    carry.value = carry.value.copy()  # as state.restore sets it
+    carry.grow(5000)
+    assert carry.value[:4999].tolist() == expected.tolist() and carry.value[4999] == 0
 
 
 _CELL_WORDS = [b"", b"a", b"1", b"01", b" 1", b"a\"\"b", b"abcdefgh", b"abcdefghi", b"\xc3\xa9",
