@@ -4,6 +4,7 @@ runs without polars and pyarrow."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import cumtool.engine as engine
 import cumtool.fastcsv as fastcsv
 import cumtool.small as small
 from cumtool.cli import main
@@ -53,14 +55,17 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
         out = where / output if output else None
         if out is not None:
             argv += ["-o", str(out)]
-        saved = small.SMALL_BYTES, small.render, fastcsv.WHOLE
+        saved = small.SMALL_BYTES, small.render, fastcsv.WHOLE, engine.try_fast
         small.SMALL_BYTES, small.render = limit, spy  # type: ignore[assignment]
         fastcsv.WHOLE = whole
+        if limit == FORCE_STREAMING:  # the general path itself, not the pipeline
+            engine.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
         try:
             result = CliRunner().invoke(main, argv, input=data if stdin else None,
                                         catch_exceptions=False)
         finally:
-            small.SMALL_BYTES, small.render, fastcsv.WHOLE = saved  # type: ignore[assignment]
+            (small.SMALL_BYTES, small.render, fastcsv.WHOLE,  # type: ignore[assignment]
+             engine.try_fast) = saved
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")
         runs.append((result.exit_code, result.stdout_bytes, stderr, written))
@@ -682,3 +687,18 @@ def test_replayed_stdin_keeps_its_descriptor(tmp_path):
         import io
 
         assert io.BufferedReader(replay).read() == b"a,b\n1,2\n3,4\n"
+
+
+@pytest.mark.parametrize("size", [1, 3, 5, 64])
+@pytest.mark.parametrize("spooled", [False, True], ids=["bytes", "spool"])
+def test_prefixed_stream_read1_gives_the_head_then_the_rest(size, spooled):
+    """read1 (what the CSV splitter reads with): the head, from bytes or a spool file, then
+    the rest as it comes, every byte once and in order."""
+    head = io.BytesIO(b"a,b\n1,2\n") if spooled else b"a,b\n1,2\n"
+    stream = small.PrefixedStream(head, io.BytesIO(b"3,4\n5,6\n"))
+    pieces = []
+    while piece := stream.read1(size):
+        assert 0 < len(piece) <= size and isinstance(piece, bytes)
+        pieces.append(piece)
+    assert b"".join(pieces) == b"a,b\n1,2\n3,4\n5,6\n"
+    assert stream.read1(size) == b""
