@@ -121,10 +121,11 @@ def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes]
     if request.input == "-":
         return _from_stdin(request, stdin)
     try:
-        if not stat.S_ISREG(os.stat(request.input).st_mode):
-            return False, stdin
+        info = os.stat(request.input)
     except (OSError, ValueError):
         return False, stdin
+    if not stat.S_ISREG(info.st_mode) or (WHOLE and info.st_size <= small.SMALL_BYTES):
+        return False, stdin  # not a file; or small, and try_small handed it over already
     with contextlib.ExitStack() as stack:
         try:
             stream = sources.open_path(request.input, stack)
