@@ -342,7 +342,11 @@ def _written(schema: pa.Schema, options: Mapping[str, Any],
 def encode_part(batches: list[pa.RecordBatch], schema: pa.Schema, options: Mapping[str, Any],
                 layout: _Layout) -> Part:
     """A run of batches encoded as a part (on an encoder thread)."""
-    return Part(_written(schema, options, batches), layout)
+    part = Part(_written(schema, options, batches), layout)
+    # The encoder's scratch memory back to the system now, not at mimalloc's leisure:
+    # 2M x 8 peaked at 263 MiB of RSS without this, 240 with it (the single writer: 207).
+    pa.default_memory_pool().release_unused()
+    return part
 
 
 def stitches_exactly(schema: pa.Schema, options: Mapping[str, Any]) -> bool:
