@@ -128,6 +128,19 @@ def mixed_table(rows: int, seed: int = 0) -> pa.Table:
                         pa.map_(pa.string(), pa.int64())),
         "nested": pa.array([[{"x": [k]}] if k % 2 else [] for k in range(rows)]),
         "nothing": pa.nulls(rows),
+        # Newer and extension types, carried by the ARROW:schema metadata.
+        "dec32": pa.array([decimal.Decimal(int(v) % 10**6).scaleb(-2) for v in ints],
+                          pa.decimal32(8, 2)),
+        "dec64": pa.array([decimal.Decimal(int(v)).scaleb(-3) for v in ints],
+                          pa.decimal64(15, 3)),
+        "list_view": pa.array([[k] * (k % 3) for k in range(rows)], pa.list_view(pa.int16())),
+        "uuid": pa.ExtensionArray.from_storage(pa.uuid(), pa.array(
+            [k.to_bytes(16, "big") for k in range(rows)], pa.binary(16))),
+        "json": pa.ExtensionArray.from_storage(pa.json_(), pa.array(
+            [f'{{"k": {k}}}' for k in range(rows)], mask=missing)),
+        "tensor": pa.ExtensionArray.from_storage(
+            pa.fixed_shape_tensor(pa.float32(), [2, 2]),
+            pa.array([[float(k)] * 4 for k in range(rows)], pa.list_(pa.float32(), 4))),
     }).replace_schema_metadata({b"pandas": json.dumps({
         "index_columns": [{"kind": "range", "name": None, "start": 0, "stop": rows, "step": 1}],
         "columns": [{"name": "f", "pandas_type": "float64"}]}).encode()})
