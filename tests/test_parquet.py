@@ -279,6 +279,33 @@ def test_a_batch_longer_than_a_row_group():
     assert pq.ParquetFile(io.BytesIO(whole)).metadata.num_row_groups == 3
 
 
+def test_a_part_bigger_than_its_buffer_is_encoded_again():
+    """A dictionary column written plain, uncompressed, is far bigger than in Arrow (one
+    10 kB value, 2000 times): its part outgrows the buffer taken for it."""
+    table = pa.table({"d": pa.array(["v" * 10_000] * 2000).dictionary_encode()})
+    options = {"use_dictionary": False, "compression": None}
+    assert table.nbytes < 20_000
+    layout = stitch._Layout(stitch._written(table.schema, options, []))
+    buffers = stitch._Buffers()
+    part = stitch.encode_part(table.to_batches(), table.schema, options, layout, buffers)
+    assert part.buffer is None and len(part.data) > 20_000_000
+    assert [buffer.size for buffer in buffers._free] == [2 * table.nbytes + (1 << 20)]
+    batches = batches_of(table, [700, 0, 1300])
+    assert stitched_bytes(table.schema, batches, 0, **options) == \
+        single_bytes(table.schema, batches, **options)
+
+
+def test_buffers_are_used_again_once_given_back():
+    buffers = stitch._Buffers()
+    first = buffers.take(1000)
+    assert buffers.take(1000) is not first  # still taken
+    buffers.give(first)
+    assert buffers.take(900) is first
+    buffers.give(first)
+    bigger = buffers.take(2000)  # too small: dropped, a new one
+    assert bigger.size == 2000 and buffers._free == []
+
+
 def test_required_columns_are_stitched_too():
     """A column declared non-nullable (as Spark writes them) keeps the threads: the check
     at start-up writes nulls, so it takes the columns as nullable."""
