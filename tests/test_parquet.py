@@ -380,6 +380,15 @@ def test_threads_only_for_batches_of_big_column_chunks(monkeypatch):
         paths.count(name) for name in table.column_names]
 
 
+@pytest.mark.parametrize("encoders", [1, 2])
+def test_a_type_parquet_cannot_hold_fails_before_any_batch(encoders):
+    schema = pa.schema([("x", pa.float64()), ("i", pa.month_day_nano_interval())])
+    sink = io.BytesIO()
+    with pytest.raises(pa.ArrowNotImplementedError, match="month_day_nano_interval"):
+        ParquetSink(sink, schema, encoders=encoders)
+    assert sink.getvalue() == b""
+
+
 def test_one_core_uses_the_single_writer(monkeypatch):
     monkeypatch.setattr(parquet, "_encoders", lambda: 1)
     writer = ParquetSink(io.BytesIO(), pa.schema([("x", pa.float64())]))

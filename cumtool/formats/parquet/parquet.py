@@ -78,12 +78,13 @@ def _encoders() -> int:
 # group in the single writer), which a part of 8 MiB (the readers' batch) repays many
 # times over, and a part of one small batch would not.
 PART_BYTES = 4 << 20
-# Threads only where the first batch holds at least this much a Parquet column (leaf): a
-# column chunk costs the stitcher about 0.03 ms of Python (holding the GIL), and every
-# part its own memory. In-process, to a null stream, 8 columns of 1 MiB chunks took 80 ms
-# on two threads against 91 ms on one; 64 columns of 128 KiB, 112 against 90; 2000
-# columns of 3 KiB (a wide table's 8 MiB batch), 3.3 s against 0.8 s.
-MIN_CHUNK_BYTES = 256 << 10
+# Threads only where the first batch holds at least this much a Parquet column (leaf):
+# every column chunk costs the stitcher Python (holding the GIL), every part memory, so
+# small chunks lose. Threads against the single writer, cumsum of N float and int
+# columns, paired whole runs on 2 cores: 8 columns (1 MiB chunks) wall 0.83x; 16 (512
+# KiB) 0.88x; 32 (256 KiB) 1.06x; CPU 1.01x-1.09x. In-process, 2000 columns of 3 KiB
+# chunks (a wide table's 8 MiB batch) took 3.7 s against 0.8 s.
+MIN_CHUNK_BYTES = 512 << 10
 
 
 def _leaves(data_type: pa.DataType) -> int:
@@ -115,6 +116,10 @@ class ParquetSink:
         self._out = DiscardableStream(stream)
         self._encoders = _encoders() if encoders is None else encoders
         self._writer: pq.ParquetWriter | PartsWriter | None = None
+        if self._encoders == 1:
+            self._writer = pq.ParquetWriter(self._out, schema, **self._options)
+        else:  # chosen at the first batch; a type Parquet cannot hold fails now all the same
+            pq.ParquetWriter(pa.BufferOutputStream(), schema, **self._options).close()
 
     def _open(self, batch_bytes: int) -> pq.ParquetWriter | PartsWriter:
         """The writer, chosen at the first batch (see MIN_CHUNK_BYTES)."""
