@@ -399,6 +399,7 @@ def test_one_core_uses_the_single_writer(monkeypatch):
 def test_a_part_refused_mid_run_fails_the_run_and_writes_no_footer(monkeypatch):
     """Should a part show a field the check at start-up did not (none is known to), the
     run fails: no file is better than a wrong one."""
+    monkeypatch.setattr(parquet, "PART_BYTES", 1 << 20)
     schema = pa.schema([("x", pa.float64())])
     sink = io.BytesIO()
     writer = ParquetSink(sink, schema, encoders=2)
