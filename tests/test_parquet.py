@@ -164,6 +164,22 @@ def test_stitched_file_is_the_single_writers_byte_for_byte(monkeypatch, encoders
     assert pq.ParquetFile(io.BytesIO(whole)).metadata.num_row_groups == len(sizes)
 
 
+@pytest.mark.parametrize("encoders", [1, 2])
+def test_dictionary_only_where_values_repeat_and_the_metadata_kept(encoders):
+    """As cumtool's writer always did: numbers (running totals, nearly all distinct) plain,
+    text, dates and flags with a dictionary; the schema's metadata (pandas') kept."""
+    table = mixed_table(200).select(["f", "i", "u8", "dec", "s", "d", "b"])
+    data = sink_bytes(table.schema, table.to_batches(), encoders)
+    assert data == single_bytes(table.schema, table.to_batches(),
+                                use_dictionary=["s", "d", "b"])
+    written = pq.ParquetFile(io.BytesIO(data))
+    group = written.metadata.row_group(0)
+    # (Parquet has no dictionary for booleans: pyarrow writes them plain whatever it is asked.)
+    assert [group.column(k).has_dictionary_page for k in range(7)] == [
+        False, False, False, False, True, True, False]
+    assert written.schema_arrow.metadata == table.schema.metadata
+
+
 def test_every_batch_its_own_part_empty_ones_too():
     """part_bytes 0: an empty batch is a part of its own, whose row group holds only the
     dictionary pages of its text columns; a text column first puts them at the row
