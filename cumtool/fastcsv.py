@@ -349,8 +349,8 @@ class _Job:
         cut(data, 0, self.delimiter, self.width, self.eof, starts, ends, flags)
         first = 1 if read.header else 0
         if read.header:
-            names = [_cell_text(data, int(starts[j, 0]), int(ends[j, 0]), int(flags[j, 0]))
-                     for j in range(self.width)]
+            names = [small.cell_text(data, int(starts[j, 0]), int(ends[j, 0]),
+                                     int(flags[j, 0])) for j in range(self.width)]
         else:
             names = [str(j + 1) for j in range(self.width)]
         markers = set(read.na_values) | {""}
@@ -635,10 +635,7 @@ class _Job:
         valid = ok
         bad = np.flatnonzero(~ok)
         for r in bad[ends[bad] != starts[bad]].tolist():  # empty cells are missing
-            text = data[int(starts[r]):int(ends[r])].decode("utf-8")
-            if flags[r] == 2:
-                text = text.replace('""', '"')
-            text = text.strip()
+            text = small.cell_text(data, int(starts[r]), int(ends[r]), int(flags[r])).strip()
             if text in self.markers:
                 continue
             value = small.number(text, dtype)
@@ -648,12 +645,6 @@ class _Job:
             valid[r] = True
         values[~valid] = 0
         return values, valid
-
-
-def _cell_text(data: bytes, start: int, end: int, flag: int) -> str:
-    """A cell's text as small.records reads it (an empty one: "")."""
-    text = data[start:end].decode("utf-8")
-    return text.replace('""', '"') if flag == 2 else text
 
 
 class _Piece(NamedTuple):
@@ -796,11 +787,9 @@ def assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.nda
     rendered: list[list[bytes]] = []
     for column in columns:
         if not isinstance(column, int):
-            if len(column) == 3:  # (values, missing, null): numbers
-                values, missing, null = column
-                write = numtext.format_ints if values.dtype == _INT64 else numtext.format_floats
-                column = write(values, missing, null)
-            text, offsets = column
+            values, missing, null = column  # a result's numbers
+            write = numtext.format_ints if values.dtype == _INT64 else numtext.format_floats
+            text, offsets = write(values, missing, null)
             at = np.asarray(offsets, np.int64).tolist()
             rendered.append([bytes(text[at[r]:at[r + 1]]) for r in range(rows)])
             continue

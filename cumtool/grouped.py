@@ -46,7 +46,6 @@ class CellKeys:
         self._tuples = (module.KeyTable(8 * columns) if module is not None and columns > 1
                         else None)
         self._seen: dict[tuple[bytes | None, ...], int] = {}
-        self._count = 0
 
     @property
     def count(self) -> int:
@@ -72,11 +71,9 @@ class CellKeys:
         if self._tuples is None:
             self._tables[0].encode(data, starts[0], None, True, out, firsts, ends[0])
             return out
-        codes = np.empty((n, self.columns), dtype=np.int64)
-        column = np.empty(n, dtype=np.int64)
+        codes = np.empty((n, self.columns), dtype=np.int64)  # a row's column ids, side by side
         for k, table in enumerate(self._tables):
-            table.encode(data, starts[k], None, True, column, firsts, ends[k])
-            codes[:, k] = column
+            table.encode(data, starts[k], None, True, codes[:, k], firsts, ends[k])
         self._tuples.encode(codes, None, None, False, out, firsts)
         return out
 

@@ -199,8 +199,6 @@ def render(request: Request, data: bytes) -> bytes:
             if groups is None:
                 result = kernels.scan_block(spec, values, valid, kernels.initial_carry(spec))
             else:
-                from cumtool import grouped
-
                 carry = grouped.GroupCarry(spec)
                 carry.grow(int(groups.ids.max()) + 1 if rows else 0)
                 result = grouped.scan_runs(spec, values, valid, groups, carry, None)
@@ -349,14 +347,18 @@ def judge_cut(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarr
     if TEXT is not None:
         count, zero, kind = TEXT.judge_bounds(data, starts, ends, flags, markers)
     else:
-        cells: list[str | None] = []
-        for start, end, flag in zip(starts.tolist(), ends.tolist(), flags.tolist(),
-                                    strict=True):
-            text = data[start:end].decode("utf-8")
-            cells.append(None if not text and not flag else
-                         text.replace('""', '"') if flag == 2 else text)
+        cells = [None if start == end and not flag else cell_text(data, start, end, flag)
+                 for start, end, flag in zip(starts.tolist(), ends.tolist(), flags.tolist(),
+                                             strict=True)]
         count, zero, kind = _judge_cells([[cell] for cell in cells], 0, markers)
     return _hint(count, zero, kind, float_columns)
+
+
+def cell_text(data: bytes, start: int, end: int, flag: int) -> str:
+    """The text of a cell fastcsv.cut found at data[start:end] with `flag` (2: quoted,
+    its doubled quotes as one), as records() reads it (an empty one: "")."""
+    text = data[start:end].decode("utf-8")
+    return text.replace('""', '"') if flag == 2 else text
 
 
 def _hint(count: int, zero: bool, kind: int, float_columns: bool) -> _Hint:

@@ -939,34 +939,33 @@ done:
     return result;
 }
 
-/* One output column of assemble: an input column's cells, or a result's texts. */
+/* One output column of assemble: an input column's cells, or a result's numbers. */
 typedef struct {
-    Py_ssize_t column;   /* the input column, or -1 */
-    int numbers;         /* 0: text and offsets; 'd' or 'q': values (and missing), null */
-    Py_buffer text, offsets;  /* numbers: values, missing (obj NULL: none), null */
-    Py_buffer null;
+    Py_ssize_t column;   /* the input column, or -1: a result */
+    int kind;            /* a result's values: 'd' float64 or 'q' int64 */
+    Py_buffer values, missing, null;  /* a result's (missing.obj NULL: none missing) */
 } OutColumn;
 
-/* A result column's values taken for assemble: (values, missing, null), values a 1-D
-   C-contiguous float64 or int64 buffer of `rows` items, missing None or as many bools. */
+/* A result column taken for assemble: (values, missing, null), values a 1-D C-contiguous
+   float64 or int64 buffer of `rows` items, missing None or as many bools, null bytes. */
 static int take_numbers(OutColumn *column, PyObject *item, Py_ssize_t rows)
 {
     PyObject *values = PyTuple_GET_ITEM(item, 0), *missing = PyTuple_GET_ITEM(item, 1);
-    if (PyObject_GetBuffer(values, &column->text, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+    if (PyObject_GetBuffer(values, &column->values, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return -1;
-    const char *format = column->text.format ? column->text.format : "B";
-    if (column->text.itemsize == 8 && column->text.ndim == 1 && strcmp(format, "d") == 0)
-        column->numbers = 'd';
-    else if (column->text.itemsize == 8 && column->text.ndim == 1
+    const char *format = column->values.format ? column->values.format : "B";
+    if (column->values.itemsize == 8 && column->values.ndim == 1 && strcmp(format, "d") == 0)
+        column->kind = 'd';
+    else if (column->values.itemsize == 8 && column->values.ndim == 1
              && (strcmp(format, "q") == 0 || strcmp(format, "l") == 0))
-        column->numbers = 'q';
-    int fits = column->numbers != 0 && column->text.shape[0] == rows;
+        column->kind = 'q';
+    int fits = column->kind != 0 && column->values.shape[0] == rows;
     if (fits && missing != Py_None) {
-        if (PyObject_GetBuffer(missing, &column->offsets, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        if (PyObject_GetBuffer(missing, &column->missing, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
             goto failed;
-        fits = column->offsets.ndim == 1 && column->offsets.itemsize == 1
-            && column->offsets.format != NULL && strcmp(column->offsets.format, "?") == 0
-            && column->offsets.shape[0] == rows;
+        fits = column->missing.ndim == 1 && column->missing.itemsize == 1
+            && column->missing.format != NULL && strcmp(column->missing.format, "?") == 0
+            && column->missing.shape[0] == rows;
     }
     if (fits && PyObject_GetBuffer(PyTuple_GET_ITEM(item, 2), &column->null, PyBUF_SIMPLE) == 0)
         return 0;
@@ -975,20 +974,20 @@ static int take_numbers(OutColumn *column, PyObject *item, Py_ssize_t rows)
     PyErr_SetString(PyExc_ValueError, "assemble: a result's values must be rows float64s or "
                     "int64s (C-contiguous), missing None or as many bools, null bytes");
 failed:
-    if (column->offsets.obj != NULL)
-        PyBuffer_Release(&column->offsets);
-    PyBuffer_Release(&column->text);
-    column->numbers = 0;
+    if (column->missing.obj != NULL)
+        PyBuffer_Release(&column->missing);
+    PyBuffer_Release(&column->values);
+    column->kind = 0;
     return -1;
 }
 
 static void let_column_go(OutColumn *column)
 {
-    if (column->column >= 0 || column->text.obj == NULL)
+    if (column->column >= 0 || column->values.obj == NULL)
         return;
-    PyBuffer_Release(&column->text);
-    if (column->offsets.obj != NULL)
-        PyBuffer_Release(&column->offsets);
+    PyBuffer_Release(&column->values);
+    if (column->missing.obj != NULL)
+        PyBuffer_Release(&column->missing);
     if (column->null.obj != NULL)
         PyBuffer_Release(&column->null);
 }
@@ -1011,10 +1010,9 @@ PyDoc_STRVAR(assemble_doc,
 "assemble(data, starts, ends, flags, capacity, rows, columns, delimiter, by_sink,\n"
 "         single) -> bytes\n\n"
 "fastcsv.assemble_py in C: `rows` lines of output, each the `columns` (an int: that\n"
-"input column's cells, as cut() wrote their bounds with `capacity`; a pair (text,\n"
-"offsets): a result's texts, text[offsets[r]:offsets[r + 1]], offsets int64; a triple\n"
-"(values, missing, null): a result's float64 or int64 values written as format_floats\n"
-"and format_ints write them, `null` where `missing`, a bool array or None) joined by\n"
+"input column's cells, as cut() wrote their bounds with `capacity`; a triple (values,\n"
+"missing, null): a result's float64 or int64 values written as format_floats and\n"
+"format_ints write them, `null` where `missing`, a bool array or None) joined by\n"
 "`delimiter`, input cells quoted as small._write quotes text (`by_sink`: CsvSink quotes\n"
 "it itself; `single`: a row's only cell). The GIL is released.");
 
@@ -1058,36 +1056,14 @@ static PyObject *assemble(PyObject *self, PyObject *args)
             plan[k].column = column;
             continue;
         }
-        PyObject *text, *offsets;
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 2 || PyTuple_GET_SIZE(item) > 3) {
-            PyErr_SetString(PyExc_TypeError, "assemble: a column is an int, (text, offsets) "
-                            "or (values, missing, null)");
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
+            PyErr_SetString(PyExc_TypeError, "assemble: a column is an int or (values, "
+                            "missing, null)");
             goto done;
         }
-        if (PyTuple_GET_SIZE(item) == 3) {
-            if (take_numbers(&plan[k], item, rows) < 0)
-                goto done;
-            filled = k + 1;
-            continue;
-        }
-        text = PyTuple_GET_ITEM(item, 0);
-        offsets = PyTuple_GET_ITEM(item, 1);
-        if (PyObject_GetBuffer(text, &plan[k].text, PyBUF_SIMPLE) < 0)
+        if (take_numbers(&plan[k], item, rows) < 0)
             goto done;
-        if (PyObject_GetBuffer(offsets, &plan[k].offsets, PyBUF_SIMPLE) < 0) {
-            PyBuffer_Release(&plan[k].text);
-            goto done;
-        }
         filled = k + 1;
-        const int64_t *at = plan[k].offsets.buf;
-        int bad = plan[k].offsets.len != (rows + 1) * 8;
-        for (Py_ssize_t r = 0; !bad && r < rows; r++)
-            bad = at[r] < 0 || at[r] > at[r + 1];
-        if (bad || at[rows] > plan[k].text.len) {
-            PyErr_SetString(PyExc_ValueError, "assemble: a result's offsets must be rows + 1 "
-                            "rising int64s within its text");
-            goto done;
-        }
     }
     filled = count;
     const unsigned char *t = data.buf;
@@ -1103,17 +1079,14 @@ static PyObject *assemble(PyObject *self, PyObject *args)
     /* the size: every cell at most its bytes and two quotes, a delimiter or line end */
     Py_ssize_t size = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
-        if (plan[k].numbers) {
-            const Py_ssize_t longest = plan[k].numbers == 'q' ? 20 : NUMTEXT_FORMAT_MAX;
+        if (plan[k].column < 0) {
+            const Py_ssize_t longest = plan[k].kind == 'q' ? 20 : NUMTEXT_FORMAT_MAX;
             const Py_ssize_t widest = plan[k].null.len > longest ? plan[k].null.len : longest;
             if (widest + 1 > (PY_SSIZE_T_MAX - size) / (rows > 0 ? rows : 1)) {
                 PyErr_NoMemory();
                 goto done;
             }
             size += (widest + 1) * rows;
-        } else if (plan[k].column < 0) {
-            const int64_t *at = plan[k].offsets.buf;
-            size += (Py_ssize_t)(at[rows] - at[0]) + rows;
         } else {
             const Py_ssize_t base = plan[k].column * capacity;
             for (Py_ssize_t r = 0; r < rows; r++)
@@ -1132,23 +1105,16 @@ static PyObject *assemble(PyObject *self, PyObject *args)
         for (Py_ssize_t k = 0; k < count; k++) {
             if (k)
                 *p++ = d;
-            if (plan[k].numbers) {
+            if (plan[k].column < 0) {
                 const OutColumn *column = &plan[k];
-                if (column->offsets.obj != NULL && ((const char *)column->offsets.buf)[r]) {
+                if (column->missing.obj != NULL && ((const char *)column->missing.buf)[r]) {
                     memcpy(p, column->null.buf, (size_t)column->null.len);
                     p += column->null.len;
-                } else if (column->numbers == 'd') {
-                    p += numtext_format(((const double *)column->text.buf)[r], (char *)p);
+                } else if (column->kind == 'd') {
+                    p += numtext_format(((const double *)column->values.buf)[r], (char *)p);
                 } else {
-                    p += int_text(((const int64_t *)column->text.buf)[r], (char *)p);
+                    p += int_text(((const int64_t *)column->values.buf)[r], (char *)p);
                 }
-                continue;
-            }
-            if (plan[k].column < 0) {
-                const int64_t *at = plan[k].offsets.buf;
-                const Py_ssize_t length = (Py_ssize_t)(at[r + 1] - at[r]);
-                memcpy(p, (const char *)plan[k].text.buf + at[r], (size_t)length);
-                p += length;
                 continue;
             }
             const Py_ssize_t c = plan[k].column * capacity + r;
