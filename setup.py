@@ -18,8 +18,9 @@ from setuptools import Extension, setup
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
 # _numtext.c includes the vendored Ryu (cumtool/_ext/ryu/, whose files include each other
-# as "ryu/..."), and _csvtext.c includes _numtext.c for its float writer: cumtool/_ext goes
-# on their include path, and what they include is listed so that a change rebuilds them.
+# as "ryu/..."), and _csvtext.c and _jsonl.c include _numtext.c for its float writer:
+# cumtool/_ext goes on their include path, and what they include is listed so that a
+# change rebuilds them.
 RYU = ["cumtool/_ext/ryu/" + name for name in (
     "d2s.c", "ryu.h", "common.h", "digit_table.h", "d2s_intrinsics.h", "d2s_full_table.h")]
 FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
@@ -33,5 +34,6 @@ setup(ext_modules=[
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"], depends=[*RYU, *FFC], optional=True),
     Extension("cumtool._ext._jsonl", ["cumtool/_ext/_jsonl.c"], extra_compile_args=FLAGS,
+              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *RYU],
               optional=True),
 ])

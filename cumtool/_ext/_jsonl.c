@@ -13,11 +13,18 @@
  *
  * jsonl._parse_block_py does the same in Python, rule for rule; tests/test_jsonl.py
  * compares the two.
+ *
+ * write_lines is the writer's loop: columns of numbers and flags as lines of JSON objects,
+ * the floats written by _numtext.c's core (included here) as Python's json module writes
+ * them. formats/jsonl/lines.py holds its Python twin; tests/test_jsonl_lines.py compares.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#define NUMTEXT_CORE_ONLY
+#include "_numtext.c"
 
 enum { K_NULL = 0, K_BOOL = 1, K_INT = 2, K_FLOAT = 3, K_STRING = 4 };
 enum { S_PRESENT = 0, S_NULL = 1, S_ABSENT = 2 };
@@ -621,8 +628,158 @@ done:
     return result;
 }
 
+/* One column of write_lines: its key, and a float64, int64 or bool value a row. */
+typedef struct {
+    Py_buffer key, values, missing, absent;  /* missing.obj, absent.obj NULL: none */
+    int kind;                                /* 'd', 'q' or '?' */
+} LineColumn;
+
+static void let_line_column_go(LineColumn *column)
+{
+    if (column->key.obj != NULL)
+        PyBuffer_Release(&column->key);
+    if (column->values.obj != NULL)
+        PyBuffer_Release(&column->values);
+    if (column->missing.obj != NULL)
+        PyBuffer_Release(&column->missing);
+    if (column->absent.obj != NULL)
+        PyBuffer_Release(&column->absent);
+}
+
+/* A mask of write_lines: None (left NULL), or `rows` bools. */
+static int take_mask(PyObject *item, Py_buffer *view, Py_ssize_t rows)
+{
+    if (item == Py_None)
+        return 0;
+    if (PyObject_GetBuffer(item, view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->ndim == 1 && view->itemsize == 1 && view->format != NULL
+        && strcmp(view->format, "?") == 0 && view->shape[0] == rows)
+        return 0;
+    PyErr_SetString(PyExc_ValueError, "write_lines: a mask is None or as many bools as rows");
+    return -1;
+}
+
+static int take_line_column(LineColumn *column, PyObject *item, Py_ssize_t rows)
+{
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+        PyErr_SetString(PyExc_TypeError, "write_lines: a column is (key, values, missing, "
+                        "absent)");
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &column->key, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &column->values,
+                           PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    const Py_buffer *v = &column->values;
+    const char *format = v->format != NULL ? v->format : "B";
+    if (v->ndim == 1 && v->shape[0] == rows) {
+        if (v->itemsize == 8 && strcmp(format, "d") == 0)
+            column->kind = 'd';
+        else if (v->itemsize == 8 && (strcmp(format, "q") == 0 || strcmp(format, "l") == 0))
+            column->kind = 'q';
+        else if (v->itemsize == 1 && strcmp(format, "?") == 0)
+            column->kind = '?';
+    }
+    if (column->kind == 0) {
+        PyErr_SetString(PyExc_ValueError, "write_lines: values are as many float64s, int64s "
+                        "or bools as rows (C-contiguous)");
+        return -1;
+    }
+    if (take_mask(PyTuple_GET_ITEM(item, 2), &column->missing, rows) < 0
+        || take_mask(PyTuple_GET_ITEM(item, 3), &column->absent, rows) < 0)
+        return -1;
+    return 0;
+}
+
+PyDoc_STRVAR(write_lines_doc,
+"write_lines(rows, columns) -> bytes\n\n"
+"`rows` lines, each a JSON object of the `columns`, in order: tuples (key, values,\n"
+"missing, absent), `key` the key's JSON text with its colon (b'\"a\":'), `values` rows\n"
+"float64s, int64s or bools, `missing` and `absent` None or rows bools: a value is written\n"
+"as Python's json module writes it (floats as repr() does, NaN, Infinity, -Infinity), as\n"
+"null where missing, and left out with its key where absent. The GIL is released.");
+
+static PyObject *write_lines(PyObject *self, PyObject *args)
+{
+    Py_ssize_t rows;
+    PyObject *columns;
+    if (!PyArg_ParseTuple(args, "nO!", &rows, &PyList_Type, &columns))
+        return NULL;
+    if (rows < 0) {
+        PyErr_SetString(PyExc_ValueError, "write_lines: rows must not be negative");
+        return NULL;
+    }
+    const Py_ssize_t count = PyList_GET_SIZE(columns);
+    LineColumn *plan = PyMem_Calloc((size_t)(count > 0 ? count : 1), sizeof(LineColumn));
+    PyObject *out = NULL;
+    if (plan == NULL)
+        return PyErr_NoMemory();
+    /* a line at most: braces and a LF; a comma, a key and its longest value a column */
+    Py_ssize_t line = 3;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (take_line_column(&plan[k], PyList_GET_ITEM(columns, k), rows) < 0)
+            goto done;
+        const Py_ssize_t widest = plan[k].kind == 'd' ? NUMTEXT_FORMAT_MAX : 20;
+        if (plan[k].key.len > PY_SSIZE_T_MAX / 4 - line - widest) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        line += 1 + plan[k].key.len + widest;
+    }
+    if (rows > 0 && line > PY_SSIZE_T_MAX / rows) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, line * rows);
+    if (out == NULL)
+        goto done;
+    char *const o = PyBytes_AS_STRING(out);
+    char *p = o;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        *p++ = '{';
+        char *const first = p;
+        for (Py_ssize_t k = 0; k < count; k++) {
+            const LineColumn *c = &plan[k];
+            if (c->absent.obj != NULL && ((const char *)c->absent.buf)[r])
+                continue;
+            if (p != first)
+                *p++ = ',';
+            memcpy(p, c->key.buf, (size_t)c->key.len);
+            p += c->key.len;
+            if (c->missing.obj != NULL && ((const char *)c->missing.buf)[r]) {
+                memcpy(p, "null", 4);
+                p += 4;
+            } else if (c->kind == 'd') {
+                p += numtext_format_json(((const double *)c->values.buf)[r], p);
+            } else if (c->kind == 'q') {
+                p += int_text(((const int64_t *)c->values.buf)[r], p);
+            } else if (((const char *)c->values.buf)[r]) {
+                memcpy(p, "true", 4);
+                p += 4;
+            } else {
+                memcpy(p, "false", 5);
+                p += 5;
+            }
+        }
+        *p++ = '}';
+        *p++ = '\n';
+    }
+    Py_END_ALLOW_THREADS
+    if (_PyBytes_Resize(&out, p - o) < 0)
+        out = NULL;
+done:
+    for (Py_ssize_t k = 0; k < count; k++)
+        let_line_column_go(&plan[k]);
+    PyMem_Free(plan);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"parse_block", parse_block, METH_VARARGS, parse_block_doc},
+    {"write_lines", write_lines, METH_VARARGS, write_lines_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -134,8 +134,11 @@ static inline void shift_left_one(char *p, int n)
    (value = 0.d * 10**point):
      0 < point <= 16: d[:point] "." d[point:], or d zeros ".0" when count <= point;
      -5 < point <= 0: "0." zeros d;
-     else: d[0] "." d[1:] "e" sign power, or d[0] "e" sign power when count is 1. */
-static int numtext_format(double value, char *out)
+     else: d[0] "." d[1:] "e" sign power, or d[0] "e" sign power when count is 1.
+   `json` (a constant where it is inlined): Python's json module's text instead, repr()
+   for a finite value: plain down to -4 < point, a power of at least two digits, and
+   "NaN", "Infinity", "-Infinity". */
+static inline int format_double(double value, char *out, const int json)
 {
     uint64_t bits;
     memcpy(&bits, &value, sizeof bits);
@@ -146,6 +149,14 @@ static int numtext_format(double value, char *out)
         if (fraction != 0) {
             memcpy(out, "NaN", 3);
             return 3;
+        }
+        if (json && negative) {
+            memcpy(out, "-Infinity", 9);
+            return 9;
+        }
+        if (json) {
+            memcpy(out, "Infinity", 8);
+            return 8;
         }
         if (negative) {
             memcpy(out, "-inf", 4);
@@ -193,7 +204,7 @@ static int numtext_format(double value, char *out)
         p[point] = '.';
         return (int)(p - out) + count + 1;
     }
-    if (point > -5 && point <= 0) {
+    if (point > (json ? -4 : -5) && point <= 0) {
         memcpy(p, "0.0000", 6);
         write_digits(mantissa, count, p + 2 - point);
         return (int)(p - out) + 2 - point + count;
@@ -218,13 +229,24 @@ static int numtext_format(double value, char *out)
         *p++ = (char)('0' + power / 100);
         write_pair(p, (uint32_t)(power % 100));
         p += 2;
-    } else if (power >= 10) {
+    } else if (power >= 10 || json) {
         write_pair(p, (uint32_t)power);
         p += 2;
     } else {
         *p++ = (char)('0' + power);
     }
     return (int)(p - out);
+}
+
+static inline int numtext_format(double value, char *out)
+{
+    return format_double(value, out, 0);
+}
+
+/* `value` as Python's json module writes a float (json.dumps(value)). */
+static inline int numtext_format_json(double value, char *out)
+{
+    return format_double(value, out, 1);
 }
 
 /* An int64 as str() writes it, into out (room for 20 bytes); returns its length. */
@@ -467,8 +489,9 @@ static int is_format(const Py_buffer *view, const char *format, Py_ssize_t items
 }
 
 PyDoc_STRVAR(format_floats_doc,
-"format_floats(values, missing, null) -> (text, offsets)\n\n"
-"Each float64 of `values` (C-contiguous, 1-D) as cumtool writes it, `null` (bytes) where\n"
+"format_floats(values, missing, null, json=False) -> (text, offsets)\n\n"
+"Each float64 of `values` (C-contiguous, 1-D) as cumtool writes it (`json`: as Python's\n"
+"json module writes it), `null` (bytes) where\n"
 "`missing` (bools as many, or None) is True, one after another in `text` (bytes); value i\n"
 "is text[offsets[i]:offsets[i + 1]], `offsets` being len(values) + 1 native int64s as\n"
 "bytes. The GIL is released while the values are written.");
@@ -479,7 +502,9 @@ static PyObject *format_values(PyObject *args, int ints)
     const char *name = ints ? "format_ints" : "format_floats";
     PyObject *values_obj, *missing_obj;
     Py_buffer null;
-    if (!PyArg_ParseTuple(args, "OOy*", &values_obj, &missing_obj, &null))
+    int json = 0;
+    if (!PyArg_ParseTuple(args, ints ? "OOy*" : "OOy*|p", &values_obj, &missing_obj, &null,
+                          &json))
         return NULL;
     Py_buffer values = {0}, missing = {0};
     PyObject *text = NULL, *offsets = NULL, *result = NULL;
@@ -524,7 +549,8 @@ static PyObject *format_values(PyObject *args, int ints)
             size += null_size;
         } else {
             size += ints ? int_text(integers[i], out + size)
-                         : numtext_format(floats[i], out + size);
+                         : json ? numtext_format_json(floats[i], out + size)
+                                : numtext_format(floats[i], out + size);
         }
     }
     at[total] = size;

@@ -33,7 +33,6 @@ import base64
 import io
 import itertools
 import json
-import math
 import tempfile
 import threading
 import weakref
@@ -48,6 +47,8 @@ import pyarrow as pa
 from cumtool.columnar import arrow_column, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import SourceBase
+from cumtool.formats.jsonl import lines
+from cumtool.formats.jsonl.lines import number_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -93,10 +94,6 @@ def _json(value: Any) -> str:
         except UnicodeEncodeError:
             return _encode_ascii(value)
     return text
-
-
-def _number(value: float) -> str:
-    return float.__repr__(value) if math.isfinite(value) else _encode(value)
 
 
 class _Surrogate:
@@ -1025,11 +1022,12 @@ class JsonlSink:
     out of its record where a JSON Lines input's column had absent keys (or, for a
     numeric column that had both, as the input had it, row by row).
 
-    A batch of numbers, flags and strings is written by polars' NDJSON writer, and the
-    lines it would write otherwise than Python's json module (a missing cell to leave
-    out, floats below 1e-4 and the infinities) are put together again, as any other batch
-    is: by one polars query over the cells' JSON texts, the cells polars has no text for
-    (or another text) written by Python."""
+    A batch of numbers and flags alone is written by lines.write_lines (C where built).
+    A batch with strings is written by polars' NDJSON writer, and the lines it would
+    write otherwise than Python's json module (a missing cell to leave out, floats below
+    1e-4 and the infinities) are put together again, as any other batch is: by one polars
+    query over the cells' JSON texts, the cells polars has no text for (or another text)
+    written by Python."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
         self._stream = stream
@@ -1046,6 +1044,8 @@ class JsonlSink:
                     self._null_rows[i] = (rows, key)
         self._whole = len(set(schema.names)) == len(schema) and all(
             _polars_writes(f) for f in schema)
+        self._numbers = all(_numbers_only(f) for f in schema)
+        self._key_texts = [key.encode("utf-8") for key in self._keys]
 
     def write(self, batch: pa.RecordBatch) -> None:
         rows = batch.num_rows
@@ -1056,10 +1056,40 @@ class JsonlSink:
             explicit[i] = source.take(rows, key)
         for source, _key in {id(s): (s, k) for s, k in self._null_rows.values()}.values():
             source.advance(rows)
-        if self._whole:
+        numbers = self._number_lines(batch, explicit) if self._numbers else None
+        if numbers is not None:
+            self._stream.write(numbers)
+        elif self._whole:
             self._stream.write(self._polars_lines(batch, explicit))
         else:
             self._stream.write(self._lines(batch, explicit))
+
+    def _number_lines(self, batch: pa.RecordBatch,
+                      explicit: dict[int, np.ndarray]) -> bytes | None:
+        """The lines of a batch of numbers and flags (lines.write_lines); None where a
+        column's values are not int64's (uint64's beyond it)."""
+        columns: list[lines.LineColumn] = []
+        for i, (f, column) in enumerate(zip(self._fields, batch.columns, strict=True)):
+            if pa.types.is_null(column.type):
+                values: np.ndarray = np.zeros(len(column), dtype=np.int64)
+                present: np.ndarray | None = np.zeros(len(column), dtype=bool)
+            else:
+                values, present = column_to_numpy(column)
+            if values.dtype == np.uint64 and (values > np.iinfo(np.int64).max).any():
+                return None
+            if values.dtype.kind in "iu":
+                values = values.astype(np.int64, copy=False)
+            elif values.dtype.kind == "f":
+                values = values.astype(np.float64, copy=False)  # widening is exact
+            missing = absent = None
+            if present is not None:
+                missing = ~present
+                if i in explicit:  # null where the input had null, absent elsewhere
+                    absent = missing & ~explicit[i]
+                elif (f.metadata or {}).get(FIELD_MISSING) == b"absent":
+                    absent = missing
+            columns.append((self._key_texts[i], values, missing, absent))
+        return lines.write_lines(batch.num_rows, columns)
 
     def _polars_lines(self, batch: pa.RecordBatch,
                       explicit: dict[int, np.ndarray]) -> bytes | memoryview:
@@ -1148,6 +1178,15 @@ def _polars_writes(field_: pa.Field) -> bool:
             or pa.types.is_boolean(arrow_type) or pa.types.is_string(arrow_type)
             or pa.types.is_large_string(arrow_type) or pa.types.is_string_view(arrow_type)
             or pa.types.is_null(arrow_type))
+
+
+def _numbers_only(field_: pa.Field) -> bool:
+    """Whether lines.write_lines writes a column: numbers, flags or nothing but nulls."""
+    if field_.metadata and JSON_TEXT in field_.metadata:
+        return False
+    arrow_type = field_.type
+    return (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
+            or pa.types.is_boolean(arrow_type) or pa.types.is_null(arrow_type))
 
 
 def _polars_input(column: pa.Array) -> pa.Array:
@@ -1268,7 +1307,7 @@ def _odd_floats(column: pa.Array) -> pl.Series | None:
     if not len(where):
         return None
     fixed = pl.Series([None] * len(values), dtype=pl.String)
-    return fixed.scatter(where, [_number(v) for v in values[where].tolist()])
+    return fixed.scatter(where, [number_text(v) for v in values[where].tolist()])
 
 
 _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'

@@ -1,0 +1,78 @@
+"""JSON Lines text from columns of numbers and flags, as Python's json module writes them:
+the loop of the JSON Lines writer (jsonl.JsonlSink) and of the compiled CSV pipeline's
+JSON Lines output (fastcsv). No pyarrow and no polars here: the pipeline loads neither.
+
+It runs in C (`_ext/_jsonl.c`'s write_lines, without the GIL) where that was built, and
+in Python otherwise (write_lines_py: the same bytes, compared by tests/test_jsonl_lines.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import ModuleType
+
+import numpy as np
+
+NATIVE: ModuleType | None
+try:
+    from cumtool._ext import _jsonl as NATIVE
+except ImportError:  # not built: no C compiler at install time
+    NATIVE = None
+
+# (key, values, missing, absent): the key's JSON text with its colon, rows float64s,
+# int64s or bools, and None or rows bools each.
+LineColumn = tuple[bytes, np.ndarray, "np.ndarray | None", "np.ndarray | None"]
+
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def key_text(name: str) -> bytes:
+    """A key as it starts a member: its JSON text and a colon."""
+    return (_encode(name) + ":").encode("utf-8")
+
+
+def number_text(value: float) -> str:
+    """A float as Python's json module writes it: repr(), or NaN, Infinity, -Infinity."""
+    return float.__repr__(value) if math.isfinite(value) else _encode(value)
+
+
+def write_lines(rows: int, columns: list[LineColumn]) -> bytes:
+    """`rows` lines, each one JSON object of the columns in order: a value as json writes
+    it, null where `missing`, and left out with its key where `absent`."""
+    columns = [(key, np.ascontiguousarray(values), _mask(missing), _mask(absent))
+               for key, values, missing, absent in columns]
+    if NATIVE is not None:
+        text: bytes = NATIVE.write_lines(rows, columns)
+        return text
+    return write_lines_py(rows, columns)
+
+
+def _mask(mask: np.ndarray | None) -> np.ndarray | None:
+    return None if mask is None else np.ascontiguousarray(mask, dtype=np.bool_)
+
+
+def write_lines_py(rows: int, columns: list[LineColumn]) -> bytes:
+    """write_lines in Python."""
+    texts = []
+    for key, values, missing, absent in columns:
+        if values.shape != (rows,):
+            raise ValueError("write_lines: values are as many float64s, int64s or bools "
+                             "as rows")
+        if values.dtype == np.float64:
+            cells = [number_text(v) for v in values.tolist()]
+        elif values.dtype == np.int64:
+            cells = [str(v) for v in values.tolist()]
+        elif values.dtype == np.bool_:
+            cells = ["true" if v else "false" for v in values.tolist()]
+        else:
+            raise ValueError("write_lines: values are as many float64s, int64s or bools "
+                             "as rows")
+        member = key.decode("utf-8")
+        gone = [False] * rows if missing is None else missing.tolist()
+        left_out = [False] * rows if absent is None else absent.tolist()
+        texts.append([None if out else member + ("null" if null else cell)
+                      for cell, null, out in zip(cells, gone, left_out, strict=True)])
+    lines = ["{" + ",".join(t for t in row if t is not None) + "}\n"
+             for row in zip(*texts, strict=True)] if texts else ["{}\n"] * rows
+    return "".join(lines).encode("utf-8")
