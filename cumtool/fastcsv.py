@@ -48,6 +48,7 @@ from cumtool import grouped, kernels, native, numtext, small
 from cumtool.errors import CumtoolError, DataError, option
 from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import wide
+from cumtool.formats.jsonl import lines
 from cumtool.formats.registry import DELIMITED
 from cumtool.output import open_output
 from cumtool.request import Request
@@ -217,7 +218,7 @@ def _run(request: Request, stream: IO[bytes] | _Tee,
     try:
         job = _Job(request, stream)
         pieces = job.pieces()
-        first = next(pieces)  # the header and the first rows: nothing written yet
+        first = next(pieces, b"")  # the header and the first rows: nothing written yet
     except (Handover, CumtoolError):
         return False, replay(0)  # the streaming path takes it, or words the error
     try:
@@ -303,7 +304,11 @@ class _Job:
         while len(data) < small.SNIFF_BYTES and not self.eof:  # what the general path sniffs
             data += self._read()
         kind = small.input_kind(request, data)
-        out = small.output_kind(request, kind)
+        out = small.output_kind(request, kind, json_lines=True)
+        # JSON Lines out: every column a result, written as JsonlSink writes numbers
+        self.json = out.format == small.JSON_LINES
+        if self.json and request.out_delimiter is not None:
+            raise Handover  # the streaming path says what it makes of it
         read = request.csv_read(kind.format)
         write = request.csv_write(out.format)
         for delimiter in (read.delimiter, write.delimiter):
@@ -369,7 +374,8 @@ class _Job:
         self.single = len(self.columns) == 1
         self.null = self._quote(write.na_rep).encode() if by_sink else b""
         self.header = (write.delimiter.join(self._quote(name) for name, _ in self.columns)
-                       + "\n").encode() if write.header else b""
+                       + "\n").encode() if write.header and not self.json else b""
+        self.keys_text = [lines.key_text(name) for name, _ in self.columns] if self.json else []
         self.data = data
         # Where the rows start: past the header, if any.
         self.begin = 0
@@ -461,6 +467,8 @@ class _Job:
                 columns.extend((f"{names[i]}_{op}", (i, op)) for op in ops)
         if not columns:
             raise Handover
+        if self.json and len({name for name, _ in columns}) < len(columns):
+            raise Handover  # a key twice: the streaming path's
         self.columns = columns
 
     def _quote(self, text: str) -> str:
@@ -609,6 +617,17 @@ class _Job:
                 ) -> bytes:
         """A piece's rows as output text (on a worker): the results written as numbers
         straight into the lines."""
+        if self.json:
+            rows = piece.rows
+            json_plan: list[lines.LineColumn] = []
+            for key, (_name, column) in zip(self.keys_text, self.columns, strict=True):
+                if isinstance(column, tuple):
+                    values, missing = results[column]
+                    json_plan.append((key, values, missing, None))
+                else:  # an input cell: the JSON string of its text, as CSV input is read
+                    json_plan.append((key, piece.data, piece.starts[column, :rows],
+                                      piece.ends[column, :rows], piece.flags[column, :rows]))
+            return lines.write_lines(rows, json_plan)
         plan: list[Any] = []
         for _name, column in self.columns:
             if isinstance(column, tuple):

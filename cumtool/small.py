@@ -49,6 +49,7 @@ from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
 from cumtool.formats import FileKind, PrefixedStream
+from cumtool.formats.jsonl import NAME as JSON_LINES
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
 from cumtool.numtext import FLOAT_TEXT as _FLOAT
 from cumtool.numtext import INT_TEXT as _INT
@@ -241,10 +242,12 @@ def input_kind(request: Request, data: bytes) -> FileKind:
     return kind
 
 
-def output_kind(request: Request, kind: FileKind) -> FileKind:
-    """The output's format (Request.output_format); csv or tsv, uncompressed, or Handover."""
+def output_kind(request: Request, kind: FileKind, json_lines: bool = False) -> FileKind:
+    """The output's format (Request.output_format); csv or tsv (or, where `json_lines`,
+    jsonl), uncompressed, or Handover."""
     out = request.output_format(kind)
-    if out.format not in DELIMITED or out.compression is not None:
+    if out.compression is not None or not (
+            out.format in DELIMITED or (json_lines and out.format == JSON_LINES)):
         raise Handover
     return out
 

@@ -165,7 +165,7 @@ _PLAIN = b"a,b,t\n1,2.5,x\n3,4,y\n5,,z\n"
     ["cumsum", "--out-decimal", "comma", "--out-delimiter", ";"],
     ["cumsum", "--batch-rows", "2"], ["cumsum", "--axis", "columns"],
     ["cumsum", "--filename-column", "f"], ["cumsum", "--to", "parquet", "-o", "-"],
-    ["cumsum", "--to", "jsonl"], ["cumsum", "--dtype", "float32"],
+    ["cumsum", "--to", "jsonl", "--out-delimiter", ";"], ["cumsum", "--dtype", "float32"],
     ["cumsum", "--dtype", "int16"], ["cumsum", "--dtype", "complex64"],
     ["cumsum", "--na", "1"], ["cumsum", "--from", "tsv"],
     ["cumsum", "-d", "\u00a7"], ["cumsum", "--out-delimiter", "\u00a7"],
@@ -184,12 +184,86 @@ def test_options_the_fast_path_does_not_cover_hand_over(tmp_path, args):
     ["cumsum", "--overflow", "wrap"], ["cumsum", "--out-delimiter", "|"],
     ["cumsum", "--to", "tsv"], ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"],
     ["ewma", "--alpha", "0.5"], ["diff"], ["cumsum", "--compensated"], ["cumsum", "--by", "t"],
-    ["cummean,cumprod", "--by", "t,a", "--keep"],
+    ["cummean,cumprod", "--by", "t,a", "--keep"], ["cumsum", "--to", "jsonl"],
+    ["cumsum", "--to", "jsonl", "--keep", "--by", "t"],
 ], ids=lambda args: " ".join(args))
 def test_options_the_fast_path_covers_are_taken(tmp_path, args):
     fast, streamed, finished = run_both(tmp_path, _PLAIN, args, chunk_rows=2)
     assert finished
     assert fast == streamed
+
+
+# JSON Lines out: the results alone, as JsonlSink writes them ---------------------------
+
+_JSON = ["--to", "jsonl"]
+
+
+@pytest.mark.parametrize(("data", "args"), PIPELINE_TAKES)
+@pytest.mark.parametrize("cores", [1, 3])
+def test_json_lines_output_agrees_on_the_plain_cases(tmp_path, data, args, cores):
+    fast, streamed, _finished = run_both(tmp_path, data, [*args, *_JSON], cores=cores)
+    same(fast, streamed)
+
+
+_TEXT = ('a,t,u\n1,x,7\n2,,8\n3,"",NA\n4,"q""r",\n5,\u00e9\\n,"  9 "\n'
+         '6,"line\r\nbreak",1.50\n7,tab\there,x\n8,"back\\\\slash\x7f",\u2028\n'
+         '9,\U0001f389,"a,b"\n').encode()
+
+
+@pytest.mark.parametrize("args", [["cumsum", "-c", "a"], ["cumsum", "--keep"],
+                                  ["cumsum", "--by", "t"], ["cumcount", "--by", "t,u"]],
+                         ids=lambda args: " ".join(args))
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_json_lines_output_of_text_cells_is_the_streaming_paths(tmp_path, args, stdin):
+    """Input cells are JSON strings of their text (null where empty and unquoted), with
+    json's escapes: quotes, backslashes, CR, LF, tab; other bytes as they are. (Other
+    control characters hand over: test_jsonl_lines.py has them.)"""
+    fast, streamed, finished = run_both(tmp_path, _TEXT, [*args, *_JSON], chunk_rows=2,
+                                        stdin=stdin)
+    assert finished
+    assert fast == streamed
+    assert fast[0] == 0, fast[2]
+
+
+@pytest.mark.parametrize("args", [
+    ["cumsum"], ["cumsum,cummax"], ["cumprod", "--exclusive"], ["logcumsumexp"],
+    ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"], ["ewma", "--alpha", "0.5"],
+    ["diff"], ["cumsum", "--by", "t"], ["cummean,cumprod", "--by", "t,a"], ["cumsum", "-c", "a"],
+    ["cumsum", "--na-rep", "NA"], ["cumsum", "--keep"], ["cumsum", "--na", "x"],
+], ids=lambda args: " ".join(args))
+@pytest.mark.parametrize("output", [None, "out.jsonl"])
+def test_json_lines_output_is_taken(tmp_path, args, output):
+    data = b"a,b,t\n1,2.5,x\n3,4,y\n5,,z\n,1e-5,z\n-7,inf,y\n2,nan,x\n"
+    fast, streamed, finished = run_both(tmp_path, data, [*args, *_JSON], output,
+                                        chunk_rows=2)
+    assert finished
+    assert fast == streamed
+    assert fast[0] == 0, fast[2]
+
+
+def test_json_lines_output_writes_what_json_writes(tmp_path):
+    data = b"a,b\n1,2.5\n3,\n,1e-5\n-7,inf\n"
+    fast, _streamed, finished = run_both(tmp_path, data, ["cumsum", "--to", "jsonl"])
+    assert finished
+    assert fast[1] == (b'{"a":1,"b":2.5}\n{"a":4,"b":null}\n{"a":null,"b":2.50001}\n'
+                       b'{"a":-3,"b":Infinity}\n')
+
+
+@pytest.mark.parametrize(("data", "args"), [
+    (b"a,a,b\n1,2,3\n", ["cumsum", "--to", "jsonl"]),
+    (_PLAIN, ["cumsum", "--to", "jsonl", "--out-delimiter", ";"]),
+    (_PLAIN, ["cumsum", "-o", "out.jsonl.gz"]),
+], ids=["repeated-names", "out-delimiter", "compressed"])
+def test_json_lines_output_the_pipeline_does_not_write_hands_over(tmp_path, data, args):
+    fast, streamed, finished = run_both(tmp_path, data, args)
+    assert not finished
+    same(fast, streamed)
+
+
+def test_json_lines_output_of_a_header_alone_is_empty(tmp_path):
+    fast, streamed, _finished = run_both(tmp_path, b"a,b\n", ["cumsum", "--to", "jsonl"])
+    assert fast == streamed
+    assert fast[:2] == (0, b"")
 
 
 # Later rows: a problem after output has started --------------------------------------
@@ -220,6 +294,24 @@ def _long(late: bytes, rows: int = small.INFER_ROWS + 50) -> bytes:
 def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, cores,
                                                     stdin):
     fast, streamed, _finished = run_both(tmp_path, _long(late), ["cumsum"], output,
+                                         chunk_rows=4096, chunk_bytes=1 << 16, cores=cores,
+                                         stdin=stdin)
+    same(fast, streamed)
+    assert (fast[0] == 0) == ok, fast[2]
+
+
+@pytest.mark.parametrize(("late", "ok"), [
+    pytest.param(b"1,2.5,z\n", True, id="plain"),
+    pytest.param(b"NA,,z\n", True, id="missing"),
+    pytest.param(b"1.5,2,z\n", False, id="float-in-int-column"),
+    pytest.param(b"9223372036854775807,2,z\n", False, id="overflow"),
+    pytest.param(b'1,2,x"y\n', False, id="stray-quote"),
+])
+@pytest.mark.parametrize("output", [None, "out.jsonl"])
+@pytest.mark.parametrize(("cores", "stdin"), [(1, False), (2, True)], ids=["1-core", "stdin"])
+def test_late_problems_in_json_lines_end_as_on_the_streaming_path(tmp_path, late, ok, output,
+                                                                  cores, stdin):
+    fast, streamed, _finished = run_both(tmp_path, _long(late), ["cumsum", *_JSON], output,
                                          chunk_rows=4096, chunk_bytes=1 << 16, cores=cores,
                                          stdin=stdin)
     same(fast, streamed)

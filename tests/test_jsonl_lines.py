@@ -121,6 +121,45 @@ def test_any_table_of_numbers_and_flags_as_json_dumps_and_the_twin(
     assert written == expected(rows, columns)
 
 
+@st.composite
+def cell_columns(draw: st.DrawFn) -> tuple[int, list[lines.LineColumn]]:
+    """Cells as fastcsv.cut leaves them: bounds into one buffer, flag 0 (bare), 1 (quoted)
+    or 2 (quoted, its quotes doubled), beside a number column."""
+    texts = draw(st.lists(st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]),
+                                  max_size=8), max_size=10))
+    flags = [draw(st.sampled_from([0, 1, 2]) if '"' not in t else st.just(2)) for t in texts]
+    data = b""
+    starts, ends = [], []
+    for text, flag in zip(texts, flags, strict=True):
+        raw = (text.replace('"', '""') if flag == 2 else text).encode()
+        data += b"," + raw
+        starts.append(len(data) - len(raw))
+        ends.append(len(data))
+    rows = len(texts)
+    return rows, [(b'"n":', np.arange(rows, dtype=np.int64), None, None),
+                  (lines.key_text("t"), data, np.array(starts, dtype=np.int64),
+                   np.array(ends, dtype=np.int64), np.array(flags, dtype=np.uint8))]
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(cell_columns())
+def test_cells_are_the_json_strings_of_their_text_in_c_and_in_python(
+        table: tuple[int, list[lines.LineColumn]]) -> None:
+    rows, columns = table
+    written = lines.write_lines(rows, columns)
+    assert written == lines.write_lines_py(rows, columns)
+    _key, data, starts, ends, flags = columns[1]
+    for line, start, end, flag in zip(written.decode().split("\n")[:-1], starts.tolist(),
+                                      ends.tolist(), flags.tolist(), strict=True):
+        text = data[start:end].decode()
+        want = None if start == end and not flag else \
+            text.replace('""', '"') if flag == 2 else text
+        assert json.loads(line)["t"] == want
+        if want is not None:
+            assert line.endswith('"t":' + json.dumps(want, ensure_ascii=False) + "}")
+
+
 def test_the_python_twin_writes_null_and_leaves_the_absent_out() -> None:
     columns = [(b'"a":', np.array([1, 2, 3], dtype=np.int64),
                 np.array([False, True, True]), np.array([False, False, True])),
@@ -200,3 +239,13 @@ def test_uint64_beyond_int64_is_written_exactly(tmp_path: Path) -> None:
     done = cumtool("cumsum", str(source), "-c", "x", "--to", "jsonl", "-o", "-")
     assert done.returncode == 0, done.stderr
     assert done.stdout == b'{"big":18446744073709551615,"x":1}\n{"big":5,"x":3}\n'
+
+
+def test_a_column_without_a_name_keeps_its_empty_key(tmp_path: Path) -> None:
+    """polars' NDJSON writer named it column_1; the general path writes the key as it is."""
+    source = tmp_path / "in.csv"
+    source.write_text("a,,__index_level_0__\n1,x,3\n")
+    for path in ([], ["--batch-rows", "65536"]):
+        done = cumtool("cumsum", str(source), "-c", "a", "--to", "jsonl", *path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == b'{"a":1,"":"x","__index_level_0__":"3"}\n'

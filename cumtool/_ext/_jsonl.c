@@ -628,14 +628,20 @@ done:
     return result;
 }
 
-/* One column of write_lines: its key, and a float64, int64 or bool value a row. */
+/* One column of write_lines: its key, and a float64, int64 or bool value a row; or a CSV
+   cell a row, written as a JSON string (kind 's'). */
 typedef struct {
     Py_buffer key, values, missing, absent;  /* missing.obj, absent.obj NULL: none */
-    int kind;                                /* 'd', 'q' or '?' */
+    Py_buffer data, starts, ends, flags;     /* kind 's': the cells as fastcsv.cut found them */
+    int kind;                                /* 'd', 'q', '?' or 's' */
 } LineColumn;
 
 static void let_line_column_go(LineColumn *column)
 {
+    Py_buffer *views[] = {&column->data, &column->starts, &column->ends, &column->flags};
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++)
+        if (views[i]->obj != NULL)
+            PyBuffer_Release(views[i]);
     if (column->key.obj != NULL)
         PyBuffer_Release(&column->key);
     if (column->values.obj != NULL)
@@ -660,15 +666,49 @@ static int take_mask(PyObject *item, Py_buffer *view, Py_ssize_t rows)
     return -1;
 }
 
+/* A cells column of write_lines: (key, data, starts, ends, flags), `rows` int64 bounds
+   within data and uint8 flags each. */
+static int take_cells(LineColumn *column, PyObject *item, Py_ssize_t rows)
+{
+    column->kind = 's';
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &column->data, PyBUF_SIMPLE) < 0)
+        return -1;
+    Py_buffer *bounds[] = {&column->starts, &column->ends, &column->flags};
+    for (int i = 0; i < 3; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 2 + i), bounds[i],
+                               PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        const Py_ssize_t size = i < 2 ? 8 : 1;
+        if (bounds[i]->ndim != 1 || bounds[i]->itemsize != size || bounds[i]->shape[0] != rows
+            || bounds[i]->format == NULL || (i < 2 ? strcmp(bounds[i]->format, "q") != 0
+                                                      && strcmp(bounds[i]->format, "l") != 0
+                                                   : strcmp(bounds[i]->format, "B") != 0)) {
+            PyErr_SetString(PyExc_ValueError, "write_lines: cells' starts and ends are as "
+                            "many int64s as rows, their flags as many uint8s");
+            return -1;
+        }
+    }
+    const int64_t *starts = column->starts.buf, *ends = column->ends.buf;
+    for (Py_ssize_t r = 0; r < rows; r++)
+        if (starts[r] < 0 || starts[r] > ends[r] || ends[r] > column->data.len) {
+            PyErr_SetString(PyExc_ValueError, "write_lines: a cell outside the data");
+            return -1;
+        }
+    return 0;
+}
+
 static int take_line_column(LineColumn *column, PyObject *item, Py_ssize_t rows)
 {
-    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+    const Py_ssize_t size = PyTuple_Check(item) ? PyTuple_GET_SIZE(item) : 0;
+    if (size != 4 && size != 5) {
         PyErr_SetString(PyExc_TypeError, "write_lines: a column is (key, values, missing, "
-                        "absent)");
+                        "absent) or (key, data, starts, ends, flags)");
         return -1;
     }
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &column->key, PyBUF_SIMPLE) < 0)
         return -1;
+    if (size == 5)
+        return take_cells(column, item, rows);
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &column->values,
                            PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return -1;
@@ -693,13 +733,68 @@ static int take_line_column(LineColumn *column, PyObject *item, Py_ssize_t rows)
     return 0;
 }
 
+/* Cell r of a cells column as Python's json module writes its text (non-ASCII as it
+   is): null where it is empty and was not quoted; a quoted cell's doubled quotes (flag 2)
+   are one. Returns the end of what it wrote. */
+static char *cell_string(const LineColumn *c, Py_ssize_t r, char *p)
+{
+    static const char hex[] = "0123456789abcdef";
+    const int64_t start = ((const int64_t *)c->starts.buf)[r];
+    const int64_t end = ((const int64_t *)c->ends.buf)[r];
+    const unsigned char flag = ((const unsigned char *)c->flags.buf)[r];
+    if (start == end && flag == 0) {
+        memcpy(p, "null", 4);
+        return p + 4;
+    }
+    const unsigned char *s = (const unsigned char *)c->data.buf + start;
+    const unsigned char *const stop = (const unsigned char *)c->data.buf + end;
+    *p++ = '"';
+    while (s < stop) {
+        const unsigned char *plain = s;  /* bytes kept as they are, copied at once */
+        while (s < stop && (CLASS[*s] & 2))
+            s++;
+        memcpy(p, plain, (size_t)(s - plain));
+        p += s - plain;
+        if (s == stop)
+            break;
+        const unsigned char b = *s++;
+        if (b == '"') {
+            if (flag == 2 && s < stop && *s == '"')
+                s++;  /* a doubled quote is one */
+            *p++ = '\\';
+            *p++ = '"';
+        } else if (b == '\\') {
+            *p++ = '\\';
+            *p++ = '\\';
+        } else {
+            *p++ = '\\';
+            switch (b) {
+            case '\n': *p++ = 'n'; break;
+            case '\r': *p++ = 'r'; break;
+            case '\t': *p++ = 't'; break;
+            case '\b': *p++ = 'b'; break;
+            case '\f': *p++ = 'f'; break;
+            default:
+                memcpy(p, "u00", 3);
+                p[3] = hex[b >> 4];
+                p[4] = hex[b & 15];
+                p += 5;
+            }
+        }
+    }
+    *p++ = '"';
+    return p;
+}
+
 PyDoc_STRVAR(write_lines_doc,
 "write_lines(rows, columns) -> bytes\n\n"
 "`rows` lines, each a JSON object of the `columns`, in order: tuples (key, values,\n"
 "missing, absent), `key` the key's JSON text with its colon (b'\"a\":'), `values` rows\n"
 "float64s, int64s or bools, `missing` and `absent` None or rows bools: a value is written\n"
 "as Python's json module writes it (floats as repr() does, NaN, Infinity, -Infinity), as\n"
-"null where missing, and left out with its key where absent. The GIL is released.");
+"null where missing, and left out with its key where absent. Or (key, data, starts,\n"
+"ends, flags): CSV cells as fastcsv.cut found them, each written as the JSON string of\n"
+"its text (small.cell_text), null where empty and unquoted. The GIL is released.");
 
 static PyObject *write_lines(PyObject *self, PyObject *args)
 {
@@ -716,11 +811,22 @@ static PyObject *write_lines(PyObject *self, PyObject *args)
     PyObject *out = NULL;
     if (plan == NULL)
         return PyErr_NoMemory();
-    /* a line at most: braces and a LF; a comma, a key and its longest value a column */
-    Py_ssize_t line = 3;
+    /* a line at most: braces and a LF; a comma, a key and its longest value a column
+       (cells: after the lines, six bytes a byte and two quotes, \u00XX at most) */
+    Py_ssize_t line = 3, text = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         if (take_line_column(&plan[k], PyList_GET_ITEM(columns, k), rows) < 0)
             goto done;
+        if (plan[k].kind == 's') {
+            const int64_t *starts = plan[k].starts.buf, *ends = plan[k].ends.buf;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                if (ends[r] - starts[r] > (PY_SSIZE_T_MAX / 8 - text) / 6) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                text += 6 * (Py_ssize_t)(ends[r] - starts[r]) + 2;
+            }
+        }
         const Py_ssize_t widest = plan[k].kind == 'd' ? NUMTEXT_FORMAT_MAX : 20;
         if (plan[k].key.len > PY_SSIZE_T_MAX / 4 - line - widest) {
             PyErr_NoMemory();
@@ -728,11 +834,11 @@ static PyObject *write_lines(PyObject *self, PyObject *args)
         }
         line += 1 + plan[k].key.len + widest;
     }
-    if (rows > 0 && line > PY_SSIZE_T_MAX / rows) {
+    if (rows > 0 && line > (PY_SSIZE_T_MAX / 2 - text) / rows) {
         PyErr_NoMemory();
         goto done;
     }
-    out = PyBytes_FromStringAndSize(NULL, line * rows);
+    out = PyBytes_FromStringAndSize(NULL, line * rows + text);
     if (out == NULL)
         goto done;
     char *const o = PyBytes_AS_STRING(out);
@@ -749,7 +855,9 @@ static PyObject *write_lines(PyObject *self, PyObject *args)
                 *p++ = ',';
             memcpy(p, c->key.buf, (size_t)c->key.len);
             p += c->key.len;
-            if (c->missing.obj != NULL && ((const char *)c->missing.buf)[r]) {
+            if (c->kind == 's') {
+                p = cell_string(c, r, p);
+            } else if (c->missing.obj != NULL && ((const char *)c->missing.buf)[r]) {
                 memcpy(p, "null", 4);
                 p += 4;
             } else if (c->kind == 'd') {

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
 
+NAME = "jsonl"
+
 
 def _read(opening: Opening) -> SourceBase:
     from cumtool.formats.jsonl.jsonl import JsonlSource
@@ -54,6 +56,6 @@ def looks_like_json(head: bytes) -> bool:
 
 
 FORMATS = (
-    Format("jsonl", (".jsonl", ".ndjson"), rank=50, sniff=_first_line_is_object,
+    Format(NAME, (".jsonl", ".ndjson"), rank=50, sniff=_first_line_is_object,
            line_oriented=True, reader=_read, writer=_write),
 )

@@ -1042,7 +1042,8 @@ class JsonlSink:
                 if rows is not None:
                     rows.wanted = True
                     self._null_rows[i] = (rows, key)
-        self._whole = len(set(schema.names)) == len(schema) and all(
+        # polars names a column "" as column_1 (its from_arrow): that one is put together
+        self._whole = len(set(schema.names)) == len(schema) and all(schema.names) and all(
             _polars_writes(f) for f in schema)
         self._numbers = all(_numbers_only(f) for f in schema)
         self._key_texts = [key.encode("utf-8") for key in self._keys]

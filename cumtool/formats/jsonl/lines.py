@@ -8,7 +8,6 @@ in Python otherwise (write_lines_py: the same bytes, compared by tests/test_json
 
 from __future__ import annotations
 
-import json
 import math
 from types import ModuleType
 
@@ -21,41 +20,73 @@ except ImportError:  # not built: no C compiler at install time
     NATIVE = None
 
 # (key, values, missing, absent): the key's JSON text with its colon, rows float64s,
-# int64s or bools, and None or rows bools each.
-LineColumn = tuple[bytes, np.ndarray, "np.ndarray | None", "np.ndarray | None"]
+# int64s or bools, and None or rows bools each. Or (key, data, starts, ends, flags): CSV
+# cells as fastcsv.cut found them (int64 bounds, uint8 flags), written as JSON strings.
+NumberColumn = tuple[bytes, np.ndarray, "np.ndarray | None", "np.ndarray | None"]
+CellColumn = tuple[bytes, bytes, np.ndarray, np.ndarray, np.ndarray]
+LineColumn = NumberColumn | CellColumn
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def key_text(name: str) -> bytes:
     """A key as it starts a member: its JSON text and a colon."""
-    return (_encode(name) + ":").encode("utf-8")
+    import json  # here: the CSV pipeline's start-up does not load it for CSV output
+
+    return (json.dumps(name, ensure_ascii=False) + ":").encode("utf-8")
 
 
 def number_text(value: float) -> str:
     """A float as Python's json module writes it: repr(), or NaN, Infinity, -Infinity."""
-    return float.__repr__(value) if math.isfinite(value) else _encode(value)
+    if math.isfinite(value):
+        return float.__repr__(value)
+    return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
 
 
 def write_lines(rows: int, columns: list[LineColumn]) -> bytes:
     """`rows` lines, each one JSON object of the columns in order: a value as json writes
     it, null where `missing`, and left out with its key where `absent`."""
-    columns = [(key, np.ascontiguousarray(values), _mask(missing), _mask(absent))
-               for key, values, missing, absent in columns]
+    columns = [_contiguous(column) for column in columns]
     if NATIVE is not None:
         text: bytes = NATIVE.write_lines(rows, columns)
         return text
     return write_lines_py(rows, columns)
 
 
+def _contiguous(column: LineColumn) -> LineColumn:
+    if len(column) == 5:
+        key, data, starts, ends, flags = column
+        return (key, data, np.ascontiguousarray(starts), np.ascontiguousarray(ends),
+                np.ascontiguousarray(flags))
+    key, values, missing, absent = column
+    return key, np.ascontiguousarray(values), _mask(missing), _mask(absent)
+
+
 def _mask(mask: np.ndarray | None) -> np.ndarray | None:
     return None if mask is None else np.ascontiguousarray(mask, dtype=np.bool_)
 
 
+def cell_string(data: bytes, start: int, end: int, flag: int) -> str:
+    """A CSV cell (as fastcsv.cut found it) as Python's json writes its text; null where
+    it is empty and was not quoted (small.records reads it as missing)."""
+    import json
+
+    if start == end and not flag:
+        return "null"
+    text = data[start:end].decode("utf-8")
+    return json.dumps(text.replace('""', '"') if flag == 2 else text, ensure_ascii=False)
+
+
 def write_lines_py(rows: int, columns: list[LineColumn]) -> bytes:
     """write_lines in Python."""
-    texts = []
-    for key, values, missing, absent in columns:
+    texts: list[list[str | None]] = []
+    for column in columns:
+        if len(column) == 5:
+            key, data, starts, ends, flags = column
+            member = key.decode("utf-8")
+            texts.append([member + cell_string(data, start, end, flag) for start, end, flag
+                          in zip(starts.tolist(), ends.tolist(), flags.tolist(), strict=True)])
+            continue
+        key, values, missing, absent = column
         if values.shape != (rows,):
             raise ValueError("write_lines: values are as many float64s, int64s or bools "
                              "as rows")
