@@ -249,3 +249,33 @@ def test_a_column_without_a_name_keeps_its_empty_key(tmp_path: Path) -> None:
         done = cumtool("cumsum", str(source), "-c", "a", "--to", "jsonl", *path)
         assert done.returncode == 0, done.stderr
         assert done.stdout == b'{"a":1,"":"x","__index_level_0__":"3"}\n'
+
+
+STRINGS = ["plain", "", 'q"uote', "back\\slash", "tab\there", "line\nbreak", "\r\x01\x1f\x7f",
+           "é", "🎉", "\u2028", "\x85", None]
+
+
+@pytest.mark.parametrize("large", [False, True], ids=["string", "large_string"])
+def test_strings_are_written_as_json_writes_them(tmp_path: Path, large: bool) -> None:
+    """Arrow strings (a sliced column too: its offsets start past 0), with null cells."""
+    kind = pa.large_string() if large else pa.string()
+    table = pa.table({"s": pa.array(["skipped", *STRINGS], kind),
+                      "n": pa.array(range(len(STRINGS) + 1), pa.int64())}).slice(1)
+    source = tmp_path / "in.parquet"
+    pq.write_table(table, source)
+    done = cumtool("cumsum", str(source), "--to", "jsonl", "-o", "-")
+    assert done.returncode == 0, done.stderr
+    sums = np.cumsum(np.arange(1, len(STRINGS) + 1)).tolist()
+    assert done.stdout == "".join(
+        json.dumps({"s": s, "n": n}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        for s, n in zip(STRINGS, sums, strict=True)).encode()
+
+
+def test_json_lines_strings_keep_null_and_absent(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"a":1,"s":"x\\"y"}\n{"a":2,"s":null}\n{"a":3}\n{"s":"\\u00e9\\t"}\n',
+                      encoding="utf-8")
+    done = cumtool("cumsum", str(source), "--to", "jsonl", "-o", "-")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ('{"a":1,"s":"x\\"y"}\n{"a":3,"s":null}\n{"a":6}\n'
+                           '{"s":"é\\t"}\n').encode()

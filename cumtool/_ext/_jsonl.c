@@ -694,20 +694,24 @@ static int take_cells(LineColumn *column, PyObject *item, Py_ssize_t rows)
             PyErr_SetString(PyExc_ValueError, "write_lines: a cell outside the data");
             return -1;
         }
+    if (PyTuple_GET_SIZE(item) == 7
+        && (take_mask(PyTuple_GET_ITEM(item, 5), &column->missing, rows) < 0
+            || take_mask(PyTuple_GET_ITEM(item, 6), &column->absent, rows) < 0))
+        return -1;
     return 0;
 }
 
 static int take_line_column(LineColumn *column, PyObject *item, Py_ssize_t rows)
 {
     const Py_ssize_t size = PyTuple_Check(item) ? PyTuple_GET_SIZE(item) : 0;
-    if (size != 4 && size != 5) {
+    if (size != 4 && size != 5 && size != 7) {
         PyErr_SetString(PyExc_TypeError, "write_lines: a column is (key, values, missing, "
-                        "absent) or (key, data, starts, ends, flags)");
+                        "absent) or (key, data, starts, ends, flags[, missing, absent])");
         return -1;
     }
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &column->key, PyBUF_SIMPLE) < 0)
         return -1;
-    if (size == 5)
+    if (size != 4)
         return take_cells(column, item, rows);
     if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &column->values,
                            PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
@@ -793,8 +797,10 @@ PyDoc_STRVAR(write_lines_doc,
 "float64s, int64s or bools, `missing` and `absent` None or rows bools: a value is written\n"
 "as Python's json module writes it (floats as repr() does, NaN, Infinity, -Infinity), as\n"
 "null where missing, and left out with its key where absent. Or (key, data, starts,\n"
-"ends, flags): CSV cells as fastcsv.cut found them, each written as the JSON string of\n"
-"its text (small.cell_text), null where empty and unquoted. The GIL is released.");
+"ends, flags[, missing, absent]): text cells, data[starts[i]:ends[i]], each written as\n"
+"the JSON string of its text: CSV cells as fastcsv.cut found them (flag 2: quoted, its\n"
+"quotes doubled, which are one), null where empty and unquoted (flag 0); strings with\n"
+"flag 1. The GIL is released.");
 
 static PyObject *write_lines(PyObject *self, PyObject *args)
 {
@@ -855,11 +861,11 @@ static PyObject *write_lines(PyObject *self, PyObject *args)
                 *p++ = ',';
             memcpy(p, c->key.buf, (size_t)c->key.len);
             p += c->key.len;
-            if (c->kind == 's') {
-                p = cell_string(c, r, p);
-            } else if (c->missing.obj != NULL && ((const char *)c->missing.buf)[r]) {
+            if (c->missing.obj != NULL && ((const char *)c->missing.buf)[r]) {
                 memcpy(p, "null", 4);
                 p += 4;
+            } else if (c->kind == 's') {
+                p = cell_string(c, r, p);
             } else if (c->kind == 'd') {
                 p += numtext_format_json(((const double *)c->values.buf)[r], p);
             } else if (c->kind == 'q') {

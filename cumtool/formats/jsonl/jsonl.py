@@ -1045,7 +1045,7 @@ class JsonlSink:
         # polars names a column "" as column_1 (its from_arrow): that one is put together
         self._whole = len(set(schema.names)) == len(schema) and all(schema.names) and all(
             _polars_writes(f) for f in schema)
-        self._numbers = all(_numbers_only(f) for f in schema)
+        self._native = all(_written_natively(f) for f in schema)
         self._key_texts = [key.encode("utf-8") for key in self._keys]
 
     def write(self, batch: pa.RecordBatch) -> None:
@@ -1057,31 +1057,22 @@ class JsonlSink:
             explicit[i] = source.take(rows, key)
         for source, _key in {id(s): (s, k) for s, k in self._null_rows.values()}.values():
             source.advance(rows)
-        numbers = self._number_lines(batch, explicit) if self._numbers else None
-        if numbers is not None:
-            self._stream.write(numbers)
+        native = self._native_lines(batch, explicit) if self._native else None
+        if native is not None:
+            self._stream.write(native)
         elif self._whole:
             self._stream.write(self._polars_lines(batch, explicit))
         else:
             self._stream.write(self._lines(batch, explicit))
 
-    def _number_lines(self, batch: pa.RecordBatch,
+    def _native_lines(self, batch: pa.RecordBatch,
                       explicit: dict[int, np.ndarray]) -> bytes | None:
-        """The lines of a batch of numbers and flags (lines.write_lines); None where a
-        column's values are not int64's (uint64's beyond it)."""
+        """The lines of a batch of numbers, flags and strings (lines.write_lines); None
+        where a column's values are not int64's (uint64's beyond it)."""
         columns: list[lines.LineColumn] = []
         for i, (f, column) in enumerate(zip(self._fields, batch.columns, strict=True)):
-            if pa.types.is_null(column.type):
-                values: np.ndarray = np.zeros(len(column), dtype=np.int64)
-                present: np.ndarray | None = np.zeros(len(column), dtype=bool)
-            else:
-                values, present = column_to_numpy(column)
-            if values.dtype == np.uint64 and (values > np.iinfo(np.int64).max).any():
-                return None
-            if values.dtype.kind in "iu":
-                values = values.astype(np.int64, copy=False)
-            elif values.dtype.kind == "f":
-                values = values.astype(np.float64, copy=False)  # widening is exact
+            present = validity(column) if not pa.types.is_null(column.type) \
+                else np.zeros(len(column), dtype=bool)
             missing = absent = None
             if present is not None:
                 missing = ~present
@@ -1089,7 +1080,23 @@ class JsonlSink:
                     absent = missing & ~explicit[i]
                 elif (f.metadata or {}).get(FIELD_MISSING) == b"absent":
                     absent = missing
-            columns.append((self._key_texts[i], values, missing, absent))
+            key = self._key_texts[i]
+            if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+                data, starts, ends = _string_bounds(column)
+                columns.append((key, data, starts, ends, np.ones(len(column), dtype=np.uint8),
+                                missing, absent))
+                continue
+            if pa.types.is_null(column.type):
+                values = np.zeros(len(column), dtype=np.int64)
+            else:
+                values = column_to_numpy(column)[0]
+            if values.dtype == np.uint64 and (values > np.iinfo(np.int64).max).any():
+                return None
+            if values.dtype.kind in "iu":
+                values = values.astype(np.int64, copy=False)
+            elif values.dtype.kind == "f":
+                values = values.astype(np.float64, copy=False)  # widening is exact
+            columns.append((key, values, missing, absent))
         return lines.write_lines(batch.num_rows, columns)
 
     def _polars_lines(self, batch: pa.RecordBatch,
@@ -1181,13 +1188,25 @@ def _polars_writes(field_: pa.Field) -> bool:
             or pa.types.is_null(arrow_type))
 
 
-def _numbers_only(field_: pa.Field) -> bool:
-    """Whether lines.write_lines writes a column: numbers, flags or nothing but nulls."""
+def _written_natively(field_: pa.Field) -> bool:
+    """Whether lines.write_lines writes a column: numbers, flags, strings or nothing but
+    nulls."""
     if field_.metadata and JSON_TEXT in field_.metadata:
         return False
     arrow_type = field_.type
     return (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
-            or pa.types.is_boolean(arrow_type) or pa.types.is_null(arrow_type))
+            or pa.types.is_boolean(arrow_type) or pa.types.is_null(arrow_type)
+            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type))
+
+
+def _string_bounds(column: pa.Array) -> tuple[memoryview | bytes, np.ndarray, np.ndarray]:
+    """A string column's bytes, and each string's start and end in them (int64)."""
+    _validity, offsets_buffer, data = column.buffers()
+    wide = pa.types.is_large_string(column.type)
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32,
+                            count=column.offset + len(column) + 1)[column.offset:]
+    bounds = offsets.astype(np.int64)
+    return (memoryview(data) if data is not None else b""), bounds[:-1], bounds[1:]
 
 
 def _polars_input(column: pa.Array) -> pa.Array:

@@ -20,11 +20,14 @@ except ImportError:  # not built: no C compiler at install time
     NATIVE = None
 
 # (key, values, missing, absent): the key's JSON text with its colon, rows float64s,
-# int64s or bools, and None or rows bools each. Or (key, data, starts, ends, flags): CSV
-# cells as fastcsv.cut found them (int64 bounds, uint8 flags), written as JSON strings.
+# int64s or bools, and None or rows bools each. Or (key, data, starts, ends, flags), with
+# (missing, absent) after them or not: text cells (int64 bounds into data, uint8 flags:
+# CSV cells as fastcsv.cut found them, strings with flag 1), written as JSON strings.
 NumberColumn = tuple[bytes, np.ndarray, "np.ndarray | None", "np.ndarray | None"]
-CellColumn = tuple[bytes, bytes, np.ndarray, np.ndarray, np.ndarray]
-LineColumn = NumberColumn | CellColumn
+CellColumn = tuple[bytes, "bytes | memoryview", np.ndarray, np.ndarray, np.ndarray]
+TextColumn = tuple[bytes, "bytes | memoryview", np.ndarray, np.ndarray, np.ndarray,
+                   "np.ndarray | None", "np.ndarray | None"]
+LineColumn = NumberColumn | CellColumn | TextColumn
 
 
 
@@ -57,6 +60,10 @@ def _contiguous(column: LineColumn) -> LineColumn:
         key, data, starts, ends, flags = column
         return (key, data, np.ascontiguousarray(starts), np.ascontiguousarray(ends),
                 np.ascontiguousarray(flags))
+    if len(column) == 7:
+        key, data, starts, ends, flags, missing, absent = column
+        return (key, data, np.ascontiguousarray(starts), np.ascontiguousarray(ends),
+                np.ascontiguousarray(flags), _mask(missing), _mask(absent))
     key, values, missing, absent = column
     return key, np.ascontiguousarray(values), _mask(missing), _mask(absent)
 
@@ -65,14 +72,14 @@ def _mask(mask: np.ndarray | None) -> np.ndarray | None:
     return None if mask is None else np.ascontiguousarray(mask, dtype=np.bool_)
 
 
-def cell_string(data: bytes, start: int, end: int, flag: int) -> str:
+def cell_string(data: bytes | memoryview, start: int, end: int, flag: int) -> str:
     """A CSV cell (as fastcsv.cut found it) as Python's json writes its text; null where
     it is empty and was not quoted (small.records reads it as missing)."""
     import json
 
     if start == end and not flag:
         return "null"
-    text = data[start:end].decode("utf-8")
+    text = bytes(data[start:end]).decode("utf-8")
     return json.dumps(text.replace('""', '"') if flag == 2 else text, ensure_ascii=False)
 
 
@@ -80,11 +87,12 @@ def write_lines_py(rows: int, columns: list[LineColumn]) -> bytes:
     """write_lines in Python."""
     texts: list[list[str | None]] = []
     for column in columns:
-        if len(column) == 5:
-            key, data, starts, ends, flags = column
-            member = key.decode("utf-8")
-            texts.append([member + cell_string(data, start, end, flag) for start, end, flag
-                          in zip(starts.tolist(), ends.tolist(), flags.tolist(), strict=True)])
+        if len(column) != 4:
+            key, data, starts, ends, flags = column[:5]
+            missing, absent = column[5:] if len(column) == 7 else (None, None)
+            cells = [cell_string(data, start, end, flag) for start, end, flag
+                     in zip(starts.tolist(), ends.tolist(), flags.tolist(), strict=True)]
+            texts.append(_members(key, cells, missing, absent, rows))
             continue
         key, values, missing, absent = column
         if values.shape != (rows,):
@@ -99,11 +107,17 @@ def write_lines_py(rows: int, columns: list[LineColumn]) -> bytes:
         else:
             raise ValueError("write_lines: values are as many float64s, int64s or bools "
                              "as rows")
-        member = key.decode("utf-8")
-        gone = [False] * rows if missing is None else missing.tolist()
-        left_out = [False] * rows if absent is None else absent.tolist()
-        texts.append([None if out else member + ("null" if null else cell)
-                      for cell, null, out in zip(cells, gone, left_out, strict=True)])
+        texts.append(_members(key, cells, missing, absent, rows))
     lines = ["{" + ",".join(t for t in row if t is not None) + "}\n"
              for row in zip(*texts, strict=True)] if texts else ["{}\n"] * rows
     return "".join(lines).encode("utf-8")
+
+
+def _members(key: bytes, cells: list[str], missing: np.ndarray | None,
+             absent: np.ndarray | None, rows: int) -> list[str | None]:
+    """A column's members, row by row: None where absent, its value or null."""
+    member = key.decode("utf-8")
+    gone = [False] * rows if missing is None else missing.tolist()
+    left_out = [False] * rows if absent is None else absent.tolist()
+    return [None if out else member + ("null" if null else cell)
+            for cell, null, out in zip(cells, gone, left_out, strict=True)]
