@@ -5,10 +5,10 @@
  *
  * Writing: yyjson's Schubfach (yyjson/, vendored; yyjson/README.md) finds the shortest
  * digits that read back to the value, the closest of them to it, the same digits as
- * repr() (it replaced Ryu, which gave the same bytes 1.5x slower: RESULTS-numfmt.md);
- * numtext_format lays them out as
- * small._float_text(repr(v), v, 16, -5) does: plain notation while the decimal point
- * falls in (-5, 16] digits, else d.ddde+XX / d.ddde-XX; "0.0", "-0.0", "NaN", "inf", "-inf".
+ * repr() (it replaced Ryu's d2d: the same bytes, a fifth fewer ns for 17-digit values,
+ * RESULTS-numfmt.md); numtext_format lays them out as small._float_text(repr(v), v, 16,
+ * -5) does: plain notation while the decimal point falls in (-5, 16] digits, else
+ * d.ddde+XX / d.ddde-XX; "0.0", "-0.0", "NaN", "inf", "-inf".
  *
  * Reading: the grammar of small._FLOAT (sign, digits with at most one point, an optional
  * exponent; inf, infinity, nan in any case) and small._INT, nothing else (no spaces, no

@@ -35,13 +35,17 @@ typedef uint64_t u64;
 #else
 #define MSC_HAS_UMUL128 0
 #endif
+#ifndef YYJSON_HAS_INT128  /* -DYYJSON_HAS_INT128=0 tests the portable products */
 #if defined(__SIZEOF_INT128__) && (__SIZEOF_INT128__ == 16) && \
     (defined(__GNUC__) || defined(__clang__) || defined(__INTEL_COMPILER)) && \
     (!defined(__EMSCRIPTEN__) && !defined(__wasm__))
 #define YYJSON_HAS_INT128 1
-__extension__ typedef unsigned __int128 u128;
 #else
 #define YYJSON_HAS_INT128 0
+#endif
+#endif
+#if YYJSON_HAS_INT128
+__extension__ typedef unsigned __int128 u128;
 #endif
 
 /** Same as `memcpy(dst, src, 2)`, no overlap. */
