@@ -1,6 +1,6 @@
 """The C part of cumtool: four optional extension modules, cumtool._ext._sequential (float
 recurrences), cumtool._ext._csvtext (the small CSV path's loops over cells),
-cumtool._ext._numtext (number text without the GIL, on the vendored Ryu), and
+cumtool._ext._numtext (number text without the GIL, on vendored yyjson and ffc.h), and
 cumtool._ext._jsonl (the JSON Lines reader's typed block parser).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where no C
@@ -17,23 +17,21 @@ from setuptools import Extension, setup
 # no contraction of a * b + c into a fused multiply-add.
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
-# _numtext.c includes the vendored Ryu (cumtool/_ext/ryu/, whose files include each other
-# as "ryu/..."), and _csvtext.c and _jsonl.c include _numtext.c for its float writer:
-# cumtool/_ext goes on their include path, and what they include is listed so that a
-# change rebuilds them.
-RYU = ["cumtool/_ext/ryu/" + name for name in (
-    "d2s.c", "ryu.h", "common.h", "digit_table.h", "d2s_intrinsics.h", "d2s_full_table.h")]
+# _numtext.c includes the vendored core of yyjson's double writer (cumtool/_ext/yyjson/),
+# and _csvtext.c and _jsonl.c include _numtext.c for its float writer: cumtool/_ext goes on
+# their include path, and what they include is listed so that a change rebuilds them.
+YYJSON = ["cumtool/_ext/yyjson/f64_to_dec.h"]
 FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
 
 setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
               optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *RYU],
+              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON],
               optional=True),
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=[*RYU, *FFC], optional=True),
+              include_dirs=["cumtool/_ext"], depends=[*YYJSON, *FFC], optional=True),
     Extension("cumtool._ext._jsonl", ["cumtool/_ext/_jsonl.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *RYU],
+              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON],
               optional=True),
 ])

@@ -1,11 +1,11 @@
 """Number text for the compiled CSV pipeline (issue 25): float64 to the text cumtool writes,
 and cell text to float64 and int64 as float() and int() read it.
 
-The loops run in C without the GIL (`_ext/_numtext.c`: Ryu's shortest digits; Clinger's
-fast path, Eisel-Lemire, and strtod in the "C" locale) where that module was built, and in
-Python here otherwise: repr(), float() and int(), with the same grammar, the same bytes
-(tested against each other, tests/test_numtext.py). The C core also writes the small
-path's floats (_csvtext.c's float_texts).
+The loops run in C without the GIL (`_ext/_numtext.c`: the shortest digits by yyjson's
+Schubfach; Clinger's fast path, Eisel-Lemire, and strtod in the "C" locale) where that
+module was built, and in Python here otherwise: repr(), float() and int(), with the same
+grammar, the same bytes (tested against each other, tests/test_numtext.py). The C core
+also writes the small path's floats (_csvtext.c's float_texts).
 
 - format_floats: each value as polars writes it (layout_text(repr(v), v, 16, -5)):
   repr's shortest digits, in plain notation while the decimal point falls within
@@ -55,7 +55,7 @@ def float_text(value: float) -> str:
 def layout_text(shortest: str, value: float | np.floating, high: int, low: int) -> str:
     """A float as polars writes it, from the shortest text that reads back to it (in
     any notation): plain notation while the point falls within the digits' reach
-    (`low` < point <= `high`, ryu's rule), else d.ddde+XX / d.ddde-XX."""
+    (`low` < point <= `high`, Ryu's rule), else d.ddde+XX / d.ddde-XX."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):

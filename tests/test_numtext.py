@@ -136,7 +136,7 @@ def test_every_count_of_digits_at_every_point_is_laid_out_as_repr() -> None:
     # numtext_format writes the digits into place two at a time and slides the integer
     # part left for the point: 1 to 17 digits, the point from 8 before them to 20 after,
     # across the layout's bounds (16 before the point, 5 after), both signs; and integers
-    # from 2^53 to 10^16 that end in zeros (Ryu's digits fewer than the point's place)
+    # from 2^53 to 10^16 that end in zeros (digits fewer than the point's place)
     rng = np.random.default_rng(17)
     values = []
     for count in range(1, 18):
@@ -402,6 +402,31 @@ def test_the_vendored_eisel_lemire_table_is_the_powers_of_five() -> None:
             reciprocal = 5**-q
             z = reciprocal.bit_length()
             power = 2 ** (z + 127 if q >= -27 else 2 * z + 128) // reciprocal + 1
+            power >>= max(0, power.bit_length() - 128)
+        expected += [power >> 64, power & ((1 << 64) - 1)]
+    assert words == expected
+
+
+def test_the_vendored_schubfach_table_is_the_powers_of_ten() -> None:
+    """yyjson's 128-bit 10^e (e in [-343, 324]), which f64_bin_to_dec's digits rest on,
+    against Python's exact integers: 10^e shifted into [2^127, 2^128) and truncated (for
+    e < 0, 2^b // 10^-e with the b that puts it there). A wrong word would misprint its
+    decade; the random doubles might not meet it."""
+    path = Path(numtext.__file__).parent / "_ext" / "yyjson" / "f64_to_dec.h"
+    if not path.exists():
+        pytest.skip("an installed cumtool: the vendored sources are in the checkout")
+    header = path.read_text(encoding="utf-8")
+    body = header[header.index("static const u64 pow10_sig_table[] = {"):]
+    pairs = re.findall(r"U64\((0x[0-9a-fA-F]+), (0x[0-9a-fA-F]+)\)",
+                       body[body.index("{") + 1:body.index("};")])
+    words = [int(high, 16) << 32 | int(low, 16) for high, low in pairs]
+    expected = []
+    for e in range(-343, 325):
+        if e >= 0:
+            power = 10**e << max(0, 128 - (10**e).bit_length())
+            power >>= max(0, power.bit_length() - 128)
+        else:
+            power = 2 ** (128 + (10**-e).bit_length()) // 10**-e
             power >>= max(0, power.bit_length() - 128)
         expected += [power >> 64, power & ((1 << 64) - 1)]
     assert words == expected

@@ -5,7 +5,7 @@
  * fallback when this module is not built); tests/test_small.py compares the two. Numbers
  * are read by CPython's own routine (PyOS_string_to_double is float()'s), so the bits are
  * the same, and written by _numtext.c's numtext_format, included here, whose digits are
- * repr()'s (Ryu's shortest; tests/test_numtext.py holds it to repr on 10^7 doubles).
+ * repr()'s (the shortest, by yyjson's Schubfach; tests/test_numtext.py holds it to repr on 10^7 doubles).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -604,7 +604,7 @@ failed:
 /* float texts ------------------------------------------------------------------------- */
 
 /* Each value as small._float_text(repr(value), value, 16, -5): numtext_format (from
-   _numtext.c, on Ryu's shortest digits, the digits of repr), which needs neither the GIL
+   _numtext.c, on the shortest digits, the digits of repr), which needs neither the GIL
    nor an allocation. */
 
 /* An ASCII text as a str, without decoding. */
