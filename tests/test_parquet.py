@@ -68,6 +68,52 @@ def stitched_bytes(schema: pa.Schema, batches: list[pa.RecordBatch], part_bytes:
     return sink.getvalue()
 
 
+@pytest.mark.parametrize("encoders", [2, 3])
+def test_one_part_waits_for_an_encoder_and_no_more(monkeypatch, encoders):
+    """While every encoder is busy, one more part is handed over (an encoder that is done
+    starts on it at once), and then the writer waits for the oldest part. Parts held up
+    and let go later still make the single writer's bytes."""
+    import threading
+    import time
+
+    table = mixed_table(400)
+    batches = batches_of(table, [40] * 10)
+    released = threading.Semaphore(0)
+    real = stitch.encode_part
+
+    def held(parts: list[pa.RecordBatch], *args: Any) -> stitch.Part:
+        released.acquire()  # each part waits for the test
+        return real(parts, *args)
+
+    monkeypatch.setattr(stitch, "encode_part", held)
+    sink = io.BytesIO()
+    writer = stitch.PartsWriter(DiscardableStream(sink), table.schema, {}, encoders, 0)
+    submitted: list[Any] = []
+    submit = writer._pool.submit
+    monkeypatch.setattr(writer._pool, "submit",
+                        lambda *args: submitted.append(args) or submit(*args))
+    written = [0]
+
+    def feed() -> None:
+        for batch in batches:
+            writer.write_batch(batch)
+            written[0] += 1
+        writer.close()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    deadline = time.monotonic() + 10
+    while len(submitted) < encoders + 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # the writer now waits for the oldest part, handing over no more
+    assert (len(submitted), written[0]) == (encoders + 1, encoders)
+    for _ in batches:
+        released.release()
+    feeder.join(10)
+    assert not feeder.is_alive()
+    assert sink.getvalue() == single_bytes(table.schema, batches)
+
+
 def batches_of(table: pa.Table, sizes: list[int]) -> list[pa.RecordBatch]:
     """The table cut into batches of these sizes (0 is an empty batch)."""
     assert sum(sizes) == table.num_rows

