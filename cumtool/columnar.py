@@ -47,6 +47,18 @@ def column_to_numpy(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
     return values, valid
 
 
+def as_int64_or_float64(values: np.ndarray) -> np.ndarray | None:
+    """Integers as int64, floats as float64 (widening: exact), the same numbers; None for
+    a uint64 beyond int64, which int64 cannot hold."""
+    if values.dtype == np.uint64 and (values > np.iinfo(np.int64).max).any():
+        return None
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64, copy=False)
+    if values.dtype.kind == "f":
+        return values.astype(np.float64, copy=False)
+    return values
+
+
 def validity(column: pa.Array) -> np.ndarray | None:
     """Which cells are present (None: all of them)."""
     if column.null_count == 0:

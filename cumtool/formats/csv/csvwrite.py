@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import numpy as np
 import pyarrow as pa
 
-from cumtool.columnar import column_to_numpy, validity
+from cumtool.columnar import as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import UsageError
 from cumtool.output import DiscardableStream
 
@@ -141,11 +141,9 @@ class CsvSink:
             kind = column.type
             if not (pa.types.is_integer(kind) or pa.types.is_float64(kind)):
                 return None  # float32 and float16 have digits of their own
-            values = column_to_numpy(column)[0]
-            if values.dtype == np.uint64 and (values > np.iinfo(np.int64).max).any():
+            values = as_int64_or_float64(column_to_numpy(column)[0])
+            if values is None:
                 return None
-            if values.dtype.kind in "iu":
-                values = values.astype(np.int64, copy=False)
             present = validity(column)
             plan.append((np.ascontiguousarray(values),
                          None if present is None else np.ascontiguousarray(~present), null))

@@ -44,7 +44,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from cumtool.columnar import arrow_column, column_to_numpy, validity
+from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import SourceBase
 from cumtool.formats.jsonl import lines
@@ -1086,16 +1086,10 @@ class JsonlSink:
                 columns.append((key, data, starts, ends, np.ones(len(column), dtype=np.uint8),
                                 missing, absent))
                 continue
-            if pa.types.is_null(column.type):
-                values = np.zeros(len(column), dtype=np.int64)
-            else:
-                values = column_to_numpy(column)[0]
-            if values.dtype == np.uint64 and (values > np.iinfo(np.int64).max).any():
+            values = np.zeros(len(column), dtype=np.int64) if pa.types.is_null(column.type) \
+                else as_int64_or_float64(column_to_numpy(column)[0])
+            if values is None:
                 return None
-            if values.dtype.kind in "iu":
-                values = values.astype(np.int64, copy=False)
-            elif values.dtype.kind == "f":
-                values = values.astype(np.float64, copy=False)  # widening is exact
             columns.append((key, values, missing, absent))
         return lines.write_lines(batch.num_rows, columns)
 
