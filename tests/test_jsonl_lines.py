@@ -5,6 +5,7 @@ and the writer through the CLI, from CSV, JSON Lines and Parquet."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cumtool.formats.jsonl import lines
+from cumtool.formats.jsonl import jsonl, lines
 
 C = lines.NATIVE
 needs_c = pytest.mark.skipif(C is None, reason="cumtool._ext._jsonl is not built")
@@ -257,7 +258,8 @@ STRINGS = ["plain", "", 'q"uote', "back\\slash", "tab\there", "line\nbreak", "\r
 
 @pytest.mark.parametrize("large", [False, True], ids=["string", "large_string"])
 def test_strings_are_written_as_json_writes_them(tmp_path: Path, large: bool) -> None:
-    """Arrow strings (a sliced column too: its offsets start past 0), with null cells."""
+    """Arrow strings with null cells, through Parquet (which rebases a sliced column's
+    offsets: test_the_c_path_writes_what_the_polars_paths_write slices past 0)."""
     kind = pa.large_string() if large else pa.string()
     table = pa.table({"s": pa.array(["skipped", *STRINGS], kind),
                       "n": pa.array(range(len(STRINGS) + 1), pa.int64())}).slice(1)
@@ -279,3 +281,74 @@ def test_json_lines_strings_keep_null_and_absent(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == ('{"a":1,"s":"x\\"y"}\n{"a":3,"s":null}\n{"a":6}\n'
                            '{"s":"é\\t"}\n').encode()
+
+
+# The writer's C path against its polars paths, on the rules of null and absent --------
+
+MISSING_RULES = [None, b"null", b"absent", b"each"]
+
+
+@st.composite
+def sink_batches(draw: st.DrawFn) -> tuple[pa.RecordBatch, dict[int, np.ndarray]]:
+    """A batch of numbers, flags and strings with nulls, its fields marked as a JSON Lines
+    input marks them (FIELD_MISSING), some with explicit-null masks; sliced past 0."""
+    rows = draw(st.integers(1, 12))
+    skip = draw(st.integers(0, 3))
+    fields, arrays, explicit = [], [], {}
+    for k in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["float64", "int64", "bool_", "string", "large_string"]))
+        if kind == "float64":
+            cell = st.floats(width=64)
+        elif kind == "int64":
+            cell = st.integers(-(2**63), 2**63 - 1)
+        elif kind == "bool_":
+            cell = st.booleans()
+        else:
+            cell = st.text(max_size=5)
+        values = draw(st.lists(st.one_of(st.none(), cell), min_size=rows + skip,
+                               max_size=rows + skip))
+        rule = draw(st.sampled_from(MISSING_RULES))
+        if rule == b"each":  # null or absent row by row: the source's masks say which
+            rule = b"each token c%d" % k
+            nulls = np.array([v is None for v in values[skip:]])
+            explicit[k] = nulls & np.array(draw(st.lists(st.booleans(), min_size=rows,
+                                                         max_size=rows)), dtype=bool)
+        metadata = {jsonl.FIELD_MISSING: rule} if rule is not None else None
+        fields.append(pa.field(f"c{k}", getattr(pa, kind)(), metadata=metadata))
+        arrays.append(pa.array(values, getattr(pa, kind)()))
+    batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields)).slice(skip)
+    return batch, explicit
+
+
+@settings(max_examples=300, deadline=None)
+@given(sink_batches())
+def test_the_c_path_writes_what_the_polars_paths_write(
+        case: tuple[pa.RecordBatch, dict[int, np.ndarray]]) -> None:
+    batch, explicit = case
+    sink = jsonl.JsonlSink(io.BytesIO(), batch.schema)
+    native = sink._native_lines(batch, explicit)
+    assert native is not None
+    assert native == sink._lines(batch, explicit)
+    assert native == bytes(sink._polars_lines(batch, explicit))
+
+
+@needs_c
+@pytest.mark.parametrize("column, message", [
+    ((b'"a":', b"xy", np.array([1, 0]), np.array([0, 1]), np.zeros(2, np.uint8)), "outside"),
+    ((b'"a":', b"xy", np.array([0, 1]), np.array([1, 3]), np.zeros(2, np.uint8)), "outside"),
+    ((b'"a":', b"xy", np.array([-1, 0]), np.array([1, 1]), np.zeros(2, np.uint8)), "outside"),
+    ((b'"a":', b"xy", np.array([0, 1], np.int32), np.array([1, 2], np.int32),
+      np.zeros(2, np.uint8)), "int64s"),
+    ((b'"a":', b"xy", np.array([0, 1]), np.array([1, 2]), np.zeros(2, np.int16)), "uint8s"),
+    ((b'"a":', b"xy", np.array([0]), np.array([1]), np.zeros(1, np.uint8)), "int64s"),
+    ((b'"a":', b"xy", np.array([0, 1]), np.array([1, 2]), np.zeros(2, np.uint8),
+      np.array([True]), None), "mask"),
+], ids=["start-after-end", "end-past-data", "negative", "int32-bounds", "int16-flags",
+        "too-few", "short-mask"])
+def test_write_lines_refuses_text_cells_it_cannot_write(column: tuple[object, ...],
+                                                         message: str) -> None:
+    assert C is not None
+    with pytest.raises(ValueError, match=message):
+        C.write_lines(2, [column])
+    with pytest.raises(TypeError, match="a column is"):
+        C.write_lines(2, [(*column[:5], None)])  # six: neither form

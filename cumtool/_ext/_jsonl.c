@@ -14,9 +14,10 @@
  * jsonl._parse_block_py does the same in Python, rule for rule; tests/test_jsonl.py
  * compares the two.
  *
- * write_lines is the writer's loop: columns of numbers and flags as lines of JSON objects,
- * the floats written by _numtext.c's core (included here) as Python's json module writes
- * them. formats/jsonl/lines.py holds its Python twin; tests/test_jsonl_lines.py compares.
+ * write_lines is the writer's loop: columns of numbers, flags and text (CSV cells, Arrow
+ * strings) as lines of JSON objects, the floats written by _numtext.c's core (included
+ * here) and the strings escaped as Python's json module writes them.
+ * formats/jsonl/lines.py holds its Python twin; tests/test_jsonl_lines.py compares.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

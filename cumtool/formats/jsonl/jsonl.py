@@ -1022,12 +1022,13 @@ class JsonlSink:
     out of its record where a JSON Lines input's column had absent keys (or, for a
     numeric column that had both, as the input had it, row by row).
 
-    A batch of numbers and flags alone is written by lines.write_lines (C where built).
-    A batch with strings is written by polars' NDJSON writer, and the lines it would
-    write otherwise than Python's json module (a missing cell to leave out, floats below
-    1e-4 and the infinities) are put together again, as any other batch is: by one polars
-    query over the cells' JSON texts, the cells polars has no text for (or another text)
-    written by Python."""
+    A batch of numbers, flags and strings alone is written by lines.write_lines (C where
+    built). A batch with other types (dictionaries, binary, dates and times, JSON text)
+    is written by polars' NDJSON writer, and the lines it would write otherwise than
+    Python's json module (a missing cell to leave out, floats below 1e-4 and the
+    infinities) are put together again, as any other batch is: by one polars query over
+    the cells' JSON texts, the cells polars has no text for (or another text) written by
+    Python."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
         self._stream = stream

@@ -1,6 +1,7 @@
-"""JSON Lines text from columns of numbers and flags, as Python's json module writes them:
-the loop of the JSON Lines writer (jsonl.JsonlSink) and of the compiled CSV pipeline's
-JSON Lines output (fastcsv). No pyarrow and no polars here: the pipeline loads neither.
+"""JSON Lines text from columns of numbers, flags and text, as Python's json module writes
+them: the loop of the JSON Lines writer (jsonl.JsonlSink) and of the compiled CSV
+pipeline's JSON Lines output (fastcsv). No pyarrow and no polars here: the pipeline loads
+neither.
 
 It runs in C (`_ext/_jsonl.c`'s write_lines, without the GIL) where that was built, and
 in Python otherwise (write_lines_py: the same bytes, compared by tests/test_jsonl_lines.py).
