@@ -354,7 +354,7 @@ class _Job:
         cut(data, 0, self.delimiter, self.width, self.eof, starts, ends, flags)
         first = 1 if read.header else 0
         if read.header:
-            names = [small.cell_text(data, int(starts[j, 0]), int(ends[j, 0]),
+            names = [records.cut_cell_text(data, int(starts[j, 0]), int(ends[j, 0]),
                                      int(flags[j, 0])) for j in range(self.width)]
         else:
             names = [str(j + 1) for j in range(self.width)]
@@ -654,7 +654,7 @@ class _Job:
         valid = ok
         bad = np.flatnonzero(~ok)
         for r in bad[ends[bad] != starts[bad]].tolist():  # empty cells are missing
-            text = small.cell_text(data, int(starts[r]), int(ends[r]), int(flags[r])).strip()
+            text = records.cut_cell_text(data, int(starts[r]), int(ends[r]), int(flags[r])).strip()
             if text in self.markers:
                 continue
             value = small.number(text, dtype)

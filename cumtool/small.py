@@ -50,6 +50,7 @@ from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
 from cumtool.formats import FileKind, PrefixedStream
 from cumtool.formats.jsonl import NAME as JSON_LINES
+from cumtool.formats.records import cut_cell_text
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
 from cumtool.numtext import FLOAT_TEXT as _FLOAT
 from cumtool.numtext import INT_TEXT as _INT
@@ -350,18 +351,11 @@ def judge_cut(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarr
     if TEXT is not None:
         count, zero, kind = TEXT.judge_bounds(data, starts, ends, flags, markers)
     else:
-        cells = [None if start == end and not flag else cell_text(data, start, end, flag)
+        cells = [None if start == end and not flag else cut_cell_text(data, start, end, flag)
                  for start, end, flag in zip(starts.tolist(), ends.tolist(), flags.tolist(),
                                              strict=True)]
         count, zero, kind = _judge_cells([[cell] for cell in cells], 0, markers)
     return _hint(count, zero, kind, float_columns)
-
-
-def cell_text(data: bytes, start: int, end: int, flag: int) -> str:
-    """The text of a cell fastcsv.cut found at data[start:end] with `flag` (2: quoted,
-    its doubled quotes as one), as records() reads it (an empty one: "")."""
-    text = data[start:end].decode("utf-8")
-    return text.replace('""', '"') if flag == 2 else text
 
 
 def _hint(count: int, zero: bool, kind: int, float_columns: bool) -> _Hint:

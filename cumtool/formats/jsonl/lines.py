@@ -14,6 +14,8 @@ from types import ModuleType
 
 import numpy as np
 
+from cumtool.formats.records import cut_cell_text
+
 NATIVE: ModuleType | None
 try:
     from cumtool._ext import _jsonl as NATIVE
@@ -80,8 +82,7 @@ def cell_string(data: bytes | memoryview, start: int, end: int, flag: int) -> st
 
     if start == end and not flag:
         return "null"
-    text = bytes(data[start:end]).decode("utf-8")
-    return json.dumps(text.replace('""', '"') if flag == 2 else text, ensure_ascii=False)
+    return json.dumps(cut_cell_text(data, start, end, flag), ensure_ascii=False)
 
 
 def write_lines_py(rows: int, columns: list[LineColumn]) -> bytes:
