@@ -101,6 +101,10 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      metavar="SECONDS",
                      help="With --state: wait up to SECONDS for another run holding the "
                           "state to finish (default: fail at once with status 75)."),
+        click.option("--growing", is_flag=True,
+                     help="With --state: the inputs are logs being appended to; scan only "
+                          "the rows added since the last run (a last line without its "
+                          "line end waits for the next run). Name each run with --run-id."),
         click.option("--filename-column", "filename_column", default=None, metavar="NAME",
                      help="Tables: add a first column NAME holding each row's input path "
                           "as given (--by NAME: a running total per file)."),
@@ -179,7 +183,8 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="CSV: read float columns as exact decimals with the places their "
                           "cells have (money): 19.99 + 0.01 is 20.00."),
         click.option("-q", "--quiet", is_flag=True,
-                     help="No progress bar (it shows only on a terminal, for long runs)."),
+                     help="No progress bar (it shows only on a terminal, for long runs), "
+                          "and no notes on standard error."),
         click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Rows per batch (default: sized for speed and memory)."),
         click.option("-n", "--rows", "table_rows", default="20", callback=_table_rows,
@@ -270,7 +275,8 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     request = Request(
         op=op, input=given[0] if given else "-", output=options["output"],
         inputs=given if len(given) > 1 else (), state=options["state"],
-        run_id=options["run_id"], wait=options["wait"],
+        run_id=options["run_id"], wait=options["wait"], growing=options["growing"],
+        quiet=options["quiet"],
         filename_column=options["filename_column"],
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],

@@ -292,6 +292,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     # All outputs, and the state, are put in place together, or none (cumtool.commit).
     together = resume.commit if resume is not None else commit.Commit(
         os.path.join(directory, f"{commit.DIRECTORY_RECORD}{os.getpid()}"))
+    together.then(lambda: shutil.rmtree(staging, True))
     staged = [os.path.join(staging, os.path.relpath(t, directory)) for t in targets]
     from cumtool.output import open_output
 

@@ -34,6 +34,16 @@ def word(text: str, cli: bool) -> str:
     return _OPTION.sub(worded, text)
 
 
+def note(text: str, quiet: bool = False) -> None:
+    """One `note: ...` line on standard error: something a run did that its user would
+    want to know, since nothing is silently skipped; -q silences it."""
+    import sys
+
+    if not quiet and sys.stderr is not None:
+        sys.stderr.write(f"note: {word(text, cli=True)}\n")
+        sys.stderr.flush()
+
+
 class CumtoolError(Exception):
     """Base class: a failure the user can act on, with a one-line message. Options named
     in it are worded for Python by str(); the CLI prints `cli_message()`."""

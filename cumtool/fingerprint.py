@@ -29,13 +29,31 @@ LINE_ENDS = (b"\n", b"\r")
 @dataclass(frozen=True)
 class Print:
     """An input as fingerprinted: its size, the SHA-256 of all its bytes, and, where a
-    past run consumed `known` bytes of it, whether those are still its first bytes."""
+    past run consumed `known` bytes of it, whether those are still its first bytes.
+    `lines` and `lines_sha256`: its bytes up to the end of its last line (all of them
+    where the last byte ends a line), for a growing log whose last line is still being
+    written (--growing: that line waits for the next run)."""
 
     path: str
     size: int
     sha256: str
     prefix_kept: bool = False
     ends_line: bool = True  # the last byte ends a line (or the file is empty)
+    lines: int = -1  # -1: as `size`
+    lines_sha256: str = ""  # "": as `sha256`
+    # Prefixes asked for (`also`): their size -> the SHA-256 of the file's first bytes.
+    prefixes: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def whole_lines(self) -> tuple[int, str]:
+        """The size and SHA-256 of the bytes up to the end of the last line."""
+        if self.lines < 0:
+            return self.size, self.sha256
+        return self.lines, self.lines_sha256
+
+    def has_prefix(self, size: int, sha256: str) -> bool:
+        """Whether the file's first `size` bytes are those a past run hashed."""
+        return (size, sha256) in self.prefixes or (size, sha256) == (self.size, self.sha256)
 
 
 @dataclass(frozen=True)
@@ -49,49 +67,57 @@ class Span:
     spool: Any = None  # a FIFO's or a pipe's bytes, copied to a temporary file
 
 
-def fingerprint(paths: Iterable[str], known: dict[str, tuple[int, str]]) -> dict[str, Print]:
+def fingerprint(paths: Iterable[str], known: dict[str, tuple[int, str]],
+                also: dict[str, list[int]] | None = None) -> dict[str, Print]:
     """Each path's Print; `known` maps a path to a past run's (bytes consumed, their
-    SHA-256), checked on the way."""
+    SHA-256), checked on the way; `also`, to the sizes of other prefixes to hash."""
     paths = list(dict.fromkeys(paths))
+    also = also or {}
+
+    def one(p: str) -> Print:
+        return _print(p, known.get(p), also.get(p, []))
+
     if len(paths) <= 1:
-        return {p: _print(p, known.get(p)) for p in paths}
+        return {p: one(p) for p in paths}
     with ThreadPoolExecutor(max_workers=min(4, len(paths))) as pool:
-        prints = pool.map(lambda p: _print(p, known.get(p)), paths)
-        return dict(zip(paths, prints, strict=True))
+        return dict(zip(paths, pool.map(one, paths), strict=True))
 
 
-def _print(path: str, known: tuple[int, str] | None) -> Print:
+def _print(path: str, known: tuple[int, str] | None, also: list[int]) -> Print:
+    """One pass over the file: its hash, the hash at each size asked for, and the hash
+    up to the end of its last line (a copy of the running hash at each chunk's last
+    line end: the bytes are read once)."""
     digest = hashlib.sha256()
-    kept = False
+    stops = sorted({n for n in [*also, *([known[0]] if known else [])] if n > 0})
+    prefixes: dict[int, str] = {0: digest.hexdigest()}
     size = 0
-    last = b""
+    line_size, line_digest = 0, digest.copy()
     try:
         with open(path, "rb", buffering=0) as stream:
-            if known is not None:
-                kept = _read_into(stream, digest, known[0]) == known[0] and (
-                    digest.hexdigest() == known[1])
-                size = known[0]
-            while chunk := stream.read(_CHUNK):
-                digest.update(chunk)
+            while True:
+                room = _CHUNK if not stops else min(_CHUNK, stops[0] - size)
+                chunk = stream.read(room)
+                if not chunk:
+                    break
+                end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+                if end >= 0:
+                    view = memoryview(chunk)
+                    digest.update(view[:end + 1])
+                    line_size, line_digest = size + end + 1, digest.copy()
+                    digest.update(view[end + 1:])
+                else:
+                    digest.update(chunk)
                 size += len(chunk)
-                last = chunk[-1:]
-            if size and not last:
-                stream.seek(size - 1)
-                last = stream.read(1)
+                if stops and size == stops[0]:
+                    prefixes[stops.pop(0)] = digest.hexdigest()
     except OSError as error:
         raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
-    return Print(path, size, digest.hexdigest(), kept, size == 0 or last in LINE_ENDS)
-
-
-def _read_into(stream: Any, digest: Any, count: int) -> int:
-    done = 0
-    while done < count:
-        chunk = stream.read(min(_CHUNK, count - done))
-        if not chunk:
-            break
-        digest.update(chunk)
-        done += len(chunk)
-    return done
+    whole = digest.hexdigest()
+    kept = known is not None and (prefixes.get(known[0]) == known[1] or (
+        known == (size, whole)))
+    ends = size == line_size
+    return Print(path, size, whole, kept, ends, line_size,
+                 whole if ends else line_digest.hexdigest(), tuple(prefixes.items()))
 
 
 def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:

@@ -137,12 +137,12 @@ def per_input_output(output: str | None) -> bool:
 
 def check(inputs: tuple[str, ...], output: str | None, *, reverse: bool, state: str | None,
           filename_column: str | None, to_format: str | None, run_id: str | None = None,
-          wait: float | None = None) -> None:
+          wait: float | None = None, growing: bool = False) -> None:
     """Usage errors of these options, before any file is opened (Request.check)."""
-    for name, given in (("run_id", run_id), ("wait", wait)):
+    for name, given in (("run_id", run_id), ("wait", wait), ("growing", growing or None)):
         if given is not None and state is None:
-            raise UsageError(f"{option(name)} works with {option('state')}: it names or "
-                             "waits for a run that saves a state")
+            raise UsageError(f"{option(name)} works with {option('state')}: it names, "
+                             "waits for or continues a run that saves a state")
     if run_id is not None and not run_id.strip():
         raise UsageError(f"{option('run_id')} needs a name, e.g. {option('run_id', '2026-01-31')}")
     if wait is not None and not wait >= 0:

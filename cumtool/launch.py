@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from cumtool.commit import STOP_SIGNALS, committed, fault, request_stop
+from cumtool.commit import STOP_SIGNALS, committed, fault, leave_when_committed, request_stop
 from cumtool.errors import EXIT_INTERRUPTED, Stopped
 
 
@@ -28,6 +28,7 @@ def main() -> None:
     except KeyboardInterrupt:  # Python's own SIGINT handler, before ours was set
         sys.stderr.write("Error: interrupted\n")
         sys.exit(EXIT_INTERRUPTED)
+    leave_when_committed.set()
     try:
         cli_main()
     finally:

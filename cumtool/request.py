@@ -90,6 +90,10 @@ class Request:
     state: str | None = None  # --state FILE: the carried state, loaded and saved
     run_id: str | None = None  # --run-id ID: names the run (a retry has the last one's)
     wait: float | None = None  # --wait SECONDS: for another run that holds the state
+    # --growing: inputs consumed before that have grown are continued; a last line
+    # without its line end waits for the next run (SEMANTICS.md, "Resumed runs").
+    growing: bool = False
+    quiet: bool = False  # -q: no progress bar and no `note:` lines
     filename_column: str | None = None  # --filename-column NAME: each row's input path
     # The ops' own options (cumtool.ops: ddof, span, compensated, ...), by API keyword, as
     # given; one not given is its default.
@@ -140,7 +144,8 @@ class Request:
 
         inputs.check(self.inputs or (self.input,), self.output, reverse=self.reverse,
                      state=self.state, filename_column=self.filename_column,
-                     to_format=self.to_format, run_id=self.run_id, wait=self.wait)
+                     to_format=self.to_format, run_id=self.run_id, wait=self.wait,
+                     growing=self.growing)
         self._check_output()
         self._check_chart()
         self._check_engine()

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from cumtool.commit import RECORD_SUFFIX, Commit, StateLock, recover, remove_leftovers
-from cumtool.errors import DataError, OutputError, UsageError, option
+from cumtool.errors import DataError, OutputError, UsageError, note, option
 from cumtool.fingerprint import Print, Span, fingerprint, header_record, spool_stdin
 from cumtool.kernels import ScanSpec
 from cumtool.request import Request
@@ -37,7 +37,18 @@ VERSION = 2  # 1: no run identity, no inputs, no "before" (still read)
 _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/datasets.md. "
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
 _NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
-                    "batch_rows", "table_rows", "precision", "engine", "scheduler")
+                    "batch_rows", "table_rows", "precision", "engine", "scheduler",
+                    "growing", "quiet")
+# Request's fields when a run's identity was first made (version 2): a field added since
+# counts only where it is not its default, so that a retry across an upgrade is still
+# known as one.
+_FIELDS_OF_VERSION_2 = (
+    "op", "input", "output", "from_format", "to_format", "axis", "dtype", "columns",
+    "delimiter", "header", "indices", "overflow", "skipna", "by", "reset", "reverse",
+    "exclusive", "keep", "decimal", "exclude", "only_scanned", "na", "na_rep",
+    "out_delimiter", "decimal_comma", "encoding", "max_record_size", "line_buffered",
+    "out_encoding", "out_decimal", "sheet", "inputs", "filename_column", "x", "width",
+    "height")
 # The ops' options that were Request's fields when a run's identity was first made.
 _OP_OPTIONS_OF_VERSION_2 = ("ddof", "com", "span", "halflife", "alpha", "adjust",
                             "compensated")
@@ -59,6 +70,9 @@ class Resume:
     prints: list[Print]
     spans: dict[str, Span]  # by absolute path
     stdin: Any = None  # standard input, spooled while fingerprinted
+    # What each input has given once this run is done: its path, the bytes consumed and
+    # their SHA-256, and whether they end a line.
+    consumed: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
@@ -96,12 +110,15 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     piped = {n for n in names if n != "-" and (remote.is_url(n) or (
         os.path.exists(n) and not os.path.isfile(n)))}
     paths = [os.path.abspath(n) for n in names if n != "-" and n not in piped]
-    known: dict[str, tuple[int, str]] = {}
+    # The bytes the last run and the one before it consumed: a retry starts from the
+    # latter, and a retry by --run-id of a grown log ends where the last run did.
+    known = _known(after)
+    also: dict[str, list[int]] = {}
     for snapshot in (after, before):
-        for record in snapshot["inputs"] if snapshot else ():
-            known.setdefault(record["path"], (record["size"], record["sha256"]))
+        for consumed_path, (size, _) in _known(snapshot).items():
+            also.setdefault(consumed_path, []).append(size)
     with ThreadPoolExecutor(max_workers=1) as pool:  # the hashing overlaps the imports
-        printing = pool.submit(fingerprint, paths, known)
+        printing = pool.submit(fingerprint, paths, known, also)
         _import_table_libraries()
         by_path = printing.result()
     spools: dict[str, Any] = {}
@@ -117,18 +134,28 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
         else:
             prints.append(by_path[os.path.abspath(name)])
             files.append(name)
-    identity = _identity(request, prints)
+    read = [_read_part(request, name, p) for name, p in zip(names, prints, strict=True)]
+    identity = _identity(request, read)
     last = (document or {}).get("last_run") or {}
     retry = last.get("identity") == identity
     base = before if retry else after
-    if retry and base is not None and known != _known(base):
-        by_path = fingerprint(paths, _known(base))  # rare: the prefix of another run
-        prints = [by_path.get(p.path, p) for p in prints]
-    spans = _spans(request, names, prints, base) | spools
+    # A retry by --run-id reads what the last run read, not what was appended since.
+    until = _known(after) if retry and request.run_id is not None else {}
+    spans, consumed = _spans(request, names, prints, base, until)
     commit = Commit(real + RECORD_SUFFIX)
     return Resume(path, real, commit, document,
                   base or {"rows": 0, "plans": None, "inputs": []},
-                  identity, request.run_id, prints, spans, stdin)
+                  identity, request.run_id, prints, spans | spools, stdin, consumed)
+
+
+def _read_part(request: Request, name: str, fingerprinted: Print) -> Print:
+    """The input as far as this run may read it: a growing log's bytes up to the end of
+    its last line (the line being written waits for the next run)."""
+    if not (request.growing and name != "-" and os.path.isfile(name)
+            and _continuable(request, name)):
+        return fingerprinted
+    size, sha256 = fingerprinted.whole_lines
+    return dataclasses.replace(fingerprinted, size=size, sha256=sha256, ends_line=True)
 
 
 def span_of(resume: Resume | None, name: str) -> Span | None:
@@ -154,8 +181,10 @@ def _known(snapshot: dict[str, Any] | None) -> dict[str, tuple[int, str]]:
 
 def _identity(request: Request, prints: list[Print]) -> str:
     """The run's identity: its options and each input's fingerprint, or --run-id."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Request)}
     options = {k: v for k, v in dataclasses.asdict(request).items()
-               if k not in _NOT_IN_IDENTITY and k != "params"}
+               if k not in _NOT_IN_IDENTITY and k != "params"
+               and (k in _FIELDS_OF_VERSION_2 or v != defaults.get(k))}
     options.update(_op_options(request))
     options["input"] = os.path.abspath(request.input) if request.input != "-" else "-"
     options["inputs"] = [os.path.abspath(i) if i != "-" else "-" for i in request.inputs]
@@ -185,37 +214,63 @@ def _op_options(request: Request) -> dict[str, Any]:
 
 
 def _spans(request: Request, names: list[str], prints: list[Print],
-           base: dict[str, Any] | None) -> dict[str, Span]:
+           base: dict[str, Any] | None, until: dict[str, tuple[int, str]]
+           ) -> tuple[dict[str, Span], list[dict[str, Any]]]:
     """How each text input is read: up to the size it was fingerprinted at (rows
     appended meanwhile are the next run's), and past the bytes a run consumed before
-    when the input has grown from them."""
-    consumed = {r["path"]: r for r in (base or {}).get("inputs", [])}
+    when the input has grown from them (--growing); and what each input has given once
+    the run is done."""
+    before = {r["path"]: r for r in (base or {}).get("inputs", [])}
+    consumed = dict(before)
     spans: dict[str, Span] = {}
     for name, fingerprinted in zip(names, prints, strict=True):
+        if name != "-" and fingerprinted.path != "-":
+            consumed[fingerprinted.path] = _record(fingerprinted.path, fingerprinted.size,
+                                                   fingerprinted.sha256,
+                                                   fingerprinted.ends_line)
         if name == "-" or not os.path.isfile(name) or not _continuable(request, name):
             continue
         path = fingerprinted.path
-        record = consumed.get(path)
+        record = before.get(path)
+        start = 0
+        end = fingerprinted.size
+        if request.growing:
+            end, sha256 = fingerprinted.whole_lines
+            consumed[path] = _record(path, end, sha256, True)
         # Its consumed bytes are still its first ones: read on after them. A line-oriented
         # input's rows are its lines, so one that has not grown gives no new row, whatever
         # the run's name (a log that stayed quiet for an hour is not counted again).
-        continued = (record is not None and fingerprinted.prefix_kept
-                     and fingerprinted.size >= record["size"])
-        if not continued:
-            spans[path] = Span(0, fingerprinted.size)
-            continue
-        assert record is not None
-        if fingerprinted.size > record["size"] and not record.get("ends_line", True):
-            raise DataError(
-                f"{name}: it has grown since {option('state', request.state)} consumed "
-                f"its first {record['size']:,} bytes, which ended inside a line; the rows "
-                "after them cannot be told from that line's end. Give the file whole to a "
-                "new state file, or restore the state from before that run")
+        if record is not None and fingerprinted.has_prefix(record["size"], record["sha256"]):
+            start = record["size"]
+            if path in until and fingerprinted.has_prefix(*until[path]):
+                end = until[path][0]  # a retry by --run-id: the last run's rows again
+                consumed[path] = _record(path, end, until[path][1], True)
+            if end > start and not request.growing:
+                raise UsageError(
+                    f"{name}: it has grown since {option('state', request.state)} consumed "
+                    f"its first {start:,} bytes; give {option('growing')} to count only "
+                    "the rows appended since (and name each run with "
+                    f"{option('run_id')} ID, so that a retry is known as one), or give the "
+                    "file whole to a new state file")
+            if end > start and not record.get("ends_line", True):
+                raise DataError(
+                    f"{name}: it has grown since {option('state', request.state)} consumed "
+                    f"its first {start:,} bytes, which ended inside a line; the rows "
+                    "after them cannot be told from that line's end. Give the file whole "
+                    "to a new state file, or restore the state from before that run")
+            end = max(end, start)
+        if request.growing and end < fingerprinted.size and until.get(path, (0,))[0] != end:
+            note(f"{name}: its last line has no line end yet (it is being written); it "
+                 "waits for the next run", request.quiet)
         header = b""
-        if request.header and _format_of(request, name) != "jsonl":
+        if start and request.header and _format_of(request, name) != "jsonl":
             header = header_record(name)
-        spans[path] = Span(record["size"], fingerprinted.size, header)
-    return spans
+        spans[path] = Span(start, end, header)
+    return spans, list(consumed.values())
+
+
+def _record(path: str, size: int, sha256: str, ends_line: bool) -> dict[str, Any]:
+    return {"path": path, "size": size, "sha256": sha256, "ends_line": ends_line}
 
 
 def _format_of(request: Request, name: str) -> str | None:
@@ -283,7 +338,11 @@ def prepare(request: Request, plan: Any, source: Any, resume: Resume | None = No
                          f"{error}") from None
 
     def save() -> None:
-        _save(resume, made_with, plans)
+        # A run that scanned no new row (a look at the output elsewhere, a quiet log)
+        # leaves the state and the last run's identity as they were, so that the retry
+        # that follows it is still known as one; its output is put in place all the same.
+        if plans[0].rows_done != resume.base["rows"]:
+            _save(resume, made_with, plans)
         resume.commit.apply()
 
     return save
@@ -312,14 +371,19 @@ def hints(source: Any, resume: Resume | None) -> list[Any] | None:
     result = []
     for name, hint in zip(source.schema.names, judged, strict=True):
         record = saved.get(name)
-        if not no_rows and hint.kind != "empty":
+        # A day of whole numbers in a column the state carries as float64 is read as
+        # float64: the bits of one run over all the days, where the column is judged
+        # float (its cells hold the same values either way).
+        whole_day = (record is not None and hint.kind == "int" and hint.parse_as is not None
+                     and record.get("decimal_scale") is None and _holds_floats(record))
+        if not no_rows and hint.kind != "empty" and not whole_day:
             result.append(hint)
         elif record is not None:
             scale = record.get("decimal_scale")
-            arrow_type = (pa.decimal128(38, scale) if scale is not None
-                          else pa.from_numpy_dtype(np.dtype(record["spec"]["source_dtype"])))
-            kind = "float" if pa.types.is_floating(arrow_type) else "int"
-            result.append(ColumnHint(arrow_type, True, kind))
+            held = (pa.decimal128(38, scale) if scale is not None
+                    else pa.from_numpy_dtype(np.dtype(record["spec"]["source_dtype"])))
+            kind = "float" if pa.types.is_floating(held) else "int"
+            result.append(ColumnHint(held, True, kind))
         elif not no_rows:
             result.append(hint)
         elif name == made_with.get("reset"):
@@ -327,6 +391,13 @@ def hints(source: Any, resume: Resume | None) -> list[Any] | None:
         else:
             result.append(ColumnHint(None, False, "text"))
     return result
+
+
+def _holds_floats(record: dict[str, Any]) -> bool:
+    try:
+        return np.dtype(record["spec"]["source_dtype"]).kind == "f"
+    except (KeyError, TypeError):
+        return False
 
 
 def _locator(locate: Callable[[int], tuple[str, int]], plan: Any
@@ -595,11 +666,6 @@ def _save(resume: Resume, made_with: dict[str, Any], plans: list[Any]) -> None:
     from (so that a retry starts from them again)."""
     from cumtool.output import open_output
 
-    consumed = {r["path"]: r for r in resume.base["inputs"]}
-    for each in resume.prints:
-        if each.path != "-":
-            consumed[each.path] = {"path": each.path, "size": each.size,
-                                   "sha256": each.sha256, "ends_line": each.ends_line}
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -607,7 +673,7 @@ def _save(resume: Resume, made_with: dict[str, Any], plans: list[Any]) -> None:
         "made_with": made_with,
         "rows": int(plans[0].rows_done),
         "plans": [_plan_record(plan) for plan in plans],
-        "inputs": list(consumed.values()),
+        "inputs": resume.consumed,
         "last_run": {"identity": resume.identity, "run_id": resume.run_id,
                      "before": resume.base},
     }

@@ -98,16 +98,19 @@ def test_run_id_tells_a_retry_from_a_new_run_of_identical_bytes(cli):
 
 def test_a_text_input_that_has_not_grown_gives_no_new_row_in_a_new_run(cli):
     """Hourly runs named by the hour over a log that stayed quiet: its lines were
-    counted once, and a run with a new ID (or another -o) adds nothing; the same ID is
-    a retry and writes the same rows again."""
+    counted once, and a run with a new ID (or another -o) adds nothing and changes no
+    state, so the last run that scanned rows (10h) is still the one a retry repeats."""
     write("log.csv", "kwh\n1\n2\n")
-    hour = ["cumsum", "log.csv", "--state", "s.json", "--run-id"]
+    hour = ["cumsum", "log.csv", "--state", "s.json", "--growing", "--run-id"]
     assert ok(cli(*hour, "10h")).stdout == "kwh\n1\n3\n"
+    state = Path("s.json").read_bytes()
     assert ok(cli(*hour, "11h")).stdout == "kwh\n"
     assert ok(cli(*hour, "11h")).stdout == "kwh\n"
-    assert ok(cli(*hour, "10h")).stdout == "kwh\n"  # not the last run: a new one
+    assert Path("s.json").read_bytes() == state
+    assert ok(cli(*hour, "10h")).stdout == "kwh\n1\n3\n"  # still the last run: a retry
     ok(cli("cumsum", "log.csv", "--state", "s.json", "-o", "other.csv"))
     assert Path("other.csv").read_text() == "kwh\n"
+    assert Path("s.json").read_bytes() == state
     with open("log.csv", "a") as log:
         log.write("4\n")
     assert ok(cli(*hour, "12h")).stdout == "kwh\n7\n"
@@ -120,9 +123,11 @@ def test_a_growing_log_is_counted_once_over_five_runs(cli):
     for run in range(5):
         with open("log.csv", "a") as log:
             log.writelines(rows[run * 3:run * 3 + 3])
-        ok(cli("cumsum", "log.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv"))
+        ok(cli("cumsum", "log.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv",
+               "--growing"))
         outputs.append(Path("out.csv").read_text())
-        ok(cli("cumsum", "log.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv"))
+        ok(cli("cumsum", "log.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv",
+               "--growing"))
         assert Path("out.csv").read_text() == outputs[-1]  # a retry changes nothing
     ok(cli("cumsum", "log.csv", "--by", "meter", "-o", "whole.csv"))
     whole = Path("whole.csv").read_text().splitlines()
@@ -137,7 +142,8 @@ def test_a_growing_json_lines_log_is_continued(cli):
         '{"n":1}\n{"n":3}\n')
     with open("log.jsonl", "a") as log:
         log.write('{"n": 10}\n')
-    assert ok(cli("cumsum", "log.jsonl", "--state", "s.json")).stdout == '{"n":13}\n'
+    assert ok(cli("cumsum", "log.jsonl", "--state", "s.json", "--growing")).stdout == (
+        '{"n":13}\n')
 
 
 def test_an_input_whose_earlier_bytes_changed_is_a_new_input(cli):
@@ -147,19 +153,152 @@ def test_an_input_whose_earlier_bytes_changed_is_a_new_input(cli):
     assert ok(cli("cumsum", "log.csv", "--state", "s.json")).stdout == "kwh\n8\n10\n17\n"
 
 
-def test_a_log_grown_from_a_line_cut_short_is_refused(cli):
+def test_a_log_grown_from_a_line_cut_short_by_a_run_without_growing_is_refused(cli):
+    """A run without --growing reads a file whole, cut last line and all (a daily file
+    may lack its last line end); a log grown from there cannot be continued."""
     write("log.csv", "kwh\n1\n2")  # the writer was mid-line when the run read it
     ok(cli("cumsum", "log.csv", "--state", "s.json"))
     state = Path("s.json").read_bytes()
     with open("log.csv", "a") as log:
         log.write("5\n7\n")
-    result = cli("cumsum", "log.csv", "--state", "s.json")
+    result = cli("cumsum", "log.csv", "--state", "s.json", "--growing")
     assert result.exit_code == 1
     assert result.stderr.startswith(
         "Error: log.csv: it has grown since --state s.json consumed its first 7 bytes, "
         "which ended inside a line;")
     assert result.stderr.count("\n") == 1
     assert Path("s.json").read_bytes() == state
+
+
+def test_a_grown_log_without_growing_is_refused_naming_growing_and_run_id(cli):
+    write("log.csv", "kwh\n1\n2\n")
+    ok(cli("cumsum", "log.csv", "--state", "s.json", "-o", "out.csv"))
+    state, output = Path("s.json").read_bytes(), Path("out.csv").read_bytes()
+    with open("log.csv", "a") as log:
+        log.write("5\n")
+    result = cli("cumsum", "log.csv", "--state", "s.json", "-o", "out.csv")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: log.csv: it has grown since --state s.json consumed its first 8 bytes; "
+        "give --growing to count only the rows appended since (and name each run with "
+        "--run-id ID, so that a retry is known as one), or give the file whole to a new "
+        "state file\n")
+    assert (Path("s.json").read_bytes(), Path("out.csv").read_bytes()) == (state, output)
+    ok(cli("cumsum", "log.csv", "--state", "s.json", "-o", "out.csv", "--growing"))
+    assert Path("out.csv").read_text() == "kwh\n8\n"
+
+
+def test_a_last_line_being_written_waits_for_the_next_run(cli):
+    """The issue's log: `t3,M1,1` was to become `t3,M1,10.25`. The cut line is not
+    scanned, written or consumed, one note says so, and the next run counts it whole:
+    13.75 where reading it cut gave 4.5."""
+    write("log.csv", "t,m,v\nt1,M1,1.5\nt2,M1,2\nt3,M1,1")
+    run = ["cumsum", "log.csv", "-c", "v", "--state", "s.json", "-o", "out.csv", "--growing"]
+    result = cli(*run)
+    assert result.exit_code == 0
+    assert result.stderr == ("note: log.csv: its last line has no line end yet (it is being "
+                             "written); it waits for the next run\n")
+    assert Path("out.csv").read_text() == "t,m,v\nt1,M1,1.5\nt2,M1,3.5\n"
+    assert ok(cli(*run, "-q")).stderr == ""  # the retry: the same, quietly
+    assert Path("out.csv").read_text() == "t,m,v\nt1,M1,1.5\nt2,M1,3.5\n"
+    with open("log.csv", "a") as log:
+        log.write("0.25\nt4,M1,1\n")
+    assert ok(cli(*run)).stderr == ""
+    assert Path("out.csv").read_text() == "t,m,v\nt3,M1,13.75\nt4,M1,14.75\n"
+
+
+@pytest.mark.parametrize("cuts", [[3, 9, 14], [1, 2], [5]])
+def test_a_log_cut_mid_number_on_each_of_several_days_is_counted_as_one_run(cli, cuts):
+    """Each day's run catches the writer at another byte, inside a number; the days'
+    outputs together are one run's over the finished log, bit for bit."""
+    rows = "".join(f"m{k % 3},{k * 1.25 + 0.01:.2f}\n" for k in range(40))
+    text = "meter,kwh\n" + rows
+    ends = [len("meter,kwh\n") + c * 7 + 3 for c in cuts]  # 3 bytes into a row
+    write("log.csv", "")
+    outputs = []
+    for end in [*ends, len(text)]:
+        Path("log.csv").write_text(text[:end])
+        ok(cli("cumsum", "log.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv",
+               "--growing", "-q"))
+        outputs.append(Path("out.csv").read_text())
+    write("whole.csv", text)
+    ok(cli("cumsum", "whole.csv", "--by", "meter", "-o", "whole-out.csv"))
+    whole = Path("whole-out.csv").read_text().splitlines()
+    assert [line for out in outputs for line in out.splitlines()[1:]] == whole[1:]
+    assert len(whole) == 41
+
+
+def test_a_retry_by_run_id_writes_the_last_runs_rows_and_appended_rows_wait(cli):
+    """A kill after the commit, and the log grew before the retry: the retry with the
+    last run's ID writes that run's rows again (not only the new ones over them), and
+    the rows appended meanwhile are the next run's."""
+    write("log.csv", "kwh\n1\n2\n")
+    run = ["cumsum", "log.csv", "--state", "s.json", "--growing", "-o", "out.csv"]
+    ok(cli(*run, "--run-id", "h1"))
+    with open("log.csv", "a") as log:
+        log.write("4\n8\n")
+    ok(cli(*run, "--run-id", "h2"))
+    committed = Path("out.csv").read_bytes()
+    assert committed == b"kwh\n7\n15\n"
+    with open("log.csv", "a") as log:  # grown between the killed run and its retry
+        log.write("16\n")
+    ok(cli(*run, "--run-id", "h2"))
+    assert Path("out.csv").read_bytes() == committed
+    ok(cli(*run, "--run-id", "h3"))
+    assert Path("out.csv").read_bytes() == b"kwh\n31\n"
+
+
+def test_a_look_at_the_output_between_a_run_and_its_retry_changes_nothing(cli):
+    """The issue's third case: after a finished run, the same run to standard output (a
+    peek) and to another -o scan no new row, so they leave the state as it was, and the
+    real retry to the first -o is still a retry: it writes the good output again, not a
+    header over it."""
+    write("log.csv", "kwh\n1\n2\n")
+    run = ["cumsum", "log.csv", "--state", "s.json", "--growing"]
+    ok(cli(*run, "-o", "out.csv"))
+    state = Path("s.json").read_bytes()
+    assert ok(cli(*run)).stdout == "kwh\n"
+    ok(cli(*run, "-o", "peek.csv"))
+    assert Path("peek.csv").read_text() == "kwh\n"
+    assert Path("s.json").read_bytes() == state
+    Path("out.csv").unlink()  # lost, or never put in place: the retry writes it again
+    ok(cli(*run, "-o", "out.csv"))
+    assert Path("out.csv").read_text() == "kwh\n1\n3\n"
+    assert Path("s.json").read_bytes() == state
+
+
+def test_a_run_with_no_rows_makes_no_state(cli):
+    write("empty.csv", "kwh\n")
+    assert ok(cli("cumsum", "empty.csv", "--state", "s.json")).stdout == "kwh\n"
+    assert not Path("s.json").exists()
+    assert Path("s.json.lock").exists()  # the lock file stays, as lock files do
+
+
+def test_a_day_of_whole_numbers_goes_on_in_a_float_state(cli):
+    """Day 2 holds only whole numbers: read as float64 under the float state, with the
+    bits of one run over both days (where the column is judged float)."""
+    write("d1.csv", "v\n1.5\n0.1\n")
+    write("d2.csv", "v\n3\n9007199254740993\n")  # 2**53 + 1: 2**53 as float64
+    ok(cli("cumsum", "d1.csv", "--state", "s.json", "-o", "o1.csv"))
+    ok(cli("cumsum", "d2.csv", "--state", "s.json", "-o", "o2.csv"))
+    ok(cli("cumsum", "d1.csv", "d2.csv", "-o", "whole.csv"))
+    days = Path("o1.csv").read_text() + Path("o2.csv").read_text().removeprefix("v\n")
+    assert days == Path("whole.csv").read_text()
+    assert Path("o2.csv").read_text() == "v\n4.6\n9007199254740996.0\n"
+
+
+def test_an_int_state_meeting_decimals_names_dtype_float64(cli):
+    write("d1.csv", "v\n3\n4\n")
+    write("d2.csv", "v\n1.5\n")
+    ok(cli("cumsum", "d1.csv", "--state", "s.json"))
+    result = cli("cumsum", "d2.csv", "--state", "s.json")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: --state s.json was made when column 'v' held int64, and it holds float64 "
+        "now; add --dtype float64 to go on in float64 (the saved values convert exactly up "
+        "to 2**53)\n")
+    assert ok(cli("cumsum", "d2.csv", "--state", "s.json", "--dtype", "float64")).stdout == (
+        "v\n8.5\n")
 
 
 def test_a_second_run_on_a_held_state_fails_at_once_with_75(cli):
@@ -187,11 +326,13 @@ def test_a_second_run_on_a_held_state_fails_at_once_with_75(cli):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--run-id", "x"], "--run-id works with --state: it names or waits for a run that "
-                        "saves a state"),
-    (["--wait", "3"], "--wait works with --state: it names or waits for a run that saves "
-                      "a state"),
-], ids=["run-id", "wait"])
+    (["--run-id", "x"], "--run-id works with --state: it names, waits for or continues a "
+                        "run that saves a state"),
+    (["--wait", "3"], "--wait works with --state: it names, waits for or continues a run "
+                      "that saves a state"),
+    (["--growing"], "--growing works with --state: it names, waits for or continues a run "
+                    "that saves a state"),
+], ids=["run-id", "wait", "growing"])
 def test_run_id_and_wait_need_state(cli, args, message):
     write("d.csv", "kwh\n1\n")
     result = cli("cumsum", "d.csv", *args)
@@ -481,5 +622,5 @@ def test_a_grown_file_with_crlf_and_a_quoted_header_is_continued(cli):
         b'"kw\r\nh",site\n1,a\n3,b\n')  # written with LF, as every CSV output is
     with open("log.csv", "ab") as log:
         log.write(b"4,c\r\n")
-    assert ok(cli("cumsum", "log.csv", "--state", "s.json")).stdout_bytes == (
+    assert ok(cli("cumsum", "log.csv", "--state", "s.json", "--growing")).stdout_bytes == (
         b'"kw\r\nh",site\n7,c\n')

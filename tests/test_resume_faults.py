@@ -284,3 +284,42 @@ def test_a_state_on_a_full_file_system_replaces_nothing(tmp_path: Path) -> None:
         assert ((tmp_path / "out.csv").read_bytes(), state.read_bytes()) == before
         assert sorted(p.name for p in folder.iterdir()) == ["s.json", "s.json.lock"]
         assert not [p for p in tmp_path.iterdir() if p.name.endswith(".cumtool-tmp")]
+
+
+def _grow(log: Path, rows: range) -> None:
+    with open(log, "a") as stream:
+        stream.writelines(f"m{k % 7},{k * 0.5 + 0.25}\n" for k in rows)
+
+
+@pytest.mark.parametrize("step", ["committed", "exit"])
+def test_a_kill_after_the_commit_with_the_log_grown_before_the_retry(tmp_path: Path,
+                                                                     step: str) -> None:
+    """Hourly runs over a growing log, named by the hour. One is killed -9 after its
+    commit, the log grows, and cron retries it with the same --run-id. The hours'
+    outputs are one run's over the whole log, row for row: nothing lost, nothing
+    doubled."""
+    log = tmp_path / "log.csv"
+    log.write_text("meter,kwh\n")
+    outputs: dict[str, bytes] = {}
+
+    def hour(name: str, fault: str | None = None) -> subprocess.CompletedProcess[bytes]:
+        return cumtool(tmp_path, "cumsum", "log.csv", "--by", "meter", "--state", "s.json",
+                       "--growing", "--run-id", name, "-o", f"out-{name}.csv", fault=fault)
+
+    _grow(log, range(0, 300))
+    assert hour("h1").returncode == 0
+    _grow(log, range(300, 700))
+    killed = hour("h2", fault=f"{step}:SIGKILL")
+    assert killed.returncode == -signal.SIGKILL
+    _grow(log, range(700, 900))  # the log goes on meanwhile
+    retry = hour("h2")
+    assert (retry.returncode, retry.stderr) == (0, b"")
+    _grow(log, range(900, 1000))
+    assert hour("h3").returncode == 0
+    for name in ("h1", "h2", "h3"):
+        outputs[name] = (tmp_path / f"out-{name}.csv").read_bytes()
+    whole = cumtool(tmp_path, "cumsum", "log.csv", "--by", "meter")
+    assert whole.returncode == 0
+    rows = [line for name in ("h1", "h2", "h3") for line in outputs[name].splitlines()[1:]]
+    assert rows == whole.stdout.splitlines()[1:]
+    assert [len(outputs[n].splitlines()) - 1 for n in ("h1", "h2", "h3")] == [300, 400, 300]
