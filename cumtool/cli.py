@@ -185,6 +185,10 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-q", "--quiet", is_flag=True,
                      help="No progress bar (it shows only on a terminal, for long runs), "
                           "and no notes on standard error."),
+        click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Threads to run on (never changes results) [default: "
+                          "$CUMTOOL_THREADS, else the cores this process may use: its "
+                          "CPU affinity and cgroup quota]."),
         click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Rows per batch (default: sized for speed and memory)."),
         click.option("-n", "--rows", "table_rows", default="20", callback=_table_rows,
@@ -276,7 +280,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         op=op, input=given[0] if given else "-", output=options["output"],
         inputs=given if len(given) > 1 else (), state=options["state"],
         run_id=options["run_id"], wait=options["wait"], growing=options["growing"],
-        quiet=options["quiet"],
+        quiet=options["quiet"], threads=options["threads"],
         filename_column=options["filename_column"],
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],

@@ -453,7 +453,9 @@ def connect(request: Request) -> Iterator[Any]:
         with client:
             yield client
         return
-    workers = os.cpu_count() or 1
+    from cumtool import native
+
+    workers = native.CORES  # --threads, CUMTOOL_THREADS, or the usable cores
     with contextlib.ExitStack() as stack:
         try:
             cluster = stack.enter_context(LocalCluster(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cumtool import kernels
+from cumtool import kernels, native
 from cumtool.choices import AXIS_NAMES
 from cumtool.commit import check_stop
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
@@ -47,6 +47,11 @@ BLOCK_BYTES = 8 << 20
 def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
     request.check()  # every option and combination, before any I/O
+    with native.threads(request.threads):
+        _run(request)
+
+
+def _run(request: Request) -> None:
     if request.engine == "dask":  # dask loads only here
         from cumtool import distributed
 

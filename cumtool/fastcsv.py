@@ -61,6 +61,7 @@ CHUNK_BYTES = 4 << 20  # read at a time, and a block's size at most
 STDIN_SPOOL_BYTES = 1 << 30  # standard input kept for a hand-over, at most
 IN_FLIGHT_BYTES = 4 << 20  # the blocks in flight, together (each costs ~8x its size)
 MAX_WORKERS = 16
+MAX_IN_FLIGHT = 12  # blocks being cut or rendered at once, whatever the thread count
 CHUNK_ROWS = 1 << 14  # rows cut, scanned and written at a time (their cells stay in cache)
 CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
 HEAD_CELLS = 1 << 20  # at most, cells judged (one Python string each); wider: handed over
@@ -488,11 +489,17 @@ class _Job:
         carry is chained), and written out as text on a worker (`_render`). The C loops
         release the GIL, so blocks are cut and rendered on every core at once (a worker a
         core, and one more: 2M x 8 on 2 cores, 1.1 s wall instead of 1.3); at most two
-        blocks a worker are in flight, IN_FLIGHT_BYTES together, which bounds memory."""
+        blocks a worker are in flight, and MAX_IN_FLIGHT in all, which bounds memory."""
         pending = self.header
         workers = self.workers
         # Each op adds a result and its text per scanned column: smaller blocks for more.
-        size = max(1, min(CHUNK_BYTES, IN_FLIGHT_BYTES // (2 * workers * len(self.ops))))
+        # Blocks as on 2 cores (3 workers) at any thread count, and at most MAX_IN_FLIGHT
+        # of them at once: a block costs GIL-held work and hand-offs whatever its size,
+        # so blocks that shrank as workers were added made more cores slower (16
+        # threads on 2 cores: 28 voluntary context switches a MB, 5.5 with this).
+        size = max(1, min(CHUNK_BYTES,
+                          IN_FLIGHT_BYTES // (2 * min(workers, 3) * len(self.ops))))
+        flight = min(2 * workers, MAX_IN_FLIGHT)
         if workers == 1:
             for block, _paused in self._blocks(size):
                 for piece in self._cut(block):
@@ -513,7 +520,7 @@ class _Job:
             try:
                 while True:
                     paused = paused and bool(cutting or rendering)
-                    while more and not paused and len(cutting) + len(rendering) < 2 * workers:
+                    while more and not paused and len(cutting) + len(rendering) < flight:
                         try:
                             block, paused = next(blocks)
                         except StopIteration:

@@ -7,8 +7,11 @@ bits, several times slower). Tests compare the two paths bit for bit.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import threading
+from collections.abc import Iterator
 from types import ModuleType
 
 import numpy as np
@@ -23,14 +26,87 @@ except ImportError:  # not built: no C compiler at install time
 _THREAD_CELLS = 1 << 17
 
 
-def _cores() -> int:
+THREADS_VARIABLE = "CUMTOOL_THREADS"  # as polars has POLARS_MAX_THREADS
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its affinity mask (taskset, cpusets), bounded
+    by a cgroup CPU quota, so that a container limited to 2 CPUs on a 64-core host uses 2
+    threads, not 64 (which would only queue for the quota)."""
     try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cores = os.cpu_count() or 1
+    quota = cgroup_quota()
+    if quota is not None:
+        cores = min(cores, max(1, math.ceil(quota)))
+    return max(1, cores)
 
 
-CORES = _cores()
+def cgroup_quota(root: str = "/sys/fs/cgroup") -> float | None:
+    """CPUs' worth of time a period that the cgroup allows (cgroup v2's cpu.max, v1's
+    cfs quota); None: no quota."""
+    try:
+        with open(f"{root}/cpu.max", encoding="ascii") as stream:
+            quota, period = stream.read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(f"{root}/cpu/cpu.cfs_quota_us", encoding="ascii") as stream:
+            quota_us = int(stream.read())
+        with open(f"{root}/cpu/cpu.cfs_period_us", encoding="ascii") as stream:
+            period_us = int(stream.read())
+    except (OSError, ValueError):
+        return None
+    return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+
+
+def threads_from_environment() -> int | None:
+    """CUMTOOL_THREADS, where set to a count of threads (checked by `check_threads`)."""
+    text = os.environ.get(THREADS_VARIABLE, "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def check_threads() -> None:
+    from cumtool.errors import UsageError
+
+    text = os.environ.get(THREADS_VARIABLE, "").strip()
+    if text and threads_from_environment() is None:
+        raise UsageError(f"{THREADS_VARIABLE}={text!r} is not a count of threads (1 or "
+                         "more)")
+
+
+@contextlib.contextmanager
+def threads(count: int | None) -> Iterator[None]:
+    """Run on `count` threads while the block lasts (--threads; None: CUMTOOL_THREADS,
+    else the usable cores, as set at import): this module's and the CSV pipeline's
+    workers, and the thread pools of polars and Arrow, which size themselves from their
+    variables when first loaded (a library the caller loaded before keeps its own)."""
+    global CORES
+    if count is None:
+        yield
+        return
+    saved = CORES
+    CORES = count
+    os.environ["POLARS_MAX_THREADS"] = str(count)
+    os.environ["OMP_NUM_THREADS"] = str(count)  # Arrow's CPU pool, when it loads
+    try:
+        yield
+    finally:
+        CORES = saved
+
+
+def _environment_to_libraries() -> None:
+    """CUMTOOL_THREADS for polars and Arrow too, where the user set it."""
+    count = threads_from_environment()
+    if count is not None:
+        os.environ.setdefault("POLARS_MAX_THREADS", str(count))
+        os.environ.setdefault("OMP_NUM_THREADS", str(count))
+
+
+CORES = threads_from_environment() or usable_cores()
+_environment_to_libraries()
 
 
 def accumulate_rows(product: bool, x: np.ndarray, start: np.ndarray) -> np.ndarray | None:

@@ -94,6 +94,7 @@ class Request:
     # without its line end waits for the next run (SEMANTICS.md, "Resumed runs").
     growing: bool = False
     quiet: bool = False  # -q: no progress bar and no `note:` lines
+    threads: int | None = None  # --threads N (None: CUMTOOL_THREADS, else the usable cores)
     filename_column: str | None = None  # --filename-column NAME: each row's input path
     # The ops' own options (cumtool.ops: ddof, span, compensated, ...), by API keyword, as
     # given; one not given is its default.
@@ -124,6 +125,14 @@ class Request:
         if self.indices and not set(INDEXED) & set(self.ops):
             raise UsageError(f"--indices is only for {' and '.join(INDEXED)}, not {self.op}")
         self.stat_options()
+        if self.threads is not None and (isinstance(self.threads, bool)
+                                         or not isinstance(self.threads, int)
+                                         or self.threads < 1):
+            raise UsageError(f"--threads {self.threads!r} is not a count of threads (1 or "
+                             "more)")
+        from cumtool import native
+
+        native.check_threads()
         if self.batch_rows is not None and self.batch_rows < 1:
             raise UsageError("--batch-rows must be at least 1")
         if self.max_record_size is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Collection, Iterator, Mapping
 from typing import IO
 
@@ -66,11 +65,9 @@ class ParquetSource(SourceBase):
 def _encoders() -> int:
     """Threads to encode with: the cores this process may run on, at most 4 (each holds a
     part's batches and its encoded bytes)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(4, cores))
+    from cumtool import native
+
+    return max(1, min(4, native.CORES))
 
 
 # Batches are encoded in parts of at least this many bytes (in memory): a part costs a

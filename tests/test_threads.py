@@ -1,0 +1,149 @@
+"""--threads N and CUMTOOL_THREADS: the number of threads never changes a bit of the
+output, an error's message or the bytes written before it; the default is the cores
+this process may use, bounded by a cgroup CPU quota."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import cumtool.fastcsv as fastcsv
+import cumtool.small as small
+from cumtool import native
+from cumtool.cli import main
+
+THREADS = ["1", "2", "3", "16"]
+
+
+def _rows(count: int) -> bytes:
+    lines = [b"id,name,amount,n"]
+    for k in range(count):
+        name = b'"multi\nline, quoted"' if k % 97 == 5 else b"plain%d" % (k % 13)
+        lines.append(b"%d,%s,%d.%02d,%d" % (k, name, k % 1000, k % 100, k % 7 - 3))
+    return b"\r\n".join(lines) + b"\r\n"  # CRLF line ends
+
+
+def _run(args: list[str], monkeypatch: pytest.MonkeyPatch, small_blocks: bool = True,
+         env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
+    """cumtool in this process with the small path off and small blocks, so that a few
+    thousand rows cross many blocks and batches."""
+    with monkeypatch.context() as patch:
+        patch.setattr(small, "SMALL_BYTES", -1)
+        if small_blocks:
+            patch.setattr(fastcsv, "IN_FLIGHT_BYTES", 6000)
+            patch.setattr(fastcsv, "CHUNK_ROWS", 50)
+        for name, value in (env or {}).items():
+            patch.setenv(name, value)
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result.exit_code, result.stdout_bytes, result.stderr
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cummax", "cumsum,cummin", "cummean"])
+def test_every_thread_count_writes_the_same_bytes(tmp_path, monkeypatch, op):
+    path = tmp_path / "in.csv"
+    path.write_bytes(_rows(3000))
+    outputs = {t: _run([op, str(path), "--threads", t], monkeypatch) for t in THREADS}
+    first = outputs["1"]
+    assert first[0] == 0 and first[1].count(b"\n") > 3000
+    assert all(outputs[t] == first for t in THREADS)
+    grouped = {t: _run([op, str(path), "--by", "name", "--threads", t, "--batch-rows", "7"],
+                       monkeypatch) for t in THREADS}
+    assert grouped["1"][0] == 0
+    assert all(grouped[t] == grouped["1"] for t in THREADS)
+
+
+def test_an_error_mid_file_is_the_same_at_every_thread_count(tmp_path, monkeypatch):
+    # A decimal in an integer column, after the rows its type is judged from.
+    data = _rows(10500).replace(b"\r\n10300,", b"\r\n10300.5,", 1)
+    path = tmp_path / "in.csv"
+    path.write_bytes(data)
+    outcomes = {t: _run(["cumsum", str(path), "-c", "id", "--threads", t], monkeypatch)
+                for t in THREADS}
+    status, _, message = outcomes["1"]
+    assert status == 1
+    assert "row 10301 (line " in message and "'id'" in message
+    for t in THREADS:  # the same message, and the rows before it byte for byte
+        assert outcomes[t][0] == 1 and outcomes[t][2] == message
+        shorter, longer = sorted((outcomes[t][1], outcomes["1"][1]), key=len)
+        assert longer.startswith(shorter)
+
+
+def test_state_runs_are_the_same_at_every_thread_count(tmp_path, monkeypatch):
+    days = [_rows(900), _rows(1200)]
+    results = {}
+    for t in THREADS:
+        where = tmp_path / f"t{t}"
+        where.mkdir()
+        outs = []
+        for k, text in enumerate(days):
+            (where / f"d{k}.csv").write_bytes(text)
+            status, out, err = _run(["cumsum", str(where / f"d{k}.csv"), "--by", "name",
+                                     "--state", str(where / "s.json"), "--threads", t],
+                                    monkeypatch)
+            assert (status, err) == (0, "")
+            outs.append(out)
+        state = json.loads((where / "s.json").read_text().replace(str(where), "<dir>"))
+        del state["last_run"]["identity"]  # made of the inputs' paths: another folder
+        results[t] = (outs, state)
+    assert all(results[t] == results["1"] for t in THREADS)
+
+
+def test_the_environment_variable_sets_the_threads_and_a_bad_one_is_named(tmp_path,
+                                                                          monkeypatch):
+    path = tmp_path / "in.csv"
+    path.write_bytes(_rows(500))
+    plain = _run(["cumsum", str(path)], monkeypatch)
+    assert _run(["cumsum", str(path)], monkeypatch, env={"CUMTOOL_THREADS": "3"}) == plain
+    status, out, err = _run(["cumsum", str(path)], monkeypatch,
+                            env={"CUMTOOL_THREADS": "many"})
+    assert (status, out) == (2, b"")
+    assert err == "Error: CUMTOOL_THREADS='many' is not a count of threads (1 or more)\n"
+    status, _, err = _run(["cumsum", str(path), "--threads", "0"], monkeypatch)
+    assert status == 2
+    assert "Error: Invalid value for '--threads': 0 is not in the range x>=1." in err
+
+
+def test_threads_set_the_workers_for_the_run_only(tmp_path, monkeypatch):
+    """--threads 1 runs the pipeline on one worker; the count is the run's alone."""
+    seen = []
+    job = fastcsv._Job.__init__
+
+    def spy(self, *args, **kwargs):
+        job(self, *args, **kwargs)
+        seen.append(self.workers)
+
+    monkeypatch.setattr(fastcsv._Job, "__init__", spy)
+    path = tmp_path / "in.csv"
+    path.write_bytes(_rows(500))
+    before = native.CORES
+    for t, workers in (("1", 1), ("2", 3), ("16", 17)):
+        assert _run(["cumsum", str(path), "--threads", t], monkeypatch)[0] == 0
+        assert seen[-1] == workers
+    assert native.CORES == before
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"cpu.max": "200000 100000\n"}, 2.0),
+    ({"cpu.max": "150000 100000\n"}, 1.5),
+    ({"cpu.max": "max 100000\n"}, None),
+    ({"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3.0),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+    ({}, None),
+], ids=["v2-two", "v2-one-and-a-half", "v2-none", "v1-three", "v1-none", "no-cgroup"])
+def test_a_cgroup_cpu_quota_is_read(tmp_path: Path, files: dict[str, str],
+                                    expected: float | None) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert native.cgroup_quota(str(tmp_path)) == expected
+
+
+def test_usable_cores_are_bounded_by_the_quota(monkeypatch):
+    monkeypatch.setattr(native.os, "sched_getaffinity", lambda _pid: set(range(64)))
+    monkeypatch.setattr(native, "cgroup_quota", lambda: 1.5)
+    assert native.usable_cores() == 2  # a container limited to 1.5 CPUs on 64 cores
+    monkeypatch.setattr(native, "cgroup_quota", lambda: None)
+    assert native.usable_cores() == 64
