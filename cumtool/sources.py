@@ -107,6 +107,9 @@ def open_source(
     if request.sheet is not None and not declared.spreadsheet:
         raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods); {name} is read "
                          f"as {kind.format}")
+    if (request.comment is not None or request.ragged) and not declared.delimited:
+        given = "--comment" if request.comment is not None else "--ragged"
+        raise UsageError(f"{given} is for CSV and TSV input; {name} is read as {kind.format}")
     if kind.compression and not declared.delimited:  # delimited text decompresses itself
         import pyarrow as pa
 
