@@ -213,7 +213,7 @@ def _spans(request: Request, names: list[str], prints: list[Print],
                 "new state file, or restore the state from before that run")
         header = b""
         if request.header and _format_of(request, name) != "jsonl":
-            header = header_record(name)
+            header = header_record(name, request.comment)
         spans[path] = Span(record["size"], fingerprinted.size, header)
     return spans
 
