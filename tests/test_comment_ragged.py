@@ -13,6 +13,7 @@ import pytest
 from click.testing import Result
 
 from cumtool import distributed, fastcsv, small
+from cumtool.completion import header_names
 from cumtool.formats import CsvReadOptions
 from cumtool.formats.csv.csv import CsvSource
 from cumtool.formats.csv.wide import WIDE_COLUMNS
@@ -331,6 +332,14 @@ def test_the_reader_gives_the_same_rows_however_the_bytes_arrive() -> None:
 
 
 # With other options ----------------------------------------------------------------
+
+def test_column_names_complete_past_comment_lines(write_file) -> None:
+    path = str(write_file("Stocks.csv", STOCKS))
+    assert header_names(path, comment="#") == ["Date", "IBM", "AAPL", "MSFT"]
+    assert header_names(path) == ["# Data source: https://www.stoxx.com/data-index-download"]
+    assert header_names(str(write_file("notes.csv", b"# only\n")), comment="#") == []
+
+
 
 def test_a_state_run_reads_on_past_comments(invoke: Invoke, tmp_path: Path) -> None:
     """Continued from a byte offset, the header put before the new rows is the file's
