@@ -208,7 +208,8 @@ def test_tsv(invoke: Invoke, write_file, stdin: bool) -> None:
     data = BOTH.replace(b",", b"\t")
     options = ("--comment", "#", "--ragged")
     if stdin:
-        result = invoke("cumsum", "--from", "tsv", *options, input=data)
+        # told from its first line that is not a comment, as a file without a name is
+        result = invoke("cumsum", *options, input=data)
     else:
         result = invoke("cumsum", str(write_file("in.tsv", data)), *options)
     assert _ok(result) == BOTH_OUT.replace(b",", b"\t")
