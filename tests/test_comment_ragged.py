@@ -253,8 +253,7 @@ def test_dask_reads_a_commented_file_whole() -> None:
 # Comments cut across reads ------------------------------------------------------------
 
 class _Trickle(io.RawIOBase):
-    """A stream that gives a few bytes a read (at least 4 the first time: a byte-order
-    mark arrives whole)."""
+    """A stream that gives a few bytes a read (one byte of a byte-order mark too)."""
 
     def __init__(self, data: bytes, most: int, seed: int) -> None:
         self._data = data
@@ -266,8 +265,7 @@ class _Trickle(io.RawIOBase):
         return True
 
     def read1(self, size: int = -1) -> bytes:
-        least = 4 if self._at == 0 else 1
-        count = self._random.randint(least, max(least, self._most))
+        count = self._random.randint(1, self._most)
         piece = self._data[self._at:self._at + min(count, size if size > 0 else count)]
         self._at += len(piece)
         return piece

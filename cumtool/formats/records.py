@@ -104,6 +104,12 @@ class Chunker:
         """Some bytes, LF-ended, comments blanked; empty only at the end of the input."""
         while True:
             data = self._read_some(size)
+            # A comment may follow a byte-order mark: the first read holds both (a pipe
+            # may give fewer bytes).
+            while (self._first_read and self._comment is not None and 0 < len(data) < 4
+                   and b"\xef\xbb\xbf".startswith(data[:3])
+                   and (more := self._read_some(4 - len(data)))):
+                data += more
             if self._lone_cr is None and (b"\r" in data or b"\n" in data):
                 # Old Mac files end lines with a lone CR: judged at the first line end,
                 # which needs the byte after a CR (a read may end between the CR and LF
