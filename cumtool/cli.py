@@ -159,6 +159,12 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--no-header", "no_header", is_flag=True,
                      help="CSV has no header row: columns are named 1, 2, ... and the "
                           "output has no header either."),
+        click.option("--comment", default=None, metavar="CHAR",
+                     help="CSV/TSV: skip lines that start with CHAR (e.g. '#'), as blank "
+                          "lines are; CHAR elsewhere is data."),
+        click.option("--ragged", is_flag=True,
+                     help="CSV/TSV: rows shorter than the header end in missing cells "
+                          "(a longer row is still an error)."),
         click.option("--overflow", type=click.Choice(OVERFLOW_CHOICES), default="error",
                      show_default=True,
                      help="Integer overflow: stop with an error, or wrap around as torch."),
@@ -303,6 +309,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         x=options["x"], width=options["width"], height=options["height"],
         # What is typed on a terminal goes out line by line (SEMANTICS.md, "Tables").
         out_encoding=options["out_encoding"], out_decimal=options["out_decimal"],
+        comment=options["comment"], ragged=options["ragged"],
         line_buffered=options["line_buffered"] or (
             given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
             and sys.stdin.isatty()),

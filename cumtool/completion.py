@@ -58,7 +58,8 @@ def complete_path(_ctx: click.Context, _param: click.Parameter, incomplete: str
 def complete_columns(ctx: click.Context, _param: click.Parameter, incomplete: str
                      ) -> list[CompletionItem]:
     """`-c`, `--exclude`, `--by`, `--reset`: the input's column names, with `-d`,
-    `--no-header`, `--from` and `--encoding` honoured when given before them."""
+    `--no-header`, `--from`, `--encoding` and `--comment` honoured when given before
+    them."""
     params = ctx.params
     if params.get("no_header"):
         return []  # columns are positions then
@@ -69,12 +70,13 @@ def complete_columns(ctx: click.Context, _param: click.Parameter, incomplete: st
     if not path or path == "-":
         return []
     header = header_names(os.path.expanduser(path), from_format=params.get("from_format"),
-                          delimiter=params.get("delimiter"), encoding=params.get("encoding"))
+                          delimiter=params.get("delimiter"), encoding=params.get("encoding"),
+                          comment=params.get("comment"))
     return [CompletionItem(value) for value in column_completions(header, incomplete)]
 
 
 def header_names(path: str, *, from_format: str | None = None, delimiter: str | None = None,
-                 encoding: str | None = None) -> list[str]:
+                 encoding: str | None = None, comment: str | None = None) -> list[str]:
     """The column names of a CSV, TSV or Parquet file; [] for anything else or on any
     failure."""
     try:
@@ -98,7 +100,7 @@ def header_names(path: str, *, from_format: str | None = None, delimiter: str | 
             kind = FileKind(kind_from_magic(head).format)  # what the engine sniffs too
     if kind.format not in DELIMITED:
         return []
-    return _csv_names(head, truncated, kind.format, delimiter, encoding)
+    return _csv_names(head, truncated, kind.format, delimiter, encoding, comment)
 
 
 def _kind(path: str, head: bytes, from_format: str | None) -> FileKind:
@@ -135,7 +137,7 @@ def _decompressed(head: bytes, compression: str) -> tuple[bytes, bool] | None:
 
 
 def _csv_names(data: bytes, truncated: bool, fmt: str, delimiter: str | None,
-               encoding: str | None) -> list[str]:
+               encoding: str | None, comment: str | None = None) -> list[str]:
     import codecs
     import csv
     import io
@@ -153,6 +155,9 @@ def _csv_names(data: bytes, truncated: bool, fmt: str, delimiter: str | None,
     if "\0" in text:
         return []  # binary, whatever its name says
     lines = io.StringIO(text.lstrip("\r\n"), newline="").readlines()
+    if comment:  # comment lines (and blank lines) before the header are skipped
+        while lines and (lines[0].startswith(comment) or not lines[0].strip("\r\n")):
+            lines.pop(0)
     used = 0
 
     def feed() -> Iterator[str]:
@@ -165,7 +170,7 @@ def _csv_names(data: bytes, truncated: bool, fmt: str, delimiter: str | None,
         header = next(csv.reader(feed(), delimiter=separator), [])
     except csv.Error:
         return []
-    if truncated and used == len(lines) and not lines[-1].endswith(("\n", "\r")):
+    if truncated and lines and used == len(lines) and not lines[-1].endswith(("\n", "\r")):
         header = header[:-1]  # the header goes on past what was read: its last name is cut
     return header
 

@@ -173,8 +173,10 @@ def quote_layout(location: str, start: int, end: int) -> tuple[int, int, int]:
 
 def _splittable(request: Request, compression: str | None) -> bool:
     """Byte ranges need an uncompressed file in an encoding where a newline and a quote
-    are the bytes 0x0A and 0x22 wherever they occur (not UTF-16)."""
-    if compression is not None:
+    are the bytes 0x0A and 0x22 wherever they occur (not UTF-16); and no --comment: a
+    comment line's quotes do not count, which a range's quote parity cannot tell (and
+    the header may follow comments), so such a file is read whole, by one worker."""
+    if compression is not None or request.comment is not None:
         return False
     encoding = request.encoding or "utf-8"
     try:

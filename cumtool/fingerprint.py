@@ -168,19 +168,38 @@ def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:
     return spool, Print(shown, size, digest.hexdigest(), False, size == 0 or last in LINE_ENDS)
 
 
-def header_record(path: str) -> bytes:
+def header_record(path: str, comment: str | None = None) -> bytes:
     """The first record of a CSV/TSV file with its line end: the first newline outside
     quotes (or a lone CR, in an old Mac file), found with bytes.find and count, not a
-    loop over bytes (a wide file's header runs to megabytes)."""
+    loop over bytes (a wide file's header runs to megabytes). A byte-order mark and the
+    blank lines before it are skipped, as the reader skips them, and with `comment`
+    (--comment) the lines that start with it: they are not the header."""
     data = b""
-    quotes = 0  # quote characters before `searched`
+    start = 0  # where the record looked at starts
+    quotes = 0  # quote characters from `start` to `searched`
     searched = 0
+    skipped = comment.encode() if comment is not None else None
     try:
         with open(path, "rb") as stream:
             while True:
                 chunk = stream.read(_CHUNK)
                 data += chunk
+                if start == 0 and data.startswith(b"\xef\xbb\xbf"):
+                    start = searched = 3
                 while True:
+                    first = data[start:start + 1]
+                    if searched == start and first in (b"\n", b"\r"):  # a blank line
+                        start = searched = start + 1
+                        continue
+                    if searched == start and first and first == skipped:  # a comment
+                        ends = [i for i in (data.find(b"\n", start), data.find(b"\r", start))
+                                if i >= 0]
+                        if not ends:
+                            if not chunk:
+                                return b""  # nothing but comments
+                            break
+                        start = searched = min(ends) + 1
+                        continue
                     ends = [i for i in (data.find(b"\n", searched), data.find(b"\r", searched))
                             if i >= 0]
                     if not ends:
@@ -193,10 +212,10 @@ def header_record(path: str) -> bytes:
                             if end + 1 == len(data) and chunk:
                                 data += stream.read(1)
                             if data[end + 1:end + 2] == b"\n":
-                                return data[:end + 2]
-                        return data[:end + 1]
+                                return data[start:end + 2]
+                        return data[start:end + 1]
                 if not chunk:
-                    return data
+                    return data[start:]
     except OSError as error:
         raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
 

@@ -81,6 +81,8 @@ class Request:
     precision: int = 6  # the terminal table: significant digits of floats
     max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
     line_buffered: bool = False  # each row written as read; types from the first data row
+    comment: str | None = None  # CSV/TSV: lines starting with this character are skipped
+    ragged: bool = False  # CSV/TSV: rows shorter than the header end in missing cells
     out_encoding: str | None = None  # of CSV/TSV output (None: as --encoding)
     out_decimal: str | None = None  # "point" or "comma" in CSV/TSV output (None: as read)
     sheet: str | None = None  # a spreadsheet's sheet: its name, or its number from 1
@@ -319,7 +321,21 @@ class Request:
             header=self.header,
             na_values=DEFAULT_NA if self.na is None else self.na,
             decimal_comma=self.decimal_comma, encoding=encoding_option(self.encoding),
-            line_buffered=self.line_buffered)
+            line_buffered=self.line_buffered, comment=self._comment(fmt), ragged=self.ragged)
+
+    def _comment(self, fmt: str) -> str | None:
+        """--comment, checked: one ASCII character that is no delimiter, quote or line
+        end (the reader looks for it as one byte at the start of a line)."""
+        comment = self.comment
+        if comment is None:
+            return None
+        delimiter = delimiter_option(self.delimiter, format_named(fmt).delimiter or ",",
+                                     "--delimiter")
+        if len(comment) != 1 or not comment.isascii() or comment in "\r\n\"" or (
+                comment == delimiter):
+            raise UsageError(f"--comment {comment!r} must be one ASCII character that is "
+                             "not the delimiter, a quote or a line end (e.g. '#')")
+        return comment
 
     def csv_write(self, fmt: str) -> CsvWriteOptions:
         """The output's delimiter follows its format (-d is the input's), or

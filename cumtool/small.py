@@ -95,6 +95,9 @@ def options_fit(request: Request) -> bool:
                              or request.indices or request.decimal or request.decimal_comma
                              or request.encoding or request.max_record_size is not None
                              or request.line_buffered  # judged from the first row
+                             # comment lines and short rows: the streaming path's reader
+                             # (formats/records.py, formats/csv/csv.py) alone knows them
+                             or request.comment is not None or request.ragged
                              or request.out_encoding is not None
                              or request.out_decimal is not None
                              # batches asked for: the streaming path's own (and tests')

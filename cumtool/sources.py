@@ -58,7 +58,7 @@ def open_source(
         stream: IO[bytes] = peekable(stdin_stream() if stdin is None else stdin)
         sniff = _peek(stream, name)
         head = sniff[:8]
-        kind = kind_from_magic(sniff)
+        kind = _sniffed(sniff, request.comment)
     else:
         path = request.input
         name = path
@@ -86,7 +86,7 @@ def open_source(
         except OSError as error:
             raise DataError(f"{name}: cannot read: {error.strerror or error}") from None
         head = sniff[:8]
-        kind = kind_from_name(name) or kind_from_magic(sniff)
+        kind = kind_from_name(name) or _sniffed(sniff, request.comment)
         sniffed = kind_from_magic(head)
         trailer = format_named(sniffed.format).trailer
         binary = sniffed.format in BY_MAGIC and (
@@ -107,6 +107,9 @@ def open_source(
     if request.sheet is not None and not declared.spreadsheet:
         raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods); {name} is read "
                          f"as {kind.format}")
+    if (request.comment is not None or request.ragged) and not declared.delimited:
+        given = "--comment" if request.comment is not None else "--ragged"
+        raise UsageError(f"{given} is for CSV and TSV input; {name} is read as {kind.format}")
     if kind.compression and not declared.delimited:  # delimited text decompresses itself
         import pyarrow as pa
 
@@ -118,6 +121,23 @@ def open_source(
                       head=head, float_columns=dtype is not None and dtype.kind in "fc")
     # Each format's module (and its library: polars, pyarrow) loads only when used.
     return declared.reader(opening), kind
+
+
+def _sniffed(sniff: bytes, comment: str | None) -> FileKind:
+    """The format the first bytes show; with --comment, text shows it (a tab-separated
+    first line: TSV) on its first line that is neither a comment nor blank."""
+    kind = kind_from_magic(sniff)
+    if comment is None or kind.compression is not None or not format_named(
+            kind.format).delimited:
+        return kind
+    start = 3 if sniff.startswith(b"\xef\xbb\xbf") else 0
+    skipped = comment.encode()
+    while sniff[start:start + 1] in (skipped, b"\r", b"\n"):
+        end = sniff.find(b"\n", start) if sniff[start:start + 1] == skipped else start
+        if end < 0:
+            return kind
+        start = end + 1
+    return kind_from_magic(sniff[start:])
 
 
 def _refuse_what_is_not_a_table(name: str, head: bytes, op: str) -> None:

@@ -264,7 +264,7 @@ def _spans(request: Request, names: list[str], prints: list[Print],
                  "waits for the next run", request.quiet)
         header = b""
         if start and request.header and _format_of(request, name) != "jsonl":
-            header = header_record(name)
+            header = header_record(name, request.comment)
         spans[path] = Span(start, end, header)
     return spans, list(consumed.values())
 

@@ -122,7 +122,7 @@ def test_threads_set_the_workers_for_the_run_only(tmp_path, monkeypatch):
     for t, workers in (("1", 1), ("2", 3), ("16", 17)):
         assert _run(["cumsum", str(path), "--threads", t], monkeypatch)[0] == 0
         assert seen[-1] == workers
-    assert native.CORES == before
+    assert before == native.CORES
 
 
 @pytest.mark.parametrize(("files", "expected"), [

@@ -102,6 +102,12 @@ class ReadRequest(Protocol):
     @property
     def sheet(self) -> str | None: ...
 
+    @property
+    def comment(self) -> str | None: ...
+
+    @property
+    def ragged(self) -> bool: ...
+
     def csv_read(self, fmt: str) -> CsvReadOptions: ...
 
 
@@ -238,6 +244,8 @@ class CsvReadOptions:
     decimal_comma: bool = False  # 1,5 is one and a half
     encoding: str | None = None  # None: UTF-8
     line_buffered: bool = False  # types from the first data row; rows out as they come
+    comment: str | None = None  # a line starting with it is skipped, as a blank line is
+    ragged: bool = False  # a record with fewer fields than the header: missing cells after
 
 
 @dataclass(frozen=True)

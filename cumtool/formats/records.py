@@ -53,10 +53,17 @@ def cut_cell_text(data: bytes | memoryview, start: int, end: int, flag: int) -> 
 
 class Chunker:
     """Cuts a byte stream into chunks that end on a record boundary (a newline outside
-    quotes), of about `chunk_bytes` each; no record may exceed `max_record` bytes."""
+    quotes), of about `chunk_bytes` each; no record may exceed `max_record` bytes.
+
+    `comment` (--comment): a line whose first byte it is, at the start of a record (not
+    inside quotes), is a comment. Its bytes up to its newline are dropped as they are
+    read, the newline kept: it becomes a blank line, which every reader skips, so row
+    numbers count data rows and line numbers stay the file's. A comment ends at its
+    line end whatever quotes it holds (as pandas' and polars' comment options)."""
 
     def __init__(self, stream: IO[bytes], chunk_bytes: int,
-                 max_record: int = MAX_RECORD_BYTES, lone_cr: bool | None = None) -> None:
+                 max_record: int = MAX_RECORD_BYTES, lone_cr: bool | None = None,
+                 comment: str | None = None) -> None:
         self._stream = stream
         self.chunk_bytes = chunk_bytes
         self.max_record = max_record
@@ -73,6 +80,10 @@ class Chunker:
         self.bytes_read = 0
         self._lone_cr = lone_cr  # lines end with a lone CR (None: judged at the first end)
         self.short = False  # the last chunk taken: cut short because the input paused or ended
+        self._comment = comment.encode() if comment is not None else None
+        self._line_start = True  # the next byte read starts a record (outside quotes)
+        self._in_comment = False  # the bytes read ended inside a comment line
+        self._first_read = True  # nothing read yet (a byte-order mark may come first)
 
     def more_is_ready(self) -> bool:
         """Whether more input is available, or comes within PAUSE_SECONDS (a pipe with a
@@ -90,15 +101,85 @@ class Chunker:
         return bytes(self._read1(size) if self._read1 is not None else self._stream.read(size))
 
     def _read(self, size: int) -> bytes:
-        data = self._read_some(size)
-        if self._lone_cr is None and (b"\r" in data or b"\n" in data):
-            # Old Mac files end lines with a lone CR: judged at the first line end, which
-            # needs the byte after a CR (a read may end between the CR and LF of a CRLF).
-            while data.endswith(b"\r") and b"\n" not in data and (more := self._read_some(1)):
+        """Some bytes, LF-ended, comments blanked; empty only at the end of the input."""
+        while True:
+            data = self._read_some(size)
+            # A comment may follow a byte-order mark: the first read holds both (a pipe
+            # may give fewer bytes).
+            while (self._first_read and self._comment is not None and 0 < len(data) < 4
+                   and b"\xef\xbb\xbf".startswith(data[:3])
+                   and (more := self._read_some(4 - len(data)))):
                 data += more
-            self._lone_cr = b"\n" not in data
-        self.bytes_read += len(data)
-        return self._line_ends(data) if self._lone_cr else data
+            if self._lone_cr is None and (b"\r" in data or b"\n" in data):
+                # Old Mac files end lines with a lone CR: judged at the first line end,
+                # which needs the byte after a CR (a read may end between the CR and LF
+                # of a CRLF).
+                while (data.endswith(b"\r") and b"\n" not in data
+                       and (more := self._read_some(1))):
+                    data += more
+                self._lone_cr = b"\n" not in data
+            self.bytes_read += len(data)
+            if self._lone_cr:
+                data = self._line_ends(data)
+            if self._comment is None or not data:
+                return data
+            kept = self._uncomment(data)
+            if kept:  # else all of it was inside a comment: read on
+                return kept
+
+    def _uncomment(self, data: bytes) -> bytes:
+        """`data` with each comment line's bytes dropped up to its newline (kept). The
+        quote state at its start is that at the end of the bytes kept before it."""
+        comment = self._comment
+        assert comment is not None
+        first, self._first_read = self._first_read, False
+        pieces: list[bytes] = []
+        kept = 0  # data[kept:] is not yet in pieces
+        if self._in_comment:
+            kept = data.find(b"\n")
+            if kept < 0:
+                return b""
+            self._in_comment = False
+        quoted = self._quoted
+        counted = kept  # the quote state is `quoted` at data[counted]
+        # Where a comment may start: the first byte (after a byte-order mark) when a
+        # record starts there, and the byte after each newline outside quotes.
+        candidates: list[int] = []
+        if kept == 0 and self._line_start and not quoted:
+            candidates.append(3 if first and data.startswith(b"\xef\xbb\xbf") else 0)
+        marker = b"\n" + comment
+        search = kept
+        while True:
+            if candidates:
+                start = candidates.pop()
+            else:
+                found = data.find(marker, search)
+                if found < 0:
+                    break
+                start = found + 1
+            search = start
+            if data[start:start + 1] != comment:
+                continue
+            quoted ^= data.count(b'"', counted, start) % 2 == 1
+            counted = start
+            if quoted:  # a newline inside a quoted cell: the line goes on, data
+                continue
+            pieces.append(data[kept:start])
+            end = data.find(b"\n", start)
+            if end < 0:  # the comment goes on in the next bytes read
+                self._in_comment = True
+                kept = len(data)
+                break
+            kept = counted = search = end
+        if not pieces:
+            tail = data[kept:] if kept else data
+        else:
+            pieces.append(data[kept:])
+            tail = b"".join(pieces)
+        if not self._in_comment:
+            quoted ^= data.count(b'"', counted) % 2 == 1
+            self._line_start = tail.endswith(b"\n") and not quoted
+        return tail
 
     def _line_ends(self, data: bytes) -> bytes:
         """A lone-CR file's line ends as LF; a CR inside a quoted field is text, kept

@@ -13,7 +13,10 @@ from its first 10,000 rows, missing cells aside, read whole however the input pa
 from the first row with --line-buffered); only the columns a run scans are then
 converted to numbers, batch by batch. Every other cell stays the text it was and is
 written back unchanged (SEMANTICS.md, "Tables: what is a number, and what is left alone").
-Blank lines are skipped; a record with more or fewer fields than the header is an error.
+Blank lines are skipped, and with --comment lines that start with its character
+(records.Chunker blanks them as they are read); a record with more or fewer fields than
+the header is an error, or with --ragged only one with more (a shorter one's missing
+fields are missing cells, as polars reads them).
 """
 
 from __future__ import annotations
@@ -110,7 +113,7 @@ class CsvSource(SourceBase):
         if compression:
             stream = pa.CompressedInputStream(pa.PythonFile(stream, mode="r"), compression)
         chunk_bytes = chunk_bytes or CHUNK_BYTES
-        self._chunker = Chunker(stream, chunk_bytes, max_record)
+        self._chunker = Chunker(stream, chunk_bytes, max_record, comment=options.comment)
         self.rows_read = 0
         # Physical lines (as an editor counts them) before the chunk being read, and where
         # the rows of each chunk read stand, for messages: `row 2 (line 3)`.
@@ -315,7 +318,8 @@ class CsvSource(SourceBase):
         return frame
 
     def _whole_records(self, frame: pl.DataFrame, chunk: bytes, first: bool) -> pl.DataFrame:
-        """`frame` without blank lines; a ragged record is an error."""
+        """`frame` without blank lines; a ragged record is an error (with --ragged, only a
+        longer one)."""
         width = frame.width if first else self._width
         delimiter = self._options.delimiter
         if width == 1:
@@ -328,6 +332,9 @@ class CsvSource(SourceBase):
         # line, exactly when the delimiters outside quotes number (width - 1) per row.
         if frame.to_series(width - 1).null_count() == 0:
             return frame
+        if self._options.ragged:  # short records are whole: each is told by its fields
+            fields, blank = layout(chunk, delimiter)
+            return self._without_blank(frame, fields, blank, width, first, chunk)
         outside = _count_byte(chunk, delimiter)
         if b'"' in chunk:
             inside = frame.select(pl.col(pl.String).str.count_matches(delimiter,
@@ -336,6 +343,12 @@ class CsvSource(SourceBase):
         if outside == frame.height * (width - 1):
             return frame
         fields, blank = layout(chunk, delimiter)
+        return self._without_blank(frame, fields, blank, width, first, chunk)
+
+    def _without_blank(self, frame: pl.DataFrame, fields: np.ndarray, blank: np.ndarray,
+                       width: int, first: bool, chunk: bytes) -> pl.DataFrame:
+        """`frame` without the blank lines of its records' `fields` and `blank`; a
+        ragged record is an error."""
         if fields.shape[0] != frame.height:
             raise unreadable(self.name, "csv", f"{fields.shape[0]} records but polars read "
                              f"{frame.height} rows")
@@ -425,7 +438,8 @@ class CsvSource(SourceBase):
 
     def _ragged_at(self, fields: np.ndarray, blank: np.ndarray, width: int,
                    first: bool, chunk: bytes) -> FormatError | None:
-        bad = np.flatnonzero(~blank & (fields != width))
+        ragged = self._options.ragged
+        bad = np.flatnonzero(~blank & ((fields > width) if ragged else (fields != width)))
         if not bad.shape[0]:
             return None
         at = int(bad[0])
@@ -436,7 +450,8 @@ class CsvSource(SourceBase):
         line = self._chunk_line + int(record_lines(chunk, self._options.delimiter)[kept - 1]) + 1
         return FormatError(f"{self.name}: {row_text(row, line)} has {int(fields[at])} "
                            f"field{'' if fields[at] == 1 else 's'}, expected "
-                           f"{width} like the {'header' if self._options.header else 'first row'}"
+                           f"{'at most ' if ragged else ''}{width} like the "
+                           f"{'header' if self._options.header else 'first row'}"
                            f"{self._delimiter_hint(width)}")
 
     def _delimiter_hint(self, width: int) -> str:

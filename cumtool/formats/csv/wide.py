@@ -315,15 +315,19 @@ class WideSource(SourceBase):
     def _check_widths(self, records: list[list[str | None]], first: bool) -> None:
         from cumtool.errors import FormatError
 
+        ragged = self._options.ragged
         for at, record in enumerate(records):
-            if len(record) != self.width:
+            if len(record) < self.width and ragged:  # its missing fields: missing cells
+                record.extend([None] * (self.width - len(record)))
+            elif len(record) != self.width:
                 like = "header" if self._options.header else "first row"
                 from cumtool.formats.csv.csvcells import row_text
 
                 row = self.rows_read + at + 1
                 raise FormatError(f"{self.name}: {row_text(row, self.row_line(row - 1))} has "
                                   f"{len(record)} field{'' if len(record) == 1 else 's'}, "
-                                  f"expected {self.width} like the {like}")
+                                  f"expected {'at most ' if ragged else ''}{self.width} "
+                                  f"like the {like}")
 
 
 # Scanning and writing ------------------------------------------------------------------
