@@ -37,7 +37,8 @@ VERSION = 2  # 1: no run identity, no inputs, no "before" (still read)
 _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/datasets.md. "
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
 _NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
-                    "batch_rows", "table_rows", "precision", "engine", "scheduler")
+                    "batch_rows", "table_rows", "precision", "engine", "scheduler",
+                    "x_format")
 # The ops' options that were Request's fields when a run's identity was first made.
 _OP_OPTIONS_OF_VERSION_2 = ("ddof", "com", "span", "halflife", "alpha", "adjust",
                             "compensated")

@@ -446,3 +446,118 @@ def test_a_timestamp_column_of_parquet_is_the_x_axis(invoke, tmp_path: Path,
                        "50", "--height", "10"))
     assert result.stdout.splitlines()[-4] == (
         "2024-01-15T06:00 09:00          12:00        15:00")
+
+
+# Dates along --x in other layouts than ISO ------------------------------------------------
+
+_MARCH = [(1, 0), (8, 1), (15, 2), (22, 3), (29, 4)]  # (day of March 2024, value)
+
+
+def _x_labels(text: str) -> str:
+    """The line of x tick labels: the one under the axis rule."""
+    lines = text.splitlines()
+    return next(lines[n + 1] for n, line in enumerate(lines) if "└" in line)
+
+
+def _dated(layout: str) -> str:
+    """A CSV of the March days written in `layout` (Python's strftime, which cumtool does
+    not use to read them)."""
+    import datetime
+
+    return "day,v\n" + "".join(f'"{datetime.date(2024, 3, d).strftime(layout)}",{v}\n'
+                               for d, v in _MARCH)
+
+
+@pytest.mark.parametrize("layout", ["%Y-%m-%dT%H:%M", "%Y/%m/%d", "%d-%b-%y", "%d-%b-%Y",
+                                    "%b %d, %Y", "%m/%d/%Y", "%d/%m/%Y"])
+def test_dates_in_a_common_layout_draw_as_their_iso_dates(invoke, tmp_path: Path,
+                                                          monkeypatch, layout: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("iso.csv").write_text(_dated("%Y-%m-%d"))
+    Path("alt.csv").write_text(_dated(layout))
+    args = ("--x", "day", "--to", "chart", "--width", "50", "--height", "10")
+    drawn = ok(invoke("cumsum", "alt.csv", *args)).stdout
+    assert drawn.replace("alt.csv", "iso.csv") == ok(invoke("cumsum", "iso.csv", *args)).stdout
+    assert _x_labels(drawn).split() == ["2024-03-04", "2024-03-18"]  # Mondays, as for ISO
+
+
+def test_slash_dates_with_a_first_field_above_12_anywhere_are_day_month(invoke, write_file
+                                                                        ) -> None:
+    # 01/02 and 03/04 alone could be either; 13/04 says day/month, though it comes last
+    # and each batch is one row: the rows before it wait for it.
+    path = write_file("dm.csv", "d,v\n01/02/2024,1\n03/04/2024,2\n13/04/2024,3\n")
+    result = ok(invoke("cumsum", str(path), "--x", "d", "--to", "chart", "--width", "40",
+                       "--height", "8", "--batch-rows", "1"))
+    assert _x_labels(result.stdout).split() == ["2024-02", "2024-03", "2024-04"]
+
+
+def test_ambiguous_slash_dates_are_refused_and_x_format_reads_them(invoke, write_file
+                                                                   ) -> None:
+    path = write_file("amb.csv", "d,v\n01/02/2024,1\n03/04/2024,2\n12/11/2024,3\n")
+    args = ("cumsum", str(path), "--x", "d", "--to", "chart", "--width", "60", "--height", "8")
+    result = invoke(*args)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: --x 'd': slash dates such as '01/02/2024' read as month/day "
+               "and as day/month, and no field above 12 tells which: give --x-format "
+               "%m/%d/%Y or --x-format %d/%m/%Y\n")
+    # Day/month: 1 February to 12 November, so 1 April is nearer the left than for
+    # month/day: 2 January to 11 December.
+    assert _x_labels(ok(invoke(*args, "--x-format", "%d/%m/%Y")).stdout) == (
+        "            2024-04           2024-07           2024-10")
+    assert _x_labels(ok(invoke(*args, "--x-format", "%m/%d/%Y")).stdout) == (
+        "               2024-04        2024-07        2024-10")
+
+
+def test_x_format_reads_a_layout_of_its_own_and_names_a_cell_it_cannot(invoke, write_file
+                                                                       ) -> None:
+    path = write_file("dots.csv", "d,v\n1.3.2024 06:00,1\n1.3.2024 18:00,2\n2.3.2024 6:00,3\n")
+    args = ("cumsum", str(path), "--x", "d", "--to", "chart", "--width", "40", "--height", "8")
+    assert _x_labels(ok(invoke(*args, "--x-format", "%d.%m.%Y %H:%M")).stdout) == (
+        "     2024-03-01T12:00 2024-03-02T00:00")  # every 12 hours, 06:00 to 06:00
+    result = invoke(*args, "--x-format", "%d.%m.%Y %H:%M:%S")
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {path}: row 1: --x 'd': '1.3.2024 06:00' does not match --x-format "
+           "'%d.%m.%Y %H:%M:%S'\n")
+
+
+def test_a_date_column_mixing_layouts_names_the_first_cell_off_the_layout(invoke, write_file
+                                                                          ) -> None:
+    path = write_file("mixed.csv", "d,v\n2012/01/01,1\n2012/01/02,2\n03-Jan-12,3\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: row 3: --x 'd': '03-Jan-12' is not a date like the cells "
+               "before it (%Y/%m/%d); --x-format FMT reads one layout\n")
+
+
+def test_a_first_x_cell_in_no_layout_names_the_layouts_tried(invoke, write_file) -> None:
+    path = write_file("odd.csv", "d,v\n,0\n2024.03.01,1\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: row 2: --x 'd': '2024.03.01' is not a number or a date in a "
+               "layout --x reads (ISO, %Y/%m/%d, %d-%b-%y, %d-%b-%Y, '%b %d, %Y', %m/%d/%Y "
+               "or %d/%m/%Y); --x-format FMT reads another\n")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--to", "chart", "--x-format", "%d/%m/%Y"],
+     "Error: --x-format is the layout of the --x column's dates: add --x COL\n"),
+    (["--to", "chart", "--x", "date", "--x-format", "d/m/Y"],
+     "Error: --x-format 'd/m/Y' is not a strftime layout: write it with % fields, e.g. "
+     "%d/%m/%Y\n"),
+    (["--to", "csv", "--x-format", "%d/%m/%Y"],
+     "Error: --x-format is for charts: add --to chart (or -o FILE.svg, -o FILE.png)\n"),
+])
+def test_x_format_out_of_place_is_a_usage_error(invoke, args, message) -> None:
+    result = invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), *args)
+    assert (result.exit_code, result.stderr, result.stdout) == (2, message, "")
+
+
+def test_x_format_of_a_parquet_date_column_is_refused(invoke, tmp_path: Path) -> None:
+    import datetime
+
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"d": [datetime.date(2024, 3, 1)], "v": [1]}), path)
+    result = invoke("cumsum", str(path), "--x", "d", "--x-format", "%Y", "--to", "chart")
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {path}: --x-format reads text, and --x 'd' holds date32[day]; leave "
+           "--x-format out\n")

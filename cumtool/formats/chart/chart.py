@@ -33,13 +33,14 @@ import pyarrow.compute as pc
 
 from cumtool.columns import Selection, resolve
 from cumtool.errors import DataError
-from cumtool.formats.chart import ticks
+from cumtool.formats.chart import dates, ticks
 from cumtool.formats.chart.decimate import Decimator, Line
 from cumtool.formats.chart.figure import Chart, Drawn
 from cumtool.formats.layout import Cells
 from cumtool.view import View, printable
 
 MAX_LINES = 8
+MAX_WAITING = 200_000  # rows of slash dates held until one tells month/day or day/month
 DEFAULT_CELLS = (80, 24)
 DEFAULT_PIXELS = (1000, 500)
 COLOURS = ("blue", "red", "green", "magenta", "cyan", "yellow", "bright_blue", "bright_red")
@@ -56,6 +57,7 @@ class ChartOptions:
     ops: tuple[str, ...]
     keep: bool  # results appended as <name>_<op> (--keep, or several ops)
     x: Selection | None = None
+    x_format: str | None = None  # --x-format: the strftime layout of --x's text
     by: tuple[Selection, ...] = ()
     width: int | None = None
     height: int | None = None
@@ -94,6 +96,11 @@ class ChartSink:
                                 f"{names[i]!r} holds {kind}")
         self._x_kind = "row" if self._x is None else None  # number, date or time
         self._x_unit = 1.0  # a timestamp's units per day
+        self._layout: str | None = None  # the date layout of --x's text, guessed
+        self._candidates: tuple[str, ...] = ()  # the layouts it may still be
+        self._first_cell = ""
+        # Batches held while slash dates may be month/day or day/month: (batch, row).
+        self._waiting: list[tuple[pa.RecordBatch, int]] | None = None
         self.size = _size(options, console)
         pixels = self.size[0] if options.image else 2 * self.size[0]
         self._decimator = Decimator(pixels, integral=self._x is None)
@@ -110,13 +117,36 @@ class ChartSink:
         n = batch.num_rows
         if not n:
             return
-        rows = np.arange(self._rows, self._rows + n, dtype=np.int64)
+        first_row = self._rows
         self._rows += n
+        if self._waiting is None:
+            try:
+                self._feed(batch, first_row)
+            except _Wait:
+                self._waiting = [(batch, first_row)]
+            return
+        # Slash dates that read both as month/day and as day/month: held until a cell
+        # tells which (dates.py).
+        self._waiting.append((batch, first_row))
+        text = _text(batch.column(self._x)) if self._x is not None else None
+        if text is not None:
+            self._narrow(text, first_row)
+        if self._layout is None:
+            if self._rows - self._waiting[0][1] > MAX_WAITING:
+                raise self._ambiguous()
+            return
+        waiting, self._waiting = self._waiting, None
+        for held, row in waiting:
+            self._feed(held, row)
+
+    def _feed(self, batch: pa.RecordBatch, first_row: int) -> None:
+        n = batch.num_rows
+        rows = np.arange(first_row, first_row + n, dtype=np.int64)
         if self._x is None:
             x = (rows + 1).astype(np.float64)
             present = None
         else:
-            x, present = self._x_values(batch.column(self._x), int(rows[0]))
+            x, present = self._x_values(batch.column(self._x), first_row)
         groups = self._group_ids(batch) if self._keys else None
         if present is not None:
             rows, x = rows[present], x[present]
@@ -144,8 +174,15 @@ class ChartSink:
         if pa.types.is_dictionary(column.type):
             column = column.dictionary_decode()
         kind = column.type
-        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-            column = self._parse_text(column, first_row)
+        if self._options.x_format is not None:
+            if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                    or pa.types.is_integer(kind)):
+                raise DataError(f"{self._source}: --x-format reads text, and --x "
+                                f"{self._x_name()!r} holds {kind}; leave --x-format out")
+            column = self._read_layout(_text(column), self._options.x_format, first_row)
+            kind = column.type
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            column = self._parse_text(_text(column), first_row)
             kind = column.type
         if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
             self._settle("number", kind)
@@ -159,7 +196,7 @@ class ChartSink:
             values = _floats(column.cast(pa.int64())) / self._x_unit
         else:
             raise DataError(f"{self._source}: --x {self._x_name()!r} holds {kind}: the "
-                            "horizontal axis takes numbers or ISO dates")
+                            "horizontal axis takes numbers, dates or times")
         present = np.isfinite(values)
         return values, None if present.all() else present
 
@@ -175,25 +212,25 @@ class ChartSink:
             raise DataError(f"{self._source}: --x {self._x_name()!r}: its cells are "
                             f"{self._x_kind}s, then {kind}s")
 
-    def _parse_text(self, column: pa.Array, first_row: int) -> pa.Array:
-        """CSV cells of the x column: numbers, ISO dates or ISO times, as the first cell
-        that is not missing says; a later cell of another kind is an error naming it."""
-        text = pc.utf8_trim_whitespace(column)
-        text = pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
-        if self._x_kind in (None, "row"):
+    def _parse_text(self, text: pa.Array, first_row: int) -> pa.Array:
+        """CSV cells of the x column: numbers, ISO dates or times, or dates in one of the
+        layouts of dates.py, as the first cell that is not missing says; a later cell
+        of another kind or layout is an error naming it."""
+        if self._x_kind in (None, "row") and self._layout is None:
             present = text.drop_null()
             if not len(present):
                 return pa.nulls(len(text), pa.float64())
             first = present.slice(0, 1)
             kind = next((k for k, t in _TEXT_KINDS.items() if _casts(first, t)), None)
             if kind is None:
-                raise DataError(f"{self._source}: row {first_row + _first_valid(text) + 1}: "
-                                f"--x {self._x_name()!r}: {printable(first[0].as_py())!r} "
-                                "is not a number or an ISO date")
-            self._settle(kind, _TEXT_KINDS[kind])
-            if kind == "number" and _casts(present, pa.int64()):
-                # Whole numbers: integral, so the buckets are a whole number wide.
-                self._decimator.integral = True
+                self._guess_layout(text, first_row)  # or _Wait: the batch waits
+            else:
+                self._settle(kind, _TEXT_KINDS[kind])
+                if kind == "number" and _casts(present, pa.int64()):
+                    # Whole numbers: integral, so the buckets are a whole number wide.
+                    self._decimator.integral = True
+        if self._layout is not None:
+            return self._read_layout(text, self._layout, first_row, guessed=True)
         kind = str(self._x_kind)
         try:
             return pc.cast(text, _TEXT_KINDS[kind])
@@ -205,6 +242,65 @@ class ChartSink:
                                 f"{self._x_name()!r}: {printable(cell)!r} is not a {kind} "
                                 "like the cells before it")
         raise AssertionError("a cell failed to cast, but none alone does")
+
+    def _guess_layout(self, text: pa.Array, first_row: int) -> None:
+        """The layout of dates.py that reads the first cell and every one after it in
+        this batch; where both slash layouts do, the batch waits for one that tells."""
+        present = text.drop_null()
+        first = present.slice(0, 1)
+        found = [layout for layout in dates.LAYOUTS
+                 if dates.read(first, layout).null_count == 0]
+        if not found:
+            raise DataError(f"{self._source}: row {first_row + _first_valid(text) + 1}: "
+                            f"--x {self._x_name()!r}: {printable(first[0].as_py())!r} is "
+                            f"not a number or a date in a layout --x reads "
+                            f"({dates.KNOWN}); --x-format FMT reads another")
+        self._candidates = tuple(found[:2] if found[0] in dates.SLASHES else found[:1])
+        self._first_cell = str(first[0].as_py())
+        self._narrow(text, first_row)
+        if self._layout is None:
+            raise _Wait
+
+    def _narrow(self, text: pa.Array, first_row: int) -> None:
+        """Keep the candidate layouts that read every cell of `text`; where one is left,
+        it is the column's layout. Where none is, the cell that the one reading most
+        cells stops at is the error."""
+        unread = {layout: dates.first_unread(text, dates.read(text, layout))
+                  for layout in self._candidates}
+        kept = tuple(layout for layout, at in unread.items() if at is None)
+        if not kept:
+            layout = max(unread, key=lambda name: unread[name] or 0)
+            at = unread[layout]
+            assert at is not None
+            raise DataError(f"{self._source}: row {first_row + at + 1}: --x "
+                            f"{self._x_name()!r}: {printable(text[at].as_py())!r} is not a "
+                            f"date like the cells before it ({layout}); --x-format FMT "
+                            "reads one layout")
+        self._candidates = kept
+        if len(kept) == 1:
+            self._layout = kept[0]
+            self._settle("date", pa.date32())
+
+    def _ambiguous(self) -> DataError:
+        return DataError(f"{self._source}: --x {self._x_name()!r}: slash dates such as "
+                         f"{printable(self._first_cell)!r} read as month/day and as "
+                         "day/month, and no field above 12 tells which: give --x-format "
+                         "%m/%d/%Y or --x-format %d/%m/%Y")
+
+    def _read_layout(self, text: pa.Array, layout: str, first_row: int,
+                     guessed: bool = False) -> pa.Array:
+        """`text` read in `layout` (--x-format, or the one guessed); a cell it does not
+        read is an error naming it."""
+        parsed = dates.read(text, layout, guessed)
+        at = dates.first_unread(text, parsed)
+        if at is not None:
+            cell = printable(text[at].as_py())
+            where = f"{self._source}: row {first_row + at + 1}: --x {self._x_name()!r}"
+            if guessed:
+                raise DataError(f"{where}: {cell!r} is not a date like the cells before it "
+                                f"({layout}); --x-format FMT reads one layout")
+            raise DataError(f"{where}: {cell!r} does not match --x-format {layout!r}")
+        return parsed
 
     def _group_ids(self, batch: pa.RecordBatch) -> np.ndarray:
         """Each row's group, numbered in order of first appearance."""
@@ -232,6 +328,8 @@ class ChartSink:
 
     # Drawing --------------------------------------------------------------------------
     def close(self) -> None:
+        if self._waiting is not None:
+            raise self._ambiguous()
         lines, hidden = self._chosen()
         drawn = [Drawn(self._line_name(key), line.runs(), line.infinite)
                  for key, line in lines]
@@ -270,6 +368,7 @@ class ChartSink:
 
     def abort(self) -> None:
         self._decimator.lines.clear()
+        self._waiting = None
 
     def _chosen(self) -> tuple[list[tuple[Hashable, Line]], int]:
         """The lines to draw, in legend order, and how many more there are."""
@@ -319,6 +418,20 @@ def _results(schema: pa.Schema, view: View, options: ChartOptions) -> list[int]:
     else:
         wanted = set(view.scanned)
     return [i for i, name in enumerate(names) if name in wanted and name in view.first]
+
+
+class _Wait(Exception):
+    """The x column's first dates read both as month/day and day/month."""
+
+
+def _text(column: pa.Array) -> pa.Array:
+    """Text cells trimmed, an empty one missing."""
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        column = pc.cast(column, pa.large_string())
+    text = pc.utf8_trim_whitespace(column)
+    return pc.if_else(pc.equal(text, ""), pa.scalar(None, text.type), text)
 
 
 def _floats(column: pa.Array) -> np.ndarray:
