@@ -204,7 +204,8 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                           "in an image [default: the terminal's, else 80; 1000 pixels]."),
         click.option("--height", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Chart: its height, in lines on the terminal or in pixels in an "
-                          "image [default: the terminal's, else 24; 500 pixels]."),
+                          "image [default: the terminal's less one line, for the prompt, "
+                          "else 24; 500 pixels]."),
         click.option("--max-record-size", "max_record_size", default=None,
                      callback=_size, metavar="SIZE",
                      help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "

@@ -463,7 +463,9 @@ def _size(options: ChartOptions, console: Any) -> tuple[int, int]:
         return options.width or DEFAULT_PIXELS[0], options.height or DEFAULT_PIXELS[1]
     width, height = DEFAULT_CELLS
     if console is not None:
-        width, height = console.width, console.height
+        # A line less than the terminal's: the shell's prompt comes after the chart, and
+        # a chart of the terminal's full height would scroll its top line off.
+        width, height = console.width, console.height - 1
     return options.width or width, options.height or height
 
 
