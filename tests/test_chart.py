@@ -561,3 +561,111 @@ def test_x_format_of_a_parquet_date_column_is_refused(invoke, tmp_path: Path) ->
     assert (result.exit_code, result.stderr) == (
         1, f"Error: {path}: --x-format reads text, and --x 'd' holds date32[day]; leave "
            "--x-format out\n")
+
+
+# Several scanned columns under --by: a panel each ------------------------------------------
+
+SHOPS = "shop,units,revenue\nA,1,100\nB,2,300\nA,3,200\nB,1,500\nA,2,100\nB,4,600\n"
+
+
+def test_by_with_two_scanned_columns_draws_a_panel_each(invoke, tmp_path: Path,
+                                                         monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum", "shops.csv", "--by", "shop", "--to", "chart", "--width",
+                       "40", "--height", "16"))
+    # units: A 1, 4, 6 and B 2, 3, 7 (0 to 10); revenue: A 100, 300, 400 and B 300, 800,
+    # 1400 (0 to 2000), each on its own axis, one x axis (rows 1 to 6) under both.
+    assert result.stdout == (
+        "     units\n"
+        "  10 ┤\n"
+        "     │                              ++++\n"
+        "   5 ┤          ••••••••••••••++++++\n"
+        "     │    •••+++++++++++++++++\n"
+        "   0 ┤••••\n"
+        "     revenue\n"
+        "2000 ┤\n"
+        "1000 ┤                           +++++++\n"
+        "     │              +++++++++++++\n"
+        "   0 ┤•••••••+++++++••••••\n"
+        "     └──────────────────────────┬───────\n"
+        "                                5\n"
+        "•• A   ++ B\n"
+        "cumsum along rows of shops.csv, 6 rows x\n"
+        "3 columns; scanned: units, revenue\n")
+
+
+def test_panels_that_do_not_fit_are_named_under_the_legend(invoke, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum", "shops.csv", "--by", "shop", "--to", "chart", "--width",
+                       "40", "--height", "12"))
+    lines = result.stdout.splitlines()
+    assert len(lines) == 12
+    assert lines[0] == "   units" and "revenue" not in lines[:-2]
+    assert lines[-6:-2] == ["•• A   ++ B", "not drawn, for want of lines: revenue",
+                            "(-c picks the columns, --height gives", "more lines)"]
+
+
+def test_panels_name_the_op_where_there_are_several(invoke, tmp_path: Path,
+                                                    monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum,cummax", "shops.csv", "--by", "shop", "--to", "chart",
+                       "--width", "80", "--height", "24"))
+    lines = result.stdout.splitlines()
+    titles = [line for line in lines if line.lstrip() in ("units", "revenue")][:2]
+    assert titles == ["     units", "     revenue"]  # the panels' titles, over their axes
+    assert "•• A: cumsum   ++ A: cummax   xx B: cumsum   oo B: cummax" in lines
+
+
+def test_of_many_groups_in_panels_those_ending_highest_in_the_first_are_drawn(
+        invoke, write_file) -> None:
+    # Group g<i> has units i (g19 .. g12 end highest) and revenue -i.
+    rows = "".join(f"g{i},{i},{-i}\n" for i in range(20))
+    path = write_file("groups.csv", "key,units,revenue\n" + rows)
+    result = ok(invoke("cumsum", str(path), "--by", "key", "--to", "chart", "--width", "200",
+                       "--height", "30"))
+    lines = result.stdout.splitlines()
+    legend = next(line for line in lines if line.startswith("••"))
+    assert legend == ("•• g12   ++ g13   xx g14   oo g15   ** g16   ## g17   @@ g18   "
+                      "%% g19")
+    assert lines[lines.index(legend) + 1] == (
+        "12 more groups not drawn: these are the 8 with the largest last value of units")
+
+
+def test_without_by_several_columns_share_one_axis(invoke, tmp_path: Path,
+                                                   monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum", "shops.csv", "--to", "chart", "--width", "40", "--height",
+                       "12"))
+    lines = result.stdout.splitlines()
+    assert not any(line.strip() in ("units", "revenue") for line in lines)
+    assert "•• units   ++ revenue" in lines
+
+
+def test_an_svg_of_panels_has_an_axes_each_and_a_path_per_line(invoke, tmp_path: Path
+                                                               ) -> None:
+    (tmp_path / "shops.csv").write_text(SHOPS)
+    target = tmp_path / "c.svg"
+    ok(invoke("cumsum", str(tmp_path / "shops.csv"), "--by", "shop", "-o", str(target),
+              "--width", "640", "--height", "480"))
+    root = ET.parse(target).getroot()
+    ids = [g.get("id") or "" for g in root.iter(f"{SVG_NS}g")]
+    assert [i for i in ids if i.startswith("axes_")] == ["axes_1", "axes_2"]
+    assert [i for i in ids if i.startswith("cumtool-line-")] == [
+        f"cumtool-line-{n}" for n in range(1, 5)]  # A and B, in each panel
+
+
+def test_panels_on_a_terminal_of_full_height_leave_the_prompt_its_line(tmp_path: Path
+                                                                       ) -> None:
+    _status, text = _pty(["cumsum", "sample_data/daily_sales.csv", "--by", "store", "--x",
+                          "date", "--to", "chart"], 80, 24, REPO)
+    lines = _fits(text, 80, 24)
+    assert len(lines) == 23  # the 24th is the shell's prompt's
+    assert [line.strip() for line in lines[:1]] == ["units"]
+    assert "revenue" in [line.strip() for line in lines]
+    assert lines[-2:] == ["cumsum along rows of sample_data/daily_sales.csv, 60 rows x 4 "
+                          "columns; scanned:", "units, revenue"]
