@@ -508,6 +508,17 @@ def test_ambiguous_slash_dates_are_refused_and_x_format_reads_them(invoke, write
         "               2024-04        2024-07        2024-10")
 
 
+def test_ambiguous_slash_dates_wait_for_200000_rows_at_most(invoke, write_file) -> None:
+    # The rows wait in memory for a date that tells: not for ever.
+    path = write_file("long.csv", "d,v\n" + "01/02/2024,1\n" * 260_000 + "13/02/2024,1\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart", "--batch-rows",
+                    "50000")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: --x 'd': slash dates such as '01/02/2024' read as month/day "
+               "and as day/month, and no field above 12 in its first 200000 rows tells "
+               "which: give --x-format %m/%d/%Y or --x-format %d/%m/%Y\n")
+
+
 def test_x_format_reads_a_layout_of_its_own_and_names_a_cell_it_cannot(invoke, write_file
                                                                        ) -> None:
     path = write_file("dots.csv", "d,v\n1.3.2024 06:00,1\n1.3.2024 18:00,2\n2.3.2024 6:00,3\n")
@@ -550,6 +561,16 @@ def test_a_first_x_cell_in_no_layout_names_the_layouts_tried(invoke, write_file)
 def test_x_format_out_of_place_is_a_usage_error(invoke, args, message) -> None:
     result = invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), *args)
     assert (result.exit_code, result.stderr, result.stdout) == (2, message, "")
+
+
+def test_x_format_reads_a_parquet_column_of_whole_numbers(invoke, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    pq.write_table(pa.table({"d": [20240301, 20240308, 20240315], "v": [1, 2, 3]}),
+                   "i.parquet")
+    result = ok(invoke("cumsum", "i.parquet", "--x", "d", "--x-format", "%Y%m%d", "--to",
+                       "chart", "--width", "40", "--height", "8"))
+    assert _x_labels(result.stdout) == "      2024-03-04        2024-03-11"
 
 
 def test_x_format_of_a_parquet_date_column_is_refused(invoke, tmp_path: Path) -> None:

@@ -140,7 +140,7 @@ class ChartSink:
             self._narrow(text, first_row)
         if self._layout is None:
             if self._rows - self._waiting[0][1] > MAX_WAITING:
-                raise self._ambiguous()
+                raise self._ambiguous(f" in its first {MAX_WAITING} rows")
             return
         waiting, self._waiting = self._waiting, None
         for held, row in waiting:
@@ -288,11 +288,11 @@ class ChartSink:
             self._layout = kept[0]
             self._settle("date", pa.date32())
 
-    def _ambiguous(self) -> DataError:
+    def _ambiguous(self, where: str = "") -> DataError:
         return DataError(f"{self._source}: --x {self._x_name()!r}: slash dates such as "
                          f"{printable(self._first_cell)!r} read as month/day and as "
-                         "day/month, and no field above 12 tells which: give --x-format "
-                         "%m/%d/%Y or --x-format %d/%m/%Y")
+                         f"day/month, and no field above 12{where} tells which: give "
+                         "--x-format %m/%d/%Y or --x-format %d/%m/%Y")
 
     def _read_layout(self, text: pa.Array, layout: str, first_row: int,
                      guessed: bool = False) -> pa.Array:
