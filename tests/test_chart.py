@@ -540,6 +540,15 @@ def test_a_date_column_mixing_layouts_names_the_first_cell_off_the_layout(invoke
                "before it (%Y/%m/%d); --x-format FMT reads one layout\n")
 
 
+def test_a_slash_date_column_turning_iso_names_both_slash_layouts(invoke, write_file
+                                                                  ) -> None:
+    path = write_file("turn.csv", "d,v\n01/02/2024,1\n2024-03-01,2\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: row 2: --x 'd': '2024-03-01' is not a date like the cells "
+               "before it (%m/%d/%Y or %d/%m/%Y); --x-format FMT reads one layout\n")
+
+
 def test_a_first_x_cell_in_no_layout_names_the_layouts_tried(invoke, write_file) -> None:
     path = write_file("odd.csv", "d,v\n,0\n2024.03.01,1\n")
     result = invoke("cumsum", str(path), "--x", "d", "--to", "chart")

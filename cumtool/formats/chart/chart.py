@@ -276,12 +276,11 @@ class ChartSink:
                   for layout in self._candidates}
         kept = tuple(layout for layout, at in unread.items() if at is None)
         if not kept:
-            layout = max(unread, key=lambda name: unread[name] or 0)
-            at = unread[layout]
-            assert at is not None
+            at = max(found for found in unread.values() if found is not None)
+            layouts = " or ".join(name for name, found in unread.items() if found == at)
             raise DataError(f"{self._source}: row {first_row + at + 1}: --x "
                             f"{self._x_name()!r}: {printable(text[at].as_py())!r} is not a "
-                            f"date like the cells before it ({layout}); --x-format FMT "
+                            f"date like the cells before it ({layouts}); --x-format FMT "
                             "reads one layout")
         self._candidates = kept
         if len(kept) == 1:
