@@ -634,8 +634,8 @@ def test_panels_that_do_not_fit_are_named_under_the_legend(invoke, tmp_path: Pat
     lines = result.stdout.splitlines()
     assert len(lines) == 12
     assert lines[0] == "   units" and "revenue" not in lines[:-2]
-    assert lines[-6:-2] == ["•• A   ++ B", "not drawn, for want of lines: revenue",
-                            "(-c picks the columns, --height gives", "more lines)"]
+    assert lines[-5:-2] == ["•• A   ++ B", "not drawn, for want of lines: revenue",
+                            "(-c picks columns)"]
 
 
 def test_panels_name_the_op_where_there_are_several(invoke, tmp_path: Path,
@@ -674,6 +674,18 @@ def test_without_by_several_columns_share_one_axis(invoke, tmp_path: Path,
     lines = result.stdout.splitlines()
     assert not any(line.strip() in ("units", "revenue") for line in lines)
     assert "•• units   ++ revenue" in lines
+
+
+@pytest.mark.parametrize("args", [[], ["--by", "store"], ["--by", "store", "-c", "units"]])
+@pytest.mark.parametrize(("width", "height"), [(30, 8), (45, 10), (80, 12)])
+def test_a_small_chart_keeps_to_its_height_cutting_its_caption_short(invoke, args, width,
+                                                                     height) -> None:
+    result = ok(invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), "--to", "chart",
+                       "--width", str(width), "--height", str(height), *args))
+    lines = result.stdout.splitlines()
+    assert len(lines) <= height
+    assert any(line.startswith("cumsum along rows of") for line in lines)  # the caption
+    assert max(len(line) for line in lines) <= width
 
 
 def test_an_svg_of_panels_has_an_axes_each_and_a_path_per_line(invoke, tmp_path: Path

@@ -558,11 +558,11 @@ def draw_text(chart: Chart, size: tuple[int, int], colour: bool, cells: Cells) -
         while len(panels) > 1 and free() < len(panels) * (PANEL_ROWS + 1):
             panels = panels[:-1]
             left = [cells.text(str(p.title)) for p in chart.panels[len(panels):]]
-            notes[-1] = (f"not drawn, for want of lines: {', '.join(left)} (-c picks the "
-                         "columns, --height gives more lines)")
+            notes[-1] = f"not drawn, for want of lines: {', '.join(left)} (-c picks columns)"
+        titled = free() > PANEL_ROWS  # the one panel left keeps its title where it fits
     caption = _wrap(cells.text(chart.caption), width)
     below = [line for note in notes for line in _wrap(cells.text(note), width)]
-    room = max(len(panels) * 3, free() - (len(panels) if titled else 0))
+    room = max(len(panels) * PANEL_ROWS, free() - (len(panels) if titled else 0))
     heights = [room // len(panels) + (n < room % len(panels)) for n in range(len(panels))]
     # Each panel's y axis: round ticks, labels right-aligned left of it; one margin.
     frames = []
@@ -640,6 +640,16 @@ def draw_text(chart: Chart, size: tuple[int, int], colour: bool, cells: Cells) -
             text.append(key, style=COLOURS[n % len(COLOURS)] if colour else None)
             text.append(" " + name)
         out.append(text if colour else text.plain)
+    # Where the least of each panel does not leave room (a few lines, a long caption),
+    # the caption is cut short, then the notes: the chart keeps to its height.
+    excess = len(out) + len(below) + len(caption) - height
+    if excess > 0 and len(caption) > 1:
+        cut = min(excess, len(caption) - 1)
+        caption = caption[:len(caption) - cut]
+        caption[-1] = _cut(caption[-1], width - 3) + "..."
+        excess -= cut
+    if excess > 0:
+        below = below[:max(0, len(below) - excess)]
     for words in below:
         out.append(Text(words, style="dim") if colour else words)
     for words in caption:
