@@ -208,14 +208,19 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                           "pipes keep every digit)."),
         click.option("--x", "x", default=None, callback=_selections, metavar="COL",
                      shell_complete=complete_columns,
-                     help="Chart: the column along the horizontal axis (numbers or ISO "
-                          "dates; not scanned) [default: the row number, from 1]."),
+                     help="Chart: the column along the horizontal axis (numbers, or dates "
+                          "as 2024-03-01, 2024/03/01, 01-Mar-24, 'Mar 1, 2024', 03/25/2024; "
+                          "not scanned) [default: the row number, from 1]."),
+        click.option("--x-format", "x_format", default=None, metavar="FMT",
+                     help="Chart: the layout of the --x dates, as strftime writes it "
+                          "(%d/%m/%Y), where cumtool cannot tell it, as for 01/02/2024."),
         click.option("--width", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Chart: its width, in characters on the terminal or in pixels "
                           "in an image [default: the terminal's, else 80; 1000 pixels]."),
         click.option("--height", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Chart: its height, in lines on the terminal or in pixels in an "
-                          "image [default: the terminal's, else 24; 500 pixels]."),
+                          "image [default: the terminal's less one line, for the prompt, "
+                          "else 24; 500 pixels]."),
         click.option("--max-record-size", "max_record_size", default=None,
                      callback=_size, metavar="SIZE",
                      help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
@@ -306,7 +311,8 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         params={declared.name: declared.from_cli(options[_param_name(declared)])
                 for declared in options_of(op.split(",")) if declared.name != "indices"},
         engine=options["engine"], scheduler=options["scheduler"],
-        x=options["x"], width=options["width"], height=options["height"],
+        x=options["x"], x_format=options["x_format"], width=options["width"],
+        height=options["height"],
         # What is typed on a terminal goes out line by line (SEMANTICS.md, "Tables").
         out_encoding=options["out_encoding"], out_decimal=options["out_decimal"],
         comment=options["comment"], ragged=options["ragged"],

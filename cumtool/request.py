@@ -107,6 +107,7 @@ class Request:
     # scanned: it joins `exclude`; None: the row number), and its size in character cells
     # on the terminal or in pixels in an image (None: the terminal's, or 1000 x 500).
     x: Selection | None = None
+    x_format: str | None = None  # --x-format: the strftime layout of --x's dates
     width: int | None = None
     height: int | None = None
 
@@ -241,13 +242,19 @@ class Request:
 
     def _check_chart(self) -> None:
         chart = self._chart_format() == "chart"
-        given = [flag for flag, value in (("--x", self.x), ("--width", self.width),
-                                          ("--height", self.height)) if value is not None]
+        given = [flag for flag, value in (("--x", self.x), ("--x-format", self.x_format),
+                                          ("--width", self.width), ("--height", self.height))
+                 if value is not None]
         if given and not chart:
             raise UsageError(f"{given[0]} is for charts: add --to chart (or -o FILE.svg, "
                              "-o FILE.png)")
         if not chart:
             return
+        if self.x_format is not None and self.x is None:
+            raise UsageError("--x-format is the layout of the --x column's dates: add --x COL")
+        if self.x_format is not None and "%" not in self.x_format:
+            raise UsageError(f"--x-format {self.x_format!r} is not a strftime layout: "
+                             "write it with % fields, e.g. %d/%m/%Y")
         from cumtool.inputs import per_input_output
 
         if per_input_output(self.output):

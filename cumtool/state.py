@@ -38,7 +38,7 @@ _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/data
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
 _NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
                     "batch_rows", "table_rows", "precision", "engine", "scheduler",
-                    "growing", "quiet", "threads")
+                    "growing", "quiet", "threads", "x_format")
 # Request's fields when a run's identity was first made (version 2): a field added since
 # counts only where it is not its default, so that a retry across an upgrade is still
 # known as one.

@@ -68,7 +68,7 @@ def _fits(text: str, columns: int, rows: int) -> list[str]:
     from rich.cells import cell_len
 
     lines = SGR.sub("", text).rstrip("\n").split("\n")
-    assert len(lines) <= rows
+    assert len(lines) <= rows - 1  # and the shell's prompt on the last line: none scrolls off
     assert max(cell_len(line) for line in lines) <= columns
     return lines
 
@@ -211,7 +211,7 @@ def test_the_chart_fits_the_terminal(tmp_path: Path, columns: int, rows: int) ->
     _status, text = _pty(["cumsum", "sample_data/daily_sales.csv", "--to", "chart"],
                          columns, rows, REPO)
     lines = _fits(text, columns, rows)
-    assert len(lines) == rows  # and fills it
+    assert len(lines) == rows - 1  # and fills it, but for the line of the shell's prompt
     assert "\x1b[34m" in text  # colour: the first line is blue
     assert any(0x2800 <= ord(c) <= 0x28FF for c in text)  # braille dots
     assert "━━ units   ━━ revenue" in lines
@@ -411,6 +411,9 @@ def test_round_number_ticks() -> None:
     ("2024-01-15", "2024-09-20", True,
      [("2024-03-01", "2024-03"), ("2024-05-01", "2024-05"), ("2024-07-01", "2024-07"),
       ("2024-09-01", "2024-09")]),
+    ("2024-02-01", "2024-11-12", True,  # every other month from March, not from February
+     [("2024-03-01", "2024-03"), ("2024-05-01", "2024-05"), ("2024-07-01", "2024-07"),
+      ("2024-09-01", "2024-09"), ("2024-11-01", "2024-11")]),
     ("2001-03-01", "2024-09-20", True,
      [("2005-01-01", "2005"), ("2010-01-01", "2010"), ("2015-01-01", "2015"),
       ("2020-01-01", "2020")]),
@@ -443,3 +446,268 @@ def test_a_timestamp_column_of_parquet_is_the_x_axis(invoke, tmp_path: Path,
                        "50", "--height", "10"))
     assert result.stdout.splitlines()[-4] == (
         "2024-01-15T06:00 09:00          12:00        15:00")
+
+
+# Dates along --x in other layouts than ISO ------------------------------------------------
+
+_MARCH = [(1, 0), (8, 1), (15, 2), (22, 3), (29, 4)]  # (day of March 2024, value)
+
+
+def _x_labels(text: str) -> str:
+    """The line of x tick labels: the one under the axis rule."""
+    lines = text.splitlines()
+    return next(lines[n + 1] for n, line in enumerate(lines) if "└" in line)
+
+
+def _dated(layout: str) -> str:
+    """A CSV of the March days written in `layout` (Python's strftime, which cumtool does
+    not use to read them)."""
+    import datetime
+
+    return "day,v\n" + "".join(f'"{datetime.date(2024, 3, d).strftime(layout)}",{v}\n'
+                               for d, v in _MARCH)
+
+
+@pytest.mark.parametrize("layout", ["%Y-%m-%dT%H:%M", "%Y/%m/%d", "%d-%b-%y", "%d-%b-%Y",
+                                    "%b %d, %Y", "%m/%d/%Y", "%d/%m/%Y"])
+def test_dates_in_a_common_layout_draw_as_their_iso_dates(invoke, tmp_path: Path,
+                                                          monkeypatch, layout: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("iso.csv").write_text(_dated("%Y-%m-%d"))
+    Path("alt.csv").write_text(_dated(layout))
+    args = ("--x", "day", "--to", "chart", "--width", "50", "--height", "10")
+    drawn = ok(invoke("cumsum", "alt.csv", *args)).stdout
+    assert drawn.replace("alt.csv", "iso.csv") == ok(invoke("cumsum", "iso.csv", *args)).stdout
+    assert _x_labels(drawn).split() == ["2024-03-04", "2024-03-18"]  # Mondays, as for ISO
+
+
+def test_slash_dates_with_a_first_field_above_12_anywhere_are_day_month(invoke, write_file
+                                                                        ) -> None:
+    # 01/02 and 03/04 alone could be either; 13/04 says day/month, though it comes last
+    # and each batch is one row: the rows before it wait for it.
+    path = write_file("dm.csv", "d,v\n01/02/2024,1\n03/04/2024,2\n13/04/2024,3\n")
+    result = ok(invoke("cumsum", str(path), "--x", "d", "--to", "chart", "--width", "40",
+                       "--height", "8", "--batch-rows", "1"))
+    assert _x_labels(result.stdout).split() == ["2024-02", "2024-03", "2024-04"]
+
+
+def test_ambiguous_slash_dates_are_refused_and_x_format_reads_them(invoke, write_file
+                                                                   ) -> None:
+    path = write_file("amb.csv", "d,v\n01/02/2024,1\n03/04/2024,2\n12/11/2024,3\n")
+    args = ("cumsum", str(path), "--x", "d", "--to", "chart", "--width", "60", "--height", "8")
+    result = invoke(*args)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: --x 'd': slash dates such as '01/02/2024' read as month/day "
+               "and as day/month, and no field above 12 tells which: give --x-format "
+               "%m/%d/%Y or --x-format %d/%m/%Y\n")
+    # Day/month: 1 February to 12 November, so 1 April is nearer the left than for
+    # month/day: 2 January to 11 December.
+    assert _x_labels(ok(invoke(*args, "--x-format", "%d/%m/%Y")).stdout) == (
+        "            2024-04           2024-07           2024-10")
+    assert _x_labels(ok(invoke(*args, "--x-format", "%m/%d/%Y")).stdout) == (
+        "               2024-04        2024-07        2024-10")
+
+
+def test_ambiguous_slash_dates_wait_for_200000_rows_at_most(invoke, write_file) -> None:
+    # The rows wait in memory for a date that tells: not for ever.
+    path = write_file("long.csv", "d,v\n" + "01/02/2024,1\n" * 260_000 + "13/02/2024,1\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart", "--batch-rows",
+                    "50000")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: --x 'd': slash dates such as '01/02/2024' read as month/day "
+               "and as day/month, and no field above 12 in its first 200000 rows tells "
+               "which: give --x-format %m/%d/%Y or --x-format %d/%m/%Y\n")
+
+
+def test_x_format_reads_a_layout_of_its_own_and_names_a_cell_it_cannot(invoke, write_file
+                                                                       ) -> None:
+    path = write_file("dots.csv", "d,v\n1.3.2024 06:00,1\n1.3.2024 18:00,2\n2.3.2024 6:00,3\n")
+    args = ("cumsum", str(path), "--x", "d", "--to", "chart", "--width", "40", "--height", "8")
+    assert _x_labels(ok(invoke(*args, "--x-format", "%d.%m.%Y %H:%M")).stdout) == (
+        "     2024-03-01T12:00 2024-03-02T00:00")  # every 12 hours, 06:00 to 06:00
+    result = invoke(*args, "--x-format", "%d.%m.%Y %H:%M:%S")
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {path}: row 1: --x 'd': '1.3.2024 06:00' does not match --x-format "
+           "'%d.%m.%Y %H:%M:%S'\n")
+
+
+def test_a_date_column_mixing_layouts_names_the_first_cell_off_the_layout(invoke, write_file
+                                                                          ) -> None:
+    path = write_file("mixed.csv", "d,v\n2012/01/01,1\n2012/01/02,2\n03-Jan-12,3\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: row 3: --x 'd': '03-Jan-12' is not a date like the cells "
+               "before it (%Y/%m/%d); --x-format FMT reads one layout\n")
+
+
+def test_a_slash_date_column_turning_iso_names_both_slash_layouts(invoke, write_file
+                                                                  ) -> None:
+    path = write_file("turn.csv", "d,v\n01/02/2024,1\n2024-03-01,2\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: row 2: --x 'd': '2024-03-01' is not a date like the cells "
+               "before it (%m/%d/%Y or %d/%m/%Y); --x-format FMT reads one layout\n")
+
+
+def test_a_first_x_cell_in_no_layout_names_the_layouts_tried(invoke, write_file) -> None:
+    path = write_file("odd.csv", "d,v\n,0\n2024.03.01,1\n")
+    result = invoke("cumsum", str(path), "--x", "d", "--to", "chart")
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: row 2: --x 'd': '2024.03.01' is not a number or a date in a "
+               "layout --x reads (ISO, %Y/%m/%d, %d-%b-%y, %d-%b-%Y, '%b %d, %Y', %m/%d/%Y "
+               "or %d/%m/%Y); --x-format FMT reads another\n")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--to", "chart", "--x-format", "%d/%m/%Y"],
+     "Error: --x-format is the layout of the --x column's dates: add --x COL\n"),
+    (["--to", "chart", "--x", "date", "--x-format", "d/m/Y"],
+     "Error: --x-format 'd/m/Y' is not a strftime layout: write it with % fields, e.g. "
+     "%d/%m/%Y\n"),
+    (["--to", "csv", "--x-format", "%d/%m/%Y"],
+     "Error: --x-format is for charts: add --to chart (or -o FILE.svg, -o FILE.png)\n"),
+])
+def test_x_format_out_of_place_is_a_usage_error(invoke, args, message) -> None:
+    result = invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), *args)
+    assert (result.exit_code, result.stderr, result.stdout) == (2, message, "")
+
+
+def test_x_format_reads_a_parquet_column_of_whole_numbers(invoke, tmp_path: Path,
+                                                          monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    pq.write_table(pa.table({"d": [20240301, 20240308, 20240315], "v": [1, 2, 3]}),
+                   "i.parquet")
+    result = ok(invoke("cumsum", "i.parquet", "--x", "d", "--x-format", "%Y%m%d", "--to",
+                       "chart", "--width", "40", "--height", "8"))
+    assert _x_labels(result.stdout) == "      2024-03-04        2024-03-11"
+
+
+def test_x_format_of_a_parquet_date_column_is_refused(invoke, tmp_path: Path) -> None:
+    import datetime
+
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"d": [datetime.date(2024, 3, 1)], "v": [1]}), path)
+    result = invoke("cumsum", str(path), "--x", "d", "--x-format", "%Y", "--to", "chart")
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {path}: --x-format reads text, and --x 'd' holds date32[day]; leave "
+           "--x-format out\n")
+
+
+# Several scanned columns under --by: a panel each ------------------------------------------
+
+SHOPS = "shop,units,revenue\nA,1,100\nB,2,300\nA,3,200\nB,1,500\nA,2,100\nB,4,600\n"
+
+
+def test_by_with_two_scanned_columns_draws_a_panel_each(invoke, tmp_path: Path,
+                                                         monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum", "shops.csv", "--by", "shop", "--to", "chart", "--width",
+                       "40", "--height", "16"))
+    # units: A 1, 4, 6 and B 2, 3, 7 (0 to 10); revenue: A 100, 300, 400 and B 300, 800,
+    # 1400 (0 to 2000), each on its own axis, one x axis (rows 1 to 6) under both.
+    assert result.stdout == (
+        "     units\n"
+        "  10 ┤\n"
+        "     │                              ++++\n"
+        "   5 ┤          ••••••••••••••++++++\n"
+        "     │    •••+++++++++++++++++\n"
+        "   0 ┤••••\n"
+        "     revenue\n"
+        "2000 ┤\n"
+        "1000 ┤                           +++++++\n"
+        "     │              +++++++++++++\n"
+        "   0 ┤•••••••+++++++••••••\n"
+        "     └──────────────────────────┬───────\n"
+        "                                5\n"
+        "•• A   ++ B\n"
+        "cumsum along rows of shops.csv, 6 rows x\n"
+        "3 columns; scanned: units, revenue\n")
+
+
+def test_panels_that_do_not_fit_are_named_under_the_legend(invoke, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum", "shops.csv", "--by", "shop", "--to", "chart", "--width",
+                       "40", "--height", "12"))
+    lines = result.stdout.splitlines()
+    assert len(lines) == 12
+    assert lines[0] == "   units" and "revenue" not in lines[:-2]
+    assert lines[-5:-2] == ["•• A   ++ B", "not drawn, for want of lines: revenue",
+                            "(-c picks columns)"]
+
+
+def test_panels_name_the_op_where_there_are_several(invoke, tmp_path: Path,
+                                                    monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum,cummax", "shops.csv", "--by", "shop", "--to", "chart",
+                       "--width", "80", "--height", "24"))
+    lines = result.stdout.splitlines()
+    titles = [line for line in lines if line.lstrip() in ("units", "revenue")][:2]
+    assert titles == ["     units", "     revenue"]  # the panels' titles, over their axes
+    assert "•• A: cumsum   ++ A: cummax   xx B: cumsum   oo B: cummax" in lines
+
+
+def test_of_many_groups_in_panels_those_ending_highest_in_the_first_are_drawn(
+        invoke, write_file) -> None:
+    # Group g<i> has units i (g19 .. g12 end highest) and revenue -i.
+    rows = "".join(f"g{i},{i},{-i}\n" for i in range(20))
+    path = write_file("groups.csv", "key,units,revenue\n" + rows)
+    result = ok(invoke("cumsum", str(path), "--by", "key", "--to", "chart", "--width", "200",
+                       "--height", "30"))
+    lines = result.stdout.splitlines()
+    legend = next(line for line in lines if line.startswith("••"))
+    assert legend == ("•• g12   ++ g13   xx g14   oo g15   ** g16   ## g17   @@ g18   "
+                      "%% g19")
+    assert lines[lines.index(legend) + 1] == (
+        "12 more groups not drawn: these are the 8 with the largest last value of units")
+
+
+def test_without_by_several_columns_share_one_axis(invoke, tmp_path: Path,
+                                                   monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("shops.csv").write_text(SHOPS)
+    result = ok(invoke("cumsum", "shops.csv", "--to", "chart", "--width", "40", "--height",
+                       "12"))
+    lines = result.stdout.splitlines()
+    assert not any(line.strip() in ("units", "revenue") for line in lines)
+    assert "•• units   ++ revenue" in lines
+
+
+@pytest.mark.parametrize("args", [[], ["--by", "store"], ["--by", "store", "-c", "units"]])
+@pytest.mark.parametrize(("width", "height"), [(30, 8), (45, 10), (80, 12)])
+def test_a_small_chart_keeps_to_its_height_cutting_its_caption_short(invoke, args, width,
+                                                                     height) -> None:
+    result = ok(invoke("cumsum", str(REPO / "sample_data/daily_sales.csv"), "--to", "chart",
+                       "--width", str(width), "--height", str(height), *args))
+    lines = result.stdout.splitlines()
+    assert len(lines) <= height
+    assert any(line.startswith("cumsum along rows of") for line in lines)  # the caption
+    assert max(len(line) for line in lines) <= width
+
+
+def test_an_svg_of_panels_has_an_axes_each_and_a_path_per_line(invoke, tmp_path: Path
+                                                               ) -> None:
+    (tmp_path / "shops.csv").write_text(SHOPS)
+    target = tmp_path / "c.svg"
+    ok(invoke("cumsum", str(tmp_path / "shops.csv"), "--by", "shop", "-o", str(target),
+              "--width", "640", "--height", "480"))
+    root = ET.parse(target).getroot()
+    ids = [g.get("id") or "" for g in root.iter(f"{SVG_NS}g")]
+    assert [i for i in ids if i.startswith("axes_")] == ["axes_1", "axes_2"]
+    assert [i for i in ids if i.startswith("cumtool-line-")] == [
+        f"cumtool-line-{n}" for n in range(1, 5)]  # A and B, in each panel
+
+
+def test_panels_on_a_terminal_of_full_height_leave_the_prompt_its_line(tmp_path: Path
+                                                                       ) -> None:
+    _status, text = _pty(["cumsum", "sample_data/daily_sales.csv", "--by", "store", "--x",
+                          "date", "--to", "chart"], 80, 24, REPO)
+    lines = _fits(text, 80, 24)
+    assert len(lines) == 23  # the 24th is the shell's prompt's
+    assert [line.strip() for line in lines[:1]] == ["units"]
+    assert "revenue" in [line.strip() for line in lines]
+    assert lines[-2:] == ["cumsum along rows of sample_data/daily_sales.csv, 60 rows x 4 "
+                          "columns; scanned:", "units, revenue"]

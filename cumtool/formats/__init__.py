@@ -133,6 +133,9 @@ class WriteRequest(Protocol):
     def x(self) -> Selection | None: ...
 
     @property
+    def x_format(self) -> str | None: ...
+
+    @property
     def width(self) -> int | None: ...
 
     @property

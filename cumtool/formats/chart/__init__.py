@@ -15,8 +15,8 @@ def _write(writing: Writing) -> TableSink:
     assert writing.schema is not None and writing.view is not None
     image = request.chart_image()
     options = ChartOptions(ops=tuple(request.ops), keep=request.keep or len(request.ops) > 1,
-                           x=request.x, by=request.by, width=request.width,
-                           height=request.height, image=image)
+                           x=request.x, x_format=request.x_format, by=request.by,
+                           width=request.width, height=request.height, image=image)
     return ChartSink(writing.stream, writing.schema, writing.view, options,
                      writing.source_name, console=None if image else console_for(writing),
                      encoding=writing.text_encoding())

@@ -1,5 +1,6 @@
 """What a chart draws, whatever the medium (text in chart.py, an image in image.py): its
-lines as runs of points, the ranges of x and y, and the round ticks of its axes."""
+panels of lines as runs of points, the ranges of x and y, and the round ticks of its
+axes."""
 
 from __future__ import annotations
 
@@ -10,30 +11,42 @@ from cumtool.formats.chart import ticks
 
 @dataclass
 class Drawn:
-    """A line as drawn: its legend name, and its runs of (x, y) points to join."""
+    """A line as drawn: its legend name, its runs of (x, y) points to join, and its
+    entry in the legend (its colour and marker)."""
 
     name: str
     runs: list[list[tuple[float, float]]]
     infinite: int
+    key: int = 0
 
 
 @dataclass
-class Chart:
-    """What is drawn, whatever the medium."""
+class Panel:
+    """One frame of lines with its own y axis; with several, they are stacked along one
+    x axis, each titled with the column it draws."""
 
     lines: list[Drawn]
-    x_range: tuple[float, float]  # the x of the points, exactly
     y_range: tuple[float, float]  # the finite results, exactly (inf, -inf: none)
-    x_kind: str  # row, number, date or time (dates and times in days since 1970)
-    x_name: str
-    caption: str
-    note: str | None
+    title: str | None = None
 
     def y_frame(self, count: int) -> tuple[float, float, float]:
         low, high = self.y_range
         if low > high:  # nothing finite to draw
             low, high = 0.0, 1.0
         return ticks.frame(low, high, count)
+
+
+@dataclass
+class Chart:
+    """What is drawn, whatever the medium."""
+
+    legend: list[str]  # the names of the lines, in order: Drawn.key indexes it
+    panels: list[Panel]
+    x_range: tuple[float, float]  # the x of the points, exactly
+    x_kind: str  # row, number, date or time (dates and times in days since 1970)
+    x_name: str
+    caption: str
+    notes: list[str]
 
     def x_frame(self) -> tuple[float, float]:
         low, high = self.x_range

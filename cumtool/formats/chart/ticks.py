@@ -68,7 +68,7 @@ def date_ticks(low_days: float, high_days: float, count: int, whole_days: bool =
     for step in _MONTH_STEPS:
         if step * 30.4 >= raw:
             ticks = []
-            for m in range(0, months + 1, step):
+            for m in range(0, months + 1):  # months that are a multiple of step
                 month = low_month + np.timedelta64(m, "M")
                 day = float(month.astype("datetime64[D]").astype(np.int64))
                 if low_days <= day <= high_days and month.astype(int) % step == 0:
