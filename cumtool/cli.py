@@ -179,7 +179,8 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="CSV: read float columns as exact decimals with the places their "
                           "cells have (money): 19.99 + 0.01 is 20.00."),
         click.option("-q", "--quiet", is_flag=True,
-                     help="No progress bar (it shows only on a terminal, for long runs)."),
+                     help="No progress bar (it shows only on a terminal, for long runs) and no "
+                          "notes (`note: ...` lines on stderr)."),
         click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Rows per batch (default: sized for speed and memory)."),
         click.option("-n", "--rows", "table_rows", default="20", callback=_table_rows,
@@ -284,6 +285,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         decimal_comma=options["decimal_comma"], encoding=options["encoding"],
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
+        notes=not options["quiet"],
         table_rows=options["table_rows"], precision=options["precision"],
         max_record_size=options["max_record_size"], sheet=options["sheet"],
         indices=options.get("indices", False),

@@ -363,9 +363,20 @@ class _Job:
         hints = [small.judge_cut(data, starts[j, first:judged], ends[j, first:judged],
                                  flags[j, first:judged], markers, floats)
                  for j in range(self.width)]
-        del starts, ends, flags
         self.keys = small.key_columns(request, names)
         selected = small.select_scanned(request, names, hints, self.keys)
+
+        def judged_cells(j: int) -> list[str | None]:
+            s, e, f = starts[j, first:judged], ends[j, first:judged], flags[j, first:judged]
+            _values, ok = numtext.parse_floats(data, s, e)
+            if 2 * int(np.count_nonzero(ok)) < int(np.count_nonzero(e > s)):
+                return []  # not half numbers: not mostly numbers either
+            return [None if a == b and not c else records.cut_cell_text(data, a, b, c)
+                    for a, b, c in zip(s.tolist(), e.tolist(), f.tolist(), strict=True)]
+
+        if any(small.noted(request, hints, selected, self.keys, judged_cells, markers)):
+            raise Handover  # the streaming path says which, where, and how to scan it
+        del starts, ends, flags
         self.groups = grouped.CellKeys(len(self.keys)) if self.keys else None
         self.markers = markers
         self._plan(request, names, hints, selected, dtype)

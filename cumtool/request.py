@@ -102,6 +102,13 @@ class Request:
     x: Selection | None = None
     width: int | None = None
     height: int | None = None
+    # One `note: ...` line on stderr where a run does what the user may not expect (a
+    # column of numbers left out for one text cell); the CLI's -q silences them, the
+    # Python API shows none.
+    notes: bool = False
+    # Input columns (positions) read as float64 whatever their first rows say: a rerun's,
+    # after a decimal came late in an integer column (engine.run).
+    widen: tuple[int, ...] = ()
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""

@@ -38,6 +38,7 @@ import re
 import select
 import stat
 import time
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import IO
 
@@ -70,6 +71,7 @@ SMALL_BYTES = 1 << 20
 STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
 SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
 INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
+MOSTLY_NUMBERS = 0.9  # as formats.judge.MOSTLY_NUMBERS
 _BOM = b"\xef\xbb\xbf"
 
 # Every text polars' casts read as a number (checked against polars on all short strings
@@ -180,6 +182,9 @@ def render(request: Request, data: bytes) -> bytes:
              for j in range(len(names))]
     keys = key_columns(request, names)
     selected = select_scanned(request, names, hints, keys)
+    if any(noted(request, hints, selected, keys, lambda j: [row[j] for row in rows[:INFER_ROWS]],
+                 markers)):
+        raise Handover  # the streaming path says which, where, and how to scan it
     ops = request.ops
     groups = None
     if keys:
@@ -387,6 +392,22 @@ def _judge_cells(rows: list[list[str | None]], column: int, markers: set[str]
     else:
         kind = _ALL_FLOATS if all(_FLOAT.fullmatch(c) for c in cells) else _OTHER
     return len(cells), zero, kind
+
+
+def noted(request: Request, hints: list[_Hint], selected: list[int], keys: list[int],
+          cells_of: Callable[[int], list[str | None]], markers: set[str]) -> Iterator[int]:
+    """The columns left unscanned by default (no -c) whose judged cells (`cells_of(j)`)
+    are mostly numbers (judge.py's rule): the streaming path words a note for each."""
+    if not request.notes or any(not s.negated for s in request.columns):
+        return
+    chosen = set(selected) | set(keys)
+    for j, hint in enumerate(hints):
+        if hint.dtype is not None or j in chosen:
+            continue
+        cells = [s for c in cells_of(j) if c is not None and (s := c.strip()) not in markers]
+        numbers = sum(1 for c in cells if _INT.fullmatch(c) or _FLOAT.fullmatch(c))
+        if 0 < numbers < len(cells) and numbers >= MOSTLY_NUMBERS * len(cells):
+            yield j
 
 
 def key_columns(request: Request, names: list[str]) -> list[int]:

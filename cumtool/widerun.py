@@ -112,11 +112,15 @@ def _select(request: Request, source: WideSource) -> list[int]:
     --exclude, or every number column)."""
     import pyarrow as pa
 
+    from cumtool.notes import left_out
     from cumtool.tables import scanned_columns
 
     names = source.column_names
-    return scanned_columns(names, source.hints, [pa.large_string()] * len(names),
-                           request.columns, request.exclude, source.name)
+    selected = scanned_columns(names, source.hints, [pa.large_string()] * len(names),
+                               request.columns, request.exclude, source.name)
+    if not request.widen:  # a rerun said it the first time
+        left_out(request, names, source.hints, set(selected))
+    return selected
 
 
 class _Groups:
