@@ -66,6 +66,17 @@ class FormatError(DataError):
     """A file that cannot be read as the format it claims or appears to be."""
 
 
+class LateDecimal(FormatError):
+    """A decimal after the judged rows in a column read as integers (`column`: its place
+    in the input; `where`: the message without its hint): engine.run scans a file again
+    with that column read as float64 where nothing was written that cannot be taken back."""
+
+    def __init__(self, where: str, hint: str, column: int) -> None:
+        super().__init__(where + hint)
+        self.where = where
+        self.column = column
+
+
 class OutputError(CumtoolError):
     """The output cannot be written (missing directory, permissions, full disk)."""
 

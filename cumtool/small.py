@@ -103,6 +103,7 @@ def options_fit(request: Request) -> bool:
                              or request.batch_rows is not None
                              # several inputs, a glob or a folder, -o DIR/, --state
                              or request.state is not None or request.sheet is not None
+                             or bool(request.widen)  # a rerun: columns read as float64
                              or request.filename_column is not None
                              or inputs.is_dataset(request.inputs or (request.input,))
                              or inputs.per_input_output(request.output)

@@ -102,6 +102,9 @@ class ReadRequest(Protocol):
     @property
     def sheet(self) -> str | None: ...
 
+    @property
+    def widen(self) -> tuple[int, ...]: ...
+
     def csv_read(self, fmt: str) -> CsvReadOptions: ...
 
 

@@ -47,10 +47,9 @@ from cumtool.formats.csv.csvcells import (
     place,
     record_lines,
     row_text,
-    type_hint,
-    type_name,
+    surprise,
 )
-from cumtool.formats.csv.judge import INFER_ROWS, judge_columns, with_culprits
+from cumtool.formats.csv.judge import INFER_ROWS, judge_columns, widened, with_culprits
 from cumtool.formats.csv.wide import JUDGED_BYTES, WideInput, is_wide
 from cumtool.formats.records import (
     MAX_RECORD_BYTES,
@@ -99,7 +98,7 @@ class CsvSource(SourceBase):
         self, stream: IO[bytes], name: str, options: CsvReadOptions, *,
         compression: str | None = None, float_columns: bool = False, decimal: bool = False,
         chunk_bytes: int | None = None, total_bytes: int | None = None,
-        max_record: int = MAX_RECORD_BYTES,
+        max_record: int = MAX_RECORD_BYTES, widen: tuple[int, ...] = (),
     ) -> None:
         self.name = name
         self.total_bytes = total_bytes
@@ -194,7 +193,7 @@ class CsvSource(SourceBase):
             judged = min(judged, max(1, within - (1 if options.header else 0)))
         hints = judge_columns(frame, markers, decimal_comma=options.decimal_comma,
                               float_columns=float_columns, decimal=decimal, rows=judged)
-        self.hints = self._culprits(frame.head(judged), hints)
+        self.hints = widened(self._culprits(frame.head(judged), hints), widen)
 
     def _culprits(self, judged: pl.DataFrame, hints: list[ColumnHint]) -> list[ColumnHint]:
         """The hints, each text column's with its first cell that is not a number."""
@@ -478,10 +477,9 @@ class CsvSource(SourceBase):
         if bad.any():
             at = int(bad.arg_true()[0])
             row = self.rows_read + at + 1
-            raise FormatError(
-                f"{self.name}: {row_text(row, self.row_line(row - 1))}, column "
-                f"{self.column_names[position]!r}: {str(kept[at])[:40]!r} is not "
-                f"{type_name(arrow_type)} like the first rows{type_hint(arrow_type)}")
+            raise surprise(self.name, row_text(row, self.row_line(row - 1)),
+                           self.column_names, position, str(kept[at]), arrow_type,
+                           self._options.na_values)
         return parsed.to_arrow()
 
 
@@ -511,10 +509,10 @@ def open_delimited(opening: Opening) -> SourceBase:
             cast(IO[bytes], counted), opening.name, request.csv_read(fmt),
             compression=opening.kind.compression, float_columns=opening.float_columns,
             decimal=request.decimal, total_bytes=file_size(opening.stream),
-            max_record=request.max_record_size or MAX_RECORD_BYTES)
+            max_record=request.max_record_size or MAX_RECORD_BYTES, widen=request.widen)
     except WideInput as wide:  # read column group by column group (widerun.py)
         source = WideSource(wide, opening.name, request.csv_read(fmt),
                             float_columns=opening.float_columns, decimal=request.decimal,
-                            total_bytes=file_size(opening.stream))
+                            total_bytes=file_size(opening.stream), widen=request.widen)
     source.stored = counted
     return source

@@ -95,6 +95,16 @@ def culprit_text(row: str, cell: str) -> str:
     return f"{row} holds {cell[:40]!r}"
 
 
+def widened(hints: list[ColumnHint], columns: Sequence[int]) -> list[ColumnHint]:
+    """The hints, those of `columns` (integers whose later rows held a decimal) read as
+    float64, scanned as they were."""
+    out = list(hints)
+    for i in columns:
+        if 0 <= i < len(out):
+            out[i] = ColumnHint(pa.float64(), out[i].by_default, "float")
+    return out
+
+
 def _hint(row: dict, decimal_comma: bool, float_columns: bool, decimal: bool) -> ColumnHint:
     if not (decimal_comma and row["point"]):  # 1.5 with --decimal-comma: not a number
         by_default = not row["leading_zero"]

@@ -70,7 +70,7 @@ class WideSource(SourceBase):
 
     def __init__(self, handover: WideInput, name: str, options: CsvReadOptions, *,
                  float_columns: bool = False, decimal: bool = False,
-                 total_bytes: int | None = None) -> None:
+                 total_bytes: int | None = None, widen: tuple[int, ...] = ()) -> None:
         import polars as pl
 
         from cumtool.formats.csv.judge import INFER_ROWS, judge_cells
@@ -78,6 +78,7 @@ class WideSource(SourceBase):
         self.name = name
         self.total_bytes = total_bytes
         self._options = options
+        self.na_values = options.na_values  # for a message's --na list
         self._chunker = handover.chunker
         self._delimiter = options.delimiter
         self._pattern = _cell_pattern(options.delimiter)
@@ -134,6 +135,9 @@ class WideSource(SourceBase):
             from cumtool.formats import ColumnHint
 
             self.hints = [ColumnHint(pa.int64(), True, "int") for _ in range(width)]
+        from cumtool.formats.csv.judge import widened
+
+        self.hints = widened(self.hints, widen)
 
     def _culprits(self, judged: list[list[str | None]], hints: list[Any]) -> list[Any]:
         """The hints, each text column's with its first cell that is not a number."""
