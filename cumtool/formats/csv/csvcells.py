@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 
 import numpy as np
 import polars as pl
@@ -223,7 +224,10 @@ def surprise(name: str, where: str, names: list[str], column: int, text: str,
                f"{type_name(arrow_type)} like the first rows")
     if pa.types.is_integer(arrow_type) and convert(
             pl.Series([text], dtype=pl.String), pa.float64()).is_not_null().all():
-        return LateDecimal(message, "; pass --dtype float64 if the column holds floats", column)
+        hint = "; pass --dtype float64 if the column holds floats"
+        if re.fullmatch(r"[+-]?[0-9]+", text):  # beyond int64: an id, not to be rounded
+            return FormatError(message + hint)
+        return LateDecimal(message, hint, column)
     na = na_option(na_values, [text])
     if na is None:
         return FormatError(message)
