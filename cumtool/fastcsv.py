@@ -363,6 +363,11 @@ class _Job:
         hints = [small.judge_cut(data, starts[j, first:judged], ends[j, first:judged],
                                  flags[j, first:judged], markers, floats)
                  for j in range(self.width)]
+        if not wanted and any(hint.empty for hint in hints):
+            # A column empty in every judged row is judged from the rows from its first
+            # value on: the streaming path reads on to them (small.render, in a small
+            # input, finds them there).
+            raise Handover
         self.keys = small.key_columns(request, names)
         selected = small.select_scanned(request, names, hints, self.keys)
 

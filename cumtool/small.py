@@ -12,7 +12,8 @@ does with such a file, with the same kernels (kernels.py), and writes the same b
   skipped, an empty unquoted cell missing and a quoted "" empty text);
 - each column judged from its first INFER_ROWS rows by the rules of judge.py (numbers,
   codes with a leading zero, integers beyond int64, anything else not scanned), the
-  missing markers (--na) and the spaces around a number as there;
+  missing markers (--na) and the spaces around a number as there; a column empty in all
+  of them from INFER_ROWS rows from its first value on, as formats/csv/csv.py does;
 - numbers written as polars writes them (formats/csv/csvwrite.py's CsvSink: the shortest text that
   reads back, polars' switch to exponents, NaN, inf), text quoted where needed.
 
@@ -179,11 +180,20 @@ def render(request: Request, data: bytes) -> bytes:
         raise Handover
     names, rows = records(data, read.delimiter, read.header)
     markers = set(read.na_values) | {""}
-    hints = [judge(rows, j, markers, dtype is not None and dtype.kind == "f")
-             for j in range(len(names))]
+    floats = dtype is not None and dtype.kind == "f"
+    hints = [judge(rows, j, markers, floats) for j in range(len(names))]
+    judged_from = [0] * len(names)  # the first row each column is judged from
+    for j, hint in enumerate(hints):
+        if hint.empty:  # judged from the rows from its first value on, as CsvSource does
+            first = next((r for r in range(INFER_ROWS, len(rows))
+                          if (c := rows[r][j]) is not None and c.strip() not in markers), None)
+            if first is not None:
+                hints[j] = judge(rows[first:], j, markers, floats)
+                judged_from[j] = first
     keys = key_columns(request, names)
     selected = select_scanned(request, names, hints, keys)
-    if any(noted(request, hints, selected, keys, lambda j: [row[j] for row in rows[:INFER_ROWS]],
+    if any(noted(request, hints, selected, keys,
+                 lambda j: [row[j] for row in rows[judged_from[j]:judged_from[j] + INFER_ROWS]],
                  markers)):
         raise Handover  # the streaming path says which, where, and how to scan it
     ops = request.ops
@@ -327,9 +337,10 @@ class _Hint:
     """What a column holds, as judge.py's ColumnHint: the numpy dtype its cells parse to
     (None: not scanned by this path) and whether it is scanned by default."""
 
-    def __init__(self, dtype: np.dtype | None, by_default: bool) -> None:
+    def __init__(self, dtype: np.dtype | None, by_default: bool, empty: bool = False) -> None:
         self.dtype = dtype
         self.by_default = by_default
+        self.empty = empty  # no judged cell held a value (all empty or missing)
 
 
 _INT64 = np.dtype(np.int64)
@@ -367,7 +378,7 @@ def judge_cut(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarr
 def _hint(count: int, zero: bool, kind: int, float_columns: bool) -> _Hint:
     """A column's hint from what judge_cells found in it."""
     if not count:
-        return _Hint(_FLOAT64, False)  # empty: a float column, scanned when named
+        return _Hint(_FLOAT64, False, True)  # empty: a float column, scanned when named
     by_default = not zero
     if kind == _ALL_INT64:
         return _Hint(_FLOAT64 if float_columns else _INT64, by_default)
