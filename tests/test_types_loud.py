@@ -176,18 +176,49 @@ def test_a_column_empty_in_the_judged_rows_is_judged_from_its_first_values(invok
     assert result.stderr == ""
 
 
-@pytest.mark.parametrize("whole", [True, False])
-def test_the_fast_pipeline_hands_an_empty_column_over(invoke, write_file, monkeypatch, whole):
-    """A large input (the fast pipeline), and a small one through small.render."""
-    monkeypatch.setattr(fastcsv, "WHOLE", whole)
-    data, expected = _late(30, extra=0 if not whole else 100_000)
-    path = write_file("b.csv", data)
-    result = invoke("cumsum", str(path))
+def test_small_render_judges_an_empty_column_from_its_first_values(invoke, write_file,
+                                                                   monkeypatch):
+    """small.render, the small path's reference (the fast pipeline off)."""
+    monkeypatch.setattr(fastcsv, "WHOLE", False)
+    data, expected = _late(30)
+    result = invoke("cumsum", str(write_file("b.csv", data)))
     assert result.exit_code == 0, result.stderr
     assert result.stdout_bytes == expected
 
 
-def test_a_late_column_of_text_stays_text_with_its_note(invoke, write_file):
+@pytest.mark.parametrize("stdin", [False, True])
+@pytest.mark.parametrize(("extra", "ahead", "native"), [
+    (0, fastcsv.AHEAD_BYTES, True),
+    (30_000, fastcsv.AHEAD_BYTES, True),  # its first value in a later read
+    (30_000, 1 << 16, False),  # past AHEAD_BYTES: the streaming path reads on
+])
+def test_the_fast_pipeline_judges_an_empty_column_from_its_first_values(
+        invoke, write_file, monkeypatch, stdin, extra, ahead, native):
+    finished = []
+    pieces = fastcsv._Job.pieces
+
+    def spy(self):
+        yield from pieces(self)
+        finished.append(True)
+
+    monkeypatch.setattr(small, "SMALL_BYTES", -1)  # not read whole: the fast pipeline
+    monkeypatch.setattr(fastcsv._Job, "pieces", spy)
+    monkeypatch.setattr(fastcsv, "CHUNK_BYTES", 1 << 15)  # read in many pieces
+    monkeypatch.setattr(fastcsv, "AHEAD_BYTES", ahead)
+    data, expected = _late(30, extra)
+    if stdin:
+        result = invoke("cumsum", input=data)
+    else:
+        result = invoke("cumsum", str(write_file("b.csv", data)))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == expected
+    assert finished == ([True] if native else [])
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_a_late_column_of_text_stays_text_with_its_note(invoke, write_file, monkeypatch, fast):
+    if fast:
+        monkeypatch.setattr(small, "SMALL_BYTES", -1)  # not read whole: the fast pipeline
     data = ("id,late\n" + "".join(f"{i},\n" for i in range(1, JUDGED + 1))
             + "".join(f"{i},{i}\n" for i in range(JUDGED + 1, JUDGED + 20)) + "20000,oops\n")
     for args in ([], ["--batch-rows", "500"]):
