@@ -62,7 +62,8 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
     from cumtool.errors import DataError
 
     excluded: set[int] = set()
-    for selection in (*request.exclude, *request.columns):
+    chart_x = () if request.x is None else (request.x,)  # the chart's axis: not scanned
+    for selection in (*request.exclude, *request.columns, *chart_x):
         with contextlib.suppress(DataError):  # refused already, if at all
             excluded.update(resolve(selection, names, ""))
     for i, hint in enumerate(hints):
