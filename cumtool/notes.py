@@ -11,13 +11,32 @@ import re
 import shlex
 import sys
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from cumtool.formats import DEFAULT_NA
 
 if TYPE_CHECKING:
+    from cumtool.columns import Selection
     from cumtool.formats import ColumnHint
-    from cumtool.request import Request
+
+
+class Request(Protocol):
+    """What a note asks of the run's options (cumtool.request.Request)."""
+
+    @property
+    def notes(self) -> bool: ...
+
+    @property
+    def columns(self) -> tuple[Selection, ...]: ...
+
+    @property
+    def exclude(self) -> tuple[Selection, ...]: ...
+
+    @property
+    def x(self) -> Selection | None: ...
+
+    @property
+    def na(self) -> tuple[str, ...] | None: ...
 
 _PLAIN_NAME = re.compile(r"[^,\"\[\]!\s](?:[^,\"\[\]]*[^,\"\[\]\s])?")
 
