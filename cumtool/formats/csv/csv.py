@@ -10,8 +10,9 @@ producer ends.
 
 What each column holds (numbers, codes with leading zeros, flags, dates, text) is judged
 from its first 10,000 rows, missing cells aside, read whole however the input pauses (or
-from the first row with --line-buffered); only the columns a run scans are then
-converted to numbers, batch by batch. Every other cell stays the text it was and is
+from the first row with --line-buffered); a column empty in all of them, from 10,000 rows
+from its first value on, read ahead (up to AHEAD_LIMIT). Only the columns a run scans are
+then converted to numbers, batch by batch. Every other cell stays the text it was and is
 written back unchanged (SEMANTICS.md, "Tables: what is a number, and what is left alone").
 Blank lines are skipped; a record with more or fewer fields than the header is an error.
 """
