@@ -189,8 +189,8 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="CSV: read float columns as exact decimals with the places their "
                           "cells have (money): 19.99 + 0.01 is 20.00."),
         click.option("-q", "--quiet", is_flag=True,
-                     help="No progress bar (it shows only on a terminal, for long runs), "
-                          "and no notes on standard error."),
+                     help="No progress bar (it shows only on a terminal, for long runs) and no "
+                          "notes (`note: ...` lines on stderr)."),
         click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Threads to run on (never changes results) [default: "
                           "$CUMTOOL_THREADS, else the cores this process may use: its "
@@ -291,7 +291,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         op=op, input=given[0] if given else "-", output=options["output"],
         inputs=given if len(given) > 1 else (), state=options["state"],
         run_id=options["run_id"], wait=options["wait"], growing=options["growing"],
-        quiet=options["quiet"], threads=options["threads"],
+        threads=options["threads"],
         filename_column=options["filename_column"],
         from_format=options["from_format"], to_format=options["to_format"],
         axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
@@ -305,6 +305,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         decimal_comma=options["decimal_comma"], encoding=options["encoding"],
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
+        notes=not options["quiet"],
         table_rows=options["table_rows"], precision=options["precision"],
         max_record_size=options["max_record_size"], sheet=options["sheet"],
         indices=options.get("indices", False),

@@ -9,6 +9,7 @@ tables.py and the kernels in kernels.py; this module drives the flow between the
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from cumtool import kernels, native
 from cumtool.choices import AXIS_NAMES
 from cumtool.commit import check_stop
-from cumtool.errors import DataError, ScanOverflowError, UsageError, option
+from cumtool.errors import DataError, LateDecimal, ScanOverflowError, UsageError, option
 from cumtool.fastcsv import try_fast, try_small
 from cumtool.formats import ArraySink, FileKind
 from cumtool.formats.registry import DELIMITED
@@ -48,14 +49,58 @@ def run(request: Request) -> None:
     """Read, scan and write as `request` says; raises CumtoolError subclasses on failure."""
     request.check()  # every option and combination, before any I/O
     with native.threads(request.threads):
-        _run(request)
+        _run_with_reruns(request)
 
 
-def _run(request: Request) -> None:
+def _run_with_reruns(request: Request) -> None:
     if request.engine == "dask":  # dask loads only here
         from cumtool import distributed
 
         return distributed.run(request)
+    while True:
+        try:
+            return _run(request)
+        except LateDecimal as late:
+            # A decimal after the judged rows of an integer column: where the output is a
+            # file (staged, so nothing of this run is left) and the input a file that can
+            # be read again, the scan runs again with that column read as float64.
+            if not _can_rerun(request, late.column):
+                raise
+            from cumtool.notes import note
+
+            note(request, f"{late.where}; scanning the input again with that column read "
+                          "as float64")
+            request = dataclasses.replace(request, widen=(*request.widen, late.column))
+
+
+def _can_rerun(request: Request, column: int) -> bool:
+    """Whether a run stopped by a late decimal in `column` can run again from the start:
+    its output a file (not standard output, a FIFO or a device) and its input one regular
+    file, no --state (whose runs carry on where the last one stopped), and no --dtype or
+    --decimal (which fix the types asked for)."""
+    import os
+    import stat
+
+    from cumtool import inputs, remote
+
+    if (column in request.widen or request.state is not None or request.dtype is not None
+            or request.decimal or request.output in (None, "-") or request.input == "-"
+            or request.inputs or inputs.is_dataset((request.input,))
+            or inputs.per_input_output(request.output)
+            or remote.is_url(request.input) or remote.is_url(request.output)):
+        return False
+    try:
+        if not stat.S_ISREG(os.stat(request.input).st_mode):
+            return False
+        out = os.stat(request.output)
+    except FileNotFoundError:
+        return True  # no output yet: it is created when the run commits
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(out.st_mode)
+
+
+def _run(request: Request) -> None:
     done, stdin = try_small(request)  # a small CSV: no polars, no pyarrow
     if not done:  # a larger one, without them too
         done, stdin = try_fast(request, stdin)

@@ -34,16 +34,6 @@ def word(text: str, cli: bool) -> str:
     return _OPTION.sub(worded, text)
 
 
-def note(text: str, quiet: bool = False) -> None:
-    """One `note: ...` line on standard error: something a run did that its user would
-    want to know, since nothing is silently skipped; -q silences it."""
-    import sys
-
-    if not quiet and sys.stderr is not None:
-        sys.stderr.write(f"note: {word(text, cli=True)}\n")
-        sys.stderr.flush()
-
-
 class CumtoolError(Exception):
     """Base class: a failure the user can act on, with a one-line message. Options named
     in it are worded for Python by str(); the CLI prints `cli_message()`."""
@@ -74,6 +64,17 @@ class DataError(CumtoolError):
 
 class FormatError(DataError):
     """A file that cannot be read as the format it claims or appears to be."""
+
+
+class LateDecimal(FormatError):
+    """A decimal after the judged rows in a column read as integers (`column`: its place
+    in the input; `where`: the message without its hint): engine.run scans a file again
+    with that column read as float64 where nothing was written that cannot be taken back."""
+
+    def __init__(self, where: str, hint: str, column: int) -> None:
+        super().__init__(where + hint)
+        self.where = where
+        self.column = column
 
 
 class OutputError(CumtoolError):

@@ -9,7 +9,8 @@ formats/csv/csv.py, tables.py, formats/csv/csvwrite.py) writes:
 
 - the columns are judged, named and selected exactly as small.py does, from the first
   INFER_ROWS rows (their cells' bounds judged by small.judge_cut, then
-  small.select_scanned), before anything is written;
+  small.select_scanned), before anything is written; a column empty in all of them from
+  INFER_ROWS rows from its first value on (read ahead, up to AHEAD_BYTES);
 - then the file is read in blocks of CHUNK_BYTES, cut into records (`cut`: cell bounds
   and whether a cell was quoted, as small._cut reads cells), the scanned columns parsed
   (numtext: float() and int(), correctly rounded), scanned block after block with the
@@ -66,6 +67,9 @@ CHUNK_ROWS = 1 << 14  # rows cut, scanned and written at a time (their cells sta
 CHUNK_CELLS = 1 << 20  # at most, cells cut at a time (17 bytes of bounds each)
 HEAD_CELLS = 1 << 20  # at most, cells judged (one Python string each); wider: handed over
 HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path: 16 MiB)
+# A column empty in every judged row: read on (held) to its first value and INFER_ROWS
+# rows from there, up to this; further, the streaming path reads on (to 64 MiB).
+AHEAD_BYTES = 32 << 20
 _BOM = b"\xef\xbb\xbf"
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
@@ -364,9 +368,29 @@ class _Job:
         hints = [small.judge_cut(data, starts[j, first:judged], ends[j, first:judged],
                                  flags[j, first:judged], markers, floats)
                  for j in range(self.width)]
-        del starts, ends, flags
+        ahead: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        empty = [j for j, hint in enumerate(hints) if hint.empty]
+        if empty and not wanted:
+            # A column empty in every judged row is judged from INFER_ROWS rows from its
+            # first value on, as the streaming path (formats/csv/csv.py) judges it.
+            data, ahead = self._look_ahead(data, end, empty, markers)
+            for j, (s, e, f) in ahead.items():
+                hints[j] = small.judge_cut(data, s, e, f, markers, floats)
         self.keys = small.key_columns(request, names)
         selected = small.select_scanned(request, names, hints, self.keys)
+
+        def judged_cells(j: int) -> list[str | None]:
+            s, e, f = ahead.get(j) or (starts[j, first:judged], ends[j, first:judged],
+                                       flags[j, first:judged])
+            _values, ok = numtext.parse_floats(data, s, e)
+            if 2 * int(np.count_nonzero(ok)) < int(np.count_nonzero(e > s)):
+                return []  # not half numbers: not mostly numbers either
+            return [None if a == b and not c else records.cut_cell_text(data, a, b, c)
+                    for a, b, c in zip(s.tolist(), e.tolist(), f.tolist(), strict=True)]
+
+        if any(small.noted(request, hints, selected, self.keys, judged_cells, markers)):
+            raise Handover  # the streaming path says which, where, and how to scan it
+        del starts, ends, flags
         self.groups = grouped.CellKeys(len(self.keys)) if self.keys else None
         self.markers = markers
         self._plan(request, names, hints, selected, dtype)
@@ -384,6 +408,48 @@ class _Job:
             starts, ends, flags = self._arrays(1)
             _rows, self.begin, _status = cut(data, 0, self.delimiter, self.width, self.eof,
                                              starts, ends, flags)
+
+    def _look_ahead(self, data: bytes, end: int, empty: list[int], markers: set[str]
+                    ) -> tuple[bytes, dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+        """The input read on from byte `end` (past the judged rows) until each column of
+        `empty` holds a value and INFER_ROWS rows from there are in, or the input ends:
+        the data read, and each such column's cell bounds from its first value on. Past
+        AHEAD_BYTES unresolved, the streaming path takes the run (it reads on further)."""
+        found: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        counts: dict[int, int] = {}
+        while True:
+            starts, ends, flags = self._arrays(self._block_rows())
+            rows, end, status = cut(data, end, self.delimiter, self.width, self.eof,
+                                    starts, ends, flags)
+            if status == CUT_UNSURE:
+                raise Handover
+            for j in empty:
+                s, e, f = starts[j, :rows], ends[j, :rows], flags[j, :rows]
+                if j not in found:
+                    held = next((r for r in np.flatnonzero((e > s) | (f != 0)).tolist()
+                                 if records.cut_cell_text(data, int(s[r]), int(e[r]),
+                                                          int(f[r])).strip() not in markers),
+                                None)
+                    if held is None:
+                        continue
+                    found[j], counts[j] = [], 0
+                    s, e, f = s[held:], e[held:], f[held:]
+                take = min(len(s), small.INFER_ROWS - counts[j])
+                if take > 0:
+                    found[j].append((s[:take].copy(), e[:take].copy(), f[:take].copy()))
+                    counts[j] += take
+            if len(found) == len(empty) and min(counts.values()) >= small.INFER_ROWS:
+                break
+            if status == CUT_DONE:
+                if self.eof:
+                    break
+                if len(data) > AHEAD_BYTES:
+                    raise Handover
+                data += self._read()
+        return data, {j: (np.concatenate([p[0] for p in pieces]),
+                          np.concatenate([p[1] for p in pieces]),
+                          np.concatenate([p[2] for p in pieces]))
+                      for j, pieces in found.items()}
 
     def _read(self) -> bytes:
         """What the input has ready, up to CHUNK_BYTES (waiting only while it has none:

@@ -95,7 +95,6 @@ class Request:
     # --growing: inputs consumed before that have grown are continued; a last line
     # without its line end waits for the next run (SEMANTICS.md, "Resumed runs").
     growing: bool = False
-    quiet: bool = False  # -q: no progress bar and no `note:` lines
     threads: int | None = None  # --threads N (None: CUMTOOL_THREADS, else the usable cores)
     filename_column: str | None = None  # --filename-column NAME: each row's input path
     # The ops' own options (cumtool.ops: ddof, span, compensated, ...), by API keyword, as
@@ -110,6 +109,13 @@ class Request:
     x_format: str | None = None  # --x-format: the strftime layout of --x's dates
     width: int | None = None
     height: int | None = None
+    # One `note: ...` line on stderr where a run does what the user may not expect (a
+    # column of numbers left out for one text cell); the CLI's -q silences them, the
+    # Python API shows none.
+    notes: bool = False
+    # Input columns (positions) read as float64 whatever their first rows say: a rerun's,
+    # after a decimal came late in an integer column (engine.run).
+    widen: tuple[int, ...] = ()
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""

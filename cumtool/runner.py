@@ -82,11 +82,17 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
     """`text_input`: the input is delimited text (CSV, TSV), whose --na markers are
     missing cells in text columns too."""
     from cumtool import state
-    from cumtool.tables import make_plan
+    from cumtool.tables import MultiPlan, make_plan
 
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
                      table_options(request, out, text_input), state.hints(source, resume),
                      **request.scan_options())
+    if text_input and not request.widen:  # a rerun said it the first time
+        from cumtool.notes import left_out
+
+        single = plan.plans[0] if isinstance(plan, MultiPlan) else plan
+        left_out(request, single.names, single.hints, single.scanned,
+                 {*single.by, *([single.reset] if single.reset is not None else [])})
     save_state = state.prepare(request, plan, source, resume)  # and positions in files
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)

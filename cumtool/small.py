@@ -12,7 +12,8 @@ does with such a file, with the same kernels (kernels.py), and writes the same b
   skipped, an empty unquoted cell missing and a quoted "" empty text);
 - each column judged from its first INFER_ROWS rows by the rules of judge.py (numbers,
   codes with a leading zero, integers beyond int64, anything else not scanned), the
-  missing markers (--na) and the spaces around a number as there;
+  missing markers (--na) and the spaces around a number as there; a column empty in all
+  of them from INFER_ROWS rows from its first value on, as formats/csv/csv.py does;
 - numbers written as polars writes them (formats/csv/csvwrite.py's CsvSink: the shortest text that
   reads back, polars' switch to exponents, NaN, inf), text quoted where needed.
 
@@ -38,6 +39,7 @@ import re
 import select
 import stat
 import time
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import IO
 
@@ -70,6 +72,7 @@ SMALL_BYTES = 1 << 20
 STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
 SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
 INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
+MOSTLY_NUMBERS = 0.9  # as formats.judge.MOSTLY_NUMBERS
 _BOM = b"\xef\xbb\xbf"
 
 # Every text polars' casts read as a number (checked against polars on all short strings
@@ -104,6 +107,7 @@ def options_fit(request: Request) -> bool:
                              or request.batch_rows is not None
                              # several inputs, a glob or a folder, -o DIR/, --state
                              or request.state is not None or request.sheet is not None
+                             or bool(request.widen)  # a rerun: columns read as float64
                              or request.filename_column is not None
                              or inputs.is_dataset(request.inputs or (request.input,))
                              or inputs.per_input_output(request.output)
@@ -179,10 +183,22 @@ def render(request: Request, data: bytes) -> bytes:
         raise Handover
     names, rows = records(data, read.delimiter, read.header)
     markers = set(read.na_values) | {""}
-    hints = [judge(rows, j, markers, dtype is not None and dtype.kind == "f")
-             for j in range(len(names))]
+    floats = dtype is not None and dtype.kind == "f"
+    hints = [judge(rows, j, markers, floats) for j in range(len(names))]
+    judged_from = [0] * len(names)  # the first row each column is judged from
+    for j, hint in enumerate(hints):
+        if hint.empty:  # judged from the rows from its first value on, as CsvSource does
+            first = next((r for r in range(INFER_ROWS, len(rows))
+                          if (c := rows[r][j]) is not None and c.strip() not in markers), None)
+            if first is not None:
+                hints[j] = judge(rows[first:], j, markers, floats)
+                judged_from[j] = first
     keys = key_columns(request, names)
     selected = select_scanned(request, names, hints, keys)
+    if any(noted(request, hints, selected, keys,
+                 lambda j: [row[j] for row in rows[judged_from[j]:judged_from[j] + INFER_ROWS]],
+                 markers)):
+        raise Handover  # the streaming path says which, where, and how to scan it
     ops = request.ops
     groups = None
     if keys:
@@ -324,9 +340,10 @@ class _Hint:
     """What a column holds, as judge.py's ColumnHint: the numpy dtype its cells parse to
     (None: not scanned by this path) and whether it is scanned by default."""
 
-    def __init__(self, dtype: np.dtype | None, by_default: bool) -> None:
+    def __init__(self, dtype: np.dtype | None, by_default: bool, empty: bool = False) -> None:
         self.dtype = dtype
         self.by_default = by_default
+        self.empty = empty  # no judged cell held a value (all empty or missing)
 
 
 _INT64 = np.dtype(np.int64)
@@ -364,7 +381,7 @@ def judge_cut(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarr
 def _hint(count: int, zero: bool, kind: int, float_columns: bool) -> _Hint:
     """A column's hint from what judge_cells found in it."""
     if not count:
-        return _Hint(_FLOAT64, False)  # empty: a float column, scanned when named
+        return _Hint(_FLOAT64, False, True)  # empty: a float column, scanned when named
     by_default = not zero
     if kind == _ALL_INT64:
         return _Hint(_FLOAT64 if float_columns else _INT64, by_default)
@@ -390,6 +407,22 @@ def _judge_cells(rows: list[list[str | None]], column: int, markers: set[str]
     else:
         kind = _ALL_FLOATS if all(_FLOAT.fullmatch(c) for c in cells) else _OTHER
     return len(cells), zero, kind
+
+
+def noted(request: Request, hints: list[_Hint], selected: list[int], keys: list[int],
+          cells_of: Callable[[int], list[str | None]], markers: set[str]) -> Iterator[int]:
+    """The columns left unscanned by default (no -c) whose judged cells (`cells_of(j)`)
+    are mostly numbers (judge.py's rule): the streaming path words a note for each."""
+    if not request.notes or any(not s.negated for s in request.columns):
+        return
+    chosen = set(selected) | set(keys)
+    for j, hint in enumerate(hints):
+        if hint.dtype is not None or j in chosen:
+            continue
+        cells = [s for c in cells_of(j) if c is not None and (s := c.strip()) not in markers]
+        numbers = sum(1 for c in cells if _INT.fullmatch(c) or _FLOAT.fullmatch(c))
+        if 0 < numbers < len(cells) and numbers >= MOSTLY_NUMBERS * len(cells):
+            yield j
 
 
 def key_columns(request: Request, names: list[str]) -> list[int]:

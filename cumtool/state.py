@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from cumtool.commit import RECORD_SUFFIX, Commit, StateLock, recover, remove_leftovers
-from cumtool.errors import DataError, OutputError, UsageError, note, option
+from cumtool.errors import DataError, OutputError, UsageError, option
 from cumtool.fingerprint import Print, Span, fingerprint, header_record, spool_stdin
 from cumtool.kernels import ScanSpec
 from cumtool.request import Request
@@ -38,7 +38,7 @@ _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/data
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
 _NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
                     "batch_rows", "table_rows", "precision", "engine", "scheduler",
-                    "growing", "quiet", "threads", "x_format")
+                    "growing", "notes", "threads", "x_format")
 # Request's fields when a run's identity was first made (version 2): a field added since
 # counts only where it is not its default, so that a retry across an upgrade is still
 # known as one.
@@ -260,8 +260,10 @@ def _spans(request: Request, names: list[str], prints: list[Print],
                     "to a new state file, or restore the state from before that run")
             end = max(end, start)
         if request.growing and end < fingerprinted.size and until.get(path, (0,))[0] != end:
-            note(f"{name}: its last line has no line end yet (it is being written); it "
-                 "waits for the next run", request.quiet)
+            from cumtool.notes import note
+
+            note(request, f"{name}: its last line has no line end yet (it is being "
+                          "written); it waits for the next run")
         header = b""
         if start and request.header and _format_of(request, name) != "jsonl":
             header = header_record(name, request.comment)

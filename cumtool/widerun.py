@@ -112,11 +112,15 @@ def _select(request: Request, source: WideSource) -> list[int]:
     --exclude, or every number column)."""
     import pyarrow as pa
 
+    from cumtool.notes import left_out
     from cumtool.tables import scanned_columns
 
     names = source.column_names
-    return scanned_columns(names, source.hints, [pa.large_string()] * len(names),
-                           request.columns, request.exclude, source.name)
+    selected = scanned_columns(names, source.hints, [pa.large_string()] * len(names),
+                               request.columns, request.exclude, source.name)
+    if not request.widen:  # a rerun said it the first time
+        left_out(request, names, source.hints, set(selected))
+    return selected
 
 
 class _Groups:
@@ -353,8 +357,7 @@ class _Group:
         import polars as pl
         import pyarrow as pa
 
-        from cumtool.errors import FormatError
-        from cumtool.formats.csv.csvcells import convert, markers_parse, type_hint, type_name
+        from cumtool.formats.csv.csvcells import convert, markers_parse, surprise
 
         start = self.start
         by_type: dict[str, list[int]] = {}
@@ -390,11 +393,10 @@ class _Group:
 
                     row = self.rows_done + at + 1
                     where = row_text(row, self._context.source.row_line(row - 1))
-                    raise FormatError(
-                        f"{self._name}: {where}, column "
-                        f"{self._context.source.column_names[start + positions[column]]!r}: "
-                        f"{str(kept[column * n + at])[:40]!r} is not "
-                        f"{type_name(arrow_type)} like the first rows{type_hint(arrow_type)}")
+                    source = self._context.source
+                    raise surprise(self._name, where, source.column_names,
+                                   start + positions[column], str(kept[column * n + at]),
+                                   arrow_type, source.na_values)
                 parsed = pl.select(pl.when(slow).then(careful).otherwise(parsed)).to_series()
             stacked = parsed.to_arrow()
             if isinstance(stacked, pa.ChunkedArray):

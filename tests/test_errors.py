@@ -173,7 +173,8 @@ def test_bad_cell_after_the_rows_types_are_inferred_from(invoke: Invoke, write_f
     out = tmp_path / "out.csv"
     message = assert_error(invoke("cumsum", str(path), "--batch-rows", "500", "-o", str(out)),
                            1, str(path), "row 12001", "'a'", "oops")
-    assert "--dtype" in message or "int64" in message
+    assert message.endswith("if 'oops' means a missing cell, pass "
+                            "--na 'NA,N/A,n/a,NULL,null,None,<NA>,#N/A,oops'\n")
     assert not out.exists()
 
 
@@ -221,8 +222,9 @@ def test_a_cell_that_is_not_a_number_past_the_judged_rows_is_named(invoke: Invok
     result = invoke("cumsum", str(path), "-c", "kwh")
     assert result.exit_code == 1
     assert result.stderr == (f"Error: {path}: row 12001 (line 12003), column 'kwh': 'oops' "
-                             "is not an integer like the first rows; pass --dtype float64 if "
-                             "the column holds floats\n")
+                             "is not an integer like the first rows; if 'oops' means a "
+                             "missing cell, pass --na 'NA,N/A,n/a,NULL,null,None,<NA>,#N/A,"
+                             "oops'\n")
 
 
 def test_unknown_column_lists_the_columns(invoke: Invoke, sample):

@@ -278,7 +278,7 @@ def _long(late: bytes, rows: int = small.INFER_ROWS + 50) -> bytes:
     pytest.param(b"NA,,z\n", True, id="missing"),
     pytest.param(b" 4 ,\t2.5,z\n", True, id="spaces"),
     pytest.param(b'"5","6.5","q""r"\n', True, id="quoted"),
-    pytest.param(b"1.5,2,z\n", False, id="float-in-int-column"),
+    pytest.param(b"1.5,2,z\n", "rerun", id="float-in-int-column"),
     pytest.param(b"1,oops,z\n", False, id="text-in-float-column"),
     pytest.param(b"99999999999999999999,2,z\n", False, id="beyond-int64"),
     pytest.param(b"9223372036854775807,2,z\n", False, id="overflow"),
@@ -297,13 +297,14 @@ def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, 
                                          chunk_rows=4096, chunk_bytes=1 << 16, cores=cores,
                                          stdin=stdin)
     same(fast, streamed)
-    assert (fast[0] == 0) == ok, fast[2]
+    # A late decimal in an integer column: a file output from a file is scanned again.
+    assert (fast[0] == 0) == (bool(output) and not stdin if ok == "rerun" else ok), fast[2]
 
 
 @pytest.mark.parametrize(("late", "ok"), [
     pytest.param(b"1,2.5,z\n", True, id="plain"),
     pytest.param(b"NA,,z\n", True, id="missing"),
-    pytest.param(b"1.5,2,z\n", False, id="float-in-int-column"),
+    pytest.param(b"1.5,2,z\n", "rerun", id="float-in-int-column"),
     pytest.param(b"9223372036854775807,2,z\n", False, id="overflow"),
     pytest.param(b'1,2,x"y\n', False, id="stray-quote"),
 ])
@@ -315,7 +316,8 @@ def test_late_problems_in_json_lines_end_as_on_the_streaming_path(tmp_path, late
                                          chunk_rows=4096, chunk_bytes=1 << 16, cores=cores,
                                          stdin=stdin)
     same(fast, streamed)
-    assert (fast[0] == 0) == ok, fast[2]
+    # A late decimal in an integer column: a file output from a file is scanned again.
+    assert (fast[0] == 0) == (bool(output) and not stdin if ok == "rerun" else ok), fast[2]
 
 
 @pytest.mark.parametrize("cores", [1, 2])
@@ -522,7 +524,8 @@ def test_grouped_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, 
                                         output, chunk_rows=512, chunk_bytes=1 << 14,
                                         cores=cores, stdin=stdin)
     same(fast, streamed)
-    assert (fast[0] == 0) == ok, fast[2]
+    # A late decimal in an integer column: a file output from a file is scanned again.
+    assert (fast[0] == 0) == (bool(output) and not stdin if ok == "rerun" else ok), fast[2]
     assert finished == (ok and b"\r" not in late)
 
 

@@ -331,7 +331,8 @@ def test_a_wide_file_among_several_inputs_is_refused(
     # Past the first chunk, which the columns' types are judged from.
     (b"a,b,c\n" + b"1,2,3\n" * 200_000 + b"4,x,6\n",
      "Error: standard input: row 200001 (line 200002), column 'b': 'x' is not an integer "
-     "like the first rows; pass --dtype float64 if the column holds floats\n"),
+     "like the first rows; if 'x' means a missing cell, pass "
+     "--na 'NA,N/A,n/a,NULL,null,None,<NA>,#N/A,x'\n"),
     (b"a,b,c\n9223372036854775807,2,3\n1,5,6\n", None),
     (b"a,b,c\n1,2,3\n4,\xff,6\n", "Error: standard input: row 2 (line 3), column 'b': "
                                   "bytes ff are "

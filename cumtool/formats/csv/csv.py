@@ -10,8 +10,9 @@ producer ends.
 
 What each column holds (numbers, codes with leading zeros, flags, dates, text) is judged
 from its first 10,000 rows, missing cells aside, read whole however the input pauses (or
-from the first row with --line-buffered); only the columns a run scans are then
-converted to numbers, batch by batch. Every other cell stays the text it was and is
+from the first row with --line-buffered); a column empty in all of them, from 10,000 rows
+from its first value on, read ahead (up to AHEAD_LIMIT). Only the columns a run scans are
+then converted to numbers, batch by batch. Every other cell stays the text it was and is
 written back unchanged (SEMANTICS.md, "Tables: what is a number, and what is left alone").
 Blank lines are skipped, and with --comment lines that start with its character
 (records.Chunker blanks them as they are read); a record with more or fewer fields than
@@ -50,10 +51,15 @@ from cumtool.formats.csv.csvcells import (
     place,
     record_lines,
     row_text,
-    type_hint,
-    type_name,
+    surprise,
 )
-from cumtool.formats.csv.judge import INFER_ROWS, judge_columns, with_culprits
+from cumtool.formats.csv.judge import (
+    INFER_ROWS,
+    judge_cells,
+    judge_columns,
+    widened,
+    with_culprits,
+)
 from cumtool.formats.csv.wide import JUDGED_BYTES, WideInput, is_wide
 from cumtool.formats.records import (
     MAX_RECORD_BYTES,
@@ -66,6 +72,9 @@ from cumtool.formats.records import (
 CHUNK_BYTES = 8 << 20
 SAMPLE_BYTES = 1 << 20  # the first chunk, whose rows say what each column holds
 SAMPLE_LIMIT = 16 << 20  # ... read on to INFER_ROWS rows, up to this size
+# A column empty in every judged row: read on (and held) until it holds a value and
+# INFER_ROWS rows from there, up to this size in all; it is judged from those rows.
+AHEAD_LIMIT = 64 << 20
 _CHUNK_CELLS = 1 << 18
 MIN_CHUNK_BYTES = 64 << 10
 _BOM = b"\xef\xbb\xbf"
@@ -84,10 +93,10 @@ def _count_byte(data: bytes, character: str) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord(character)))
 
 
-def _prepend(first: T, rest: Iterator[T]) -> Iterator[T]:
-    items = [first]
-    del first
-    yield items.pop()  # held only by the consumer from here on
+def _prepend(firsts: list[T], rest: Iterator[T]) -> Iterator[T]:
+    firsts.reverse()
+    while firsts:
+        yield firsts.pop()  # held only by the consumer from here on
     yield from rest
 
 
@@ -102,7 +111,7 @@ class CsvSource(SourceBase):
         self, stream: IO[bytes], name: str, options: CsvReadOptions, *,
         compression: str | None = None, float_columns: bool = False, decimal: bool = False,
         chunk_bytes: int | None = None, total_bytes: int | None = None,
-        max_record: int = MAX_RECORD_BYTES,
+        max_record: int = MAX_RECORD_BYTES, widen: tuple[int, ...] = (),
     ) -> None:
         self.name = name
         self.total_bytes = total_bytes
@@ -177,7 +186,6 @@ class CsvSource(SourceBase):
             frame = frame.slice(1)
         else:
             self.column_names = [str(i + 1) for i in range(self._width)]
-        self._first = frame
         self.sampled_rows = frame.height  # rows the hints were judged from (0: guesses)
         # Chunks are sized in cells as well as bytes: a cell costs tens of bytes in a
         # batch (offsets, the parsed value, the result), so 8 MiB of 2-byte rows made
@@ -197,7 +205,69 @@ class CsvSource(SourceBase):
             judged = min(judged, max(1, within - (1 if options.header else 0)))
         hints = judge_columns(frame, markers, decimal_comma=options.decimal_comma,
                               float_columns=float_columns, decimal=decimal, rows=judged)
-        self.hints = self._culprits(frame.head(judged), hints)
+        judged = min(judged, INFER_ROWS)
+        hints = self._culprits(frame.head(judged), hints)
+        self._ahead = [frame]
+        del frame
+        empty = [i for i, hint in enumerate(hints) if hint.kind == "empty"]
+        if empty and not line_buffered:
+            found = self._look_ahead(empty, judged, len(sample))
+            for i, first_row in found.items():
+                hints[i] = self._judge_from(i, first_row, float_columns, decimal)
+        self.hints = widened(hints, widen)
+
+    def _look_ahead(self, empty: list[int], judged: int, read: int) -> dict[int, int]:
+        """The rows after the judged ones, read on (and kept for batches()) until each
+        column of `empty` (empty or missing in every judged row) holds a value and
+        INFER_ROWS rows from its first on are in, or the input ends, or AHEAD_LIMIT bytes
+        were read: where each that holds a value first does (its row, from 0)."""
+        first: dict[int, int] = {}
+        total = 0  # rows in the frames read
+        at = judged  # the first row not yet looked at
+        try:
+            while True:
+                for frame in self._ahead[len(self._ahead) - 1:]:
+                    for i in empty:
+                        if i in first:
+                            continue
+                        cells = frame.to_series(i).slice(max(0, at - total)).str.strip_chars()
+                        held = (cells.is_not_null() & ~cells.is_in(self._na)).arg_true()
+                        if held.len():
+                            first[i] = max(at, total) + int(held[0])
+                    total += frame.height
+                at = total
+                if (len(first) == len(empty) and all(r + INFER_ROWS <= total
+                                                      for r in first.values())) \
+                        or read >= AHEAD_LIMIT:
+                    break
+                chunk = self._chunker.take(SAMPLE_BYTES)
+                if not chunk:
+                    break
+                read += len(chunk)
+                self.rows_read = total  # where the chunk's rows stand, for messages
+                self._ahead.append(self._strings(chunk, first=False))
+        except (OSError, pa.ArrowException) as error:
+            raise unreadable(self.name, "csv", error) from None
+        except RecordTooLong as error:
+            raise self._too_long(error, b"", first=False) from None
+        finally:
+            self.rows_read = 0
+        return first
+
+    def _judge_from(self, position: int, first_row: int, float_columns: bool,
+                    decimal: bool) -> ColumnHint:
+        """The hint of a column empty in every judged row, from INFER_ROWS rows from its
+        first value on (in the frames read ahead)."""
+        cells = pl.concat([frame.to_series(position) for frame in self._ahead]
+                          ).slice(first_row, INFER_ROWS)
+        long = pl.DataFrame({"column": pl.Series([0] * cells.len(), dtype=pl.Int32),
+                             "cell": cells})
+        options = self._options
+        hints = judge_cells(long, 1, [0], self.markers, decimal_comma=options.decimal_comma,
+                            float_columns=float_columns, decimal=decimal)
+        return with_culprits(hints, lambda _i: cells, self.markers,
+                             decimal_comma=options.decimal_comma, row_line=self.row_line,
+                             first_row=first_row)[0]
 
     def _culprits(self, judged: pl.DataFrame, hints: list[ColumnHint]) -> list[ColumnHint]:
         """The hints, each text column's with its first cell that is not a number."""
@@ -235,9 +305,9 @@ class CsvSource(SourceBase):
         try:
             frames = (self._strings(chunk, first=False, typed=schema if typed else None)
                       for chunk in self._chunker.chunks())
-            first, self._first = self._first, pl.DataFrame()
-            items = _prepend(first, frames)
-            del first
+            ahead, self._ahead = self._ahead, []
+            items = _prepend(ahead, frames)
+            del ahead
             for frame in items:
                 batch = self._batch(frame, parse, unused)
                 self.rows_read += frame.height
@@ -493,10 +563,9 @@ class CsvSource(SourceBase):
         if bad.any():
             at = int(bad.arg_true()[0])
             row = self.rows_read + at + 1
-            raise FormatError(
-                f"{self.name}: {row_text(row, self.row_line(row - 1))}, column "
-                f"{self.column_names[position]!r}: {str(kept[at])[:40]!r} is not "
-                f"{type_name(arrow_type)} like the first rows{type_hint(arrow_type)}")
+            raise surprise(self.name, row_text(row, self.row_line(row - 1)),
+                           self.column_names, position, str(kept[at]), arrow_type,
+                           self._options.na_values)
         return parsed.to_arrow()
 
 
@@ -526,10 +595,10 @@ def open_delimited(opening: Opening) -> SourceBase:
             cast(IO[bytes], counted), opening.name, request.csv_read(fmt),
             compression=opening.kind.compression, float_columns=opening.float_columns,
             decimal=request.decimal, total_bytes=file_size(opening.stream),
-            max_record=request.max_record_size or MAX_RECORD_BYTES)
+            max_record=request.max_record_size or MAX_RECORD_BYTES, widen=request.widen)
     except WideInput as wide:  # read column group by column group (widerun.py)
         source = WideSource(wide, opening.name, request.csv_read(fmt),
                             float_columns=opening.float_columns, decimal=request.decimal,
-                            total_bytes=file_size(opening.stream))
+                            total_bytes=file_size(opening.stream), widen=request.widen)
     source.stored = counted
     return source

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cumtool.errors import FormatError
+from cumtool.errors import FormatError, LateDecimal
 
 
 def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
@@ -211,7 +212,23 @@ def type_name(arrow_type: pa.DataType) -> str:
     return "a number"
 
 
-def type_hint(arrow_type: pa.DataType) -> str:
-    if pa.types.is_integer(arrow_type):
-        return "; pass --dtype float64 if the column holds floats"
-    return ""
+def surprise(name: str, where: str, names: list[str], column: int, text: str,
+             arrow_type: pa.DataType, na_values: tuple[str, ...]) -> FormatError:
+    """The error for a cell after the judged rows that is not of its column's type (`text`:
+    the cell, spaces stripped), with a hint that works: a decimal in an integer column
+    asks for float64; any other text can be made a missing cell with --na, whose list
+    replaces the default one, so the hint gives the whole list."""
+    from cumtool.notes import na_option
+
+    message = (f"{name}: {where}, column {names[column]!r}: {text[:40]!r} is not "
+               f"{type_name(arrow_type)} like the first rows")
+    if pa.types.is_integer(arrow_type) and convert(
+            pl.Series([text], dtype=pl.String), pa.float64()).is_not_null().all():
+        hint = "; pass --dtype float64 if the column holds floats"
+        if re.fullmatch(r"[+-]?[0-9]+", text):  # beyond int64: an id, not to be rounded
+            return FormatError(message + hint)
+        return LateDecimal(message, hint, column)
+    na = na_option(na_values, [text])
+    if na is None:
+        return FormatError(message)
+    return FormatError(f"{message}; if {text[:40]!r} means a missing cell, pass {na}")

@@ -15,6 +15,8 @@ import pyarrow as pa
 from cumtool.formats import ColumnHint
 
 INFER_ROWS = 10_000
+MOSTLY_NUMBERS = 0.9  # of a text column's judged cells (not missing): a note if unscanned
+TEXTS_NAMED = 5  # a mostly-numbers column's text cells named in its note's --na, at most
 _INTEGER = r"^[+-]?[0-9]+$"
 _LEADING_ZERO = r"^[+-]?0[0-9]"
 _ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
@@ -67,19 +69,40 @@ def judge_cells(long: pl.DataFrame, width: int, position: Mapping[Any, int] | Se
 def first_non_number(cells: pl.Series, na: list[str], *, decimal_comma: bool) -> int | None:
     """The position of the first cell of `cells` (text) that is neither missing nor a
     number, as judge_cells reads them; None if there is none."""
+    found = _non_numbers(cells, na, decimal_comma=decimal_comma).arg_true()
+    return int(found[0]) if found.len() else None
+
+
+def _non_numbers(cells: pl.Series, na: list[str], *, decimal_comma: bool) -> pl.Series:
+    """Whether each cell of `cells` (text) is neither missing nor a number."""
     stripped = cells.str.strip_chars()
     numbers = stripped.str.replace(",", ".", literal=True) if decimal_comma else stripped
     bad = (stripped.is_not_null() & ~stripped.is_in(na)
            & numbers.cast(pl.Float64, strict=False).is_null())
     if decimal_comma:  # 1.5 with --decimal-comma: not a number
         bad = bad | stripped.str.contains(".", literal=True).fill_null(False)
-    found = bad.arg_true()
-    return int(found[0]) if found.len() else None
+    return bad.fill_null(False)
+
+
+def mostly_numbers(present: int, numbers: int) -> bool:
+    """Whether a text column whose judged cells not missing are `present`, `numbers` of
+    them numbers, is mostly numbers (every path's one rule)."""
+    return 0 < numbers < present and numbers >= MOSTLY_NUMBERS * present
 
 
 def culprit_text(row: str, cell: str) -> str:
     """`row 2 (line 3) holds 'oops'`: where a text column's first non-number stands."""
     return f"{row} holds {cell[:40]!r}"
+
+
+def widened(hints: list[ColumnHint], columns: Sequence[int]) -> list[ColumnHint]:
+    """The hints, those of `columns` (integers whose later rows held a decimal) read as
+    float64, scanned as they were."""
+    out = list(hints)
+    for i in columns:
+        if 0 <= i < len(out):
+            out[i] = ColumnHint(pa.float64(), out[i].by_default, "float")
+    return out
 
 
 def _hint(row: dict, decimal_comma: bool, float_columns: bool, decimal: bool) -> ColumnHint:
@@ -112,21 +135,40 @@ def _float_type(row: dict, decimal: bool) -> pa.DataType:
 
 def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
                   na: list[str], *, decimal_comma: bool,
-                  row_line: Callable[[int], int | None]) -> list[ColumnHint]:
+                  row_line: Callable[[int], int | None],
+                  columns: Sequence[int] | None = None, first_row: int = 0
+                  ) -> list[ColumnHint]:
     """The hints, each text column's with its first cell that is not a number, named by
-    row and line (for the message when -c names the column): one rule for the narrow
-    and the wide CSV readers. `cells_of(i)` is column i's judged cells."""
+    row and line (for the message when -c names the column), and whether its cells are
+    mostly numbers (for a note when it is left out): one rule for the narrow and the wide
+    CSV readers. `cells_of(i)` is column i's judged cells, the first of them row
+    `first_row` (from 0) of the input, whose line row_line(row) gives; `columns`: only
+    these hints (all: None)."""
     import dataclasses
 
     from cumtool.formats.csv.csvcells import row_text
 
     out = list(hints)
-    for i, hint in enumerate(hints):
+    for i in range(len(hints)) if columns is None else columns:
+        hint = hints[i]
         if hint.kind != "text":
             continue
         cells = cells_of(i)
-        at = first_non_number(cells, na, decimal_comma=decimal_comma)
-        if at is not None:
-            where = row_text(at + 1, row_line(at))
-            out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])))
+        bad = _non_numbers(cells, na, decimal_comma=decimal_comma)
+        found = bad.arg_true()
+        if not found.len():
+            continue
+        at = int(found[0])
+        where = row_text(first_row + at + 1, row_line(first_row + at))
+        present = int((cells.str.strip_chars().is_not_null()
+                       & ~cells.str.strip_chars().is_in(na)).sum())
+        mostly = mostly_numbers(present, present - found.len())
+        texts: tuple[str, ...] = ()
+        if mostly:
+            distinct = cells.filter(bad).str.strip_chars().unique(maintain_order=True)
+            texts = tuple(distinct.head(TEXTS_NAMED + 1).to_list())
+            if len(texts) > TEXTS_NAMED:
+                texts = ()  # too many to list: the note names --na without a list
+        out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])),
+                                     mostly_numbers=mostly, texts=texts)
     return out

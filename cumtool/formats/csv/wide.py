@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 WIDE_COLUMNS = 8192  # a header with more fields than this takes the wide path
 GROUP_COLUMNS = 4096  # columns scanned and written together
 JUDGED_BYTES = 1 << 20  # the rows of a wide file's first MiB judge its columns
+# A column empty in every judged row: read on (cells held as Python strings, about twenty
+# times their bytes) until it holds a value and INFER_ROWS rows from there, up to this.
+AHEAD_BYTES = 4 << 20
 BATCH_CELLS = 3 << 17  # cells in one batch (at least one record): about 25 MB of str
 
 
@@ -70,7 +73,7 @@ class WideSource(SourceBase):
 
     def __init__(self, handover: WideInput, name: str, options: CsvReadOptions, *,
                  float_columns: bool = False, decimal: bool = False,
-                 total_bytes: int | None = None) -> None:
+                 total_bytes: int | None = None, widen: tuple[int, ...] = ()) -> None:
         import polars as pl
 
         from cumtool.formats.csv.judge import INFER_ROWS, judge_cells
@@ -78,6 +81,7 @@ class WideSource(SourceBase):
         self.name = name
         self.total_bytes = total_bytes
         self._options = options
+        self.na_values = options.na_values  # for a message's --na list
         self._chunker = handover.chunker
         self._delimiter = options.delimiter
         self._pattern = _cell_pattern(options.delimiter)
@@ -128,12 +132,87 @@ class WideSource(SourceBase):
                                 decimal_comma=options.decimal_comma,
                                 float_columns=float_columns, decimal=decimal)
             self.hints = self._culprits(judged, hints)
+            empty = [i for i, hint in enumerate(self.hints) if hint.kind == "empty"]
+            if empty and not options.line_buffered:
+                for i, first_row in self._look_ahead(empty, len(judged)).items():
+                    self.hints[i] = self._judge_from(i, first_row, float_columns, decimal)
         else:
             import pyarrow as pa
 
             from cumtool.formats import ColumnHint
 
             self.hints = [ColumnHint(pa.int64(), True, "int") for _ in range(width)]
+        from cumtool.formats.csv.judge import widened
+
+        self.hints = widened(self.hints, widen)
+
+    def _look_ahead(self, empty: list[int], at: int) -> dict[int, int]:
+        """As CsvSource._look_ahead: the rows after the `at` judged ones, read on (and kept
+        for the batches) until each column of `empty` holds a value and INFER_ROWS rows
+        from its first on are in, or the input ends, or AHEAD_BYTES were read (held as
+        Python strings here, twenty times their size): where each first holds one."""
+        import pyarrow as pa
+
+        from cumtool.formats import unreadable
+        from cumtool.formats.csv.csvcells import check_quotes
+        from cumtool.formats.csv.judge import INFER_ROWS
+        from cumtool.formats.records import RecordTooLong
+
+        rows = self._first
+        na = set(self.markers)
+        first: dict[int, int] = {}
+        read = 0
+        while True:
+            for i in empty:
+                if i not in first:
+                    first_row = next((r for r in range(at, len(rows))
+                                      if (c := rows[r][i]) is not None
+                                      and c.strip() not in na), None)
+                    if first_row is not None:
+                        first[i] = first_row
+            at = len(rows)
+            if (len(first) == len(empty) and all(r + INFER_ROWS <= len(rows)
+                                                  for r in first.values())) \
+                    or read >= AHEAD_BYTES:
+                return first
+            try:
+                chunk = self._chunker.take(self._chunker.chunk_bytes)
+            except (OSError, pa.ArrowException) as error:
+                raise unreadable(self.name, "csv", error) from None
+            except RecordTooLong:
+                return first  # the batches name the record
+            if not chunk:
+                return first
+            read += len(chunk)
+            self._chunk_line = self._line
+            self._check_nul(chunk)
+            check_quotes(self.name, chunk, self._delimiter, self.rows_read,
+                         lines_before=self._line)
+            records = self._records(self._decode(chunk, first=False), first=False)
+            self._check_widths(records, first=False)
+            self.rows_read += len(records)
+            rows.extend(records)
+            self._first_paused = self._chunker.short
+
+    def _judge_from(self, position: int, first_row: int, float_columns: bool,
+                    decimal: bool) -> ColumnHint:
+        """The hint of a column empty in every judged row, from INFER_ROWS rows from its
+        first value on."""
+        import polars as pl
+
+        from cumtool.formats.csv.judge import INFER_ROWS, judge_cells, with_culprits
+
+        cells = pl.Series([row[position] for row in self._first[first_row:
+                                                                first_row + INFER_ROWS]],
+                          dtype=pl.String)
+        long = pl.DataFrame({"column": pl.Series([0] * cells.len(), dtype=pl.Int32),
+                             "cell": cells})
+        options = self._options
+        hints = judge_cells(long, 1, [0], self.markers, decimal_comma=options.decimal_comma,
+                            float_columns=float_columns, decimal=decimal)
+        return with_culprits(hints, lambda _i: cells, self.markers,
+                             decimal_comma=options.decimal_comma, row_line=self.row_line,
+                             first_row=first_row)[0]
 
     def _culprits(self, judged: list[list[str | None]], hints: list[Any]) -> list[Any]:
         """The hints, each text column's with its first cell that is not a number."""

@@ -1,0 +1,97 @@
+"""Notes: one `note: ...` line on standard error where a run did something the user may
+not expect and would not see in its output (a column of numbers left unscanned for one
+text cell, a scan run again with a column widened). The CLI's -q silences them; the
+Python API (Request.notes False) shows none. Tables' notes are worded here, so that every
+path that reads delimited text says the same."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+import sys
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from cumtool.formats import DEFAULT_NA
+
+if TYPE_CHECKING:
+    from cumtool.columns import Selection
+    from cumtool.formats import ColumnHint
+
+
+class Request(Protocol):
+    """What a note asks of the run's options (cumtool.request.Request)."""
+
+    @property
+    def notes(self) -> bool: ...
+
+    @property
+    def columns(self) -> tuple[Selection, ...]: ...
+
+    @property
+    def exclude(self) -> tuple[Selection, ...]: ...
+
+    @property
+    def x(self) -> Selection | None: ...
+
+    @property
+    def na(self) -> tuple[str, ...] | None: ...
+
+_PLAIN_NAME = re.compile(r"[^,\"\[\]!\s](?:[^,\"\[\]]*[^,\"\[\]\s])?")
+
+
+def note(request: Request, text: str) -> None:
+    """One `note: ...` line on standard error, unless the run is quiet."""
+    if request.notes:
+        from cumtool.view import printable
+
+        sys.stderr.write(f"note: {printable(text)}\n")
+        sys.stderr.flush()
+
+
+def column_option(names: Sequence[str], position: int) -> str:
+    """`-c NAME` choosing the column at `position`, as a shell takes it: by its name where
+    -c reads that as the name, else by its position (from 1)."""
+    name = names[position]
+    plain = (_PLAIN_NAME.fullmatch(name) is not None and not name.isdigit()
+             and names.count(name) == 1)
+    return f"-c {shlex.quote(name if plain else str(position + 1))}"
+
+
+def na_option(na_values: Sequence[str] | None, texts: Sequence[str]) -> str | None:
+    """`--na LIST` that makes `texts` missing cells as well as those that are now (--na
+    replaces the default list, so the list given is the whole of it); None where a text
+    cannot be one (it holds a comma: --na splits at commas)."""
+    if any("," in text or not text for text in texts):
+        return None
+    markers = [m for m in (DEFAULT_NA if na_values is None else na_values) if m]
+    markers += [t for t in dict.fromkeys(texts) if t not in markers]
+    return f"--na {shlex.quote(','.join(markers))}"
+
+
+def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint],
+             selected: Collection[int], structural: Collection[int] = ()) -> None:
+    """A note for each column the default selection (no -c) left out though its judged
+    cells are mostly numbers (ColumnHint.mostly_numbers): named, with its first text cell
+    and how to scan it."""
+    if not request.notes or any(not s.negated for s in request.columns):
+        return
+    from cumtool.columns import resolve
+    from cumtool.errors import DataError
+
+    excluded: set[int] = set()
+    chart_x = () if request.x is None else (request.x,)  # the chart's axis: not scanned
+    for selection in (*request.exclude, *request.columns, *chart_x):
+        with contextlib.suppress(DataError):  # refused already, if at all
+            excluded.update(resolve(selection, names, ""))
+    for i, hint in enumerate(hints):
+        if (not hint.mostly_numbers or i in selected or i in excluded or i in structural
+                or not names[i]):
+            continue
+        how = column_option(names, i)
+        na = na_option(request.na, hint.texts) if hint.texts else None
+        how = (f"{how} {na}" if na is not None
+               else f"{how}, once its text cells are missing cells (--na)")
+        note(request, f"column {names[i]!r} is not scanned: its first rows hold numbers, "
+                      f"but {hint.culprit}; to scan it, pass {how}")
