@@ -4,7 +4,10 @@ and 16, each the best of --runs by CPU. Printed per run: wall, user+sys CPU, vol
 and involuntary context switches per MB of input, peak RSS, and the ratios the issue
 sets goals for (CPU at 16 threads over CPU at 2; context switches per MB at 16).
 
-    python benchmarks/cores_proxy.py [--rows 2000000] [--runs 3]
+    python benchmarks/cores_proxy.py [--rows 2000000] [--runs 3] [--baseline CHECKOUT]
+
+--baseline runs another checkout (with its C built in place) beside this one, its
+thread count set as before --threads existed: by patching cumtool.native.CORES.
 
 On a 2-core machine more threads cannot run faster; what they can do is cost more, in
 hand-offs (context switches) and in CPU. A design that scales keeps both flat."""
@@ -58,6 +61,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--baseline", default=None, metavar="CHECKOUT")
     args = parser.parse_args()
     path = make(args.rows)
     mb = path.stat().st_size / 1e6
@@ -69,10 +73,20 @@ def main() -> None:
     for threads in (1, 2, 3, 8, 16):
         argv = [sys.executable, "-m", "cumtool", "cumsum", str(path), "-q", "--to", "csv",
                 "--threads", str(threads)]
-        wall, used, voluntary, involuntary, rss = measure(argv, {}, args.runs)
+        wall, used, voluntary, involuntary, rss = measure(
+            argv, {"PYTHONPATH": str(HERE.parent)}, args.runs)
         cpu[threads], switches[threads] = used, voluntary / mb
         print(f"| cumtool | {threads} | {wall:.2f} | {used:.2f} | {voluntary / mb:.2f} | "
               f"{involuntary / mb:.2f} | {rss:.0f} |")
+        if args.baseline:
+            code = ("import sys, cumtool.native as n; n.CORES = int(sys.argv.pop(1)); "
+                    "from cumtool.launch import main; sys.argv[0] = 'cumtool'; main()")
+            argv = [sys.executable, "-c", code, str(threads), "cumsum", str(path), "-q",
+                    "--to", "csv"]
+            wall, used, voluntary, involuntary, rss = measure(
+                argv, {"PYTHONPATH": args.baseline}, args.runs)
+            print(f"| cumtool before | {threads} | {wall:.2f} | {used:.2f} | "
+                  f"{voluntary / mb:.2f} | {involuntary / mb:.2f} | {rss:.0f} |")
     code = ("import polars as pl, sys; pl.scan_csv(sys.argv[1]).select(pl.all().cum_sum())"
             ".sink_csv('/dev/null')")
     for threads in (1, 2, 16):
