@@ -385,6 +385,95 @@ def test_dash_dash_allows_a_file_named_like_an_option(invoke, tmp_path, monkeypa
     assert result.stdout.splitlines() == ["a", "1", "3"]
 
 
+# "Did you mean ...?" -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    # The names that users of other tools type (cumtool.suggest.OPTION_SYNONYMS).
+    pytest.param("--group", "'--by'", id="group"),
+    pytest.param("--groupby", "'--by'", id="groupby"),
+    pytest.param("--group-by", "'--by'", id="group-by"),
+    pytest.param("--group_by", "'--by'", id="group_by"),
+    pytest.param("--partition", "'--by'", id="partition"),
+    pytest.param("--sep", "'--delimiter'", id="sep"),
+    pytest.param("--separator", "'--delimiter'", id="separator"),
+    pytest.param("--out", "'--output'", id="out"),
+    pytest.param("--cols", "'--columns'", id="cols"),
+    pytest.param("--column", "'--columns'", id="column"),
+    pytest.param("--type", "'--dtype'", id="type"),
+    pytest.param("--skip-na", "'--skipna'", id="skip-na"),
+    pytest.param("--dropna", "'--skipna'", id="dropna"),
+    pytest.param("--noheader", "'--no-header'", id="noheader"),
+    pytest.param("--header-less", "'--no-header'", id="header-less"),
+    # Close spellings: an edit or two away, or the start of the option.
+    pytest.param("--ouput", "'--output'", id="one-letter-missing"),
+    pytest.param("--delimeter", "'--delimiter'", id="one-letter-wrong"),
+    pytest.param("--revrese", "'--reverse'", id="two-letters-swapped"),
+    pytest.param("--fro", "'--from'", id="short-name"),
+    pytest.param("--delim", "'--delimiter'", id="delim"),
+    pytest.param("--out-enc", "'--out-encoding'", id="start-of-the-name"),
+    pytest.param("--exclu", "'--exclude' or '--exclusive'", id="two-starts"),
+])
+def test_a_mistyped_option_gets_the_option_meant(invoke, typed, meant):
+    result = invoke("cumsum", "never-read.csv", typed, "x")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (f"Error: No such option '{typed}'. Did you mean {meant}?\n"
+                             "Try 'main cumsum --help'.\n")
+
+
+@pytest.mark.parametrize("typed", ["--zzzz", "--re", "-g", "--to-csv"])
+def test_an_option_like_none_gets_no_suggestion(invoke, typed):
+    result = invoke("cumsum", "never-read.csv", typed)
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: No such option '{typed}'.\nTry 'main cumsum --help'.\n"
+
+
+def test_a_synonym_suggests_only_an_option_the_command_has(invoke):
+    """`cumtool --group`: the group has no --by, so nothing is offered."""
+    result = invoke("--group", "store")
+    assert result.exit_code == 2
+    assert result.stderr == "Error: No such option '--group'.\nTry 'main --help'.\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    pytest.param(("cumsum", "--indices"),
+                 "No such option '--indices' for cumsum: only cummax and cummin take it.",
+                 id="indices"),
+    pytest.param(("cumsum,cumprod", "--indices"),
+                 "No such option '--indices' for cumsum,cumprod: only cummax and cummin take "
+                 "it.", id="indices-list"),
+    pytest.param(("cumsum", "--alpha", "0.5"),
+                 "No such option '--alpha' for cumsum: only ewma takes it.", id="alpha"),
+])
+def test_an_option_of_other_ops_names_them(invoke, args, message):
+    result = invoke(*args, "never-read.csv")
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {message}\nTry 'main {args[0]} --help'.\n"
+
+
+@pytest.mark.parametrize(("typed", "message"), [
+    pytest.param("cumsumm", "No such command 'cumsumm'. Did you mean 'cumsum'?", id="cumsumm"),
+    pytest.param("sum", "No such command 'sum'. Did you mean 'cumsum'?", id="sum"),
+    pytest.param("nunique", "No such command 'nunique'. Did you mean 'cumnunique'?",
+                 id="nunique"),
+    pytest.param("cumsum,cummaxx", "No such command 'cumsum,cummaxx'. Did you mean "
+                 "'cumsum,cummax'?", id="list"),
+    pytest.param("cumsum,cumsum", "No such command 'cumsum,cumsum': each op may be named "
+                 "once, and cumsum is named twice.", id="twice"),
+    pytest.param("cumsum,cumsumm", "No such command 'cumsum,cumsumm': 'cumsumm' is not an "
+                 "op.", id="meant-twice"),
+    pytest.param("cumsum,bogus,cummaxx", "No such command 'cumsum,bogus,cummaxx': 'bogus' "
+                 "and 'cummaxx' are not ops.", id="unknowns"),
+    pytest.param("zzzz", "No such command 'zzzz'.", id="like-none"),
+])
+def test_a_mistyped_op_gets_the_op_meant(invoke, typed, message):
+    result = invoke(typed, "never-read.csv")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"Error: {message}\nTry 'main --help'.\n"
+
+
 # A closed pipe ---------------------------------------------------------------------------
 
 
