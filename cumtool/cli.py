@@ -474,9 +474,9 @@ def main() -> None:
     Several ops in one pass (cumsum,cummax) keep the input's columns and append the
     results after them: units_cumsum, units_cummax.
 
-    Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up (SIGHUP),
-    130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`),
-    143 terminated (SIGTERM). A failed or stopped run leaves any existing output file
-    as it was.
+    Exit status: 0 success, 1 data or I/O error, 2 usage error, 75 --state held by
+    another run (try again later, or --wait), 129 hung up (SIGHUP), 130 interrupted
+    (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`), 143 terminated
+    (SIGTERM). A failed or stopped run leaves any existing output file as it was.
     """
 

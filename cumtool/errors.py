@@ -1,7 +1,8 @@
 """The package's own exceptions; the CLI turns each into one `Error: ...` line and an exit status.
 
-Exit statuses: 0 success, 1 data or I/O error, 2 usage error (see README); a run stopped
-by a signal exits with 128 + its number.
+Exit statuses: 0 success, 1 data or I/O error, 2 usage error, 75 the --state file is held
+by another run (cumtool.commit; see README); a run stopped by a signal exits with 128 + its
+number.
 """
 
 from __future__ import annotations

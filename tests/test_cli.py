@@ -67,9 +67,10 @@ def test_group_help_lists_every_operation_and_the_exit_statuses(invoke, flag):
         assert re.search(rf"^\s+{op}\s+\S", text, re.M), f"{op} missing from the command list"
     assert "--version" in text
     flat = " ".join(text.split())
-    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up "
-            "(SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early "
-            "(e.g. `| head`), 143 terminated (SIGTERM).") in flat
+    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 75 --state held "
+            "by another run (try again later, or --wait), 129 hung up (SIGHUP), 130 "
+            "interrupted (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`), "
+            "143 terminated (SIGTERM).") in flat
     assert "cumtool cumsum sample_data/daily_sales.csv" in text
     # One example of several ops in one pass, and what it writes.
     assert "cumtool cumsum,cummax sample_data/daily_sales.csv -c units" in text

@@ -95,6 +95,18 @@ def test_links_between_pages_resolve(page: Path) -> None:
             assert anchor in _anchors(path), f"{where}: no such heading"
 
 
+def test_readme_names_every_op() -> None:
+    """README's Usage says what OP may be: every op, so that a new one is not left out."""
+    from cumtool.ops import OPS
+
+    text = README.read_text(encoding="utf-8")
+    sentence = re.search(r"^`OP` is .*?\.\s", text, re.M | re.S)
+    assert sentence is not None, "README's Usage has no sentence `OP` is ..."
+    named = re.findall(r"`([a-z]+)`", sentence[0])
+    assert sorted(named) == sorted(OPS), (
+        f"README's `OP` is ... names {named}; the ops are {list(OPS)}")
+
+
 def test_readme_is_short() -> None:
     size = len(README.read_text(encoding="utf-8"))
     assert size < 12_000, f"README.md is {size} characters; move detail to docs/"
