@@ -71,6 +71,19 @@ class OutputError(CumtoolError):
     """The output cannot be written (missing directory, permissions, full disk)."""
 
 
+class ExtraMissing(CumtoolError):
+    """The run needs an optional extra that is not installed (exit status 1, whichever
+    extra: the command is right, this installation cannot run it). Made by
+    `extra_missing`, the one wording of it."""
+
+
+def extra_missing(what: str, extra: str) -> ExtraMissing:
+    """`what` needs the optional extra `extra`: how to install it, both from PyPI and
+    from a clone of the repository (where the name `cumtool[...]` finds nothing)."""
+    return ExtraMissing(f"{what} needs the optional extra '{extra}': pip install "
+                        f"'cumtool[{extra}]' (from a checkout: pip install '.[{extra}]')")
+
+
 class ScanOverflowError(DataError):
     """An integer result does not fit its dtype; `position` indexes the scanned block."""
 

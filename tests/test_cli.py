@@ -7,6 +7,7 @@ never taken from cumtool's own output.
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import re
@@ -473,6 +474,65 @@ def test_a_mistyped_op_gets_the_op_meant(invoke, typed, message):
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == f"Error: {message}\nTry 'main --help'.\n"
+
+
+# A missing optional extra ----------------------------------------------------------------
+
+
+def _install(extra: str) -> str:
+    return f"pip install 'cumtool[{extra}]' (from a checkout: pip install '.[{extra}]')"
+
+
+@pytest.mark.parametrize(("module", "args", "message"), [
+    pytest.param("fastexcel", ("cumsum", "{dir}/book.xlsx"),
+                 f"reading spreadsheets needs the optional extra 'excel': {_install('excel')}",
+                 id="excel"),
+    pytest.param("matplotlib", ("cumsum", "{dir}/t.csv", "-o", "{dir}/chart.svg"),
+                 "drawing a chart as an SVG or PNG image needs the optional extra 'plot': "
+                 f"{_install('plot')}", id="plot"),
+    pytest.param("fsspec", ("cumsum", "s3://bucket/t.csv"),
+                 f"s3://bucket/t.csv: opening URLs needs the optional extra 'cloud': "
+                 f"{_install('cloud')}", id="cloud"),
+    pytest.param("gcsfs", ("cumsum", "gs://bucket/t.csv", "-o", "{dir}/out.csv"),
+                 "gs://bucket/t.csv: opening gs:// URLs (gcsfs) needs the optional extra "
+                 f"'cloud': {_install('cloud')}", id="cloud-gcsfs"),
+    pytest.param("distributed", ("cumsum", "{dir}/t.csv", "--engine", "dask", "-o",
+                                 "{dir}/out.csv"),
+                 f"--engine dask needs the optional extra 'dask': {_install('dask')}",
+                 id="dask"),
+])
+def test_a_missing_extra_is_one_message_and_status_1(invoke, tmp_path, monkeypatch, module,
+                                                      args, message):
+    """Each optional extra, its module made unimportable as where it is not installed: the
+    same wording (how to install it, from PyPI or from a checkout), the same status, and
+    no output file."""
+    (tmp_path / "t.csv").write_text("a\n1\n2\n")
+    (tmp_path / "book.xlsx").write_bytes(b"PK\x03\x04 a spreadsheet, never opened")
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` fails
+    result = invoke(*(arg.format(dir=tmp_path) for arg in args))
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["book.xlsx", "t.csv"]
+
+
+def test_every_missing_extra_is_worded_by_one_helper():
+    """No module but errors.py words how to install an extra (a string naming
+    `cumtool[...]`), help text and docstrings apart: each missing extra comes from
+    errors.extra_missing, so the wording and the status stay one."""
+    package = Path(__file__).resolve().parent.parent / "cumtool"
+    own = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "errors.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        allowed = {id(node.value) for node in ast.walk(tree)
+                   if isinstance(node, ast.keyword) and node.arg == "help"}
+        allowed |= {id(node.body[0].value) for node in ast.walk(tree)
+                    if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))
+                    and node.body and isinstance(node.body[0], ast.Expr)}
+        own += [f"{path.relative_to(package)}:{node.lineno}" for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and "cumtool[" in node.value and id(node) not in allowed]
+    assert not own, f"a missing extra worded outside errors.extra_missing: {own}"
 
 
 # A closed pipe ---------------------------------------------------------------------------
