@@ -18,6 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 from conftest import SAMPLE_DATA
@@ -377,6 +378,84 @@ def test_standard_input_npy_to_standard_output(invoke):
     got = np.load(io.BytesIO(result.stdout_bytes))
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, np.cumsum(array, axis=0, dtype=np.int64))
+
+
+def _compressed(codec: str, data: bytes) -> bytes:
+    """`data` as the command-line tools write it (gzip, bzip2, zstd, lz4 frames, xz)."""
+    import bz2
+    import gzip
+    import lzma
+
+    if codec in ("gzip", "bz2", "xz"):
+        return {"gzip": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[codec](data)
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, codec) as out:
+        out.write(data)
+    return sink.getvalue().to_pybytes()
+
+
+COMPRESSED_TSV = "k\tv\tnote\na\t3\tx y\nb\t-1\tz\na\t4\t\n"
+
+
+@pytest.mark.parametrize("codec", ["gzip", "bz2", "zstd", "lz4"])
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param(TABLE, "a,b,note\n3,1.5,x\n2,4.0,y\n6,3.5,z\n", id="csv"),
+    # Tabs seen inside the compressed bytes: tab-separated in and out.
+    pytest.param(COMPRESSED_TSV, "k\tv\tnote\na\t3\tx y\nb\t2\tz\na\t6\t\n", id="tsv"),
+])
+def test_compressed_standard_input_is_read_as_its_text(invoke, codec, text, expected):
+    """`cat f.csv.zst | cumtool cumsum`: the compression is known by its first bytes, as
+    a file's by its suffix, and the run's bytes are those of the text piped in plain."""
+    plain = invoke("cumsum", input=text)
+    assert (plain.exit_code, plain.stdout) == (0, expected), plain.stderr
+    result = invoke("cumsum", input=_compressed(codec, text.encode()))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout_bytes == plain.stdout_bytes
+
+
+@pytest.mark.parametrize("codec", ["bz2", "zstd"])
+def test_a_compressed_file_without_its_suffix_is_read_as_its_text(invoke, tmp_path, codec):
+    path = tmp_path / "export"
+    path.write_bytes(_compressed(codec, COMPRESSED_TSV.encode()))
+    result = invoke("cumsum", str(path))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "k\tv\tnote\na\t3\tx y\nb\t2\tz\na\t6\t\n"
+
+
+def test_piped_bzip2_whose_first_block_is_longer_than_the_sniff(invoke):
+    """bzip2 decompresses a block only whole: one longer than the 64 KiB first looked at
+    is read whole (and replayed) to see that the text inside is tab-separated."""
+    rng = np.random.default_rng(7)
+    numbers = rng.integers(0, 10**12, size=(40_000, 2))
+    text = "x\ty\n" + "".join(f"{x}\t{y}\n" for x, y in numbers.tolist())
+    data = _compressed("bz2", text.encode())
+    assert len(data) > 1 << 16
+    result = invoke("cumsum", input=data)
+    assert (result.exit_code, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "x\ty"
+    assert lines[-1] == "\t".join(str(n) for n in numbers.sum(axis=0).tolist())
+    assert len(lines) == 40_001
+
+
+def test_text_that_starts_like_bzip2_is_still_text(invoke):
+    result = invoke("cumsum", input="BZh9,n\n1,2\n3,4\n")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "BZh9,n\n1,2\n4,6\n", "")
+
+
+def test_piped_xz_says_how_to_unpack_it_as_a_named_file_does(invoke, tmp_path):
+    data = _compressed("xz", TABLE.encode())
+    piped = invoke("cumsum", input=data)
+    assert (piped.exit_code, piped.stdout) == (1, "")
+    assert piped.stderr == ("Error: standard input: xz is a compression or archive cumtool "
+                            "does not read; unpack it on the way: ... | xz -dc | cumtool "
+                            "cumsum\n")
+    path = tmp_path / "t.csv.xz"
+    path.write_bytes(data)
+    named = invoke("cumsum", str(path))
+    assert (named.exit_code, named.stdout) == (1, "")
+    assert named.stderr == (f"Error: {path}: xz is a compression or archive cumtool does "
+                            f"not read; unpack it on the way: xz -dc {path} | cumtool cumsum\n")
 
 
 def test_dash_dash_allows_a_file_named_like_an_option(invoke, tmp_path, monkeypatch):
