@@ -1,6 +1,6 @@
-""""Did you mean ...?" for a mistyped op or option: close spellings, and the names that users
-of other tools (pandas, polars, csvkit, xsv) type for cumtool's options. Imported only when
-the command line holds a mistake, so the tables cost a correct run nothing."""
+"""The "Did you mean ...?" of a mistyped op or option: close spellings, and the names that
+users of other tools (pandas, polars, csvkit, xsv) type for cumtool's options. Imported
+only when the command line holds a mistake, so the tables cost a correct run nothing."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def close_options(typed: str, options: Iterable[str]) -> list[str]:
 
 def _tolerance(typed: str) -> int:
     """Edits allowed between a typed option and one it may mean: one for a short name
-    (--fro is --from, but --to is not --no), two from eight letters on."""
+    (--fro: --from), two from eight letters on (--delimetre: --delimiter)."""
     return 1 if len(typed) < 10 else 2
 
 
