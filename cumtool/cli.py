@@ -414,6 +414,19 @@ class _Cli(click.Group):
             return _make_command(cmd_name)
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click's, but an unknown op gets the ops it is close to (cumtool.suggest)."""
+        name = click.utils.make_str(args[0])
+        if ctx.resilient_parsing or not name[:1].isalnum():  # completion; `--help`
+            return super().resolve_command(ctx, args)
+        command = self.get_command(ctx, name)
+        if command is None:
+            from cumtool.suggest import unknown_op
+
+            raise click.UsageError(unknown_op(name, OPS), ctx)
+        return name, command, args[1:]
+
     def main(self, args: Any = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
@@ -430,7 +443,9 @@ class _Cli(click.Group):
             error.show()
             status = error.exit_code
         except click.ClickException as error:
-            click.echo(f"Error: {printable(error.format_message())}", err=True)
+            message = (_no_such_option(error) if isinstance(error, click.NoSuchOption)
+                       else error.format_message())
+            click.echo(f"Error: {printable(message)}", err=True)
             ctx = getattr(error, "ctx", None)
             if ctx is not None and ctx.command.get_help_option(ctx) is not None:
                 help_name = max(ctx.command.get_help_option_names(ctx), key=len)
@@ -443,6 +458,28 @@ class _Cli(click.Group):
             click.echo(f"Error: {stop.message()}", err=True)
             status = stop.exit_code
         sys.exit(status if isinstance(status, int) else 0)
+
+
+def _no_such_option(error: click.NoSuchOption) -> str:
+    """Click's message for an unknown option, with cumtool's suggestions in place of
+    Click's: the option a synonym stands for (--group: --by), close spellings, or the ops
+    that take it (--indices: cummax and cummin)."""
+    from cumtool.ops import OPS_OF_OPTION
+    from cumtool.suggest import close_options, did_you_mean
+
+    typed = error.option_name
+    message = f"No such option {typed!r}."
+    ctx = error.ctx
+    if ctx is None:
+        return message
+    if typed in OPS_OF_OPTION and not isinstance(ctx.command, click.Group):
+        takers = OPS_OF_OPTION[typed]
+        return (f"No such option {typed!r} for {ctx.info_name}: only "
+                f"{', '.join(takers[:-1]) + ' and ' if len(takers) > 1 else ''}"
+                f"{takers[-1]} {'take' if len(takers) > 1 else 'takes'} it.")
+    offered = [name for param in ctx.command.get_params(ctx)
+               for name in (*param.opts, *param.secondary_opts)]
+    return message + did_you_mean(close_options(typed, offered))
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]})
@@ -461,9 +498,9 @@ def main() -> None:
     Several ops in one pass (cumsum,cummax) keep the input's columns and append the
     results after them: units_cumsum, units_cummax.
 
-    Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up (SIGHUP),
-    130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`),
-    143 terminated (SIGTERM). A failed or stopped run leaves any existing output file
-    as it was.
+    Exit status: 0 success, 1 data or I/O error, 2 usage error, 75 --state held by
+    another run (try again later, or --wait), 129 hung up (SIGHUP), 130 interrupted
+    (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`), 143 terminated
+    (SIGTERM). A failed or stopped run leaves any existing output file as it was.
     """
 

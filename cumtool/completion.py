@@ -26,7 +26,7 @@ from cumtool.formats import FileKind, delimiter_option, encoding_option
 from cumtool.formats.registry import (
     BY_MAGIC,
     DELIMITED,
-    GZIP_MAGIC,
+    compression_of,
     format_named,
     kind_from_magic,
     kind_from_name,
@@ -109,8 +109,8 @@ def _kind(path: str, head: bytes, from_format: str | None) -> FileKind:
     # A binary format is known by its bytes, whatever the name says.
     binary = sniffed.format in BY_MAGIC
     kind = sniffed if binary else kind_from_name(path) or sniffed
-    if kind.compression is None and head.startswith(GZIP_MAGIC):
-        kind = FileKind(kind.format, "gzip")
+    if kind.compression is None and compression_of(head) is not None:
+        kind = FileKind(kind.format, compression_of(head))
     return FileKind(from_format, kind.compression) if from_format else kind
 
 

@@ -41,7 +41,14 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from cumtool import remote
-from cumtool.errors import CumtoolError, DataError, OutputError, UsageError, option
+from cumtool.errors import (
+    CumtoolError,
+    DataError,
+    OutputError,
+    UsageError,
+    extra_missing,
+    option,
+)
 from cumtool.formats import FileKind
 from cumtool.formats.registry import DELIMITED, kind_from_name
 
@@ -443,8 +450,7 @@ def connect(request: Request) -> Iterator[Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise UsageError(f"{option('engine', 'dask')} needs the dask extra: pip install "
-                         "'cumtool[dask]'") from None
+        raise extra_missing(option("engine", "dask"), "dask") from None
     address = request.scheduler or os.environ.get(SCHEDULER_VARIABLE) or None
     if address:
         try:

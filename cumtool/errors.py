@@ -1,7 +1,8 @@
 """The package's own exceptions; the CLI turns each into one `Error: ...` line and an exit status.
 
-Exit statuses: 0 success, 1 data or I/O error, 2 usage error (see README); a run stopped
-by a signal exits with 128 + its number.
+Exit statuses: 0 success, 1 data or I/O error, 2 usage error, 75 the --state file is held
+by another run (cumtool.commit; see README); a run stopped by a signal exits with 128 + its
+number.
 """
 
 from __future__ import annotations
@@ -79,6 +80,19 @@ class LateDecimal(FormatError):
 
 class OutputError(CumtoolError):
     """The output cannot be written (missing directory, permissions, full disk)."""
+
+
+class ExtraMissing(CumtoolError):
+    """The run needs an optional extra that is not installed (exit status 1, whichever
+    extra: the command is right, this installation cannot run it). Made by
+    `extra_missing`, the one wording of it."""
+
+
+def extra_missing(what: str, extra: str) -> ExtraMissing:
+    """`what` needs the optional extra `extra`: how to install it, both from PyPI and
+    from a clone of the repository (where the name `cumtool[...]` finds nothing)."""
+    return ExtraMissing(f"{what} needs the optional extra '{extra}': pip install "
+                        f"'cumtool[{extra}]' (from a checkout: pip install '.[{extra}]')")
 
 
 class ScanOverflowError(DataError):

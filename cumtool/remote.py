@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-from cumtool.errors import DataError, OutputError, UsageError
+from cumtool.errors import DataError, OutputError, UsageError, extra_missing
 
 # A scheme of two letters or more: `C:\data.csv` is a Windows path, not a URL.
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
@@ -43,14 +43,15 @@ def filesystem(url: str) -> tuple[Any, str]:
     try:
         import fsspec
     except ImportError:
-        raise UsageError(f"{url}: URLs need the cloud extra: pip install 'cumtool[cloud]'"
-                         ) from None
+        raise extra_missing(f"{url}: opening URLs", "cloud") from None
     try:
         return fsspec.core.url_to_fs(url)
-    except (ImportError, ValueError) as error:
+    except ImportError:
         package = _PACKAGES.get(scheme(url), "an fsspec implementation")
-        raise UsageError(f"{url}: no filesystem for {scheme(url)}:// ({error}); install "
-                         f"{package} (pip install 'cumtool[cloud]')") from None
+        raise extra_missing(f"{url}: opening {scheme(url)}:// URLs ({package})", "cloud"
+                            ) from None
+    except ValueError as error:
+        raise UsageError(f"{url}: no filesystem for {scheme(url)}:// ({error})") from None
 
 
 def _reason(error: BaseException) -> str:

@@ -14,12 +14,21 @@ import numpy as np
 
 from cumtool import remote
 from cumtool.errors import DataError, FormatError, UsageError
-from cumtool.formats import FileKind, Opening, ReadRequest, SourceBase, peekable, unreadable
+from cumtool.formats import (
+    FileKind,
+    Opening,
+    PrefixedStream,
+    ReadRequest,
+    SourceBase,
+    peekable,
+    unreadable,
+)
 from cumtool.formats.registry import (
     BY_MAGIC,
-    GZIP_MAGIC,
     INPUT_FORMATS,
     check_format_name,
+    compression_of,
+    decompressed_start,
     format_named,
     kind_from_magic,
     kind_from_name,
@@ -43,6 +52,7 @@ class InputRequest(ReadRequest, Protocol):
     def op(self) -> str: ...
 
 SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
+_BZIP2_BLOCK = 1 << 20  # more than bzip2's largest block (900 kB of text) compressed
 
 
 def open_source(
@@ -93,11 +103,13 @@ def open_source(
             not trailer or path is None or _ends_with(stream, trailer))
         if binary and sniffed.format != kind.format:
             kind = sniffed  # a binary format is known by its bytes, whatever the name says
-        if kind.compression is None and head.startswith(GZIP_MAGIC):
-            kind = FileKind(kind.format, "gzip")
-    if kind.compression == "gzip" and (path is None or kind_from_name(name) is None):
-        # Unnamed gzip (standard input, no extension): look inside for tsv, npy, parquet.
-        kind = FileKind(_sniff_gzip(stream, seekable=path is not None).format, "gzip")
+        if kind.compression is None and compression_of(sniff) is not None:
+            kind = FileKind(kind.format, compression_of(sniff))
+    if kind.compression is not None and (path is None or kind_from_name(name) is None):
+        # Unnamed compressed input (standard input, no extension): look inside for tsv,
+        # npy, parquet.
+        inner, stream = _sniff_compressed(stream, kind.compression, seekable=path is not None)
+        kind = FileKind(inner.format, kind.compression)
     if request.from_format:
         fmt = check_format_name(request.from_format, INPUT_FORMATS, "--from")
         kind = FileKind(fmt, kind.compression)
@@ -217,17 +229,20 @@ def _ends_with(stream: IO[bytes], magic: bytes) -> bool:
         stream.seek(0)
 
 
-def _sniff_gzip(stream: IO[bytes], seekable: bool) -> FileKind:
-    """What a gzip stream holds, from the decompressed start of its first bytes."""
-    import zlib
-
+def _sniff_compressed(stream: IO[bytes], compression: str, seekable: bool
+                      ) -> tuple[FileKind, IO[bytes]]:
+    """What a compressed stream holds, from the decompressed start of its first bytes
+    (csv where they show nothing: a damaged stream), and the stream to read it from. A
+    bzip2 block decompresses only whole: up to one block is read for it, and a pipe's
+    bytes read so are replayed."""
+    size = _BZIP2_BLOCK if compression == "bz2" else SNIFF_BYTES
     if seekable:
-        data = stream.read(1 << 16)
+        data = stream.read(size)
         stream.seek(0)
     else:
-        data = stream.peek(1 << 16)  # type: ignore[attr-defined]
-    try:
-        inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data, 1 << 16)
-    except zlib.error:
-        return FileKind("csv")
-    return kind_from_magic(inner)
+        data = stream.peek(SNIFF_BYTES)  # type: ignore[attr-defined]
+        if compression == "bz2" and decompressed_start(data, compression, 1) is None:
+            data = stream.read(size)
+            stream = io.BufferedReader(PrefixedStream(data, stream), buffer_size=SNIFF_BYTES)
+    inner = decompressed_start(data, compression, SNIFF_BYTES)
+    return FileKind("csv") if inner is None else kind_from_magic(inner[0]), stream

@@ -266,8 +266,8 @@ def test_an_image_without_the_plot_extra_names_it_and_writes_nothing(tmp_path: P
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (
-        1, "", "Error: drawing a chart as an SVG or PNG image needs the plot extra: "
-               "pip install 'cumtool[plot]'\n")
+        1, "", "Error: drawing a chart as an SVG or PNG image needs the optional extra "
+               "'plot': pip install 'cumtool[plot]' (from a checkout: pip install '.[plot]')\n")
     assert target.read_text() == "before"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.svg"]
 

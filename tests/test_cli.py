@@ -7,6 +7,7 @@ never taken from cumtool's own output.
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import re
@@ -17,6 +18,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 from conftest import SAMPLE_DATA
@@ -67,9 +69,10 @@ def test_group_help_lists_every_operation_and_the_exit_statuses(invoke, flag):
         assert re.search(rf"^\s+{op}\s+\S", text, re.M), f"{op} missing from the command list"
     assert "--version" in text
     flat = " ".join(text.split())
-    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up "
-            "(SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early "
-            "(e.g. `| head`), 143 terminated (SIGTERM).") in flat
+    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 75 --state held "
+            "by another run (try again later, or --wait), 129 hung up (SIGHUP), 130 "
+            "interrupted (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`), "
+            "143 terminated (SIGTERM).") in flat
     assert "cumtool cumsum sample_data/daily_sales.csv" in text
     # One example of several ops in one pass, and what it writes.
     assert "cumtool cumsum,cummax sample_data/daily_sales.csv -c units" in text
@@ -377,12 +380,240 @@ def test_standard_input_npy_to_standard_output(invoke):
     np.testing.assert_array_equal(got, np.cumsum(array, axis=0, dtype=np.int64))
 
 
+def _compressed(codec: str, data: bytes) -> bytes:
+    """`data` as the command-line tools write it (gzip, bzip2, zstd, lz4 frames, xz)."""
+    import bz2
+    import gzip
+    import lzma
+
+    if codec in ("gzip", "bz2", "xz"):
+        return {"gzip": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}[codec](data)
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, codec) as out:
+        out.write(data)
+    return sink.getvalue().to_pybytes()
+
+
+COMPRESSED_TSV = "k\tv\tnote\na\t3\tx y\nb\t-1\tz\na\t4\t\n"
+
+
+@pytest.mark.parametrize("codec", ["gzip", "bz2", "zstd", "lz4"])
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param(TABLE, "a,b,note\n3,1.5,x\n2,4.0,y\n6,3.5,z\n", id="csv"),
+    # Tabs seen inside the compressed bytes: tab-separated in and out.
+    pytest.param(COMPRESSED_TSV, "k\tv\tnote\na\t3\tx y\nb\t2\tz\na\t6\t\n", id="tsv"),
+])
+def test_compressed_standard_input_is_read_as_its_text(invoke, codec, text, expected):
+    """`cat f.csv.zst | cumtool cumsum`: the compression is known by its first bytes, as
+    a file's by its suffix, and the run's bytes are those of the text piped in plain."""
+    plain = invoke("cumsum", input=text)
+    assert (plain.exit_code, plain.stdout) == (0, expected), plain.stderr
+    result = invoke("cumsum", input=_compressed(codec, text.encode()))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout_bytes == plain.stdout_bytes
+
+
+@pytest.mark.parametrize("codec", ["bz2", "zstd"])
+def test_a_compressed_file_without_its_suffix_is_read_as_its_text(invoke, tmp_path, codec):
+    path = tmp_path / "export"
+    path.write_bytes(_compressed(codec, COMPRESSED_TSV.encode()))
+    result = invoke("cumsum", str(path))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "k\tv\tnote\na\t3\tx y\nb\t2\tz\na\t6\t\n"
+
+
+def test_piped_bzip2_whose_first_block_is_longer_than_the_sniff(invoke):
+    """bzip2 decompresses a block only whole: one longer than the 64 KiB first looked at
+    is read whole (and replayed) to see that the text inside is tab-separated."""
+    rng = np.random.default_rng(7)
+    numbers = rng.integers(0, 10**12, size=(40_000, 2))
+    text = "x\ty\n" + "".join(f"{x}\t{y}\n" for x, y in numbers.tolist())
+    data = _compressed("bz2", text.encode())
+    assert len(data) > 1 << 16
+    result = invoke("cumsum", input=data)
+    assert (result.exit_code, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "x\ty"
+    assert lines[-1] == "\t".join(str(n) for n in numbers.sum(axis=0).tolist())
+    assert len(lines) == 40_001
+
+
+def test_text_that_starts_like_bzip2_is_still_text(invoke):
+    result = invoke("cumsum", input="BZh9,n\n1,2\n3,4\n")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "BZh9,n\n1,2\n4,6\n", "")
+
+
+def test_piped_xz_says_how_to_unpack_it_as_a_named_file_does(invoke, tmp_path):
+    data = _compressed("xz", TABLE.encode())
+    piped = invoke("cumsum", input=data)
+    assert (piped.exit_code, piped.stdout) == (1, "")
+    assert piped.stderr == ("Error: standard input: xz is a compression or archive cumtool "
+                            "does not read; unpack it on the way: ... | xz -dc | cumtool "
+                            "cumsum\n")
+    path = tmp_path / "t.csv.xz"
+    path.write_bytes(data)
+    named = invoke("cumsum", str(path))
+    assert (named.exit_code, named.stdout) == (1, "")
+    assert named.stderr == (f"Error: {path}: xz is a compression or archive cumtool does "
+                            f"not read; unpack it on the way: xz -dc {path} | cumtool cumsum\n")
+
+
 def test_dash_dash_allows_a_file_named_like_an_option(invoke, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("-c.csv").write_text("a\n1\n2\n")
     result = invoke("cumsum", "--", "-c.csv")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines() == ["a", "1", "3"]
+
+
+# "Did you mean ...?" -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    # The names that users of other tools type (cumtool.suggest.OPTION_SYNONYMS).
+    pytest.param("--group", "'--by'", id="group"),
+    pytest.param("--groupby", "'--by'", id="groupby"),
+    pytest.param("--group-by", "'--by'", id="group-by"),
+    pytest.param("--group_by", "'--by'", id="group_by"),
+    pytest.param("--partition", "'--by'", id="partition"),
+    pytest.param("--sep", "'--delimiter'", id="sep"),
+    pytest.param("--separator", "'--delimiter'", id="separator"),
+    pytest.param("--out", "'--output'", id="out"),
+    pytest.param("--cols", "'--columns'", id="cols"),
+    pytest.param("--column", "'--columns'", id="column"),
+    pytest.param("--type", "'--dtype'", id="type"),
+    pytest.param("--skip-na", "'--skipna'", id="skip-na"),
+    pytest.param("--dropna", "'--skipna'", id="dropna"),
+    pytest.param("--noheader", "'--no-header'", id="noheader"),
+    pytest.param("--header-less", "'--no-header'", id="header-less"),
+    # Close spellings: an edit or two away, or the start of the option.
+    pytest.param("--ouput", "'--output'", id="one-letter-missing"),
+    pytest.param("--delimeter", "'--delimiter'", id="one-letter-wrong"),
+    pytest.param("--revrese", "'--reverse'", id="two-letters-swapped"),
+    pytest.param("--delimetre", "'--delimiter'", id="two-edits"),
+    pytest.param("--fro", "'--from'", id="short-name"),
+    pytest.param("--delim", "'--delimiter'", id="delim"),
+    pytest.param("--out-enc", "'--out-encoding'", id="start-of-the-name"),
+    pytest.param("--exclu", "'--exclude' or '--exclusive'", id="two-starts"),
+])
+def test_a_mistyped_option_gets_the_option_meant(invoke, typed, meant):
+    result = invoke("cumsum", "never-read.csv", typed, "x")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (f"Error: No such option '{typed}'. Did you mean {meant}?\n"
+                             "Try 'main cumsum --help'.\n")
+
+
+@pytest.mark.parametrize("typed", ["--zzzz", "--re", "-g", "--to-csv"])
+def test_an_option_like_none_gets_no_suggestion(invoke, typed):
+    result = invoke("cumsum", "never-read.csv", typed)
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: No such option '{typed}'.\nTry 'main cumsum --help'.\n"
+
+
+def test_a_synonym_suggests_only_an_option_the_command_has(invoke):
+    """`cumtool --group`: the group has no --by, so nothing is offered."""
+    result = invoke("--group", "store")
+    assert result.exit_code == 2
+    assert result.stderr == "Error: No such option '--group'.\nTry 'main --help'.\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    pytest.param(("cumsum", "--indices"),
+                 "No such option '--indices' for cumsum: only cummax and cummin take it.",
+                 id="indices"),
+    pytest.param(("cumsum,cumprod", "--indices"),
+                 "No such option '--indices' for cumsum,cumprod: only cummax and cummin take "
+                 "it.", id="indices-list"),
+    pytest.param(("cumsum", "--alpha", "0.5"),
+                 "No such option '--alpha' for cumsum: only ewma takes it.", id="alpha"),
+])
+def test_an_option_of_other_ops_names_them(invoke, args, message):
+    result = invoke(*args, "never-read.csv")
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {message}\nTry 'main {args[0]} --help'.\n"
+
+
+@pytest.mark.parametrize(("typed", "message"), [
+    pytest.param("cumsumm", "No such command 'cumsumm'. Did you mean 'cumsum'?", id="cumsumm"),
+    pytest.param("sum", "No such command 'sum'. Did you mean 'cumsum'?", id="sum"),
+    pytest.param("nunique", "No such command 'nunique'. Did you mean 'cumnunique'?",
+                 id="nunique"),
+    pytest.param("cumsum,cummaxx", "No such command 'cumsum,cummaxx'. Did you mean "
+                 "'cumsum,cummax'?", id="list"),
+    pytest.param("cumsum,cumsum", "No such command 'cumsum,cumsum': each op may be named "
+                 "once, and cumsum is named twice.", id="twice"),
+    pytest.param("cumsum,cumsumm", "No such command 'cumsum,cumsumm': 'cumsumm' is not an "
+                 "op.", id="meant-twice"),
+    pytest.param("cumsum,bogus,cummaxx", "No such command 'cumsum,bogus,cummaxx': 'bogus' "
+                 "and 'cummaxx' are not ops.", id="unknowns"),
+    pytest.param("zzzz", "No such command 'zzzz'.", id="like-none"),
+])
+def test_a_mistyped_op_gets_the_op_meant(invoke, typed, message):
+    result = invoke(typed, "never-read.csv")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"Error: {message}\nTry 'main --help'.\n"
+
+
+# A missing optional extra ----------------------------------------------------------------
+
+
+def _install(extra: str) -> str:
+    return f"pip install 'cumtool[{extra}]' (from a checkout: pip install '.[{extra}]')"
+
+
+@pytest.mark.parametrize(("module", "args", "message"), [
+    pytest.param("fastexcel", ("cumsum", "{dir}/book.xlsx"),
+                 f"reading spreadsheets needs the optional extra 'excel': {_install('excel')}",
+                 id="excel"),
+    pytest.param("matplotlib", ("cumsum", "{dir}/t.csv", "-o", "{dir}/chart.svg"),
+                 "drawing a chart as an SVG or PNG image needs the optional extra 'plot': "
+                 f"{_install('plot')}", id="plot"),
+    pytest.param("fsspec", ("cumsum", "s3://bucket/t.csv"),
+                 f"s3://bucket/t.csv: opening URLs needs the optional extra 'cloud': "
+                 f"{_install('cloud')}", id="cloud"),
+    pytest.param("gcsfs", ("cumsum", "gs://bucket/t.csv", "-o", "{dir}/out.csv"),
+                 "gs://bucket/t.csv: opening gs:// URLs (gcsfs) needs the optional extra "
+                 f"'cloud': {_install('cloud')}", id="cloud-gcsfs"),
+    pytest.param("distributed", ("cumsum", "{dir}/t.csv", "--engine", "dask", "-o",
+                                 "{dir}/out.csv"),
+                 f"--engine dask needs the optional extra 'dask': {_install('dask')}",
+                 id="dask"),
+])
+def test_a_missing_extra_is_one_message_and_status_1(invoke, tmp_path, monkeypatch, module,
+                                                      args, message):
+    """Each optional extra, its module made unimportable as where it is not installed: the
+    same wording (how to install it, from PyPI or from a checkout), the same status, and
+    no output file."""
+    (tmp_path / "t.csv").write_text("a\n1\n2\n")
+    (tmp_path / "book.xlsx").write_bytes(b"PK\x03\x04 a spreadsheet, never opened")
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` fails
+    result = invoke(*(arg.format(dir=tmp_path) for arg in args))
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["book.xlsx", "t.csv"]
+
+
+def test_every_missing_extra_is_worded_by_one_helper():
+    """No module but errors.py words how to install an extra (a string naming
+    `cumtool[...]`), help text and docstrings apart: each missing extra comes from
+    errors.extra_missing, so the wording and the status stay one."""
+    package = Path(__file__).resolve().parent.parent / "cumtool"
+    own = []
+    for path in sorted(package.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if path.name == "errors.py" or "cumtool[" not in source:
+            continue
+        tree = ast.parse(source)
+        allowed = {id(node.value) for node in ast.walk(tree)
+                   if isinstance(node, ast.keyword) and node.arg == "help"}
+        allowed |= {id(node.body[0].value) for node in ast.walk(tree)
+                    if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))
+                    and node.body and isinstance(node.body[0], ast.Expr)}
+        own += [f"{path.relative_to(package)}:{node.lineno}" for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and "cumtool[" in node.value and id(node) not in allowed]
+    assert not own, f"a missing extra worded outside errors.extra_missing: {own}"
 
 
 # A closed pipe ---------------------------------------------------------------------------

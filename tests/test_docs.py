@@ -1,7 +1,8 @@
 """The documentation in docs/ stays true: the option reference is what the generator makes
-from `--help` now, every link between the pages resolves, README stays short, and
-docs/semantics.md keeps every section and option of the behaviour contract that is built
-(the contract runs ahead of the code: PENDING_SECTIONS and PENDING_OPTIONS list the rest).
+from `--help` now, every link between the pages resolves, README stays short and names
+every op. The check of docs/semantics.md against the behaviour contract, which lives
+outside the repository, is tests/contract_check.py, which CI runs after the tests; its
+logic is tested here on contracts written for the test.
 
 The examples in the pages are run by tests/test_readme.py, with README's.
 """
@@ -14,20 +15,13 @@ from pathlib import Path
 from types import ModuleType
 
 import click
+import contract_check
 import pytest
 from conftest import REPO
 
 DOCS = REPO / "docs"
 README = REPO / "README.md"
 PAGES = [README, REPO / "CHANGELOG.md", *sorted(DOCS.glob("*.md"))]
-# The contract as agreed, kept beside the repository (CI's clone has shared/ next to it).
-CONTRACT = REPO.parent / "shared" / "SEMANTICS.md"
-# The contract runs ahead of the code: its sections and options that are not built yet,
-# each with the issue that builds it. The contract tests leave these out; once
-# docs/semantics.md covers one, test_pending_contract_entries_are_not_yet_documented fails
-# until its entry is dropped here, so the list empties as the issues land.
-PENDING_SECTIONS: dict[str, int] = {}
-PENDING_OPTIONS: dict[str, int] = {}
 # Pages that README links to and that another branch is writing; drop a name once its
 # page has landed (the test then checks the link like any other).
 PENDING: set[Path] = set()
@@ -95,66 +89,89 @@ def test_links_between_pages_resolve(page: Path) -> None:
             assert anchor in _anchors(path), f"{where}: no such heading"
 
 
+def test_readme_names_every_op() -> None:
+    """README's Usage says what OP may be: every op, so that a new one is not left out."""
+    from cumtool.ops import OPS
+
+    text = README.read_text(encoding="utf-8")
+    sentence = re.search(r"^`OP` is .*?\.\s", text, re.M | re.S)
+    assert sentence is not None, "README's Usage has no sentence `OP` is ..."
+    named = re.findall(r"`([a-z]+)`", sentence[0])
+    assert sorted(named) == sorted(OPS), (
+        f"README's `OP` is ... names {named}; the ops are {list(OPS)}")
+
+
 def test_readme_is_short() -> None:
     size = len(README.read_text(encoding="utf-8"))
     assert size < 12_000, f"README.md is {size} characters; move detail to docs/"
-
-
-def _sections(text: str) -> list[str]:
-    """The `## ` headings, without a closing remark in parentheses."""
-    return [re.sub(r"\s*\([^)]*\)$", "", m[1].strip())
-            for m in re.finditer(r"^## (.*)$", text, re.M)]
-
-
-def _contract() -> str:
-    """The contract's text; a run without it fails (a skip would pass unseen)."""
-    if not CONTRACT.exists():
-        pytest.fail(f"{CONTRACT} is missing: the behaviour contract must be beside the "
-                    f"repository, as shared/SEMANTICS.md next to {REPO.name}/")
-    return CONTRACT.read_text(encoding="utf-8")
-
-
-def _options(text: str) -> set[str]:
-    return set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", text))
-
-
-def _mentions(text: str, option: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text) is not None
 
 
 def _ours() -> str:
     return (DOCS / "semantics.md").read_text(encoding="utf-8")
 
 
-def test_semantics_page_covers_every_section_of_the_contract() -> None:
-    ours = set(_sections(_ours()))
-    missing = [s for s in _sections(_contract()) if s not in ours and s not in PENDING_SECTIONS]
-    assert not missing, f"docs/semantics.md lacks the contract's sections {missing}"
-
-
-def test_semantics_page_names_every_option_of_the_contract() -> None:
-    ours = _ours()
-    missing = sorted(o for o in _options(_contract())
-                     if not _mentions(ours, o) and o not in PENDING_OPTIONS)
-    assert not missing, f"docs/semantics.md does not mention {missing}"
-
-
 def test_pending_contract_entries_are_not_yet_documented() -> None:
-    """An entry of PENDING_SECTIONS or PENDING_OPTIONS that docs/semantics.md now covers
-    has landed: drop it, so the contract tests check it again."""
-    ours = _ours()
-    landed = [f"{s} (issue {n})" for s, n in PENDING_SECTIONS.items() if s in _sections(ours)]
-    landed += [f"{o} (issue {n})" for o, n in PENDING_OPTIONS.items() if _mentions(ours, o)]
+    """An entry of contract_check's pending lists that docs/semantics.md now covers has
+    landed: drop it, so the contract check checks it again. (Known without the contract.)"""
+    landed = contract_check.landed(_ours())
     assert not landed, f"docs/semantics.md covers {landed}: remove them from the pending lists"
 
 
-def test_pending_contract_entries_are_in_the_contract() -> None:
-    """A pending entry the contract no longer has (renamed, dropped) would hide nothing
-    and mislead: the lists hold exactly the contract's sections and options."""
-    contract = _contract()
-    gone = [s for s in PENDING_SECTIONS if s not in _sections(contract)]
-    gone += [o for o in PENDING_OPTIONS if o not in _options(contract)]
-    assert not gone, f"the contract has no {gone}: remove them from the pending lists"
+def test_every_pending_entry_names_its_issue() -> None:
+    pending = {**contract_check.PENDING_SECTIONS, **contract_check.PENDING_OPTIONS}
+    assert all(isinstance(n, int) and n > 0 for n in pending.values()), pending
+    assert all(o.startswith("--") for o in contract_check.PENDING_OPTIONS)
+
+
+# The contract check's logic, on contracts written here: the real one is outside the
+# repository, and CI runs the check against it (.ci/run).
+OURS = "## Operations\nThe ops.\n## Axes (rows, columns)\n`--axis`, `--dim`.\n"
+
+
+@pytest.mark.parametrize(("contract", "found"), [
+    pytest.param("## Operations\n## Axes\n`--axis` and `--dim`\n", [], id="kept"),
+    pytest.param("## Operations\n## Periods and shares\n`--axis`, `--period`, `--time`, "
+                 "`--year-start`, `--share`, `--times`\n", [], id="pending-left-out"),
+    pytest.param("## Operations\n## Axes\n## Charts\n`--axis`\n",
+                 ["docs/semantics.md lacks the contract's sections ['Charts']: write them, or "
+                  "list them in PENDING_SECTIONS with the issue that builds them"],
+                 id="section-missing"),
+    pytest.param("## Axes\n`--axis`, `--growing`, `--dim-x`\n",
+                 ["docs/semantics.md does not mention the contract's options ['--dim-x', "
+                  "'--growing']: document them, or list them in PENDING_OPTIONS with the "
+                  "issue that builds them"], id="option-missing"),
+])
+def test_the_contract_check_finds_what_the_page_lacks(contract, found):
+    pending = "## Periods and shares\n`--period`, `--time`, `--year-start`, `--share`, `--times`"
+    with_pending = contract if "Periods" in contract else contract + pending
+    assert contract_check.findings(with_pending, OURS) == found
+
+
+def test_the_contract_check_fails_on_a_pending_entry_that_is_documented():
+    contract = OURS + "## Periods and shares\n`--period`, `--time`, `--year-start`, " \
+        "`--share`, `--times`\n"
+    ours = OURS + "## Periods and shares\n`--period` and `--time`.\n"
+    assert contract_check.findings(contract, ours) == [
+        "docs/semantics.md covers [\"section 'Periods and shares' (issue 36)\", 'option "
+        "--period (issue 36)', 'option --time (issue 36)'], which are listed as pending: "
+        "remove them from PENDING_SECTIONS / PENDING_OPTIONS in tests/contract_check.py"]
+
+
+def test_the_contract_check_fails_on_a_pending_entry_the_contract_dropped():
+    assert contract_check.findings(OURS, OURS) == [
+        "the contract has no [\"section 'Periods and shares'\", 'option --period', "
+        "'option --time', 'option --year-start', 'option --share', 'option --times']: "
+        "remove them from the pending lists in tests/contract_check.py"]
+
+
+def test_the_contract_check_exit_status(tmp_path, capsys):
+    contract = tmp_path / "SEMANTICS.md"
+    assert contract_check.main([str(tmp_path / "absent.md")]) == 2
+    assert "cannot read the contract" in capsys.readouterr().err
+    contract.write_text("## Not in ours\n", encoding="utf-8")
+    assert contract_check.main([str(contract)]) == 1
+    assert capsys.readouterr().err.startswith(
+        "contract check: docs/semantics.md lacks the contract's sections ['Not in ours']")
 
 
 def test_readme_links_every_page_of_docs() -> None:

@@ -529,9 +529,10 @@ def test_a_signal_ends_the_run_cleanly(tmp_path: Path, number: int, status: int,
 
 def test_help_lists_every_exit_status(invoke: Invoke) -> None:
     text = " ".join(invoke("--help").output.split())
-    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 129 hung up "
-            "(SIGHUP), 130 interrupted (Ctrl-C, SIGINT), 141 output pipe closed early "
-            "(e.g. `| head`), 143 terminated (SIGTERM).") in text
+    assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 75 --state held "
+            "by another run (try again later, or --wait), 129 hung up (SIGHUP), 130 "
+            "interrupted (Ctrl-C, SIGINT), 141 output pipe closed early (e.g. `| head`), "
+            "143 terminated (SIGTERM).") in text
 
 
 # 5. Safe output files ---------------------------------------------------------------------------

@@ -49,7 +49,7 @@ PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\n(?P<body>.*?)^```\s*$", re.M | re.S)
 QUICK_START_COMMANDS = [
     "pip install . && cumtool cumsum sample_data/daily_sales.csv",
-    "pip install -e '.[test]' && python -m pytest",
+    "pip install -e '.[test]' && python -m pytest -m \"not slow\"",
 ]
 
 

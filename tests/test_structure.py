@@ -26,12 +26,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Shared vocabulary and helpers that know nothing of files or scans: option words,
     # -c syntax, the ops' declarations (ops/: names, help, options and their checks),
     # Arrow <-> numpy, where a file lives, notes on stderr, the C extensions (and the
-    # vendored yyjson and ffc.h, C that _numtext.c includes), number text.
-    # The format registry (formats/__init__: names, extensions, option and hint types)
-    # imports only errors: tables and kernels may use it.
+    # vendored yyjson and ffc.h, C that _numtext.c includes), number text, "did you mean"
+    # for a mistyped name. The format registry (formats/__init__: names, extensions,
+    # option and hint types) imports only errors: tables and kernels may use it.
     ("base", ("choices", "columns", "ops", "ops.decl", "ops.spec", "columnar", "remote",
-              "view", "notes", "native", "numtext", "_ext", "_ext._sequential", "_ext._csvtext",
-              "_ext._numtext", "_ext._jsonl", "_ext.yyjson.*", "formats")),
+              "view", "notes", "native", "numtext", "suggest", "_ext", "_ext._sequential",
+              "_ext._csvtext", "_ext._numtext", "_ext._jsonl", "_ext.yyjson.*", "formats")),
     # The scan kernels and running statistics on numpy blocks; an op module holds its own.
     ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups", "grouped", "distinct")),
     # Tables in memory: the plan that selects columns and runs the kernels on batches.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 
 import cumtool.formats
 from cumtool.errors import UsageError
@@ -42,9 +43,15 @@ CHART_IMAGES = BY_NAME["chart"].extensions
 _EXTENSIONS = {ext: f.name for f in FORMATS for ext in f.extensions}
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
 GZIP_MAGIC = b"\x1f\x8b"
+# The compressions above by their first bytes, for a pipe or a name without the suffix
+# (bzip2 apart: "BZh" could start a CSV, so `compression_of` checks more of it).
+COMPRESSION_MAGIC = {GZIP_MAGIC: "gzip", b"\x28\xb5\x2f\xfd": "zstd",
+                     b"\x04\x22\x4d\x18": "lz4"}
+# bzip2: "BZh", the block size (1-9), then a block's magic (pi) or the end's (sqrt(pi)).
+_BZIP2 = re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)")
 ZIP_MAGIC = b"PK\x03\x04"  # spreadsheets (.xlsx, .ods) and .npz are zip archives
 # First bytes of a binary format: text that starts so is not read as text.
-BINARY_MAGIC = (*(m for f in FORMATS if f.binary for m in f.magic), GZIP_MAGIC)
+BINARY_MAGIC = (*(m for f in FORMATS if f.binary for m in f.magic), *COMPRESSION_MAGIC)
 
 
 def format_named(name: str) -> Format:
@@ -73,12 +80,58 @@ def kind_from_magic(head: bytes) -> FileKind:
     for f in FORMATS:
         if f.magic and head.startswith(f.magic) and (f.sniff is None or f.sniff(head)):
             return FileKind(f.name)
-    if head.startswith(GZIP_MAGIC):
-        return FileKind(PLAIN_TEXT, "gzip")
+    compression = compression_of(head)
+    if compression is not None:
+        return FileKind(PLAIN_TEXT, compression)
     for f in FORMATS:
         if not f.magic and f.sniff is not None and f.sniff(head):
             return FileKind(f.name)
     return FileKind(PLAIN_TEXT)
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression (of COMPRESSIONS) that a stream's first bytes show, or None."""
+    for magic, method in COMPRESSION_MAGIC.items():
+        if head.startswith(magic):
+            return method
+    return "bz2" if _BZIP2.match(head) else None
+
+
+def decompressed_start(data: bytes, compression: str, limit: int
+                       ) -> tuple[bytes, bool] | None:
+    """What `data`, the first bytes of a compressed stream, decompress to (at most `limit`
+    bytes), and whether that is all of the stream; None where nothing can be had: a
+    damaged stream, or a bzip2 block longer than `data`."""
+    if compression == "gzip":
+        import zlib
+
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            return inflate.decompress(data, limit), inflate.eof
+        except zlib.error:
+            return None
+    if compression == "bz2":
+        import bz2
+
+        unpack = bz2.BZ2Decompressor()
+        try:
+            inner = unpack.decompress(data, limit)
+        except (OSError, EOFError):
+            return None
+        return (inner, unpack.eof) if inner or unpack.eof else None
+    import pyarrow as pa  # zstd, lz4: as they are read (pa.CompressedInputStream)
+
+    stream = pa.CompressedInputStream(pa.BufferReader(data), compression)
+    inner = b""
+    try:
+        while len(inner) < limit:
+            chunk = stream.read(limit - len(inner))
+            if not chunk:
+                return inner, True
+            inner += chunk
+    except (OSError, ValueError):  # the stream goes on past `data`, or is damaged
+        return (inner, False) if inner else None
+    return inner, False
 
 
 def check_format_name(name: str, allowed: tuple[str, ...], option: str) -> str:

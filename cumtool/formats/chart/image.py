@@ -12,27 +12,21 @@ from __future__ import annotations
 import math
 from typing import IO, TYPE_CHECKING, Any
 
-from cumtool.errors import CumtoolError
+from cumtool.errors import extra_missing
 from cumtool.view import printable
 
 if TYPE_CHECKING:
     from cumtool.formats.chart.figure import Chart, Panel
 
-PLOT_EXTRA = "pip install 'cumtool[plot]'"
 _COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#17becf", "#bcbd22", "#1f3fbf",
             "#ff7f0e")
-
-
-class PlotExtraMissing(CumtoolError):
-    """An image chart without matplotlib installed (exit status 1)."""
 
 
 def check_library() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise PlotExtraMissing("drawing a chart as an SVG or PNG image needs the plot "
-                               f"extra: {PLOT_EXTRA}") from None
+        raise extra_missing("drawing a chart as an SVG or PNG image", "plot") from None
 
 
 def draw_image(chart: Chart, stream: IO[bytes], kind: str, size: tuple[int, int]) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.errors import DataError, FormatError, extra_missing
 from cumtool.formats import SourceBase
 
 MAX_BATCH_ROWS = 1 << 16
@@ -31,8 +31,7 @@ def _fastexcel() -> Any:
     try:
         import fastexcel
     except ImportError:
-        raise UsageError("reading spreadsheets needs the excel extra: "
-                         "pip install 'cumtool[excel]'") from None
+        raise extra_missing("reading spreadsheets", "excel") from None
     import logging
 
     # Its warnings ("falling back to string" for an empty column) would be stray lines on
