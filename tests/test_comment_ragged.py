@@ -83,12 +83,13 @@ def test_a_file_that_starts_with_comment_lines(invoke: Invoke, write_file) -> No
     assert _ok(invoke("cumsum", str(path), "--comment", "#")) == STOCKS_OUT
 
 
-def test_without_comment_the_error_is_unchanged(invoke: Invoke, write_file) -> None:
+def test_without_comment_the_error_names_the_option(invoke: Invoke, write_file) -> None:
     path = write_file("Stocks.csv", STOCKS)
     result = invoke("cumsum", str(path))
     assert result.exit_code == 1
     assert result.stderr == (f"Error: {path}: row 2 (line 3) has 4 fields, expected 1 like "
-                             "the header\n")
+                             "the header; its first line starts with '#': give --comment '#' "
+                             "to skip such lines\n")
 
 
 def test_comments_between_rows_and_data_that_holds_the_character(
@@ -154,12 +155,13 @@ def test_a_row_longer_than_the_header_is_still_an_error(invoke: Invoke, write_fi
                              "3 like the header\n")
 
 
-def test_without_ragged_a_short_row_is_an_error(invoke: Invoke, write_file) -> None:
+def test_without_ragged_a_short_row_is_an_error_naming_ragged(invoke: Invoke, write_file) -> None:
     path = write_file("ragged.csv", RAGGED)
     result = invoke("cumsum", str(path))
     assert result.exit_code == 1
     assert result.stderr == (f"Error: {path}: row 2 (line 3) has 1 field, expected 3 like "
-                             "the header\n")
+                             "the header; give --ragged to fill short rows with missing "
+                             "cells\n")
 
 
 def test_ragged_without_a_header_is_measured_by_the_first_row(

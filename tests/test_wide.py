@@ -325,9 +325,11 @@ def test_a_wide_file_among_several_inputs_is_refused(
 
 @pytest.mark.parametrize("data, message", [
     (b"a,b,c\n1,2,3\n4,5\n", "Error: standard input: row 2 (line 3) has 2 fields, expected 3 like "
-                             "the header\n"),
+                             "the header; give --ragged to fill short rows with missing "
+                             "cells\n"),
     (b"a,b,c\n1,2,3\n4\n", "Error: standard input: row 2 (line 3) has 1 field, expected 3 like "
-                          "the header\n"),
+                          "the header; give --ragged to fill short rows with missing "
+                          "cells\n"),
     # Past the first chunk, which the columns' types are judged from.
     (b"a,b,c\n" + b"1,2,3\n" * 200_000 + b"4,x,6\n",
      "Error: standard input: row 200001 (line 200002), column 'b': 'x' is not an integer "

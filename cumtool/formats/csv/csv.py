@@ -46,6 +46,7 @@ from cumtool.formats.csv.csvcells import (
     check_quotes,
     convert,
     count_records,
+    dialect_hint,
     layout,
     markers_parse,
     place,
@@ -400,9 +401,12 @@ class CsvSource(SourceBase):
         # line too) with nulls at its end: with no null in the last column, every record
         # is whole. Else every record has the header's field count, and none is a blank
         # line, exactly when the delimiters outside quotes number (width - 1) per row.
-        if frame.to_series(width - 1).null_count() == 0:
+        # polars drops the empty last field of a last record without a line end that
+        # ends in the delimiter (`3,4,` at the end of the file): counted here instead.
+        cut_short = chunk.endswith(delimiter.encode()) and not chunk.endswith(b"\n")
+        if frame.to_series(width - 1).null_count() == 0 and not cut_short:
             return frame
-        if self._options.ragged:  # short records are whole: each is told by its fields
+        if self._options.ragged or cut_short:  # short records are whole: each is told by its fields
             fields, blank = layout(chunk, delimiter)
             return self._without_blank(frame, fields, blank, width, first, chunk)
         outside = _count_byte(chunk, delimiter)
@@ -522,7 +526,13 @@ class CsvSource(SourceBase):
                            f"field{'' if fields[at] == 1 else 's'}, expected "
                            f"{'at most ' if ragged else ''}{width} like the "
                            f"{'header' if self._options.header else 'first row'}"
-                           f"{self._delimiter_hint(width)}")
+                           f"{self._delimiter_hint(width)}"
+                           f"{self._dialect_hint(chunk, first, int(fields[at]) < width)}")
+
+    def _dialect_hint(self, chunk: bytes, first: bool, short: bool) -> str:
+        start = chunk[:1].decode("latin-1") if first else ""
+        return dialect_hint(start, self._options.comment, self._options.ragged, short)
+
 
     def _delimiter_hint(self, width: int) -> str:
         """A header read as one field that holds ; or a tab was split by that instead."""

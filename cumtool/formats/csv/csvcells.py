@@ -89,6 +89,19 @@ def row_text(row: int, line: int | None) -> str:
     return f"row {row}" if line is None else f"row {row} (line {line})"
 
 
+def dialect_hint(first_line: str, comment: str | None, ragged: bool, short: bool) -> str:
+    """For a row of the wrong width: the option that reads such a file, where the file's
+    first line starts as a comment (a `# Data source ...` line before the header) or the
+    row is short."""
+    if comment is None and first_line[:1] in ("#", "%"):
+        mark = first_line[:1]
+        return (f"; its first line starts with {mark!r}: give --comment '{mark}' to skip "
+                "such lines")
+    if short and not ragged:
+        return "; give --ragged to fill short rows with missing cells"
+    return ""
+
+
 class RowLines:
     """Where the rows read so far start in the file, for messages: a span per chunk, with
     its first row (from 0) and the line that row starts on; and each row's line when the

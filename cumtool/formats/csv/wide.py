@@ -95,6 +95,7 @@ class WideSource(SourceBase):
         self._line = self._chunk_line = handover.lines
         self._rows_at = RowLines()
         del handover
+        self._first_start = sample[:1].decode("latin-1")  # for a message's hint
         # Until the header is read, messages name columns by its first line's fields.
         self.column_names = sample.split(b"\n", 1)[0].decode(
             options.encoding or "utf-8", "replace").split(options.delimiter)
@@ -403,10 +404,14 @@ class WideSource(SourceBase):
                 from cumtool.formats.csv.csvcells import row_text
 
                 row = self.rows_read + at + 1
+                from cumtool.formats.csv.csvcells import dialect_hint
+
+                hint = dialect_hint(self._first_start if first else "", self._options.comment,
+                                    ragged, len(record) < self.width)
                 raise FormatError(f"{self.name}: {row_text(row, self.row_line(row - 1))} has "
                                   f"{len(record)} field{'' if len(record) == 1 else 's'}, "
                                   f"expected {'at most ' if ragged else ''}{self.width} "
-                                  f"like the {like}")
+                                  f"like the {like}{hint}")
 
 
 # Scanning and writing ------------------------------------------------------------------
