@@ -641,8 +641,8 @@ def test_a_last_record_without_a_line_end_that_ends_in_the_delimiter_has_its_fie
     """polars drops the empty field after a last record's final delimiter when no line
     end follows; it is counted, as with a line end: a third field, an error."""
     row = 1 if text.count("\n") == 1 else 2
-    for given in (text, text + "\n"):
-        result = invoke("cumsum", input=given)
+    for whole in (text, text + "\n"):
+        result = invoke("cumsum", input=whole)
         assert result.exit_code == 1
         assert result.stderr == (f"Error: standard input: row {row} (line {row + 1}) has 3 "
                                  "fields, expected 2 like the header\n")
