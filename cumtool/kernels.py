@@ -55,10 +55,6 @@ def parse_dtype(name: str) -> np.dtype:
     return _ACCEPTED_DTYPES[dtype_name(name)]
 
 
-def wider_float(dtype: np.dtype) -> np.dtype:
-    """The float (or complex) a float of `dtype` accumulates in: the next wider one."""
-    return _WIDER_FLOAT[dtype]
-
 
 def is_scannable(dtype: np.dtype) -> bool:
     """Whether cumtool can scan values of this dtype at all (bool, ints, floats, complex)."""
@@ -115,7 +111,8 @@ def _make_spec(
     if declared.stat:
         from cumtool import stats
 
-        acc, out = stats.make_spec(op, source_dtype, in_dtype, dtype is not None, what)
+        assert declared.kernel is not None
+        acc, out = stats.make_spec(op, declared.kernel, in_dtype, dtype is not None, what)
     else:
         assert declared.accumulator is not None, f"{op} declares no way to scan"
         acc, out = declared.accumulator.dtypes(op, in_dtype, dtype is not None, what)

@@ -200,14 +200,10 @@ def kernel_of(spec: ScanSpec) -> StatKernel | None:
 
 # Specs and scanning ------------------------------------------------------------------------
 
-def make_spec(op: str, source_dtype: np.dtype, in_dtype: np.dtype, cast_given: bool,
+def make_spec(op: str, kernel: StatKernel, in_dtype: np.dtype, cast_given: bool,
               what: str) -> tuple[np.dtype, np.dtype]:
     """(accumulator dtype, output dtype) of a statistics op, as its kernel declares them;
     raises for complex input where the op is not defined for it."""
-    from cumtool.ops import REGISTRY
-
-    kernel = REGISTRY[op].kernel
-    assert kernel is not None
     if in_dtype.kind == "c" and not kernel.complex_ok:
         message = f"{op} is not defined for complex values ({what} is {in_dtype})"
         raise (UsageError if cast_given else DataError)(message)

@@ -24,16 +24,19 @@ PACKAGE = Path(__file__).resolve().parent.parent / "cumtool"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("errors", ("errors",)),
     # Shared vocabulary and helpers that know nothing of files or scans: option words,
-    # -c syntax, the ops' declarations (ops/: names, help, options and their checks),
+    # -c syntax, the ops' declarations (ops/decl, ops/spec: names, help, options and
+    # their checks),
     # Arrow <-> numpy, where a file lives, notes on stderr, the C extensions (and the
     # vendored yyjson and ffc.h, C that _numtext.c includes), number text, "did you mean"
     # for a mistyped name. The format registry (formats/__init__: names, extensions,
     # option and hint types) imports only errors: tables and kernels may use it.
-    ("base", ("choices", "columns", "ops", "ops.decl", "ops.spec", "columnar", "remote",
+    ("base", ("choices", "columns", "ops.decl", "ops.spec", "columnar", "remote",
               "view", "notes", "native", "numtext", "suggest", "_ext", "_ext._sequential",
               "_ext._csvtext", "_ext._numtext", "_ext._jsonl", "_ext.yyjson.*", "formats")),
-    # The scan kernels and running statistics on numpy blocks; an op module holds its own.
-    ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups", "grouped", "distinct")),
+    # The scan kernels and running statistics on numpy blocks; an op module holds its own,
+    # and the op registry (ops/__init__) loads the op modules by name.
+    ("kernels", ("ops", "ops.*", "blocks", "kernels", "stats", "groups", "grouped",
+                 "distinct")),
     # Tables in memory: the plan that selects columns and runs the kernels on batches.
     ("core", ("tables",)),
     # Bytes <-> batches and blocks: outputs, the formats, opening inputs, choosing writers.
@@ -136,7 +139,35 @@ def _graph(package: Path = PACKAGE) -> tuple[dict[str, set[str]], set[str]]:
                 owner = _owner(node.value, aliases, modules)
                 if owner is not None and owner != module:
                     private.add(f"{module} uses {owner}.{node.attr}")
+            elif _loads_by_name(node):
+                edges[module] |= _loaded_by_name(node, module, home, modules)
     return edges, private
+
+
+def _loads_by_name(node: ast.AST) -> bool:
+    """An `importlib.import_module(...)` or `__import__(...)` call: an import the
+    statements above do not show (the op registry loads its modules so)."""
+    if not isinstance(node, ast.Call):
+        return False
+    function = node.func
+    return (isinstance(function, ast.Attribute) and function.attr == "import_module") or (
+        isinstance(function, ast.Name) and function.id in ("import_module", "__import__"))
+
+
+def _loaded_by_name(node: ast.Call, module: str, home: str,
+                    modules: dict[str, Path | None]) -> set[str]:
+    """The modules a call may load: the one a constant names, else every module under
+    the package its name starts with (`f"{__name__}.{name}"`: all of this package's)."""
+    argument = node.args[0] if node.args else None
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        found = _target(argument.value, modules)
+        return set() if found is None or found == module else {found}
+    prefix = home  # a name built at run time: assume any module of the package it names
+    if isinstance(argument, ast.JoinedStr) and argument.values and isinstance(
+            argument.values[0], ast.Constant) and isinstance(argument.values[0].value, str):
+        found = _target(argument.values[0].value.rstrip("."), modules)
+        prefix = found if found is not None else home
+    return {m for m in modules if m != module and m.startswith(f"{prefix}.")}
 
 
 def _is_private(name: str) -> bool:
@@ -245,3 +276,12 @@ def test_the_reading_sees_every_kind_of_import(tmp_path: Path) -> None:
                        "formats.wide uses formats.csv._layout"}
     assert _cycle_edges(edges) == {"formats.csv -> formats.wide",
                                    "formats.wide -> formats.csv"}
+
+
+def test_modules_loaded_by_name_count_as_imports() -> None:
+    """The op registry loads its modules through importlib: the checker sees those
+    edges, so an op module that imported kernels (which imports the registry) would be
+    a cycle here."""
+    edges, _private = _graph()
+    assert {"ops.cumsum", "ops.extreme", "ops.cumnunique"} <= edges["ops"]
+    assert "kernels" not in _reachable("ops", edges)

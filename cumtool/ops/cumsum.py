@@ -29,11 +29,11 @@ def compensated(given: Mapping[str, Any]) -> dict[str, Any]:
 def exact_dtypes(in_dtype: np.dtype, cast_given: bool) -> tuple[np.dtype, np.dtype]:
     """cumsum's and cumprod's dtypes: integers (and bool) accumulate in int64 and are
     output so (or in the --dtype given); floats and complex in the next wider float."""
-    from cumtool import kernels
+    from cumtool.ops.spec import wider_float
 
     if in_dtype.kind in "biu":
         return np.dtype(np.int64), in_dtype if cast_given else np.dtype(np.int64)
-    return kernels.wider_float(in_dtype), in_dtype
+    return wider_float(in_dtype), in_dtype
 
 
 class Sum(Accumulator):

@@ -25,14 +25,14 @@ class LogSumExp(Accumulator):
 
     def dtypes(self, op: str, in_dtype: np.dtype, cast_given: bool, what: str
                ) -> tuple[np.dtype, np.dtype]:
-        from cumtool import kernels
+        from cumtool.ops.spec import wider_float
 
         if cast_given and in_dtype.kind not in "fc":
             raise UsageError(f"logcumsumexp needs a floating or complex {option('dtype')}, "
                              f"not {in_dtype}")
         if in_dtype.kind in "biu":
             return np.dtype(np.float64), np.dtype(np.float64)
-        return kernels.wider_float(in_dtype), in_dtype
+        return wider_float(in_dtype), in_dtype
 
 
 OPS = (Op(

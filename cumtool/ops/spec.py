@@ -11,6 +11,16 @@ if TYPE_CHECKING:
     import numpy as np
 
 Overflow = Literal["error", "wrap"]
+# The float (or complex) type a float of each type accumulates in, by numpy's type code.
+_WIDER = {"e": "f", "f": "d", "d": "d", "F": "D", "D": "D"}
+
+
+def wider_float(dtype: np.dtype) -> np.dtype:
+    """The float (or complex) a float of `dtype` accumulates in: the next wider one."""
+    import numpy as np
+
+    return np.dtype(_WIDER[np.dtype(dtype).newbyteorder("=").char])
+
 # A block's states: one contiguous array per field of the state (a record array would
 # make every pass over a field strided, and the statistics several times slower).
 States = dict[str, "np.ndarray"]
