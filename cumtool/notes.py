@@ -50,13 +50,16 @@ def note(request: Request, text: str) -> None:
         sys.stderr.flush()
 
 
-def column_option(names: Sequence[str], position: int) -> str:
-    """`-c NAME` choosing the column at `position`, as a shell takes it: by its name where
-    -c reads that as the name, else by its position (from 1)."""
-    name = names[position]
-    plain = (_PLAIN_NAME.fullmatch(name) is not None and not name.isdigit()
-             and names.count(name) == 1)
-    return f"-c {shlex.quote(name if plain else str(position + 1))}"
+_LISTED = 6  # the most columns a note's -c names
+
+
+def column_option(names: Sequence[str], positions: Sequence[int]) -> str:
+    """`-c COLS` choosing the columns at `positions`, as a shell takes it: by their names
+    where -c reads each as that name, else by their positions (from 1)."""
+    chosen = [names[p] for p in positions]
+    plain = all(_PLAIN_NAME.fullmatch(name) is not None and not name.isdigit()
+                and names.count(name) == 1 for name in chosen)
+    return "-c " + shlex.quote(",".join(chosen if plain else [str(p + 1) for p in positions]))
 
 
 def na_option(na_values: Sequence[str] | None, texts: Sequence[str]) -> str | None:
@@ -89,7 +92,10 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
         if (not hint.mostly_numbers or i in selected or i in excluded or i in structural
                 or not names[i]):
             continue
-        how = column_option(names, i)
+        # -c replaces the default selection: the columns scanned now and this one, where
+        # they are few enough to list.
+        chosen = sorted({*selected, i}) if len(selected) < _LISTED else [i]
+        how = column_option(names, chosen)
         na = na_option(request.na, hint.texts) if hint.texts else None
         how = (f"{how} {na}" if na is not None
                else f"{how}, once its text cells are missing cells (--na)")

@@ -35,7 +35,7 @@ def _twelve(rows: int) -> str:
 
 def _note_twelve() -> str:
     return ("note: column 'amount' is not scanned: its first rows hold numbers, but row 2 "
-            f"(line 3) holds 'twelve'; to scan it, pass -c amount --na '{NA},twelve'\n")
+            f"(line 3) holds 'twelve'; to scan it, pass -c id,amount --na '{NA},twelve'\n")
 
 
 def _expected_twelve(rows: int) -> bytes:
@@ -97,18 +97,20 @@ def test_no_note_for_a_column_of_text_with_some_numbers(invoke, write_file):
         assert result.stderr == ""
 
 
-def test_the_notes_command_scans_the_column(invoke, write_file):
+def test_the_notes_command_scans_the_column_with_the_others(invoke, write_file):
     path = write_file("a.csv", _twelve(40))
     note = invoke("cumsum", str(path)).stderr
     hinted = shlex.split(note.split("to scan it, pass ", 1)[1])
     result = invoke("cumsum", str(path), *hinted)
     assert result.exit_code == 0, result.stderr
+    # The columns the plain run scans (id) and the one the note is about, together.
     amounts = [5, None, *(i % 10 for i in range(3, 41))]
-    total, lines = 0, []
+    total, ids, lines = 0, 0, []
     for i, amount in enumerate(amounts, 1):
+        ids += i
         if amount is not None:
             total += amount
-        lines.append(f"{i},{'' if amount is None else total}\n")
+        lines.append(f"{ids},{'' if amount is None else total}\n")
     assert result.stdout_bytes == ("id,amount\n" + "".join(lines)).encode()
     assert result.stderr == ""
 
@@ -119,7 +121,7 @@ def test_several_text_cells_are_all_in_the_na_list(invoke, write_file):
     result = invoke("cumsum", str(path))
     assert result.stderr == (
         "note: column 'n-1' is not scanned: its first rows hold numbers, but row 4 (line 5) "
-        f"holds '-'; to scan it, pass -c n-1 --na '{NA},-,?'\n")
+        f"holds '-'; to scan it, pass -c id,n-1 --na '{NA},-,?'\n")
     hinted = shlex.split(result.stderr.split("to scan it, pass ", 1)[1])
     assert invoke("cumsum", str(path), *hinted).exit_code == 0
 
@@ -130,7 +132,7 @@ def test_a_name_that_c_reads_otherwise_is_chosen_by_position(invoke, write_file)
     result = invoke("cumsum", str(path))
     assert result.stderr == (
         "note: column '2024' is not scanned: its first rows hold numbers, but row 2 (line 3) "
-        f"holds 'oops'; to scan it, pass -c 2 --na '{NA},oops'\n")
+        f"holds 'oops'; to scan it, pass -c 1,2 --na '{NA},oops'\n")
 
 
 def test_a_wide_file_gets_the_same_note(invoke, write_file):
@@ -227,7 +229,7 @@ def test_a_late_column_of_text_stays_text_with_its_note(invoke, write_file, monk
         assert result.stdout_bytes.endswith(b",oops\n")
         assert result.stderr == (
             f"note: column 'late' is not scanned: its first rows hold numbers, but row "
-            f"{JUDGED + 20} (line {JUDGED + 21}) holds 'oops'; to scan it, pass -c late "
+            f"{JUDGED + 20} (line {JUDGED + 21}) holds 'oops'; to scan it, pass -c id,late "
             f"--na '{NA},oops'\n")
 
 
