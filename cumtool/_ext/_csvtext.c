@@ -1069,29 +1069,38 @@ static PyObject *assemble(PyObject *self, PyObject *args)
     const unsigned char *t = data.buf;
     const int64_t *starts = starts_view.buf, *ends = ends_view.buf;
     const unsigned char *flags = flags_view.buf;
-    for (Py_ssize_t c = 0; c < cells; c++)
-        if (starts[c] < 0 || starts[c] > ends[c] || ends[c] > data.len) {
-            if (c % (capacity > 0 ? capacity : 1) < rows) {
-                PyErr_SetString(PyExc_ValueError, "assemble: a cell outside the data");
-                goto done;
-            }
-        }
-    /* the size: every cell at most its bytes and two quotes, a delimiter or line end */
+    /* The checks and the size walk every cell: without the GIL, as the writing does (on
+       many threads, a loop over cells with the GIL held stalls every other worker). */
+    int outside = 0, too_big = 0;
     Py_ssize_t size = 0;
-    for (Py_ssize_t k = 0; k < count; k++) {
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t c = 0; c < cells && !outside; c++)
+        if ((starts[c] < 0 || starts[c] > ends[c] || ends[c] > data.len)
+            && c % (capacity > 0 ? capacity : 1) < rows)
+            outside = 1;
+    /* the size: every cell at most its bytes and two quotes, a delimiter or line end */
+    for (Py_ssize_t k = 0; k < count && !outside && !too_big; k++) {
         if (plan[k].column < 0) {
             const Py_ssize_t longest = plan[k].kind == 'q' ? 20 : NUMTEXT_FORMAT_MAX;
             const Py_ssize_t widest = plan[k].null.len > longest ? plan[k].null.len : longest;
-            if (widest + 1 > (PY_SSIZE_T_MAX - size) / (rows > 0 ? rows : 1)) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            size += (widest + 1) * rows;
+            if (widest + 1 > (PY_SSIZE_T_MAX - size) / (rows > 0 ? rows : 1))
+                too_big = 1;
+            else
+                size += (widest + 1) * rows;
         } else {
             const Py_ssize_t base = plan[k].column * capacity;
             for (Py_ssize_t r = 0; r < rows; r++)
                 size += (Py_ssize_t)(ends[base + r] - starts[base + r]) + 3;
         }
+    }
+    Py_END_ALLOW_THREADS
+    if (outside) {
+        PyErr_SetString(PyExc_ValueError, "assemble: a cell outside the data");
+        goto done;
+    }
+    if (too_big) {
+        PyErr_NoMemory();
+        goto done;
     }
     out = PyBytes_FromStringAndSize(NULL, size);
     if (out == NULL)
