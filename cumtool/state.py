@@ -259,7 +259,7 @@ def _spans(request: Request, names: list[str], prints: list[Print],
                     "after them cannot be told from that line's end. Give the file whole "
                     "to a new state file, or restore the state from before that run")
             end = max(end, start)
-        if request.growing and end < fingerprinted.size and until.get(path, (0,))[0] != end:
+        if request.growing and end < fingerprinted.size and path not in until:
             from cumtool.notes import note
 
             note(request, f"{name}: its last line has no line end yet (it is being "
