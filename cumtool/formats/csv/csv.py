@@ -56,8 +56,8 @@ from cumtool.formats.csv.csvcells import (
 )
 from cumtool.formats.csv.judge import (
     INFER_ROWS,
-    judge_cells,
     judge_columns,
+    judge_one,
     widened,
     with_culprits,
 )
@@ -261,14 +261,9 @@ class CsvSource(SourceBase):
         first value on (in the frames read ahead)."""
         cells = pl.concat([frame.to_series(position) for frame in self._ahead]
                           ).slice(first_row, INFER_ROWS)
-        long = pl.DataFrame({"column": pl.Series([0] * cells.len(), dtype=pl.Int32),
-                             "cell": cells})
-        options = self._options
-        hints = judge_cells(long, 1, [0], self.markers, decimal_comma=options.decimal_comma,
-                            float_columns=float_columns, decimal=decimal)
-        return with_culprits(hints, lambda _i: cells, self.markers,
-                             decimal_comma=options.decimal_comma, row_line=self.row_line,
-                             first_row=first_row)[0]
+        return judge_one(cells, self.markers, decimal_comma=self._options.decimal_comma,
+                         float_columns=float_columns, decimal=decimal,
+                         row_line=self.row_line, first_row=first_row)
 
     def _culprits(self, judged: pl.DataFrame, hints: list[ColumnHint]) -> list[ColumnHint]:
         """The hints, each text column's with its first cell that is not a number."""

@@ -172,3 +172,16 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
         out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])),
                                      mostly_numbers=mostly, texts=texts)
     return out
+
+
+def judge_one(cells: pl.Series, na: list[str], *, decimal_comma: bool, float_columns: bool,
+              decimal: bool, row_line: Callable[[int], int | None], first_row: int
+              ) -> ColumnHint:
+    """The hint of one column from `cells` (text), its first at row `first_row`: a column
+    empty in every judged row, judged from the rows from its first value on."""
+    long = pl.DataFrame({"column": pl.Series([0] * cells.len(), dtype=pl.Int32),
+                         "cell": cells})
+    hints = judge_cells(long, 1, [0], na, decimal_comma=decimal_comma,
+                        float_columns=float_columns, decimal=decimal)
+    return with_culprits(hints, lambda _i: cells, na, decimal_comma=decimal_comma,
+                         row_line=row_line, first_row=first_row)[0]

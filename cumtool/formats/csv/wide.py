@@ -201,19 +201,14 @@ class WideSource(SourceBase):
         first value on."""
         import polars as pl
 
-        from cumtool.formats.csv.judge import INFER_ROWS, judge_cells, with_culprits
+        from cumtool.formats.csv.judge import INFER_ROWS, judge_one
 
         cells = pl.Series([row[position] for row in self._first[first_row:
                                                                 first_row + INFER_ROWS]],
                           dtype=pl.String)
-        long = pl.DataFrame({"column": pl.Series([0] * cells.len(), dtype=pl.Int32),
-                             "cell": cells})
-        options = self._options
-        hints = judge_cells(long, 1, [0], self.markers, decimal_comma=options.decimal_comma,
-                            float_columns=float_columns, decimal=decimal)
-        return with_culprits(hints, lambda _i: cells, self.markers,
-                             decimal_comma=options.decimal_comma, row_line=self.row_line,
-                             first_row=first_row)[0]
+        return judge_one(cells, self.markers, decimal_comma=self._options.decimal_comma,
+                         float_columns=float_columns, decimal=decimal,
+                         row_line=self.row_line, first_row=first_row)
 
     def _culprits(self, judged: list[list[str | None]], hints: list[Any]) -> list[Any]:
         """The hints, each text column's with its first cell that is not a number."""
