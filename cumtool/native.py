@@ -47,15 +47,15 @@ def cgroup_quota(root: str = "/sys/fs/cgroup") -> float | None:
     """CPUs' worth of time a period that the cgroup allows (cgroup v2's cpu.max, v1's
     cfs quota); None: no quota."""
     try:
-        with open(f"{root}/cpu.max", encoding="ascii") as stream:
+        with open(f"{root}/cpu.max", "rb") as stream:  # bytes: no codec to load
             quota, period = stream.read().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
+        return None if quota == b"max" else int(quota) / int(period)
     except (OSError, ValueError):
         pass
     try:
-        with open(f"{root}/cpu/cpu.cfs_quota_us", encoding="ascii") as stream:
+        with open(f"{root}/cpu/cpu.cfs_quota_us", "rb") as stream:
             quota_us = int(stream.read())
-        with open(f"{root}/cpu/cpu.cfs_period_us", encoding="ascii") as stream:
+        with open(f"{root}/cpu/cpu.cfs_period_us", "rb") as stream:
             period_us = int(stream.read())
     except (OSError, ValueError):
         return None
