@@ -16,11 +16,9 @@ from types import ModuleType
 
 import numpy as np
 
-SEQUENTIAL: ModuleType | None
-try:
-    from cumtool._ext import _sequential as SEQUENTIAL
-except ImportError:  # not built: no C compiler at install time
-    SEQUENTIAL = None
+from cumtool._ext import load
+
+SEQUENTIAL: ModuleType | None = load("_sequential")  # None: the Python twin (cumtool._ext)
 
 # Below this many cells a second thread costs more than it saves.
 _THREAD_CELLS = 1 << 17

@@ -26,11 +26,9 @@ from typing import Any
 
 import numpy as np
 
-NATIVE: ModuleType | None
-try:
-    from cumtool._ext import _numtext as NATIVE
-except ImportError:  # not built: no C compiler at install time
-    NATIVE = None
+from cumtool._ext import load
+
+NATIVE: ModuleType | None = load("_numtext")  # None: the Python twin (cumtool._ext)
 
 # The cells read as numbers, by every path: a sign, digits with at most one point, an
 # exponent; inf, infinity, nan in any case. As text (the small path's cells) and as bytes.

@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import numpy as np
 import pyarrow as pa
 
+from cumtool._ext import load
 from cumtool.columnar import as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import UsageError
 from cumtool.output import DiscardableStream
@@ -26,11 +27,7 @@ if TYPE_CHECKING:
 
     from cumtool.formats import CsvWriteOptions
 
-TEXT: ModuleType | None
-try:
-    from cumtool._ext import _csvtext as TEXT
-except ImportError:  # not built: polars writes every batch
-    TEXT = None
+TEXT: ModuleType | None = load("_csvtext")  # None: the Python twin (cumtool._ext)
 BY_C = True  # number batches by _csvtext.assemble where built (tests turn it off)
 _NO_CELLS = np.empty(0, dtype=np.int64)
 

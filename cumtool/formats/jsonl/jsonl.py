@@ -44,6 +44,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import SourceBase
@@ -53,11 +54,7 @@ from cumtool.formats.jsonl.lines import number_text
 if TYPE_CHECKING:
     import polars as pl
 
-NATIVE: ModuleType | None
-try:
-    from cumtool._ext import _jsonl as NATIVE
-except ImportError:  # not built: no C compiler at install time
-    NATIVE = None
+NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
 BATCH_ROWS = 1 << 15
 BLOCK_BYTES = 4 << 20  # text parsed at once

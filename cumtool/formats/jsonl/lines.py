@@ -14,13 +14,10 @@ from types import ModuleType
 
 import numpy as np
 
+from cumtool._ext import load
 from cumtool.formats.records import cut_cell_text
 
-NATIVE: ModuleType | None
-try:
-    from cumtool._ext import _jsonl as NATIVE
-except ImportError:  # not built: no C compiler at install time
-    NATIVE = None
+NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
 # (key, values, missing, absent): the key's JSON text with its colon, rows float64s,
 # int64s or bools, and None or rows bools each. Or (key, data, starts, ends, flags), with
