@@ -80,6 +80,7 @@ class Partition:
     header: bytes = b""  # CSV after a file's first partition: its first record
     first_of_file: bool = True  # rows in messages count from this partition's first
     output: str | None = None  # where its output goes, with one output per input file
+    target: str | None = None  # where that output is put once every file is done
 
 
 @dataclass(frozen=True)
@@ -428,7 +429,8 @@ def _write_file(job: Job, part: Partition, schema: pa.Schema,
         os.makedirs(os.path.dirname(part.output), exist_ok=True)
     out = kind_from_name(part.output) or job.out
     with open_output(part.output) as stream:
-        write_all(table_sink(job.request, out, stream, schema, None, part.name), batches)
+        write_all(table_sink(job.request, out, stream, schema, None, part.name, part.target),
+                  batches)
 
 
 # The client --------------------------------------------------------------------------
@@ -667,6 +669,7 @@ def _with_extension(name: str, fmt: str) -> str:
 def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) -> None:
     """One task chain link per input file, each written whole by its worker into a hidden
     staging folder, then moved into place once every file succeeded."""
+    given = output_dir  # messages name the outputs under it as the user did
     if not remote.is_url(output_dir):
         output_dir = os.path.abspath(output_dir)
         if os.path.exists(output_dir) and not os.path.isdir(output_dir):
@@ -675,7 +678,8 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
         remote.check_output_url(output_dir)
     names = output_names(inputs, job.request.to_format)
     staging = remote.join(output_dir, f".cumtool-staging-{uuid.uuid4().hex[:12]}")
-    parts = [_whole_file(job, name, remote.join(staging, relative))
+    parts = [_whole_file(job, name, remote.join(staging, relative),
+                         remote.join(given, relative))
              for name, relative in zip(inputs, names, strict=True)]
     try:
         for _written in _results(_submit_all(client, job, parts)):
@@ -690,7 +694,7 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
         _remove(staging)
 
 
-def _whole_file(job: Job, name: str, output: str) -> Partition:
+def _whole_file(job: Job, name: str, output: str, target: str) -> Partition:
     named = kind_from_name(name)
     request = job.request
     fmt = request.from_format.lower() if request.from_format else (
@@ -699,7 +703,7 @@ def _whole_file(job: Job, name: str, output: str) -> Partition:
         raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                          f"{name} is {fmt}")
     return Partition(name, _location(name), fmt, named.compression if named else None,
-                     output=output)
+                     output=output, target=target)
 
 
 def _move(source: str, target: str) -> None:

@@ -166,10 +166,11 @@ def write_all(sink: Writer, items: Iterable[Any], done: Callable[[], None] = lam
 
 
 def table_writer(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
-                 view: View | None, name: str) -> TableSink:
+                 view: View | None, name: str, output: str | None = None) -> TableSink:
     """The output format's writer, fed by a background thread that overlaps writing
-    with the scan; the terminal table only gathers rows (it prints on close)."""
-    sink = table_sink(request, out, stream, schema, view, name)
+    with the scan; the terminal table only gathers rows (it prints on close). `output`:
+    the output as messages name it (default: --output)."""
+    sink = table_sink(request, out, stream, schema, view, name, output)
     return sink if out.format == "table" else BackgroundSink(sink)
 
 

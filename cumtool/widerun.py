@@ -134,12 +134,15 @@ class _Groups:
 
         import polars as pl
 
+        from cumtool.sinks import output_name
+
         width = source.width
         repeated = {n for n, c in collections.Counter(source.column_names).items() if c > 1}
         self._na = pl.Series(source.markers, dtype=pl.String).implode()
         self._decimal_comma = request.csv_read("csv").decimal_comma
         self._separator = write_options.delimiter.encode()
         self._encoding = write_options.encoding
+        self._output = output_name(request.output)
         bounds = [*range(0, width, wide.GROUP_COLUMNS), width]
         if len(bounds) > 2 and bounds[-1] - bounds[-2] < 2:
             del bounds[-2]  # no group of one column: a lone column is written differently
@@ -181,7 +184,10 @@ class _Groups:
         separator = self._separator
         text = b"".join(separator.join(cells) + b"\n" for cells in zip(*parts, strict=True))
         if self._encoding is not None:
-            return text.decode("utf-8").encode(self._encoding)
+            from cumtool.sinks import reporting
+
+            with reporting(self._output):  # --na-rep € in latin-1: the narrow path's line
+                return text.decode("utf-8").encode(self._encoding)
         return text
 
 
@@ -333,7 +339,10 @@ class _Group:
     def _render(self, batch: pa.RecordBatch, count: int) -> list[bytes]:
         import numpy as np
 
-        self._sink.write(batch)
+        from cumtool.sinks import output_name, reporting
+
+        with reporting(output_name(self._context.request.output)):
+            self._sink.write(batch)
         rendered = self._rendered.getvalue()
         self._rendered.seek(0)
         self._rendered.truncate()

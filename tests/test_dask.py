@@ -530,6 +530,24 @@ def test_every_output_format_one_output_per_input(invoke, scheduler, tmp_path, f
         assert _output(tmp_path / "dask" / name, fmt) == _output(tmp_path / "local" / name, fmt)
 
 
+@pytest.mark.parametrize("to", ["file", "folder"])
+def test_a_writers_failure_is_the_local_engines_line(invoke, scheduler, tmp_path, to):
+    """A writer's own failure (--na-rep € in latin-1: UnicodeEncodeError), on the client
+    (one output) or in a worker (one output per input): the local engine's line."""
+    source = tmp_path / "e.csv"
+    source.write_text("a,b\n1,\n2,3\n")
+    where = ["-o", str(tmp_path / "out.csv")] if to == "file" else [
+        "-o", f"{tmp_path / 'drop'}/"]
+    common = ["cumsum", str(source), "--encoding", "latin-1", "--na-rep", "€", *where]
+    local = invoke(*common)
+    dask = invoke(*common, "--engine", "dask", "--scheduler", scheduler)
+    named = tmp_path / ("out.csv" if to == "file" else "drop/e.csv")
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr) == (
+        1, f"Error: cannot write {named}: UnicodeEncodeError: 'latin-1' codec can't encode "
+           "character '\\u20ac' in position 2: ordinal not in range(256)\n")
+    assert not named.exists()
+
+
 # What it refuses --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, message", [

@@ -237,6 +237,17 @@ def test_a_latin_1_file_comes_out_byte_for_byte(invoke: Callable[..., Result]) -
     _same(reference, result)
 
 
+def test_a_text_the_encoding_cannot_hold_is_the_narrow_paths_error(
+        invoke: Callable[..., Result]) -> None:
+    """--na-rep € in latin-1: one line naming the output, not a traceback."""
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "--encoding",
+                                       "latin-1", "--na-rep", "€"], b"a,b,c\n1,,x\n2,3,y\n")
+    assert (reference.exit_code, reference.stderr) == (
+        1, "Error: cannot write standard output: UnicodeEncodeError: 'latin-1' codec can't "
+           "encode character '\\u20ac' in position 2: ordinal not in range(256)\n")
+    _same(reference, result)
+
+
 def test_a_gzip_wide_input(invoke: Callable[..., Result], write_file: Any) -> None:
     path = write_file("in.csv.gz", gzip.compress(b"a,b,c\n1,x,2\n3,y,4\n"))
     reference, result = _both(invoke, ["cumsum", str(path), "-o", "-", "--to", "csv"], b"")
