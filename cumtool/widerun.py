@@ -363,6 +363,7 @@ class _Group:
         the group's columns of a type in one conversion, stacked one after another."""
         import itertools
 
+        import numpy as np
         import polars as pl
         import pyarrow as pa
 

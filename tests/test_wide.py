@@ -248,6 +248,19 @@ def test_a_text_the_encoding_cannot_hold_is_the_narrow_paths_error(
     _same(reference, result)
 
 
+@pytest.mark.parametrize("markers", ["NA,-999", "NA,nan", "NA,1.5"])
+def test_missing_markers_that_are_numbers(invoke: Callable[..., Result], markers: str) -> None:
+    """--na markers that read as numbers (-999, nan) are missing cells in every column,
+    as on the narrow path (this raised NameError on the wide path)."""
+    data = b"a,b,c\n1,-999,x\n-999,2.5,y\nnan,NA,z\n4,1.5,w\n"
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "--na", markers], data)
+    assert ok(reference).stdout_bytes == {
+        "NA,-999": b"a,b,c\n1.0,,x\n,2.5,y\nNaN,,z\nNaN,4.0,w\n",
+        "NA,nan": b"a,b,c\n1,-999.0,x\n-998,-996.5,y\n,,z\n-994,-995.0,w\n",
+        "NA,1.5": b"a,b,c\n1.0,-999.0,x\n-998.0,-996.5,y\nNaN,,z\nNaN,,w\n"}[markers]
+    _same(reference, result)
+
+
 def test_a_gzip_wide_input(invoke: Callable[..., Result], write_file: Any) -> None:
     path = write_file("in.csv.gz", gzip.compress(b"a,b,c\n1,x,2\n3,y,4\n"))
     reference, result = _both(invoke, ["cumsum", str(path), "-o", "-", "--to", "csv"], b"")
