@@ -113,11 +113,14 @@ def _select(request: Request, source: WideSource) -> list[int]:
     import pyarrow as pa
 
     from cumtool.notes import left_out
+    from cumtool.ops import REGISTRY
     from cumtool.tables import scanned_columns
 
     names = source.column_names
+    # cumnunique compares any column named with -c (text too), as on the narrow path.
     selected = scanned_columns(names, source.hints, [pa.large_string()] * len(names),
-                               request.columns, request.exclude, source.name)
+                               request.columns, request.exclude, source.name, op=request.op,
+                               compares=REGISTRY[request.op].distinct)
     if not request.widen:  # a rerun said it the first time
         left_out(request, names, source.hints, set(selected))
     return selected
@@ -217,6 +220,7 @@ class _Group:
         import pyarrow as pa
 
         from cumtool.formats.csv.csvwrite import CsvSink
+        from cumtool.ops import REGISTRY
         from cumtool.tables import is_temporal
 
         self.start, self.stop = start, stop
@@ -231,7 +235,10 @@ class _Group:
                                key=lambda i: context.rank[start + i])
         self.parse = {i: hints[i].parse_as for i in self.selected}
         self.plan: TablePlan | None = None
-        special = [i for i in self.selected if pa.types.is_decimal(self.parse[i])
+        # cumnunique's state is the values seen, which no kernel block carries: every
+        # column it scans goes through the plan (distinct.py), text as it was read.
+        distinct = REGISTRY[request.op].distinct
+        special = [i for i in self.selected if distinct or pa.types.is_decimal(self.parse[i])
                    or is_temporal(self.parse[i])]
         if special:
             self.plan = self._plan(special, names, hints)
@@ -274,7 +281,10 @@ class _Group:
         from cumtool.tables import TableOptions, TablePlan
 
         columns = Selection(tuple(Item(str(i), position=i) for i in special))
-        options = TableOptions(columns=(columns,))
+        # A text cell that reads as a --na marker is missing for cumnunique, as a text
+        # column of a narrow CSV (runner.table_options).
+        options = TableOptions(columns=(columns,),
+                               text_na=frozenset(self._context.source.na_values))
         schema = pa.schema([pa.field(n, pa.large_string()) for n in names])
         plan = TablePlan(self._context.request.op, "rows", self._context.dtype, schema,
                          self._name, options, hints, **self._context.scan)
@@ -378,6 +388,9 @@ class _Group:
             arrow_type = self.parse[positions[0]]
             cells = pl.Series(list(itertools.chain.from_iterable(
                 columns[start + i] for i in positions)), dtype=pl.String)
+            if arrow_type is None:  # text, which cumnunique compares as it was read
+                out[key] = (positions, _arrow(cells))
+                continue
             numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
             if decimal_comma and numeric:
                 cells = cells.str.replace(",", ".", literal=True)
@@ -408,10 +421,7 @@ class _Group:
                                    start + positions[column], str(kept[column * n + at]),
                                    arrow_type, source.na_values)
                 parsed = pl.select(pl.when(slow).then(careful).otherwise(parsed)).to_series()
-            stacked = parsed.to_arrow()
-            if isinstance(stacked, pa.ChunkedArray):
-                stacked = stacked.combine_chunks()
-            out[key] = (positions, stacked)
+            out[key] = (positions, _arrow(parsed))
         return out
 
     def _scan(self, stacks: dict[str, tuple[list[int], pa.Array]],
@@ -477,6 +487,16 @@ class _Group:
         if overflows:
             raise min(overflows, key=lambda error: error.position)
         return results
+
+
+def _arrow(series: pl.Series) -> pa.Array:
+    """A polars series as one Arrow array."""
+    import pyarrow as pa
+
+    stacked = series.to_arrow()
+    if isinstance(stacked, pa.ChunkedArray):
+        stacked = stacked.combine_chunks()
+    return stacked
 
 
 def _carry(spec: Any, lines: int) -> Any:

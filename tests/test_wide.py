@@ -161,7 +161,7 @@ def _args(op: str, delimiter: str, options: list[list[str]]) -> list[str]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(table=tables(), op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin",
                                            "logcumsumexp", "cumcount", "cummean", "cumvar",
-                                           "cumstd", "ewma", "diff"]),
+                                           "cumstd", "ewma", "diff", "cumnunique"]),
        options=_OPTIONS, group=st.integers(2, 4))
 def test_the_wide_path_writes_what_the_narrow_path_writes(
         invoke: Callable[..., Result], table: tuple[bytes, str, int], op: str,
@@ -327,6 +327,27 @@ def test_running_statistics_on_the_wide_path(invoke: Callable[..., Result],
     data = b"a,b,c\n1,2,3\n4,,6\n7,8,9\n"
     reference, result = _both(invoke, [args[0], "-", "--from", "csv", *args[1:]], data, 2)
     assert reference.exit_code == 0, reference.stderr
+    _same(reference, result)
+
+
+_CITIES = (b'id,city,n,day,price\n1,Oslo,3,2024-01-01,1.50\n2,NA,3,2024-01-02,1.5\n'
+           b'3,Lima,,2024-01-01,2.25\n4,Oslo,4,,NA\n5,"",5,2024-01-03,nan\n')
+
+
+@pytest.mark.parametrize("args", [
+    [], ["-c", "city,n,day,price"], ["-c", "city,price", "--decimal"],
+    ["-c", "n,price", "--skipna"], ["-c", "city", "--exclusive", "--only-scanned"],
+    ["-c", "2,3", "--na", "Oslo"], ["--batch-rows", "2", "-c", "city,n"],
+], ids=["numbers", "every-column", "decimal", "skipna", "exclusive-alone", "na", "batches"])
+def test_cumnunique_on_the_wide_path(invoke: Callable[..., Result], args: list[str]) -> None:
+    """Counted as on the narrow path: numbers, text (an NA marker a missing cell), dates
+    and decimals, whichever group holds them (it was refused there as if the file were
+    an array)."""
+    reference, result = _both(invoke, ["cumnunique", "-", "--from", "csv", *args], _CITIES)
+    assert ok(reference).stdout_bytes == {
+        "-c city,n,day,price": b"id,city,n,day,price\n1,1,1,1,1\n2,,1,2,1\n3,2,,2,2\n"
+                               b"4,2,2,,\n5,,3,3,3\n",
+    }.get(" ".join(args), reference.stdout_bytes)
     _same(reference, result)
 
 
