@@ -40,7 +40,6 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
     """What the table plan takes from the request, for every engine and driver. A
     chart's --x column is drawn as it is: never scanned, whatever -c says. From a text
     input (CSV, TSV), the missing-cell markers apply to text columns cumnunique reads."""
-    from cumtool.formats import DEFAULT_NA
     from cumtool.tables import TableOptions
 
     exclude = request.exclude
@@ -50,8 +49,18 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
                         reset=request.reset, keep=request.keep, reverse=request.reverse,
                         only_scanned=request.only_scanned,
                         typed_output=out.format in TYPED_OUTPUTS,
-                        text_na=frozenset(request.na if request.na is not None else DEFAULT_NA)
-                        if text_input else frozenset())
+                        text_na=text_markers(request, text_input))
+
+
+def text_markers(request: Request, text_input: bool) -> frozenset[str]:
+    """The cell texts that are missing cells in the text columns cumnunique compares: a
+    delimited text input's --na markers (its reader has made them missing in number
+    columns already); none for typed inputs."""
+    from cumtool.formats import DEFAULT_NA
+
+    if not text_input:
+        return frozenset()
+    return frozenset(request.na if request.na is not None else DEFAULT_NA)
 
 
 @contextlib.contextmanager
