@@ -205,18 +205,29 @@ def _scan_accumulate(
         with np.errstate(over="ignore", invalid="ignore"):
             ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
             ufunc.accumulate(acc, axis=0, out=acc)
-    if terms is not None:
-        bad, message = _int64_overflows(spec, terms, acc, carry.value)
-        if bad is not None:
-            _raise_overflow(spec, bad, skip, carry, message)
+    # Two checks, one error: the first running value at fault in scan order, whichever
+    # check finds it (an int16 result leaves its range long before int64 overflows; which
+    # one a block found first must not depend on where --batch-rows cut the block).
+    wrapped, int64_message = (None, None) if terms is None else _int64_overflows(
+        spec, terms, acc, carry.value)
+    bad = wrapped
     if spec.out_dtype.kind in "iu" and spec.out_dtype != _INT64 and spec.overflow == "error":
         info = np.iinfo(spec.out_dtype)
         if acc.size and (int(acc.min()) < info.min or int(acc.max()) > info.max):
-            bad = (acc < info.min) | (acc > info.max)
+            # acc is exact up to a line's first int64 overflow (which `wrapped` marks);
+            # what it holds past that comes later in the line and cannot be first.
+            outside = (acc < info.min) | (acc > info.max)
             if skip is not None:
-                bad &= ~skip
-            _raise_overflow(spec, bad, skip, carry, lambda pos: (
-                f"{spec.op} reaches {acc[pos]}, which does not fit {spec.out_dtype}"))
+                outside &= ~skip
+            bad = outside if bad is None else bad | outside
+    if bad is not None:
+        def message(pos: tuple[int, ...]) -> str:
+            if wrapped is not None and wrapped[pos]:
+                assert int64_message is not None
+                return int64_message(pos)
+            return f"{spec.op} reaches {acc[pos]}, which does not fit {spec.out_dtype}"
+
+        _raise_overflow(spec, bad, skip, carry, message)
     carry.value = acc[-1].copy()
     with np.errstate(over="ignore"):
         return acc.astype(spec.out_dtype, copy=False)

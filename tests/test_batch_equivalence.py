@@ -321,3 +321,22 @@ def test_whole_csv_missing_ints_are_skipped(files):
         else:
             running += value
             assert cell == str(running)
+
+
+@pytest.mark.parametrize("batch", ["1", "2", "3", "7", "1000"])
+@pytest.mark.parametrize(("op", "dtype", "message"), [
+    ("cumprod", "int16", "row 3 (line 4): cumprod reaches 6000000, which does not fit int16"),
+    ("cumprod", "int32", "row 4 (line 5): cumprod reaches 2400000000, which does not fit "
+                         "int32"),
+])
+def test_the_first_overflow_in_file_order_whatever_the_batch(tmp_path, op, dtype, message,
+                                                              batch):
+    """The int64 check and --dtype's range check name one row, the first at fault: on
+    100, 200, ... 800 a whole block named row 8 (int64 overflows there) where blocks of
+    3 rows named row 3."""
+    path = tmp_path / "p.csv"
+    path.write_text("v\n" + "".join(f"{i}00\n" for i in range(1, 9)))
+    result = CliRunner().invoke(main, [op, str(path), "-t", dtype, "--batch-rows", batch])
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'v', {message}; use --overflow wrap for "
+                             "wrap-around\n")
