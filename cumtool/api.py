@@ -274,6 +274,10 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         data = cast(TableSource, data)
         plan = make_plan(op, axis, dtype, data.schema, data.name, table_options,
                          data.hints, **options)
+        locate = data.locator  # messages name a row's line, as the CLI's (state.prepare)
+        if locate is not None:
+            for each in plan.op_plans():
+                each.where = locate
 
         def read() -> Any:
             return data.batches(plan.parse, plan.text_unused)

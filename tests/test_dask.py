@@ -4,6 +4,7 @@ cut into many; one test with worker processes (slow)."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import math
 import os
@@ -279,6 +280,27 @@ def test_the_first_overflow_in_file_order_is_reported(invoke, scheduler, tiny_pa
     assert local.exit_code == dask.exit_code == 1
     assert "row 150" in local.stderr
     assert dask.stderr == local.stderr
+
+
+@pytest.mark.parametrize("name", ["late.csv", "late.csv.gz"])
+def test_an_overflow_names_its_line_as_the_local_engine(invoke, scheduler, small_partitions,
+                                                       tmp_path, name):
+    """In a later partition of a CSV with blank lines and newlines in quotes (and in a
+    .csv.gz, read whole): "row 241 (line 268)", not "row 241"."""
+    rows = ["id,note,x"]
+    for i in range(300):
+        note = '"two\nlines"' if i % 17 == 0 else "n"
+        rows.append(f"{i},{note},{2**62 if i in (200, 240) else 1}")
+        if i % 23 == 0:
+            rows.append("")
+    text = ("\n".join(rows) + "\n").encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    local = invoke("cumsum", str(path), "-c", "x")
+    dask = invoke("cumsum", str(path), "-c", "x", "--engine", "dask", "--scheduler", scheduler)
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr) == (
+        1, f"Error: {path}: column 'x', row 241 (line 268): cumsum overflows int64 (adding "
+           "4611686018427387904); use --overflow wrap for wrap-around\n")
 
 
 def test_a_failed_run_leaves_the_output_as_it_was(invoke, scheduler, tiny_partitions,
