@@ -714,10 +714,12 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
     """One task chain link per input file, each written whole by its worker into a hidden
     staging folder, then moved into place once every file succeeded."""
     given = output_dir  # messages name the outputs under it as the user did
+    made = False  # a folder made for this run: removed again if the run fails
     if not remote.is_url(output_dir):
         output_dir = os.path.abspath(output_dir)
         if os.path.exists(output_dir) and not os.path.isdir(output_dir):
             raise OutputError(f"cannot write {output_dir}/: it is a file, not a folder")
+        made = not os.path.exists(output_dir)
     else:
         remote.check_output_url(output_dir)
     names = output_names(inputs, job.request.to_format)
@@ -736,6 +738,9 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
             fs.pipe_file(posixpath.join(path, SUCCESS_MARKER), b"")
     finally:
         _remove(staging)
+        if made:  # as the local engine: a failed run leaves no folder it made
+            with contextlib.suppress(OSError):
+                os.rmdir(output_dir)  # only if empty: after a success it holds the files
 
 
 def _whole_file(job: Job, name: str, output: str, target: str) -> Partition:
