@@ -26,8 +26,9 @@ def table_sink(request: WriteRequest, out: FileKind, stream: IO[bytes], schema: 
     """The writer of a table's batches in the output's format (cumtool.formats.registry);
     each writer's module (and its library) loads only when used. `output`: the output as
     its failures name it (default: --output, or standard output)."""
-    return Reporting(_table_sink(request, out, stream, schema, view, source_name),
-                     output_name(output or request.output))
+    name = output_name(output or request.output)
+    with reporting(name):
+        return Reporting(_table_sink(request, out, stream, schema, view, source_name), name)
 
 
 def _table_sink(request: WriteRequest, out: FileKind, stream: IO[bytes], schema: pa.Schema,
@@ -123,9 +124,11 @@ def array_sink(request: WriteRequest, out: FileKind, stream: IO[bytes],
     table), else a table of columns 0, 1, ... (1-D and 2-D arrays only)."""
     declared = format_named(out.format)
     if declared.array_writer is not None:
-        return Reporting(declared.array_writer(Writing(stream, None, out, request, view,
-                                                       source_name), shape, spec.out_dtype),
-                         output_name(request.output))
+        name = output_name(request.output)
+        with reporting(name):
+            return Reporting(declared.array_writer(Writing(stream, None, out, request, view,
+                                                           source_name), shape, spec.out_dtype),
+                             name)
     if len(shape) > 2:
         raise UsageError(f"a {len(shape)}-d array cannot be written as {out.format}; "
                          "write .npy or use --to table")

@@ -300,10 +300,14 @@ def test_a_writer_failure_is_one_line_naming_the_output(invoke: Invoke, tmp_path
 
 
 class _Failing:
-    """A writer that fails as a library's bug would: a ValueError of two lines."""
+    """A writer that fails as a library's bug would: a ValueError of two lines (made
+    with `early`: when it is made)."""
+
+    early = False
 
     def __init__(self, *_args: object) -> None:
-        pass
+        if self.early:
+            raise ValueError("values must be\n  C-contiguous")
 
     def write(self, *_items: object) -> None:
         raise ValueError("values must be\n  C-contiguous")
@@ -315,14 +319,16 @@ class _Failing:
         pass
 
 
+@pytest.mark.parametrize("early", [False, True], ids=["writing", "made"])
 @pytest.mark.parametrize("fmt", ["csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows"])
-def test_any_writers_failure_is_one_line(invoke: Invoke, tmp_path, monkeypatch, fmt):
-    """Whatever a format's writer raises is one line with its type and text: a bug in a
-    writer is reported, not hidden, and never a traceback."""
+def test_any_writers_failure_is_one_line(invoke: Invoke, tmp_path, monkeypatch, fmt, early):
+    """Whatever a format's writer raises, when made or when writing, is one line with its
+    type and text: a bug in a writer is reported, not hidden, and never a traceback."""
     import dataclasses
 
     from cumtool.formats import registry
 
+    monkeypatch.setattr(_Failing, "early", early)
     declared = registry.BY_NAME[fmt]
     hook = "array_writer" if declared.array_writer is not None else "writer"
     monkeypatch.setitem(registry.BY_NAME, fmt, dataclasses.replace(declared, **{hook: _Failing}))
