@@ -273,8 +273,8 @@ class _Group:
         self.single(False)
 
     def _plan(self, special: list[int], names: list[str], hints: list[Any]) -> TablePlan:
-        """A TablePlan for the group's decimals and dates (the scan rules of a narrow
-        file, column by column)."""
+        """A TablePlan for the group's decimals and dates, and every column cumnunique
+        scans (the scan rules of a narrow file, column by column)."""
         import pyarrow as pa
 
         from cumtool.columns import Item, Selection
@@ -284,11 +284,12 @@ class _Group:
         # A text cell that reads as a --na marker is missing for cumnunique, as a text
         # column of a narrow CSV (runner.table_options).
         options = TableOptions(columns=(columns,),
-                               text_na=frozenset(self._context.source.na_values))
+                               text_na=frozenset(self._context.source.na_values),
+                               first_column=self.start,
+                               repeated=frozenset(self._context.repeated))
         schema = pa.schema([pa.field(n, pa.large_string()) for n in names])
         plan = TablePlan(self._context.request.op, "rows", self._context.dtype, schema,
                          self._name, options, hints, **self._context.scan)
-        plan.repeated = self._context.repeated  # messages number a name repeated anywhere
         plan.where = self._context.source.locate  # and name the line of a row
         return plan
 

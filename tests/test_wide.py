@@ -413,6 +413,23 @@ def test_a_refused_column_names_its_culprit_as_on_the_narrow_path(
     _same(reference, result)
 
 
+@pytest.mark.parametrize(("args", "data", "message"), [
+    (["cumnunique", "-c", "4", "--dtype", "float64"], b"a,a,b,b\n1,2,x,y\n3,4,z,y\n",
+     "column 'b' (column 4) holds text, which cumnunique compares as written: leave "
+     "--dtype out"),
+    (["cummax", "-c", "3", "--dtype", "float64"],
+     b"a,a,b,b\n1,2,2024-01-01,1.5\n3,4,2024-01-02,1.50\n",
+     "column 'b' (column 3) holds dates: scan it down the rows, without --dtype"),
+], ids=["cumnunique-text", "dates"])
+def test_a_repeated_name_is_numbered_by_its_place_in_the_whole_header(
+        invoke: Callable[..., Result], args: list[str], data: bytes, message: str) -> None:
+    """A group's own plan numbered a repeated name by its place in the group (column 2,
+    column 1)."""
+    reference, result = _both(invoke, [args[0], "-", "--from", "csv", *args[1:]], data, 2)
+    assert reference.stderr == f"Error: {message}\n"
+    _same(reference, result)
+
+
 def test_the_first_overflow_in_file_order_wins_across_groups(
         invoke: Callable[..., Result]) -> None:
     big = b"9223372036854775807"
