@@ -142,9 +142,9 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
         if path == "-":
             from cumtool.formats import peekable
 
-            source, _kind = open_source(request, cast, stack, stdin=peekable(data))
+            source, kind = open_source(request, cast, stack, stdin=peekable(data))
         else:
-            source, _kind = open_source(request, cast, stack)
+            source, kind = open_source(request, cast, stack)
         if source.layout == "array":  # an array (.npy): read whole, then as an array
             if to is not None:
                 raise UsageError(f"to= is for tables; {source.name} is an array")
@@ -164,8 +164,12 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
                        exclusive=exclusive, **scan_params(op.split(","),
                                                           {"indices": indices, **params},
                                                           exclusive=exclusive))
+        from cumtool.formats.registry import DELIMITED
+        from cumtool.runner import text_markers
+
         result = _scan_table(source, op, axis, cast, options, reverse=reverse, by=by,
-                             reset=reset, columns=columns, keep=keep, exclude=exclude)
+                             reset=reset, columns=columns, keep=keep, exclude=exclude,
+                             text_na=text_markers(request, kind.format in DELIMITED))
     if to == "polars":
         import polars as pl
 
@@ -247,9 +251,11 @@ def _is_arrow(data: Any) -> bool:
 def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
                 options: dict[str, Any], *, reverse: bool, by: Any, reset: Any,
                 columns: Sequence[str | int] | None, keep: bool,
-                exclude: Sequence[str | int] | None = None) -> Any:
+                exclude: Sequence[str | int] | None = None,
+                text_na: frozenset[str] = frozenset()) -> Any:
     """An Arrow table or reader, or a file's table source (whose reader parses the
-    columns the plan scans, as the CLI's does), scanned into a pyarrow Table."""
+    columns the plan scans, as the CLI's does), scanned into a pyarrow Table. `text_na`:
+    the cell texts that are missing in text columns (a CSV's NA markers)."""
     import pyarrow as pa
 
     from cumtool.columns import names
@@ -263,11 +269,15 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
     table_options = TableOptions(
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
-        keep=keep, reverse=reverse)
+        keep=keep, reverse=reverse, text_na=text_na)
     if isinstance(data, SourceBase):  # a file's source
         data = cast(TableSource, data)
         plan = make_plan(op, axis, dtype, data.schema, data.name, table_options,
                          data.hints, **options)
+        locate = data.locator  # messages name a row's line, as the CLI's (state.prepare)
+        if locate is not None:
+            for each in plan.op_plans():
+                each.where = locate
 
         def read() -> Any:
             return data.batches(plan.parse, plan.text_unused)

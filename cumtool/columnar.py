@@ -28,8 +28,9 @@ def numpy_dtype(arrow_type: pa.DataType) -> np.dtype | None:
 
 def column_to_numpy(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
     """Values and validity (None: no missing cells) of a numeric Arrow column, as views of
-    its buffers where possible. Values under missing cells are unspecified: the kernels
-    skip them. Decimals come out as their unscaled int64 integers.
+    its buffers where possible (copied where a buffer is not aligned). Values under
+    missing cells are unspecified: the kernels skip them. Decimals come out as their
+    unscaled int64 integers.
 
     (Not Array.to_numpy: that imports pandas, half a second of start-up.)"""
     if isinstance(column, pa.ChunkedArray):
@@ -44,6 +45,11 @@ def column_to_numpy(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
     if dtype is None:
         raise TypeError(f"not a numeric column: {column.type}")
     values = np.frombuffer(column.buffers()[1], dtype=dtype, count=offset + length)[offset:]
+    if not values.flags.aligned:
+        # A buffer can start anywhere once Dask has sent it over the network (pickle's
+        # out-of-band buffers); the C loops take aligned arrays only, and numpy exports a
+        # misaligned one as "=q", not "q": copy it, once, here for every writer and kernel.
+        values = values.copy()
     return values, valid
 
 

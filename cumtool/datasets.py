@@ -306,7 +306,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
             raise OutputError(f"cannot write {targets[k]}: {error.strerror or error}") from None
         with open_output(target) as stream, contextlib.ExitStack() as this_file:
             sink = runner.table_writer(request, out, stream, plan.schema, view,
-                                       chain.files[k].path)
+                                       chain.files[k].path, targets[k])
 
             def read(k: int = k, this_file: contextlib.ExitStack = this_file
                      ) -> Iterator[pa.RecordBatch]:

@@ -87,6 +87,7 @@ class Partition:
     header: bytes = b""  # CSV after a file's first partition: its first record
     first_of_file: bool = True  # rows in messages count from this partition's first
     output: str | None = None  # where its output goes, with one output per input file
+    target: str | None = None  # where that output is put once every file is done
 
 
 @dataclass(frozen=True)
@@ -287,26 +288,32 @@ def _fields(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name}: {f.type}" for f in schema)
 
 
-def _read_csv(job: Job, part: Partition) -> pa.Table:
+def _csv_source(job: Job, part: Partition, stack: contextlib.ExitStack) -> Any:
+    """The reader of a CSV partition: its byte range, after the file's first record where
+    that stands in as the header."""
     import io
-
-    import pyarrow as pa
 
     from cumtool.formats.csv.csv import CsvSource
     from cumtool.formats.records import MAX_RECORD_BYTES
 
     request = job.request
+    stream = _open(part.location, stack)
+    if part.end is not None:
+        stream.seek(part.start)
+        stream = io.BytesIO(part.header + stream.read(part.end - part.start))
+    options = request.csv_read(part.format)
+    if part.header:  # the file's first record stands in as the header: its width
+        options = dataclasses.replace(options, header=True)
+    return CsvSource(stream, part.name, options, compression=part.compression,
+                     decimal=request.decimal,
+                     max_record=request.max_record_size or MAX_RECORD_BYTES)
+
+
+def _read_csv(job: Job, part: Partition) -> pa.Table:
+    import pyarrow as pa
+
     with contextlib.ExitStack() as stack:
-        stream = _open(part.location, stack)
-        if part.end is not None:
-            stream.seek(part.start)
-            stream = io.BytesIO(part.header + stream.read(part.end - part.start))
-        options = request.csv_read(part.format)
-        if part.header:  # the file's first record stands in as the header: its width
-            options = dataclasses.replace(options, header=True)
-        source = CsvSource(stream, part.name, options, compression=part.compression,
-                           decimal=request.decimal,
-                           max_record=request.max_record_size or MAX_RECORD_BYTES)
+        source = _csv_source(job, part, stack)
         if part.first_of_file and source.column_names != job.schema.names:
             raise DataError(f"{part.name}: its columns ({', '.join(source.column_names)}) "
                             f"differ from those of {job.first_name} "
@@ -367,7 +374,8 @@ def _lines_before(part: Partition) -> int | None:
 
 def _plan_with(job: Job, part: Partition, state: list[dict[str, Any]]) -> Any:
     """The job's plan (shared by every task of a worker: copied, never changed) in the
-    carried `state`. Messages name the partition's file, and count its rows."""
+    carried `state`. Messages name the partition's file, count its rows, and name the
+    line a row starts on (CSV), as the local engine's do."""
     from cumtool.tables import MultiPlan
 
     plan = copy.copy(job.plan)
@@ -380,7 +388,44 @@ def _plan_with(job: Job, part: Partition, state: list[dict[str, Any]]) -> Any:
         one.name = part.name
         if part.first_of_file:
             one.rows_done = 0
+        one.where = _locator(job, part, one.rows_done)
     return plan
+
+
+def _locator(job: Job, part: Partition, rows_before: int) -> Any:
+    """A plan's `where` for a partition whose first row is the file's row rows_before + 1:
+    (file, row) and, for CSV, the line the row starts on. The line is found only when a
+    message asks for it, by reading the partition again: nothing is kept for it."""
+    def where(row: int) -> tuple[str, int] | tuple[str, int, int]:
+        line = _line_of(job, part, row - rows_before - 1)
+        return (part.name, row) if line is None else (part.name, row, line)
+
+    return where
+
+
+def _line_of(job: Job, part: Partition, local_row: int) -> int | None:
+    """The line of the file on which the partition's row `local_row` (from 0) starts;
+    None for Parquet, and where the file cannot be read again cheaply."""
+    if part.format not in DELIMITED:
+        return None
+    shift = 0 if part.start == 0 else _lines_before(part)  # a whole .csv.gz starts at 0
+    if shift is None:
+        return None
+    try:
+        with contextlib.ExitStack() as stack:
+            source = _csv_source(job, part, stack)
+            read = 0
+            # Cells cut, none converted nor kept: only where each row starts is wanted.
+            for batch in source.batches({}, range(len(source.column_names))):
+                read += batch.num_rows
+                if read > local_row:
+                    break
+            line = source.row_line(local_row)
+    except CumtoolError:
+        return None
+    # The partition's lines count from its own text: the header record put before it (if
+    # any), then its bytes; in the file they come after every line before its start.
+    return None if line is None else line - _lines(part.header) + shift
 
 
 def state_of(plan: Any) -> list[dict[str, Any]]:
@@ -435,7 +480,8 @@ def _write_file(job: Job, part: Partition, schema: pa.Schema,
         os.makedirs(os.path.dirname(part.output), exist_ok=True)
     out = kind_from_name(part.output) or job.out
     with open_output(part.output) as stream:
-        write_all(table_sink(job.request, out, stream, schema, None, part.name), batches)
+        write_all(table_sink(job.request, out, stream, schema, None, part.name, part.target),
+                  batches)
 
 
 # The client --------------------------------------------------------------------------
@@ -673,15 +719,19 @@ def _with_extension(name: str, fmt: str) -> str:
 def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) -> None:
     """One task chain link per input file, each written whole by its worker into a hidden
     staging folder, then moved into place once every file succeeded."""
+    given = output_dir  # messages name the outputs under it as the user did
+    made = False  # a folder made for this run: removed again if the run fails
     if not remote.is_url(output_dir):
         output_dir = os.path.abspath(output_dir)
         if os.path.exists(output_dir) and not os.path.isdir(output_dir):
             raise OutputError(f"cannot write {output_dir}/: it is a file, not a folder")
+        made = not os.path.exists(output_dir)
     else:
         remote.check_output_url(output_dir)
     names = output_names(inputs, job.request.to_format)
     staging = remote.join(output_dir, f".cumtool-staging-{uuid.uuid4().hex[:12]}")
-    parts = [_whole_file(job, name, remote.join(staging, relative))
+    parts = [_whole_file(job, name, remote.join(staging, relative),
+                         remote.join(given, relative))
              for name, relative in zip(inputs, names, strict=True)]
     try:
         for _written in _results(_submit_all(client, job, parts)):
@@ -694,9 +744,12 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
             fs.pipe_file(posixpath.join(path, SUCCESS_MARKER), b"")
     finally:
         _remove(staging)
+        if made:  # as the local engine: a failed run leaves no folder it made
+            with contextlib.suppress(OSError):
+                os.rmdir(output_dir)  # only if empty: after a success it holds the files
 
 
-def _whole_file(job: Job, name: str, output: str) -> Partition:
+def _whole_file(job: Job, name: str, output: str, target: str) -> Partition:
     named = kind_from_name(name)
     request = job.request
     fmt = request.from_format.lower() if request.from_format else (
@@ -705,7 +758,7 @@ def _whole_file(job: Job, name: str, output: str) -> Partition:
         raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
                          f"{name} is {fmt}")
     return Partition(name, _location(name), fmt, named.compression if named else None,
-                     output=output)
+                     output=output, target=target)
 
 
 def _move(source: str, target: str) -> None:

@@ -191,8 +191,6 @@ def _scan_accumulate(
     spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
 ) -> np.ndarray:
     ufunc = getattr(np, spec.accumulator.ufunc)
-    if carry.pending is not None and carry.pending.any():
-        _raise_pending(spec, skip, carry.pending, x.shape)
     by_rows = _native_rows(spec, x, skip, carry.value)
     acc = by_rows if by_rows is not None else to_acc(spec, x, skip)
     exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
@@ -202,18 +200,30 @@ def _scan_accumulate(
         with np.errstate(over="ignore", invalid="ignore"):
             ufunc(carry.value[np.newaxis], acc[:1], out=acc[:1])
             ufunc.accumulate(acc, axis=0, out=acc)
-    if terms is not None:
-        bad, message = _int64_overflows(spec, terms, acc, carry.value)
-        if bad is not None:
-            _raise_overflow(spec, bad, skip, carry, message)
+    # Two checks, one error: the first running value at fault in scan order, whichever
+    # check finds it (an int16 result leaves its range long before int64 overflows; which
+    # one a block found first must not depend on where --batch-rows cut the block).
+    wrapped, int64_message = (None, None) if terms is None else _int64_overflows(
+        spec, terms, acc, carry.value)
+    bad = wrapped
     if spec.out_dtype.kind in "iu" and spec.out_dtype != _INT64 and spec.overflow == "error":
         info = np.iinfo(spec.out_dtype)
         if acc.size and (int(acc.min()) < info.min or int(acc.max()) > info.max):
-            bad = (acc < info.min) | (acc > info.max)
+            # acc is exact up to a line's first int64 overflow (which `wrapped` marks);
+            # what it holds past that comes later in the line and cannot be first.
+            outside = (acc < info.min) | (acc > info.max)
             if skip is not None:
-                bad &= ~skip
-            _raise_overflow(spec, bad, skip, carry, lambda pos: (
-                f"{spec.op} reaches {acc[pos]}, which does not fit {spec.out_dtype}"))
+                outside &= ~skip
+            bad = outside if bad is None else bad | outside
+    if spec.exclusive:
+        _raise_exclusive(spec, bad, skip, carry, x.shape)
+    elif bad is not None and bad.any():
+        pos = first_position(bad)
+        if wrapped is not None and wrapped[pos]:
+            assert int64_message is not None
+            raise ScanOverflowError(int64_message(pos), pos)
+        raise ScanOverflowError(
+            f"{spec.op} reaches {acc[pos]}, which does not fit {spec.out_dtype}", pos)
     carry.value = acc[-1].copy()
     with np.errstate(over="ignore"):
         return acc.astype(spec.out_dtype, copy=False)
@@ -254,29 +264,29 @@ def _sum_cannot_overflow(spec: ScanSpec, acc: np.ndarray, carry: Carry) -> bool:
     return biggest <= 1 and carried < 2.0**62
 
 
-def _raise_overflow(spec: ScanSpec, bad: np.ndarray, skip: np.ndarray | None, carry: Carry,
-                    message: Callable[[tuple[int, ...]], str]) -> None:
-    """Raise for the first overflowed running value that is output. With --exclusive a
-    running value is output at the line's next element only: an overflow at a line's last
-    element is carried as pending, an error only if the line goes on."""
-    if spec.exclusive:
-        present = np.ones(bad.shape, dtype=bool) if skip is None else ~skip
-        later = np.zeros(bad.shape, dtype=bool)
-        later[:-1] = np.flip(np.logical_or.accumulate(np.flip(present[1:], 0), axis=0), 0)
-        lines = np.asarray(bad.any(axis=0))
-        bad = bad & later
-        carry.pending = lines if carry.pending is None else carry.pending | lines
-    if bad.any():
-        pos = first_position(bad)
-        raise ScanOverflowError(message(pos), pos)
-
-
-def _raise_pending(spec: ScanSpec, skip: np.ndarray | None, pending: np.ndarray,
-                   shape: tuple[int, ...]) -> None:
-    """--exclusive: a line that overflowed before goes on here, so its value is output."""
-    hit = np.broadcast_to(pending, shape) if skip is None else pending & ~skip
-    if hit.any():
-        pos = first_position(hit)
+def _raise_exclusive(spec: ScanSpec, bad: np.ndarray | None, skip: np.ndarray | None,
+                     carry: Carry, shape: tuple[int, ...]) -> None:
+    """--exclusive: a running value is output at its line's next present element, so an
+    overflow is an error there, the first such element in scan order: this block's own,
+    or one of a line whose value overflowed in an earlier block (carry.pending). A line
+    whose value overflowed at its last element so far is pending. The message is the
+    same whichever block the overflowed value came from (no value, nor term, is kept)."""
+    waiting = carry.pending is not None and bool(carry.pending.any())
+    if (bad is None or not bad.any()) and not waiting:
+        return
+    present = np.ones(shape, dtype=bool) if skip is None else ~skip
+    out = np.zeros(shape, dtype=bool)
+    if waiting:
+        out |= present & carry.pending
+    if bad is not None:
+        hit = np.asarray(bad.any(axis=0))
+        rows = np.arange(bad.shape[0]).reshape((-1,) + (1,) * (bad.ndim - 1))
+        after = present & (rows > np.argmax(bad, axis=0)) & hit
+        out |= after
+        left = hit & ~np.asarray(after.any(axis=0))  # output in a later block, if any
+        carry.pending = left if carry.pending is None else carry.pending | left
+    if out.any():
+        pos = first_position(out)
         raise ScanOverflowError(f"{spec.op} overflows {spec.out_dtype}", pos)
 
 

@@ -40,7 +40,6 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
     """What the table plan takes from the request, for every engine and driver. A
     chart's --x column is drawn as it is: never scanned, whatever -c says. From a text
     input (CSV, TSV), the missing-cell markers apply to text columns cumnunique reads."""
-    from cumtool.formats import DEFAULT_NA
     from cumtool.tables import TableOptions
 
     exclude = request.exclude
@@ -50,8 +49,18 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
                         reset=request.reset, keep=request.keep, reverse=request.reverse,
                         only_scanned=request.only_scanned,
                         typed_output=out.format in TYPED_OUTPUTS,
-                        text_na=frozenset(request.na if request.na is not None else DEFAULT_NA)
-                        if text_input else frozenset())
+                        text_na=text_markers(request, text_input))
+
+
+def text_markers(request: Request, text_input: bool) -> frozenset[str]:
+    """The cell texts that are missing cells in the text columns cumnunique compares: a
+    delimited text input's --na markers (its reader has made them missing in number
+    columns already); none for typed inputs."""
+    from cumtool.formats import DEFAULT_NA
+
+    if not text_input:
+        return frozenset()
+    return frozenset(request.na if request.na is not None else DEFAULT_NA)
 
 
 @contextlib.contextmanager
@@ -166,10 +175,11 @@ def write_all(sink: Writer, items: Iterable[Any], done: Callable[[], None] = lam
 
 
 def table_writer(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
-                 view: View | None, name: str) -> TableSink:
+                 view: View | None, name: str, output: str | None = None) -> TableSink:
     """The output format's writer, fed by a background thread that overlaps writing
-    with the scan; the terminal table only gathers rows (it prints on close)."""
-    sink = table_sink(request, out, stream, schema, view, name)
+    with the scan; the terminal table only gathers rows (it prints on close). `output`:
+    the output as messages name it (default: --output)."""
+    sink = table_sink(request, out, stream, schema, view, name, output)
     return sink if out.format == "table" else BackgroundSink(sink)
 
 

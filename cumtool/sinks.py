@@ -4,12 +4,14 @@ written as a table. Writers' modules load only for their format."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from cumtool import kernels
-from cumtool.errors import UsageError
+from cumtool.errors import CumtoolError, OutputError, UsageError
 from cumtool.formats import ArraySink, FileKind, TableSink, WriteRequest, Writing
 from cumtool.formats.registry import format_named
 
@@ -20,9 +22,17 @@ if TYPE_CHECKING:
 
 
 def table_sink(request: WriteRequest, out: FileKind, stream: IO[bytes], schema: pa.Schema,
-               view: View | None, source_name: str) -> TableSink:
+               view: View | None, source_name: str, output: str | None = None) -> TableSink:
     """The writer of a table's batches in the output's format (cumtool.formats.registry);
-    each writer's module (and its library) loads only when used."""
+    each writer's module (and its library) loads only when used. `output`: the output as
+    its failures name it (default: --output, or standard output)."""
+    name = output_name(output or request.output)
+    with reporting(name):
+        return Reporting(_table_sink(request, out, stream, schema, view, source_name), name)
+
+
+def _table_sink(request: WriteRequest, out: FileKind, stream: IO[bytes], schema: pa.Schema,
+                view: View | None, source_name: str) -> TableSink:
     declared = format_named(out.format)
     if out.compression and not declared.delimited:
         raise UsageError(f"{out.compression} compression is for csv and tsv output only, "
@@ -39,6 +49,51 @@ def table_sink(request: WriteRequest, out: FileKind, stream: IO[bytes], schema: 
                                         out, request, view, source_name))
         return _Converting(plain, cell_text)
     return declared.writer(Writing(stream, schema, out, request, view, source_name))
+
+
+def output_name(output: str | None) -> str:
+    """An output as messages name it."""
+    return "standard output" if output in (None, "-") else str(output)
+
+
+def writer_failed(output: str, error: Exception) -> OutputError:
+    """A writer's own failure (not cumtool's errors, nor OSError, which the output stream
+    reports itself) as one line that names the output and keeps the failure's type and
+    text: what went wrong is still said, but never as a traceback."""
+    text = " ".join(str(error).split())
+    return OutputError(f"cannot write {output}: {type(error).__name__}"
+                       + (f": {text}" if text else ""))
+
+
+@contextlib.contextmanager
+def reporting(output: str) -> Iterator[None]:
+    """Around a writer's call: its failures inside pyarrow, polars or a C loop (a
+    ValueError, a TypeError, ...) become writer_failed's one line."""
+    try:
+        yield
+    except (CumtoolError, OSError):
+        raise
+    except Exception as error:
+        raise writer_failed(output, error) from error
+
+
+class Reporting:
+    """A writer (of batches, or of an array's blocks) whose failures are reported."""
+
+    def __init__(self, sink: Any, output: str) -> None:
+        self._sink = sink
+        self._output = output
+
+    def write(self, *items: Any) -> None:
+        with reporting(self._output):
+            self._sink.write(*items)
+
+    def close(self) -> None:
+        with reporting(self._output):
+            self._sink.close()
+
+    def abort(self) -> None:
+        self._sink.abort()
 
 
 def _has_json_text(schema: pa.Schema) -> bool:
@@ -69,8 +124,11 @@ def array_sink(request: WriteRequest, out: FileKind, stream: IO[bytes],
     table), else a table of columns 0, 1, ... (1-D and 2-D arrays only)."""
     declared = format_named(out.format)
     if declared.array_writer is not None:
-        return declared.array_writer(Writing(stream, None, out, request, view, source_name),
-                                     shape, spec.out_dtype)
+        name = output_name(request.output)
+        with reporting(name):
+            return Reporting(declared.array_writer(Writing(stream, None, out, request, view,
+                                                           source_name), shape, spec.out_dtype),
+                             name)
     if len(shape) > 2:
         raise UsageError(f"a {len(shape)}-d array cannot be written as {out.format}; "
                          "write .npy or use --to table")

@@ -98,6 +98,10 @@ class TableOptions:
     # Cell texts that mean a missing cell in a text column a distinct-values op compares
     # (a CSV's --na list; the reader already made them missing in number columns).
     text_na: frozenset[str] = frozenset()
+    # A plan of some of a table's columns (the wide path's groups): the first one's place
+    # in the table, and the names the whole header repeats, for messages to number.
+    first_column: int = 0
+    repeated: frozenset[str] | None = None
 
 
 def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
@@ -163,9 +167,10 @@ class TablePlan:
         self.options = options
         self.reverse_total: int | None = None  # set for --reverse: rows in the whole input
         self.names = schema.names
-        # Names repeated in the header: messages number them (the wide path sets those of
-        # the whole header on each group's plan).
-        self.repeated = {n for n, count in collections.Counter(self.names).items() if count > 1}
+        # Names repeated in the header: messages number them (those of the whole header,
+        # for a plan of some of its columns).
+        self.repeated = (set(options.repeated) if options.repeated is not None else
+                         {n for n, count in collections.Counter(self.names).items() if count > 1})
         self.hints = hints or [stored_hint(f.type) for f in schema]
         # cumnunique compares values: any column named with -c, down the rows (distinct.py)
         self.distinct = REGISTRY[op].distinct
@@ -263,7 +268,7 @@ class TablePlan:
         """A column as messages name it (with its position when its name repeats)."""
         name = self.names[position]
         if name in self.repeated:
-            return f"{name!r} (column {position + 1})"
+            return f"{name!r} (column {self.options.first_column + position + 1})"
         return repr(name)
 
     def _reset_position(self, selection: Selection | None, schema: pa.Schema) -> int | None:

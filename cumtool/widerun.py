@@ -113,11 +113,14 @@ def _select(request: Request, source: WideSource) -> list[int]:
     import pyarrow as pa
 
     from cumtool.notes import left_out
+    from cumtool.ops import REGISTRY
     from cumtool.tables import scanned_columns
 
     names = source.column_names
+    # cumnunique compares any column named with -c (text too), as on the narrow path.
     selected = scanned_columns(names, source.hints, [pa.large_string()] * len(names),
-                               request.columns, request.exclude, source.name)
+                               request.columns, request.exclude, source.name, op=request.op,
+                               compares=REGISTRY[request.op].distinct)
     if not request.widen:  # a rerun said it the first time
         left_out(request, names, source.hints, set(selected))
     return selected
@@ -134,12 +137,15 @@ class _Groups:
 
         import polars as pl
 
+        from cumtool.sinks import output_name
+
         width = source.width
         repeated = {n for n, c in collections.Counter(source.column_names).items() if c > 1}
         self._na = pl.Series(source.markers, dtype=pl.String).implode()
         self._decimal_comma = request.csv_read("csv").decimal_comma
         self._separator = write_options.delimiter.encode()
         self._encoding = write_options.encoding
+        self._output = output_name(request.output)
         bounds = [*range(0, width, wide.GROUP_COLUMNS), width]
         if len(bounds) > 2 and bounds[-1] - bounds[-2] < 2:
             del bounds[-2]  # no group of one column: a lone column is written differently
@@ -181,7 +187,10 @@ class _Groups:
         separator = self._separator
         text = b"".join(separator.join(cells) + b"\n" for cells in zip(*parts, strict=True))
         if self._encoding is not None:
-            return text.decode("utf-8").encode(self._encoding)
+            from cumtool.sinks import reporting
+
+            with reporting(self._output):  # --na-rep € in latin-1: the narrow path's line
+                return text.decode("utf-8").encode(self._encoding)
         return text
 
 
@@ -211,6 +220,7 @@ class _Group:
         import pyarrow as pa
 
         from cumtool.formats.csv.csvwrite import CsvSink
+        from cumtool.ops import REGISTRY
         from cumtool.tables import is_temporal
 
         self.start, self.stop = start, stop
@@ -225,7 +235,10 @@ class _Group:
                                key=lambda i: context.rank[start + i])
         self.parse = {i: hints[i].parse_as for i in self.selected}
         self.plan: TablePlan | None = None
-        special = [i for i in self.selected if pa.types.is_decimal(self.parse[i])
+        # cumnunique's state is the values seen, which no kernel block carries: every
+        # column it scans goes through the plan (distinct.py), text as it was read.
+        distinct = REGISTRY[request.op].distinct
+        special = [i for i in self.selected if distinct or pa.types.is_decimal(self.parse[i])
                    or is_temporal(self.parse[i])]
         if special:
             self.plan = self._plan(special, names, hints)
@@ -260,19 +273,23 @@ class _Group:
         self.single(False)
 
     def _plan(self, special: list[int], names: list[str], hints: list[Any]) -> TablePlan:
-        """A TablePlan for the group's decimals and dates (the scan rules of a narrow
-        file, column by column)."""
+        """A TablePlan for the group's decimals and dates, and every column cumnunique
+        scans (the scan rules of a narrow file, column by column)."""
         import pyarrow as pa
 
         from cumtool.columns import Item, Selection
         from cumtool.tables import TableOptions, TablePlan
 
         columns = Selection(tuple(Item(str(i), position=i) for i in special))
-        options = TableOptions(columns=(columns,))
+        # A text cell that reads as a --na marker is missing for cumnunique, as a text
+        # column of a narrow CSV (runner.table_options).
+        options = TableOptions(columns=(columns,),
+                               text_na=frozenset(self._context.source.na_values),
+                               first_column=self.start,
+                               repeated=frozenset(self._context.repeated))
         schema = pa.schema([pa.field(n, pa.large_string()) for n in names])
         plan = TablePlan(self._context.request.op, "rows", self._context.dtype, schema,
                          self._name, options, hints, **self._context.scan)
-        plan.repeated = self._context.repeated  # messages number a name repeated anywhere
         plan.where = self._context.source.locate  # and name the line of a row
         return plan
 
@@ -333,7 +350,10 @@ class _Group:
     def _render(self, batch: pa.RecordBatch, count: int) -> list[bytes]:
         import numpy as np
 
-        self._sink.write(batch)
+        from cumtool.sinks import output_name, reporting
+
+        with reporting(output_name(self._context.request.output)):
+            self._sink.write(batch)
         rendered = self._rendered.getvalue()
         self._rendered.seek(0)
         self._rendered.truncate()
@@ -354,6 +374,7 @@ class _Group:
         the group's columns of a type in one conversion, stacked one after another."""
         import itertools
 
+        import numpy as np
         import polars as pl
         import pyarrow as pa
 
@@ -368,6 +389,9 @@ class _Group:
             arrow_type = self.parse[positions[0]]
             cells = pl.Series(list(itertools.chain.from_iterable(
                 columns[start + i] for i in positions)), dtype=pl.String)
+            if arrow_type is None:  # text, which cumnunique compares as it was read
+                out[key] = (positions, _arrow(cells))
+                continue
             numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
             if decimal_comma and numeric:
                 cells = cells.str.replace(",", ".", literal=True)
@@ -398,10 +422,7 @@ class _Group:
                                    start + positions[column], str(kept[column * n + at]),
                                    arrow_type, source.na_values)
                 parsed = pl.select(pl.when(slow).then(careful).otherwise(parsed)).to_series()
-            stacked = parsed.to_arrow()
-            if isinstance(stacked, pa.ChunkedArray):
-                stacked = stacked.combine_chunks()
-            out[key] = (positions, stacked)
+            out[key] = (positions, _arrow(parsed))
         return out
 
     def _scan(self, stacks: dict[str, tuple[list[int], pa.Array]],
@@ -467,6 +488,16 @@ class _Group:
         if overflows:
             raise min(overflows, key=lambda error: error.position)
         return results
+
+
+def _arrow(series: pl.Series) -> pa.Array:
+    """A polars series as one Arrow array."""
+    import pyarrow as pa
+
+    stacked = series.to_arrow()
+    if isinstance(stacked, pa.ChunkedArray):
+        stacked = stacked.combine_chunks()
+    return stacked
 
 
 def _carry(spec: Any, lines: int) -> Any:

@@ -470,3 +470,20 @@ def test_bad_arguments_are_usage_errors(arguments, message) -> None:
 def test_a_ragged_list_is_a_data_error() -> None:
     with pytest.raises(cumtool.DataError, match="needs a rectangular array"):
         cumtool.scan([[1, 2], [3]], "cumsum")
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumsum,cummax"])
+def test_a_files_overflow_names_its_line_as_the_cli(invoke, tmp_path, op):
+    """A CSV's row is named with the line it starts on, as on the command line ("row 3
+    (line 6)": a blank line and a newline in quotes come before it); a table in memory
+    has rows only."""
+    path = tmp_path / "o.csv"
+    path.write_text('x,note\n1,"two\nlines"\n\n2,n\n9223372036854775807,n\n')
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(str(path), op, columns=["x"])
+    assert str(caught.value) == (f"{path}: column 'x', row 3 (line 6): cumsum overflows int64 "
+                                 "(adding 9223372036854775807); use overflow='wrap' for "
+                                 "wrap-around")
+    cli = invoke(op, str(path), "-c", "x")
+    assert cli.stderr == ("Error: " + str(caught.value).replace("overflow='wrap'",
+                                                                "--overflow wrap") + "\n")

@@ -321,3 +321,58 @@ def test_whole_csv_missing_ints_are_skipped(files):
         else:
             running += value
             assert cell == str(running)
+
+
+@pytest.mark.parametrize("batch", ["1", "2", "3", "7", "1000"])
+@pytest.mark.parametrize(("op", "dtype", "message"), [
+    ("cumprod", "int16", "row 3 (line 4): cumprod reaches 6000000, which does not fit int16"),
+    ("cumprod", "int32", "row 4 (line 5): cumprod reaches 2400000000, which does not fit "
+                         "int32"),
+])
+def test_the_first_overflow_in_file_order_whatever_the_batch(tmp_path, op, dtype, message,
+                                                              batch):
+    """The int64 check and --dtype's range check name one row, the first at fault: on
+    100, 200, ... 800 a whole block named row 8 (int64 overflows there) where blocks of
+    3 rows named row 3."""
+    path = tmp_path / "p.csv"
+    path.write_text("v\n" + "".join(f"{i}00\n" for i in range(1, 9)))
+    result = CliRunner().invoke(main, [op, str(path), "-t", dtype, "--batch-rows", batch])
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'v', {message}; use --overflow wrap for "
+                             "wrap-around\n")
+
+
+@pytest.mark.parametrize("batch", ["1", "2", "3", "4", "1000"])
+@pytest.mark.parametrize(("dtype", "by", "row"), [
+    ("int16", False, "row 4 (line 5)"), ("int32", False, "row 5 (line 6)"),
+    ("int64", False, "row 9 (line 10)"), ("int16", True, "row 4 (line 5)"),
+    ("int32", True, "row 5 (line 6)"),
+])
+def test_an_exclusive_overflow_names_the_row_that_outputs_it(tmp_path, dtype, by, row,
+                                                             batch):
+    """With --exclusive a running value is output at the next row: the error names that
+    row, with the same message, whether the value was reached in the same block or an
+    earlier one (one block named row 3 "reaches 6000000, which does not fit int16",
+    blocks of 3 rows named row 4 "overflows int16")."""
+    path = tmp_path / "p.csv"
+    path.write_text("g,v\n" + "".join(f"a,{i}00\n" for i in range(1, 10)))
+    result = CliRunner().invoke(main, ["cumprod", str(path), "-c", "v", "--exclusive",
+                                       "-t", dtype, "--batch-rows", batch,
+                                       *(["--by", "g"] if by else [])])
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'v', {row}: cumprod overflows {dtype}; "
+                             "use --overflow wrap for wrap-around\n")
+
+
+@pytest.mark.parametrize("batch", ["1", "2", "3", "1000"])
+def test_exclusive_overflows_are_ordered_by_the_row_that_outputs_them(tmp_path, batch):
+    """Column a's total overflows at row 2 but is output at row 6 (missing cells between);
+    b's overflows at row 4 and is output at row 5: b, row 5, comes first in file order."""
+    big = 2**62
+    path = tmp_path / "o.csv"
+    path.write_text(f"a,b\n{big},1\n{big},1\n,{big}\n,{big}\n,1\n1,1\n")
+    result = CliRunner().invoke(main, ["cumsum", str(path), "--exclusive",
+                                       "--batch-rows", batch])
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'b', row 5 (line 6): cumsum overflows "
+                             "int64; use --overflow wrap for wrap-around\n")

@@ -4,6 +4,7 @@ cut into many; one test with worker processes (slow)."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import math
 import os
@@ -37,8 +38,11 @@ OPS = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
 
 @pytest.fixture(scope="module")
 def scheduler() -> str:
+    """Worker threads, but over TCP: every task's arguments and results are serialized as
+    between processes (in-process comms would hand the client the workers' own tables,
+    whose Arrow buffers are aligned, where a real cluster's may start at any byte)."""
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       **engine.QUIET_CLUSTER)
+                                       protocol="tcp://", **engine.QUIET_CLUSTER)
     yield cluster.scheduler_address
     cluster.close()
 
@@ -278,6 +282,27 @@ def test_the_first_overflow_in_file_order_is_reported(invoke, scheduler, tiny_pa
     assert dask.stderr == local.stderr
 
 
+@pytest.mark.parametrize("name", ["late.csv", "late.csv.gz"])
+def test_an_overflow_names_its_line_as_the_local_engine(invoke, scheduler, small_partitions,
+                                                       tmp_path, name):
+    """In a later partition of a CSV with blank lines and newlines in quotes (and in a
+    .csv.gz, read whole): "row 241 (line 268)", not "row 241"."""
+    rows = ["id,note,x"]
+    for i in range(300):
+        note = '"two\nlines"' if i % 17 == 0 else "n"
+        rows.append(f"{i},{note},{2**62 if i in (200, 240) else 1}")
+        if i % 23 == 0:
+            rows.append("")
+    text = ("\n".join(rows) + "\n").encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    local = invoke("cumsum", str(path), "-c", "x")
+    dask = invoke("cumsum", str(path), "-c", "x", "--engine", "dask", "--scheduler", scheduler)
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr) == (
+        1, f"Error: {path}: column 'x', row 241 (line 268): cumsum overflows int64 (adding "
+           "4611686018427387904); use --overflow wrap for wrap-around\n")
+
+
 def test_a_failed_run_leaves_the_output_as_it_was(invoke, scheduler, tiny_partitions,
                                                   tmp_path):
     path = tmp_path / "o.parquet"
@@ -416,8 +441,9 @@ def test_one_output_per_input_into_a_folder(invoke, scheduler, tmp_path):
 
 def _output(path: Path, fmt: str) -> object:
     """What an output holds: its bytes for a text format (and .npy, whose header is its
-    dtype and shape); for Arrow and Parquet its schema and values (the batches' sizes
-    follow the partitions), as repr: NaN equals NaN, -0.0 differs from 0.0."""
+    dtype and shape); for Arrow and Parquet its schema and each column's cells (the
+    batches' sizes follow the partitions): which are missing, and the bits of the rest
+    (NaN's payload, -0.0), or a text column's strings."""
     if fmt == "parquet":
         table = pq.read_table(path)
     elif fmt in ("arrow", "arrows"):
@@ -426,7 +452,15 @@ def _output(path: Path, fmt: str) -> object:
             table = reader.read_all()
     else:
         return path.read_bytes()
-    return table.schema, repr(table.to_pylist())
+    return table.schema, [_cells_held(column.combine_chunks()) for column in table.columns]
+
+
+def _cells_held(column: pa.Array) -> object:
+    missing = column.is_null().to_pylist()
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        bits = column.fill_null(0).to_numpy(zero_copy_only=False)
+        return missing, bits.view(f"u{bits.dtype.itemsize}").tolist()
+    return missing, column.to_pylist()
 
 
 # Every file format cumtool writes, from the format registry: a new one is tested here
@@ -453,15 +487,44 @@ def _inputs(folder: Path, fmt: str) -> list[Path]:
     return paths
 
 
+def _mixed(rows: int = 40) -> str:
+    """A table of every kind of column: an integer id (not scanned), text (quoted where it
+    holds a comma; some cells missing), integers and floats with missing cells, NaN, -0.0
+    and a float that needs all 17 digits."""
+    lines = ["id,name,units,price"]
+    for i in range(rows):
+        name = "" if i % 9 == 4 else f'"n{i}, x"' if i % 5 == 0 else f"n{i}"
+        units = "" if i % 7 == 3 else str(i % 11 - 5)
+        price = ("" if i % 6 == 2 else "NaN" if i == 13 else "-0.0" if i == 17
+                 else "0.1" if i % 4 == 1 else repr(i / 3 - 4))
+        lines.append(f"{i},{name},{units},{price}")
+    return "\n".join(lines) + "\n"
+
+
 @pytest.mark.parametrize("fmt", OUTPUTS)
+@pytest.mark.parametrize("options", [
+    pytest.param(["-c", "units,price"], id="text-passes"),
+    pytest.param(["-c", "units,price", "--only-scanned"], id="only-scanned"),
+    pytest.param(["-c", "units,price", "--keep"], id="keep"),
+    pytest.param([], id="every-number"),
+])
 def test_every_output_format_holds_the_local_output(invoke, scheduler, tiny_partitions,
-                                                    tmp_path, fmt):
-    first, _second = _inputs(tmp_path / "in", fmt)
+                                                    tmp_path, fmt, options):
+    """Each output format from a table of text, integers and floats with missing cells,
+    and from one whose output columns are all scanned numbers (--only-scanned; every
+    column a number): the local engine's bytes, or its error."""
+    path = tmp_path / "in.csv"
+    # Every column a number, none missing: .npy holds it too.
+    path.write_text(_mixed() if options else "x,y\n1,2\n3,4\n-5,0.5\n7,-0.0\n")
     local, dask = tmp_path / f"local.{fmt}", tmp_path / f"dask.{fmt}"
-    ok(invoke("cumsum", str(first), "-c", "units", "-o", str(local)))
-    ok(invoke("cumsum", str(first), "-c", "units", "-o", str(dask), "--engine", "dask",
-              "--scheduler", scheduler))
-    assert _output(dask, fmt) == _output(local, fmt)
+    done = invoke("cumsum", str(path), *options, "-o", str(local))
+    result = invoke("cumsum", str(path), *options, "-o", str(dask), "--engine", "dask",
+                    "--scheduler", scheduler)
+    assert (result.exit_code, result.stderr) == (done.exit_code, done.stderr)
+    if done.exit_code == 0:
+        assert _output(dask, fmt) == _output(local, fmt)
+    else:  # .npy holds numbers only, none missing
+        assert fmt == "npy" and not dask.exists()
 
 
 @pytest.mark.parametrize("fmt", OUTPUTS)
@@ -487,6 +550,24 @@ def test_every_output_format_one_output_per_input(invoke, scheduler, tmp_path, f
     assert sorted(os.listdir(tmp_path / "dask")) == names
     for name in names:
         assert _output(tmp_path / "dask" / name, fmt) == _output(tmp_path / "local" / name, fmt)
+
+
+@pytest.mark.parametrize("to", ["file", "folder"])
+def test_a_writers_failure_is_the_local_engines_line(invoke, scheduler, tmp_path, to):
+    """A writer's own failure (--na-rep € in latin-1: UnicodeEncodeError), on the client
+    (one output) or in a worker (one output per input): the local engine's line."""
+    source = tmp_path / "e.csv"
+    source.write_text("a,b\n1,\n2,3\n")
+    where = ["-o", str(tmp_path / "out.csv")] if to == "file" else [
+        "-o", f"{tmp_path / 'drop'}/"]
+    common = ["cumsum", str(source), "--encoding", "latin-1", "--na-rep", "€", *where]
+    local = invoke(*common)
+    dask = invoke(*common, "--engine", "dask", "--scheduler", scheduler)
+    named = tmp_path / ("out.csv" if to == "file" else "drop/e.csv")
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr) == (
+        1, f"Error: cannot write {named}: UnicodeEncodeError: 'latin-1' codec can't encode "
+           "character '\\u20ac' in position 2: ordinal not in range(256)\n")
+    assert sorted(os.listdir(tmp_path)) == ["e.csv"]  # nor the folder -o DIR/ would make
 
 
 # What it refuses --------------------------------------------------------------------------

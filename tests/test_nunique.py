@@ -299,3 +299,19 @@ def test_na_markers_of_a_csv_text_column_are_missing_cells(invoke, write_file):
     lines = write_file("c.jsonl", '{"c": "NA"}\n{"c": null}\n{"c": "x"}\n')
     assert invoke("cumnunique", str(lines), "-c", "c").stdout == (
         '{"c":1}\n{"c":null}\n{"c":2}\n')
+
+
+def test_cumtool_scan_of_a_csv_counts_as_the_cli(write_file):
+    """cumtool.scan reads a CSV file as the CLI does: NA markers in a text column are
+    missing cells, not values (it counted 1, 2, 3); JSON Lines keep "NA" as a value."""
+    import cumtool
+
+    path = write_file("nu.csv", "city,n\nOslo,1\nNA,2\nLima,3\n")
+    counted = cumtool.scan(str(path), "cumnunique", columns=["city"])
+    assert counted.column("city").to_pylist() == [1, None, 2]
+    with open(path, "rb") as stream:  # a file object, as the CLI's standard input
+        assert cumtool.scan(stream, "cumnunique", columns=["city"]).column(
+            "city").to_pylist() == [1, None, 2]
+    lines = write_file("nu.jsonl", '{"city": "Oslo"}\n{"city": "NA"}\n{"city": null}\n')
+    assert cumtool.scan(str(lines), "cumnunique", columns=["city"]).column(
+        "city").to_pylist() == [1, 2, None]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import Result
@@ -271,6 +272,76 @@ def test_full_disk_on_standard_output_is_an_error(tmp_path):
                               stderr=subprocess.PIPE, text=True, timeout=60)
     assert done.returncode == 1
     assert done.stderr == "Error: cannot write standard output: No space left on device\n"
+
+
+# A writer's own failure: one line that names the output -------------------------------------
+
+_NOT_LATIN_1 = ("UnicodeEncodeError: 'latin-1' codec can't encode character '\\u20ac' in "
+                "position 2: ordinal not in range(256)")
+
+
+@pytest.mark.parametrize("to", ["file", "folder", "standard output"])
+def test_a_writer_failure_is_one_line_naming_the_output(invoke: Invoke, tmp_path, to):
+    """--na-rep € in latin-1 cannot be written: the CSV writer's UnicodeEncodeError was a
+    traceback; now one line naming the output (each file of -o DIR/ as it would be
+    named), exit 1, and nothing left behind."""
+    source = tmp_path / "e.csv"
+    source.write_text("a,b\n1,\n2,3\n")
+    out = tmp_path / "out.csv"
+    out.write_bytes(ORIGINAL)
+    where = {"file": ["-o", str(out)], "folder": ["-o", f"{tmp_path / 'drop'}/"],
+             "standard output": []}[to]
+    result = invoke("cumsum", str(source), "--encoding", "latin-1", "--na-rep", "€", *where)
+    named = {"file": str(out), "folder": str(tmp_path / "drop" / "e.csv")}.get(to, to)
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot write {named}: {_NOT_LATIN_1}\n"
+    assert out.read_bytes() == ORIGINAL
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.csv", "out.csv"]
+
+
+class _Failing:
+    """A writer that fails as a library's bug would: a ValueError of two lines (made
+    with `early`: when it is made)."""
+
+    early = False
+
+    def __init__(self, *_args: object) -> None:
+        if self.early:
+            raise ValueError("values must be\n  C-contiguous")
+
+    def write(self, *_items: object) -> None:
+        raise ValueError("values must be\n  C-contiguous")
+
+    def close(self) -> None:
+        pass
+
+    def abort(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("early", [False, True], ids=["writing", "made"])
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "parquet", "npy", "jsonl", "arrow", "arrows"])
+def test_any_writers_failure_is_one_line(invoke: Invoke, tmp_path, monkeypatch, fmt, early):
+    """Whatever a format's writer raises, when made or when writing, is one line with its
+    type and text: a bug in a writer is reported, not hidden, and never a traceback."""
+    import dataclasses
+
+    from cumtool.formats import registry
+
+    monkeypatch.setattr(_Failing, "early", early)
+    declared = registry.BY_NAME[fmt]
+    hook = "array_writer" if declared.array_writer is not None else "writer"
+    monkeypatch.setitem(registry.BY_NAME, fmt, dataclasses.replace(declared, **{hook: _Failing}))
+    source = tmp_path / ("in.npy" if fmt == "npy" else "in.parquet")
+    if fmt == "npy":
+        np.save(source, np.arange(4))
+    else:
+        pq.write_table(pa.table({"x": [1, 2, 3]}), source)
+    out = tmp_path / f"out.{fmt}"
+    result = invoke("cumsum", str(source), "-o", str(out))
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot write {out}: ValueError: values must be C-contiguous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [source.name]
 
 
 # A finished run --------------------------------------------------------------------------------

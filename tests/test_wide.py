@@ -161,7 +161,7 @@ def _args(op: str, delimiter: str, options: list[list[str]]) -> list[str]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(table=tables(), op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin",
                                            "logcumsumexp", "cumcount", "cummean", "cumvar",
-                                           "cumstd", "ewma", "diff"]),
+                                           "cumstd", "ewma", "diff", "cumnunique"]),
        options=_OPTIONS, group=st.integers(2, 4))
 def test_the_wide_path_writes_what_the_narrow_path_writes(
         invoke: Callable[..., Result], table: tuple[bytes, str, int], op: str,
@@ -237,6 +237,30 @@ def test_a_latin_1_file_comes_out_byte_for_byte(invoke: Callable[..., Result]) -
     _same(reference, result)
 
 
+def test_a_text_the_encoding_cannot_hold_is_the_narrow_paths_error(
+        invoke: Callable[..., Result]) -> None:
+    """--na-rep € in latin-1: one line naming the output, not a traceback."""
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "--encoding",
+                                       "latin-1", "--na-rep", "€"], b"a,b,c\n1,,x\n2,3,y\n")
+    assert (reference.exit_code, reference.stderr) == (
+        1, "Error: cannot write standard output: UnicodeEncodeError: 'latin-1' codec can't "
+           "encode character '\\u20ac' in position 2: ordinal not in range(256)\n")
+    _same(reference, result)
+
+
+@pytest.mark.parametrize("markers", ["NA,-999", "NA,nan", "NA,1.5"])
+def test_missing_markers_that_are_numbers(invoke: Callable[..., Result], markers: str) -> None:
+    """--na markers that read as numbers (-999, nan) are missing cells in every column,
+    as on the narrow path (this raised NameError on the wide path)."""
+    data = b"a,b,c\n1,-999,x\n-999,2.5,y\nnan,NA,z\n4,1.5,w\n"
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "--na", markers], data)
+    assert ok(reference).stdout_bytes == {
+        "NA,-999": b"a,b,c\n1.0,,x\n,2.5,y\nNaN,,z\nNaN,4.0,w\n",
+        "NA,nan": b"a,b,c\n1,-999.0,x\n-998,-996.5,y\n,,z\n-994,-995.0,w\n",
+        "NA,1.5": b"a,b,c\n1.0,-999.0,x\n-998.0,-996.5,y\nNaN,,z\nNaN,,w\n"}[markers]
+    _same(reference, result)
+
+
 def test_a_gzip_wide_input(invoke: Callable[..., Result], write_file: Any) -> None:
     path = write_file("in.csv.gz", gzip.compress(b"a,b,c\n1,x,2\n3,y,4\n"))
     reference, result = _both(invoke, ["cumsum", str(path), "-o", "-", "--to", "csv"], b"")
@@ -306,6 +330,27 @@ def test_running_statistics_on_the_wide_path(invoke: Callable[..., Result],
     _same(reference, result)
 
 
+_CITIES = (b'id,city,n,day,price\n1,Oslo,3,2024-01-01,1.50\n2,NA,3,2024-01-02,1.5\n'
+           b'3,Lima,,2024-01-01,2.25\n4,Oslo,4,,NA\n5,"",5,2024-01-03,nan\n')
+
+
+@pytest.mark.parametrize("args", [
+    [], ["-c", "city,n,day,price"], ["-c", "city,price", "--decimal"],
+    ["-c", "n,price", "--skipna"], ["-c", "city", "--exclusive", "--only-scanned"],
+    ["-c", "2,3", "--na", "Oslo"], ["--batch-rows", "2", "-c", "city,n"],
+], ids=["numbers", "every-column", "decimal", "skipna", "exclusive-alone", "na", "batches"])
+def test_cumnunique_on_the_wide_path(invoke: Callable[..., Result], args: list[str]) -> None:
+    """Counted as on the narrow path: numbers, text (an NA marker a missing cell), dates
+    and decimals, whichever group holds them (it was refused there as if the file were
+    an array)."""
+    reference, result = _both(invoke, ["cumnunique", "-", "--from", "csv", *args], _CITIES)
+    assert ok(reference).stdout_bytes == {
+        "-c city,n,day,price": b"id,city,n,day,price\n1,1,1,1,1\n2,,1,2,1\n3,2,,2,2\n"
+                               b"4,2,2,,\n5,,3,3,3\n",
+    }.get(" ".join(args), reference.stdout_bytes)
+    _same(reference, result)
+
+
 @pytest.mark.parametrize("extra", [["b.csv"], ["--filename-column", "file"]],
                          ids=["two-inputs", "filename-column"])
 def test_a_wide_file_among_several_inputs_is_refused(
@@ -367,6 +412,23 @@ def test_a_refused_column_names_its_culprit_as_on_the_narrow_path(
     reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "-c", "b"], data)
     assert reference.stderr == ("Error: standard input: column 'b' is not numeric: row 1 "
                                 "(line 2) holds 'x'; numeric columns: a, c\n")
+    _same(reference, result)
+
+
+@pytest.mark.parametrize(("args", "data", "message"), [
+    (["cumnunique", "-c", "4", "--dtype", "float64"], b"a,a,b,b\n1,2,x,y\n3,4,z,y\n",
+     "column 'b' (column 4) holds text, which cumnunique compares as written: leave "
+     "--dtype out"),
+    (["cummax", "-c", "3", "--dtype", "float64"],
+     b"a,a,b,b\n1,2,2024-01-01,1.5\n3,4,2024-01-02,1.50\n",
+     "column 'b' (column 3) holds dates: scan it down the rows, without --dtype"),
+], ids=["cumnunique-text", "dates"])
+def test_a_repeated_name_is_numbered_by_its_place_in_the_whole_header(
+        invoke: Callable[..., Result], args: list[str], data: bytes, message: str) -> None:
+    """A group's own plan numbered a repeated name by its place in the group (column 2,
+    column 1)."""
+    reference, result = _both(invoke, [args[0], "-", "--from", "csv", *args[1:]], data, 2)
+    assert reference.stderr == f"Error: {message}\n"
     _same(reference, result)
 
 
