@@ -51,7 +51,8 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
                         only_scanned=request.only_scanned,
                         typed_output=out.format in TYPED_OUTPUTS,
                         text_na=frozenset(request.na if request.na is not None else DEFAULT_NA)
-                        if text_input else frozenset())
+                        if text_input else frozenset(),
+                        period=request.period_of(), time=request.time)
 
 
 @contextlib.contextmanager

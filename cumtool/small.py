@@ -109,6 +109,9 @@ def options_fit(request: Request) -> bool:
                              or request.state is not None or request.sheet is not None
                              or bool(request.widen)  # a rerun: columns read as float64
                              or request.filename_column is not None
+                             # periods and shares: the table plan's (tables.py, runner.py)
+                             or request.period is not None or request.share
+                             or request.params.get("times") is not None
                              or inputs.is_dataset(request.inputs or (request.input,))
                              or inputs.per_input_output(request.output)
                              or remote.is_url(request.input) or remote.is_url(request.output))

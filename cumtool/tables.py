@@ -98,6 +98,10 @@ class TableOptions:
     # Cell texts that mean a missing cell in a text column a distinct-values op compares
     # (a CSV's --na list; the reader already made them missing in number columns).
     text_na: frozenset[str] = frozenset()
+    # --period (cumtool.periods.Period) and --time COL: each row's calendar period of
+    # COL is a key of its group, as a --by column is.
+    period: Any = None
+    time: Selection | None = None
 
 
 def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
@@ -181,7 +185,12 @@ class TablePlan:
                              "an array")
         self.by = self._resolve(options.by)
         self.reset = self._reset_position(options.reset, schema)
+        self.time = self._time_position(options, schema)
         self.selected = self._select(schema)
+        if self.time is not None and self.time in self.selected:
+            raise UsageError(f"column {self.label(self.time)} is the {option('time')} "
+                             "column: it tells each row's period and is not scanned; "
+                             f"leave it out of {option('columns')}")
         self.scanned = frozenset(self.selected)  # membership tests stay O(1) on wide files
         parsed = [*self.selected, *([self.reset] if self.reset is not None else [])]
         self.parse = {i: t for i in parsed if (t := self.hints[i].parse_as) is not None}
@@ -195,7 +204,7 @@ class TablePlan:
         # Text a reader need not hand over: replaced by results or converted copies, or
         # not written at all (keys for --by are grouped by their text).
         written = set(range(self.width)) if not options.only_scanned else set(self.selected)
-        keys = set(self.by)
+        keys = {*self.by, *([self.time] if self.time is not None else [])}
         self.text_unused = frozenset(
             i for i in range(self.width) if i not in keys and (
                 i not in written or i in self.shown
@@ -217,11 +226,13 @@ class TablePlan:
             for i, s in self.specs.items()}
         self.group_keys: Any = None
         self.group_carries: dict[int, Any] = {}
-        if self.by or self.reset is not None:
+        if self.by or self.reset is not None or self.time is not None:
             from cumtool import grouped, groups  # loaded only for grouped scans
 
-            self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None)
-                               if self.by else None)
+            derived = self._period_key if self.time is not None else None
+            self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None,
+                                                derived=derived)
+                               if self.by or derived is not None else None)
             self.group_carries = {
                 i: distinct.DistinctCarry() if self.distinct else grouped.GroupCarry(s)
                 for i, s in self.specs.items()}
@@ -280,8 +291,48 @@ class TablePlan:
                             f"boolean or numeric, not {self.hints[position].kind}")
         return position
 
+    def _time_position(self, options: TableOptions, schema: pa.Schema) -> int | None:
+        """--time's column: one, of dates, timestamps or text (checked per cell)."""
+        if options.time is None or options.period is None:
+            return None
+        from cumtool import periods
+
+        positions = resolve(options.time, self.names, self.name)
+        if len(positions) != 1:
+            raise UsageError(f"{option('time')} takes one column, not {len(positions)} "
+                             f"({options.time})")
+        position = positions[0]
+        stored = schema.field(position).type
+        if self.hints[position].kind == "empty" or pa.types.is_null(stored):
+            raise DataError(f"{self.name}: {option('time')} column {self.label(position)} "
+                            "is empty: it holds no dates to tell the periods by")
+        kind = self.hints[position].kind
+        if kind in ("int", "float", "bigint", "bool") or not periods.time_type_ok(stored):
+            held = kind if kind in ("int", "float", "bigint", "bool") else stored
+            raise DataError(f"{self.name}: {option('time')} column {self.label(position)} "
+                            f"holds {held}, not dates or times (a date or timestamp "
+                            "column, or ISO text such as 2024-03-01)")
+        return position
+
+    def _period_key(self, batch: pa.RecordBatch) -> pa.Array:
+        """The period of each row of a batch (cumtool.periods), a key of its group."""
+        from cumtool import periods
+
+        assert self.time is not None
+
+        def bad(row: int, cell: str) -> DataError:
+            name, where = self._place(self._input_row(self.rows_done + row))
+            return DataError(f"{name}: column {self.label(self.time or 0)}, {where}: "
+                             f"{cell!r} is not a date or time as {option('time')} reads "
+                             "them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+                             "2024-03-01 09:30:00+02:00)")
+
+        return periods.key_column(self.options.period, batch.column(self.time),
+                                  self.options.text_na, bad)
+
     def _select(self, schema: pa.Schema) -> list[int]:
-        structural = {*self.by, *([self.reset] if self.reset is not None else [])}
+        structural = {*self.by, *([self.reset] if self.reset is not None else []),
+                      *([self.time] if self.time is not None else [])}
         return scanned_columns(
             self.names, self.hints, [f.type for f in schema], self.options.columns,
             self.options.exclude, self.name, op=self.op, compares=self.distinct,

@@ -1,0 +1,152 @@
+"""--period day|week|month|quarter|year --time COL: the calendar period of each row's
+time is a key of its group, as a --by column is (SEMANTICS.md, "Periods and shares").
+
+The key is a date32 column made from COL batch by batch: the first day of the row's
+period (a day itself, the Monday of its ISO week, the first of its month, the first day
+of its quarter or year, which --year-start MM-DD moves). It joins the --by columns in
+groups.GroupKeys, so --state saves it with the other keys and a period that spans two
+runs goes on. COL itself passes through unscanned.
+
+COL holds, in text formats (CSV, TSV, JSON Lines), ISO dates (2024-03-01) or datetimes
+(2024-03-01T09:30, 2024-03-01 09:30:15.5, with or without a zone: Z, +02:00); the
+period is that of the date as written, which for a time with a zone is that zone's
+calendar. In typed formats (Parquet, Arrow) COL is a date or timestamp column; a
+timestamp with a zone is read in that zone's calendar. Numbers (20240301) are no dates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from cumtool.errors import DataError, UsageError, option
+
+PERIODS = ("day", "week", "month", "quarter", "year")
+_YEAR_START = re.compile(r"^(\d{2})-(\d{2})$")
+_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+# ISO 8601 as cumtool reads it: a date, and optionally a time of day and a zone.
+_ISO = (r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+        r"([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$")
+
+
+@dataclass(frozen=True)
+class Period:
+    """A checked --period: its unit, and where years (and quarters) start."""
+
+    unit: str
+    month: int = 1  # --year-start's month and day
+    day: int = 1
+
+    @property
+    def shown(self) -> str:
+        return self.unit if (self.month, self.day) == (1, 1) else (
+            f"{self.unit} from {self.month:02d}-{self.day:02d}")
+
+
+def check(period: str | None, time: object, year_start: str | None) -> Period | None:
+    """The options as given (Request.check), or UsageError; None without --period."""
+    if period is None:
+        if time is not None:
+            raise UsageError(f"{option('time')} names the column whose dates make the "
+                             f"periods of {option('period')}: add {option('period')} "
+                             "day|week|month|quarter|year")
+        if year_start is not None:
+            raise UsageError(f"{option('year_start')} is where the years of "
+                             f"{option('period')} year|quarter start: add "
+                             f"{option('period')} year or quarter")
+        return None
+    if period not in PERIODS:
+        raise UsageError(f"{option('period', repr(period))} is not a period; choose from "
+                         f"{', '.join(PERIODS)}")
+    if time is None:
+        raise UsageError(f"{option('period', period)} needs {option('time')} COL, the "
+                         "column of dates or times that tells each row's period")
+    if year_start is None:
+        return Period(period)
+    if period not in ("quarter", "year"):
+        raise UsageError(f"{option('year_start')} moves the start of years and quarters; "
+                         f"{option('period', period)} does not use it")
+    found = _YEAR_START.match(str(year_start))
+    month, day = (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+    if not 1 <= month <= 12 or not 1 <= day <= 28:
+        raise UsageError(f"{option('year_start', repr(year_start))} is not a day of the "
+                         "year as MM-DD from 01-01 to 12-28 (e.g. 04-01, 10-01)")
+    return Period(period, month, day)
+
+
+def time_type_ok(arrow_type: pa.DataType) -> bool:
+    """Whether a column of this type can hold --time's values."""
+    return bool(pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type)
+                or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+                or pa.types.is_string_view(arrow_type) or pa.types.is_null(arrow_type))
+
+
+def days(column: pa.Array, missing_text: frozenset[str],
+         bad: Callable[[int, str], DataError]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each row's date as days since 1970-01-01 (int64), and which rows have no time
+    (None: all have). `bad(row, cell)` is the error for a cell that is not a date."""
+    import polars as pl
+
+    kind = column.type
+    n = len(column)
+    if pa.types.is_null(kind):
+        return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+    if pa.types.is_dictionary(kind):
+        column = column.dictionary_decode()
+        kind = column.type
+    series = pl.Series(column)
+    if pa.types.is_date(kind) or pa.types.is_timestamp(kind):
+        # A timestamp with a zone: polars gives the date of the zone's calendar.
+        dates = series.dt.date() if pa.types.is_timestamp(kind) else series.cast(pl.Date)
+    else:
+        text = series.cast(pl.String)
+        if missing_text:
+            text = text.replace(list(missing_text), None)
+        text = text.replace("", None)
+        layout_ok = text.str.contains(_ISO)
+        dates = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+        wrong = (layout_ok.not_() | dates.is_null()) & text.is_not_null()
+        if wrong.any():
+            row = int(wrong.arg_max() or 0)
+            raise bad(row, str(text[row]))
+    missing = dates.is_null()
+    values = dates.cast(pl.Int32).fill_null(0).to_numpy().astype(np.int64)
+    return values, (missing.to_numpy() if missing.any() else None)
+
+
+def starts(period: Period, day_numbers: np.ndarray) -> np.ndarray:
+    """The first day of each day's period, in days since 1970-01-01."""
+    unit = period.unit
+    if unit == "day":
+        return day_numbers
+    if unit == "week":  # 1970-01-01 was a Thursday: Monday is weekday 0
+        return day_numbers - (day_numbers + 3) % 7
+    as_days = day_numbers.astype("datetime64[D]")
+    months = as_days.astype("datetime64[M]")
+    if unit == "month":
+        return months.astype("datetime64[D]").astype(np.int64)
+    # A year or quarter starts on --year-start's day of a month: count months from
+    # 1970-01 in which that day has come, then step back to the period's first month.
+    day_of_month = (as_days - months.astype("datetime64[D]")).astype(np.int64) + 1
+    index = months.astype(np.int64) - (day_of_month < period.day)
+    length = 12 if unit == "year" else 3
+    first = index - (index - (period.month - 1)) % length
+    return (first.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+            + (period.day - 1))
+
+
+def key_column(period: Period, column: pa.Array, missing_text: frozenset[str],
+               bad: Callable[[int, str], DataError]) -> pa.Array:
+    """The period key of a batch's time column: date32, missing where the time is."""
+    values, missing = days(column, missing_text, bad)
+    first = np.ascontiguousarray(starts(period, values), dtype=np.int32)
+    validity, nulls = None, 0
+    if missing is not None:
+        validity = pa.py_buffer(np.packbits(~missing, bitorder="little"))
+        nulls = int(np.count_nonzero(missing))
+    return pa.Array.from_buffers(pa.date32(), first.shape[0],
+                                 [validity, pa.py_buffer(first)], null_count=nulls)

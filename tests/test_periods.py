@@ -1,0 +1,347 @@
+"""--period/--time/--year-start, --share, and ewma --times (SEMANTICS.md, "Periods and
+shares"). Every expectation is plain sequential arithmetic per group, written here: the
+period of a date from the datetime module, the running values by a loop over the rows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import Result
+
+from tests.helpers import ok
+
+Invoke = Callable[..., Result]
+Write = Callable[[str, bytes | str], Path]
+
+
+# Reference: the period of a date, and running values per group --------------------------
+
+def add_months(day: dt.date, months: int) -> dt.date:
+    index = day.year * 12 + day.month - 1 + months
+    return dt.date(index // 12, index % 12 + 1, day.day)
+
+
+def period_start(day: dt.date, unit: str, year_start: tuple[int, int] = (1, 1)) -> dt.date:
+    """The first day of `day`'s period: found by walking candidate starts, not by the
+    month arithmetic cumtool uses."""
+    if unit == "day":
+        return day
+    if unit == "week":
+        return day - dt.timedelta(days=day.weekday())  # ISO: Monday first
+    if unit == "month":
+        return day.replace(day=1)
+    month, first = year_start
+    start = dt.date(day.year + 1, month, first)
+    while start > day:
+        start = dt.date(start.year - 1, month, first)
+    if unit == "year":
+        return start
+    while add_months(start, 3) <= day:
+        start = add_months(start, 3)
+    return start
+
+
+def running(values: Sequence[float | None], keys: Sequence[Any], op: str = "cumsum",
+            exclusive: bool = False, reverse: bool = False) -> list[float | None]:
+    """cumsum, cummax or cumcount down the rows, a scan per key; a missing value stays
+    missing (cumcount: counts the present ones)."""
+    order = range(len(values) - 1, -1, -1) if reverse else range(len(values))
+    carry: dict[Any, float] = {}
+    out: list[float | None] = [None] * len(values)
+    for i in order:
+        key, value = keys[i], values[i]
+        before = carry.get(key)
+        if op == "cumcount":
+            count = (before or 0) + (value is not None)
+            out[i] = before or 0 if exclusive else count
+            carry[key] = count
+            continue
+        if value is None:
+            out[i] = None
+            continue
+        if op == "cumsum":
+            now = value if before is None else before + value
+        else:
+            now = value if before is None else max(before, value)
+        out[i] = (0 if before is None else before) if exclusive and op == "cumsum" else (
+            before if exclusive else now)
+        carry[key] = now
+    return out
+
+
+def csv_rows(text: str) -> list[list[str]]:
+    return [line.split(",") for line in text.splitlines()[1:]]
+
+
+def shown(value: float | None) -> str:
+    """A result as cumtool writes it in CSV: integers as integers, missing empty."""
+    if value is None:
+        return ""
+    return str(int(value)) if isinstance(value, int) else repr(float(value))
+
+
+def random_days(count: int, seed: int) -> list[dt.date]:
+    rng = random.Random(seed)
+    first = dt.date(2019, 11, 20)
+    return [first + dt.timedelta(days=rng.randrange(0, 3 * 366)) for _ in range(count)]
+
+
+def sales_csv(days: Sequence[dt.date | None], stores: Sequence[str],
+              units: Sequence[int | None]) -> str:
+    lines = ["date,store,units"]
+    for day, store, value in zip(days, stores, units, strict=True):
+        lines.append(f"{'' if day is None else day.isoformat()},{store},"
+                     f"{'' if value is None else value}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def sales() -> tuple[list[dt.date], list[str], list[int]]:
+    """Rows out of date order: a period comes back after others have started."""
+    rng = random.Random(36)
+    days = random_days(300, 7)
+    stores = [rng.choice("abc") for _ in days]
+    units = [rng.randrange(-50, 100) for _ in days]
+    return days, stores, units
+
+
+# --period: each unit, --year-start, --by --------------------------------------------------
+
+@pytest.mark.parametrize("unit", ["day", "week", "month", "quarter", "year"])
+def test_each_period_is_a_group(invoke: Invoke, write_file: Write, sales: Any,
+                                unit: str) -> None:
+    days, stores, units = sales
+    path = write_file("sales.csv", sales_csv(days, stores, units))
+    out = ok(invoke("cumsum", str(path), "--period", unit, "--time", "date",
+                    "--batch-rows", "17")).stdout
+    keys = [period_start(day, unit) for day in days]
+    expected = running(units, keys)
+    assert [row[2] for row in csv_rows(out)] == [shown(v) for v in expected]
+    # The date and store pass through as they were; the output gains no column.
+    assert out.splitlines()[0] == "date,store,units"
+    assert [row[0] for row in csv_rows(out)] == [d.isoformat() for d in days]
+
+
+@pytest.mark.parametrize("unit", ["quarter", "year"])
+@pytest.mark.parametrize("start", ["04-01", "10-01"])
+def test_year_start_moves_years_and_quarters(invoke: Invoke, write_file: Write,
+                                             sales: Any, unit: str, start: str) -> None:
+    days, stores, units = sales
+    path = write_file("sales.csv", sales_csv(days, stores, units))
+    out = ok(invoke("cumsum", str(path), "--period", unit, "--time", "date",
+                    "--year-start", start)).stdout
+    month = int(start[:2])
+    keys = [period_start(day, unit, (month, 1)) for day in days]
+    assert [row[2] for row in csv_rows(out)] == [shown(v) for v in running(units, keys)]
+
+
+def test_year_start_on_a_later_day(invoke: Invoke, write_file: Write) -> None:
+    """UK tax years start on 6 April: the 5th still belongs to the year before."""
+    days = [dt.date(2024, 4, 5), dt.date(2024, 4, 6), dt.date(2024, 7, 5),
+            dt.date(2024, 7, 6), dt.date(2025, 4, 5), dt.date(2025, 4, 6)]
+    units = [1, 2, 4, 8, 16, 32]
+    path = write_file("tax.csv", sales_csv(days, ["a"] * 6, units))
+    for unit in ("year", "quarter"):
+        out = ok(invoke("cumsum", str(path), "--period", unit, "--time", "date",
+                        "--year-start", "04-06")).stdout
+        keys = [period_start(day, unit, (4, 6)) for day in days]
+        assert [row[2] for row in csv_rows(out)] == [shown(v) for v in running(units, keys)]
+
+
+def test_iso_weeks_across_a_year_boundary(invoke: Invoke, write_file: Write) -> None:
+    days = [dt.date(2020, 12, 27), dt.date(2020, 12, 28), dt.date(2020, 12, 31),
+            dt.date(2021, 1, 1), dt.date(2021, 1, 3), dt.date(2021, 1, 4)]
+    units = [1, 2, 4, 8, 16, 32]
+    path = write_file("weeks.csv", sales_csv(days, ["a"] * 6, units))
+    out = ok(invoke("cumsum", str(path), "--period", "week", "--time", "date")).stdout
+    # 2020-12-28 .. 2021-01-03 is ISO week 53 of 2020; the 27th (a Sunday) ends week 52.
+    assert [row[2] for row in csv_rows(out)] == ["1", "2", "6", "14", "30", "32"]
+    keys = [period_start(day, "week") for day in days]
+    assert [row[2] for row in csv_rows(out)] == [shown(v) for v in running(units, keys)]
+
+
+def test_period_with_by(invoke: Invoke, write_file: Write, sales: Any) -> None:
+    days, stores, units = sales
+    path = write_file("sales.csv", sales_csv(days, stores, units))
+    out = ok(invoke("cumsum", str(path), "--period", "month", "--time", "date",
+                    "--by", "store", "--batch-rows", "10")).stdout
+    keys = [(store, period_start(day, "month")) for day, store in zip(days, stores, strict=True)]
+    assert [row[2] for row in csv_rows(out)] == [shown(v) for v in running(units, keys)]
+
+
+def test_period_exclusive_and_reverse(invoke: Invoke, write_file: Write, sales: Any) -> None:
+    days, stores, units = sales
+    path = write_file("sales.csv", sales_csv(days, stores, units))
+    keys = [period_start(day, "week") for day in days]
+    for flags, expected in (
+            (("--exclusive",), running(units, keys, exclusive=True)),
+            (("--reverse",), running(units, keys, reverse=True)),
+            (("--reverse", "--exclusive"), running(units, keys, exclusive=True,
+                                                   reverse=True))):
+        out = ok(invoke("cumsum", str(path), "--period", "week", "--time", "date",
+                        "--batch-rows", "23", *flags)).stdout
+        assert [row[2] for row in csv_rows(out)] == [shown(v) for v in expected], flags
+
+
+def test_period_with_several_ops(invoke: Invoke, write_file: Write, sales: Any) -> None:
+    days, stores, units = sales
+    path = write_file("sales.csv", sales_csv(days, stores, units))
+    out = ok(invoke("cumsum,cummax,cumcount", str(path), "--period", "quarter",
+                    "--time", "date", "-c", "units", "--batch-rows", "31")).stdout
+    assert out.splitlines()[0] == "date,store,units,units_cumsum,units_cummax,units_cumcount"
+    keys = [period_start(day, "quarter") for day in days]
+    rows = csv_rows(out)
+    for column, op in ((3, "cumsum"), (4, "cummax"), (5, "cumcount")):
+        assert [row[column] for row in rows] == [shown(v) for v in running(units, keys, op)]
+
+
+def test_period_with_reset(invoke: Invoke, write_file: Write) -> None:
+    text = ("date,units,restart\n2024-01-01,1,0\n2024-02-01,2,0\n2024-01-02,4,1\n"
+            "2024-02-02,8,0\n2024-01-03,16,0\n")
+    path = write_file("reset.csv", text)
+    out = ok(invoke("cumsum", str(path), "--period", "month", "--time", "date",
+                    "--reset", "restart", "-c", "units")).stdout
+    # January: 1, then a fresh run at the reset row: 4, 20; February: 2, 10.
+    assert [row[1] for row in csv_rows(out)] == ["1", "2", "4", "10", "20"]
+
+
+def test_datetimes_and_missing_times(invoke: Invoke, write_file: Write) -> None:
+    """Datetimes (with a zone: the date as written, the zone's calendar) and dates mix in
+    one column; a missing time, empty or an NA marker, is its own group."""
+    cells = ["2024-01-31T23:59:59", "", "2024-02-01 00:00", "NA", "2024-01-02",
+             "2024-02-29T23:30:00+02:00", "2024-03-01T00:10:00Z", ""]
+    units = [1, 2, 4, 8, 16, 32, 64, 128]
+    text = "when,units\n" + "".join(f"{c},{u}\n" for c, u in zip(cells, units, strict=True))
+    path = write_file("times.csv", text)
+    out = ok(invoke("cumsum", str(path), "--period", "month", "--time", "when")).stdout
+    keys = [None if c in ("", "NA") else dt.date.fromisoformat(c[:10]).replace(day=1)
+            for c in cells]
+    assert [row[1] for row in csv_rows(out)] == [shown(v) for v in running(units, keys)]
+    assert [row[0] for row in csv_rows(out)] == cells
+
+
+def test_typed_dates_and_zoned_timestamps(invoke: Invoke, write_file: Write) -> None:
+    """Parquet: a date column, and a timestamp with a zone read in that zone's calendar
+    (02:00 UTC on 1 March is 29 February in New York)."""
+    utc = [dt.datetime(2024, 2, 29, 12, tzinfo=dt.timezone.utc),
+           dt.datetime(2024, 3, 1, 2, tzinfo=dt.timezone.utc),
+           dt.datetime(2024, 3, 1, 6, tzinfo=dt.timezone.utc), None]
+    table = pa.table({
+        "at": pa.array(utc, pa.timestamp("us", tz="America/New_York")),
+        "day": pa.array([dt.date(2024, 2, 1), dt.date(2024, 3, 1), dt.date(2024, 2, 2),
+                         None], pa.date32()),
+        "units": pa.array([1, 2, 4, 8], pa.int64())})
+    path = write_file("t.parquet", b"")
+    pq.write_table(table, path)
+    out = ok(invoke("cumsum", str(path), "--period", "month", "--time", "at",
+                    "--to", "csv", "-c", "units")).stdout
+    assert [row[2] for row in csv_rows(out)] == ["1", "3", "4", "8"]
+    out = ok(invoke("cumsum", str(path), "--period", "month", "--time", "day",
+                    "--to", "csv", "-c", "units")).stdout
+    assert [row[2] for row in csv_rows(out)] == ["1", "2", "5", "8"]
+
+
+def test_json_lines_times(invoke: Invoke, write_file: Write) -> None:
+    lines = [{"t": "2024-01-05", "v": 1}, {"t": "2024-02-05", "v": 2},
+             {"t": "2024-01-06T08:00", "v": 4}, {"t": None, "v": 8}]
+    path = write_file("e.jsonl", "".join(json.dumps(x) + "\n" for x in lines))
+    out = ok(invoke("cumsum", str(path), "--period", "month", "--time", "t")).stdout
+    assert [json.loads(line)["v"] for line in out.splitlines()] == [1, 2, 5, 8]
+
+
+def test_state_split_over_two_files_is_one_run(invoke: Invoke, write_file: Write,
+                                               tmp_path: Path, sales: Any) -> None:
+    """A month that spans two days' files goes on: the period is saved with the keys."""
+    days, stores, units = sales
+    values = [u / 7 for u in units]  # floats: the bits must equal one run's
+    whole = "date,store,units\n" + "".join(
+        f"{d.isoformat()},{s},{v!r}\n" for d, s, v in zip(days, stores, values, strict=True))
+    lines = whole.splitlines(keepends=True)
+    first = write_file("day1.csv", "".join(lines[:151]))
+    second = write_file("day2.csv", lines[0] + "".join(lines[151:]))
+    both = write_file("all.csv", whole)
+    flags = ("--period", "month", "--time", "date", "--by", "store")
+    one = ok(invoke("cumsum", str(both), *flags)).stdout
+    state = str(tmp_path / "state.json")
+    part1 = ok(invoke("cumsum", str(first), *flags, "--state", state)).stdout
+    part2 = ok(invoke("cumsum", str(second), *flags, "--state", state)).stdout
+    assert part1 + part2.split("\n", 1)[1] == one
+    keys = [(s, period_start(d, "month")) for d, s in zip(days, stores, strict=True)]
+    assert [float(row[2]) for row in csv_rows(one)] == running(values, keys)
+    # A state made without --period does not go on with it.
+    plain = str(tmp_path / "plain.json")
+    ok(invoke("cumsum", str(first), "--by", "store", "--state", plain))
+    refused = invoke("cumsum", str(second), *flags, "--state", plain)
+    assert refused.exit_code == 2, refused.stderr
+    assert refused.stderr.startswith("Error: ")
+
+
+# --period: what is refused ----------------------------------------------------------------
+
+def test_bad_date_names_row_line_and_column(invoke: Invoke, write_file: Write) -> None:
+    text = "date,units\n" + "2024-01-01,1\n" * 5 + "\n2024-13-01,2\n"
+    path = write_file("bad.csv", text)
+    result = invoke("cumsum", str(path), "--period", "month", "--time", "date",
+                    "--batch-rows", "2")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {path}: column 'date', row 6 (line 8): '2024-13-01' is not a date or time "
+        "as --time reads them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+        "2024-03-01 09:30:00+02:00)\n")
+
+
+def test_mixed_layouts_give_one_line(invoke: Invoke, write_file: Write) -> None:
+    path = write_file("mixed.csv", "date,units\n2024-03-01,1\n03/02/2024,2\n2024-03-03,3\n")
+    result = invoke("cumsum", str(path), "--period", "day", "--time", "date")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {path}: column 'date', row 2 (line 3): '03/02/2024' is not a date or time "
+        "as --time reads them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+        "2024-03-01 09:30:00+02:00)\n")
+
+
+def test_empty_and_numeric_time_columns(invoke: Invoke, write_file: Write) -> None:
+    path = write_file("empty.csv", "date,units\n,1\n,2\n")
+    result = invoke("cumsum", str(path), "--period", "day", "--time", "date")
+    assert (result.exit_code, result.stderr) == (1, (
+        f"Error: {path}: --time column 'date' is empty: it holds no dates to tell the "
+        "periods by\n"))
+    path = write_file("ymd.csv", "date,units\n20240301,1\n20240302,2\n")
+    result = invoke("cumsum", str(path), "--period", "day", "--time", "date")
+    assert (result.exit_code, result.stderr) == (1, (
+        f"Error: {path}: --time column 'date' holds int, not dates or times (a date or "
+        "timestamp column, or ISO text such as 2024-03-01)\n"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--period", "month"), "--period month needs --time COL, the column of dates or "
+                            "times that tells each row's period"),
+    (("--time", "date"), "--time names the column whose dates make the periods of "
+                         "--period: add --period day|week|month|quarter|year"),
+    (("--period", "month", "--time", "date", "--year-start", "04-01"),
+     "--year-start moves the start of years and quarters; --period month does not use it"),
+    (("--period", "year", "--time", "date", "--year-start", "02-30"),
+     "--year-start '02-30' is not a day of the year as MM-DD from 01-01 to 12-28 (e.g. "
+     "04-01, 10-01)"),
+    (("--period", "year", "--time", "date", "-c", "date,units"),
+     "column 'date' is the --time column: it tells each row's period and is not scanned; "
+     "leave it out of -c"),
+    (("--period", "fortnight", "--time", "date"), None),
+])
+def test_usage_errors(invoke: Invoke, write_file: Write, args: tuple[str, ...],
+                      message: str | None) -> None:
+    path = write_file("s.csv", "date,units\n2024-01-01,1\n")
+    result = invoke("cumsum", str(path), *args)
+    if message is None:  # Click's own: not a choice
+        assert result.exit_code == 2
+        assert result.stderr.startswith("Error: Invalid value for '--period': 'fortnight'")
+        return
+    assert (result.exit_code, result.stderr) == (2, f"Error: {message}\n")
