@@ -192,6 +192,10 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="With --period year or quarter: the day years start (fiscal "
                           "04-01, water years 10-01); quarters start every 3 months from "
                           "it [default: 01-01]."),
+        click.option("--share", is_flag=True,
+                     help="cumsum, cumcount, cumnunique: each running value divided by its "
+                          "group's final value, as float64 (Pareto shares); reads the input "
+                          "twice."),
         click.option("--reverse", is_flag=True,
                      help="Scan from the last element to the first; output keeps input order."),
         click.option("--exclusive", is_flag=True,
@@ -332,6 +336,7 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         out_encoding=options["out_encoding"], out_decimal=options["out_decimal"],
         comment=options["comment"], ragged=options["ragged"],
         period=options["period"], time=options["time"], year_start=options["year_start"],
+        share=options["share"],
         line_buffered=options["line_buffered"] or (
             given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
             and sys.stdin.isatty()),

@@ -162,8 +162,7 @@ class Request:
             raise UsageError(f"--out-decimal {self.out_decimal!r} is not a decimal mark; "
                              "choose point (1.5) or comma (1,5)")
         self.period_of()
-        if self.share:
-            raise UsageError(f"{option('share')} is not built yet")
+        self._check_share()
         if self.engine == "dask":
             for name, on in (("period", self.period is not None), ("share", self.share)):
                 if on:

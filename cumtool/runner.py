@@ -52,7 +52,7 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
                         typed_output=out.format in TYPED_OUTPUTS,
                         text_na=frozenset(request.na if request.na is not None else DEFAULT_NA)
                         if text_input else frozenset(),
-                        period=request.period_of(), time=request.time)
+                        period=request.period_of(), time=request.time, share=request.share)
 
 
 @contextlib.contextmanager
@@ -79,15 +79,19 @@ def rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.
 
 def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack, resume: Resume | None = None,
-               text_input: bool = False) -> None:
+               text_input: bool = False, finals: list[Any] | None = None) -> None:
     """`text_input`: the input is delimited text (CSV, TSV), whose --na markers are
-    missing cells in text columns too."""
+    missing cells in text columns too. `finals`: --share's second pass, the final value
+    of each group, column and op that share_finals found."""
     from cumtool import state
     from cumtool.tables import MultiPlan, make_plan
 
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
                      table_options(request, out, text_input), state.hints(source, resume),
                      **request.scan_options())
+    if finals is not None:
+        for each, found in zip(plan.op_plans(), finals, strict=True):
+            each.finals = found
     if text_input and not request.widen:  # a rerun said it the first time
         from cumtool.notes import left_out
 
@@ -118,6 +122,40 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
         scan_batches(plan, read, sink, reverse, stack,
                      lambda: progress.update(_done(source, plan)))
     save_state()  # only once the output is complete; puts output and state in place
+
+
+def share_finals(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
+                 stack: contextlib.ExitStack, text_input: bool = False) -> list[Any]:
+    """--share's first pass: the scan of the whole input, in the order and groups of the
+    run (inclusive: --exclusive divides by the group's whole total too), keeping only
+    each group's last running value, per op and column. Nothing is written."""
+    import dataclasses
+
+    from cumtool.tables import make_plan
+
+    first = dataclasses.replace(request, exclusive=False)
+    plan = make_plan(first.op, first.axis, dtype, source.schema, source.name,
+                     table_options(first, out, text_input), source.hints,
+                     **first.scan_options())
+    if plan.axis != 0:
+        raise UsageError("--share divides each running value by its column's final one, "
+                         "down the rows; it cannot be used with --axis columns")
+    plans = plan.op_plans()
+    for each in plans:
+        each.tracking = True
+    locate = source.locator
+    if locate is not None:  # errors name the file and row, as the second pass would
+        for each in plans:
+            each.where = locate
+    with contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))) as reader:
+        batches: Iterator[pa.RecordBatch] = rebatch(reader, request.batch_rows)
+        if request.reverse:
+            plan.reverse_total, batches = reversed_batches(batches, stack)
+        for batch in batches:
+            check_stop()
+            for each in plans:
+                each.results(batch)
+    return [each.finals for each in plans]
 
 
 def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,

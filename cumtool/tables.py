@@ -102,6 +102,7 @@ class TableOptions:
     # COL is a key of its group, as a --by column is.
     period: Any = None
     time: Selection | None = None
+    share: bool = False  # --share: results are running values over their group's final
 
 
 def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
@@ -237,6 +238,10 @@ class TablePlan:
                 i: distinct.DistinctCarry() if self.distinct else grouped.GroupCarry(s)
                 for i, s in self.specs.items()}
         self.pending_resets = np.zeros(0, dtype=bool)
+        # --share: the first pass keeps each group's last running value per column
+        # (`finals`, tracking); the second divides by those (`finals` given, not tracking).
+        self.finals: dict[int, np.ndarray] = {}
+        self.tracking = False
         self.rows_done = 0
         self.rows_before = 0  # rows of earlier runs (--state): positions count on from them
         # The file and row within it of an input row (from 1), for messages (several
@@ -389,7 +394,9 @@ class TablePlan:
         """The output fields of a scanned column's result, named `name`."""
         spec = self.specs[position]
         out_type: pa.DataType
-        if self._is_decimal_out(position):
+        if self.options.share:
+            out_type = pa.float64()
+        elif self._is_decimal_out(position):
             out_type = pa.decimal128(38, self.decimal_scale[position])
         elif position in self.temporal and not self.distinct:
             out_type = self.temporal[position]
@@ -469,10 +476,48 @@ class TablePlan:
                     overflows.append(error)
             if overflows:  # the first in file order, then the leftmost column
                 raise min(overflows, key=lambda error: error.position)
+            if self.options.share:
+                results = self._shares(results, runs, batch.num_rows)
         else:
             results = self._scan_across(batch)
         self.rows_done += batch.num_rows
         return results
+
+    def _shares(self, results: dict[int, tuple[pa.Array, pa.Array | None]], runs: Any,
+                rows: int) -> dict[int, tuple[pa.Array, pa.Array | None]]:
+        """--share. The first pass (`tracking`) keeps each group's last running value in
+        scan order; the second divides each running value by its group's, in float64.
+        A missing result stays missing, and so does every share of a group whose final
+        value is 0 (no share of nothing)."""
+        ids = runs.ids if runs is not None else np.zeros(rows, dtype=np.int64)
+        count = self.group_keys.count if self.group_keys is not None else 1
+        shares = {}
+        for i, (result, _) in results.items():
+            if pa.types.is_decimal(result.type):
+                result = decimal_to_float(result)
+            values, valid = column_to_numpy(result)
+            values = values.astype(np.float64, copy=False)
+            finals = self.finals.get(i)
+            if finals is None or finals.shape[0] < count:
+                grown = np.full(count, np.nan)
+                if finals is not None:
+                    grown[:finals.shape[0]] = finals
+                finals = self.finals[i] = grown
+            if self.tracking:
+                present = np.arange(rows) if valid is None else np.flatnonzero(valid)
+                backwards = ids[present][::-1]
+                groups, last = np.unique(backwards, return_index=True)
+                finals[groups] = values[present][::-1][last]
+                shares[i] = (result, None)
+                continue
+            final = finals[ids]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = values / final
+            missing = final == 0
+            if valid is not None:
+                missing |= ~valid
+            shares[i] = (arrow_column(share, missing if missing.any() else None), None)
+        return shares
 
     def _passed_through(self, batch: pa.RecordBatch, position: int) -> pa.Array:
         column = batch.column(self.shown.get(position, position))

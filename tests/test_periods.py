@@ -59,9 +59,9 @@ def running(values: Sequence[float | None], keys: Sequence[Any], op: str = "cums
     for i in order:
         key, value = keys[i], values[i]
         before = carry.get(key)
-        if op == "cumcount":
+        if op == "cumcount":  # a missing cell's count is missing, as the cell is
             count = (before or 0) + (value is not None)
-            out[i] = before or 0 if exclusive else count
+            out[i] = None if value is None else before or 0 if exclusive else count
             carry[key] = count
             continue
         if value is None:
@@ -344,4 +344,110 @@ def test_usage_errors(invoke: Invoke, write_file: Write, args: tuple[str, ...],
         assert result.exit_code == 2
         assert result.stderr.startswith("Error: Invalid value for '--period': 'fortnight'")
         return
+    assert (result.exit_code, result.stderr) == (2, f"Error: {message}\n")
+
+
+# --share -----------------------------------------------------------------------------------
+
+def shares(values: Sequence[float | None], keys: Sequence[Any], op: str = "cumsum",
+           exclusive: bool = False, reverse: bool = False) -> list[float | None]:
+    """Each running value over its group's final one (the inclusive scan's last value):
+    missing where the value is, and where that final value is 0."""
+    inclusive = running(values, keys, op, reverse=reverse)
+    order = range(len(values) - 1, -1, -1) if reverse else range(len(values))
+    final: dict[Any, float] = {}
+    for i in order:
+        if inclusive[i] is not None:
+            final[keys[i]] = float(inclusive[i])  # type: ignore[arg-type]
+    out: list[float | None] = []
+    for value, key in zip(running(values, keys, op, exclusive, reverse), keys, strict=True):
+        whole = final.get(key)
+        out.append(None if value is None or whole is None or whole == 0
+                   else float(value) / whole)
+    return out
+
+
+def floats(text: str, column: int) -> list[float | None]:
+    return [None if row[column] == "" else float(row[column]) for row in csv_rows(text)]
+
+
+@pytest.mark.parametrize("flags", [(), ("--exclusive",), ("--reverse",),
+                                   ("--reverse", "--exclusive")])
+def test_share_of_the_whole_column(invoke: Invoke, write_file: Write, sales: Any,
+                                   flags: tuple[str, ...]) -> None:
+    units = sales[2]
+    values: list[float | None] = [u / 4 for u in units]
+    values[5] = None
+    path = write_file("s.csv", "units,tag\n" + "".join(
+        f"{'' if v is None else repr(v)},x\n" for v in values))
+    out = ok(invoke("cumsum", str(path), "--share", "--batch-rows", "29", *flags)).stdout
+    keys = [0] * len(values)
+    assert floats(out, 0) == shares(values, keys, exclusive="--exclusive" in flags,
+                                    reverse="--reverse" in flags)
+
+
+def test_share_per_group_and_period(invoke: Invoke, write_file: Write, sales: Any) -> None:
+    days, stores, units = sales
+    path = write_file("sales.csv", sales_csv(days, stores, units))
+    out = ok(invoke("cumsum", str(path), "--share", "--by", "store", "--period", "month",
+                    "--time", "date", "--batch-rows", "13", "--keep", "-c", "units")).stdout
+    assert out.splitlines()[0] == "date,store,units,units_cumsum"
+    keys = [(s, period_start(d, "month")) for d, s in zip(days, stores, strict=True)]
+    assert floats(out, 3) == shares(units, keys)
+
+
+def test_share_of_counts_and_a_final_of_zero(invoke: Invoke, write_file: Write) -> None:
+    text = "g,v\na,1\nb,2\na,\nb,-2\na,3\nc,\n"
+    path = write_file("z.csv", text)
+    out = ok(invoke("cumsum,cumcount,cumnunique", str(path), "--share", "--by", "g",
+                    "-c", "v")).stdout
+    assert out.splitlines()[0] == "g,v,v_cumsum,v_cumcount,v_cumnunique"
+    values = [1, 2, None, -2, 3, None]
+    keys = ["a", "b", "a", "b", "a", "c"]
+    rows = csv_rows(out)
+    for column, op in ((2, "cumsum"), (3, "cumcount")):
+        assert [None if r[column] == "" else float(r[column]) for r in rows] == (
+            shares(values, keys, op)), op
+    # Group b sums to 0: no shares; c has no value: no count to divide (0 of 0).
+    assert [r[2] for r in rows] == ["0.25", "", "", "", "1.0", ""]
+    assert [r[4] for r in rows] == ["0.5", "0.5", "", "1.0", "1.0", ""]
+
+
+def test_share_reads_standard_input_twice(invoke: Invoke, sales: Any) -> None:
+    _, _, units = sales
+    text = "units\n" + "".join(f"{u}\n" for u in units)
+    out = ok(invoke("cumsum", "-", "--share", input=text)).stdout
+    assert floats(out, 0) == shares(units, [0] * len(units))
+
+
+def test_share_to_parquet_is_float64(invoke: Invoke, write_file: Write,
+                                     tmp_path: Path) -> None:
+    path = write_file("i.csv", "n\n1\n3\n")
+    target = tmp_path / "o.parquet"
+    ok(invoke("cumsum", str(path), "--share", "-o", str(target)))
+    table = pq.read_table(target)
+    assert table.schema.field("n").type == pa.float64()
+    assert table.column("n").to_pylist() == [0.25, 1.0]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("cummax", "--share"), "--share divides running totals and counts by their final "
+                            "values: it is for cumsum, cumcount, cumnunique, not cummax"),
+    (("cumsum,cummax", "--share"), "--share divides running totals and counts by their "
+                                   "final values: it is for cumsum, cumcount, cumnunique, "
+                                   "not cummax"),
+    (("cumsum", "--share", "--state", "s.json"),
+     "--share reads the whole input before it writes, and --state carries runs on across "
+     "inputs; leave one out"),
+    (("cumsum", "--share", "--line-buffered"),
+     "--share reads the whole input before it writes, and --line-buffered writes each row "
+     "as it is read; leave one out"),
+    (("cumsum", "--share", "--reset", "n"),
+     "--share reads the whole input before it writes, and --reset starts runs whose final "
+     "values it does not know; leave one out"),
+])
+def test_share_refusals(invoke: Invoke, write_file: Write, args: tuple[str, ...],
+                        message: str) -> None:
+    path = write_file("i.csv", "n\n1\n3\n")
+    result = invoke(args[0], str(path), *args[1:])
     assert (result.exit_code, result.stderr) == (2, f"Error: {message}\n")
