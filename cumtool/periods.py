@@ -150,3 +150,56 @@ def key_column(period: Period, column: pa.Array, missing_text: frozenset[str],
         nulls = int(np.count_nonzero(missing))
     return pa.Array.from_buffers(pa.date32(), first.shape[0],
                                  [validity, pa.py_buffer(first)], null_count=nulls)
+
+
+def instants(column: pa.Array, missing_text: frozenset[str],
+             bad: Callable[[int, str], DataError]) -> tuple[np.ndarray, np.ndarray | None]:
+    """ewma --times: each row's time as nanoseconds since 1970-01-01 (a time with a zone
+    as its instant, one without as if in UTC; a date at its midnight), and which rows have
+    none (None: all have). `bad(row, cell)` is the error for a cell that is no time."""
+    import datetime as dt
+
+    import polars as pl
+
+    kind = column.type
+    n = len(column)
+    if pa.types.is_null(kind):
+        return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+    if pa.types.is_dictionary(kind):
+        column = column.dictionary_decode()
+        kind = column.type
+    series = pl.Series(column)
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        stamps = (series.cast(pl.Datetime("ns")) if pa.types.is_date(kind)
+                  else series.dt.cast_time_unit("ns").dt.replace_time_zone(None)
+                  if kind.tz is None
+                  else series.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
+                  .dt.cast_time_unit("ns"))
+        missing = stamps.is_null()
+        values = stamps.cast(pl.Int64).fill_null(0).to_numpy()
+        return values.astype(np.int64), (missing.to_numpy() if missing.any() else None)
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
+            or pa.types.is_string_view(kind)):
+        raise bad(0, str(column[0]))
+    text = series.cast(pl.String)
+    if missing_text:
+        text = text.replace(list(missing_text), None)
+    text = text.replace("", None)
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    known: dict[str, int] = {}
+    for cell in text.drop_nulls().unique(maintain_order=True).to_list():
+        try:
+            if not re.match(_ISO, cell):
+                raise ValueError(cell)
+            when = dt.datetime.fromisoformat(cell.replace("Z", "+00:00"))
+        except ValueError:
+            row = int((text == cell).arg_max() or 0)
+            raise bad(row, cell) from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        delta = when - epoch
+        known[cell] = ((delta.days * 86400 + delta.seconds) * 10**9
+                       + delta.microseconds * 1000)
+    missing = text.is_null()
+    values = text.replace_strict(known, default=0, return_dtype=pl.Int64).to_numpy()
+    return values.astype(np.int64), (missing.to_numpy() if missing.any() else None)

@@ -36,7 +36,7 @@ from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
 TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
-              "--state", "--filename-column", "--period", "--share")
+              "--state", "--filename-column", "--period", "--share", "--times")
 
 
 # The ops --share is for: their final values are a total and counts.
@@ -164,7 +164,8 @@ class Request:
         self.period_of()
         self._check_share()
         if self.engine == "dask":
-            for name, on in (("period", self.period is not None), ("share", self.share)):
+            for name, on in (("period", self.period is not None), ("share", self.share),
+                             ("times", self.params.get("times") is not None)):
                 if on:
                     raise UsageError(f"{option(name)} is not supported with "
                                      f"{option('engine', 'dask')}; run it on the local "
@@ -372,7 +373,8 @@ class Request:
         """The options that work on tables only, by flag, as given."""
         return dict(zip(TABLE_ONLY, (self.by, self.reset, self.keep, self.columns,
                                      self.exclude, self.only_scanned, self.state,
-                                     self.filename_column, self.period, self.share),
+                                     self.filename_column, self.period, self.share,
+                                     self.params.get("times")),
                         strict=True))
 
     def csv_read(self, fmt: str) -> CsvReadOptions:

@@ -52,7 +52,18 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
                         typed_output=out.format in TYPED_OUTPUTS,
                         text_na=frozenset(request.na if request.na is not None else DEFAULT_NA)
                         if text_input else frozenset(),
-                        period=request.period_of(), time=request.time, share=request.share)
+                        period=request.period_of(), time=request.time, share=request.share,
+                        times=_times(request))
+
+
+def _times(request: Request) -> Any:
+    """ewma --times COL, as a column selection (None: not given)."""
+    given = request.params.get("times")
+    if given is None:
+        return None
+    from cumtool.columns import parse
+
+    return parse(str(given), "--times")
 
 
 @contextlib.contextmanager

@@ -103,6 +103,7 @@ class TableOptions:
     period: Any = None
     time: Selection | None = None
     share: bool = False  # --share: results are running values over their group's final
+    times: Selection | None = None  # ewma --times COL: the weights decay with its times
 
 
 def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
@@ -187,6 +188,7 @@ class TablePlan:
         self.by = self._resolve(options.by)
         self.reset = self._reset_position(options.reset, schema)
         self.time = self._time_position(options, schema)
+        self.times_at = self._times_position(options)
         self.selected = self._select(schema)
         if self.time is not None and self.time in self.selected:
             raise UsageError(f"column {self.label(self.time)} is the {option('time')} "
@@ -205,7 +207,7 @@ class TablePlan:
         # Text a reader need not hand over: replaced by results or converted copies, or
         # not written at all (keys for --by are grouped by their text).
         written = set(range(self.width)) if not options.only_scanned else set(self.selected)
-        keys = {*self.by, *([self.time] if self.time is not None else [])}
+        keys = {*self.by, *(i for i in (self.time, self.times_at) if i is not None)}
         self.text_unused = frozenset(
             i for i in range(self.width) if i not in keys and (
                 i not in written or i in self.shown
@@ -225,6 +227,16 @@ class TablePlan:
         self.carries: dict[int, Any] = {
             i: distinct.DistinctCarry(1) if self.distinct else kernels.initial_carry(s)
             for i, s in self.specs.items()}
+        self.timed = {i for i, s in self.specs.items() if _timed(s)}
+        if self.timed:
+            from cumtool.ops.ewma import TimedCarry
+
+            if self.times_at is None:
+                raise UsageError(f"{option('times')} needs a table read whole, not a file "
+                                 "read column group by column group; scan fewer columns "
+                                 "with -c")
+            self.carries.update({i: TimedCarry(1) for i in self.timed})
+        self.batch_times: np.ndarray | None = None
         self.group_keys: Any = None
         self.group_carries: dict[int, Any] = {}
         if self.by or self.reset is not None or self.time is not None:
@@ -237,6 +249,10 @@ class TablePlan:
             self.group_carries = {
                 i: distinct.DistinctCarry() if self.distinct else grouped.GroupCarry(s)
                 for i, s in self.specs.items()}
+            if self.timed:
+                from cumtool.ops.ewma import TimedCarry
+
+                self.group_carries.update({i: TimedCarry() for i in self.timed})
         self.pending_resets = np.zeros(0, dtype=bool)
         # --share: the first pass keeps each group's last running value per column
         # (`finals`, tracking); the second divides by those (`finals` given, not tracking).
@@ -319,6 +335,45 @@ class TablePlan:
                             "column, or ISO text such as 2024-03-01)")
         return position
 
+    def _times_position(self, options: TableOptions) -> int | None:
+        """ewma --times's column."""
+        if options.times is None:
+            return None
+        positions = resolve(options.times, self.names, self.name)
+        if len(positions) != 1:
+            raise UsageError(f"{option('times')} takes one column, not {len(positions)} "
+                             f"({options.times})")
+        if self.axis != 0 or options.reverse:
+            raise UsageError(f"{option('times')} decays the weights down the rows in time "
+                             f"order; it cannot be used with "
+                             + (option("reverse") if options.reverse
+                                else option("axis", "columns")))
+        return positions[0]
+
+    def _bad_time(self, position: int, what: str) -> Callable[[int, str], DataError]:
+        def bad(row: int, cell: str) -> DataError:
+            name, where = self._place(self._input_row(self.rows_done + row))
+            return DataError(f"{name}: column {self.label(position)}, {where}: "
+                             f"{cell!r} is not a date or time as {option(what)} reads "
+                             "them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+                             "2024-03-01 09:30:00+02:00)")
+        return bad
+
+    def _times(self, batch: pa.RecordBatch) -> np.ndarray:
+        """ewma --times: each row's time in nanoseconds; a row without one is an error."""
+        from cumtool import periods
+
+        assert self.times_at is not None
+        bad = self._bad_time(self.times_at, "times")
+        values, missing = periods.instants(batch.column(self.times_at),
+                                           self.options.text_na, bad)
+        if missing is not None:
+            row = int(np.argmax(missing))
+            name, where = self._place(self._input_row(self.rows_done + row))
+            raise DataError(f"{name}: column {self.label(self.times_at)}, {where}: no time, "
+                            f"and {option('times')} needs one on every row")
+        return values
+
     def _period_key(self, batch: pa.RecordBatch) -> pa.Array:
         """The period of each row of a batch (cumtool.periods), a key of its group."""
         from cumtool import periods
@@ -336,8 +391,8 @@ class TablePlan:
                                   self.options.text_na, bad)
 
     def _select(self, schema: pa.Schema) -> list[int]:
-        structural = {*self.by, *([self.reset] if self.reset is not None else []),
-                      *([self.time] if self.time is not None else [])}
+        structural = {*self.by, *(i for i in (self.reset, self.time, self.times_at)
+                                  if i is not None)}
         return scanned_columns(
             self.names, self.hints, [f.type for f in schema], self.options.columns,
             self.options.exclude, self.name, op=self.op, compares=self.distinct,
@@ -467,6 +522,8 @@ class TablePlan:
         """Each scanned column's result (and index) for a batch, in scan order."""
         if self.axis == 0:
             runs = self._runs(batch)
+            if self.timed:
+                self.batch_times = self._times(batch)
             results = {}
             overflows = []
             for i in self.selected:
@@ -608,6 +665,8 @@ class TablePlan:
                                                 self.options.text_na)
                 return arrow_column(counts, missing), None
             values, valid = column_to_numpy(data)
+            if column in self.timed:
+                return self._timed_means(column, values, valid, runs), None
             if runs is None:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])
             else:
@@ -628,6 +687,23 @@ class TablePlan:
             missing = identity if missing is None else missing | identity
             return arrow_column(result.values, missing).view(self.temporal[column]), indices
         return arrow_column(result.values, missing), indices
+
+    def _timed_means(self, column: int, values: np.ndarray, valid: np.ndarray | None,
+                     runs: Any) -> pa.Array:
+        """ewma --times (cumtool.ops.ewma.timed_means), each group on from its carry."""
+        from cumtool.ops.ewma import timed_means
+
+        assert self.batch_times is not None
+        n = values.shape[0]
+        groups = runs.ids if runs is not None else np.zeros(n, dtype=np.int64)
+        carry = self.carries[column] if runs is None else self.group_carries[column]
+        if runs is not None and runs.resets is not None and runs.resets.any():
+            raise UsageError(f"{option('times')} with {option('reset')} is not supported: "
+                             f"use {option('by')} to start the means afresh")
+        present = np.ones(n, dtype=bool) if valid is None else valid
+        means = timed_means(self.specs[column], values.astype(np.float64, copy=False),
+                            present, self.batch_times, groups, carry)
+        return arrow_column(means, None if valid is None else ~valid)
 
     def _scan_runs(self, column: int, values: np.ndarray, valid: np.ndarray | None,
                    runs: Any) -> kernels.ScanResult:
@@ -706,6 +782,13 @@ class TablePlan:
                 indices = arrow_column(result.indices[i], result.indices[i] < 0)
             out[column] = (arrow_column(result.values[i], missing), indices)
         return out
+
+
+def _timed(spec: kernels.ScanSpec) -> bool:
+    """Whether a column's scan is ewma with --times."""
+    if spec.op != "ewma":
+        return False
+    return any(key == "halflife_ns" and value is not None for key, value in spec.params)
 
 
 def _missing_out(valid: np.ndarray | None, missing: np.ndarray | None) -> np.ndarray | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -451,3 +452,121 @@ def test_share_refusals(invoke: Invoke, write_file: Write, args: tuple[str, ...]
     path = write_file("i.csv", "n\n1\n3\n")
     result = invoke(args[0], str(path), *args[1:])
     assert (result.exit_code, result.stderr) == (2, f"Error: {message}\n")
+
+
+# ewma --times --halflife DURATION ----------------------------------------------------------
+
+def pandas_ewma(values: Sequence[float | None], times: Sequence[dt.datetime],
+                halflife: str, adjust: bool = True) -> list[float | None]:
+    import pandas as pd
+
+    series = pd.Series([math.nan if v is None else v for v in values], dtype="float64")
+    means = series.ewm(halflife=halflife, times=pd.DatetimeIndex(times),
+                       adjust=adjust).mean().tolist()
+    # cumtool writes a missing value's mean missing; pandas repeats the last one.
+    return [None if v is None else m for v, m in zip(values, means, strict=True)]
+
+
+def close(got: Sequence[float | None], want: Sequence[float | None]) -> bool:
+    return len(got) == len(want) and all(
+        (a is None and b is None) or (a is not None and b is not None
+                                      and math.isclose(a, b, rel_tol=1e-12, abs_tol=0))
+        for a, b in zip(got, want, strict=True))
+
+
+def irregular(count: int, seed: int) -> tuple[list[dt.datetime], list[float | None],
+                                              list[str]]:
+    rng = random.Random(seed)
+    now = dt.datetime(2024, 3, 1, 9, 0)
+    times, values, keys = [], [], []
+    for _ in range(count):
+        now += dt.timedelta(seconds=rng.randrange(1, 4 * 86400))
+        times.append(now)
+        values.append(None if rng.random() < 0.1 else rng.uniform(-100, 100))
+        keys.append(rng.choice("xy"))
+    return times, values, keys
+
+
+@pytest.mark.parametrize(("halflife", "adjust"), [("2 days", True), ("6h", True),
+                                                  ("90s", False), ("1.5 hours", True)])
+def test_ewma_times_as_pandas(invoke: Invoke, write_file: Write, halflife: str,
+                              adjust: bool) -> None:
+    times, values, _ = irregular(200, 5)
+    text = "when,v\n" + "".join(f"{t.isoformat(sep=' ')},{'' if v is None else repr(v)}\n"
+                                for t, v in zip(times, values, strict=True))
+    path = write_file("e.csv", text)
+    flags = () if adjust else ("--no-adjust",)
+    out = ok(invoke("ewma", str(path), "--times", "when", "--halflife", halflife,
+                    "--batch-rows", "37", *flags)).stdout
+    assert close(floats(out, 1), pandas_ewma(values, times, halflife, adjust))
+    assert [row[0] for row in csv_rows(out)] == [t.isoformat(sep=" ") for t in times]
+
+
+def test_ewma_times_per_group_and_typed(invoke: Invoke, write_file: Write,
+                                        tmp_path: Path) -> None:
+    times, values, keys = irregular(150, 9)
+    zoned = [t.replace(tzinfo=dt.timezone.utc) for t in times]
+    table = pa.table({"at": pa.array(zoned, pa.timestamp("ms", tz="Europe/Paris")),
+                      "k": keys, "v": pa.array(values, pa.float64())})
+    path = tmp_path / "e.parquet"
+    pq.write_table(table, path)
+    out = ok(invoke("ewma", str(path), "--times", "at", "--halflife", "1 day",
+                    "--by", "k", "--to", "csv")).stdout
+    got = floats(out, 2)
+    for key in "xy":
+        rows = [i for i, k in enumerate(keys) if k == key]
+        want = pandas_ewma([values[i] for i in rows], [times[i] for i in rows], "1 day")
+        assert close([got[i] for i in rows], want), key
+
+
+def test_ewma_times_state_is_one_run(invoke: Invoke, write_file: Write,
+                                     tmp_path: Path) -> None:
+    times, values, _ = irregular(80, 11)
+    lines = [f"{t.isoformat()},{'' if v is None else repr(v)}\n"
+             for t, v in zip(times, values, strict=True)]
+    whole = write_file("all.csv", "t,v\n" + "".join(lines))
+    first = write_file("a.csv", "t,v\n" + "".join(lines[:30]))
+    second = write_file("b.csv", "t,v\n" + "".join(lines[30:]))
+    flags = ("--times", "t", "--halflife", "12h")
+    one = ok(invoke("ewma", str(whole), *flags)).stdout
+    state = str(tmp_path / "s.json")
+    part1 = ok(invoke("ewma", str(first), *flags, "--state", state)).stdout
+    part2 = ok(invoke("ewma", str(second), *flags, "--state", state)).stdout
+    assert part1 + part2.split("\n", 1)[1] == one
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--times", "t", "--span", "3"), "--times decays the weights by the time between "
+                                      "rows: give --halflife as a duration (2 days, 6h, "
+                                      "90s), not --span"),
+    (("--times", "t", "--halflife", "3"), "--times decays the weights by the time between "
+                                          "rows: give --halflife as a duration (2 days, "
+                                          "6h, 90s)"),
+    (("--halflife", "2 days"), "--halflife '2 days' is not a number of rows; a duration is "
+                               "for --times COL"),
+    (("--times", "t", "--halflife", "2 fortnights"),
+     "--halflife '2 fortnights' is not a duration; with --times give one such as 2 days, "
+     "6h, 90s or 1.5 hours"),
+    (("--times", "t", "--halflife", "1d", "--reverse"),
+     "--times decays the weights down the rows in time order; it cannot be used with "
+     "--reverse"),
+])
+def test_ewma_times_refusals(invoke: Invoke, write_file: Write, args: tuple[str, ...],
+                             message: str) -> None:
+    path = write_file("e.csv", "t,v\n2024-01-01,1\n2024-01-02,2\n")
+    result = invoke("ewma", str(path), *args)
+    assert (result.exit_code, result.stderr) == (2, f"Error: {message}\n")
+
+
+def test_ewma_times_bad_and_missing_times(invoke: Invoke, write_file: Write) -> None:
+    path = write_file("e.csv", "t,v\n2024-01-01,1\nyesterday,2\n")
+    result = invoke("ewma", str(path), "--times", "t", "--halflife", "1d")
+    assert (result.exit_code, result.stderr) == (1, (
+        f"Error: {path}: column 't', row 2 (line 3): 'yesterday' is not a date or time as "
+        "--times reads them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+        "2024-03-01 09:30:00+02:00)\n"))
+    path = write_file("m.csv", "t,v\n2024-01-01,1\n,2\n")
+    result = invoke("ewma", str(path), "--times", "t", "--halflife", "1d")
+    assert (result.exit_code, result.stderr) == (1, (
+        f"Error: {path}: column 't', row 2 (line 3): no time, and --times needs one on "
+        "every row\n"))
