@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "view", "notes", "native", "numtext", "_ext", "_ext._sequential", "_ext._csvtext",
               "_ext._numtext", "_ext._jsonl", "_ext.yyjson.*", "formats")),
     # The scan kernels and running statistics on numpy blocks; an op module holds its own.
-    ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups", "grouped", "distinct")),
+    ("kernels", ("ops.*", "blocks", "kernels", "stats", "groups", "grouped", "distinct",
+                 "periods")),
     # Tables in memory: the plan that selects columns and runs the kernels on batches.
     ("core", ("tables",)),
     # Bytes <-> batches and blocks: outputs, the formats, opening inputs, choosing writers.
