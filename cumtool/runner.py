@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from cumtool.commit import Commit, check_stop
-from cumtool.errors import UsageError
+from cumtool.errors import UsageError, option
 from cumtool.formats import FileKind, TableSink, TableSource
 from cumtool.formats.registry import TYPED_OUTPUTS
 from cumtool.output import open_output
@@ -148,24 +148,32 @@ def share_finals(request: Request, dtype: np.dtype | None, source: Any, out: Fil
     plan = make_plan(first.op, first.axis, dtype, source.schema, source.name,
                      table_options(first, out, text_input), source.hints,
                      **first.scan_options())
+    locate = source.locator
+    if locate is not None:  # errors name the file and row, as the second pass would
+        for each in plan.op_plans():
+            each.where = locate
+    with contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))) as reader:
+        return track_finals(plan, rebatch(reader, request.batch_rows), request.reverse,
+                            stack)
+
+
+def track_finals(plan: Any, batches: Iterator[pa.RecordBatch], reverse: bool,
+                 stack: contextlib.ExitStack) -> list[Any]:
+    """Scan `batches` with `plan` (made without --exclusive), keeping each group's last
+    running value per op and column (TablePlan.finals), for --share's second pass."""
     if plan.axis != 0:
-        raise UsageError("--share divides each running value by its column's final one, "
-                         "down the rows; it cannot be used with --axis columns")
+        raise UsageError(f"{option('share')} divides each running value by its column's "
+                         f"final one, down the rows; it cannot be used with "
+                         f"{option('axis', 'columns')}")
     plans = plan.op_plans()
     for each in plans:
         each.tracking = True
-    locate = source.locator
-    if locate is not None:  # errors name the file and row, as the second pass would
+    if reverse:
+        plan.reverse_total, batches = reversed_batches(batches, stack)
+    for batch in batches:
+        check_stop()
         for each in plans:
-            each.where = locate
-    with contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))) as reader:
-        batches: Iterator[pa.RecordBatch] = rebatch(reader, request.batch_rows)
-        if request.reverse:
-            plan.reverse_total, batches = reversed_batches(batches, stack)
-        for batch in batches:
-            check_stop()
-            for each in plans:
-                each.results(batch)
+            each.results(batch)
     return [each.finals for each in plans]
 
 

@@ -570,3 +570,27 @@ def test_ewma_times_bad_and_missing_times(invoke: Invoke, write_file: Write) -> 
     assert (result.exit_code, result.stderr) == (1, (
         f"Error: {path}: column 't', row 2 (line 3): no time, and --times needs one on "
         "every row\n"))
+
+
+# The Python API ------------------------------------------------------------------------------
+
+def test_api_period_share_and_times(sales: Any) -> None:
+    import cumtool
+
+    days, stores, units = sales
+    table = pa.table({"date": [d.isoformat() for d in days], "store": stores, "units": units})
+    out = cumtool.scan(table, "cumsum", period="quarter", time="date", year_start="10-01",
+                       by="store")
+    keys = [(s, period_start(d, "quarter", (10, 1))) for d, s in zip(days, stores,
+                                                                     strict=True)]
+    assert out.column("units").to_pylist() == running(units, keys)
+    shared = cumtool.scan(table, "cumsum", share=True, period="month", time="date")
+    assert shared.column("units").to_pylist() == shares(
+        units, [period_start(d, "month") for d in days])
+    times, values, _ = irregular(60, 3)
+    timed = pa.table({"t": pa.array(times, pa.timestamp("us")),
+                      "v": pa.array(values, pa.float64())})
+    means = cumtool.scan(timed, "ewma", times="t", halflife="5h").column("v").to_pylist()
+    assert close(means, pandas_ewma(values, times, "5h"))
+    with pytest.raises(cumtool.UsageError, match="are for tables"):
+        cumtool.scan([1, 2], "cumsum", share=True)
