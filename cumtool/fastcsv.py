@@ -377,7 +377,9 @@ class _Job:
             for j, (s, e, f) in ahead.items():
                 hints[j] = small.judge_cut(data, s, e, f, markers, floats)
         self.keys = small.key_columns(request, names)
-        selected = small.select_scanned(request, names, hints, self.keys)
+        self.time_at = self._time_column(request, names, hints)
+        structural = self.keys + ([self.time_at] if self.time_at is not None else [])
+        selected = small.select_scanned(request, names, hints, structural)
 
         def judged_cells(j: int) -> list[str | None]:
             s, e, f = ahead.get(j) or (starts[j, first:judged], ends[j, first:judged],
@@ -392,6 +394,12 @@ class _Job:
             raise Handover  # the streaming path says which, where, and how to scan it
         del starts, ends, flags
         self.groups = grouped.CellKeys(len(self.keys)) if self.keys else None
+        # --period: each row's group is its keys' and its period's, numbered as pairs.
+        self.period = request.period_of()
+        self.pairs: Any = None
+        if self.time_at is not None:
+            self.pairs = (native.SEQUENTIAL.KeyTable(16) if native.SEQUENTIAL is not None
+                          else {})
         self.markers = markers
         self._plan(request, names, hints, selected, dtype)
         by_sink = bool(write.na_rep) or len(self.columns) == 1
@@ -513,7 +521,8 @@ class _Job:
                 spec = kernels.make_spec(op, source, dtype, what=f"column {label(i)}", **scan)
                 if spec.out_dtype not in (_INT64, _FLOAT64):
                     raise Handover  # float32, float16, small ints: written otherwise
-                self.scans[i, op] = (spec, grouped.GroupCarry(spec) if self.keys
+                self.scans[i, op] = (spec, grouped.GroupCarry(spec)
+                                     if self.keys or self.time_at is not None
                                      else kernels.initial_carry(spec))
         keep = request.keep or len(ops) > 1
         columns: list[tuple[str, Any]] = []  # (name, an input column or (column, op))
@@ -663,13 +672,18 @@ class _Job:
         results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]] = {}
         self.rows_scanned += piece.rows
         groups = None
-        if self.groups is not None:  # --by: each row's group, numbered here, in order
+        if self.groups is not None or self.time_at is not None:
+            # --by (and --period): each row's group, numbered here, in order
             rows = piece.rows
-            ids = self.groups.ids(piece.data, [piece.starts[k, :rows] for k in self.keys],
-                                  [piece.ends[k, :rows] for k in self.keys])
+            ids = (self.groups.ids(piece.data, [piece.starts[k, :rows] for k in self.keys],
+                                   [piece.ends[k, :rows] for k in self.keys])
+                   if self.groups is not None else np.zeros(rows, dtype=np.int64))
+            count = self.groups.count if self.groups is not None else 1
+            if self.time_at is not None:
+                ids, count = self._with_periods(piece, ids)
             groups = grouped.BatchGroups(ids, None)
             for _spec, carry in self.scans.values():
-                carry.grow(self.groups.count)
+                carry.grow(count)
         for (i, op), (spec, carry) in self.scans.items():
             values, valid = piece.numbers[i]
             try:
@@ -684,6 +698,48 @@ class _Job:
                 missing = result.missing if missing is None else missing | result.missing
             results[i, op] = result.values, missing
         return results
+
+    @staticmethod
+    def _time_column(request: Request, names: list[str], hints: list[Any]) -> int | None:
+        """--time's column; the streaming path's where it is not one column of text."""
+        if request.period is None or request.time is None:
+            return None
+        from cumtool.columns import resolve
+
+        try:
+            positions = resolve(request.time, names, "")
+        except DataError:
+            raise Handover from None
+        if len(positions) != 1 or hints[positions[0]].dtype is not None or (
+                hints[positions[0]].empty):
+            raise Handover  # the streaming path words what is wrong with it
+        return positions[0]
+
+    def _with_periods(self, piece: _Piece, ids: np.ndarray) -> tuple[np.ndarray, int]:
+        """Each row's group of its keys (`ids`) and its period; and the count of groups.
+        A time that is not a plain ISO date hands the run to the streaming path, which
+        reads datetimes and words what is wrong."""
+        from cumtool import periods
+
+        rows = piece.rows
+        assert self.time_at is not None
+        found = periods.cell_days(piece.data, piece.starts[self.time_at, :rows],
+                                  piece.ends[self.time_at, :rows])
+        if found is None:
+            raise Handover
+        days, empty = found
+        first = periods.starts(self.period, days)
+        first[empty] = np.iinfo(np.int64).min  # a missing time: a period of its own
+        pairs = np.stack([ids.astype(np.int64), first], axis=1)
+        out = np.empty(rows, dtype=np.int64)
+        if isinstance(self.pairs, dict):  # without the C loops
+            seen = self.pairs
+            for i, pair in enumerate(map(tuple, pairs.tolist())):
+                out[i] = seen.setdefault(pair, len(seen))
+            return out, len(seen)
+        firsts = np.empty(rows, dtype=np.int64)
+        self.pairs.encode(np.ascontiguousarray(pairs), None, None, False, out, firsts)
+        return out, int(self.pairs.count)
 
     def _render(self, piece: _Piece,
                 results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]

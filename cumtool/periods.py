@@ -123,6 +123,45 @@ def days(column: pa.Array, missing_text: frozenset[str],
     return values, (missing.to_numpy() if missing.any() else None)
 
 
+def ten_byte_days(data: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dates written YYYY-MM-DD in the ten bytes of `data` (uint8) from each of
+    `starts`: days since 1970-01-01, and whether each is such a date (a real day of a
+    real month; where not, its days mean nothing)."""
+    cells = data[starts[:, None] + np.arange(10)].astype(np.int64) - 48
+    digits = cells[:, [0, 1, 2, 3, 5, 6, 8, 9]]
+    year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
+    month = digits[:, 4] * 10 + digits[:, 5]
+    day = digits[:, 6] * 10 + digits[:, 7]
+    months = (year - 1970) * 12 + np.clip(month, 1, 12) - 1
+    first = months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    length = (months + 1).astype("datetime64[M]").astype("datetime64[D]").astype(
+        np.int64) - first
+    ok = (((digits >= 0) & (digits <= 9)).all(axis=1) & (cells[:, 4] == -3)
+          & (cells[:, 7] == -3) & (month >= 1) & (month <= 12) & (day >= 1)
+          & (day <= length))
+    return first + day - 1, ok
+
+
+def cell_days(data: bytes, starts: np.ndarray, ends: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The fast CSV path's: the dates of cells cut from `data` (each data[starts[i]:
+    ends[i]]) and which are empty; None where a cell is not an empty or a plain ISO date
+    (a datetime, an NA marker, a mistake): the streaming path reads or words those."""
+    lengths = ends - starts
+    empty = lengths == 0
+    ten = ~empty
+    if (lengths[ten] != 10).any():
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8)
+    values = np.zeros(starts.shape[0], dtype=np.int64)
+    rows = np.flatnonzero(ten)
+    found, ok = ten_byte_days(raw, starts[rows].astype(np.int64))
+    if not ok.all():
+        return None
+    values[rows] = found
+    return values, empty
+
+
 def _iso_days(column: pa.Array, missing_text: frozenset[str]
               ) -> tuple[np.ndarray, np.ndarray | None, int | None] | None:
     """Text of plain dates (2024-03-01, ten bytes each, the common case) read from the
@@ -149,20 +188,9 @@ def _iso_days(column: pa.Array, missing_text: frozenset[str]
     data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
             else np.zeros(0, dtype=np.uint8))
     rows = np.flatnonzero(ten)
-    cells = data[offsets[rows][:, None] + np.arange(10)].astype(np.int64) - 48
-    digits = cells[:, [0, 1, 2, 3, 5, 6, 8, 9]]
-    year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
-    month = digits[:, 4] * 10 + digits[:, 5]
-    day = digits[:, 6] * 10 + digits[:, 7]
-    months = (year - 1970) * 12 + month - 1
-    first = months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
-    length = (months + 1).astype("datetime64[M]").astype("datetime64[D]").astype(
-        np.int64) - first
-    ok = (((digits >= 0) & (digits <= 9)).all(axis=1) & (cells[:, 4] == -3)
-          & (cells[:, 7] == -3) & (month >= 1) & (month <= 12) & (day >= 1)
-          & (day <= length))
+    found, ok = ten_byte_days(data, offsets[rows])
     values = np.zeros(n, dtype=np.int64)
-    values[rows] = first + day - 1
+    values[rows] = found
     wrong = None
     if not ok.all():
         for row in rows[~ok].tolist():

@@ -594,3 +594,61 @@ def test_api_period_share_and_times(sales: Any) -> None:
     assert close(means, pandas_ewma(values, times, "5h"))
     with pytest.raises(cumtool.UsageError, match="are for tables"):
         cumtool.scan([1, 2], "cumsum", share=True)
+
+
+# The fast CSV path and the streaming path give the same bytes ------------------------------
+
+@pytest.mark.parametrize("flags", [
+    ("--period", "month", "--time", "date", "--by", "store"),
+    ("--period", "week", "--time", "date", "--exclusive"),
+    ("--period", "quarter", "--time", "date", "--year-start", "10-01", "-c", "units",
+     "--keep"),
+])
+def test_fast_path_periods_equal_streaming(invoke: Invoke, write_file: Write,
+                                           flags: tuple[str, ...]) -> None:
+    """Without --batch-rows a CSV of plain dates runs on the fast CSV path (fastcsv.py);
+    --batch-rows takes the streaming path (tables.py). Missing times and units too."""
+    rng = random.Random(3)
+    days: list[dt.date | None] = list(random_days(4000, 11))
+    for i in rng.sample(range(len(days)), 40):
+        days[i] = None
+    stores = [rng.choice("abcd") for _ in days]
+    units: list[int | None] = [rng.randrange(0, 50) for _ in days]
+    for i in rng.sample(range(len(units)), 40):
+        units[i] = None
+    path = write_file("big.csv", sales_csv(days, stores, units))
+    fast = ok(invoke("cumsum,cumcount", str(path), *flags)).stdout_bytes
+    streaming = ok(invoke("cumsum,cumcount", str(path), *flags, "--batch-rows",
+                          "999")).stdout_bytes
+    assert fast == streaming
+    unit = flags[1]
+    start = (10, 1) if "--year-start" in flags else (1, 1)
+    keys = [(s if "--by" in flags else None, None if d is None else
+             period_start(d, unit, start)) for d, s in zip(days, stores, strict=True)]
+    exclusive = "--exclusive" in flags
+    rows = csv_rows(fast.decode())  # date,store,units,units_cumsum,units_cumcount
+    assert [row[3] for row in rows] == [shown(v) for v in running(units, keys,
+                                                                   exclusive=exclusive)]
+    assert [row[4] for row in rows] == [
+        shown(v) for v in running(units, keys, "cumcount", exclusive=exclusive)]
+
+
+def test_fast_path_hands_a_late_datetime_over(invoke: Invoke, write_file: Write,
+                                              tmp_path: Path) -> None:
+    """A datetime after many plain dates: the fast path hands the run over mid-way, and
+    standard output and a file both get the streaming path's bytes."""
+    rows = 60000
+    days = random_days(rows, 4)
+    text = sales_csv(days, ["a"] * rows, list(range(rows)))
+    text += "2024-05-01T10:00,a,7\n"
+    path = write_file("late.csv", text)
+    reference = ok(invoke("cumsum", str(path), "--period", "month", "--time", "date",
+                          "--batch-rows", "5000")).stdout_bytes
+    assert ok(invoke("cumsum", str(path), "--period", "month", "--time",
+                     "date")).stdout_bytes == reference
+    target = tmp_path / "out.csv"
+    ok(invoke("cumsum", str(path), "--period", "month", "--time", "date", "-o", str(target)))
+    assert target.read_bytes() == reference
+    keys = [period_start(d, "month") for d in days] + [dt.date(2024, 5, 1)]
+    assert [row[2] for row in csv_rows(reference.decode())] == [
+        shown(v) for v in running([*range(rows), 7], keys)]
