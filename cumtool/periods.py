@@ -19,11 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from cumtool.errors import DataError, UsageError, option
+
+if TYPE_CHECKING:  # pyarrow loads with the tables, not for a check of the options
+    import pyarrow as pa
 
 PERIODS = ("day", "week", "month", "quarter", "year")
 _YEAR_START = re.compile(r"^(\d{2})-(\d{2})$")
@@ -80,6 +83,8 @@ def check(period: str | None, time: object, year_start: str | None) -> Period | 
 
 def time_type_ok(arrow_type: pa.DataType) -> bool:
     """Whether a column of this type can hold --time's values."""
+    import pyarrow as pa
+
     return bool(pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type)
                 or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
                 or pa.types.is_string_view(arrow_type) or pa.types.is_null(arrow_type))
@@ -90,6 +95,7 @@ def days(column: pa.Array, missing_text: frozenset[str],
     """Each row's date as days since 1970-01-01 (int64), and which rows have no time
     (None: all have). `bad(row, cell)` is the error for a cell that is not a date."""
     import polars as pl
+    import pyarrow as pa
 
     kind = column.type
     n = len(column)
@@ -168,6 +174,8 @@ def _iso_days(column: pa.Array, missing_text: frozenset[str]
     Arrow buffers with numpy: (days, missing rows or None, the first row that is not a
     date or None). None where a cell is longer (a datetime) or the column is not plain
     string or large_string: polars reads those."""
+    import pyarrow as pa
+
     kind = column.type
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         return None
@@ -226,6 +234,8 @@ def starts(period: Period, day_numbers: np.ndarray) -> np.ndarray:
 def key_column(period: Period, column: pa.Array, missing_text: frozenset[str],
                bad: Callable[[int, str], DataError]) -> pa.Array:
     """The period key of a batch's time column: date32, missing where the time is."""
+    import pyarrow as pa
+
     values, missing = days(column, missing_text, bad)
     first = np.ascontiguousarray(starts(period, values), dtype=np.int32)
     validity, nulls = None, 0
@@ -244,6 +254,7 @@ def instants(column: pa.Array, missing_text: frozenset[str],
     import datetime as dt
 
     import polars as pl
+    import pyarrow as pa
 
     kind = column.type
     n = len(column)
