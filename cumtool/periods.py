@@ -298,3 +298,41 @@ def instants(column: pa.Array, missing_text: frozenset[str],
     missing = text.is_null()
     values = text.replace_strict(known, default=0, return_dtype=pl.Int64).to_numpy()
     return values.astype(np.int64), (missing.to_numpy() if missing.any() else None)
+
+
+# --share: a group's final value, and each running value over it ------------------------
+
+def grown(finals: np.ndarray | None, count: int) -> np.ndarray:
+    """`finals` with room for `count` groups: NaN (no value yet) for the new ones."""
+    if finals is not None and finals.shape[0] >= count:
+        return finals
+    more = np.full(count, np.nan)
+    if finals is not None:
+        more[:finals.shape[0]] = finals
+    return more
+
+
+def track_finals(finals: np.ndarray | None, count: int, ids: np.ndarray,
+                 values: np.ndarray, present: np.ndarray | None) -> np.ndarray:
+    """--share's first pass: `finals` (one float64 a group, NaN for none yet; grown to
+    `count`) with each group's last present running value among `values` (rows in scan
+    order, `ids` their groups) put in."""
+    finals = grown(finals, count)
+    rows = np.arange(values.shape[0]) if present is None else np.flatnonzero(present)
+    groups, last = np.unique(ids[rows][::-1], return_index=True)
+    finals[groups] = values[rows][::-1][last].astype(np.float64)
+    return finals
+
+
+def shares(finals: np.ndarray, ids: np.ndarray, values: np.ndarray,
+           present: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """--share's second pass: each running value over its group's final value, float64,
+    and the cells that are missing: where the value is, and every cell of a group whose
+    final value is 0 (no share of nothing)."""
+    final = finals[ids]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = values.astype(np.float64) / final
+    missing = final == 0
+    if present is not None:
+        missing |= ~present
+    return share, (missing if missing.any() else None)

@@ -546,35 +546,24 @@ class TablePlan:
         scan order; the second divides each running value by its group's, in float64.
         A missing result stays missing, and so does every share of a group whose final
         value is 0 (no share of nothing)."""
+        from cumtool import periods
+
         ids = runs.ids if runs is not None else np.zeros(rows, dtype=np.int64)
         count = self.group_keys.count if self.group_keys is not None else 1
-        shares = {}
+        out = {}
         for i, (result, _) in results.items():
             if pa.types.is_decimal(result.type):
                 result = decimal_to_float(result)
             values, valid = column_to_numpy(result)
-            values = values.astype(np.float64, copy=False)
-            finals = self.finals.get(i)
-            if finals is None or finals.shape[0] < count:
-                grown = np.full(count, np.nan)
-                if finals is not None:
-                    grown[:finals.shape[0]] = finals
-                finals = self.finals[i] = grown
             if self.tracking:
-                present = np.arange(rows) if valid is None else np.flatnonzero(valid)
-                backwards = ids[present][::-1]
-                groups, last = np.unique(backwards, return_index=True)
-                finals[groups] = values[present][::-1][last]
-                shares[i] = (result, None)
+                self.finals[i] = periods.track_finals(self.finals.get(i), count, ids,
+                                                      values, valid)
+                out[i] = (result, None)
                 continue
-            final = finals[ids]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                share = values / final
-            missing = final == 0
-            if valid is not None:
-                missing |= ~valid
-            shares[i] = (arrow_column(share, missing if missing.any() else None), None)
-        return shares
+            finals = self.finals[i] = periods.grown(self.finals.get(i), count)
+            share, missing = periods.shares(finals, ids, values, valid)
+            out[i] = (arrow_column(share, missing), None)
+        return out
 
     def _passed_through(self, batch: pa.RecordBatch, position: int) -> pa.Array:
         column = batch.column(self.shown.get(position, position))

@@ -652,3 +652,36 @@ def test_fast_path_hands_a_late_datetime_over(invoke: Invoke, write_file: Write,
     keys = [period_start(d, "month") for d in days] + [dt.date(2024, 5, 1)]
     assert [row[2] for row in csv_rows(reference.decode())] == [
         shown(v) for v in running([*range(rows), 7], keys)]
+
+
+@pytest.mark.parametrize("flags", [
+    ("--share",),
+    ("--share", "--by", "store", "--exclusive"),
+    ("--share", "--period", "month", "--time", "date", "--by", "store"),
+])
+@pytest.mark.parametrize("rows", [3000, 70000])  # read whole; and past small.SMALL_BYTES
+def test_fast_path_shares_equal_streaming(invoke: Invoke, write_file: Write,
+                                          flags: tuple[str, ...], rows: int) -> None:
+    rng = random.Random(rows)
+    days = random_days(rows, 12)
+    stores = [rng.choice("abcz") for _ in days]
+    units: list[int | None] = [rng.randrange(-5, 40) for _ in days]
+    for i in rng.sample(range(rows), 30):
+        units[i] = None
+    for i, store in enumerate(stores):  # store z sums to 0: its shares are missing
+        if store == "z":
+            units[i] = 0
+    path = write_file("s.csv", sales_csv(days, stores, units))
+    fast = ok(invoke("cumsum,cumcount", str(path), "-c", "units", *flags)).stdout_bytes
+    streaming = ok(invoke("cumsum,cumcount", str(path), "-c", "units", *flags,
+                          "--batch-rows", "4999")).stdout_bytes
+    assert fast == streaming
+    period = "--period" in flags
+    keys = [(s if "--by" in flags else None, period_start(d, "month") if period else None)
+            for d, s in zip(days, stores, strict=True)]
+    exclusive = "--exclusive" in flags
+    rows_out = csv_rows(fast.decode())
+    assert [None if r[3] == "" else float(r[3]) for r in rows_out] == shares(
+        units, keys, exclusive=exclusive)
+    assert [None if r[4] == "" else float(r[4]) for r in rows_out] == shares(
+        units, keys, "cumcount", exclusive=exclusive)
