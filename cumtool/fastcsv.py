@@ -700,7 +700,16 @@ class _Job:
                 numbers = {i: self._numbers(block, starts[i, :rows], ends[i, :rows],
                                             flags[i, :rows], source)
                            for i, source in self.parse.items()}
-                pieces.append(_Piece(block, starts, ends, flags, rows, numbers))
+                firsts = None
+                if self.time_at is not None:  # --period: parsed here, on a worker too
+                    from cumtool import periods
+
+                    firsts = periods.cell_periods(self.period, block,
+                                                  starts[self.time_at, :rows],
+                                                  ends[self.time_at, :rows])
+                    if firsts is None:
+                        raise Handover  # the streaming path reads datetimes, words errors
+                pieces.append(_Piece(block, starts, ends, flags, rows, numbers, firsts))
             if status == CUT_DONE:
                 return pieces
             begin = end
@@ -775,21 +784,11 @@ class _Job:
         return positions[0]
 
     def _with_periods(self, piece: _Piece, ids: np.ndarray) -> tuple[np.ndarray, int]:
-        """Each row's group of its keys (`ids`) and its period; and the count of groups.
-        A time that is not a plain ISO date hands the run to the streaming path, which
-        reads datetimes and words what is wrong."""
-        from cumtool import periods
-
+        """Each row's group of its keys (`ids`) and its period (the piece's, as _cut
+        found them); and the count of groups."""
         rows = piece.rows
-        assert self.time_at is not None
-        found = periods.cell_days(piece.data, piece.starts[self.time_at, :rows],
-                                  piece.ends[self.time_at, :rows])
-        if found is None:
-            raise Handover
-        days, empty = found
-        first = periods.starts(self.period, days)
-        first[empty] = np.iinfo(np.int64).min  # a missing time: a period of its own
-        pairs = np.stack([ids.astype(np.int64), first], axis=1)
+        assert piece.periods is not None
+        pairs = np.stack([ids.astype(np.int64), piece.periods], axis=1)
         out = np.empty(rows, dtype=np.int64)
         if isinstance(self.pairs, dict):  # without the C loops
             seen = self.pairs
@@ -864,6 +863,8 @@ class _Piece(NamedTuple):
     flags: np.ndarray
     rows: int
     numbers: dict[int, tuple[np.ndarray, np.ndarray | None]]
+    # --period: the first day of each row's period (periods.cell_periods), else None
+    periods: np.ndarray | None = None
 
 
 # The loops, in Python where _csvtext is not built --------------------------------------

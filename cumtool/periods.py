@@ -129,43 +129,83 @@ def days(column: pa.Array, missing_text: frozenset[str],
     return values, (missing.to_numpy() if missing.any() else None)
 
 
-def ten_byte_days(data: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def civil_days(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (int64 arrays), by integer
+    arithmetic (H. Hinnant's days_from_civil): years start in March, so a leap day is a
+    year's last."""
+    shifted = year - (month <= 2)
+    era = shifted // 400
+    of_era = shifted - era * 400
+    of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    return era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468
+
+
+_MONTH_DAYS = np.array(_DAYS_IN_MONTH, dtype=np.int64)
+
+
+def ten_byte_dates(data: np.ndarray, starts: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The dates written YYYY-MM-DD in the ten bytes of `data` (uint8) from each of
-    `starts`: days since 1970-01-01, and whether each is such a date (a real day of a
-    real month; where not, its days mean nothing)."""
-    cells = data[starts[:, None] + np.arange(10)].astype(np.int64) - 48
-    digits = cells[:, [0, 1, 2, 3, 5, 6, 8, 9]]
-    year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
-    month = digits[:, 4] * 10 + digits[:, 5]
-    day = digits[:, 6] * 10 + digits[:, 7]
-    months = (year - 1970) * 12 + np.clip(month, 1, 12) - 1
-    first = months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
-    length = (months + 1).astype("datetime64[M]").astype("datetime64[D]").astype(
-        np.int64) - first
-    ok = (((digits >= 0) & (digits <= 9)).all(axis=1) & (cells[:, 4] == -3)
-          & (cells[:, 7] == -3) & (month >= 1) & (month <= 12) & (day >= 1)
-          & (day <= length))
-    return first + day - 1, ok
+    `starts`: year, month and day (int64), and whether each is such a date (a real day
+    of a real month; where not, the three mean nothing)."""
+    def byte(k: int) -> np.ndarray:
+        return data[starts + k].astype(np.int64) - 48
+
+    digits = [byte(k) for k in (0, 1, 2, 3, 5, 6, 8, 9)]
+    ok = (byte(4) == -3) & (byte(7) == -3)
+    for digit in digits:
+        ok &= (digit >= 0) & (digit <= 9)
+    year = digits[0] * 1000 + digits[1] * 100 + digits[2] * 10 + digits[3]
+    month = digits[4] * 10 + digits[5]
+    day = digits[6] * 10 + digits[7]
+    ok &= (month >= 1) & (month <= 12)
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    length = _MONTH_DAYS[np.clip(month, 1, 12) - 1] + ((month == 2) & leap)
+    ok &= (day >= 1) & (day <= length)
+    return year, month, day, ok
 
 
-def cell_days(data: bytes, starts: np.ndarray, ends: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The fast CSV path's: the dates of cells cut from `data` (each data[starts[i]:
-    ends[i]]) and which are empty; None where a cell is not an empty or a plain ISO date
-    (a datetime, an NA marker, a mistake): the streaming path reads or words those."""
+def ten_byte_days(data: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ten_byte_dates as days since 1970-01-01, and whether each is a date."""
+    year, month, day, ok = ten_byte_dates(data, starts)
+    return civil_days(year, month, day), ok
+
+
+def cell_periods(period: Period, data: bytes, starts: np.ndarray, ends: np.ndarray
+                 ) -> np.ndarray | None:
+    """The fast CSV path's: the first day of the period of each cell cut from `data`
+    (each data[starts[i]:ends[i]]), the lowest int64 for an empty one; None where a cell
+    is not empty nor a plain ISO date (a datetime, an NA marker, a mistake): the
+    streaming path reads or words those."""
     lengths = ends - starts
     empty = lengths == 0
-    ten = ~empty
-    if (lengths[ten] != 10).any():
+    if ((lengths != 10) & ~empty).any():
         return None
     raw = np.frombuffer(data, dtype=np.uint8)
-    values = np.zeros(starts.shape[0], dtype=np.int64)
-    rows = np.flatnonzero(ten)
-    found, ok = ten_byte_days(raw, starts[rows].astype(np.int64))
-    if not ok.all():
+    at = np.where(empty, 0, starts).astype(np.int64)
+    if empty.any() and raw.shape[0] < 10:
         return None
-    values[rows] = found
-    return values, empty
+    year, month, day, ok = ten_byte_dates(raw, np.minimum(at, raw.shape[0] - 10))
+    if not (ok | empty).all():
+        return None
+    first = period_starts(period, year, month, day)
+    first[empty] = np.iinfo(np.int64).min  # a missing time: a period of its own
+    return first
+
+
+def period_starts(period: Period, year: np.ndarray, month: np.ndarray, day: np.ndarray
+                  ) -> np.ndarray:
+    """The first day of each date's period (as `starts`, from the date's parts)."""
+    unit = period.unit
+    if unit in ("day", "week"):
+        days = civil_days(year, month, day)
+        return days if unit == "day" else days - (days + 3) % 7
+    if unit == "month":
+        return civil_days(year, month, np.ones_like(day))
+    index = year * 12 + month - 1 - (day < period.day)
+    length = 12 if unit == "year" else 3
+    first = index - (index - (period.month - 1)) % length
+    return civil_days(first // 12, first % 12 + 1, np.full_like(day, period.day))
 
 
 def _iso_days(column: pa.Array, missing_text: frozenset[str]
