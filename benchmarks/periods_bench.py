@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -48,11 +49,16 @@ def make_csv(path: Path, rows: int, seed: int = 36) -> None:
                     units[part].tolist(), revenue[part].tolist(), strict=True)))
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds (user + system) of the process and its threads."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def check(source: Path, period_out: Path, share_out: Path) -> None:
@@ -88,20 +94,30 @@ def main() -> None:
             "--share": [*cumtool, "--share", "-o", str(folder / "share.csv")],
         }
         times: dict[str, list[float]] = {name: [] for name in runs}
+        cpus: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.runs):
             for name, argv in runs.items():
-                times[name].append(timed(argv))
+                wall, cpu = timed(argv)
+                times[name].append(wall)
+                cpus[name].append(cpu)
         check(source, folder / "period.csv", folder / "share.csv")
     base = statistics.median(times["plain cumsum"])
+    cpu_base = statistics.median(cpus["plain cumsum"])
+    load = os.getloadavg()[0]
     lines = [f"# --period and --share: {args.rows:,} rows, medians of {args.runs}", "",
              f"Made {dt.date.today()} by `python benchmarks/periods_bench.py --rows "
-             f"{args.rows} --runs {args.runs}` ({os.cpu_count()} cores, shared).", "",
-             "| run | median s | runs (s) | x plain | goal |", "|---|---:|---|---:|---:|"]
+             f"{args.rows} --runs {args.runs}` ({os.cpu_count()} cores, shared; load "
+             f"average {load:.1f} at the end). Wall seconds, and CPU seconds (user + "
+             "system, every thread), which a busy machine disturbs less.", "",
+             "| run | median wall s | runs (s) | x plain | median CPU s | x plain | goal |",
+             "|---|---:|---|---:|---:|---:|---:|"]
     for name, seconds in times.items():
         median = statistics.median(seconds)
+        cpu = statistics.median(cpus[name])
         goal = GOALS.get(name)
         lines.append(f"| {name} | {median:.2f} | {', '.join(f'{s:.2f}' for s in seconds)} | "
-                     f"{median / base:.2f} | {'-' if goal is None else f'<= {goal}'} |")
+                     f"{median / base:.2f} | {cpu:.2f} | {cpu / cpu_base:.2f} | "
+                     f"{'-' if goal is None else f'<= {goal}'} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output is not None:
