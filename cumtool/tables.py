@@ -235,6 +235,9 @@ class TablePlan:
                 raise UsageError(f"{option('times')} needs a table read whole, not a file "
                                  "read column group by column group; scan fewer columns "
                                  "with -c")
+            if scan.get("exclusive"):
+                raise UsageError(f"{option('times')} with {option('exclusive')} is not "
+                                 "supported: each mean is that of the rows up to its own")
             self.carries.update({i: TimedCarry(1) for i in self.timed})
         self.batch_times: np.ndarray | None = None
         self.group_keys: Any = None
@@ -690,7 +693,10 @@ class TablePlan:
             raise UsageError(f"{option('times')} with {option('reset')} is not supported: "
                              f"use {option('by')} to start the means afresh")
         present = np.ones(n, dtype=bool) if valid is None else valid
-        means = timed_means(self.specs[column], values.astype(np.float64, copy=False),
+        spec = self.specs[column]
+        if values.dtype != spec.in_dtype:  # --dtype: cast first, as every scan does
+            values = values.astype(spec.in_dtype)
+        means = timed_means(spec, values.astype(np.float64, copy=False),
                             present, self.batch_times, groups, carry)
         return arrow_column(means, None if valid is None else ~valid)
 

@@ -547,6 +547,9 @@ def test_ewma_times_state_is_one_run(invoke: Invoke, write_file: Write,
     (("--times", "t", "--halflife", "2 fortnights"),
      "--halflife '2 fortnights' is not a duration; with --times give one such as 2 days, "
      "6h, 90s or 1.5 hours"),
+    (("--times", "t", "--halflife", "1d", "--exclusive"),
+     "--times with --exclusive is not supported: each mean is that of the rows up to its "
+     "own"),
     (("--times", "t", "--halflife", "1d", "--reverse"),
      "--times decays the weights down the rows in time order; it cannot be used with "
      "--reverse"),
