@@ -181,6 +181,9 @@ class TablePlan:
         if self.axis == 1 and (options.by or options.reset):
             raise UsageError(f"{option('by')} and {option('reset')} work down the rows; they "
                              f"cannot be used with {option('axis', 'columns')}")
+        if self.axis == 1 and options.period is not None:
+            raise UsageError(f"{option('period')} makes groups of rows; it cannot be used "
+                             f"with {option('axis', 'columns')}")
         if dtype is not None and dtype.kind == "c":
             raise UsageError(f"{option('dtype', str(dtype))} gives complex values, which a "
                              f"table cannot hold; use {option('dtype')} with a real type, or "

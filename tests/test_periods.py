@@ -335,6 +335,8 @@ def test_empty_and_numeric_time_columns(invoke: Invoke, write_file: Write) -> No
     (("--period", "year", "--time", "date", "-c", "date,units"),
      "column 'date' is the --time column: it tells each row's period and is not scanned; "
      "leave it out of -c"),
+    (("--period", "day", "--time", "date", "--axis", "columns"),
+     "--period makes groups of rows; it cannot be used with --axis columns"),
     (("--period", "fortnight", "--time", "date"), None),
 ])
 def test_usage_errors(invoke: Invoke, write_file: Write, args: tuple[str, ...],
