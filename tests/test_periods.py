@@ -445,6 +445,9 @@ def test_share_to_parquet_is_float64(invoke: Invoke, write_file: Write,
     (("cumsum", "--share", "--line-buffered"),
      "--share reads the whole input before it writes, and --line-buffered writes each row "
      "as it is read; leave one out"),
+    (("cumsum", "--share", "--axis", "columns"),
+     "--share divides each running value by its column's final one, down the rows; it "
+     "cannot be used with --axis columns"),
     (("cumsum", "--share", "--reset", "n"),
      "--share reads the whole input before it writes, and --reset starts runs whose final "
      "values it does not know; leave one out"),
