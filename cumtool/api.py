@@ -28,7 +28,8 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
          reverse: bool = False, exclusive: bool = False, by: Any = None,
          reset: Any = None, columns: Sequence[str | int] | None = None, keep: bool = False,
          exclude: Sequence[str | int] | None = None, to: str | None = None,
-         **params: Any) -> Any:
+         period: str | None = None, time: str | int | None = None,
+         year_start: str | None = None, share: bool = False, **params: Any) -> Any:
     """Scan `data` along `axis` with the CLI's rules.
 
     `data` is a table: a pyarrow Table, RecordBatch or RecordBatchReader, or any
@@ -43,7 +44,12 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     for data that cannot be scanned, e.g. integer overflow without overflow="wrap".
     The ops' own options are keywords of the CLI option's name (cumtool.ops): `ddof`
     (cumvar, cumstd), one of `alpha`, `span`, `com`, `halflife` and `adjust` (ewma), and
-    `compensated` (cumsum of floats, cummean).
+    `compensated` (cumsum of floats, cummean), `times` (ewma: a column's times, with
+    `halflife` a duration such as "2 days").
+
+    Tables also take `period` ("day", "week", "month", "quarter", "year") with `time`
+    (the column of dates) and `year_start` ("04-01"), and `share=True` (cumsum,
+    cumcount, cumnunique), as the CLI's --period, --time, --year-start and --share.
 
     `data` may also be a file: a path (str or os.PathLike), a URL, or a binary file
     object, read by the CLI's readers with the CLI's rules (codes such as 007 stay text,
@@ -61,7 +67,9 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
         frame = data.to_frame()
         result = scan(frame, op, axis, dtype, overflow=overflow, skipna=skipna,
                       indices=indices, reverse=reverse, exclusive=exclusive, by=by,
-                      reset=reset, columns=columns, keep=keep, exclude=exclude, **params)
+                      reset=reset, columns=columns, keep=keep, exclude=exclude,
+                      period=period, time=time, year_start=year_start, share=share,
+                      **params)
         if series == "polars":
             return result.to_series()
         column = result.iloc[:, 0].rename(data.name)
@@ -71,7 +79,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
         return _scan_file(data, op, str(axis), dtype, to, overflow=overflow, skipna=skipna,
                           indices=indices, reverse=reverse, exclusive=exclusive, by=by,
                           reset=reset, columns=columns, keep=keep, exclude=exclude,
-                          params=params)
+                          params=params, periods=(period, time, year_start, share))
     if to is not None:
         raise UsageError("to= is for files (a path, a URL or a binary file object)")
     _check_arguments(op, overflow, params)
@@ -84,10 +92,13 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     if _is_arrow(data) or stream is not None:
         table = _scan_table(data if stream is None else stream, op, str(axis), cast, options,
                             reverse=reverse, by=by, reset=reset, columns=columns, keep=keep,
-                            exclude=exclude)
+                            exclude=exclude, periods=(period, time, year_start, share),
+                            times=params.get("times"))
         return table if stream is None else _same_kind(table, data)
     if columns is not None or keep or exclude is not None:
         raise UsageError("columns=, exclude= and keep= are for Arrow tables")
+    if (period, time, year_start, params.get("times")) != (None,) * 4 or share:
+        raise UsageError("period=, time=, year_start=, share= and times= are for tables")
     try:
         array = np.asarray(data)
     except ValueError as error:  # a ragged list
@@ -130,7 +141,7 @@ def _is_file(data: Any) -> bool:
 def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
                overflow: str, skipna: bool, indices: bool, reverse: bool, exclusive: bool,
                by: Any, reset: Any, columns: Any, keep: bool, exclude: Any,
-               params: dict[str, Any]) -> Any:
+               params: dict[str, Any], periods: tuple[Any, Any, Any, bool]) -> Any:
     """A file read as the CLI reads it, scanned as cumtool.scan scans tables or arrays."""
     from cumtool.request import Request
     from cumtool.sources import open_source
@@ -169,7 +180,8 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
 
         result = _scan_table(source, op, axis, cast, options, reverse=reverse, by=by,
                              reset=reset, columns=columns, keep=keep, exclude=exclude,
-                             text_na=text_markers(request, kind.format in DELIMITED))
+                             text_na=text_markers(request, kind.format in DELIMITED),
+                             periods=periods, times=params.get("times"))
     if to == "polars":
         import polars as pl
 
@@ -252,7 +264,9 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
                 options: dict[str, Any], *, reverse: bool, by: Any, reset: Any,
                 columns: Sequence[str | int] | None, keep: bool,
                 exclude: Sequence[str | int] | None = None,
-                text_na: frozenset[str] = frozenset()) -> Any:
+                text_na: frozenset[str] = frozenset(),
+                periods: tuple[Any, Any, Any, bool] = (None, None, None, False),
+                times: Any = None) -> Any:
     """An Arrow table or reader, or a file's table source (whose reader parses the
     columns the plan scans, as the CLI's does), scanned into a pyarrow Table. `text_na`:
     the cell texts that are missing in text columns (a CSV's NA markers)."""
@@ -266,14 +280,27 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
             return ()
         return (names([given] if isinstance(given, str | int) else given, keyword),)
 
+    period, time, year_start, share = periods
+    from cumtool import periods as calendar
+
+    time_column = chosen(time, "time=")[0] if time is not None else None
     table_options = TableOptions(
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
-        keep=keep, reverse=reverse, text_na=text_na)
+        keep=keep, reverse=reverse, text_na=text_na,
+        period=calendar.check(period, time_column, year_start), time=time_column,
+        share=bool(share), times=chosen(times, "times=")[0] if times is not None else None)
+    if share:
+        from cumtool.request import SHARE_OPS
+
+        other = [name for name in op.split(",") if name not in SHARE_OPS]
+        if other or reset is not None:
+            raise UsageError(f"share=True is for {', '.join(SHARE_OPS)}, without reset=; "
+                             f"not {other[0] if other else 'reset='}")
     if isinstance(data, SourceBase):  # a file's source
         data = cast(TableSource, data)
-        plan = make_plan(op, axis, dtype, data.schema, data.name, table_options,
-                         data.hints, **options)
+        schema, name, hints = data.schema, data.name, data.hints
+        plan = make_plan(op, axis, dtype, schema, name, table_options, hints, **options)
         locate = data.locator  # messages name a row's line, as the CLI's (state.prepare)
         if locate is not None:
             for each in plan.op_plans():
@@ -285,12 +312,25 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
         # A reader (a DataFrame's stream) is read batch by batch, as a file is.
         batches = table if isinstance(table, pa.RecordBatchReader) else table.to_batches()
-        plan = make_plan(op, axis, dtype, table.schema, "the table", table_options, **options)
+        schema, name, hints = table.schema, "the table", None
+        plan = make_plan(op, axis, dtype, schema, name, table_options, **options)
 
         def read() -> Any:
             return iter(batches)
     collected = _Collected()
     with contextlib.ExitStack() as stack:  # --reverse spools, removed at the end
+        if share:  # a first pass for the final values: the input is read twice
+            from cumtool.runner import track_finals
+
+            held = list(read())
+            first = make_plan(op, axis, dtype, schema, name, table_options, hints,
+                              **{**options, "exclusive": False})
+            for each, found in zip(plan.op_plans(), track_finals(
+                    first, iter(held), reverse, stack), strict=True):
+                each.finals = found
+
+            def read() -> Any:
+                return iter(held)
         scan_batches(plan, read, collected, reverse and plan.axis == 0, stack)
     return pa.Table.from_batches(collected.batches, schema=plan.schema)
 

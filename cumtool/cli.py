@@ -178,6 +178,24 @@ def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      shell_complete=complete_columns,
                      help="Tables: start the scan afresh at every row where COL is true or "
                           "non-zero."),
+        click.option("--period", type=click.Choice(["day", "week", "month", "quarter",
+                                                    "year"]), default=None,
+                     help="Tables: the calendar period of --time's date is part of each "
+                          "row's group, as --by columns are: a scan per day, ISO week "
+                          "(Monday first), month, quarter or year (month-to-date, ...)."),
+        click.option("--time", default=None, callback=_selections, metavar="COL",
+                     shell_complete=complete_columns,
+                     help="With --period: the column of dates or times (ISO text such as "
+                          "2024-03-01 or 2024-03-01T09:30, or a date or timestamp column); "
+                          "not scanned."),
+        click.option("--year-start", "year_start", default=None, metavar="MM-DD",
+                     help="With --period year or quarter: the day years start (fiscal "
+                          "04-01, water years 10-01); quarters start every 3 months from "
+                          "it [default: 01-01]."),
+        click.option("--share", is_flag=True,
+                     help="cumsum, cumcount, cumnunique: each running value divided by its "
+                          "group's final value, as float64 (Pareto shares); reads the input "
+                          "twice."),
         click.option("--reverse", is_flag=True,
                      help="Scan from the last element to the first; output keeps input order."),
         click.option("--exclusive", is_flag=True,
@@ -317,6 +335,8 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         # What is typed on a terminal goes out line by line (SEMANTICS.md, "Tables").
         out_encoding=options["out_encoding"], out_decimal=options["out_decimal"],
         comment=options["comment"], ragged=options["ragged"],
+        period=options["period"], time=options["time"], year_start=options["year_start"],
+        share=options["share"],
         line_buffered=options["line_buffered"] or (
             given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
             and sys.stdin.isatty()),

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import TYPE_CHECKING, Any
+import io
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -115,14 +116,39 @@ def _run(request: Request) -> None:
             stack.enter_context(discarding(resume.commit))
             stdin = resume.stdin if resume.stdin is not None else stdin
         if datasets.is_dataset(request):  # several inputs, a glob, a directory, -o DIR/
+            if request.share:
+                raise UsageError(f"{option('share')} reads one input twice; give one file "
+                                 "(concatenate several first), and one output")
             datasets.run(request, dtype, stack, resume)
             return
         span = state.span_of(resume, request.input)
+        finals = None
+        if request.share:  # a first pass finds each group's final value
+            from cumtool.runner import share_finals
+
+            stdin = _spooled(request, stdin, stack)
+            source, kind = open_source(request, dtype, stack, _again(stdin), span)
+            if source.layout != "table":
+                raise UsageError(f"{option('share')} works on tables (CSV, TSV, Parquet) "
+                                 "read as a whole; "
+                                 + (f"{source.name} is an array" if source.layout == "array"
+                                    else f"{source.name} is read column group by column "
+                                         "group: scan fewer columns with -c"))
+            finals = share_finals(request, dtype, source.table(),
+                                  request.output_format(kind), stack,
+                                  text_input=kind.format in DELIMITED)
+            stdin = _again(stdin)
         source, kind = open_source(request, dtype, stack, stdin, span)
         out_format = request.output_format(kind)
         if source.layout == "wide":  # CSV too wide for whole-width batches
             from cumtool.widerun import run_wide
 
+            for flag, given in (("period", request.period is not None),
+                                ("times", request.params.get("times") is not None)):
+                if given:
+                    raise UsageError(f"{source.name}: {option(flag)} does not work on a file "
+                                     f"of {source.width:,} columns, which is read column "
+                                     "group by column group; scan fewer columns with -c")
             if request.state is not None:
                 raise UsageError(f"{source.name}: {option('state')} does not work on a file "
                                  f"of {source.width:,} columns, which is read column group "
@@ -132,7 +158,52 @@ def _run(request: Request) -> None:
             _run_array(request, dtype, source.array(), out_format, stack)
         else:
             run_table(request, dtype, source.table(), out_format, stack, resume,
-                      text_input=kind.format in DELIMITED)
+                      text_input=kind.format in DELIMITED, finals=finals)
+
+
+def _spooled(request: Request, stdin: IO[bytes] | None, stack: contextlib.ExitStack
+             ) -> IO[bytes] | None:
+    """--share reads its input twice: standard input is copied to a temporary file
+    first, a block at a time (memory stays bounded), and read back from there."""
+    if request.input != "-":
+        return None
+    import shutil
+    import tempfile
+
+    from cumtool.sources import stdin_stream
+
+    spool = stack.enter_context(tempfile.TemporaryFile(prefix="cumtool-share-"))
+    try:
+        shutil.copyfileobj(stdin if stdin is not None else stdin_stream(), spool, 1 << 20)
+        spool.flush()
+    except OSError as error:
+        raise DataError(f"standard input: cannot keep it for {option('share')}'s second "
+                        f"pass in a temporary file (TMPDIR): {error.strerror or error}"
+                        ) from None
+    return spool
+
+
+def _again(spool: IO[bytes] | None) -> IO[bytes] | None:
+    """The spooled standard input from its start (None: the input is a file)."""
+    if spool is None:
+        return None
+    spool.seek(0)
+    return io.BufferedReader(_Unclosed(spool))
+
+
+class _Unclosed(io.RawIOBase):
+    """The spool as a stream whose closing leaves the spool open for the next pass."""
+
+    def __init__(self, spool: IO[bytes]) -> None:
+        self._spool = spool
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._spool.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
 
 
 # Arrays --------------------------------------------------------------------------------

@@ -108,7 +108,10 @@ def render_whole(request: Request, data: bytes) -> bytes | None:
     """The output of `request` on `data` (all of the input) on one worker; None where
     this path hands over."""
     try:
-        return b"".join(_Job(request, io.BytesIO(data), workers=1).pieces())
+        job = _Job(request, io.BytesIO(data), workers=1)
+        if request.share:  # a first pass for the final values
+            job.finals = _finals(request, io.BytesIO(data), workers=1)
+        return b"".join(job.pieces())
     except (Handover, CumtoolError):
         return None
 
@@ -132,12 +135,33 @@ def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes]
         return False, stdin
     if not stat.S_ISREG(info.st_mode) or (WHOLE and info.st_size <= small.SMALL_BYTES):
         return False, stdin  # not a file; or small, and try_small handed it over already
+    finals = None
+    if request.share:  # a first pass over the file for the final values
+        with contextlib.ExitStack() as stack:
+            try:
+                finals = _finals(request, sources.open_path(request.input, stack))
+            except (Handover, CumtoolError):
+                return False, stdin  # the streaming path takes it, or words the error
     with contextlib.ExitStack() as stack:
         try:
             stream = sources.open_path(request.input, stack)
         except CumtoolError:
             return False, stdin  # the streaming path words it
-        return _run(request, stream, lambda _rows: stdin)
+        return _run(request, stream, lambda _rows: stdin, finals)
+
+
+def _finals(request: Request, stream: IO[bytes], workers: int | None = None
+            ) -> dict[tuple[int, str], np.ndarray]:
+    """--share's first pass: every group's final value by (column, op), from the scan
+    without --exclusive (the whole total); nothing is written."""
+    import dataclasses
+
+    job = _Job(dataclasses.replace(request, exclusive=False), stream, workers)
+    job.tracking = True
+    for block, _paused in job._blocks(CHUNK_BYTES):
+        for piece in job._cut(block):
+            job._scan(piece)
+    return job.finals
 
 
 def _from_stdin(request: Request, stdin: IO[bytes] | None
@@ -215,13 +239,17 @@ class _Tee:
 
 
 def _run(request: Request, stream: IO[bytes] | _Tee,
-         replay: Callable[[int], IO[bytes] | None]) -> tuple[bool, IO[bytes] | None]:
+         replay: Callable[[int], IO[bytes] | None],
+         finals: dict[tuple[int, str], np.ndarray] | None = None
+         ) -> tuple[bool, IO[bytes] | None]:
     """The run on `stream`; `replay(rows scanned)` gives standard input again, from the
-    start, when the streaming path takes over."""
+    start, when the streaming path takes over. `finals`: --share's, from _finals."""
     written = 0
     job = None
     try:
         job = _Job(request, stream)
+        if finals is not None:
+            job.finals = finals
         pieces = job.pieces()
         first = next(pieces, b"")  # the header and the first rows: nothing written yet
     except (Handover, CumtoolError):
@@ -253,13 +281,19 @@ def _stream_skipping(request: Request, skip: int, stdin: IO[bytes] | None) -> No
 
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
+        finals = None
+        if request.share:  # a file (standard input with --share never comes here)
+            first, kind = sources.open_source(request, dtype, stack, None, None)
+            finals = runner.share_finals(request, dtype, first.table(),
+                                         request.output_format(kind), stack,
+                                         text_input=kind.format in DELIMITED)
         source, kind = sources.open_source(request, dtype, stack, stdin, None)
         out = request.output_format(kind)
         saved = sys.stdout
         sys.stdout = _Stdout(_Skipping(saved.buffer, skip))
         try:
             runner.run_table(request, dtype, source, out, stack, None,
-                             text_input=kind.format in DELIMITED)
+                             text_input=kind.format in DELIMITED, finals=finals)
         finally:
             sys.stdout = saved
 
@@ -377,7 +411,9 @@ class _Job:
             for j, (s, e, f) in ahead.items():
                 hints[j] = small.judge_cut(data, s, e, f, markers, floats)
         self.keys = small.key_columns(request, names)
-        selected = small.select_scanned(request, names, hints, self.keys)
+        self.time_at = self._time_column(request, names, hints)
+        structural = self.keys + ([self.time_at] if self.time_at is not None else [])
+        selected = small.select_scanned(request, names, hints, structural)
 
         def judged_cells(j: int) -> list[str | None]:
             s, e, f = ahead.get(j) or (starts[j, first:judged], ends[j, first:judged],
@@ -392,6 +428,17 @@ class _Job:
             raise Handover  # the streaming path says which, where, and how to scan it
         del starts, ends, flags
         self.groups = grouped.CellKeys(len(self.keys)) if self.keys else None
+        # --share: each group's final value by (column, op); the first pass (tracking)
+        # finds them, the second divides by them.
+        self.share = request.share
+        self.tracking = False
+        self.finals: dict[tuple[int, str], np.ndarray] = {}
+        # --period: each row's group is its keys' and its period's, numbered as pairs.
+        self.period = request.period_of()
+        self.pairs: Any = None
+        if self.time_at is not None:
+            self.pairs = (native.SEQUENTIAL.KeyTable(16) if native.SEQUENTIAL is not None
+                          else {})
         self.markers = markers
         self._plan(request, names, hints, selected, dtype)
         by_sink = bool(write.na_rep) or len(self.columns) == 1
@@ -513,7 +560,8 @@ class _Job:
                 spec = kernels.make_spec(op, source, dtype, what=f"column {label(i)}", **scan)
                 if spec.out_dtype not in (_INT64, _FLOAT64):
                     raise Handover  # float32, float16, small ints: written otherwise
-                self.scans[i, op] = (spec, grouped.GroupCarry(spec) if self.keys
+                self.scans[i, op] = (spec, grouped.GroupCarry(spec)
+                                     if self.keys or self.time_at is not None
                                      else kernels.initial_carry(spec))
         keep = request.keep or len(ops) > 1
         columns: list[tuple[str, Any]] = []  # (name, an input column or (column, op))
@@ -652,7 +700,16 @@ class _Job:
                 numbers = {i: self._numbers(block, starts[i, :rows], ends[i, :rows],
                                             flags[i, :rows], source)
                            for i, source in self.parse.items()}
-                pieces.append(_Piece(block, starts, ends, flags, rows, numbers))
+                firsts = None
+                if self.time_at is not None:  # --period: parsed here, on a worker too
+                    from cumtool import periods
+
+                    firsts = periods.cell_periods(self.period, block,
+                                                  starts[self.time_at, :rows],
+                                                  ends[self.time_at, :rows])
+                    if firsts is None:
+                        raise Handover  # the streaming path reads datetimes, words errors
+                pieces.append(_Piece(block, starts, ends, flags, rows, numbers, firsts))
             if status == CUT_DONE:
                 return pieces
             begin = end
@@ -663,13 +720,19 @@ class _Job:
         results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]] = {}
         self.rows_scanned += piece.rows
         groups = None
-        if self.groups is not None:  # --by: each row's group, numbered here, in order
+        count = 1
+        if self.groups is not None or self.time_at is not None:
+            # --by (and --period): each row's group, numbered here, in order
             rows = piece.rows
-            ids = self.groups.ids(piece.data, [piece.starts[k, :rows] for k in self.keys],
-                                  [piece.ends[k, :rows] for k in self.keys])
+            ids = (self.groups.ids(piece.data, [piece.starts[k, :rows] for k in self.keys],
+                                   [piece.ends[k, :rows] for k in self.keys])
+                   if self.groups is not None else np.zeros(rows, dtype=np.int64))
+            count = self.groups.count if self.groups is not None else 1
+            if self.time_at is not None:
+                ids, count = self._with_periods(piece, ids)
             groups = grouped.BatchGroups(ids, None)
             for _spec, carry in self.scans.values():
-                carry.grow(self.groups.count)
+                carry.grow(count)
         for (i, op), (spec, carry) in self.scans.items():
             values, valid = piece.numbers[i]
             try:
@@ -683,7 +746,58 @@ class _Job:
             if result.missing is not None:
                 missing = result.missing if missing is None else missing | result.missing
             results[i, op] = result.values, missing
+            if self.share:
+                results[i, op] = self._shares((i, op), result.values, missing, groups,
+                                              count)
         return results
+
+    def _shares(self, key: tuple[int, str], values: np.ndarray, missing: np.ndarray | None,
+                groups: grouped.BatchGroups | None, count: int
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+        """--share (cumtool.periods): the first pass keeps each group's last value, the
+        second divides by it."""
+        from cumtool import periods
+
+        ids = groups.ids if groups is not None else np.zeros(values.shape[0], np.int64)
+        present = None if missing is None else ~missing
+        if self.tracking:
+            self.finals[key] = periods.track_finals(self.finals.get(key), count, ids,
+                                                    values, present)
+            return values, missing
+        finals = self.finals[key] = periods.grown(self.finals.get(key), count)
+        return periods.shares(finals, ids, values, present)
+
+    @staticmethod
+    def _time_column(request: Request, names: list[str], hints: list[Any]) -> int | None:
+        """--time's column; the streaming path's where it is not one column of text."""
+        if request.period is None or request.time is None:
+            return None
+        from cumtool.columns import resolve
+
+        try:
+            positions = resolve(request.time, names, "")
+        except DataError:
+            raise Handover from None
+        if len(positions) != 1 or hints[positions[0]].dtype is not None or (
+                hints[positions[0]].empty):
+            raise Handover  # the streaming path words what is wrong with it
+        return positions[0]
+
+    def _with_periods(self, piece: _Piece, ids: np.ndarray) -> tuple[np.ndarray, int]:
+        """Each row's group of its keys (`ids`) and its period (the piece's, as _cut
+        found them); and the count of groups."""
+        rows = piece.rows
+        assert piece.periods is not None
+        pairs = np.stack([ids.astype(np.int64), piece.periods], axis=1)
+        out = np.empty(rows, dtype=np.int64)
+        if isinstance(self.pairs, dict):  # without the C loops
+            seen = self.pairs
+            for i, pair in enumerate(map(tuple, pairs.tolist())):
+                out[i] = seen.setdefault(pair, len(seen))
+            return out, len(seen)
+        firsts = np.empty(rows, dtype=np.int64)
+        self.pairs.encode(np.ascontiguousarray(pairs), None, None, False, out, firsts)
+        return out, int(self.pairs.count)
 
     def _render(self, piece: _Piece,
                 results: dict[tuple[int, str], tuple[np.ndarray, np.ndarray | None]]
@@ -749,6 +863,8 @@ class _Piece(NamedTuple):
     flags: np.ndarray
     rows: int
     numbers: dict[int, tuple[np.ndarray, np.ndarray | None]]
+    # --period: the first day of each row's period (periods.cell_periods), else None
+    periods: np.ndarray | None = None
 
 
 # The loops, in Python where _csvtext is not built --------------------------------------

@@ -4,6 +4,7 @@ groups are grouped.py's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,8 +30,11 @@ class GroupKeys:
     polars joins each batch with the keys seen so far (`_JoinedKeys`, the path the tests
     compare the tables with). Both give the same ids and the same known() frame."""
 
-    def __init__(self, positions: list[int], empty_is_missing: bool = False) -> None:
+    def __init__(self, positions: list[int], empty_is_missing: bool = False,
+                 derived: Callable[[pa.RecordBatch], pa.Array] | None = None) -> None:
         self.positions = positions
+        # A key made from each batch after the columns' (--period's: cumtool.periods).
+        self.derived = derived
         self.empty_is_missing = empty_is_missing  # text read from CSV: "" is an empty cell
         self._keys: _HashedKeys | _JoinedKeys | None = None  # chosen at the first batch
         self._restored: pl.DataFrame | None = None
@@ -42,6 +46,8 @@ class GroupKeys:
 
     def ids(self, batch: pa.RecordBatch) -> np.ndarray:
         columns = [batch.column(i) for i in self.positions]
+        if self.derived is not None:
+            columns.append(self.derived(batch))
         keys = self._keys
         if keys is None:
             keys = self._keys = self._choose(columns)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cumtool.columns import Selection
-from cumtool.errors import UsageError
+from cumtool.errors import UsageError, option
 from cumtool.formats import (
     DEFAULT_NA,
     CsvReadOptions,
@@ -36,8 +36,11 @@ from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
 TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
-              "--state", "--filename-column")
+              "--state", "--filename-column", "--period", "--share", "--times")
 
+
+# The ops --share is for: their final values are a total and counts.
+SHARE_OPS = ("cumsum", "cumcount", "cumnunique")
 
 # The chart's size: least (width, height) and most, in characters and in pixels.
 CHART_CELLS = ((30, 8), 1000)
@@ -116,6 +119,13 @@ class Request:
     # Input columns (positions) read as float64 whatever their first rows say: a rerun's,
     # after a decimal came late in an integer column (engine.run).
     widen: tuple[int, ...] = ()
+    # --period day|week|month|quarter|year --time COL (--year-start MM-DD): each row's
+    # calendar period of COL is a key of its group (cumtool.periods).
+    period: str | None = None
+    time: Selection | None = None
+    year_start: str | None = None
+    # --share: each running value over its group's final value (a first pass finds them).
+    share: bool = False
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""
@@ -151,6 +161,15 @@ class Request:
         if self.out_decimal is not None and self.out_decimal not in ("point", "comma"):
             raise UsageError(f"--out-decimal {self.out_decimal!r} is not a decimal mark; "
                              "choose point (1.5) or comma (1,5)")
+        self.period_of()
+        self._check_share()
+        if self.engine == "dask":
+            for name, on in (("period", self.period is not None), ("share", self.share),
+                             ("times", self.params.get("times") is not None)):
+                if on:
+                    raise UsageError(f"{option(name)} is not supported with "
+                                     f"{option('engine', 'dask')}; run it on the local "
+                                     f"engine ({option('engine', 'local')})")
         if self.line_buffered and self.reverse:
             raise UsageError("--line-buffered writes each row as it is read, and --reverse "
                              "needs the last row first; leave one out")
@@ -182,9 +201,9 @@ class Request:
                 if REGISTRY[op].distinct:
                     raise UsageError(f"{op} counts the distinct values of a table's columns "
                                      f"(CSV, TSV, Parquet ...), and {self.input} is an array")
-            for option, given in self.table_only().items():
+            for flag, given in self.table_only().items():
                 if given:
-                    raise UsageError(f"{option} works on tables (CSV, TSV, Parquet), and "
+                    raise UsageError(f"{flag} works on tables (CSV, TSV, Parquet), and "
                                      f"{self.input} is an array")
 
     def _check_selections(self) -> None:
@@ -200,9 +219,38 @@ class Request:
                     f"Request({name}=...) takes a tuple of cumtool.columns.parse(TEXT, "
                     f"OPTION) selections, not {given!r}; cumtool.scan({name}=...) takes "
                     "column names")
-        if self.reset is not None and not isinstance(self.reset, Selection):
-            raise UsageError(f"Request(reset=...) takes a cumtool.columns.parse(TEXT, "
-                             f"OPTION) selection, not {self.reset!r}")
+        for name in ("reset", "time"):
+            given = getattr(self, name)
+            if given is not None and not isinstance(given, Selection):
+                raise UsageError(f"Request({name}=...) takes a cumtool.columns.parse(TEXT, "
+                                 f"OPTION) selection, not {given!r}")
+
+    def period_of(self) -> Any:
+        """--period, --time and --year-start, checked: a cumtool.periods.Period, or None."""
+        from cumtool import periods
+
+        return periods.check(self.period, self.time, self.year_start)
+
+    def _check_share(self) -> None:
+        """--share: for cumsum, cumcount and cumnunique, in a run that reads its input
+        twice and writes once (SEMANTICS.md, "Periods and shares")."""
+        if not self.share:
+            return
+        other = [op for op in self.ops if op not in SHARE_OPS]
+        if other:
+            raise UsageError(f"{option('share')} divides running totals and counts by their "
+                             f"final values: it is for {', '.join(SHARE_OPS)}, not {other[0]}")
+        for flag, given in (("state", self.state is not None),
+                            ("line_buffered", self.line_buffered),
+                            ("reset", self.reset is not None),
+                            ("growing", self.growing)):
+            if given:
+                raise UsageError(f"{option('share')} reads the whole input before it "
+                                 f"writes, and {option(flag)} "
+                                 + ("writes each row as it is read" if flag == "line_buffered"
+                                    else "starts runs whose final values it does not know"
+                                    if flag == "reset" else "carries runs on across inputs")
+                                 + "; leave one out")
 
     def _check_output(self) -> None:
         from cumtool.inputs import per_input_output
@@ -325,7 +373,9 @@ class Request:
         """The options that work on tables only, by flag, as given."""
         return dict(zip(TABLE_ONLY, (self.by, self.reset, self.keep, self.columns,
                                      self.exclude, self.only_scanned, self.state,
-                                     self.filename_column), strict=True))
+                                     self.filename_column, self.period, self.share,
+                                     self.params.get("times")),
+                        strict=True))
 
     def csv_read(self, fmt: str) -> CsvReadOptions:
         return CsvReadOptions(

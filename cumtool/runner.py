@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from cumtool.commit import Commit, check_stop
-from cumtool.errors import UsageError
+from cumtool.errors import UsageError, option
 from cumtool.formats import FileKind, TableSink, TableSource
 from cumtool.formats.registry import TYPED_OUTPUTS
 from cumtool.output import open_output
@@ -49,7 +49,9 @@ def table_options(request: Request, out: FileKind, text_input: bool = False
                         reset=request.reset, keep=request.keep, reverse=request.reverse,
                         only_scanned=request.only_scanned,
                         typed_output=out.format in TYPED_OUTPUTS,
-                        text_na=text_markers(request, text_input))
+                        text_na=text_markers(request, text_input),
+                        period=request.period_of(), time=request.time, share=request.share,
+                        times=_times(request))
 
 
 def text_markers(request: Request, text_input: bool) -> frozenset[str]:
@@ -61,6 +63,16 @@ def text_markers(request: Request, text_input: bool) -> frozenset[str]:
     if not text_input:
         return frozenset()
     return frozenset(request.na if request.na is not None else DEFAULT_NA)
+
+
+def _times(request: Request) -> Any:
+    """ewma --times COL, as a column selection (None: not given)."""
+    given = request.params.get("times")
+    if given is None:
+        return None
+    from cumtool.columns import parse
+
+    return parse(str(given), "--times")
 
 
 @contextlib.contextmanager
@@ -87,15 +99,19 @@ def rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.
 
 def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack, resume: Resume | None = None,
-               text_input: bool = False) -> None:
+               text_input: bool = False, finals: list[Any] | None = None) -> None:
     """`text_input`: the input is delimited text (CSV, TSV), whose --na markers are
-    missing cells in text columns too."""
+    missing cells in text columns too. `finals`: --share's second pass, the final value
+    of each group, column and op that share_finals found."""
     from cumtool import state
     from cumtool.tables import MultiPlan, make_plan
 
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
                      table_options(request, out, text_input), state.hints(source, resume),
                      **request.scan_options())
+    if finals is not None:
+        for each, found in zip(plan.op_plans(), finals, strict=True):
+            each.finals = found
     if text_input and not request.widen:  # a rerun said it the first time
         from cumtool.notes import left_out
 
@@ -126,6 +142,48 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
         scan_batches(plan, read, sink, reverse, stack,
                      lambda: progress.update(_done(source, plan)))
     save_state()  # only once the output is complete; puts output and state in place
+
+
+def share_finals(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
+                 stack: contextlib.ExitStack, text_input: bool = False) -> list[Any]:
+    """--share's first pass: the scan of the whole input, in the order and groups of the
+    run (inclusive: --exclusive divides by the group's whole total too), keeping only
+    each group's last running value, per op and column. Nothing is written."""
+    import dataclasses
+
+    from cumtool.tables import make_plan
+
+    first = dataclasses.replace(request, exclusive=False)
+    plan = make_plan(first.op, first.axis, dtype, source.schema, source.name,
+                     table_options(first, out, text_input), source.hints,
+                     **first.scan_options())
+    locate = source.locator
+    if locate is not None:  # errors name the file and row, as the second pass would
+        for each in plan.op_plans():
+            each.where = locate
+    with contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))) as reader:
+        return track_finals(plan, rebatch(reader, request.batch_rows), request.reverse,
+                            stack)
+
+
+def track_finals(plan: Any, batches: Iterator[pa.RecordBatch], reverse: bool,
+                 stack: contextlib.ExitStack) -> list[Any]:
+    """Scan `batches` with `plan` (made without --exclusive), keeping each group's last
+    running value per op and column (TablePlan.finals), for --share's second pass."""
+    if plan.axis != 0:
+        raise UsageError(f"{option('share')} divides each running value by its column's "
+                         f"final one, down the rows; it cannot be used with "
+                         f"{option('axis', 'columns')}")
+    plans = plan.op_plans()
+    for each in plans:
+        each.tracking = True
+    if reverse:
+        plan.reverse_total, batches = reversed_batches(batches, stack)
+    for batch in batches:
+        check_stop()
+        for each in plans:
+            each.results(batch)
+    return [each.finals for each in plans]
 
 
 def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,

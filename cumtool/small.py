@@ -106,6 +106,10 @@ def options_fit(request: Request) -> bool:
                              or request.state is not None or request.sheet is not None
                              or bool(request.widen)  # a rerun: columns read as float64
                              or request.filename_column is not None
+                             # periods and shares: the table plan's (tables.py, runner.py)
+                             # --share reads a file twice: standard input is spooled
+                             or (request.share and request.input == "-")
+                             or request.params.get("times") is not None
                              or inputs.is_dataset(request.inputs or (request.input,))
                              or inputs.per_input_output(request.output)
                              or remote.is_url(request.input) or remote.is_url(request.output))
@@ -171,6 +175,8 @@ def _read_stdin(stdin: IO[bytes]) -> tuple[bytes, bool]:
 def render(request: Request, data: bytes) -> bytes:
     """The output of `request` on the input `data` (all of it), as the streaming path
     writes it; raises Handover (or a CumtoolError) where that path must run instead."""
+    if request.period is not None or request.share:
+        raise Handover  # fastcsv's _Job (render_whole) or the streaming path
     kind = input_kind(request, data)
     out = output_kind(request, kind)
     read = request.csv_read(kind.format)

@@ -419,6 +419,9 @@ def _made_with(request: Request, plans: list[Any]) -> dict[str, Any]:
         "reset": None if first.reset is None else first.names[first.reset],
         "dtype": None if request.dtype is None else str(_dtype(request.dtype)),
         "filename_column": request.filename_column,
+        # Given only (a state saved before --period existed compares as it was).
+        **({"period": request.period_of().shown, "time": first.names[first.time]}
+           if request.period is not None else {}),
     }
 
 
@@ -469,11 +472,19 @@ def _refuse(path: str, key: str, saved: Any, current: Any) -> UsageError:
                       "give the same options, or another state file")
 
 
+_GIVEN_ONLY = ("period", "time")
+
+
 def _compare(path: str, saved: dict[str, Any], current: dict[str, Any]) -> bool:
     """Refuse the first difference; whether this run widens the state's integers to
     --dtype float64 (allowed where the state was made with no --dtype)."""
     widen = False
+    for key in _GIVEN_ONLY:  # --period and --time: in a state made with them only
+        if saved.get(key) != current.get(key):
+            raise _refuse(path, key, saved.get(key), current.get(key))
     for key, value in current.items():
+        if key in _GIVEN_ONLY:
+            continue
         if key not in saved:
             raise _damaged(path, f"it has no {key!r}")
         if saved[key] != value:

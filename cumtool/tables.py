@@ -102,6 +102,12 @@ class TableOptions:
     # in the table, and the names the whole header repeats, for messages to number.
     first_column: int = 0
     repeated: frozenset[str] | None = None
+    # --period (cumtool.periods.Period) and --time COL: each row's calendar period of
+    # COL is a key of its group, as a --by column is.
+    period: Any = None
+    time: Selection | None = None
+    share: bool = False  # --share: results are running values over their group's final
+    times: Selection | None = None  # ewma --times COL: the weights decay with its times
 
 
 def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
@@ -180,13 +186,22 @@ class TablePlan:
         if self.axis == 1 and (options.by or options.reset):
             raise UsageError(f"{option('by')} and {option('reset')} work down the rows; they "
                              f"cannot be used with {option('axis', 'columns')}")
+        if self.axis == 1 and options.period is not None:
+            raise UsageError(f"{option('period')} makes groups of rows; it cannot be used "
+                             f"with {option('axis', 'columns')}")
         if dtype is not None and dtype.kind == "c":
             raise UsageError(f"{option('dtype', str(dtype))} gives complex values, which a "
                              f"table cannot hold; use {option('dtype')} with a real type, or "
                              "an array")
         self.by = self._resolve(options.by)
         self.reset = self._reset_position(options.reset, schema)
+        self.time = self._time_position(options, schema)
+        self.times_at = self._times_position(options)
         self.selected = self._select(schema)
+        if self.time is not None and self.time in self.selected:
+            raise UsageError(f"column {self.label(self.time)} is the {option('time')} "
+                             "column: it tells each row's period and is not scanned; "
+                             f"leave it out of {option('columns')}")
         self.scanned = frozenset(self.selected)  # membership tests stay O(1) on wide files
         parsed = [*self.selected, *([self.reset] if self.reset is not None else [])]
         self.parse = {i: t for i in parsed if (t := self.hints[i].parse_as) is not None}
@@ -200,7 +215,7 @@ class TablePlan:
         # Text a reader need not hand over: replaced by results or converted copies, or
         # not written at all (keys for --by are grouped by their text).
         written = set(range(self.width)) if not options.only_scanned else set(self.selected)
-        keys = set(self.by)
+        keys = {*self.by, *(i for i in (self.time, self.times_at) if i is not None)}
         self.text_unused = frozenset(
             i for i in range(self.width) if i not in keys and (
                 i not in written or i in self.shown
@@ -220,17 +235,40 @@ class TablePlan:
         self.carries: dict[int, Any] = {
             i: distinct.DistinctCarry(1) if self.distinct else kernels.initial_carry(s)
             for i, s in self.specs.items()}
+        self.timed = {i for i, s in self.specs.items() if _timed(s)}
+        if self.timed:
+            from cumtool.ops.ewma import TimedCarry
+
+            if self.times_at is None:
+                raise UsageError(f"{option('times')} needs a table read whole, not a file "
+                                 "read column group by column group; scan fewer columns "
+                                 "with -c")
+            if scan.get("exclusive"):
+                raise UsageError(f"{option('times')} with {option('exclusive')} is not "
+                                 "supported: each mean is that of the rows up to its own")
+            self.carries.update({i: TimedCarry(1) for i in self.timed})
+        self.batch_times: np.ndarray | None = None
         self.group_keys: Any = None
         self.group_carries: dict[int, Any] = {}
-        if self.by or self.reset is not None:
+        if self.by or self.reset is not None or self.time is not None:
             from cumtool import grouped, groups  # loaded only for grouped scans
 
-            self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None)
-                               if self.by else None)
+            derived = self._period_key if self.time is not None else None
+            self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None,
+                                                derived=derived)
+                               if self.by or derived is not None else None)
             self.group_carries = {
                 i: distinct.DistinctCarry() if self.distinct else grouped.GroupCarry(s)
                 for i, s in self.specs.items()}
+            if self.timed:
+                from cumtool.ops.ewma import TimedCarry
+
+                self.group_carries.update({i: TimedCarry() for i in self.timed})
         self.pending_resets = np.zeros(0, dtype=bool)
+        # --share: the first pass keeps each group's last running value per column
+        # (`finals`, tracking); the second divides by those (`finals` given, not tracking).
+        self.finals: dict[int, np.ndarray] = {}
+        self.tracking = False
         self.rows_done = 0
         self.rows_before = 0  # rows of earlier runs (--state): positions count on from them
         # The file and row within it of an input row (from 1), for messages (several
@@ -285,8 +323,87 @@ class TablePlan:
                             f"boolean or numeric, not {self.hints[position].kind}")
         return position
 
+    def _time_position(self, options: TableOptions, schema: pa.Schema) -> int | None:
+        """--time's column: one, of dates, timestamps or text (checked per cell)."""
+        if options.time is None or options.period is None:
+            return None
+        from cumtool import periods
+
+        positions = resolve(options.time, self.names, self.name)
+        if len(positions) != 1:
+            raise UsageError(f"{option('time')} takes one column, not {len(positions)} "
+                             f"({options.time})")
+        position = positions[0]
+        stored = schema.field(position).type
+        if self.hints[position].kind == "empty" or pa.types.is_null(stored):
+            raise DataError(f"{self.name}: {option('time')} column {self.label(position)} "
+                            "is empty: it holds no dates to tell the periods by")
+        kind = self.hints[position].kind
+        if kind in ("int", "float", "bigint", "bool") or not periods.time_type_ok(stored):
+            held = kind if kind in ("int", "float", "bigint", "bool") else stored
+            raise DataError(f"{self.name}: {option('time')} column {self.label(position)} "
+                            f"holds {held}, not dates or times (a date or timestamp "
+                            "column, or ISO text such as 2024-03-01)")
+        return position
+
+    def _times_position(self, options: TableOptions) -> int | None:
+        """ewma --times's column."""
+        if options.times is None:
+            return None
+        positions = resolve(options.times, self.names, self.name)
+        if len(positions) != 1:
+            raise UsageError(f"{option('times')} takes one column, not {len(positions)} "
+                             f"({options.times})")
+        if self.axis != 0 or options.reverse:
+            raise UsageError(f"{option('times')} decays the weights down the rows in time "
+                             f"order; it cannot be used with "
+                             + (option("reverse") if options.reverse
+                                else option("axis", "columns")))
+        return positions[0]
+
+    def _bad_time(self, position: int, what: str) -> Callable[[int, str], DataError]:
+        def bad(row: int, cell: str) -> DataError:
+            name, where = self._place(self._input_row(self.rows_done + row))
+            return DataError(f"{name}: column {self.label(position)}, {where}: "
+                             f"{cell!r} is not a date or time as {option(what)} reads "
+                             "them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+                             "2024-03-01 09:30:00+02:00)")
+        return bad
+
+    def _times(self, batch: pa.RecordBatch) -> np.ndarray:
+        """ewma --times: each row's time in nanoseconds; a row without one is an error."""
+        from cumtool import periods
+
+        assert self.times_at is not None
+        bad = self._bad_time(self.times_at, "times")
+        values, missing = periods.instants(batch.column(self.times_at),
+                                           self.options.text_na, bad)
+        if missing is not None:
+            row = int(np.argmax(missing))
+            name, where = self._place(self._input_row(self.rows_done + row))
+            raise DataError(f"{name}: column {self.label(self.times_at)}, {where}: no time, "
+                            f"and {option('times')} needs one on every row")
+        return values
+
+    def _period_key(self, batch: pa.RecordBatch) -> pa.Array:
+        """The period of each row of a batch (cumtool.periods), a key of its group."""
+        from cumtool import periods
+
+        assert self.time is not None
+
+        def bad(row: int, cell: str) -> DataError:
+            name, where = self._place(self._input_row(self.rows_done + row))
+            return DataError(f"{name}: column {self.label(self.time or 0)}, {where}: "
+                             f"{cell!r} is not a date or time as {option('time')} reads "
+                             "them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+                             "2024-03-01 09:30:00+02:00)")
+
+        return periods.key_column(self.options.period, batch.column(self.time),
+                                  self.options.text_na, bad)
+
     def _select(self, schema: pa.Schema) -> list[int]:
-        structural = {*self.by, *([self.reset] if self.reset is not None else [])}
+        structural = {*self.by, *(i for i in (self.reset, self.time, self.times_at)
+                                  if i is not None)}
         return scanned_columns(
             self.names, self.hints, [f.type for f in schema], self.options.columns,
             self.options.exclude, self.name, op=self.op, compares=self.distinct,
@@ -343,7 +460,9 @@ class TablePlan:
         """The output fields of a scanned column's result, named `name`."""
         spec = self.specs[position]
         out_type: pa.DataType
-        if self._is_decimal_out(position):
+        if self.options.share:
+            out_type = pa.float64()
+        elif self._is_decimal_out(position):
             out_type = pa.decimal128(38, self.decimal_scale[position])
         elif position in self.temporal and not self.distinct:
             out_type = self.temporal[position]
@@ -414,6 +533,8 @@ class TablePlan:
         """Each scanned column's result (and index) for a batch, in scan order."""
         if self.axis == 0:
             runs = self._runs(batch)
+            if self.timed:
+                self.batch_times = self._times(batch)
             results = {}
             overflows = []
             for i in self.selected:
@@ -423,10 +544,37 @@ class TablePlan:
                     overflows.append(error)
             if overflows:  # the first in file order, then the leftmost column
                 raise min(overflows, key=lambda error: error.position)
+            if self.options.share:
+                results = self._shares(results, runs, batch.num_rows)
         else:
             results = self._scan_across(batch)
         self.rows_done += batch.num_rows
         return results
+
+    def _shares(self, results: dict[int, tuple[pa.Array, pa.Array | None]], runs: Any,
+                rows: int) -> dict[int, tuple[pa.Array, pa.Array | None]]:
+        """--share. The first pass (`tracking`) keeps each group's last running value in
+        scan order; the second divides each running value by its group's, in float64.
+        A missing result stays missing, and so does every share of a group whose final
+        value is 0 (no share of nothing)."""
+        from cumtool import periods
+
+        ids = runs.ids if runs is not None else np.zeros(rows, dtype=np.int64)
+        count = self.group_keys.count if self.group_keys is not None else 1
+        out = {}
+        for i, (result, _) in results.items():
+            if pa.types.is_decimal(result.type):
+                result = decimal_to_float(result)
+            values, valid = column_to_numpy(result)
+            if self.tracking:
+                self.finals[i] = periods.track_finals(self.finals.get(i), count, ids,
+                                                      values, valid)
+                out[i] = (result, None)
+                continue
+            finals = self.finals[i] = periods.grown(self.finals.get(i), count)
+            share, missing = periods.shares(finals, ids, values, valid)
+            out[i] = (arrow_column(share, missing), None)
+        return out
 
     def _passed_through(self, batch: pa.RecordBatch, position: int) -> pa.Array:
         column = batch.column(self.shown.get(position, position))
@@ -517,6 +665,8 @@ class TablePlan:
                                                 self.options.text_na)
                 return arrow_column(counts, missing), None
             values, valid = column_to_numpy(data)
+            if column in self.timed:
+                return self._timed_means(column, values, valid, runs), None
             if runs is None:
                 result = kernels.scan_block(spec, values, valid, self.carries[column])
             else:
@@ -537,6 +687,26 @@ class TablePlan:
             missing = identity if missing is None else missing | identity
             return arrow_column(result.values, missing).view(self.temporal[column]), indices
         return arrow_column(result.values, missing), indices
+
+    def _timed_means(self, column: int, values: np.ndarray, valid: np.ndarray | None,
+                     runs: Any) -> pa.Array:
+        """ewma --times (cumtool.ops.ewma.timed_means), each group on from its carry."""
+        from cumtool.ops.ewma import timed_means
+
+        assert self.batch_times is not None
+        n = values.shape[0]
+        groups = runs.ids if runs is not None else np.zeros(n, dtype=np.int64)
+        carry = self.carries[column] if runs is None else self.group_carries[column]
+        if runs is not None and runs.resets is not None and runs.resets.any():
+            raise UsageError(f"{option('times')} with {option('reset')} is not supported: "
+                             f"use {option('by')} to start the means afresh")
+        present = np.ones(n, dtype=bool) if valid is None else valid
+        spec = self.specs[column]
+        if values.dtype != spec.in_dtype:  # --dtype: cast first, as every scan does
+            values = values.astype(spec.in_dtype)
+        means = timed_means(spec, values.astype(np.float64, copy=False),
+                            present, self.batch_times, groups, carry)
+        return arrow_column(means, None if valid is None else ~valid)
 
     def _scan_runs(self, column: int, values: np.ndarray, valid: np.ndarray | None,
                    runs: Any) -> kernels.ScanResult:
@@ -615,6 +785,13 @@ class TablePlan:
                 indices = arrow_column(result.indices[i], result.indices[i] < 0)
             out[column] = (arrow_column(result.values[i], missing), indices)
         return out
+
+
+def _timed(spec: kernels.ScanSpec) -> bool:
+    """Whether a column's scan is ewma with --times."""
+    if spec.op != "ewma":
+        return False
+    return any(key == "halflife_ns" and value is not None for key, value in spec.params)
 
 
 def _missing_out(valid: np.ndarray | None, missing: np.ndarray | None) -> np.ndarray | None:

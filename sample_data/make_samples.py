@@ -199,6 +199,23 @@ def meter_readings() -> None:
         write_rows(f"meter/day-{day}.csv", ["meter", "kwh"], [list(row) for row in rows])
 
 
+def rain_gauge() -> None:
+    """Daily rain at one gauge around the start of a water year (1 October), for
+    docs/recipes.md: --period year --year-start 10-01 totals by water year."""
+    rows = [["2023-09-28", "4.2"], ["2023-09-29", "0.0"], ["2023-09-30", "11.5"],
+            ["2023-10-01", "2.3"], ["2023-10-02", "7.1"], ["2023-10-03", ""],
+            ["2023-10-04", "0.6"]]
+    write_rows("rain_gauge.csv", ["day", "mm"], rows)
+
+
+def product_revenue() -> None:
+    """A year's revenue per product, largest first, for docs/recipes.md: --share gives
+    the Pareto curve (the share of revenue against the share of products)."""
+    rows = [["lamp", 4200], ["desk", 2600], ["chair", 1500], ["shelf", 700], ["rug", 500],
+            ["mirror", 300], ["clock", 150], ["vase", 50]]
+    write_rows("product_revenue.csv", ["product", "revenue"], rows)
+
+
 def main() -> None:
     reference_examples()
     meter_readings()
@@ -211,6 +228,8 @@ def main() -> None:
     tenths()
     real_exports()
     events()
+    rain_gauge()
+    product_revenue()
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ class Option:
     keyword: str = ""  # the API keyword; "" : the flag's name ("--span": span)
     default: Any = None  # the keyword's value when not given
     negates: bool = False  # a flag that turns its keyword off: --no-adjust is adjust=False
+    # The keyword's value from the flag's text, where Click's type does not make it
+    # (--halflife: a number of rows, or a duration with --times).
+    parse: Callable[[Any], Any] | None = None
 
     @property
     def name(self) -> str:
@@ -47,6 +50,8 @@ class Option:
         """The keyword's value from the parsed flag (Click's value: None or the flag's)."""
         if self.is_flag:
             return not value if self.negates else bool(value)
+        if value is not None and self.parse is not None:
+            return self.parse(value)
         return self.default if value is None else value
 
 

@@ -5,6 +5,7 @@ of mass, and whether the weights are adjusted."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +26,13 @@ OPTIONS = (
     Option("--no-adjust", keyword="adjust", default=True, negates=True,
            help="ewma: the recursive form y = (1 - alpha) y + alpha x (pandas "
                 "adjust=False) instead of the adjusted weights."),
-    Option("--halflife", type=float, metavar="H",
-           help="ewma: half-life in rows, H > 0: alpha = 1 - exp(log(0.5) / H)."),
+    Option("--halflife", type=str, metavar="H", parse=lambda text: _rows_or_text(text),
+           help="ewma: half-life in rows, H > 0: alpha = 1 - exp(log(0.5) / H); with "
+                "--times, a duration (2 days, 6h, 90s)."),
+    Option("--times", type=str, metavar="COL",
+           help="ewma: the column of times (ISO text, dates or timestamps; not scanned): "
+                "weights decay with the time between rows, by --halflife DURATION, as "
+                "pandas' ewm(halflife=..., times=...)."),
     Option("--com", type=float, metavar="C",
            help="ewma: centre of mass, C >= 0: alpha = 1 / (1 + C)."),
     Option("--span", type=float, metavar="S", help="ewma: span, S >= 1: alpha = 2 / (S + 1)."),
@@ -74,9 +80,124 @@ def _number(value: float) -> str:
     return str(int(value)) if value.is_integer() else repr(value)
 
 
+def _rows_or_text(text: str) -> float | str:
+    """--halflife as given: a number (of rows), else the text (a duration, for --times)."""
+    try:
+        return float(text)
+    except ValueError:
+        return str(text).strip()
+
+
+# A duration's units, in nanoseconds, by the names pandas' Timedelta reads too.
+_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9, "second": 10**9,
+          "m": 60 * 10**9, "min": 60 * 10**9, "minute": 60 * 10**9,
+          "h": 3600 * 10**9, "hr": 3600 * 10**9, "hour": 3600 * 10**9,
+          "d": 86400 * 10**9, "day": 86400 * 10**9, "w": 7 * 86400 * 10**9,
+          "week": 7 * 86400 * 10**9}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)\s*$")
+
+
+def duration_ns(text: Any) -> int:
+    """A --halflife duration (`2 days`, `6h`, `90s`, `1.5 hours`) in nanoseconds."""
+    found = _DURATION.match(str(text).lower())
+    unit = found.group(2) if found else ""
+    if unit.endswith("s") and unit[:-1] in _UNITS and unit not in _UNITS:
+        unit = unit[:-1]  # plurals: days, hours, secs
+    if found is None or unit not in _UNITS:
+        raise UsageError(f"{option('halflife', repr(text))} is not a duration; with "
+                         f"{option('times')} give one such as 2 days, 6h, 90s or 1.5 hours")
+    nanoseconds = round(float(found.group(1)) * _UNITS[unit])
+    if nanoseconds <= 0:
+        raise UsageError(f"{option('halflife', repr(text))} is out of range: it needs a "
+                         "duration > 0")
+    return nanoseconds
+
+
 def params(given: Mapping[str, Any]) -> dict[str, Any]:
-    return {"com": center_of_mass(*(given[name] for name in EWMA_PARAMETERS)),
-            "adjust": bool(given["adjust"])}
+    """The scan's parameters; with --times, pandas' centre of mass 1 (alpha 0.5) and the
+    half-life as a duration: each weight is multiplied by 0.5 ** (dt / half-life)."""
+    halflife = given["halflife"]
+    if given.get("times") is not None:
+        other = next((name for name in ("alpha", "span", "com") if given[name] is not None),
+                     None)
+        if other is not None or halflife is None or not isinstance(halflife, str):
+            raise UsageError(f"{option('times')} decays the weights by the time between "
+                             f"rows: give {option('halflife')} as a duration (2 days, 6h, "
+                             f"90s)" + (f", not {option(other)}" if other else ""))
+        return {"com": 1.0, "adjust": bool(given["adjust"]),
+                "halflife_ns": duration_ns(halflife)}
+    if isinstance(halflife, str):
+        raise UsageError(f"{option('halflife', repr(halflife))} is not a number of rows; a "
+                         f"duration is for {option('times')} COL")
+    values = [given[name] for name in EWMA_PARAMETERS]
+    return {"com": center_of_mass(*values), "adjust": bool(given["adjust"]),
+            "halflife_ns": None}
+
+
+class TimedCarry:
+    """ewma --times's carried state, one entry a group (a column: one group): the mean so
+    far (NaN before the first value), pandas' old weight, the last row's time (ns), and
+    whether a row has been seen. Its fields are what --state saves."""
+
+    def __init__(self, groups: int = 0) -> None:
+        self.y = np.full(groups, np.nan)
+        self.w = np.ones(groups)
+        self.t = np.zeros(groups, dtype=np.int64)
+        self.seen = np.zeros(groups, dtype=bool)
+
+    def grow(self, count: int) -> None:
+        have = self.y.shape[0]
+        if count > have:
+            more = count - have
+            self.y = np.concatenate([self.y, np.full(more, np.nan)])
+            self.w = np.concatenate([self.w, np.ones(more)])
+            self.t = np.concatenate([self.t, np.zeros(more, dtype=np.int64)])
+            self.seen = np.concatenate([self.seen, np.zeros(more, dtype=bool)])
+
+
+def timed_means(spec: ScanSpec, values: np.ndarray, present: np.ndarray, times: np.ndarray,
+                groups: np.ndarray, carry: TimedCarry) -> np.ndarray:
+    """ewma with --times, row by row, as pandas' ewm(halflife=..., times=...).mean()
+    (ignore_na=False) computes it: at each row after a group's first, once it has a
+    value, the old weight decays by 0.5 ** (dt / half-life), dt from the group's last row
+    (times as float64 nanoseconds, as pandas takes them); a value then moves the mean.
+    --no-adjust (pandas adjust=False): y = k y + (1 - k) x, k = 0.5 ** (dt / half-life),
+    dt from the group's last value. A missing value's mean is missing (pandas repeats
+    the last)."""
+    decay_base = 1.0 - 1.0 / (1.0 + float(spec.param("com")))
+    adjust = bool(spec.param("adjust"))
+    new = 1.0
+    halflife = float(spec.param("halflife_ns"))
+    out = np.full(values.shape[0], np.nan)
+    ys, ws, ts, seen = carry.y, carry.w, carry.t, carry.seen
+    for i, (x, ok, now, g) in enumerate(zip(values.tolist(), present.tolist(),
+                                            times.tolist(), groups.tolist(), strict=True)):
+        y = float(ys[g])
+        observed = ok and x == x
+        if not seen[g]:
+            seen[g] = True
+            if observed:
+                y = x
+        elif y == y and adjust:
+            w = float(ws[g]) * decay_base ** ((float(now) - float(ts[g])) / halflife)
+            if observed:
+                if y != x:
+                    y = (w * y + new * x) / (w + new)
+                w = w + new
+            ws[g] = w
+        elif y == y:
+            if not observed:
+                continue  # pandas: the recursive form decays from the last value's time
+            kept = decay_base ** ((float(now) - float(ts[g])) / halflife)
+            if y != x:
+                y = kept * y + (1.0 - kept) * x
+        elif observed:
+            y = x
+        ys[g] = y
+        ts[g] = now
+        if observed:
+            out[i] = y
+    return out
 
 
 class _EwmaWeights:
@@ -201,6 +322,6 @@ OPS = (Op(
             "of --alpha, --span, --com, --halflife.",
     short="Exponentially weighted running mean, as pandas' ewm",
     example="cumtool ewma sample_data/prices.csv -c close --span 3 --keep",
-    options=OPTIONS, params=params, parameters={"com": None, "adjust": True},
+    options=OPTIONS, params=params, parameters={"com": None, "adjust": True, "halflife_ns": None},
     decimals="float64", stat=True,
     kernel=Ewma()),)
