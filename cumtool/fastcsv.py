@@ -609,8 +609,8 @@ class _Job:
         # Each op adds a result and its text per scanned column: smaller blocks for more.
         # Blocks as on 2 cores (3 workers) at any thread count, and at most MAX_IN_FLIGHT
         # of them at once: a block costs GIL-held work and hand-offs whatever its size,
-        # so blocks that shrank as workers were added made more cores slower (16
-        # threads on 2 cores: 28 voluntary context switches a MB, 5.5 with this).
+        # and blocks that shrank as workers were added multiplied that cost on many
+        # cores (benchmarks/RESULTS-cores.md).
         size = max(1, min(CHUNK_BYTES,
                           IN_FLIGHT_BYTES // (2 * min(workers, 3) * len(self.ops))))
         flight = min(2 * workers, MAX_IN_FLIGHT)
