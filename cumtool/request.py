@@ -227,6 +227,8 @@ class Request:
 
     def period_of(self) -> Any:
         """--period, --time and --year-start, checked: a cumtool.periods.Period, or None."""
+        if self.period is None and self.time is None and self.year_start is None:
+            return None  # the common run: numpy-free start-up does not load periods
         from cumtool import periods
 
         return periods.check(self.period, self.time, self.year_start)

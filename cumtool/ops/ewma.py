@@ -94,12 +94,13 @@ _UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9, "second":
           "h": 3600 * 10**9, "hr": 3600 * 10**9, "hour": 3600 * 10**9,
           "d": 86400 * 10**9, "day": 86400 * 10**9, "w": 7 * 86400 * 10**9,
           "week": 7 * 86400 * 10**9}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)\s*$")
+# Compiled when first used (re caches it): the op registry loads this module at start-up.
+_DURATION = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)\s*$"
 
 
 def duration_ns(text: Any) -> int:
     """A --halflife duration (`2 days`, `6h`, `90s`, `1.5 hours`) in nanoseconds."""
-    found = _DURATION.match(str(text).lower())
+    found = re.match(_DURATION, str(text).lower())
     unit = found.group(2) if found else ""
     if unit.endswith("s") and unit[:-1] in _UNITS and unit not in _UNITS:
         unit = unit[:-1]  # plurals: days, hours, secs
