@@ -375,12 +375,28 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     except KeyboardInterrupt:
         click.echo("Error: interrupted", err=True)
         status = EXIT_INTERRUPTED
+    except Exception as error:
+        # A fault cumtool did not word (a bug, or an OSError no layer caught): still one
+        # line and status 1, never a traceback; CUMTOOL_DEBUG=1 shows where it came from.
+        if os.environ.get("CUMTOOL_DEBUG"):
+            raise
+        click.echo(f"Error: {printable(_unexpected(error))}", err=True)
+        status = 1
     else:
         return
     # Exit outside the handlers: an exit raised inside one keeps the failed run's frames
     # (and its reader thread, blocked on standard input) alive until interpreter shutdown,
     # which then aborts with "could not acquire lock for <stdin>".
     ctx.exit(status)
+
+
+def _unexpected(error: Exception) -> str:
+    text = " ".join(str(error).split())[:300]
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        return f"{where}{error.strerror or text}"
+    return (f"internal error: {type(error).__name__}: {text} (a bug in cumtool; run with "
+            "CUMTOOL_DEBUG=1 to see where, and report it)")
 
 
 @contextlib.contextmanager

@@ -649,10 +649,11 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
     return (OSError, RuntimeError, KilledWorker, FutureCancelledError)
 
 
-def _results(futures: list[Any]) -> Iterator[Any]:
+def _results(futures: list[Any], parts: list[Partition]) -> Iterator[Any]:
     """Each future's result in order, released as soon as it is taken. On the first
     failure (the first in input order) the rest are released too: the scheduler then
-    drops the tasks that no one wants any more."""
+    drops the tasks that no one wants any more. Any failure is one line: a task's
+    exception that is not cumtool's own names the partition's file."""
     links = futures.pop()  # the carries: held until the last result is taken
     try:
         for k in range(len(futures)):
@@ -663,6 +664,10 @@ def _results(futures: list[Any]) -> Iterator[Any]:
                 raise
             except _cluster_failures() as error:  # a lost worker, a closed connection
                 raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
+                                f"{' '.join(str(error).split())[:200]}") from None
+            except Exception as error:  # a fault inside a task: named, not a traceback
+                raise DataError(f"{parts[k].name}: a Dask task failed: "
+                                f"{type(error).__name__}: "
                                 f"{' '.join(str(error).split())[:200]}") from None
             del future
             yield result
@@ -686,7 +691,8 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
     writes = _submit_all(client, job, parts)
     with open_output(request.output) as stream:
         sink = table_writer(request, job.out, stream, plan.schema, view, job.first_name)
-        write_all(sink, (batch for table in _results(writes) for batch in table.to_batches()))
+        write_all(sink, (batch for table in _results(writes, parts)
+                         for batch in table.to_batches()))
 
 
 def output_names(inputs: list[str], to_format: str | None) -> list[str]:
@@ -734,7 +740,7 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
                          remote.join(given, relative))
              for name, relative in zip(inputs, names, strict=True)]
     try:
-        for _written in _results(_submit_all(client, job, parts)):
+        for _written in _results(_submit_all(client, job, parts), parts):
             pass
         for part, relative in zip(parts, names, strict=True):
             assert part.output is not None

@@ -695,3 +695,25 @@ def test_a_terminal_with_an_output_file_writes_the_files_format(write_file, tmp_
     out = tmp_path / "o.csv"
     run(Request(op="cumsum", input=str(path), output=str(out), stdout_is_terminal=True))
     assert out.read_text() == "a,b,note\n3,1.5,x\n2,4.0,y\n6,3.5,z\n"
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    (ValueError("a\nbroken   invariant"), "Error: internal error: ValueError: a broken "
+     "invariant (a bug in cumtool; run with CUMTOOL_DEBUG=1 to see where, and report it)\n"),
+    (OSError(28, "No space left on device", "/mnt/full/out.csv"),
+     "Error: /mnt/full/out.csv: No space left on device\n"),
+], ids=["bug", "os-error"])
+def test_a_fault_no_layer_worded_is_still_one_line(invoke, write_file, monkeypatch, fault,
+                                                   message):
+    import cumtool.engine
+
+    def run(_request):
+        raise fault
+
+    monkeypatch.setattr(cumtool.engine, "run", run)
+    monkeypatch.delenv("CUMTOOL_DEBUG", raising=False)
+    result = invoke("cumsum", str(write_file("a.csv", "x\n1\n")))
+    assert (result.exit_code, result.stdout_bytes, result.stderr) == (1, b"", message)
+    monkeypatch.setenv("CUMTOOL_DEBUG", "1")
+    with pytest.raises(type(fault)):
+        invoke("cumsum", str(write_file("a.csv", "x\n1\n")))

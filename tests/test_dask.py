@@ -570,6 +570,26 @@ def test_a_writers_failure_is_the_local_engines_line(invoke, scheduler, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["e.csv"]  # nor the folder -o DIR/ would make
 
 
+def test_a_fault_inside_a_task_is_one_line_naming_the_partitions_file(
+        invoke, scheduler, tmp_path, monkeypatch):
+    """An exception no layer words, raised in a worker's scan task (worker threads here:
+    the patched function is theirs too), is one line naming the file, never a
+    traceback."""
+    source = tmp_path / "e.csv"
+    source.write_text("a,b\n1,2\n2,3\n")
+
+    def broken(*_args):
+        raise ZeroDivisionError("a fault inside the scan")
+
+    monkeypatch.setattr(engine, "scan_partition", broken)
+    result = invoke("cumsum", str(source), "--engine", "dask", "--scheduler", scheduler,
+                    "-o", str(tmp_path / "out.csv"))
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {source}: a Dask task failed: ZeroDivisionError: a fault inside the "
+           "scan\n")
+    assert sorted(os.listdir(tmp_path)) == ["e.csv"]
+
+
 # What it refuses --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, message", [
