@@ -90,6 +90,18 @@ def time_type_ok(arrow_type: pa.DataType) -> bool:
                 or pa.types.is_string_view(arrow_type) or pa.types.is_null(arrow_type))
 
 
+def _decoded(column: pa.Array) -> pa.Array:
+    """A dictionary column as its values; any other as it is."""
+    import pyarrow as pa
+
+    return column.dictionary_decode() if pa.types.is_dictionary(column.type) else column
+
+
+def _no_times(rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """A column of no values (Arrow's null type): every row without a time."""
+    return np.zeros(rows, dtype=np.int64), np.ones(rows, dtype=bool)
+
+
 def days(column: pa.Array, missing_text: frozenset[str],
          bad: Callable[[int, str], DataError]) -> tuple[np.ndarray, np.ndarray | None]:
     """Each row's date as days since 1970-01-01 (int64), and which rows have no time
@@ -97,13 +109,10 @@ def days(column: pa.Array, missing_text: frozenset[str],
     import polars as pl
     import pyarrow as pa
 
+    column = _decoded(column)
     kind = column.type
-    n = len(column)
     if pa.types.is_null(kind):
-        return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
-    if pa.types.is_dictionary(kind):
-        column = column.dictionary_decode()
-        kind = column.type
+        return _no_times(len(column))
     series = pl.Series(column)
     if pa.types.is_date(kind) or pa.types.is_timestamp(kind):
         # A timestamp with a zone: polars gives the date of the zone's calendar.
@@ -296,13 +305,10 @@ def instants(column: pa.Array, missing_text: frozenset[str],
     import polars as pl
     import pyarrow as pa
 
+    column = _decoded(column)
     kind = column.type
-    n = len(column)
     if pa.types.is_null(kind):
-        return np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
-    if pa.types.is_dictionary(kind):
-        column = column.dictionary_decode()
-        kind = column.type
+        return _no_times(len(column))
     series = pl.Series(column)
     if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
         stamps = (series.cast(pl.Datetime("ns")) if pa.types.is_date(kind)

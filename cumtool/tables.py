@@ -390,14 +390,7 @@ class TablePlan:
         from cumtool import periods
 
         assert self.time is not None
-
-        def bad(row: int, cell: str) -> DataError:
-            name, where = self._place(self._input_row(self.rows_done + row))
-            return DataError(f"{name}: column {self.label(self.time or 0)}, {where}: "
-                             f"{cell!r} is not a date or time as {option('time')} reads "
-                             "them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
-                             "2024-03-01 09:30:00+02:00)")
-
+        bad = self._bad_time(self.time, "time")
         return periods.key_column(self.options.period, batch.column(self.time),
                                   self.options.text_na, bad)
 
