@@ -323,3 +323,60 @@ def test_a_kill_after_the_commit_with_the_log_grown_before_the_retry(tmp_path: P
     rows = [line for name in ("h1", "h2", "h3") for line in outputs[name].splitlines()[1:]]
     assert rows == whole.stdout.splitlines()[1:]
     assert [len(outputs[n].splitlines()) - 1 for n in ("h1", "h2", "h3")] == [300, 400, 300]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_kills_over_a_growing_log_lose_and_double_nothing(tmp_path: Path,
+                                                                 seed: int) -> None:
+    """The issue's trial, with real kill -9s at random moments: a program appends to its
+    log through a block buffer (so a run often finds the last line cut), cron runs every
+    hour with --growing and --run-id, and a killed run is retried with its hour's ID while
+    the log goes on growing. The hours' outputs, in order, are one run's over the finished
+    log, row for row."""
+    import random
+
+    rng = random.Random(seed)
+    log = tmp_path / "log.csv"
+    text = "meter,kwh\n" + "".join(
+        f"m{rng.randrange(5)},{rng.randrange(1, 10**6) / 100}\n" for _ in range(3000))
+    written = len("meter,kwh\n")
+    log.write_text(text[:written])
+    outputs = []
+    env = {k: v for k, v in os.environ.items() if k != "CUMTOOL_TEST_FAULT"}
+
+    def grow() -> None:
+        nonlocal written
+        written = min(len(text), written + rng.randrange(500, 6000))  # often mid-line
+        log.write_text(text[:written])
+
+    for hour in range(12):
+        grow()
+        argv = [sys.executable, "-m", "cumtool", "cumsum", "log.csv", "--by", "meter",
+                "--state", "s.json", "--growing", "--run-id", f"h{hour}", "-o",
+                f"out-{hour:02}.csv", "-q"]
+        for _attempt in range(20):
+            run = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+            if rng.random() < 0.5:  # a kill at a random moment, before or after the commit
+                time.sleep(rng.uniform(0.0, 0.6))
+                run.kill()
+            _out, err = run.communicate(timeout=60)
+            if run.returncode == 0:
+                break
+            assert run.returncode == -signal.SIGKILL, err
+            if rng.random() < 0.5:
+                grow()  # the log goes on between the kill and cron's retry
+        else:
+            pytest.fail("twenty attempts killed in a row")
+        outputs.append((tmp_path / f"out-{hour:02}.csv").read_text())
+    log.write_text(text)  # the writer finishes; a last hour takes the rest
+    final = subprocess.run([*argv[:-5], "--run-id", "last", "-o", "out-last.csv"],
+                           cwd=tmp_path, env=env, capture_output=True, timeout=60)
+    assert final.returncode == 0, final.stderr
+    outputs.append((tmp_path / "out-last.csv").read_text())
+    whole = subprocess.run([sys.executable, "-m", "cumtool", "cumsum", "log.csv", "--by",
+                            "meter"], cwd=tmp_path, env=env, capture_output=True,
+                           timeout=60, text=True)
+    rows = [line for out in outputs for line in out.splitlines()[1:]]
+    assert rows == whole.stdout.splitlines()[1:]
+    assert len(rows) == 3000
