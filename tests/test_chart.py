@@ -711,3 +711,89 @@ def test_panels_on_a_terminal_of_full_height_leave_the_prompt_its_line(tmp_path:
     assert "revenue" in [line.strip() for line in lines]
     assert lines[-2:] == ["cumsum along rows of sample_data/daily_sales.csv, 60 rows x 4 "
                           "columns; scanned:", "units, revenue"]
+
+
+# --period with --x its time column: a line per period, over the day of the period ------
+
+def _drawn(monkeypatch, invoke, *args):
+    """The Chart a run draws (its lines' points), and the run."""
+    import cumtool.formats.chart.chart as chart_module
+
+    seen = []
+    draw = chart_module.draw_text
+
+    def spy(chart, *rest):
+        seen.append(chart)
+        return draw(chart, *rest)
+
+    monkeypatch.setattr(chart_module, "draw_text", spy)
+    result = invoke(*args)
+    return (seen[0] if seen else None), result
+
+
+@pytest.mark.parametrize(("start", "names"), [
+    (None, ["2023", "2024"]),
+    ("04-01", ["2022-04-01", "2023-04-01", "2024-04-01"]),
+])
+def test_a_period_chart_draws_a_line_per_period_over_its_days(monkeypatch, invoke,
+                                                              write_file, start, names):
+    import datetime as dt
+
+    days = [dt.date(2023, 1, 1) + dt.timedelta(days=k * 29) for k in range(26)]
+    text = "date,mm\n" + "".join(f"{d.isoformat()},{k + 1}\n" for k, d in enumerate(days))
+    path = write_file("rain.csv", text)
+    extra = [] if start is None else ["--year-start", start]
+    chart, result = _drawn(monkeypatch, invoke, "cumsum", str(path), "--period", "year",
+                           "--time", "date", "--x", "date", *extra, "--to", "chart",
+                           "--width", "100", "--height", "30")
+    assert result.exit_code == 0, result.stderr
+    assert chart is not None
+    assert (chart.x_kind, chart.x_name) == ("number", "day of the year")
+    assert chart.legend == names
+    # Each line's points: (day of its year, that year's running total), by plain
+    # arithmetic per year.
+    expected: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    totals: dict[str, int] = {}
+    for k, d in enumerate(days):
+        if start is None:
+            first = dt.date(d.year, 1, 1)
+            name = str(d.year)
+        else:
+            year = d.year if (d.month, d.day) >= (4, 1) else d.year - 1
+            first = dt.date(year, 4, 1)
+            name = first.isoformat()
+        totals[name] = totals.get(name, 0) + k + 1
+        expected[name].append((float((d - first).days), float(totals[name])))
+    drawn = {line.name: [p for run in line.runs for p in run]
+             for panel in chart.panels for line in panel.lines}
+    assert drawn == expected
+
+
+def test_a_period_chart_with_x_another_column_is_the_plain_chart(monkeypatch, invoke,
+                                                                 write_file):
+    path = write_file("r.csv", "date,n,mm\n2023-01-01,1,5\n2024-01-01,2,7\n")
+    chart, result = _drawn(monkeypatch, invoke, "cumsum", str(path), "-c", "mm", "--period",
+                           "year", "--time", "date", "--x", "n", "--to", "chart")
+    assert result.exit_code == 0, result.stderr
+    assert chart is not None
+    assert (chart.x_kind, chart.x_name, chart.legend) == ("number", "n", ["mm"])
+    assert [p for run in chart.panels[0].lines[0].runs for p in run] == [(1.0, 5.0),
+                                                                          (2.0, 7.0)]
+
+
+@pytest.mark.parametrize(("unit", "start", "first_day", "name"), [
+    ("year", (1, 1), "2024-01-01", "2024"),
+    ("year", (10, 1), "2023-10-01", "2023-10-01"),
+    ("quarter", (1, 1), "2024-04-01", "2024-Q2"),
+    ("month", (1, 1), "2024-03-01", "2024-03"),
+    ("week", (1, 1), "2024-12-30", "2025-W01"),
+    ("day", (1, 1), "2024-02-29", "2024-02-29"),
+])
+def test_a_period_is_named_by_its_first_day(unit, start, first_day, name):
+    import datetime as dt
+
+    from cumtool.formats.chart.chart import _period_name
+    from cumtool.periods import Period
+
+    days = (dt.date.fromisoformat(first_day) - dt.date(1970, 1, 1)).days
+    assert _period_name(Period(unit, *start), days) == name

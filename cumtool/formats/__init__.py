@@ -12,7 +12,7 @@ import contextlib
 import io
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, ClassVar, Literal, Protocol, cast
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Literal, Protocol, cast
 
 # It lives with the column vocabulary; readers take it from here.
 from cumtool.columns import delimiter_hint as delimiter_hint
@@ -137,6 +137,11 @@ class WriteRequest(Protocol):
 
     @property
     def x_format(self) -> str | None: ...
+
+    @property
+    def time(self) -> Selection | None: ...
+
+    def period_of(self) -> Any: ...
 
     @property
     def width(self) -> int | None: ...

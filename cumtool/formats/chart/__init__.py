@@ -16,6 +16,7 @@ def _write(writing: Writing) -> TableSink:
     image = request.chart_image()
     options = ChartOptions(ops=tuple(request.ops), keep=request.keep or len(request.ops) > 1,
                            x=request.x, x_format=request.x_format, by=request.by,
+                           period=request.period_of(), time=request.time,
                            width=request.width, height=request.height, image=image)
     return ChartSink(writing.stream, writing.schema, writing.view, options,
                      writing.source_name, console=None if image else console_for(writing),

@@ -66,6 +66,10 @@ class ChartOptions:
     width: int | None = None
     height: int | None = None
     image: str | None = None  # "svg" or "png": an image (image.py), else text
+    # --period with --time COL (cumtool.periods.Period): where --x is COL, a line per
+    # period, over the day of its period, so that this year's sits over last year's.
+    period: Any = None
+    time: Selection | None = None
 
 
 class ChartSink:
@@ -85,6 +89,9 @@ class ChartSink:
         self._columns = len(schema)
         names = schema.names
         self._x = None if options.x is None else _one(options.x, names, source_name)
+        self._period = options.period if (
+            options.period is not None and options.time is not None and self._x is not None
+            and _one(options.time, names, source_name) == self._x) else None
         self._keys: list[int] = []
         for selection in options.by:
             self._keys.extend(k for k in resolve(selection, names, source_name)
@@ -154,7 +161,14 @@ class ChartSink:
             present = None
         else:
             x, present = self._x_values(batch.column(self._x), first_row)
-        groups = self._group_ids(batch) if self._keys else None
+        starts = None
+        if self._period is not None:  # the day of each row's period, and the period
+            from cumtool.periods import starts as period_starts
+
+            days = np.floor(np.where(np.isfinite(x), x, 0.0)).astype(np.int64)
+            starts = period_starts(self._period, days)
+            x = x - starts
+        groups = self._group_ids(batch, starts) if self._keys or starts is not None else None
         if present is not None:
             rows, x = rows[present], x[present]
             groups = None if groups is None else groups[present]
@@ -308,16 +322,22 @@ class ChartSink:
             raise DataError(f"{where}: {cell!r} does not match --x-format {layout!r}")
         return parsed
 
-    def _group_ids(self, batch: pa.RecordBatch) -> np.ndarray:
-        """Each row's group, numbered in order of first appearance."""
+    def _group_ids(self, batch: pa.RecordBatch, starts: np.ndarray | None = None
+                   ) -> np.ndarray:
+        """Each row's group (its --by keys, and its period where `starts` gives each
+        row's period by its first day), numbered in order of first appearance."""
         codes = []
-        dictionaries = []
+        dictionaries: list[list[Any]] = []
         for key in self._keys:
             column = batch.column(key)
             if not pa.types.is_dictionary(column.type):
                 column = pc.dictionary_encode(column, null_encoding="encode")
             codes.append(np.asarray(column.indices.fill_null(-1)).astype(np.int64))
             dictionaries.append(column.dictionary.to_pylist())
+        if starts is not None:
+            first_days, inverse_days = np.unique(starts, return_inverse=True)
+            codes.append(np.asarray(inverse_days).reshape(-1).astype(np.int64))
+            dictionaries.append([_period_name(self._period, int(d)) for d in first_days])
         stacked = np.stack(codes, axis=1)
         combos, inverse = np.unique(stacked, axis=0, return_inverse=True)
         ids = np.empty(len(combos), dtype=np.int64)
@@ -343,8 +363,12 @@ class ChartSink:
             caption += (f"; {infinite} infinite {'value' if infinite == 1 else 'values'} "
                         "clipped to the frame")
         x_range = (self._decimator.x_low, self._decimator.x_high)
-        chart = Chart(legend, panels, x_range, self._x_kind or "row",
-                      self._x_name() if self._x is not None else "row", caption, notes)
+        if self._period is not None:  # days into each line's period
+            x_kind, x_name = "number", f"day of the {self._period.unit}"
+        else:
+            x_kind = self._x_kind or "row"
+            x_name = self._x_name() if self._x is not None else "row"
+        chart = Chart(legend, panels, x_range, x_kind, x_name, caption, notes)
         if self._options.image:
             from cumtool.formats.chart.image import draw_image
 
@@ -435,6 +459,25 @@ class ChartSink:
             op = self._result_of[key[0]][1]
             return group if op is None or len(self._ops_drawn()) == 1 else f"{group}: {op}"
         return group if len(self._results) == 1 else f"{group}: {column}"
+
+
+def _period_name(period: Any, first_day: int) -> str:
+    """A period in the legend, by its first day: 2024, 2024-03, 2024-Q1, 2024-W10, or
+    the first day's date where years start elsewhere than on 1 January."""
+    import datetime as dt
+
+    day = dt.date(1970, 1, 1) + dt.timedelta(days=first_day)
+    january = (period.month, period.day) == (1, 1)
+    if period.unit == "year" and january:
+        return str(day.year)
+    if period.unit == "quarter" and january:
+        return f"{day.year}-Q{(day.month - 1) // 3 + 1}"
+    if period.unit == "month":
+        return f"{day.year}-{day.month:02d}"
+    if period.unit == "week":
+        year, week, _weekday = day.isocalendar()
+        return f"{year}-W{week:02d}"
+    return day.isoformat()
 
 
 def _order(key: Hashable) -> tuple[int, ...]:
