@@ -16,7 +16,6 @@ import click
 
 from cumtool.choices import DTYPE_NAMES, OVERFLOW_CHOICES, TORCH_ALIASES
 from cumtool.commit import STOP_SIGNALS, check_stop, committed, request_stop
-from cumtool.completion import complete_columns, complete_path
 from cumtool.engines import ENGINES
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
 from cumtool.ops import OPS, REGISTRY, Option, options_of
@@ -27,6 +26,20 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pip
 
 # Bare `cumtool` shows the help as an error (Click 8.2 and later).
 _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def complete_path(ctx: click.Context, param: click.Parameter, incomplete: str) -> Any:
+    """Shell completion of a path (cumtool.completion, loaded only when completing)."""
+    from cumtool import completion
+
+    return completion.complete_path(ctx, param, incomplete)
+
+
+def complete_columns(ctx: click.Context, param: click.Parameter, incomplete: str) -> Any:
+    """Shell completion of column names (cumtool.completion)."""
+    from cumtool import completion
+
+    return completion.complete_columns(ctx, param, incomplete)
 
 
 def _selections(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
@@ -468,6 +481,9 @@ class _Cli(click.Group):
              **extra: Any) -> Any:
         if not standalone_mode:  # a caller that handles Click's exceptions itself
             return super().main(args, prog_name, complete_var, False, **extra)
+        if any(name.endswith("_COMPLETE") for name in os.environ):
+            # Shell completion asked for: its bash script class is registered on import.
+            import cumtool.completion  # noqa: F401
         if "numpy" not in sys.modules:
             # numpy's OpenBLAS starts a thread per core when imported: about 80 ms of CPU
             # and 10 ms of wall time on 2 cores, for a tool that multiplies no matrices.
