@@ -1,7 +1,7 @@
 """The documentation in docs/ stays true: the option reference is what the generator makes
 from `--help` now, every link between the pages resolves, README stays short and names
 every op. The check of docs/semantics.md against the behaviour contract, which lives
-outside the repository, is tests/contract_check.py, which CI runs after the tests; its
+outside the repository, is .ci/contract_check.py, which CI runs after the tests; its
 logic is tested here on contracts written for the test.
 
 The examples in the pages are run by tests/test_readme.py, with README's.
@@ -15,7 +15,6 @@ from pathlib import Path
 from types import ModuleType
 
 import click
-import contract_check
 import pytest
 from conftest import REPO
 
@@ -28,12 +27,21 @@ PENDING: set[Path] = set()
 LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_generate", DOCS / "generate.py")
+def _script(name: str, path: Path) -> ModuleType:
+    """A script of the repository (not a package module), loaded from its file."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _generator() -> ModuleType:
+    return _script("docs_generate", DOCS / "generate.py")
+
+
+# CI's check of docs/semantics.md against the contract (outside the repository).
+contract_check = _script("contract_check", REPO / ".ci" / "contract_check.py")
 
 
 def test_options_reference_is_what_the_generator_makes_now() -> None:
@@ -162,14 +170,14 @@ def test_the_contract_check_fails_on_a_pending_entry_that_is_documented(pending)
     assert contract_check.findings(contract, ours) == [
         "docs/semantics.md covers [\"section 'Periods and shares' (issue 36)\", 'option "
         "--period (issue 36)', 'option --time (issue 36)'], which are listed as pending: "
-        "remove them from PENDING_SECTIONS / PENDING_OPTIONS in tests/contract_check.py"]
+        "remove them from PENDING_SECTIONS / PENDING_OPTIONS in .ci/contract_check.py"]
 
 
 def test_the_contract_check_fails_on_a_pending_entry_the_contract_dropped(pending):
     assert contract_check.findings(OURS, OURS) == [
         "the contract has no [\"section 'Periods and shares'\", 'option --period', "
         "'option --time', 'option --year-start', 'option --share', 'option --times']: "
-        "remove them from the pending lists in tests/contract_check.py"]
+        "remove them from the pending lists in .ci/contract_check.py"]
 
 
 def test_the_contract_check_exit_status(pending, tmp_path, capsys):

@@ -2,7 +2,7 @@
 the repository: CI's clone has it at ../shared/SEMANTICS.md). Not a test file: the tests
 read nothing outside the repository, so CI (.ci/run) runs this after them:
 
-    python tests/contract_check.py ../shared/SEMANTICS.md
+    python .ci/contract_check.py ../shared/SEMANTICS.md
 
 It checks that docs/semantics.md has every `## ` section of the contract and mentions
 every option the contract names. The contract runs ahead of the code: PENDING_SECTIONS
@@ -68,18 +68,18 @@ def findings(contract: str, ours: str) -> list[str]:
     done = landed(ours)
     if done:
         found.append(f"docs/semantics.md covers {done}, which are listed as pending: remove "
-                     "them from PENDING_SECTIONS / PENDING_OPTIONS in tests/contract_check.py")
+                     "them from PENDING_SECTIONS / PENDING_OPTIONS in .ci/contract_check.py")
     gone = [f"section {s!r}" for s in PENDING_SECTIONS if s not in sections(contract)]
     gone += [f"option {o}" for o in PENDING_OPTIONS if o not in options(contract)]
     if gone:
         found.append(f"the contract has no {gone}: remove them from the pending lists in "
-                     "tests/contract_check.py")
+                     ".ci/contract_check.py")
     return found
 
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python tests/contract_check.py PATH/TO/SEMANTICS.md", file=sys.stderr)
+        print("usage: python .ci/contract_check.py PATH/TO/SEMANTICS.md", file=sys.stderr)
         return 2
     path = Path(argv[0])
     try:
