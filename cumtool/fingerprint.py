@@ -28,16 +28,15 @@ LINE_ENDS = (b"\n", b"\r")
 
 @dataclass(frozen=True)
 class Print:
-    """An input as fingerprinted: its size, the SHA-256 of all its bytes, and, where a
-    past run consumed `known` bytes of it, whether those are still its first bytes.
-    `lines` and `lines_sha256`: its bytes up to the end of its last line (all of them
-    where the last byte ends a line), for a growing log whose last line is still being
-    written (--growing: that line waits for the next run)."""
+    """An input as fingerprinted: its size, the SHA-256 of all its bytes, and the
+    SHA-256 of the prefixes past runs consumed (`has_prefix`: whether those are still
+    its first bytes). `lines` and `lines_sha256`: its bytes up to the end of its last
+    line (all of them where the last byte ends a line), for a growing log whose last line
+    is still being written (--growing: that line waits for the next run)."""
 
     path: str
     size: int
     sha256: str
-    prefix_kept: bool = False
     ends_line: bool = True  # the last byte ends a line (or the file is empty)
     lines: int = -1  # -1: as `size`
     lines_sha256: str = ""  # "": as `sha256`
@@ -67,15 +66,13 @@ class Span:
     spool: Any = None  # a FIFO's or a pipe's bytes, copied to a temporary file
 
 
-def fingerprint(paths: Iterable[str], known: dict[str, tuple[int, str]],
-                also: dict[str, list[int]] | None = None) -> dict[str, Print]:
-    """Each path's Print; `known` maps a path to a past run's (bytes consumed, their
-    SHA-256), checked on the way; `also`, to the sizes of other prefixes to hash."""
+def fingerprint(paths: Iterable[str], consumed: dict[str, list[int]]) -> dict[str, Print]:
+    """Each path's Print; `consumed` maps a path to the sizes past runs consumed of it,
+    whose prefixes are hashed on the way."""
     paths = list(dict.fromkeys(paths))
-    also = also or {}
 
     def one(p: str) -> Print:
-        return _print(p, known.get(p), also.get(p, []))
+        return _print(p, consumed.get(p, []))
 
     if len(paths) <= 1:
         return {p: one(p) for p in paths}
@@ -83,12 +80,12 @@ def fingerprint(paths: Iterable[str], known: dict[str, tuple[int, str]],
         return dict(zip(paths, pool.map(one, paths), strict=True))
 
 
-def _print(path: str, known: tuple[int, str] | None, also: list[int]) -> Print:
-    """One pass over the file: its hash, the hash at each size asked for, and the hash
-    up to the end of its last line (a copy of the running hash at each chunk's last
+def _print(path: str, consumed: list[int]) -> Print:
+    """One pass over the file: its hash, the hash at each size consumed before, and the
+    hash up to the end of its last line (a copy of the running hash at each chunk's last
     line end: the bytes are read once)."""
     digest = hashlib.sha256()
-    stops = sorted({n for n in [*also, *([known[0]] if known else [])] if n > 0})
+    stops = sorted({n for n in consumed if n > 0})
     prefixes: dict[int, str] = {0: digest.hexdigest()}
     size = 0
     line_size, line_digest = 0, digest.copy()
@@ -113,10 +110,8 @@ def _print(path: str, known: tuple[int, str] | None, also: list[int]) -> Print:
     except OSError as error:
         raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
     whole = digest.hexdigest()
-    kept = known is not None and (prefixes.get(known[0]) == known[1] or (
-        known == (size, whole)))
     ends = size == line_size
-    return Print(path, size, whole, kept, ends, line_size,
+    return Print(path, size, whole, ends, line_size,
                  whole if ends else line_digest.hexdigest(), tuple(prefixes.items()))
 
 
@@ -165,7 +160,7 @@ def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:
     finally:
         closing.close()
     shown = "-" if path is None else path if remote.is_url(path) else os.path.abspath(path)
-    return spool, Print(shown, size, digest.hexdigest(), False, size == 0 or last in LINE_ENDS)
+    return spool, Print(shown, size, digest.hexdigest(), size == 0 or last in LINE_ENDS)
 
 
 def header_record(path: str, comment: str | None = None) -> bytes:

@@ -97,7 +97,6 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     from cumtool import inputs
 
     stdin = None
-    files: list[str] = []
     prints: list[Print] = []
     given = request.inputs or (request.input,)
     from cumtool import remote
@@ -112,13 +111,12 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     paths = [os.path.abspath(n) for n in names if n != "-" and n not in piped]
     # The bytes the last run and the one before it consumed: a retry starts from the
     # latter, and a retry by --run-id of a grown log ends where the last run did.
-    known = _known(after)
-    also: dict[str, list[int]] = {}
+    sizes: dict[str, list[int]] = {}
     for snapshot in (after, before):
         for consumed_path, (size, _) in _known(snapshot).items():
-            also.setdefault(consumed_path, []).append(size)
+            sizes.setdefault(consumed_path, []).append(size)
     with ThreadPoolExecutor(max_workers=1) as pool:  # the hashing overlaps the imports
-        printing = pool.submit(fingerprint, paths, known, also)
+        printing = pool.submit(fingerprint, paths, sizes)
         _import_table_libraries()
         by_path = printing.result()
     spools: dict[str, Any] = {}
@@ -133,7 +131,6 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
                 spools[_key(name)] = Span(0, spooled.size, b"", spool)
         else:
             prints.append(by_path[os.path.abspath(name)])
-            files.append(name)
     read = [_read_part(request, name, p) for name, p in zip(names, prints, strict=True)]
     identity = _identity(request, read)
     last = (document or {}).get("last_run") or {}
