@@ -138,7 +138,7 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     base = before if retry else after
     # A retry by --run-id reads what the last run read, not what was appended since.
     until = _known(after) if retry and request.run_id is not None else {}
-    spans, consumed = _spans(request, names, prints, base, until)
+    spans, consumed = _spans(request, names, prints, read, base, until)
     commit = Commit(real + RECORD_SUFFIX)
     return Resume(path, real, commit, document,
                   base or {"rows": 0, "plans": None, "inputs": []},
@@ -210,17 +210,17 @@ def _op_options(request: Request) -> dict[str, Any]:
     return options
 
 
-def _spans(request: Request, names: list[str], prints: list[Print],
+def _spans(request: Request, names: list[str], prints: list[Print], read: list[Print],
            base: dict[str, Any] | None, until: dict[str, tuple[int, str]]
            ) -> tuple[dict[str, Span], list[dict[str, Any]]]:
     """How each text input is read: up to the size it was fingerprinted at (rows
-    appended meanwhile are the next run's), and past the bytes a run consumed before
-    when the input has grown from them (--growing); and what each input has given once
-    the run is done."""
+    appended meanwhile are the next run's), or with --growing to its last line end
+    (`read`, of `_read_part`), and past the bytes a run consumed before when the input
+    has grown from them; and what each input has given once the run is done."""
     before = {r["path"]: r for r in (base or {}).get("inputs", [])}
     consumed = dict(before)
     spans: dict[str, Span] = {}
-    for name, fingerprinted in zip(names, prints, strict=True):
+    for name, whole, fingerprinted in zip(names, prints, read, strict=True):
         if name != "-" and fingerprinted.path != "-":
             consumed[fingerprinted.path] = _record(fingerprinted.path, fingerprinted.size,
                                                    fingerprinted.sha256,
@@ -231,15 +231,12 @@ def _spans(request: Request, names: list[str], prints: list[Print],
         record = before.get(path)
         start = 0
         end = fingerprinted.size
-        if request.growing:
-            end, sha256 = fingerprinted.whole_lines
-            consumed[path] = _record(path, end, sha256, True)
         # Its consumed bytes are still its first ones: read on after them. A line-oriented
         # input's rows are its lines, so one that has not grown gives no new row, whatever
         # the run's name (a log that stayed quiet for an hour is not counted again).
-        if record is not None and fingerprinted.has_prefix(record["size"], record["sha256"]):
+        if record is not None and whole.has_prefix(record["size"], record["sha256"]):
             start = record["size"]
-            if path in until and fingerprinted.has_prefix(*until[path]):
+            if path in until and whole.has_prefix(*until[path]):
                 end = until[path][0]  # a retry by --run-id: the last run's rows again
                 consumed[path] = _record(path, end, until[path][1], True)
             if end > start and not request.growing:
@@ -256,7 +253,7 @@ def _spans(request: Request, names: list[str], prints: list[Print],
                     "after them cannot be told from that line's end. Give the file whole "
                     "to a new state file, or restore the state from before that run")
             end = max(end, start)
-        if request.growing and end < fingerprinted.size and path not in until:
+        if end < whole.size and request.growing and path not in until:
             from cumtool.notes import note
 
             note(request, f"{name}: its last line has no line end yet (it is being "
