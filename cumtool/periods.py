@@ -26,6 +26,7 @@ import numpy as np
 from cumtool.errors import DataError, UsageError, option
 
 if TYPE_CHECKING:  # pyarrow loads with the tables, not for a check of the options
+    import polars as pl
     import pyarrow as pa
 
 PERIODS = ("day", "week", "month", "quarter", "year")
@@ -102,6 +103,16 @@ def _no_times(rows: int) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(rows, dtype=np.int64), np.ones(rows, dtype=bool)
 
 
+def _time_text(series: pl.Series, missing_text: frozenset[str]) -> pl.Series:
+    """A time column's cells as text, its --na markers and empty cells missing."""
+    import polars as pl
+
+    text = series.cast(pl.String)
+    if missing_text:
+        text = text.replace(list(missing_text), None)
+    return text.replace("", None)
+
+
 def days(column: pa.Array, missing_text: frozenset[str],
          bad: Callable[[int, str], DataError]) -> tuple[np.ndarray, np.ndarray | None]:
     """Each row's date as days since 1970-01-01 (int64), and which rows have no time
@@ -123,10 +134,7 @@ def days(column: pa.Array, missing_text: frozenset[str],
             if fast[2] is not None:
                 raise bad(fast[2], str(column[fast[2]]))
             return fast[0], fast[1]
-        text = series.cast(pl.String)
-        if missing_text:
-            text = text.replace(list(missing_text), None)
-        text = text.replace("", None)
+        text = _time_text(series, missing_text)
         layout_ok = text.str.contains(_ISO)
         dates = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
         wrong_rows = (layout_ok.not_() | dates.is_null()) & text.is_not_null()
@@ -322,10 +330,7 @@ def instants(column: pa.Array, missing_text: frozenset[str],
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
             or pa.types.is_string_view(kind)):
         raise bad(0, str(column[0]))
-    text = series.cast(pl.String)
-    if missing_text:
-        text = text.replace(list(missing_text), None)
-    text = text.replace("", None)
+    text = _time_text(series, missing_text)
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
     known: dict[str, int] = {}
     for cell in text.drop_nulls().unique(maintain_order=True).to_list():
