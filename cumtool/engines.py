@@ -8,8 +8,8 @@ options stay plain data that any module can take.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from cumtool.errors import UsageError, option
 from cumtool.formats.registry import kind_from_name
@@ -40,6 +40,12 @@ class Options(Protocol):
     def engine(self) -> str: ...
     @property
     def scheduler(self) -> str | None: ...
+    @property
+    def period(self) -> str | None: ...
+    @property
+    def share(self) -> bool: ...
+    @property
+    def params(self) -> Mapping[str, Any]: ...
 
 
 def check(request: Options) -> None:
@@ -73,7 +79,9 @@ def check_dask(request: Options) -> None:
                              f"engine ({option('engine', 'local')})")
     refused = {"by": bool(request.by), "reset": request.reset is not None,
                "reverse": request.reverse, "state": request.state is not None,
-               "filename_column": request.filename_column is not None}
+               "filename_column": request.filename_column is not None,
+               "period": request.period is not None, "share": request.share,
+               "times": request.params.get("times") is not None}
     for name, given in refused.items():
         if given:
             raise UsageError(f"{option(name)} is not supported with {engine}; run it on the "

@@ -163,13 +163,6 @@ class Request:
                              "choose point (1.5) or comma (1,5)")
         self.period_of()
         self._check_share()
-        if self.engine == "dask":
-            for name, on in (("period", self.period is not None), ("share", self.share),
-                             ("times", self.params.get("times") is not None)):
-                if on:
-                    raise UsageError(f"{option(name)} is not supported with "
-                                     f"{option('engine', 'dask')}; run it on the local "
-                                     f"engine ({option('engine', 'local')})")
         if self.line_buffered and self.reverse:
             raise UsageError("--line-buffered writes each row as it is read, and --reverse "
                              "needs the last row first; leave one out")
