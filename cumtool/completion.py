@@ -27,6 +27,7 @@ from cumtool.formats.registry import (
     BY_MAGIC,
     DELIMITED,
     compression_of,
+    decompressed_start,
     format_named,
     kind_from_magic,
     kind_from_name,
@@ -91,7 +92,7 @@ def header_names(path: str, *, from_format: str | None = None, delimiter: str | 
         return _parquet_names(path)
     truncated = len(head) == HEAD_BYTES
     if kind.compression is not None:
-        inner = _decompressed(head, kind.compression)
+        inner = decompressed_start(head, kind.compression, HEAD_BYTES)
         if inner is None:
             return []
         head, complete = inner
@@ -109,31 +110,10 @@ def _kind(path: str, head: bytes, from_format: str | None) -> FileKind:
     # A binary format is known by its bytes, whatever the name says.
     binary = sniffed.format in BY_MAGIC
     kind = sniffed if binary else kind_from_name(path) or sniffed
-    if kind.compression is None and compression_of(head) is not None:
-        kind = FileKind(kind.format, compression_of(head))
+    compressed = compression_of(head)
+    if kind.compression is None and compressed is not None:
+        kind = FileKind(kind.format, compressed)
     return FileKind(from_format, kind.compression) if from_format else kind
-
-
-def _decompressed(head: bytes, compression: str) -> tuple[bytes, bool] | None:
-    """The first bytes of a gzip or bz2 stream, and whether that is all of it; None for a
-    format the standard library does not read (zstd, lz4) or a damaged stream."""
-    if compression == "gzip":
-        import zlib
-
-        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            return inflate.decompress(head, HEAD_BYTES), inflate.eof
-        except zlib.error:
-            return None
-    if compression == "bz2":
-        import bz2
-
-        unpack = bz2.BZ2Decompressor()
-        try:
-            return unpack.decompress(head, HEAD_BYTES), unpack.eof
-        except (OSError, EOFError):
-            return None
-    return None
 
 
 def _csv_names(data: bytes, truncated: bool, fmt: str, delimiter: str | None,
