@@ -18,7 +18,8 @@ from setuptools import Extension, setup
 FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fast-math"]
 
 # _numtext.c includes the vendored core of yyjson's double writer (cumtool/_ext/yyjson/),
-# and _csvtext.c and _jsonl.c include _numtext.c for its float writer: cumtool/_ext goes on
+# and _csvtext.c and _jsonl.c include _numtext.c for its float writer (_csvtext.c its reader
+# too, for the compiled CSV pipeline, whose threads need pthreads): cumtool/_ext goes on
 # their include path, and what they include is listed so that a change rebuilds them.
 YYJSON = ["cumtool/_ext/yyjson/f64_to_dec.h"]
 FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
@@ -27,7 +28,7 @@ setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
               optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON],
+              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON, *FFC],
               optional=True),
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"], depends=[*YYJSON, *FFC], optional=True),

@@ -26,9 +26,15 @@ temporary file) is dropped and the streaming path runs from the start; standard 
 is handed to the streaming path, rerun from the start, with the bytes already written
 skipped, so that the output and any error are the streaming path's own.
 
-Its loops run in C (`_ext/_csvtext.c`'s cut and assemble, `_ext/_numtext.c`), without
-the GIL, and in Python here otherwise (cut_py, assemble_py: the same bytes, compared by
-tests/test_fastcsv.py).
+The rows run in one compiled pipeline where the run fits it (`_ext/_csvtext.c`'s
+Pipeline: the plain accumulating ops on int64 and float64 to CSV): Python calls it once,
+and a pool of --threads threads cuts, parses, scans (in chunk order, the one serial
+step) and formats chunks of whole records without the GIL, which is taken only to read
+the input and hand out each chunk's output. Elsewhere (--by, --period, --share, JSON
+Lines out, the statistics) _Job.pieces runs the steps itself: cut and assemble in C
+without the GIL where built, in Python otherwise (cut_py, assemble_py). The steps are
+the pipeline's Python twin: tests/test_pipeline.py holds the two to the same bytes, and
+tests/test_fastcsv.py both to the streaming path's.
 """
 
 from __future__ import annotations
@@ -77,6 +83,9 @@ CUT_DONE, CUT_FULL, CUT_UNSURE = range(3)  # cut's status
 
 
 WHOLE = True  # a small input through this path (tests turn it off to test small.render)
+COMPILED = True  # the compiled pipeline where it fits (tests turn it off: its Python twin)
+PIPELINE_CHUNK_BYTES = 1 << 20  # the compiled pipeline's chunks: whole records, about this
+_PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3}  # _csvtext's codes
 
 
 def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
@@ -604,6 +613,10 @@ class _Job:
         release the GIL, so blocks are cut and rendered on every core at once (a worker a
         core, and one more: 2M x 8 on 2 cores, 1.1 s wall instead of 1.3); at most two
         blocks a worker are in flight, and MAX_IN_FLIGHT in all, which bounds memory."""
+        compiled = self._compiled()
+        if compiled is not None:
+            yield from self._run_compiled(compiled)
+            return
         pending = self.header
         workers = self.workers
         # Each op adds a result and its text per scanned column: smaller blocks for more.
@@ -666,6 +679,65 @@ class _Job:
                     render_job.cancel()
         if pending:
             yield pending
+
+    def _compiled(self) -> dict[str, Any] | None:
+        """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
+        in C, on a pool of threads that never takes the GIL), where this run fits it: the
+        plain accumulating ops on int64 or float64 to CSV; else None, and pieces() runs
+        the steps itself (its Python twin: the same bytes, tests/test_pipeline.py)."""
+        pipeline = getattr(TEXT, "Pipeline", None)
+        if (pipeline is None or not COMPILED or self.json or self.groups is not None
+                or self.time_at is not None or self.share):
+            return None
+        parsed = list(self.parse)
+        scans: list[tuple[int, int, Any]] = []
+        for i, op in self.scans:
+            spec, carry = self.scans[i, op]
+            code = _PIPELINE_OPS.get(spec.op)
+            source = self.parse[i]
+            if (code is None or spec.is_stat or spec.exclusive or spec.indices or spec.skipna
+                    or any(value for _name, value in spec.params)
+                    or not spec.source_dtype == spec.in_dtype == spec.acc_dtype
+                    == spec.out_dtype == source
+                    or (source == _INT64 and spec.overflow != "error")):
+                return None
+            start = carry.value.reshape(-1)[0].item()
+            scans.append((parsed.index(i), code, start))
+        order = list(self.scans)
+        columns = [(column, -1) if isinstance(column, int) else (-1, order.index(column))
+                   for _name, column in self.columns]
+        return {"parse": [(i, self.parse[i] == _INT64) for i in parsed], "scans": scans,
+                "columns": columns}
+
+    def _run_compiled(self, plan: dict[str, Any]) -> Iterator[bytes]:
+        """pieces() by the compiled pipeline: its chunks' output in order, the header
+        first; Handover where it stopped on what the Python steps word or hand over."""
+        head = self.data[self.begin:]
+        del self.data
+        stream = cast(IO[bytes], self.stream)
+        read = getattr(stream, "read1", stream.read)
+        try:
+            fd: int | None = stream.fileno()
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            fd = None
+        assert TEXT is not None  # _compiled found it
+        pipe = TEXT.Pipeline(
+            bytes(head), read, lambda: records.input_ready(fd), self.delimiter, self.width,
+            self.out_delimiter, plan["parse"], plan["scans"], plan["columns"],
+            sorted(marker.encode() for marker in self.markers), self.null, self.by_sink,
+            self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES)
+        try:
+            pending = self.header
+            for out in pipe:
+                yield pending + out if pending else out
+                pending = b""
+            self.rows_scanned = pipe.rows
+            if pipe.status:
+                raise Handover  # the Python steps word it, from the start
+            if pending:
+                yield pending
+        finally:
+            pipe.close()
 
     def _blocks(self, size: int) -> Iterator[tuple[bytes, bool]]:
         """The input from the first row on, in blocks of whole records of about `size`

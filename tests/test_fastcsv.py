@@ -53,10 +53,11 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
         if out is not None:
             argv += ["-o", str(out)]
         saved = (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
-                 fastcsv._Job.pieces, native.CORES)
+                 fastcsv.PIPELINE_CHUNK_BYTES, fastcsv._Job.pieces, native.CORES)
         small.SMALL_BYTES = -1
         native.CORES = cores
         fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES = chunk_rows, chunk_bytes
+        fastcsv.PIPELINE_CHUNK_BYTES = chunk_bytes
         fastcsv._Job.pieces = spy  # type: ignore[method-assign]
         import cumtool.engine as engine
 
@@ -68,7 +69,8 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
                                         input=data if stdin else None)
         finally:
             (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
-             fastcsv._Job.pieces, native.CORES) = saved  # type: ignore[method-assign]
+             fastcsv.PIPELINE_CHUNK_BYTES, fastcsv._Job.pieces,
+             native.CORES) = saved  # type: ignore[method-assign]
             engine.try_fast = try_fast
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")
@@ -336,7 +338,7 @@ def test_rows_far_shorter_than_the_heads_fill_more_pieces(tmp_path, cores):
 
 def test_a_late_bad_cell_is_named_with_its_row_and_line(tmp_path):
     fast, streamed, _finished = run_both(tmp_path, _long(b"1,oops,z\n"), ["cumsum"],
-                                         chunk_rows=4096, chunk_bytes=1 << 16)
+                                         chunk_rows=4096, chunk_bytes=1 << 10)
     same(fast, streamed)
     row = small.INFER_ROWS + 51
     assert f"row {row} (line {row + 1}), column 'b': 'oops' is not" in fast[2]

@@ -35,6 +35,7 @@ def _run(args: list[str], monkeypatch: pytest.MonkeyPatch, small_blocks: bool = 
         if small_blocks:
             patch.setattr(fastcsv, "IN_FLIGHT_BYTES", 6000)
             patch.setattr(fastcsv, "CHUNK_ROWS", 50)
+            patch.setattr(fastcsv, "PIPELINE_CHUNK_BYTES", 6000)
         for name, value in (env or {}).items():
             patch.setenv(name, value)
         result = CliRunner().invoke(main, args, catch_exceptions=False)

@@ -12,8 +12,10 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <structmember.h>
 
 #define NUMTEXT_CORE_ONLY
+#define NUMTEXT_READER
 #include "_numtext.c"
 
 /* records ----------------------------------------------------------------------------- */
@@ -153,7 +155,6 @@ failed:
 
 /* number cells ------------------------------------------------------------------------ */
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* small._INT: [+-]?[0-9]+ */
 static int integer_text(const char *t, Py_ssize_t n)
@@ -736,42 +737,15 @@ enum { CUT_DONE = 0, CUT_FULL = 1, CUT_UNSURE = 2 };
 #define CUT_SSE2 0
 #endif
 
-PyDoc_STRVAR(cut_doc,
-"cut(data, begin, delimiter, width, final, starts, ends, flags) -> (rows, end, status)\n\n"
-"fastcsv.cut_py in C: the records of data[begin:] cut into cells as small._records cuts\n"
-"them (blank lines skipped), each cell's bounds written column by column: cell j of\n"
-"row r at [j * capacity + r] of `starts` and `ends` (int64) and `flags` (uint8: 0\n"
-"unquoted, 1 quoted, 2 quoted with doubled quotes inside; the bounds are inside the\n"
-"quotes), capacity being len(flags) // width. Stops after `capacity` rows, or before a\n"
-"record the data do not finish (unless `final`: the data end there). `end` is where the\n"
-"rows read end; status 0: every whole record read, 1: stopped at capacity, 2: the\n"
-"record at `end` is one the small path hands over on (a stray quote, another field\n"
-"count, a lone CR, a NUL, U+001C-U+001F, bytes that are not UTF-8). The GIL is\n"
-"released.");
-
-static PyObject *cut(PyObject *self, PyObject *args)
+/* The records of t[begin:n] cut into cells (cut's doc says how), without the GIL: the
+   one cutter of this path, for cut() and the pipeline below. Returns the status; the
+   rows cut and where they end through *rows_out and *end_out. */
+static int cut_rows(const unsigned char *t, Py_ssize_t n, Py_ssize_t begin, int delimiter,
+                    Py_ssize_t width, int final, int64_t *starts, int64_t *ends,
+                    unsigned char *flags, Py_ssize_t capacity, Py_ssize_t *rows_out,
+                    Py_ssize_t *end_out)
 {
-    Py_buffer data, starts_view, ends_view, flags_view;
-    Py_ssize_t begin, width;
-    int delimiter, final;
-    if (!PyArg_ParseTuple(args, "y*nCnpw*w*w*", &data, &begin, &delimiter, &width, &final,
-                          &starts_view, &ends_view, &flags_view))
-        return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t capacity = width > 0 ? flags_view.len / width : 0;
-    if (delimiter < 0 || delimiter > 127 || delimiter == '"' || delimiter == '\r'
-        || delimiter == '\n' || width <= 0 || begin < 0 || begin > data.len
-        || starts_view.len != capacity * width * 8 || ends_view.len != capacity * width * 8
-        || flags_view.len != capacity * width) {
-        PyErr_SetString(PyExc_ValueError, "cut: a one-byte ASCII delimiter, width > 0, "
-                        "begin within the data, starts and ends 8 bytes a cell, flags one");
-        goto done;
-    }
-    const unsigned char *t = data.buf;
-    const Py_ssize_t n = data.len;
     const unsigned char d = (unsigned char)delimiter;
-    int64_t *starts = starts_view.buf, *ends = ends_view.buf;
-    unsigned char *flags = flags_view.buf;
     Py_ssize_t rows = 0, end = begin;
     int status = CUT_DONE;
     /* What each byte is to the cutter: most are PLAIN and end nothing; HIGH and BAD
@@ -792,7 +766,6 @@ static PyObject *cut(PyObject *self, PyObject *args)
     const __m128i sse_quote = _mm_set1_epi8('"');
     const __m128i sse_space = _mm_set1_epi8(0x20);
 #endif
-    Py_BEGIN_ALLOW_THREADS
     Py_ssize_t at = begin;
     while (at < n) {
         if (rows == capacity) {
@@ -929,6 +902,47 @@ static PyObject *cut(PyObject *self, PyObject *args)
             rows++;
         end = at;
     }
+    *rows_out = rows;
+    *end_out = end;
+    return status;
+}
+
+PyDoc_STRVAR(cut_doc,
+"cut(data, begin, delimiter, width, final, starts, ends, flags) -> (rows, end, status)\n\n"
+"fastcsv.cut_py in C: the records of data[begin:] cut into cells as small._records cuts\n"
+"them (blank lines skipped), each cell's bounds written column by column: cell j of\n"
+"row r at [j * capacity + r] of `starts` and `ends` (int64) and `flags` (uint8: 0\n"
+"unquoted, 1 quoted, 2 quoted with doubled quotes inside; the bounds are inside the\n"
+"quotes), capacity being len(flags) // width. Stops after `capacity` rows, or before a\n"
+"record the data do not finish (unless `final`: the data end there). `end` is where the\n"
+"rows read end; status 0: every whole record read, 1: stopped at capacity, 2: the\n"
+"record at `end` is one the small path hands over on (a stray quote, another field\n"
+"count, a lone CR, a NUL, U+001C-U+001F, bytes that are not UTF-8). The GIL is\n"
+"released.");
+
+static PyObject *cut(PyObject *self, PyObject *args)
+{
+    Py_buffer data, starts_view, ends_view, flags_view;
+    Py_ssize_t begin, width;
+    int delimiter, final;
+    if (!PyArg_ParseTuple(args, "y*nCnpw*w*w*", &data, &begin, &delimiter, &width, &final,
+                          &starts_view, &ends_view, &flags_view))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t capacity = width > 0 ? flags_view.len / width : 0;
+    if (delimiter < 0 || delimiter > 127 || delimiter == '"' || delimiter == '\r'
+        || delimiter == '\n' || width <= 0 || begin < 0 || begin > data.len
+        || starts_view.len != capacity * width * 8 || ends_view.len != capacity * width * 8
+        || flags_view.len != capacity * width) {
+        PyErr_SetString(PyExc_ValueError, "cut: a one-byte ASCII delimiter, width > 0, "
+                        "begin within the data, starts and ends 8 bytes a cell, flags one");
+        goto done;
+    }
+    Py_ssize_t rows, end;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = cut_rows(data.buf, data.len, begin, delimiter, width, final, starts_view.buf,
+                      ends_view.buf, flags_view.buf, capacity, &rows, &end);
     Py_END_ALLOW_THREADS
     result = Py_BuildValue("nni", rows, end, status);
 done:
@@ -1159,6 +1173,936 @@ done:
     return out;
 }
 
+/* the compiled pipeline (cumtool/fastcsv.py's _Job, in one call) ----------------------- */
+
+/* A run's rows in C from the bytes read to the bytes written, with no GIL held but to
+   read the input and to hand out each chunk's output (docs/architecture.md, "Every
+   core"). The input comes in chunks of whole records (a LF outside quotes ends each); a
+   pool of threads cuts each chunk and parses its scanned columns, scans them with the
+   carried values in chunk order (the one serial step, ~1 ns a cell), and writes the
+   chunk's output text; the caller takes the outputs in order. Whatever the Python path
+   would hand over on (a record or cell it is unsure of, an int64 overflow), stops the
+   pipeline at that chunk: every chunk before it is output, and `status` says why. */
+
+#if !defined(_WIN32)
+#include <pthread.h>
+#define CSV_PIPELINE 1
+#else
+#define CSV_PIPELINE 0
+#endif
+
+#if CSV_PIPELINE
+
+enum { OP_SUM = 0, OP_PROD, OP_MAX, OP_MIN };
+enum { STOP_NONE = 0, STOP_HANDOVER = 1, STOP_SCAN = 2, STOP_MEMORY = 3 };
+enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_CUTTING, SLOT_PARSED, SLOT_SCANNED, SLOT_FORMATTING,
+       SLOT_READY, SLOT_STOPPED };
+
+typedef struct {
+    Py_ssize_t column;   /* the input column */
+    int ints;            /* int64 cells, else float64 */
+} ParsePlan;
+
+typedef struct {
+    Py_ssize_t parsed;   /* its column's index among the parsed ones */
+    Py_ssize_t result;   /* where its results go among a chunk's numbers: in place of its
+                            column's values where it is the column's one scan */
+    int op, ints;
+    double d;            /* the running value, carried from chunk to chunk */
+    int64_t q;
+} ScanPlan;
+
+typedef struct {
+    Py_ssize_t column;   /* an input column's cells, or -1: a scan's results */
+    Py_ssize_t scan;
+    Py_ssize_t kept;     /* the input column's index among those copied through */
+} OutPlan;
+
+/* Cell bounds of a few rows at a time, each thread its own: cut into these and parsed at
+   once, a chunk keeps the bounds of the columns copied through alone. */
+enum { BATCH_ROWS = 2048 };
+typedef struct {
+    int64_t *starts, *ends;
+    unsigned char *flags;
+} Scratch;
+
+typedef struct {
+    int state, stop, final;
+    long long seq;
+    char *data;                       /* the chunk's records */
+    Py_ssize_t size, capacity;
+    Py_ssize_t rows, row_capacity;
+    int64_t *starts, *ends;           /* kept column k's bounds of row r at [k * rows_cap + r] */
+    unsigned char *flags;
+    char *numbers;                    /* each parsed column's 8-byte values, then results */
+    unsigned char *missing;           /* each parsed column's missing cells */
+    char *out;                        /* the output text */
+    Py_ssize_t out_size, out_capacity;
+} Slot;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *read, *ready;           /* read(n) -> bytes; ready() -> whether more is at hand */
+    int delimiter, out_delimiter, by_sink, single;
+    Py_ssize_t width, chunk_bytes, max_record;
+    ParsePlan *parse; Py_ssize_t n_parse;
+    ScanPlan *scans; Py_ssize_t n_scans;
+    OutPlan *outs; Py_ssize_t n_outs;
+    Py_ssize_t *kept; Py_ssize_t n_kept;  /* the input columns copied through */
+    Py_ssize_t n_numbers;             /* 8-byte arrays a chunk holds: values and results */
+    Scratch *scratch;                 /* one a thread, and one for the caller's */
+    char **markers; Py_ssize_t *marker_sizes; Py_ssize_t n_markers;
+    char *null; Py_ssize_t null_size;
+    Slot *slots; int n_slots;
+    pthread_t *threads; int n_threads, started;
+    pthread_mutex_t lock;
+    pthread_cond_t work, done;
+    int sync_made;
+    long long next_read, next_scan, next_out;
+    int scanning, scan_blocked, shutdown, eof, paused, finished, status;
+    char *pending; Py_ssize_t pending_size, pending_capacity;  /* a record read in part */
+    Py_ssize_t rows_out;
+} Pipeline;
+
+static int grow_bytes(char **buffer, Py_ssize_t *capacity, Py_ssize_t need)
+{
+    if (need <= *capacity)
+        return 0;
+    const Py_ssize_t size = (need + 0xffff) & ~(Py_ssize_t)0xffff;  /* no more than asked */
+    char *grown = realloc(*buffer, (size_t)size + 16);  /* 16: the 8-byte loads' room */
+    if (grown == NULL)
+        return -1;
+    *buffer = grown;
+    *capacity = size;
+    return 0;
+}
+
+/* The arrays of a chunk of at most `rows` rows. */
+static int slot_reserve(Pipeline *p, Slot *s, Py_ssize_t rows)
+{
+    if (rows <= s->row_capacity)
+        return 0;
+    const size_t kept = (size_t)rows * (size_t)(p->n_kept ? p->n_kept : 1);
+    free(s->starts); free(s->ends); free(s->flags); free(s->numbers); free(s->missing);
+    s->starts = malloc(kept * 8);
+    s->ends = malloc(kept * 8);
+    s->flags = malloc(kept);
+    s->numbers = malloc((size_t)rows * 8 * (size_t)p->n_numbers + 8);
+    s->missing = malloc((size_t)rows * (size_t)(p->n_parse ? p->n_parse : 1));
+    if (!s->starts || !s->ends || !s->flags || !s->numbers || !s->missing) {
+        s->row_capacity = 0;
+        return -1;
+    }
+    s->row_capacity = rows;
+    return 0;
+}
+
+static int scratch_make(Scratch *scratch, Py_ssize_t width)
+{
+    const size_t cells = (size_t)BATCH_ROWS * (size_t)width;
+    scratch->starts = malloc(cells * 8);
+    scratch->ends = malloc(cells * 8);
+    scratch->flags = malloc(cells);
+    return scratch->starts && scratch->ends && scratch->flags ? 0 : -1;
+}
+
+/* A cell that is not a number as it is, as fastcsv._Job._numbers reads it: its ASCII
+   spaces stripped, 1 a missing marker (the empty text is one), 2 a number (*d or *q);
+   else 0, for the Python steps to read or word (text that is not ASCII among them: str.strip
+   strips more than ASCII spaces). */
+static int other_cell(const Pipeline *p, const unsigned char *s, Py_ssize_t size,
+                      const char *limit, int ints, double *d, int64_t *q)
+{
+    for (Py_ssize_t i = 0; i < size; i++)
+        if (s[i] >= 0x80)
+            return 0;
+    while (size > 0 && (s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r'))) {
+        s++;
+        size--;
+    }
+    while (size > 0 && (s[size - 1] == ' ' || (s[size - 1] >= '\t' && s[size - 1] <= '\r')))
+        size--;
+    for (Py_ssize_t k = 0; k < p->n_markers; k++)
+        if (p->marker_sizes[k] == size && memcmp(p->markers[k], s, (size_t)size) == 0)
+            return 1;
+    return parse_cell((const char *)s, (size_t)size, limit, ints, d, q) == 1 ? 2 : 0;
+}
+
+/* Cut a chunk and parse its scanned columns (any thread, no lock held): BATCH_ROWS rows
+   at a time into the thread's scratch bounds, each batch's number cells parsed while
+   they are in cache, and the bounds of the columns copied through kept. */
+static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
+{
+    if (s->stop != STOP_NONE)
+        return;  /* read_chunk found a record too long */
+    const unsigned char *t = (const unsigned char *)s->data;
+    Py_ssize_t lines = 1;
+    for (const unsigned char *at = t, *stop = t + s->size;
+         (at = memchr(at, '\n', (size_t)(stop - at))) != NULL; at++)
+        lines++;
+    if (slot_reserve(p, s, lines) < 0) {
+        s->stop = STOP_MEMORY;
+        return;
+    }
+    const Py_ssize_t cap = s->row_capacity;
+    const char *limit = s->data + s->size;
+    Py_ssize_t begin = 0, row0 = 0;
+    for (;;) {
+        Py_ssize_t rows, end;
+        const int status = cut_rows(t, s->size, begin, p->delimiter, p->width, s->final,
+                                    scratch->starts, scratch->ends, scratch->flags,
+                                    BATCH_ROWS, &rows, &end);
+        if (status == CUT_UNSURE || (status == CUT_DONE && end != s->size)
+            || row0 + rows > cap) {
+            s->stop = STOP_HANDOVER;
+            return;
+        }
+        for (Py_ssize_t k = 0; k < p->n_parse; k++) {
+            const Py_ssize_t base = p->parse[k].column * BATCH_ROWS;
+            const int ints = p->parse[k].ints;
+            double *floats = (double *)(s->numbers + (size_t)k * (size_t)cap * 8) + row0;
+            int64_t *integers = (int64_t *)floats;
+            unsigned char *missing = s->missing + (size_t)k * (size_t)cap + row0;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                const char *cell = s->data + scratch->starts[base + r];
+                const Py_ssize_t size = (Py_ssize_t)(scratch->ends[base + r]
+                                                     - scratch->starts[base + r]);
+                double d = 0.0;
+                int64_t q = 0;
+                const int found = parse_cell(cell, (size_t)size, limit, ints, &d, &q);
+                if (found == 1) {
+                    if (ints)
+                        integers[r] = q;
+                    else
+                        floats[r] = d;
+                    missing[r] = 0;
+                    continue;
+                }
+                if (found < 0) {
+                    s->stop = STOP_MEMORY;
+                    return;
+                }
+                /* an empty cell is missing, and so is a marker; a number with spaces
+                   is read; any other text the Python steps word */
+                const int other = size == 0 ? 1 : scratch->flags[base + r] == 2 ? 0
+                    : other_cell(p, (const unsigned char *)cell, size, limit, ints, &d, &q);
+                if (other == 0) {
+                    s->stop = STOP_HANDOVER;
+                    return;
+                }
+                if (other == 2) {
+                    if (ints)
+                        integers[r] = q;
+                    else
+                        floats[r] = d;
+                    missing[r] = 0;
+                    continue;
+                }
+                integers[r] = 0;  /* also 0.0 */
+                missing[r] = 1;
+            }
+        }
+        for (Py_ssize_t k = 0; k < p->n_kept; k++) {
+            const Py_ssize_t from = p->kept[k] * BATCH_ROWS, to = k * cap + row0;
+            memcpy(s->starts + to, scratch->starts + from, (size_t)rows * 8);
+            memcpy(s->ends + to, scratch->ends + from, (size_t)rows * 8);
+            memcpy(s->flags + to, scratch->flags + from, (size_t)rows);
+        }
+        row0 += rows;
+        if (status == CUT_DONE)
+            break;
+        begin = end;
+    }
+    s->rows = row0;
+}
+
+/* Scan a chunk from the carried values (one thread at a time, in chunk order). */
+static void chunk_scan(Pipeline *p, Slot *s)
+{
+    const Py_ssize_t cap = s->row_capacity, rows = s->rows;
+    for (Py_ssize_t j = 0; j < p->n_scans; j++) {
+        ScanPlan *scan = &p->scans[j];
+        const char *in = s->numbers + (size_t)scan->parsed * (size_t)cap * 8;
+        const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
+        char *out = s->numbers + (size_t)scan->result * (size_t)cap * 8;
+        if (scan->ints) {
+            const int64_t *x = (const int64_t *)in;
+            int64_t *y = (int64_t *)out, v = scan->q;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                if (!missing[r]) {
+                    int64_t next = v;
+                    int bad = 0;
+                    switch (scan->op) {
+                    case OP_SUM: bad = __builtin_add_overflow(v, x[r], &next); break;
+                    case OP_PROD: bad = __builtin_mul_overflow(v, x[r], &next); break;
+                    case OP_MAX: next = x[r] >= v ? x[r] : v; break;
+                    default: next = x[r] <= v ? x[r] : v; break;
+                    }
+                    if (bad) {
+                        s->stop = STOP_SCAN;  /* the Python path words the overflow */
+                        return;
+                    }
+                    v = next;
+                }
+                y[r] = v;
+            }
+            scan->q = v;
+        } else {
+            /* as numpy's accumulate from the identity: a missing cell adds 0.0 (or
+               multiplies by 1.0), which turns a running -0.0 into 0.0 */
+            const double *x = (const double *)in;
+            double *y = (double *)out, v = scan->d;
+            switch (scan->op) {
+            case OP_SUM:
+                for (Py_ssize_t r = 0; r < rows; r++)
+                    y[r] = v = v + (missing[r] ? 0.0 : x[r]);
+                break;
+            case OP_PROD:
+                for (Py_ssize_t r = 0; r < rows; r++)
+                    y[r] = v = v * (missing[r] ? 1.0 : x[r]);
+                break;
+            case OP_MAX:  /* a NaN wins and stays; a tie takes the latest (-0.0 and 0.0) */
+                for (Py_ssize_t r = 0; r < rows; r++) {
+                    if (!missing[r] && (isnan(x[r]) || x[r] >= v))
+                        v = x[r];
+                    y[r] = v;
+                }
+                break;
+            default:
+                for (Py_ssize_t r = 0; r < rows; r++) {
+                    if (!missing[r] && (isnan(x[r]) || x[r] <= v))
+                        v = x[r];
+                    y[r] = v;
+                }
+                break;
+            }
+            scan->d = v;
+        }
+    }
+}
+
+/* A chunk's output text, as assemble() writes it (any thread, no lock held). The buffer
+   grows as rows need it: a number's room (24 bytes) is more than it mostly takes. */
+static void chunk_format(Pipeline *p, Slot *s)
+{
+    const Py_ssize_t cap = s->row_capacity, rows = s->rows;
+    Py_ssize_t numbers = 1;  /* a row's room, but for its input cells: the line end */
+    for (Py_ssize_t k = 0; k < p->n_outs; k++) {
+        if (p->outs[k].column < 0) {
+            const Py_ssize_t longest = p->scans[p->outs[k].scan].ints ? 20 : NUMTEXT_FORMAT_MAX;
+            numbers += (p->null_size > longest ? p->null_size : longest) + 1;
+        } else {
+            numbers += 3;  /* two quotes and a delimiter */
+        }
+    }
+    const unsigned char *t = (const unsigned char *)s->data;
+    const unsigned char d = (unsigned char)p->out_delimiter;
+    Py_ssize_t used = 0;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        Py_ssize_t room = numbers;
+        for (Py_ssize_t k = 0; k < p->n_kept; k++)
+            room += (Py_ssize_t)(s->ends[k * cap + r] - s->starts[k * cap + r]);
+        if (s->out_capacity - used < room) {
+            const Py_ssize_t guess = used + room + (used + room) / 2 + (rows - r) * numbers / 4;
+            if (grow_bytes(&s->out, &s->out_capacity, guess) < 0) {
+                s->stop = STOP_MEMORY;
+                return;
+            }
+        }
+        unsigned char *o = (unsigned char *)s->out + used;
+        for (Py_ssize_t k = 0; k < p->n_outs; k++) {
+            if (k)
+                *o++ = d;
+            const OutPlan *plan = &p->outs[k];
+            if (plan->column < 0) {
+                const ScanPlan *scan = &p->scans[plan->scan];
+                const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
+                const char *values = s->numbers + (size_t)scan->result * (size_t)cap * 8;
+                if (missing[r]) {
+                    memcpy(o, p->null, (size_t)p->null_size);
+                    o += p->null_size;
+                } else if (scan->ints) {
+                    o += int_text(((const int64_t *)values)[r], (char *)o);
+                } else {
+                    o += numtext_format(((const double *)values)[r], (char *)o);
+                }
+                continue;
+            }
+            const Py_ssize_t c = plan->kept * cap + r;
+            const unsigned char *cell = t + s->starts[c];
+            const Py_ssize_t length = (Py_ssize_t)(s->ends[c] - s->starts[c]);
+            const int empty_quoted = p->by_sink ? p->single : s->flags[c] != 0;
+            if (needs_quotes(cell, length, s->flags[c], d, empty_quoted)) {
+                *o++ = '"';
+                memcpy(o, cell, (size_t)length);
+                o += length;
+                *o++ = '"';
+            } else {
+                memcpy(o, cell, (size_t)length);
+                o += length;
+            }
+        }
+        *o++ = '\n';
+        used = (Py_ssize_t)(o - (unsigned char *)s->out);
+    }
+    s->out_size = used;
+}
+
+/* The ordered scan: whoever finishes cutting the chunk next in order scans it, and the
+   ones after it that are cut already (the lock is held on entry and on return). */
+static void scan_in_order(Pipeline *p)
+{
+    if (p->scanning)
+        return;
+    p->scanning = 1;
+    int scanned = 0;
+    while (!p->scan_blocked && p->next_scan < p->next_read) {
+        Slot *s = &p->slots[p->next_scan % p->n_slots];
+        if (s->state != SLOT_PARSED)
+            break;
+        if (s->stop == STOP_NONE) {
+            pthread_mutex_unlock(&p->lock);
+            chunk_scan(p, s);
+            pthread_mutex_lock(&p->lock);
+        }
+        if (s->stop != STOP_NONE) {
+            s->state = SLOT_STOPPED;  /* the carry ends here: no chunk after it is scanned */
+            p->scan_blocked = 1;
+            pthread_cond_broadcast(&p->done);
+            break;
+        }
+        s->state = SLOT_SCANNED;
+        p->next_scan++;
+        /* this thread formats the first it scanned; a worker is woken for each other */
+        if (scanned++) {  /* signalled unlocked: the woken thread takes the lock at once */
+            pthread_mutex_unlock(&p->lock);
+            pthread_cond_signal(&p->work);
+            pthread_mutex_lock(&p->lock);
+        }
+    }
+    p->scanning = 0;
+}
+
+/* One step of work, the lock held: format the oldest scanned chunk, else cut the oldest
+   one read. 0 where there was none. */
+static int work_once(Pipeline *p, Scratch *scratch)
+{
+    Slot *cut_slot = NULL;
+    for (long long seq = p->next_out; seq < p->next_read; seq++) {
+        Slot *s = &p->slots[seq % p->n_slots];
+        if (s->state == SLOT_SCANNED) {
+            s->state = SLOT_FORMATTING;
+            pthread_mutex_unlock(&p->lock);
+            chunk_format(p, s);
+            pthread_mutex_lock(&p->lock);
+            s->state = s->stop != STOP_NONE ? SLOT_STOPPED : SLOT_READY;
+            if (seq == p->next_out) {  /* the caller waits for the next in order alone */
+                pthread_mutex_unlock(&p->lock);
+                pthread_cond_signal(&p->done);
+                pthread_mutex_lock(&p->lock);
+            }
+            return 1;
+        }
+        if (s->state == SLOT_FILLED && cut_slot == NULL)
+            cut_slot = s;
+    }
+    if (cut_slot == NULL)
+        return 0;
+    cut_slot->state = SLOT_CUTTING;
+    pthread_mutex_unlock(&p->lock);
+    chunk_cut(p, cut_slot, scratch);
+    pthread_mutex_lock(&p->lock);
+    cut_slot->state = SLOT_PARSED;
+    scan_in_order(p);
+    return 1;
+}
+
+typedef struct {
+    Pipeline *p;
+    Scratch *scratch;
+} WorkerArg;
+
+static void *worker(void *arg)
+{
+    Pipeline *p = ((WorkerArg *)arg)->p;
+    Scratch *scratch = ((WorkerArg *)arg)->scratch;
+    free(arg);
+    pthread_mutex_lock(&p->lock);
+    while (!p->shutdown)
+        if (!work_once(p, scratch))
+            pthread_cond_wait(&p->work, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* The end of the last whole record in buf[0:n] (just past a LF outside quotes; buf
+   starts a record), or -1. */
+static Py_ssize_t last_record_end(const char *buf, Py_ssize_t n)
+{
+    Py_ssize_t best = -1, at = 0;
+    int quoted = 0;
+    while (at <= n) {
+        const char *q = at < n ? memchr(buf + at, '"', (size_t)(n - at)) : NULL;
+        const Py_ssize_t stop = q ? q - buf : n;
+        if (!quoted && stop > at) {
+            for (Py_ssize_t i = stop - 1; i >= at; i--)  /* memrchr is not everywhere */
+                if (buf[i] == '\n') {
+                    best = i + 1;
+                    break;
+                }
+        }
+        if (q == NULL)
+            break;
+        quoted = !quoted;
+        at = stop + 1;
+    }
+    return best;
+}
+
+static void stop_threads(Pipeline *p)
+{
+    if (!p->started)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->shutdown = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < p->n_threads; i++)
+        pthread_join(p->threads[i], NULL);
+    Py_END_ALLOW_THREADS
+    p->started = 0;
+}
+
+/* Read the next chunk into its slot (the GIL held: read() is Python's): the bytes kept
+   from before, then reads, up to the last whole record within chunk_bytes (or the first
+   record, where it is longer). 1 when a chunk was filled, 0 when the input ended with
+   nothing to fill, -1 on an error (a Python exception set). */
+static int read_chunk(Pipeline *p, Slot *s)
+{
+    s->size = 0;
+    s->final = 0;
+    if (grow_bytes(&s->data, &s->capacity, p->pending_size + p->chunk_bytes) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(s->data, p->pending, (size_t)p->pending_size);
+    s->size = p->pending_size;
+    p->pending_size = 0;
+    Py_ssize_t boundary = -1;
+    int paused = 0;
+    for (;;) {
+        if (s->size >= p->chunk_bytes || paused) {
+            const Py_ssize_t within = s->size < p->chunk_bytes ? s->size : p->chunk_bytes;
+            boundary = last_record_end(s->data, within);
+            if (boundary < 0 && within < s->size)
+                boundary = last_record_end(s->data, s->size);
+            if (boundary >= 0) {
+                p->paused = paused;
+                break;
+            }
+            if (s->size > p->max_record) {
+                s->stop = STOP_HANDOVER;  /* a record too long: the Python steps name it */
+                p->eof = 1;  /* nothing after it is read */
+                return 1;
+            }
+            paused = 0;  /* no whole record yet: wait for one */
+        }
+        if (s->size >= s->capacity
+            && grow_bytes(&s->data, &s->capacity, s->size + s->size / 2) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        const Py_ssize_t room = s->capacity - s->size;
+        const Py_ssize_t short_of = p->chunk_bytes - s->size;
+        const Py_ssize_t want = short_of > 0 && short_of < room ? short_of : room;
+        PyObject *bytes = PyObject_CallFunction(p->read, "n", want);
+        if (bytes == NULL)
+            return -1;
+        if (!PyBytes_Check(bytes) || PyBytes_GET_SIZE(bytes) > want) {
+            Py_DECREF(bytes);
+            PyErr_SetString(PyExc_ValueError, "Pipeline: read(n) returns at most n bytes");
+            return -1;
+        }
+        const Py_ssize_t got = PyBytes_GET_SIZE(bytes);
+        Py_BEGIN_ALLOW_THREADS  /* the bytes are held: no other thread waits on a copy */
+        memcpy(s->data + s->size, PyBytes_AS_STRING(bytes), (size_t)got);
+        Py_END_ALLOW_THREADS
+        Py_DECREF(bytes);
+        s->size += got;
+        if (got == 0) {
+            p->eof = 1;
+            s->final = 1;
+            return s->size > 0;
+        }
+        if (got < want) {  /* a pipe gave what it had: where no more is at hand, the
+                              whole records so far go out before reading on */
+            PyObject *more = PyObject_CallNoArgs(p->ready);
+            if (more == NULL)
+                return -1;
+            const int ready = PyObject_IsTrue(more);
+            Py_DECREF(more);
+            if (ready < 0)
+                return -1;
+            paused = !ready;
+        }
+    }
+    /* the bytes after the last whole record wait for the next chunk */
+    const Py_ssize_t rest = s->size - boundary;
+    if (grow_bytes(&p->pending, &p->pending_capacity, rest) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(p->pending, s->data + boundary, (size_t)rest);
+    p->pending_size = rest;
+    s->size = boundary;
+    return 1;
+}
+
+static PyObject *pipeline_next(Pipeline *p)
+{
+    if (p->finished)
+        return NULL;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        if (p->next_out < p->next_read) {
+            Slot *s = &p->slots[p->next_out % p->n_slots];
+            if (s->state == SLOT_READY) {
+                pthread_mutex_unlock(&p->lock);
+                PyObject *out = PyBytes_FromStringAndSize(NULL, s->out_size);
+                if (out == NULL)
+                    return NULL;
+                Py_BEGIN_ALLOW_THREADS
+                memcpy(PyBytes_AS_STRING(out), s->out, (size_t)s->out_size);
+                Py_END_ALLOW_THREADS
+                pthread_mutex_lock(&p->lock);
+                s->state = SLOT_FREE;
+                p->rows_out += s->rows;
+                p->next_out++;
+                pthread_mutex_unlock(&p->lock);
+                return out;
+            }
+            if (s->state == SLOT_STOPPED) {
+                p->status = s->stop;
+                pthread_mutex_unlock(&p->lock);
+                stop_threads(p);
+                p->finished = 1;
+                return NULL;
+            }
+        } else if (p->eof || p->paused) {
+            p->paused = 0;  /* what was read before the pause is out: read on */
+            if (p->eof) {
+                pthread_mutex_unlock(&p->lock);
+                stop_threads(p);
+                p->finished = 1;
+                return NULL;
+            }
+        }
+        Slot *next = &p->slots[p->next_read % p->n_slots];
+        if (!p->eof && !p->paused && next->state == SLOT_FREE) {
+            pthread_mutex_unlock(&p->lock);
+            next->stop = STOP_NONE;
+            next->rows = 0;
+            next->seq = p->next_read;
+            const int filled = read_chunk(p, next);
+            if (filled < 0) {
+                stop_threads(p);
+                p->finished = 1;
+                return NULL;
+            }
+            if (filled == 0)
+                continue;
+            pthread_mutex_lock(&p->lock);
+            next->state = SLOT_FILLED;
+            p->next_read++;
+            if (p->n_threads == 0) {  /* one thread: the caller's */
+                Py_BEGIN_ALLOW_THREADS
+                while (work_once(p, &p->scratch[0]))
+                    ;
+                Py_END_ALLOW_THREADS
+                pthread_mutex_unlock(&p->lock);
+            } else {
+                pthread_mutex_unlock(&p->lock);
+                pthread_cond_signal(&p->work);
+            }
+            continue;
+        }
+        if (p->n_threads == 0) {
+            Py_BEGIN_ALLOW_THREADS
+            while (work_once(p, &p->scratch[0]))
+                ;
+            Py_END_ALLOW_THREADS
+            pthread_mutex_unlock(&p->lock);
+            continue;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        pthread_cond_wait(&p->done, &p->lock);
+        Py_END_ALLOW_THREADS
+        pthread_mutex_unlock(&p->lock);
+    }
+}
+
+static void pipeline_dealloc(Pipeline *p)
+{
+    stop_threads(p);
+    if (p->sync_made) {
+        pthread_mutex_destroy(&p->lock);
+        pthread_cond_destroy(&p->work);
+        pthread_cond_destroy(&p->done);
+    }
+    for (int i = 0; p->slots != NULL && i < p->n_slots; i++) {
+        Slot *s = &p->slots[i];
+        free(s->data); free(s->starts); free(s->ends); free(s->flags);
+        free(s->numbers); free(s->missing); free(s->out);
+    }
+    free(p->slots);
+    for (int i = 0; p->scratch != NULL && i <= p->n_threads; i++) {
+        free(p->scratch[i].starts);
+        free(p->scratch[i].ends);
+        free(p->scratch[i].flags);
+    }
+    free(p->scratch);
+    free(p->kept);
+    free(p->threads);
+    free(p->parse);
+    free(p->scans);
+    free(p->outs);
+    for (Py_ssize_t k = 0; p->markers != NULL && k < p->n_markers; k++)
+        free(p->markers[k]);
+    free(p->markers);
+    free(p->marker_sizes);
+    free(p->null);
+    free(p->pending);
+    Py_XDECREF(p->read);
+    Py_XDECREF(p->ready);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static char *copy_bytes(PyObject *bytes, Py_ssize_t *size)
+{
+    if (!PyBytes_Check(bytes)) {
+        PyErr_SetString(PyExc_TypeError, "Pipeline: markers and null are bytes");
+        return NULL;
+    }
+    *size = PyBytes_GET_SIZE(bytes);
+    char *copy = malloc((size_t)*size + 1);
+    if (copy == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(copy, PyBytes_AS_STRING(bytes), (size_t)*size);
+    return copy;
+}
+
+static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
+{
+    static char *names[] = {"head", "read", "ready", "delimiter", "width", "out_delimiter",
+                            "parse", "scans", "columns", "markers", "null", "by_sink",
+                            "single", "threads", "chunk_bytes", "max_record", NULL};
+    PyObject *head, *read, *ready, *parse, *scans, *columns, *markers, *null;
+    int threads;
+    if (p->slots != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Pipeline: made once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn", names, &head,
+                                     &read, &ready, &p->delimiter, &p->width,
+                                     &p->out_delimiter, &PyList_Type, &parse, &PyList_Type,
+                                     &scans, &PyList_Type, &columns, &PyList_Type, &markers,
+                                     &null, &p->by_sink, &p->single, &threads,
+                                     &p->chunk_bytes, &p->max_record))
+        return -1;
+    if (p->delimiter < 0 || p->delimiter > 127 || p->delimiter == '"' || p->delimiter == '\r'
+        || p->delimiter == '\n' || p->out_delimiter < 0 || p->out_delimiter > 127
+        || p->width <= 0 || threads < 1 || p->chunk_bytes < 1 || p->max_record < 1) {
+        PyErr_SetString(PyExc_ValueError, "Pipeline: one-byte ASCII delimiters, width > 0, "
+                        "threads, chunk_bytes and max_record > 0");
+        return -1;
+    }
+    Py_INCREF(read);
+    p->read = read;
+    Py_INCREF(ready);
+    p->ready = ready;
+    p->n_parse = PyList_GET_SIZE(parse);
+    p->n_scans = PyList_GET_SIZE(scans);
+    p->n_outs = PyList_GET_SIZE(columns);
+    p->n_markers = PyList_GET_SIZE(markers);
+    p->parse = calloc((size_t)p->n_parse + 1, sizeof(ParsePlan));
+    p->scans = calloc((size_t)p->n_scans + 1, sizeof(ScanPlan));
+    p->outs = calloc((size_t)p->n_outs + 1, sizeof(OutPlan));
+    p->markers = calloc((size_t)p->n_markers + 1, sizeof(char *));
+    p->marker_sizes = calloc((size_t)p->n_markers + 1, sizeof(Py_ssize_t));
+    if (!p->parse || !p->scans || !p->outs || !p->markers || !p->marker_sizes) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < p->n_parse; k++) {
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(parse, k), "np", &p->parse[k].column,
+                              &p->parse[k].ints))
+            return -1;
+        if (p->parse[k].column < 0 || p->parse[k].column >= p->width) {
+            PyErr_SetString(PyExc_ValueError, "Pipeline: a parsed column out of range");
+            return -1;
+        }
+    }
+    for (Py_ssize_t j = 0; j < p->n_scans; j++) {
+        ScanPlan *s = &p->scans[j];
+        PyObject *start;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(scans, j), "niO", &s->parsed, &s->op, &start))
+            return -1;
+        if (s->parsed < 0 || s->parsed >= p->n_parse || s->op < OP_SUM || s->op > OP_MIN) {
+            PyErr_SetString(PyExc_ValueError, "Pipeline: a scan's column or op out of range");
+            return -1;
+        }
+        s->ints = p->parse[s->parsed].ints;
+        s->result = -1;
+        if (s->ints) {
+            s->q = PyLong_AsLongLong(start);
+        } else {
+            s->d = PyFloat_AsDouble(start);
+        }
+        if (PyErr_Occurred())
+            return -1;
+    }
+    for (Py_ssize_t k = 0; k < p->n_outs; k++) {
+        PyObject *item = PyList_GET_ITEM(columns, k);
+        if (!PyArg_ParseTuple(item, "nn", &p->outs[k].column, &p->outs[k].scan))
+            return -1;
+        if (p->outs[k].column >= p->width
+            || (p->outs[k].column < 0 && (p->outs[k].scan < 0 || p->outs[k].scan >= p->n_scans))) {
+            PyErr_SetString(PyExc_ValueError, "Pipeline: an output column out of range");
+            return -1;
+        }
+    }
+    /* a column's one scan writes over its values; more than one, each its own */
+    p->n_numbers = p->n_parse;
+    for (Py_ssize_t j = 0; j < p->n_scans; j++) {
+        Py_ssize_t others = 0;
+        for (Py_ssize_t i = 0; i < p->n_scans; i++)
+            others += i != j && p->scans[i].parsed == p->scans[j].parsed;
+        p->scans[j].result = others ? p->n_numbers++ : p->scans[j].parsed;
+    }
+    p->kept = calloc((size_t)p->n_outs + 1, sizeof(Py_ssize_t));
+    if (p->kept == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < p->n_outs; k++) {
+        if (p->outs[k].column < 0)
+            continue;
+        Py_ssize_t at = 0;
+        while (at < p->n_kept && p->kept[at] != p->outs[k].column)
+            at++;
+        if (at == p->n_kept)
+            p->kept[p->n_kept++] = p->outs[k].column;
+        p->outs[k].kept = at;
+    }
+    for (Py_ssize_t k = 0; k < p->n_markers; k++)
+        if ((p->markers[k] = copy_bytes(PyList_GET_ITEM(markers, k), &p->marker_sizes[k])) == NULL)
+            return -1;
+    if ((p->null = copy_bytes(null, &p->null_size)) == NULL)
+        return -1;
+    if (grow_bytes(&p->pending, &p->pending_capacity, PyBytes_GET_SIZE(head)) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(p->pending, PyBytes_AS_STRING(head), (size_t)PyBytes_GET_SIZE(head));
+    p->pending_size = PyBytes_GET_SIZE(head);
+    /* one thread: the caller's; else a pool, and a chunk in flight a thread, plus the
+       one being read and the one being written (each costs ~15x its bytes) */
+    p->n_threads = threads > 1 ? threads : 0;
+    p->n_slots = threads > 1 ? threads + 2 : 2;
+    p->slots = calloc((size_t)p->n_slots, sizeof(Slot));
+    p->threads = calloc((size_t)(p->n_threads + 1), sizeof(pthread_t));
+    p->scratch = calloc((size_t)(p->n_threads + 1), sizeof(Scratch));
+    if (!p->slots || !p->threads || !p->scratch) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i <= p->n_threads; i++)
+        if (scratch_make(&p->scratch[i], p->width) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    if (pthread_mutex_init(&p->lock, NULL) != 0 || pthread_cond_init(&p->work, NULL) != 0
+        || pthread_cond_init(&p->done, NULL) != 0) {
+        PyErr_SetString(PyExc_OSError, "Pipeline: no mutex");
+        return -1;
+    }
+    p->sync_made = 1;
+    for (int i = 0; i < p->n_threads; i++) {
+        WorkerArg *arg = malloc(sizeof(WorkerArg));
+        if (arg != NULL) {
+            arg->p = p;
+            arg->scratch = &p->scratch[i + 1];
+        }
+        if (arg == NULL || pthread_create(&p->threads[i], NULL, worker, arg) != 0) {
+            free(arg);
+            p->n_threads = i;
+            p->started = i > 0;
+            stop_threads(p);
+            PyErr_SetString(PyExc_OSError, "Pipeline: no thread");
+            return -1;
+        }
+        p->started = 1;
+    }
+    return 0;
+}
+
+static PyObject *pipeline_iter(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *pipeline_close(Pipeline *p, PyObject *unused)
+{
+    stop_threads(p);
+    p->finished = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMemberDef pipeline_members[] = {
+    {"status", T_INT, offsetof(Pipeline, status), READONLY,
+     "Why it stopped: 0 the input ended, 1 a record or cell the Python path reads, 2 a "
+     "scan it words (an overflow), 3 out of memory."},
+    {"rows", T_PYSSIZET, offsetof(Pipeline, rows_out), READONLY, "The rows output."},
+    {NULL},
+};
+
+static PyMethodDef pipeline_methods[] = {
+    {"close", (PyCFunction)pipeline_close, METH_NOARGS, "Stop the threads."},
+    {NULL},
+};
+
+PyDoc_STRVAR(pipeline_doc,
+"Pipeline(head, read, ready, delimiter, width, out_delimiter, parse, scans, columns,\n"
+"         markers, null, by_sink, single, threads, chunk_bytes, max_record)\n\n"
+"fastcsv._Job's rows in one compiled loop, an iterator of the output's chunks in order.\n"
+"The input is `head` then read(n) (bytes, b\"\" at the end; ready() says whether more is\n"
+"at hand after a short read). `parse`: [(column, ints)], the scanned columns; `scans`:\n"
+"[(parsed index, op 0 sum 1 prod 2 max 3 min, start value)]; `columns`: [(input\n"
+"column, -1) or (-1, scan)], as assemble() lays them out with `null`, `by_sink`,\n"
+"`single`; `markers`: the missing markers' bytes. After the last chunk, `status` and\n"
+"`rows` say why it stopped and how many rows came out.");
+
+static PyTypeObject PipelineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cumtool._ext._csvtext.Pipeline",
+    .tp_basicsize = sizeof(Pipeline),
+    .tp_dealloc = (destructor)pipeline_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = pipeline_doc,
+    .tp_iter = pipeline_iter,
+    .tp_iternext = (iternextfunc)pipeline_next,
+    .tp_members = pipeline_members,
+    .tp_methods = pipeline_methods,
+    .tp_init = (initproc)pipeline_init,
+    .tp_new = PyType_GenericNew,
+};
+
+#endif  /* CSV_PIPELINE */
+
 static PyMethodDef methods[] = {
     {"records", records, METH_VARARGS, records_doc},
     {"judge_cells", judge_cells, METH_VARARGS, judge_cells_doc},
@@ -1180,5 +2124,15 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__csvtext(void)
 {
-    return PyModule_Create(&module);
+    if (numtext_init() < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+#if CSV_PIPELINE
+    if (m != NULL && (PyType_Ready(&PipelineType) < 0
+                      || PyModule_AddObjectRef(m, "Pipeline", (PyObject *)&PipelineType) < 0)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+#endif
+    return m;
 }

@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 import numpy as np
 
 def records(data: bytes, delimiter: str) -> list[list[str | None]] | None: ...
@@ -16,3 +18,18 @@ def assemble(data: bytes | bytearray | memoryview, starts: np.ndarray, ends: np.
              flags: np.ndarray, capacity: int, rows: int,
              columns: list[int | tuple[np.ndarray, np.ndarray | None, bytes]],
              delimiter: str, by_sink: bool, single: bool) -> bytes: ...
+
+class Pipeline:
+    """fastcsv._Job's rows in one compiled loop on a pool of threads (not on Windows)."""
+
+    status: int  # 0 the input ended; 1 hand over; 2 a scan to word; 3 out of memory
+    rows: int  # the rows output
+    def __init__(self, head: bytes, read: Callable[[int], bytes], ready: Callable[[], bool],
+                 delimiter: str, width: int, out_delimiter: str,
+                 parse: list[tuple[int, bool]], scans: list[tuple[int, int, int | float]],
+                 columns: list[tuple[int, int]], markers: list[bytes], null: bytes,
+                 by_sink: bool, single: bool, threads: int, chunk_bytes: int,
+                 max_record: int) -> None: ...
+    def __iter__(self) -> Pipeline: ...
+    def __next__(self) -> bytes: ...
+    def close(self) -> None: ...

@@ -20,8 +20,9 @@
  * round, go to the C library's strtod under the "C" locale, which is correctly rounded
  * (glibc, macOS, the Universal CRT).
  *
- * _csvtext.c includes this file with NUMTEXT_CORE_ONLY defined, for the core functions
- * alone (numtext_format), without the module.
+ * _csvtext.c and _jsonl.c include this file with NUMTEXT_CORE_ONLY defined, for the core
+ * functions alone (numtext_format), without the module; _csvtext.c with NUMTEXT_READER
+ * too, for the reader (its pipeline parses cells), whose locale numtext_init makes.
  */
 #ifndef NUMTEXT_CORE_ONLY
 #define PY_SSIZE_T_CLEAN
@@ -309,7 +310,7 @@ static int int_text(int64_t value, char *out)
     return (int)(p - out);
 }
 
-#ifndef NUMTEXT_CORE_ONLY
+#if !defined(NUMTEXT_CORE_ONLY) || defined(NUMTEXT_READER)
 
 /* reading ----------------------------------------------------------------------------- */
 
@@ -510,6 +511,103 @@ static int numtext_parse_int64(const char *s, size_t size, int64_t *out)
     return 1;
 }
 
+/* A cell of at most 8 bytes after its sign, read 8 bytes at a time (fast_float's way,
+   little-endian only): 1 with its digits' value in *m and how many follow the point in
+   *after if it is digits with at most one point (`point`: allowed), at least one digit;
+   else 0, for the general reader to judge. p + 8 must not pass `limit` for the one
+   8-byte load; else the cell's bytes are copied. Every answer is one the general reader
+   gives: Clinger's fast path below needs m < 10^8 <= 2^53 and at most 7 places. */
+static inline int short_number(const char *p, size_t r, const char *limit, int point,
+                               uint64_t *m, int *after)
+{
+#if PY_LITTLE_ENDIAN
+    if (r == 0 || r > 8)
+        return 0;
+    uint64_t w = 0;
+    if (limit - p >= 8)
+        memcpy(&w, p, 8);
+    else
+        memcpy(&w, p, r);
+    if (r < 8)
+        w &= (1ull << (8 * r)) - 1;
+    size_t n = r;
+    *after = 0;
+    if (point) {
+        const uint64_t x = w ^ 0x2e2e2e2e2e2e2e2eull;  /* a '.' byte becomes 0 */
+        const uint64_t dots = (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull;
+        if (dots) {  /* the lowest flag is the first '.'; a second fails the digits below */
+            const int dot = __builtin_ctzll(dots) >> 3;
+            if ((size_t)dot < r) {
+                const uint64_t low = dot ? w & ((1ull << (8 * dot)) - 1) : 0;
+                const uint64_t high = dot < 7 ? (w >> (8 * dot + 8)) << (8 * dot) : 0;
+                w = low | high;
+                n = r - 1;
+                *after = (int)(r - 1 - (size_t)dot);
+            }
+        }
+    }
+    if (n == 0)
+        return 0;
+    if (n < 8)  /* the digits to the top, leading '0's below: the first byte is the first */
+        w = (w << (8 * (8 - n))) | (0x3030303030303030ull & ((1ull << (8 * (8 - n))) - 1));
+    if ((((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull))
+         & 0x8080808080808080ull) != 0)
+        return 0;  /* not all digits */
+    w -= 0x3030303030303030ull;
+    w = (w * 10) + (w >> 8);
+    w = (((w & 0x000000FF000000FFull) * 0x000F424000000064ull)
+         + (((w >> 16) & 0x000000FF000000FFull) * 0x0000271000000001ull)) >> 32;
+    *m = (uint32_t)w;
+    return 1;
+#else
+    (void)p; (void)r; (void)limit; (void)point; (void)m; (void)after;
+    return 0;
+#endif
+}
+
+/* A cell as numtext_parse_double or numtext_parse_int64 reads it (`ints`), a short one
+   by short_number; data ends at `limit`. */
+static inline int parse_cell(const char *s, size_t size, const char *limit, int ints,
+                             double *d, int64_t *q)
+{
+    const int negative = size > 0 && s[0] == '-';
+    const size_t sign = size > 0 && (s[0] == '-' || s[0] == '+');
+    uint64_t m;
+    int after;
+    if (short_number(s + sign, size - sign, limit, !ints, &m, &after)) {
+        if (ints) {
+            *q = negative ? -(int64_t)m : (int64_t)m;
+        } else {
+            const double value = (double)m / POWERS_OF_TEN[after];
+            *d = negative ? -value : value;
+        }
+        return 1;
+    }
+    return ints ? numtext_parse_int64(s, size, q) : numtext_parse_double(s, size, d);
+}
+
+/* The "C" locale strtod_l reads under, made once: at the import of whichever module
+   includes the reader. */
+static int numtext_init(void)
+{
+    if (c_locale == (numtext_locale)0) {
+#if defined(_WIN32)
+        c_locale = _create_locale(LC_NUMERIC, "C");
+#else
+        c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+#endif
+        if (c_locale == (numtext_locale)0) {
+            PyErr_SetString(PyExc_ImportError, "_numtext: no \"C\" locale");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+#endif /* reading */
+
+#ifndef NUMTEXT_CORE_ONLY
+
 /* the module ----------------------------------------------------------------------------- */
 
 static int is_int64(const Py_buffer *view)
@@ -685,80 +783,6 @@ PyDoc_STRVAR(parse_floats_doc,
 "(float64), ok[i] (bool) saying whether it is a number by small._FLOAT's grammar\n"
 "(values[i] is then 0.0 where not). Returns how many are not. The GIL is released.");
 
-/* A cell of at most 8 bytes after its sign, read 8 bytes at a time (fast_float's way,
-   little-endian only): 1 with its digits' value in *m and how many follow the point in
-   *after if it is digits with at most one point (`point`: allowed), at least one digit;
-   else 0, for the general reader to judge. p + 8 must not pass `limit` for the one
-   8-byte load; else the cell's bytes are copied. Every answer is one the general reader
-   gives: Clinger's fast path below needs m < 10^8 <= 2^53 and at most 7 places. */
-static inline int short_number(const char *p, size_t r, const char *limit, int point,
-                               uint64_t *m, int *after)
-{
-#if PY_LITTLE_ENDIAN
-    if (r == 0 || r > 8)
-        return 0;
-    uint64_t w = 0;
-    if (limit - p >= 8)
-        memcpy(&w, p, 8);
-    else
-        memcpy(&w, p, r);
-    if (r < 8)
-        w &= (1ull << (8 * r)) - 1;
-    size_t n = r;
-    *after = 0;
-    if (point) {
-        const uint64_t x = w ^ 0x2e2e2e2e2e2e2e2eull;  /* a '.' byte becomes 0 */
-        const uint64_t dots = (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull;
-        if (dots) {  /* the lowest flag is the first '.'; a second fails the digits below */
-            const int dot = __builtin_ctzll(dots) >> 3;
-            if ((size_t)dot < r) {
-                const uint64_t low = dot ? w & ((1ull << (8 * dot)) - 1) : 0;
-                const uint64_t high = dot < 7 ? (w >> (8 * dot + 8)) << (8 * dot) : 0;
-                w = low | high;
-                n = r - 1;
-                *after = (int)(r - 1 - (size_t)dot);
-            }
-        }
-    }
-    if (n == 0)
-        return 0;
-    if (n < 8)  /* the digits to the top, leading '0's below: the first byte is the first */
-        w = (w << (8 * (8 - n))) | (0x3030303030303030ull & ((1ull << (8 * (8 - n))) - 1));
-    if ((((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull))
-         & 0x8080808080808080ull) != 0)
-        return 0;  /* not all digits */
-    w -= 0x3030303030303030ull;
-    w = (w * 10) + (w >> 8);
-    w = (((w & 0x000000FF000000FFull) * 0x000F424000000064ull)
-         + (((w >> 16) & 0x000000FF000000FFull) * 0x0000271000000001ull)) >> 32;
-    *m = (uint32_t)w;
-    return 1;
-#else
-    (void)p; (void)r; (void)limit; (void)point; (void)m; (void)after;
-    return 0;
-#endif
-}
-
-/* A cell as numtext_parse_double or numtext_parse_int64 reads it (`ints`), a short one
-   by short_number; data ends at `limit`. */
-static inline int parse_cell(const char *s, size_t size, const char *limit, int ints,
-                             double *d, int64_t *q)
-{
-    const int negative = size > 0 && s[0] == '-';
-    const size_t sign = size > 0 && (s[0] == '-' || s[0] == '+');
-    uint64_t m;
-    int after;
-    if (short_number(s + sign, size - sign, limit, !ints, &m, &after)) {
-        if (ints) {
-            *q = negative ? -(int64_t)m : (int64_t)m;
-        } else {
-            const double value = (double)m / POWERS_OF_TEN[after];
-            *d = negative ? -value : value;
-        }
-        return 1;
-    }
-    return ints ? numtext_parse_int64(s, size, q) : numtext_parse_double(s, size, d);
-}
 
 /* parse_floats (`ints` 0) and parse_ints (1): the same cells in, values and a status
    out. */
@@ -841,15 +865,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__numtext(void)
 {
-    if (c_locale == (numtext_locale)0) {
-#if defined(_WIN32)
-        c_locale = _create_locale(LC_NUMERIC, "C");
-#else
-        c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-#endif
-        if (c_locale == (numtext_locale)0)
-            return PyErr_Format(PyExc_ImportError, "_numtext: no \"C\" locale");
-    }
+    if (numtext_init() < 0)
+        return NULL;
     return PyModule_Create(&module);
 }
 

@@ -51,6 +51,19 @@ def cut_cell_text(data: bytes | memoryview, start: int, end: int, flag: int) -> 
     return text.replace('""', '"') if flag == 2 else text
 
 
+def input_ready(fd: int | None) -> bool:
+    """Whether more input is available on `fd`, or comes within PAUSE_SECONDS (a pipe
+    with a slow producer should not hold back rows already here; a fast one, whose reader
+    often empties the pipe for a moment, has not paused)."""
+    if fd is None:
+        return True
+    try:
+        ready, _, _ = select.select([fd], [], [], PAUSE_SECONDS)
+    except (OSError, ValueError):
+        return True
+    return bool(ready)
+
+
 class Chunker:
     """Cuts a byte stream into chunks that end on a record boundary (a newline outside
     quotes), of about `chunk_bytes` each; no record may exceed `max_record` bytes.
@@ -86,16 +99,7 @@ class Chunker:
         self._first_read = True  # nothing read yet (a byte-order mark may come first)
 
     def more_is_ready(self) -> bool:
-        """Whether more input is available, or comes within PAUSE_SECONDS (a pipe with a
-        slow producer should not hold back rows already here; a fast one, whose reader
-        often empties the pipe for a moment, has not paused)."""
-        if self._fd is None:
-            return True
-        try:
-            ready, _, _ = select.select([self._fd], [], [], PAUSE_SECONDS)
-        except (OSError, ValueError):
-            return True
-        return bool(ready)
+        return input_ready(self._fd)
 
     def _read_some(self, size: int) -> bytes:
         return bytes(self._read1(size) if self._read1 is not None else self._stream.read(size))

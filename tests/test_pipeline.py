@@ -1,0 +1,191 @@
+"""The compiled CSV pipeline (_csvtext.Pipeline) against its Python twin (fastcsv._Job's
+own steps): the same bytes, messages and exit statuses at every thread count and chunk
+size, across quoted newlines, CRLF, blank lines, missing cells, markers, spaces around
+numbers, signed zeros, NaN and overflow; and it runs to the end where it should, or stops
+where the Python steps must word or read a cell."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cumtool.fastcsv as fastcsv
+import cumtool.small as small
+from cumtool.cli import main
+
+pytestmark = pytest.mark.skipif(getattr(small.TEXT, "Pipeline", None) is None,
+                                reason="_csvtext is not built (CUMTOOL_PURE_PYTHON, or no "
+                                       "compiler): the Python steps are all there is")
+
+
+def _run(args: list[str], monkeypatch: pytest.MonkeyPatch, compiled: bool,
+         chunk: int = 64, stdin: bytes | None = None) -> tuple[Any, ...]:
+    """cumtool in this process on the fast path (the small path off), compiled or not,
+    in chunks of about `chunk` bytes; its exit status, stdout, stderr, and the statuses
+    the compiled pipelines ended with."""
+    statuses: list[int] = []
+    real = small.TEXT
+
+    def pipeline(*a: Any) -> Any:
+        pipe = real.Pipeline(*a)
+        made.append(pipe)
+        return pipe
+
+    made: list[Any] = []
+    spy = types.SimpleNamespace(cut=real.cut, assemble=real.assemble, Pipeline=pipeline)
+    with monkeypatch.context() as patch:
+        patch.setattr(small, "SMALL_BYTES", -1)
+        patch.setattr(fastcsv, "COMPILED", compiled)
+        patch.setattr(fastcsv, "PIPELINE_CHUNK_BYTES", chunk)
+        patch.setattr(fastcsv, "IN_FLIGHT_BYTES", chunk * 6)
+        patch.setattr(fastcsv, "TEXT", spy)
+        result = CliRunner().invoke(main, args, catch_exceptions=False, input=stdin)
+    statuses = [pipe.status for pipe in made]
+    return result.exit_code, result.stdout_bytes, result.stderr, statuses
+
+
+def _both(args: list[str], monkeypatch: pytest.MonkeyPatch, threads: str = "2",
+          chunk: int = 64, stdin: bytes | None = None) -> tuple[tuple[Any, ...], list[int]]:
+    """The compiled run and the twin's, which must agree; the compiled one's statuses."""
+    argv = [*args, "--threads", threads]
+    compiled = _run(argv, monkeypatch, True, chunk, stdin)
+    twin = _run(argv, monkeypatch, False, chunk, stdin)
+    assert twin[3] == []  # the twin made no pipeline
+    if compiled[0] == 0 or twin[0] == 0:
+        assert compiled[:3] == twin[:3]
+    else:  # an error: standard output before it is the streaming path's, cut off
+        assert (compiled[0], compiled[2]) == (twin[0], twin[2])  # where either got to
+        shorter, longer = sorted((compiled[1], twin[1]), key=len)
+        assert longer.startswith(shorter)
+    return compiled[:3], compiled[3]
+
+
+HEADER = b"id,name,x,y\r\n"
+MIXED = (b"1,plain,1.5,-0.0\r\n"
+         b'2,"quoted, with comma",-0.0,0.0\r\n'
+         b"\r\n"  # a blank line: skipped
+         b'3,"two\r\nlines",,NA\r\n'
+         b'4,"say ""hi""", 4 ,\t2.5\r\n'
+         b"5,,nan,inf\r\n"
+         b"6,x,-inf,1e308\r\n"
+         b"7,y,2.25,1e308\r\n"
+         b"8,z,NA,-1e-300\r\n")
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "cumsum,cummax"])
+@pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
+@pytest.mark.parametrize("chunk", [1, 20, 1 << 20])
+def test_mixed_cells_give_the_twins_bytes(tmp_path, monkeypatch, op, threads, chunk):
+    path = tmp_path / "in.csv"
+    path.write_bytes(HEADER + MIXED * 3)
+    (code, out, err), statuses = _both([op, str(path)], monkeypatch, threads, chunk)
+    assert (code, err) == (0, "")
+    assert statuses == [0]  # the compiled pipeline wrote it all
+    assert out.count(b"\n") == 1 + 8 * 3 + 3  # the header, the rows, 3 quoted newlines
+
+
+def test_sums_are_the_expected_numbers(tmp_path, monkeypatch):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"a,b,t\n1,0.1,x\n,0.2,y\n3,,z\n-0,-0.0,w\n")
+    (code, out, err), statuses = _both(["cumsum", str(path)], monkeypatch)
+    assert (code, err, statuses) == (0, "", [0])
+    # a missing cell stays missing; -0.0 + 0.0 is 0.0 (numpy's accumulate from 0.0)
+    assert out == (b"a,b,t\n1,0.1,x\n,0.30000000000000004,y\n4,,z\n"
+                   b"4,0.30000000000000004,w\n")
+
+
+def test_signed_zeros_and_nan_in_cummax(tmp_path, monkeypatch):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"v\n-0.0\n0.0\n-0.0\nnan\n5\n")
+    (code, out, _err), statuses = _both(["cummax", str(path)], monkeypatch)
+    # ties take the latest (torch), and a NaN wins and stays
+    assert (code, statuses) == (0, [0])
+    assert out == b"v\n-0.0\n0.0\n-0.0\nNaN\nNaN\n"
+
+
+@pytest.mark.parametrize("options", [["--only-scanned"], ["--keep"], ["--na-rep", "NULL"],
+                                     ["--out-delimiter", ";"], ["--na", "NA,-"],
+                                     ["-c", "x"], ["--dtype", "float64"]])
+def test_options_on_the_pipeline(tmp_path, monkeypatch, options):
+    path = tmp_path / "in.csv"
+    path.write_bytes(HEADER + MIXED.replace(b"NA", b"-") + MIXED)
+    (code, _out, _err), statuses = _both(["cumsum", str(path), *options], monkeypatch,
+                                         chunk=32)
+    assert code in (0, 1)
+    assert statuses in ([], [0], [1])
+
+
+def test_tsv_without_a_last_line_end(tmp_path, monkeypatch):
+    path = tmp_path / "in.tsv"
+    path.write_bytes(b"a\tb\n1\tx y\n2\t\"q\"\n3\tz")
+    (code, out, _err), statuses = _both(["cumsum", str(path)], monkeypatch, chunk=4)
+    assert (code, statuses) == (0, [0])
+    assert out == b"a\tb\n1\tx y\n3\tq\n6\tz\n"
+
+
+def test_standard_input(monkeypatch):
+    data = b"a,b\n" + b"".join(b"%d,%d.5\n" % (i, i) for i in range(500))
+    (code, out, _err), statuses = _both(["cumsum", "-"], monkeypatch, chunk=100,
+                                        stdin=data)
+    assert (code, statuses) == (0, [0])
+    assert out.endswith(b"\n124750,125000.0\n")
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+def test_an_overflow_stops_the_pipeline_and_is_worded_as_the_twin_words_it(
+        tmp_path, monkeypatch, threads):
+    rows = [b"%d" % (2**62) for _ in range(20)]
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n\n" + b"\n".join(rows) + b"\n")
+    (code, _out, err), statuses = _both(["cumsum", str(path)], monkeypatch, threads,
+                                        chunk=8)
+    assert code == 1
+    assert err == (f"Error: {path}: column 'n', row 2 (line 3): cumsum overflows int64 "
+                   "(adding 4611686018427387904); use --overflow wrap for wrap-around\n")
+    assert statuses == [2]  # stopped by the scan, and the twin's words (and bytes) follow
+
+
+def test_text_in_a_number_column_is_handed_over(tmp_path, monkeypatch):
+    body = b"".join(b"%d\n" % i for i in range(small.INFER_ROWS + 40))
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n\n" + body + b"oops\n1\n")
+    (code, _out, err), statuses = _both(["cumsum", str(path)], monkeypatch, chunk=256)
+    assert code == 1 and "'oops'" in err
+    assert statuses == [1]
+
+
+def test_a_wide_pass_through_and_a_long_record(tmp_path, monkeypatch):
+    long_cell = b'"' + b"x," * 3000 + b'"'
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"t,n\n" + b"".join(b"%s,%d\n" % (long_cell if i == 7 else b"s", i)
+                                         for i in range(30)))
+    (code, out, _err), statuses = _both(["cumsum", str(path)], monkeypatch, chunk=50)
+    assert (code, statuses) == (0, [0])
+    assert out.count(long_cell) == 1
+
+
+_CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"nan", b" 7 ",
+                          b"1e300", b"-1e300", b"9", b"x", b'"q,"', b'"a\nb"', b'"5"',
+                          b"4611686018427387904"])
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(_CELLS, min_size=3, max_size=3), min_size=1, max_size=40),
+       op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "cumsum,cummin"]),
+       threads=st.sampled_from(["1", "2", "3", "16"]), chunk=st.integers(1, 200),
+       crlf=st.booleans())
+def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows, op,
+                                            threads, chunk, crlf):
+    end = b"\r\n" if crlf else b"\n"
+    data = b"a,b,c" + end + b"".join(b",".join(row) + end for row in rows)
+    path: Path = tmp_path_factory.mktemp("case") / "in.csv"
+    path.write_bytes(data)
+    _both([op, str(path)], monkeypatch, threads, chunk)
