@@ -259,6 +259,7 @@ def _run(request: Request, stream: IO[bytes] | _Tee,
         job = _Job(request, stream)
         if finals is not None:
             job.finals = finals
+        job.lending = True  # each piece is written before the next is asked for
         pieces = job.pieces()
         first = next(pieces, b"")  # the header and the first rows: nothing written yet
     except (Handover, CumtoolError):
@@ -347,6 +348,9 @@ class _Job:
                 workers += 1
         self.workers = workers
         self.rows_scanned = 0  # in order: every row before them is in the output's text
+        # pieces() may yield views of the compiled pipeline's text, each valid until the
+        # next is asked for: for a caller that writes each piece at once (_run)
+        self.lending = False
         self.eof = False
         data = self._read()
         while len(data) < small.SNIFF_BYTES and not self.eof:  # what the general path sniffs
@@ -725,7 +729,8 @@ class _Job:
             bytes(head), read, lambda: records.input_ready(fd), self.delimiter, self.width,
             self.out_delimiter, plan["parse"], plan["scans"], plan["columns"],
             sorted(marker.encode() for marker in self.markers), self.null, self.by_sink,
-            self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES)
+            self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES,
+            readinto=getattr(stream, "readinto1", None), views=self.lending)
         try:
             pending = self.header
             for out in pipe:

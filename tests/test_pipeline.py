@@ -6,6 +6,7 @@ where the Python steps must word or read a cell."""
 
 from __future__ import annotations
 
+import io
 import types
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,8 @@ def _run(args: list[str], monkeypatch: pytest.MonkeyPatch, compiled: bool,
     statuses: list[int] = []
     real = small.TEXT
 
-    def pipeline(*a: Any) -> Any:
-        pipe = real.Pipeline(*a)
+    def pipeline(*a: Any, **keywords: Any) -> Any:
+        pipe = real.Pipeline(*a, **keywords)
         made.append(pipe)
         return pipe
 
@@ -189,3 +190,35 @@ def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows,
     path: Path = tmp_path_factory.mktemp("case") / "in.csv"
     path.write_bytes(data)
     _both([op, str(path)], monkeypatch, threads, chunk)
+
+
+def _pipeline(read: Any, threads: int = 3, chunk: int = 16) -> Any:
+    """A Pipeline summing column 0 of `a,b` rows, column 1 copied through."""
+    return small.TEXT.Pipeline(b"", read, lambda: True, ",", 2, ",", [(0, True)],
+                               [(0, 0, 0)], [(-1, 0), (1, -1)], [b""], b"", False, False,
+                               threads, chunk, 1 << 20)
+
+
+def test_a_read_error_reaches_the_caller_and_the_threads_stop():
+    data = io.BytesIO(b"1,x\n2,y\n" * 4)
+
+    def read(size: int) -> bytes:
+        got = data.read(size)
+        if not got:  # where the input would end, the device fails
+            raise OSError(5, "Input/output error")
+        return got
+
+    pipe = _pipeline(read)
+    with pytest.raises(OSError, match="Input/output error"):
+        list(pipe)
+    assert pipe.status == 0  # an exception, not a stop
+
+
+def test_a_pipeline_left_half_read_is_closed():
+    data = [b"%d,x\n" % i for i in range(10000)]
+    lines = iter(data)
+    pipe = _pipeline(lambda _size: next(lines, b""), threads=4, chunk=8)
+    first = bytes(next(pipe))
+    assert first.startswith(b"0,x\n1,x\n")
+    pipe.close()  # joins the threads: no hang, and no more output
+    assert list(pipe) == []

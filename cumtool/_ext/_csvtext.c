@@ -1196,7 +1196,7 @@ done:
 enum { OP_SUM = 0, OP_PROD, OP_MAX, OP_MIN };
 enum { STOP_NONE = 0, STOP_HANDOVER = 1, STOP_SCAN = 2, STOP_MEMORY = 3 };
 enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_CUTTING, SLOT_PARSED, SLOT_SCANNED, SLOT_FORMATTING,
-       SLOT_READY, SLOT_STOPPED };
+       SLOT_READY, SLOT_STOPPED, SLOT_LENT };
 
 typedef struct {
     Py_ssize_t column;   /* the input column */
@@ -1243,6 +1243,9 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     PyObject *read, *ready;           /* read(n) -> bytes; ready() -> whether more is at hand */
+    PyObject *readinto;               /* or readinto(view) -> n, straight into a chunk */
+    int views;                        /* hand out views of the chunks' text, not copies */
+    long long lent;                   /* the chunk whose text is lent out, or -1 */
     int delimiter, out_delimiter, by_sink, single;
     Py_ssize_t width, chunk_bytes, max_record;
     ParsePlan *parse; Py_ssize_t n_parse;
@@ -1674,6 +1677,18 @@ static void stop_threads(Pipeline *p)
     p->started = 0;
 }
 
+/* After a short read: 1 where no more input is at hand (a pipe whose producer waits: the
+   whole records so far go out before reading on), 0 where it is, -1 on an error. */
+static int input_paused(Pipeline *p)
+{
+    PyObject *more = PyObject_CallNoArgs(p->ready);
+    if (more == NULL)
+        return -1;
+    const int ready = PyObject_IsTrue(more);
+    Py_DECREF(more);
+    return ready < 0 ? -1 : !ready;
+}
+
 /* Read the next chunk into its slot (the GIL held: read() is Python's): the bytes kept
    from before, then reads, up to the last whole record within chunk_bytes (or the first
    record, where it is longer). 1 when a chunk was filled, 0 when the input ended with
@@ -1716,6 +1731,37 @@ static int read_chunk(Pipeline *p, Slot *s)
         const Py_ssize_t room = s->capacity - s->size;
         const Py_ssize_t short_of = p->chunk_bytes - s->size;
         const Py_ssize_t want = short_of > 0 && short_of < room ? short_of : room;
+        if (p->readinto != NULL) {
+            PyObject *view = PyMemoryView_FromMemory(s->data + s->size, want, PyBUF_WRITE);
+            if (view == NULL)
+                return -1;
+            PyObject *count = PyObject_CallOneArg(p->readinto, view);
+            PyObject *released = PyObject_CallMethod(view, "release", NULL);
+            Py_DECREF(view);
+            if (count == NULL || released == NULL) {
+                Py_XDECREF(count);
+                Py_XDECREF(released);
+                return -1;
+            }
+            Py_DECREF(released);
+            const Py_ssize_t got = count == Py_None ? -1 : PyLong_AsSsize_t(count);
+            Py_DECREF(count);
+            if (got < 0 || got > want) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "Pipeline: readinto(view) reads at "
+                                    "most len(view) bytes, blocking");
+                return -1;
+            }
+            s->size += got;
+            if (got == 0) {
+                p->eof = 1;
+                s->final = 1;
+                return s->size > 0;
+            }
+            if (got < want && (paused = input_paused(p)) < 0)
+                return -1;
+            continue;
+        }
         PyObject *bytes = PyObject_CallFunction(p->read, "n", want);
         if (bytes == NULL)
             return -1;
@@ -1735,17 +1781,8 @@ static int read_chunk(Pipeline *p, Slot *s)
             s->final = 1;
             return s->size > 0;
         }
-        if (got < want) {  /* a pipe gave what it had: where no more is at hand, the
-                              whole records so far go out before reading on */
-            PyObject *more = PyObject_CallNoArgs(p->ready);
-            if (more == NULL)
-                return -1;
-            const int ready = PyObject_IsTrue(more);
-            Py_DECREF(more);
-            if (ready < 0)
-                return -1;
-            paused = !ready;
-        }
+        if (got < want && (paused = input_paused(p)) < 0)
+            return -1;
     }
     /* the bytes after the last whole record wait for the next chunk */
     const Py_ssize_t rest = s->size - boundary;
@@ -1761,12 +1798,27 @@ static int read_chunk(Pipeline *p, Slot *s)
 
 static PyObject *pipeline_next(Pipeline *p)
 {
+    if (p->lent >= 0) {  /* the caller is done with the text it was lent */
+        pthread_mutex_lock(&p->lock);
+        p->slots[p->lent % p->n_slots].state = SLOT_FREE;
+        p->lent = -1;
+        pthread_mutex_unlock(&p->lock);
+    }
     if (p->finished)
         return NULL;
     for (;;) {
         pthread_mutex_lock(&p->lock);
         if (p->next_out < p->next_read) {
             Slot *s = &p->slots[p->next_out % p->n_slots];
+            if (s->state == SLOT_READY && p->views) {
+                /* lent until the next call: the caller writes it and asks for more */
+                s->state = SLOT_LENT;
+                p->lent = p->next_out;
+                p->rows_out += s->rows;
+                p->next_out++;
+                pthread_mutex_unlock(&p->lock);
+                return PyMemoryView_FromMemory(s->out, s->out_size, PyBUF_READ);
+            }
             if (s->state == SLOT_READY) {
                 pthread_mutex_unlock(&p->lock);
                 PyObject *out = PyBytes_FromStringAndSize(NULL, s->out_size);
@@ -1875,6 +1927,7 @@ static void pipeline_dealloc(Pipeline *p)
     free(p->pending);
     Py_XDECREF(p->read);
     Py_XDECREF(p->ready);
+    Py_XDECREF(p->readinto);
     Py_TYPE(p)->tp_free((PyObject *)p);
 }
 
@@ -1898,20 +1951,28 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
 {
     static char *names[] = {"head", "read", "ready", "delimiter", "width", "out_delimiter",
                             "parse", "scans", "columns", "markers", "null", "by_sink",
-                            "single", "threads", "chunk_bytes", "max_record", NULL};
+                            "single", "threads", "chunk_bytes", "max_record", "readinto",
+                            "views", NULL};
     PyObject *head, *read, *ready, *parse, *scans, *columns, *markers, *null;
+    PyObject *readinto = Py_None;
     int threads;
     if (p->slots != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Pipeline: made once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn", names, &head,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$Op", names, &head,
                                      &read, &ready, &p->delimiter, &p->width,
                                      &p->out_delimiter, &PyList_Type, &parse, &PyList_Type,
                                      &scans, &PyList_Type, &columns, &PyList_Type, &markers,
                                      &null, &p->by_sink, &p->single, &threads,
-                                     &p->chunk_bytes, &p->max_record))
+                                     &p->chunk_bytes, &p->max_record, &readinto,
+                                     &p->views))
         return -1;
+    p->lent = -1;
+    if (readinto != Py_None) {
+        Py_INCREF(readinto);
+        p->readinto = readinto;
+    }
     if (p->delimiter < 0 || p->delimiter > 127 || p->delimiter == '"' || p->delimiter == '\r'
         || p->delimiter == '\n' || p->out_delimiter < 0 || p->out_delimiter > 127
         || p->width <= 0 || threads < 1 || p->chunk_bytes < 1 || p->max_record < 1) {
@@ -2084,7 +2145,9 @@ PyDoc_STRVAR(pipeline_doc,
 "[(parsed index, op 0 sum 1 prod 2 max 3 min, start value)]; `columns`: [(input\n"
 "column, -1) or (-1, scan)], as assemble() lays them out with `null`, `by_sink`,\n"
 "`single`; `markers`: the missing markers' bytes. After the last chunk, `status` and\n"
-"`rows` say why it stopped and how many rows came out.");
+"`rows` say why it stopped and how many rows came out. Keywords: `readinto`, a stream's\n"
+"readinto1, reads straight into the chunks instead of read(); `views`: each chunk's\n"
+"text is a memoryview, valid until the next is asked for (not a copy).");
 
 static PyTypeObject PipelineType = {
     PyVarObject_HEAD_INIT(NULL, 0)
