@@ -687,16 +687,16 @@ class _Job:
     def _compiled(self) -> dict[str, Any] | None:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
-        plain accumulating ops on int64 or float64 to CSV; else None, and pieces() runs
+        plain accumulating ops on int64 or float64 to CSV, --by too; else None, and pieces() runs
         the steps itself (its Python twin: the same bytes, tests/test_pipeline.py)."""
         pipeline = getattr(TEXT, "Pipeline", None)
-        if (pipeline is None or not COMPILED or self.json or self.groups is not None
-                or self.time_at is not None or self.share):
+        if (pipeline is None or not COMPILED or self.json or self.time_at is not None
+                or self.share):
             return None
         parsed = list(self.parse)
         scans: list[tuple[int, int, Any]] = []
         for i, op in self.scans:
-            spec, carry = self.scans[i, op]
+            spec, _carry = self.scans[i, op]
             code = _PIPELINE_OPS.get(spec.op)
             source = self.parse[i]
             if (code is None or spec.is_stat or spec.exclusive or spec.indices or spec.skipna
@@ -705,13 +705,12 @@ class _Job:
                     == spec.out_dtype == source
                     or (source == _INT64 and spec.overflow != "error")):
                 return None
-            start = carry.value.reshape(-1)[0].item()
-            scans.append((parsed.index(i), code, start))
+            scans.append((parsed.index(i), code, spec.identity.item()))
         order = list(self.scans)
         columns = [(column, -1) if isinstance(column, int) else (-1, order.index(column))
                    for _name, column in self.columns]
         return {"parse": [(i, self.parse[i] == _INT64) for i in parsed], "scans": scans,
-                "columns": columns}
+                "columns": columns, "keys": list(self.keys)}
 
     def _run_compiled(self, plan: dict[str, Any]) -> Iterator[bytes]:
         """pieces() by the compiled pipeline: its chunks' output in order, the header
@@ -730,7 +729,8 @@ class _Job:
             self.out_delimiter, plan["parse"], plan["scans"], plan["columns"],
             sorted(marker.encode() for marker in self.markers), self.null, self.by_sink,
             self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES,
-            readinto=getattr(stream, "readinto1", None), views=self.lending)
+            readinto=getattr(stream, "readinto1", None), views=self.lending,
+            keys=plan["keys"])
         try:
             pending = self.header
             for out in pipe:

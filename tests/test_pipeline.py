@@ -182,14 +182,14 @@ _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"na
 @given(rows=st.lists(st.lists(_CELLS, min_size=3, max_size=3), min_size=1, max_size=40),
        op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "cumsum,cummin"]),
        threads=st.sampled_from(["1", "2", "3", "16"]), chunk=st.integers(1, 200),
-       crlf=st.booleans())
+       crlf=st.booleans(), by=st.booleans())
 def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows, op,
-                                            threads, chunk, crlf):
+                                            threads, chunk, crlf, by):
     end = b"\r\n" if crlf else b"\n"
     data = b"a,b,c" + end + b"".join(b",".join(row) + end for row in rows)
     path: Path = tmp_path_factory.mktemp("case") / "in.csv"
     path.write_bytes(data)
-    _both([op, str(path)], monkeypatch, threads, chunk)
+    _both([op, str(path), *(["--by", "c"] if by else [])], monkeypatch, threads, chunk)
 
 
 def _pipeline(read: Any, threads: int = 3, chunk: int = 16) -> Any:
@@ -215,10 +215,39 @@ def test_a_read_error_reaches_the_caller_and_the_threads_stop():
 
 
 def test_a_pipeline_left_half_read_is_closed():
-    data = [b"%d,x\n" % i for i in range(10000)]
-    lines = iter(data)
-    pipe = _pipeline(lambda _size: next(lines, b""), threads=4, chunk=8)
+    data = io.BytesIO(b"".join(b"%d,x\n" % i for i in range(10000)))
+    pipe = _pipeline(data.read, threads=4, chunk=8)
     first = bytes(next(pipe))
     assert first.startswith(b"0,x\n1,x\n")
     pipe.close()  # joins the threads: no hang, and no more output
     assert list(pipe) == []
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "cumsum,cummax"])
+def test_groups_give_the_twins_bytes(tmp_path, monkeypatch, threads, op):
+    # keys whose bytes run into each other across columns ("a","bc" and "ab","c"), quoted
+    # and empty keys, and more groups than the first tables hold (4,096 slots, 1,024 keys)
+    keys = [(b"a", b"bc"), (b"ab", b"c"), (b'"a,"', b""), (b"", b'"x""y"'), (b"", b"")]
+    rows = [b"%s,%s,%d,%s" % (*keys[i % 5], i % 7 - 3, b"" if i % 11 == 0 else b"%d.25" % i)
+            for i in range(60)]
+    rows += [b"g%d,h,%d,-0.0" % (i, i) for i in range(3000)]
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"k1,k2,n,x\n" + b"\n".join(rows) + b"\n")
+    (code, out, err), statuses = _both([op, str(path), "--by", "k1,k2"], monkeypatch,
+                                       threads, chunk=500)
+    assert (code, err, statuses) == (0, "", [0])
+    lines = out.split(b"\n")
+    if op == "cumsum":  # the groups ("a","bc") and ("ab","c") are apart
+        assert lines[1:7] == [b"a,bc,-3,", b"ab,c,-2,1.25", b'"a,",,-1,2.25',
+                              b',"x""y",0,3.25', b",,1,4.25", b"a,bc,-1,5.25"]
+
+
+def test_an_overflow_in_one_group_is_worded_as_the_twin_words_it(tmp_path, monkeypatch):
+    rows = b"".join(b"%s,%d\n" % (b"ab"[i % 2:i % 2 + 1], 2**62) for i in range(12))
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"k,n\n" + rows)
+    (code, _out, err), statuses = _both(["cumsum", str(path), "--by", "k"], monkeypatch,
+                                        "3", chunk=8)
+    assert code == 1 and "row 3 (line 4)" in err and "overflows int64" in err
+    assert statuses == [2]

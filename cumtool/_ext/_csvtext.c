@@ -1210,7 +1210,20 @@ typedef struct {
     int op, ints;
     double d;            /* the running value, carried from chunk to chunk */
     int64_t q;
+    void *groups;        /* --by: each group's running value (d or q: the start) */
 } ScanPlan;
+
+/* --by: the groups, numbered in the order they first come, by their key cells' bytes
+   (fastcsv: grouped.CellKeys' identity, an empty cell being the empty key). Open
+   addressing on a 64-bit hash that the pool computes; the lookups are the serial step's. */
+typedef struct {
+    uint64_t *hashes;    /* each slot's hash, 0: empty (hashes are made odd) */
+    int64_t *ids;        /* each slot's group */
+    Py_ssize_t mask;     /* slots - 1 */
+    int64_t *keys;       /* each group's key: its offset in `bytes` */
+    char *bytes;         /* keys, each key column's cell as a 4-byte size and its bytes */
+    Py_ssize_t count, key_room, size, room;
+} Groups;
 
 typedef struct {
     Py_ssize_t column;   /* an input column's cells, or -1: a scan's results */
@@ -1232,6 +1245,8 @@ typedef struct {
     char *data;                       /* the chunk's records */
     Py_ssize_t size, capacity;
     Py_ssize_t rows, row_capacity;
+    uint64_t *hashes;                 /* --by: each row's key hash (the pool's) */
+    int64_t *group_ids;               /* --by: each row's group (the serial step's) */
     int64_t *starts, *ends;           /* kept column k's bounds of row r at [k * rows_cap + r] */
     unsigned char *flags;
     char *numbers;                    /* each parsed column's 8-byte values, then results */
@@ -1251,7 +1266,9 @@ typedef struct {
     ParsePlan *parse; Py_ssize_t n_parse;
     ScanPlan *scans; Py_ssize_t n_scans;
     OutPlan *outs; Py_ssize_t n_outs;
-    Py_ssize_t *kept; Py_ssize_t n_kept;  /* the input columns copied through */
+    Py_ssize_t *kept; Py_ssize_t n_kept;  /* the input columns copied through (and keys) */
+    Py_ssize_t *keys; Py_ssize_t n_keys;  /* --by: the key columns' indices among kept */
+    Groups groups;
     Py_ssize_t n_numbers;             /* 8-byte arrays a chunk holds: values and results */
     Scratch *scratch;                 /* one a thread, and one for the caller's */
     char **markers; Py_ssize_t *marker_sizes; Py_ssize_t n_markers;
@@ -1287,6 +1304,14 @@ static int slot_reserve(Pipeline *p, Slot *s, Py_ssize_t rows)
         return 0;
     const size_t kept = (size_t)rows * (size_t)(p->n_kept ? p->n_kept : 1);
     free(s->starts); free(s->ends); free(s->flags); free(s->numbers); free(s->missing);
+    free(s->hashes); free(s->group_ids);
+    s->hashes = NULL;
+    s->group_ids = NULL;
+    if (p->n_keys && (!(s->hashes = malloc((size_t)rows * 8))
+                      || !(s->group_ids = malloc((size_t)rows * 8)))) {
+        s->row_capacity = 0;
+        return -1;
+    }
     s->starts = malloc(kept * 8);
     s->ends = malloc(kept * 8);
     s->flags = malloc(kept);
@@ -1329,6 +1354,140 @@ static int other_cell(const Pipeline *p, const unsigned char *s, Py_ssize_t size
         if (p->marker_sizes[k] == size && memcmp(p->markers[k], s, (size_t)size) == 0)
             return 1;
     return parse_cell((const char *)s, (size_t)size, limit, ints, d, q) == 1 ? 2 : 0;
+}
+
+/* A key cell's bytes mixed into h, its size first: several columns' cells do not run
+   into each other. */
+static uint64_t key_hash(const char *b, Py_ssize_t n, uint64_t h)
+{
+    h = (h ^ (uint64_t)n) * 0x9e3779b97f4a7c15ull;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, b, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+        b += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, b, (size_t)n);
+    h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 31);
+}
+
+/* Whether group g's key is row r's key cells. */
+static int same_key(const Pipeline *p, const Slot *s, Py_ssize_t r, int64_t g)
+{
+    const char *at = p->groups.bytes + p->groups.keys[g];
+    for (Py_ssize_t k = 0; k < p->n_keys; k++) {
+        const Py_ssize_t c = p->keys[k] * s->row_capacity + r;
+        const uint32_t n = (uint32_t)(s->ends[c] - s->starts[c]);
+        uint32_t stored;
+        memcpy(&stored, at, 4);
+        if (stored != n || memcmp(at + 4, s->data + s->starts[c], n) != 0)
+            return 0;
+        at += 4 + n;
+    }
+    return 1;
+}
+
+/* A new group of row r's key: -1 out of memory (or a key of 4 GiB). */
+static int64_t add_group(Pipeline *p, const Slot *s, Py_ssize_t r)
+{
+    Groups *g = &p->groups;
+    Py_ssize_t size = 0;
+    for (Py_ssize_t k = 0; k < p->n_keys; k++) {
+        const Py_ssize_t c = p->keys[k] * s->row_capacity + r;
+        size += 4 + (Py_ssize_t)(s->ends[c] - s->starts[c]);
+        if (s->ends[c] - s->starts[c] > (int64_t)UINT32_MAX)
+            return -1;
+    }
+    if (g->count == g->key_room) {
+        const Py_ssize_t room = g->key_room ? 2 * g->key_room : 1024;
+        int64_t *keys = realloc(g->keys, (size_t)room * 8);
+        if (keys == NULL)
+            return -1;
+        g->keys = keys;
+        for (Py_ssize_t j = 0; j < p->n_scans; j++) {  /* each scan's values, started */
+            ScanPlan *scan = &p->scans[j];
+            void *values = realloc(scan->groups, (size_t)room * 8);
+            if (values == NULL)
+                return -1;
+            scan->groups = values;
+            for (Py_ssize_t i = g->key_room; i < room; i++) {
+                if (scan->ints)
+                    ((int64_t *)values)[i] = scan->q;
+                else
+                    ((double *)values)[i] = scan->d;
+            }
+        }
+        g->key_room = room;
+    }
+    if (grow_bytes(&g->bytes, &g->room, g->size + size) < 0)
+        return -1;
+    char *at = g->bytes + g->size;
+    for (Py_ssize_t k = 0; k < p->n_keys; k++) {
+        const Py_ssize_t c = p->keys[k] * s->row_capacity + r;
+        const uint32_t n = (uint32_t)(s->ends[c] - s->starts[c]);
+        memcpy(at, &n, 4);
+        memcpy(at + 4, s->data + s->starts[c], n);
+        at += 4 + n;
+    }
+    g->keys[g->count] = g->size;
+    g->size += size;
+    return g->count++;
+}
+
+/* Each row's group (the serial step: the groups are numbered in row order). -1 where
+   memory ran out. */
+static int number_groups(Pipeline *p, Slot *s)
+{
+    Groups *g = &p->groups;
+    for (Py_ssize_t r = 0; r < s->rows; r++) {
+        if (2 * (g->count + 1) > g->mask + 1) {  /* at most half full */
+            const Py_ssize_t slots = g->mask ? 2 * (g->mask + 1) : 4096;
+            uint64_t *hashes = calloc((size_t)slots, 8);
+            int64_t *ids = malloc((size_t)slots * 8);
+            if (hashes == NULL || ids == NULL) {
+                free(hashes);
+                free(ids);
+                return -1;
+            }
+            for (Py_ssize_t i = 0; g->mask && i <= g->mask; i++) {
+                if (!g->hashes[i])
+                    continue;
+                Py_ssize_t at = (Py_ssize_t)(g->hashes[i] & (uint64_t)(slots - 1));
+                while (hashes[at])
+                    at = (at + 1) & (slots - 1);
+                hashes[at] = g->hashes[i];
+                ids[at] = g->ids[i];
+            }
+            free(g->hashes);
+            free(g->ids);
+            g->hashes = hashes;
+            g->ids = ids;
+            g->mask = slots - 1;
+        }
+        const uint64_t h = s->hashes[r];
+        Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)g->mask);
+        for (;;) {
+            if (!g->hashes[at]) {
+                const int64_t id = add_group(p, s, r);
+                if (id < 0)
+                    return -1;
+                g->hashes[at] = h;
+                g->ids[at] = id;
+                s->group_ids[r] = id;
+                break;
+            }
+            if (g->hashes[at] == h && same_key(p, s, r, g->ids[at])) {
+                s->group_ids[r] = g->ids[at];
+                break;
+            }
+            at = (at + 1) & g->mask;
+        }
+    }
+    return 0;
 }
 
 /* Cut a chunk and parse its scanned columns (any thread, no lock held): BATCH_ROWS rows
@@ -1411,6 +1570,14 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
             memcpy(s->ends + to, scratch->ends + from, (size_t)rows * 8);
             memcpy(s->flags + to, scratch->flags + from, (size_t)rows);
         }
+        for (Py_ssize_t r = 0; p->n_keys && r < rows; r++) {
+            uint64_t h = 0x243f6a8885a308d3ull;
+            for (Py_ssize_t k = 0; k < p->n_keys; k++) {
+                const Py_ssize_t c = p->keys[k] * cap + row0 + r;
+                h = key_hash(s->data + s->starts[c], s->ends[c] - s->starts[c], h);
+            }
+            s->hashes[row0 + r] = h | 1;
+        }
         row0 += rows;
         if (status == CUT_DONE)
             break;
@@ -1419,9 +1586,71 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
     s->rows = row0;
 }
 
+/* --by's scan: each row from its group's running value, by the rules below. */
+static void chunk_scan_groups(Pipeline *p, Slot *s)
+{
+    if (number_groups(p, s) < 0) {
+        s->stop = STOP_MEMORY;
+        return;
+    }
+    const Py_ssize_t cap = s->row_capacity, rows = s->rows;
+    const int64_t *ids = s->group_ids;
+    for (Py_ssize_t j = 0; j < p->n_scans; j++) {
+        const ScanPlan *scan = &p->scans[j];
+        const char *in = s->numbers + (size_t)scan->parsed * (size_t)cap * 8;
+        const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
+        char *out = s->numbers + (size_t)scan->result * (size_t)cap * 8;
+        if (scan->ints) {
+            const int64_t *x = (const int64_t *)in;
+            int64_t *y = (int64_t *)out, *running = scan->groups;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                const int64_t v = running[ids[r]];
+                int64_t next = v;
+                if (!missing[r]) {
+                    int bad = 0;
+                    switch (scan->op) {
+                    case OP_SUM: bad = __builtin_add_overflow(v, x[r], &next); break;
+                    case OP_PROD: bad = __builtin_mul_overflow(v, x[r], &next); break;
+                    case OP_MAX: next = x[r] >= v ? x[r] : v; break;
+                    default: next = x[r] <= v ? x[r] : v; break;
+                    }
+                    if (bad) {
+                        s->stop = STOP_SCAN;
+                        return;  /* the carries are past saving: the pipeline stops here */
+                    }
+                }
+                y[r] = running[ids[r]] = next;
+            }
+        } else {
+            const double *x = (const double *)in;
+            double *y = (double *)out, *running = scan->groups;
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                double v = running[ids[r]];
+                switch (scan->op) {
+                case OP_SUM: v = v + (missing[r] ? 0.0 : x[r]); break;
+                case OP_PROD: v = v * (missing[r] ? 1.0 : x[r]); break;
+                case OP_MAX:
+                    if (!missing[r] && (isnan(x[r]) || x[r] >= v))
+                        v = x[r];
+                    break;
+                default:
+                    if (!missing[r] && (isnan(x[r]) || x[r] <= v))
+                        v = x[r];
+                    break;
+                }
+                y[r] = running[ids[r]] = v;
+            }
+        }
+    }
+}
+
 /* Scan a chunk from the carried values (one thread at a time, in chunk order). */
 static void chunk_scan(Pipeline *p, Slot *s)
 {
+    if (p->n_keys) {
+        chunk_scan_groups(p, s);
+        return;
+    }
     const Py_ssize_t cap = s->row_capacity, rows = s->rows;
     for (Py_ssize_t j = 0; j < p->n_scans; j++) {
         ScanPlan *scan = &p->scans[j];
@@ -1906,7 +2135,15 @@ static void pipeline_dealloc(Pipeline *p)
         Slot *s = &p->slots[i];
         free(s->data); free(s->starts); free(s->ends); free(s->flags);
         free(s->numbers); free(s->missing); free(s->out);
+        free(s->hashes); free(s->group_ids);
     }
+    for (Py_ssize_t j = 0; p->scans != NULL && j < p->n_scans; j++)
+        free(p->scans[j].groups);
+    free(p->groups.hashes);
+    free(p->groups.ids);
+    free(p->groups.keys);
+    free(p->groups.bytes);
+    free(p->keys);
     free(p->slots);
     for (int i = 0; p->scratch != NULL && i <= p->n_threads; i++) {
         free(p->scratch[i].starts);
@@ -1952,21 +2189,21 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     static char *names[] = {"head", "read", "ready", "delimiter", "width", "out_delimiter",
                             "parse", "scans", "columns", "markers", "null", "by_sink",
                             "single", "threads", "chunk_bytes", "max_record", "readinto",
-                            "views", NULL};
+                            "views", "keys", NULL};
     PyObject *head, *read, *ready, *parse, *scans, *columns, *markers, *null;
-    PyObject *readinto = Py_None;
+    PyObject *readinto = Py_None, *keys = NULL;
     int threads;
     if (p->slots != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Pipeline: made once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$Op", names, &head,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!", names, &head,
                                      &read, &ready, &p->delimiter, &p->width,
                                      &p->out_delimiter, &PyList_Type, &parse, &PyList_Type,
                                      &scans, &PyList_Type, &columns, &PyList_Type, &markers,
                                      &null, &p->by_sink, &p->single, &threads,
                                      &p->chunk_bytes, &p->max_record, &readinto,
-                                     &p->views))
+                                     &p->views, &PyList_Type, &keys))
         return -1;
     p->lent = -1;
     if (readinto != Py_None) {
@@ -2043,8 +2280,10 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
             others += i != j && p->scans[i].parsed == p->scans[j].parsed;
         p->scans[j].result = others ? p->n_numbers++ : p->scans[j].parsed;
     }
-    p->kept = calloc((size_t)p->n_outs + 1, sizeof(Py_ssize_t));
-    if (p->kept == NULL) {
+    const Py_ssize_t n_keys = keys != NULL ? PyList_GET_SIZE(keys) : 0;
+    p->kept = calloc((size_t)(p->n_outs + n_keys) + 1, sizeof(Py_ssize_t));
+    p->keys = calloc((size_t)n_keys + 1, sizeof(Py_ssize_t));
+    if (p->kept == NULL || p->keys == NULL) {
         PyErr_NoMemory();
         return -1;
     }
@@ -2057,6 +2296,21 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
         if (at == p->n_kept)
             p->kept[p->n_kept++] = p->outs[k].column;
         p->outs[k].kept = at;
+    }
+    for (Py_ssize_t k = 0; k < n_keys; k++) {  /* a key's bounds are kept, output or not */
+        const Py_ssize_t column = PyLong_AsSsize_t(PyList_GET_ITEM(keys, k));
+        if (column == -1 && PyErr_Occurred())
+            return -1;
+        if (column < 0 || column >= p->width) {
+            PyErr_SetString(PyExc_ValueError, "Pipeline: a key column out of range");
+            return -1;
+        }
+        Py_ssize_t at = 0;
+        while (at < p->n_kept && p->kept[at] != column)
+            at++;
+        if (at == p->n_kept)
+            p->kept[p->n_kept++] = column;
+        p->keys[p->n_keys++] = at;
     }
     for (Py_ssize_t k = 0; k < p->n_markers; k++)
         if ((p->markers[k] = copy_bytes(PyList_GET_ITEM(markers, k), &p->marker_sizes[k])) == NULL)
@@ -2147,7 +2401,8 @@ PyDoc_STRVAR(pipeline_doc,
 "`single`; `markers`: the missing markers' bytes. After the last chunk, `status` and\n"
 "`rows` say why it stopped and how many rows came out. Keywords: `readinto`, a stream's\n"
 "readinto1, reads straight into the chunks instead of read(); `views`: each chunk's\n"
-"text is a memoryview, valid until the next is asked for (not a copy).");
+"text is a memoryview, valid until the next is asked for (not a copy); `keys`: --by's\n"
+"columns, each group scanned from its own running value.");
 
 static PyTypeObject PipelineType = {
     PyVarObject_HEAD_INIT(NULL, 0)
