@@ -54,7 +54,7 @@ import numpy as np
 from cumtool import grouped, kernels, native, numtext, small
 from cumtool.errors import CumtoolError, DataError, option
 from cumtool.formats import PrefixedStream, records
-from cumtool.formats.csv import wide
+from cumtool.formats.csv import dialect, wide
 from cumtool.formats.jsonl import lines
 from cumtool.formats.registry import DELIMITED
 from cumtool.output import open_output
@@ -531,7 +531,7 @@ class _Job:
                 at = data.find(b"\n")
                 if len(data) > records.MAX_RECORD_BYTES:
                     raise Handover
-            if at < 0 or data.count(b'"', 0, at) % 2 == 0:
+            if at < 0 or not dialect.quoted_before(data, at):
                 break
         first = data if at < 0 else data[:at + 1]
         try:
@@ -601,10 +601,7 @@ class _Job:
 
     def _quote(self, text: str) -> str:
         """small._write's quote: CsvSink's, for names and --na-rep."""
-        if any(c in text for c in (self.out_delimiter, '"', "\r", "\n")) or (
-                len(self.columns) == 1 and not text):
-            return '"' + text.replace('"', '""') + '"'
-        return text
+        return dialect.quote(text, self.out_delimiter, len(self.columns) == 1)
 
     # The rows --------------------------------------------------------------------------
 

@@ -542,21 +542,15 @@ def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]
     "necessary", or with text quoted by CsvSink itself (--na-rep, one column)."""
     single = len(columns) == 1
     by_sink = bool(na_rep) or single
-    specials = (delimiter, '"', "\r", "\n")
+    from cumtool.formats.csv import dialect
 
     def quote(text: str) -> str:
-        if any(c in text for c in specials) or (single and not text):
-            return '"' + text.replace('"', '""') + '"'
-        return text
+        return dialect.quote(text, delimiter, single)
 
     null = quote(na_rep) if na_rep or single else ""
 
-    def polars_quote(text: str | None) -> str:
-        if text is None:
-            return ""
-        if not text or any(c in text for c in specials):
-            return '"' + text.replace('"', '""') + '"'
-        return text
+    def polars_quote(text: str | None) -> str:  # polars quotes an empty text
+        return "" if text is None else dialect.quote(text, delimiter, True)
 
     text_cell = (lambda c: quote("" if c is None else c)) if by_sink else polars_quote
     rendered: list[list[str]] = []

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from cumtool.formats import SourceBase
-from cumtool.formats.csv import wide
+from cumtool.formats.csv import dialect, wide
 from cumtool.formats.csv.wide import WideSource
 
 if TYPE_CHECKING:
@@ -358,10 +358,7 @@ class _Group:
         self._rendered.seek(0)
         self._rendered.truncate()
         data = np.frombuffer(rendered, dtype=np.uint8)
-        ends = np.flatnonzero(data == ord("\n"))
-        quotes = np.flatnonzero(data == ord('"'))
-        if quotes.shape[0]:
-            ends = ends[np.searchsorted(quotes, ends) % 2 == 0]
+        ends = dialect.record_ends(data)
         if ends.shape[0] != count:
             raise AssertionError(f"{ends.shape[0]} records rendered for {count}")
         starts = np.concatenate(([0], ends[:-1] + 1))

@@ -1173,6 +1173,47 @@ done:
     return out;
 }
 
+/* the dialect's record end (formats/csv/dialect.py) ----------------------------- */
+
+/* The end of the last whole record in buf[0:n] (just past a LF outside quotes; buf
+   starts a record), or -1. */
+static Py_ssize_t last_record_end(const char *buf, Py_ssize_t n)
+{
+    Py_ssize_t best = -1, at = 0;
+    int quoted = 0;
+    while (at <= n) {
+        const char *q = at < n ? memchr(buf + at, '"', (size_t)(n - at)) : NULL;
+        const Py_ssize_t stop = q ? q - buf : n;
+        if (!quoted && stop > at) {
+            for (Py_ssize_t i = stop - 1; i >= at; i--)  /* memrchr is not everywhere */
+                if (buf[i] == '\n') {
+                    best = i + 1;
+                    break;
+                }
+        }
+        if (q == NULL)
+            break;
+        quoted = !quoted;
+        at = stop + 1;
+    }
+    return best;
+}
+
+PyDoc_STRVAR(last_record_end_doc,
+"last_record_end(data) -> int\n\n"
+"formats/csv/dialect.last_record_end in C: just past the last LF outside quotes in\n"
+"data (which starts a record), or -1. The pipeline's reader cuts chunks there.");
+
+static PyObject *last_record_end_py(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data))
+        return NULL;
+    const Py_ssize_t end = last_record_end(data.buf, data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromSsize_t(end);
+}
+
 /* the compiled pipeline (cumtool/fastcsv.py's _Job, in one call) ----------------------- */
 
 /* A run's rows in C from the bytes read to the bytes written, with no GIL held but to
@@ -1867,30 +1908,6 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* The end of the last whole record in buf[0:n] (just past a LF outside quotes; buf
-   starts a record), or -1. */
-static Py_ssize_t last_record_end(const char *buf, Py_ssize_t n)
-{
-    Py_ssize_t best = -1, at = 0;
-    int quoted = 0;
-    while (at <= n) {
-        const char *q = at < n ? memchr(buf + at, '"', (size_t)(n - at)) : NULL;
-        const Py_ssize_t stop = q ? q - buf : n;
-        if (!quoted && stop > at) {
-            for (Py_ssize_t i = stop - 1; i >= at; i--)  /* memrchr is not everywhere */
-                if (buf[i] == '\n') {
-                    best = i + 1;
-                    break;
-                }
-        }
-        if (q == NULL)
-            break;
-        quoted = !quoted;
-        at = stop + 1;
-    }
-    return best;
-}
-
 static void stop_threads(Pipeline *p)
 {
     if (!p->started)
@@ -2429,6 +2446,7 @@ static PyMethodDef methods[] = {
     {"float_texts", float_texts, METH_VARARGS, float_texts_doc},
     {"cut", cut, METH_VARARGS, cut_doc},
     {"assemble", assemble, METH_VARARGS, assemble_doc},
+    {"last_record_end", last_record_end_py, METH_VARARGS, last_record_end_doc},
     {NULL, NULL, 0, NULL},
 };
 

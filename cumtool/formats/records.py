@@ -14,6 +14,8 @@ from typing import IO
 
 import numpy as np
 
+from cumtool.formats.csv import dialect
+
 MAX_RECORD_BYTES = 32 << 20
 READ_BYTES = 64 * 1024  # the least one read asks for
 _QUOTE = ord('"')
@@ -193,7 +195,7 @@ class Chunker:
         array = np.frombuffer(data, dtype=np.uint8).copy()
         returns = np.flatnonzero(array == _RETURN)
         quotes = np.flatnonzero(array == _QUOTE)
-        array[returns[(np.searchsorted(quotes, returns) + self._quoted) % 2 == 0]] = _NEWLINE
+        array[returns[dialect.outside_quotes(quotes, returns, self._quoted)]] = _NEWLINE
         return array.tobytes()
 
     def _scan(self, data: bytes, offset: int) -> None:
@@ -222,7 +224,7 @@ class Chunker:
         else:
             positions = np.flatnonzero(array == _QUOTE)
             newlines = np.flatnonzero(array[:end] == _NEWLINE)
-            outside = newlines[(np.searchsorted(positions, newlines) + self._quoted) % 2 == 0]
+            outside = newlines[dialect.outside_quotes(positions, newlines, self._quoted)]
             if outside.shape[0]:
                 self._last_end = offset + int(outside[-1]) + 1
         self._quoted = bool((self._quoted + quotes) % 2)
@@ -267,11 +269,7 @@ class Chunker:
     def _check_lengths(self, chunk: bytes) -> None:
         """A whole record inside a chunk may be over the cap too (a small cap)."""
         data = np.frombuffer(chunk, dtype=np.uint8)
-        newlines = np.flatnonzero(data == _NEWLINE)
-        quotes = np.flatnonzero(data == _QUOTE)
-        if quotes.shape[0]:
-            newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
-        ends = np.append(newlines, data.shape[0])
+        ends = np.append(dialect.record_ends(data), data.shape[0])
         lengths = np.diff(ends, prepend=-1) - 1
         over = np.flatnonzero(lengths > self.max_record)
         if over.shape[0]:

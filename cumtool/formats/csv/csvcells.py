@@ -14,6 +14,7 @@ import polars as pl
 import pyarrow as pa
 
 from cumtool.errors import FormatError, LateDecimal
+from cumtool.formats.csv import dialect
 
 
 def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
@@ -70,8 +71,8 @@ def layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
     delimiters = np.flatnonzero(data == ord(delimiter))
     quotes = np.flatnonzero(data == ord('"'))
     if quotes.shape[0]:
-        newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
-        delimiters = delimiters[np.searchsorted(quotes, delimiters) % 2 == 0]
+        newlines = newlines[dialect.outside_quotes(quotes, newlines)]
+        delimiters = delimiters[dialect.outside_quotes(quotes, delimiters)]
     ends = newlines
     if not ends.shape[0] or ends[-1] != data.shape[0] - 1:  # a last record without newline
         ends = np.append(ends, data.shape[0])
@@ -141,10 +142,7 @@ def record_lines(chunk: bytes, delimiter: str) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     data = np.frombuffer(chunk, dtype=np.uint8)
     newlines = np.flatnonzero(data == ord("\n"))
-    outside = newlines
-    quotes = np.flatnonzero(data == ord('"'))
-    if quotes.shape[0]:
-        outside = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+    outside = dialect.record_ends(data)
     _fields, blank = layout(chunk, delimiter)
     starts = np.concatenate(([0], outside + 1))[: blank.shape[0]]
     return np.searchsorted(newlines, starts)[~blank]

@@ -20,6 +20,7 @@ import pyarrow as pa
 from cumtool._ext import load
 from cumtool.columnar import as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import UsageError
+from cumtool.formats.csv import dialect
 from cumtool.output import DiscardableStream
 
 if TYPE_CHECKING:
@@ -84,10 +85,7 @@ class CsvSink:
     def quote(self, text: str) -> str:
         """A cell as the output needs it: quoted if it holds the delimiter, a quote or a
         line end, or if it is empty and a row's only cell."""
-        if any(c in text for c in (self._options.delimiter, '"', "\r", "\n")) or (
-                self._single and not text):
-            return '"' + text.replace('"', '""') + '"'
-        return text
+        return dialect.quote(text, self._options.delimiter, self._single)
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self._header_due:

@@ -1,0 +1,80 @@
+"""The CSV dialect, once: the quote rule (which cells are written quoted, and how), and
+where a record ends (a LF outside quotes, the quote state being the parity of the quotes
+before it). Every reader and writer of delimited text asks here; the compiled pipeline's
+C twin (_ext/_csvtext.c: needs_quotes, last_record_end, the cutter's quote state) keeps
+the same rules, and tests/test_dialect.py holds the two together.
+
+Imports nothing of cumtool, and numpy only for the vectorised parity (callers that cut
+text with numpy have it loaded already).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+QUOTE = '"'
+_QUOTE_BYTE = ord(QUOTE)
+_NEWLINE_BYTE = ord("\n")
+
+
+def needs_quotes(text: str, delimiter: str, empty_quoted: bool = False) -> bool:
+    """Whether a cell's text is written quoted: where it holds the delimiter, a quote or
+    a line end; an empty text where the writer marks it (a row's only cell, or polars'
+    quoting of an empty string)."""
+    if not text:
+        return empty_quoted
+    return any(c in text for c in (delimiter, QUOTE, "\r", "\n"))
+
+
+def quote(text: str, delimiter: str, empty_quoted: bool = False) -> str:
+    """A cell's text as written: quoted, its quotes doubled, where needs_quotes says."""
+    if needs_quotes(text, delimiter, empty_quoted):
+        return QUOTE + text.replace(QUOTE, QUOTE + QUOTE) + QUOTE
+    return text
+
+
+def outside_quotes(quotes: np.ndarray, positions: np.ndarray, quoted: int = 0) -> np.ndarray:
+    """Which of `positions` (sorted byte offsets) lie outside quotes, `quotes` being the
+    sorted offsets of the quote bytes and `quoted` 1 where the text starts inside quotes:
+    a byte is inside where an odd number of quotes come before it."""
+    import numpy as np
+
+    return (np.searchsorted(quotes, positions) + quoted) % 2 == 0
+
+
+def record_ends(data: np.ndarray, quoted: int = 0) -> np.ndarray:
+    """The offsets of the LFs that end records in `data` (uint8 bytes)."""
+    import numpy as np
+
+    newlines = np.flatnonzero(data == _NEWLINE_BYTE)
+    quotes = np.flatnonzero(data == _QUOTE_BYTE)
+    if not quotes.shape[0] and not quoted:
+        return newlines
+    return newlines[outside_quotes(quotes, newlines, quoted)]
+
+
+def last_record_end(data: bytes) -> int:
+    """Just past the last LF outside quotes in `data`, which starts a record; -1 where
+    there is none (_csvtext.last_record_end is its twin)."""
+    best = -1
+    at = 0
+    quoted = False
+    while True:
+        q = data.find(b'"', at)
+        stop = len(data) if q < 0 else q
+        if not quoted:
+            lf = data.rfind(b"\n", at, stop)
+            if lf >= 0:
+                best = lf + 1
+        if q < 0:
+            return best
+        quoted = not quoted
+        at = q + 1
+
+
+def quoted_before(data: bytes, at: int) -> bool:
+    """Whether data[at] lies inside quotes, data starting a record."""
+    return data.count(b'"', 0, at) % 2 == 1
