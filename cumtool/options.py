@@ -169,6 +169,8 @@ GENERAL: tuple[Option, ...] = (
            help="CSV has no header row: columns are named 1, 2, ... and the output has no "
                 "header either.",
            small="honours", dask="honours"),
+    # Comment lines and short rows: the streaming path's reader alone knows them
+    # (formats/records.py, formats/csv/csv.py).
     Option("--comment", type=str, metavar="CHAR",
            help="CSV/TSV: skip lines that start with CHAR (e.g. '#'), as blank lines are; "
                 "CHAR elsewhere is data.",
@@ -235,6 +237,7 @@ GENERAL: tuple[Option, ...] = (
            help="Threads to run on (never changes results) [default: $CUMTOOL_THREADS, else "
                 "the cores this process may use: its CPU affinity and cgroup quota].",
            small="honours", dask="honours"),
+    # Batches asked for are the streaming path's own (and tests').
     Option("--batch-rows", type=int, least=1, metavar="N",
            help="Rows per batch (default: sized for speed and memory).",
            small="hands over", dask="honours"),
@@ -270,6 +273,7 @@ GENERAL: tuple[Option, ...] = (
            help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an error, so "
                 "memory stays bounded [default: 32M].",
            small="hands over", dask="honours"),
+    # Types judged from the first row: the streaming path's.
     Option("--line-buffered", default=False,
            help="For `tail -f` pipelines: write each row as soon as it is read; column types "
                 "are judged from the first data row (--dtype fixes them). Standard input "
