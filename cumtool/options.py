@@ -5,8 +5,9 @@ the API has one), its help, how its text is read and checked, and which paths ho
 From these the command line makes its options and maps them to a Request (cli.py),
 `--help` and docs/options.md follow, the small path hands over what it does not honour
 (small.options_fit), the Dask engine refuses by name what it does not (engines.py), and
-arrays refuse the options of tables (Request.table_only). A new option is one entry here
-plus what it does; tests/test_option_paths.py fails until every path is declared.
+arrays refuse the options of tables (Request.table_only). A new option is one entry here,
+its Request field, and what it does; tests/test_option_paths.py fails until each field
+is declared with every path.
 
 Plain data, importable without numpy: the command line reads it at start-up.
 """
@@ -24,7 +25,7 @@ from cumtool.choices import (
     TORCH_ALIASES,
     check_axis,
 )
-from cumtool.errors import UsageError
+from cumtool.errors import UsageError, option
 from cumtool.formats.registry import INPUT_FORMATS, OUTPUT_FORMATS, check_format_name
 from cumtool.ops import OPTIONS
 from cumtool.ops.decl import Option
@@ -293,7 +294,7 @@ GENERAL: tuple[Option, ...] = (
     Option("", keyword="input", type=str, default="-",
            help="The input: a path, a URL or '-' (standard input).",
            small="honours", dask="honours"),
-    Option("", keyword="inputs", type=str, default=(),
+    Option("", keyword="inputs", type=tuple, default=(),
            help="Every INPUT argument, when there are several or one is not a plain file.",
            small="honours", dask="honours"),
     Option("", keyword="params", type=dict,
@@ -322,8 +323,6 @@ TABLE_ONLY = tuple(declared for declared in GENERAL if declared.tables_only)
 def named(declared: Option) -> str:
     """The option as a message names it: the flag, or the API keyword where the CLI spells
     it `--keyword` (errors.option words it for each front end)."""
-    from cumtool.errors import option
-
     if declared.flag == "--" + declared.name.replace("_", "-"):
         return option(declared.name)
     return declared.flag or declared.name
