@@ -14,12 +14,11 @@ from typing import Any
 
 import click
 
-from cumtool.choices import DTYPE_NAMES, OVERFLOW_CHOICES, TORCH_ALIASES
 from cumtool.commit import STOP_SIGNALS, check_stop, committed, request_stop
-from cumtool.engines import ENGINES
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
 from cumtool.ops import OPS, REGISTRY, Option, options_of
-from cumtool.params import FROM_FORMAT, TO_FORMAT, AxisType, DtypeChoice
+from cumtool.options import FLAGS
+from cumtool.params import AxisType, CheckedChoice, DtypeChoice
 from cumtool.view import printable
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
@@ -42,236 +41,58 @@ def complete_columns(ctx: click.Context, param: click.Parameter, incomplete: str
     return completion.complete_columns(ctx, param, incomplete)
 
 
-def _selections(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """-c, --exclude, --by and --reset as parsed selections (cumtool.columns), so a bad one
-    is a usage error before any file is opened."""
-    from cumtool.columns import parse
+def _checked(parse: Callable[[Any], Any], multiple: bool) -> Callable[..., Any]:
+    """A declared option's `parse` as Click's callback: its UsageError (a bad selection,
+    size or row count) is Click's usage error naming the option, before any file opens."""
 
-    option = param.opts[-1] if param.name != "columns" else "-c"
-    if value is None or isinstance(value, str):
-        return None if value is None else _parsed(parse, value, option)
-    return tuple(_parsed(parse, text, option) for text in value)
+    def callback(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        try:
+            if multiple:
+                return tuple(parse(text) for text in value)
+            return None if value is None else parse(value)
+        except CumtoolError as error:
+            raise click.BadParameter(error.cli_message()) from None
 
-
-def _parsed(parse: Callable[[str, str], Any], text: str, option: str) -> Any:
-    try:
-        return parse(text, option)
-    except CumtoolError as error:
-        raise click.BadParameter(error.cli_message()) from None
+    return callback
 
 
-def _na_list(_ctx: click.Context, _param: click.Parameter, value: str | None
-             ) -> tuple[str, ...] | None:
-    return None if value is None else tuple(value.split(","))
+# The options whose Click type does more than check a value (completion, a metavar).
+_PARAM_TYPES: dict[str, Callable[[], click.ParamType]] = {"axis": AxisType,
+                                                          "dtype": DtypeChoice}
+_COMPLETE = {"path": complete_path, "columns": complete_columns}
 
 
-def _table_rows(_ctx: click.Context, _param: click.Parameter, value: str) -> int | None:
-    text = value.strip().lower()
-    if text in ("all", "0"):
-        return None
-    if not text.isdigit():
-        raise click.BadParameter(f"{value!r} is not a number of rows or 'all'")
-    return int(text)
-
-
-def _size(_ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    if value is None:
-        return None
-    from cumtool.formats.records import size_option  # numpy: only when a size is given
-
-    return int(_parsed(size_option, value, param.opts[-1]))
+def _click_option(declared: Option, general: bool = False) -> Callable[..., Any]:
+    """The Click option of a declared one (cumtool.options, cumtool.ops): a general one's
+    default is its own, an op's is None (not given: cumtool.ops.scan_params)."""
+    names = (*declared.spellings, declared.dest)
+    if declared.is_flag:
+        return click.option(*names, is_flag=True, help=declared.help)
+    kind: Any = declared.type
+    callback = None
+    if declared.name in _PARAM_TYPES:
+        kind = _PARAM_TYPES[declared.name]()
+    elif declared.choices and declared.parse is not None:
+        kind = CheckedChoice(declared.choices, declared.parse)
+    elif declared.choices:
+        kind = click.Choice(list(declared.choices))
+    elif declared.least is not None or declared.most is not None:
+        kind = (click.IntRange if declared.type is int else click.FloatRange)(
+            min=declared.least, max=declared.most)
+    elif declared.parse is not None:
+        callback = _checked(declared.parse, declared.multiple)
+    return click.option(*names, type=kind, default=declared.default if general else None,
+                        multiple=declared.multiple, callback=callback,
+                        metavar=declared.metavar, show_default=declared.show_default,
+                        shell_complete=_COMPLETE.get(declared.complete), help=declared.help)
 
 
 def scan_options(function: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every operation shares."""
-    options = [
-        click.argument("input", nargs=-1, metavar="[INPUT]...",
-                       shell_complete=complete_path),
-        click.option("-a", "--axis", "--dim", "axis", type=AxisType(), default="rows",
-                     show_default=True,
-                     help="rows (index, 0): down each column; columns (1): across each "
-                          "row; or any integer axis of an N-d .npy array."),
-        # Sixteen names: listed in the help text, as a metavar they would not fit a line.
-        click.option("-t", "--dtype", type=DtypeChoice(), default=None, metavar="DTYPE",
-                     help=f"Cast the input to this dtype first, then scan: "
-                          f"{', '.join(DTYPE_NAMES)}; or torch's {', '.join(TORCH_ALIASES)}, "
-                          "torch.float32, ..."),
-        click.option("-o", "--output", default=None, metavar="PATH",
-                     shell_complete=complete_path,
-                     help="Write here (format from the extension); '-' or none: "
-                          "standard output; DIR/ (ending in /): one output per input, "
-                          "under the same relative names."),
-        click.option("--state", default=None, metavar="FILE", shell_complete=complete_path,
-                     help="Tables: continue from the running values saved in FILE (if it "
-                          "exists), and save them there when the run succeeds (for "
-                          "cron: day by day gives the bits of one run; a retried or "
-                          "overlapping run never counts a row twice)."),
-        click.option("--run-id", "run_id", default=None, metavar="ID",
-                     help="With --state: name this run (e.g. $(date +%F)); a run with the "
-                          "last run's ID is a retry of it (default: the options and the "
-                          "inputs' bytes)."),
-        click.option("--wait", "wait", type=click.FloatRange(min=0), default=None,
-                     metavar="SECONDS",
-                     help="With --state: wait up to SECONDS for another run holding the "
-                          "state to finish (default: fail at once with status 75)."),
-        click.option("--growing", is_flag=True,
-                     help="With --state: the inputs are logs being appended to; scan only "
-                          "the rows added since the last run (a last line without its "
-                          "line end waits for the next run). Name each run with --run-id."),
-        click.option("--filename-column", "filename_column", default=None, metavar="NAME",
-                     help="Tables: add a first column NAME holding each row's input path "
-                          "as given (--by NAME: a running total per file)."),
-        click.option("--from", "from_format", type=FROM_FORMAT, default=None,
-                     help="Input format (default: from the extension, else the first "
-                          "bytes)."),
-        click.option("--to", "to_format", type=TO_FORMAT, default=None,
-                     help="Output format (default: from -o, else a table on a terminal, "
-                          "else the input's format)."),
-        click.option("--sheet", default=None, metavar="NAME|N",
-                     help="Spreadsheets (.xlsx, .xls, .ods): the sheet to read, by name or "
-                          "number from 1 (default: the first)."),
-        click.option("-c", "--columns", multiple=True, callback=_selections,
-                     shell_complete=complete_columns,
-                     metavar="COLS", help="Columns to scan (default: every numeric column); "
-                     "the others pass through. Names, 1-based positions, ranges (2-4, a-c), "
-                     "\"quoted, names\", name[k] for a repeated name, !COLS for all but "
-                     "COLS; repeat to add."),
-        click.option("--exclude", multiple=True, callback=_selections, metavar="COLS",
-                     shell_complete=complete_columns,
-                     help="Do not scan these columns (scan the rest of the default or "
-                          "-c columns); repeat to add."),
-        click.option("--only-scanned", "only_scanned", is_flag=True,
-                     help="Write only the scanned columns (with --keep: each and its "
-                          "result), e.g. to write .npy from a CSV with text columns."),
-        click.option("-d", "--delimiter", default=None,
-                     help="The input's field delimiter (default ',' or tab for .tsv; '\\t' "
-                          "for tab)."),
-        click.option("--out-delimiter", "out_delimiter", default=None, metavar="C",
-                     help="The output's field delimiter (default: ',' for csv, tab for tsv; "
-                          "';' for csv with --decimal-comma): one ASCII character that "
-                          "cannot be part of a number."),
-        click.option("--na", default=None, callback=_na_list, metavar="LIST",
-                     help="Comma-separated cell texts that mean a missing cell, replacing "
-                          "the default NA,N/A,n/a,NULL,null,None,<NA>,#N/A (an empty cell "
-                          "is always missing)."),
-        click.option("--na-rep", "na_rep", default="", metavar="TEXT",
-                     help="How a missing cell is written in csv/tsv output (default: empty)."),
-        click.option("--encoding", default=None, metavar="ENC",
-                     help="CSV/TSV text encoding (latin-1, cp1252, ...) of the input, and "
-                          "of csv/tsv output (default: UTF-8)."),
-        click.option("--decimal-comma", "decimal_comma", is_flag=True,
-                     help="Numbers are written 1,5 (European): read them so, and write "
-                          "results so."),
-        click.option("--out-encoding", "out_encoding", default=None, metavar="ENC",
-                     help="The text encoding of csv/tsv output (default: --encoding's, so "
-                          "unscanned cells come out byte for byte)."),
-        click.option("--out-decimal", "out_decimal", type=click.Choice(["point", "comma"]),
-                     default=None,
-                     help="The decimal mark of numbers in csv/tsv output (default: comma "
-                          "with --decimal-comma, else point)."),
-        click.option("--no-header", "no_header", is_flag=True,
-                     help="CSV has no header row: columns are named 1, 2, ... and the "
-                          "output has no header either."),
-        click.option("--comment", default=None, metavar="CHAR",
-                     help="CSV/TSV: skip lines that start with CHAR (e.g. '#'), as blank "
-                          "lines are; CHAR elsewhere is data."),
-        click.option("--ragged", is_flag=True,
-                     help="CSV/TSV: rows shorter than the header end in missing cells "
-                          "(a longer row is still an error)."),
-        click.option("--overflow", type=click.Choice(OVERFLOW_CHOICES), default="error",
-                     show_default=True,
-                     help="Integer overflow: stop with an error, or wrap around as torch."),
-        click.option("--skipna", is_flag=True,
-                     help="Treat NaN like a missing cell: skipped by the scan, kept in place."),
-        click.option("--by", "by", multiple=True, callback=_selections, metavar="COLS",
-                     shell_complete=complete_columns,
-                     help="Tables: a separate running scan for each distinct value (or "
-                          "combination) of these key columns; rows keep their order."),
-        click.option("--reset", default=None, callback=_selections, metavar="COL",
-                     shell_complete=complete_columns,
-                     help="Tables: start the scan afresh at every row where COL is true or "
-                          "non-zero."),
-        click.option("--period", type=click.Choice(["day", "week", "month", "quarter",
-                                                    "year"]), default=None,
-                     help="Tables: the calendar period of --time's date is part of each "
-                          "row's group, as --by columns are: a scan per day, ISO week "
-                          "(Monday first), month, quarter or year (month-to-date, ...)."),
-        click.option("--time", default=None, callback=_selections, metavar="COL",
-                     shell_complete=complete_columns,
-                     help="With --period: the column of dates or times (ISO text such as "
-                          "2024-03-01 or 2024-03-01T09:30, or a date or timestamp column); "
-                          "not scanned."),
-        click.option("--year-start", "year_start", default=None, metavar="MM-DD",
-                     help="With --period year or quarter: the day years start (fiscal "
-                          "04-01, water years 10-01); quarters start every 3 months from "
-                          "it [default: 01-01]."),
-        click.option("--share", is_flag=True,
-                     help="cumsum, cumcount, cumnunique: each running value divided by its "
-                          "group's final value, as float64 (Pareto shares); reads the input "
-                          "twice."),
-        click.option("--reverse", is_flag=True,
-                     help="Scan from the last element to the first; output keeps input order."),
-        click.option("--exclusive", is_flag=True,
-                     help="out[i] covers the elements before i only; out[0] is the identity."),
-        click.option("--keep", is_flag=True,
-                     help="Tables: keep the input columns and append each result as "
-                          "<name>_<op>."),
-        click.option("--decimal", is_flag=True,
-                     help="CSV: read float columns as exact decimals with the places their "
-                          "cells have (money): 19.99 + 0.01 is 20.00."),
-        click.option("-q", "--quiet", is_flag=True,
-                     help="No progress bar (it shows only on a terminal, for long runs) and no "
-                          "notes (`note: ...` lines on stderr)."),
-        click.option("--threads", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Threads to run on (never changes results) [default: "
-                          "$CUMTOOL_THREADS, else the cores this process may use: its "
-                          "CPU affinity and cgroup quota]."),
-        click.option("--batch-rows", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Rows per batch (default: sized for speed and memory)."),
-        click.option("-n", "--rows", "table_rows", default="20", callback=_table_rows,
-                     metavar="N", show_default=True,
-                     help="Table view: rows shown, the first and last N/2 of them; "
-                          "'all' or 0: every row."),
-        click.option("--precision", type=click.IntRange(1, 17), default=6, metavar="N",
-                     show_default=True,
-                     help="Table view: digits of floats: a column's own decimal places "
-                          "where they are at most N, else N significant digits (files and "
-                          "pipes keep every digit)."),
-        click.option("--x", "x", default=None, callback=_selections, metavar="COL",
-                     shell_complete=complete_columns,
-                     help="Chart: the column along the horizontal axis (numbers, or dates "
-                          "as 2024-03-01, 2024/03/01, 01-Mar-24, 'Mar 1, 2024', 03/25/2024; "
-                          "not scanned) [default: the row number, from 1]."),
-        click.option("--x-format", "x_format", default=None, metavar="FMT",
-                     help="Chart: the layout of the --x dates, as strftime writes it "
-                          "(%d/%m/%Y), where cumtool cannot tell it, as for 01/02/2024."),
-        click.option("--width", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Chart: its width, in characters on the terminal or in pixels "
-                          "in an image [default: the terminal's, else 80; 1000 pixels]."),
-        click.option("--height", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Chart: its height, in lines on the terminal or in pixels in an "
-                          "image [default: the terminal's less one line, for the prompt, "
-                          "else 24; 500 pixels]."),
-        click.option("--max-record-size", "max_record_size", default=None,
-                     callback=_size, metavar="SIZE",
-                     help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an "
-                          "error, so memory stays bounded [default: 32M]."),
-        click.option("--line-buffered", "line_buffered", is_flag=True,
-                     help="For `tail -f` pipelines: write each row as soon as it is read; "
-                          "column types are judged from the first data row (--dtype fixes "
-                          "them). Standard input from a terminal is read so."),
-        click.option("--engine", type=click.Choice(list(ENGINES)), default="local",
-                     show_default=True,
-                     help="Where the scan runs: this process, or the workers of a Dask "
-                          "cluster (tables; the same bits; pip install 'cumtool[dask]')."),
-        click.option("--scheduler", default=None, metavar="ADDRESS",
-                     help="--engine dask: the scheduler to use (default: "
-                          "$DASK_SCHEDULER_ADDRESS, else a local cluster, a worker per "
-                          "core)."),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+    """The options every operation shares (cumtool.options), after INPUT."""
+    for declared in reversed(FLAGS):
+        function = _click_option(declared, general=True)(function)
+    return click.argument("input", nargs=-1, metavar="[INPUT]...",
+                          shell_complete=complete_path)(function)
 
 
 def _make_command(op: str) -> click.Command:
@@ -301,59 +122,25 @@ def _make_command(op: str) -> click.Command:
     return command
 
 
-def _click_option(declared: Option) -> Callable[..., Any]:
-    if declared.is_flag:
-        return click.option(declared.flag, _param_name(declared), is_flag=True,
-                            help=declared.help)
-    return click.option(declared.flag, _param_name(declared), type=declared.type,
-                        default=None, metavar=declared.metavar, help=declared.help)
-
-
-def _param_name(declared: Option) -> str:
-    """Click's name of the option's value: the flag's (--no-adjust: no_adjust)."""
-    return declared.flag.removeprefix("--").replace("-", "_")
-
-
 def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     from cumtool.engine import Request, run
 
     given = tuple(options["input"])
+    # Click gives each general option's value, its default included ('-n all' is None).
+    fields = {declared.name: declared.from_cli(options[declared.dest]) if declared.is_flag
+              else options[declared.dest] for declared in FLAGS}
+    # What is typed on a terminal goes out line by line (SEMANTICS.md, "Tables").
+    fields["line_buffered"] = fields["line_buffered"] or (
+        given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
+        and sys.stdin.isatty())
     request = Request(
-        op=op, input=given[0] if given else "-", output=options["output"],
-        inputs=given if len(given) > 1 else (), state=options["state"],
-        run_id=options["run_id"], wait=options["wait"], growing=options["growing"],
-        threads=options["threads"],
-        filename_column=options["filename_column"],
-        from_format=options["from_format"], to_format=options["to_format"],
-        axis=options["axis"], dtype=options["dtype"], columns=options["columns"],
-        delimiter=options["delimiter"], header=not options["no_header"],
-        overflow=options["overflow"],
-        skipna=options["skipna"], batch_rows=options["batch_rows"],
-        by=options["by"], reset=options["reset"], reverse=options["reverse"],
-        exclusive=options["exclusive"], keep=options["keep"], decimal=options["decimal"],
-        exclude=options["exclude"], only_scanned=options["only_scanned"], na=options["na"],
-        na_rep=options["na_rep"], out_delimiter=options["out_delimiter"],
-        decimal_comma=options["decimal_comma"], encoding=options["encoding"],
+        **fields, op=op, input=given[0] if given else "-",
+        inputs=given if len(given) > 1 else (),
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
-        notes=not options["quiet"],
-        table_rows=options["table_rows"], precision=options["precision"],
-        max_record_size=options["max_record_size"], sheet=options["sheet"],
         indices=options.get("indices", False),
-        params={declared.name: declared.from_cli(options[_param_name(declared)])
-                for declared in options_of(op.split(",")) if declared.name != "indices"},
-        engine=options["engine"], scheduler=options["scheduler"],
-        x=options["x"], x_format=options["x_format"], width=options["width"],
-        height=options["height"],
-        # What is typed on a terminal goes out line by line (SEMANTICS.md, "Tables").
-        out_encoding=options["out_encoding"], out_decimal=options["out_decimal"],
-        comment=options["comment"], ragged=options["ragged"],
-        period=options["period"], time=options["time"], year_start=options["year_start"],
-        share=options["share"],
-        line_buffered=options["line_buffered"] or (
-            given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
-            and sys.stdin.isatty()),
-    )
+        params={declared.name: declared.from_cli(options[declared.dest])
+                for declared in options_of(op.split(",")) if declared.name != "indices"})
     try:
         if not given and sys.stdin is not None and sys.stdin.isatty():
             # Not a wait for input no one sends: only an explicit '-' reads what is typed.

@@ -8,11 +8,13 @@ options stay plain data that any module can take.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from cumtool.errors import UsageError, option
 from cumtool.formats.registry import kind_from_name
+from cumtool.ops.decl import Option
+from cumtool.options import ENGINE_NAMES
 
 
 class Options(Protocol):
@@ -27,25 +29,10 @@ class Options(Protocol):
     @property
     def axis(self) -> str: ...
     @property
-    def by(self) -> tuple[object, ...]: ...
-    @property
-    def reset(self) -> object | None: ...
-    @property
-    def reverse(self) -> bool: ...
-    @property
-    def state(self) -> str | None: ...
-    @property
-    def filename_column(self) -> str | None: ...
-    @property
     def engine(self) -> str: ...
     @property
     def scheduler(self) -> str | None: ...
-    @property
-    def period(self) -> str | None: ...
-    @property
-    def share(self) -> bool: ...
-    @property
-    def params(self) -> Mapping[str, Any]: ...
+    def given(self) -> list[Option]: ...
 
 
 def check(request: Options) -> None:
@@ -60,7 +47,7 @@ def check(request: Options) -> None:
 
 
 def check_local(request: Options) -> None:
-    """The local engine honours every option."""
+    """The local engine honours every option (its paths hand over what they do not)."""
 
 
 def check_dask(request: Options) -> None:
@@ -77,15 +64,8 @@ def check_dask(request: Options) -> None:
             raise UsageError(f"{name} is not supported with {engine}: its partitions would "
                              f"each count their own distinct values; run it on the local "
                              f"engine ({option('engine', 'local')})")
-    refused = {"by": bool(request.by), "reset": request.reset is not None,
-               "reverse": request.reverse, "state": request.state is not None,
-               "filename_column": request.filename_column is not None,
-               "period": request.period is not None, "share": request.share,
-               "times": request.params.get("times") is not None}
-    for name, given in refused.items():
-        if given:
-            raise UsageError(f"{option(name)} is not supported with {engine}; run it on the "
-                             f"local engine ({option('engine', 'local')})")
+    from cumtool.options import BY_FIELD, honoured
+    from cumtool.options import named as option_named
     from cumtool.tables import table_axis
 
     try:
@@ -95,6 +75,11 @@ def check_dask(request: Options) -> None:
     if across:
         raise UsageError(f"{option('axis', 'columns')} is not supported with {engine}: "
                          "rows are independent, run it on the local engine")
+    # Every option not declared as honoured by Dask (cumtool.options, cumtool.ops).
+    for declared in request.given():
+        if not honoured(declared, "dask") and declared is not BY_FIELD["axis"]:
+            raise UsageError(f"{option_named(declared)} is not supported with {engine}; run it on "
+                             f"the local engine ({option('engine', 'local')})")
     named = kind_from_name(request.input)
     if (request.from_format or (named.format if named else "")).lower() == "npy":
         raise UsageError(f"{engine} scans tables (CSV, TSV, Parquet); {request.input} is "
@@ -103,3 +88,5 @@ def check_dask(request: Options) -> None:
 
 # Each engine by its --engine name, with its check.
 ENGINES: dict[str, Callable[[Options], None]] = {"local": check_local, "dask": check_dask}
+if tuple(ENGINES) != ENGINE_NAMES:  # --engine's choices (cumtool.options) are these
+    raise RuntimeError(f"engines {tuple(ENGINES)} are declared as {ENGINE_NAMES}")

@@ -11,7 +11,6 @@ import click
 
 from cumtool.choices import AXIS_NAMES, DTYPE_CHOICES, TORCH_NAMES, check_axis, dtype_name
 from cumtool.errors import UsageError
-from cumtool.formats.registry import INPUT_FORMATS, OUTPUT_FORMATS, check_format_name
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -38,14 +37,6 @@ class CheckedChoice(click.Choice):
             return self.check(str(value))
         except UsageError as error:
             raise OptionValueError(error.cli_message()) from None
-
-
-def format_choice(formats: tuple[str, ...], option: str) -> CheckedChoice:
-    return CheckedChoice(formats, lambda name: check_format_name(name, formats, option))
-
-
-FROM_FORMAT = format_choice(INPUT_FORMATS, "--from")
-TO_FORMAT = format_choice(OUTPUT_FORMATS, "--to")
 
 
 def _dtype(name: str) -> str:

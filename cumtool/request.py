@@ -9,7 +9,7 @@ the input is opened: `cumtool cumsum missing.csv --to bogus` complains about --t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
 from cumtool.columns import Selection
@@ -32,11 +32,11 @@ from cumtool.formats.registry import (
     format_named,
     kind_from_name,
 )
+from cumtool.ops.decl import Option
+from cumtool.options import GENERAL, TABLE_ONLY
 from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
-TABLE_ONLY = ("--by", "--reset", "--keep", "--columns", "--exclude", "--only-scanned",
-              "--state", "--filename-column", "--period", "--share", "--times")
 
 
 # The ops --share is for: their final values are a total and counts.
@@ -364,13 +364,26 @@ class Request:
         """The ops of the run: one, or several in one pass (`cumsum,cummax`)."""
         return self.op.split(",")
 
+    def given(self) -> list[Option]:
+        """The declared options this run gives a value other than the default (general
+        ones, cumtool.options, then the ops' own in `params`): what each path checks
+        against what it honours."""
+        given = [declared for declared in GENERAL
+                 if (declared.given(getattr(self, declared.name))
+                     if declared.given_if is not None
+                     else getattr(self, declared.name) != _DEFAULTS.get(declared.name))]
+        from cumtool.ops import KEYWORDS
+
+        return given + [KEYWORDS[name] for name, value in self.params.items()
+                        if name in KEYWORDS and KEYWORDS[name].given(value)]
+
     def table_only(self) -> dict[str, object]:
         """The options that work on tables only, by flag, as given."""
-        return dict(zip(TABLE_ONLY, (self.by, self.reset, self.keep, self.columns,
-                                     self.exclude, self.only_scanned, self.state,
-                                     self.filename_column, self.period, self.share,
-                                     self.params.get("times")),
-                        strict=True))
+        from cumtool.ops import OPTIONS
+
+        return {**{declared.flag: getattr(self, declared.name) for declared in TABLE_ONLY},
+                **{flag: self.params.get(declared.name) for flag, declared in OPTIONS.items()
+                   if declared.tables_only}}
 
     def csv_read(self, fmt: str) -> CsvReadOptions:
         return CsvReadOptions(
@@ -417,3 +430,9 @@ class Request:
                     else encoding_option(self.out_encoding, "--out-encoding"))
         return CsvWriteOptions(delimiter=delimiter, header=self.header, na_rep=self.na_rep,
                                decimal_comma=comma, encoding=encoding)
+
+
+# Each field's default ("op" has none): an option differing from it is given.
+_DEFAULTS = {each.name: each.default if each.default is not MISSING
+             else each.default_factory() if each.default_factory is not MISSING else MISSING
+             for each in fields(Request)}

@@ -47,7 +47,6 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool._ext import load
-from cumtool.choices import AXIS_NAMES
 from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
@@ -87,32 +86,19 @@ class Handover(Exception):  # internal: the streaming path takes the run
 
 
 def options_fit(request: Request) -> bool:
-    key = str(request.axis).strip().lower()
-    by_rows = AXIS_NAMES.get(key) == 0 or key in ("0", "-2")
+    """Whether this path can take the run: every option given is one it honours
+    (cumtool.options declares which; any other hands the run over), with values it
+    takes."""
     from cumtool import inputs, remote
+    from cumtool.options import honoured
 
-    return (by_rows and not (request.reset is not None or request.reverse
-                             or request.indices or request.decimal or request.decimal_comma
-                             or request.encoding or request.max_record_size is not None
-                             or request.line_buffered  # judged from the first row
-                             # comment lines and short rows: the streaming path's reader
-                             # (formats/records.py, formats/csv/csv.py) alone knows them
-                             or request.comment is not None or request.ragged
-                             or request.out_encoding is not None
-                             or request.out_decimal is not None
-                             # batches asked for: the streaming path's own (and tests')
-                             or request.batch_rows is not None
-                             # several inputs, a glob or a folder, -o DIR/, --state
-                             or request.state is not None or request.sheet is not None
-                             or bool(request.widen)  # a rerun: columns read as float64
-                             or request.filename_column is not None
-                             # periods and shares: the table plan's (tables.py, runner.py)
-                             # --share reads a file twice: standard input is spooled
-                             or (request.share and request.input == "-")
-                             or request.params.get("times") is not None
-                             or inputs.is_dataset(request.inputs or (request.input,))
-                             or inputs.per_input_output(request.output)
-                             or remote.is_url(request.input) or remote.is_url(request.output))
+    return (all(honoured(declared, "small") for declared in request.given())
+            # --share reads a file twice: standard input is spooled (runner.py)
+            and not (request.share and request.input == "-")
+            # several inputs, a glob or a folder, -o DIR/, a URL: the general path's
+            and not inputs.is_dataset(request.inputs or (request.input,))
+            and not inputs.per_input_output(request.output)
+            and not (remote.is_url(request.input) or remote.is_url(request.output))
             and (request.from_format or "csv").lower() in DELIMITED)
 
 

@@ -1,11 +1,13 @@
 """Make docs/options.md from the command line's own `--help` output.
 
 The option reference is never edited by hand: `python docs/generate.py` rewrites it from
-`cumtool --help` and `cumtool OP --help` for every command the CLI has, so a new option or
-a changed help text shows up here by running one command. tests/test_docs.py fails when
-the file differs from what this script makes now; `python docs/generate.py --check` does
-the same check without writing. The help is rendered 80 columns wide whatever the
-terminal, so the file does not depend on who ran the script.
+`cumtool --help` and `cumtool OP --help` for every command the CLI has, and its table of
+which paths honour each option from the declarations (cumtool/options.py, cumtool/ops),
+so a new option or a changed help text shows up here by running one command.
+tests/test_docs.py fails when the file differs from what this script makes now;
+`python docs/generate.py --check` does the same check without writing. The help is
+rendered 80 columns wide whatever the terminal, so the file does not depend on who ran
+the script.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import click
 from click.testing import CliRunner
 
 from cumtool.cli import main
+from cumtool.ops import OPTIONS
+from cumtool.options import FLAGS
 
 OPTIONS_MD = Path(__file__).resolve().parent / "options.md"
 WIDTH = 80
@@ -68,8 +72,38 @@ def commands() -> list[str]:
         return list(main.list_commands(ctx))
 
 
+PATHS = """\
+## Which paths honour each option
+
+Each option is declared once (`cumtool/options.py`; an op's own in its module), with
+the paths that honour it. A path that does not hands the run to one that does, or
+refuses the option by name; none ignores it. The local engine honours every option.
+*Small CSVs*: the small and compiled CSV paths ("hands over": the general path runs it;
+"-": not what they write). *Arrays*: .npy input refuses the options of tables.
+
+| option | `cumtool.scan` | small CSVs | `--engine dask` | arrays |
+|---|---|---|---|---|
+"""
+
+# What each declared answer (cumtool.ops.decl.Honours) says in the table.
+SAID = {"honours": "yes", "hands over": "hands over", "not its output": "-",
+        "refuses": "refused", None: "yes"}
+
+
+def paths() -> str:
+    """The table of which paths honour each option, from the declarations."""
+    lines = [PATHS]
+    for declared in (*FLAGS, *OPTIONS.values()):
+        keyword = (f"`{declared.name}=`" if declared.api or declared in OPTIONS.values()
+                   else "")
+        lines.append(f"| `{', '.join(declared.spellings)}` | {keyword} | "
+                     f"{SAID[declared.small]} | {SAID[declared.dask]} | "
+                     f"{'refused' if declared.tables_only else ''} |\n")
+    return "".join(lines) + "\n"
+
+
 def render() -> str:
-    sections = [HEADER]
+    sections = [HEADER, paths()]
     names = commands()
     sections.append("Commands: " + ", ".join(f"[{n}](#cumtool-{n})" for n in names)
                     + ".\n\n")

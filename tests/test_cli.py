@@ -504,6 +504,34 @@ def test_a_mistyped_option_gets_the_option_meant(invoke, typed, meant):
                              "Try 'main cumsum --help'.\n")
 
 
+# Each declared check (cumtool.options: `parse`, choices, ranges) as Click runs it: one
+# usage error naming the option, before the input is opened.
+@pytest.mark.parametrize("args, message", [
+    pytest.param(["-n", "x"], "Invalid value for '-n' / '--rows': 'x' is not a number of "
+                 "rows or 'all'", id="rows"),
+    pytest.param(["--max-record-size", "12Q"], "Invalid value for '--max-record-size': "
+                 "--max-record-size '12Q' is not a size; give bytes or a number with K, M "
+                 "or G (e.g. 64M)", id="size"),
+    pytest.param(["--exclude", "a,"], "Invalid value for '--exclude': --exclude 'a,': an "
+                 "empty column name; quote it as '\"\"' to choose a column whose name is "
+                 "empty", id="selection"),
+    # A closed set with its own check (params.CheckedChoice) words itself, without a hint.
+    pytest.param(["--from", "bogus"], "--from 'bogus' is not a format; choose from csv, tsv, "
+                 "parquet, npy, jsonl, arrow, arrows, xlsx, xls, ods\n", id="checked-choice"),
+    pytest.param(["--out-decimal", "x"], "Invalid value for '--out-decimal': 'x' is not one "
+                 "of 'point', 'comma'.", id="choice"),
+    pytest.param(["--wait", "-1"], "Invalid value for '--wait': -1.0 is not in the range "
+                 "x>=0.", id="range"),
+    pytest.param(["--precision", "18"], "Invalid value for '--precision': 18 is not in the "
+                 "range 1<=x<=17.", id="bounded-range"),
+])
+def test_a_declared_check_is_a_usage_error_naming_the_option(invoke, args, message):
+    result = invoke("cumsum", "never-read.csv", *args)
+    assert (result.exit_code, result.stdout) == (2, "")
+    hint = "" if message.endswith("\n") else "\nTry 'main cumsum --help'.\n"
+    assert result.stderr == f"Error: {message}{hint}"
+
+
 @pytest.mark.parametrize("typed", ["--zzzz", "--re", "-g", "--to-csv"])
 def test_an_option_like_none_gets_no_suggestion(invoke, typed):
     result = invoke("cumsum", "never-read.csv", typed)

@@ -69,6 +69,21 @@ def test_options_reference_has_every_command_and_option() -> None:
                     assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", text), opt
 
 
+def test_options_reference_says_which_paths_honour_each_option() -> None:
+    """A row of the table of paths for every declared option, as it declares them."""
+    from cumtool.ops import OPTIONS
+    from cumtool.options import FLAGS
+
+    text = (DOCS / "options.md").read_text(encoding="utf-8")
+    rows = {row.split(" | ")[0].strip("| `"): row for row in text.splitlines()
+            if row.startswith("| `")}
+    assert list(rows) == [", ".join(o.spellings) for o in (*FLAGS, *OPTIONS.values())]
+    assert rows["--by"] == "| `--by` | `by=` | yes | refused | refused |"
+    assert rows["--encoding"] == "| `--encoding` |  | hands over | yes |  |"
+    assert rows["--precision"] == "| `--precision` |  | - | yes |  |"
+    assert rows["--times"] == "| `--times` | `times=` | hands over | refused | refused |"
+
+
 def _slug(heading: str) -> str:
     """GitHub's anchor for a Markdown heading."""
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")

@@ -1,89 +1,193 @@
-"""Every option (every field of cumtool.request.Request) is classified for each path that
-can take a run in its place: the small and compiled CSV paths (small.options_fit decides
-for both) and the Dask engine. A path either honours a field, or hands the run to a path
-that does, or refuses it by name; none ignores it. A field added to Request fails
-`test_every_field_is_classified` until it is classified here, and the classification is
-checked against what the paths do, so a forgotten option cannot slip past a deny-list."""
+"""Every option (every field of cumtool.request.Request) is declared once, in
+cumtool/options.py (an op's own options in its module), with the paths that honour it:
+the small and compiled CSV paths (small.options_fit decides for both), the Dask engine and
+arrays. A path either honours an option, or hands the run to a path that does, or refuses
+it by name; none ignores it. A field added to Request fails
+`test_every_field_is_declared_for_every_path` until it is declared, and each declaration
+is checked against what the paths and front ends do, so a forgotten option cannot slip
+past a deny-list."""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any
 
 import pytest
 
-from cumtool import small
+from cumtool import api, engines, small
 from cumtool.columns import parse
 from cumtool.errors import UsageError
+from cumtool.ops import KEYWORDS, OPTIONS
+from cumtool.ops.decl import Option
+from cumtool.options import API_KEYWORDS, BY_FIELD, FLAGS, GENERAL, TABLE_ONLY, honoured
 from cumtool.request import Request
 
 FIELDS = {f.name for f in dataclasses.fields(Request)}
+PLAIN = Request(op="cumsum", input="in.csv")
 
-# A value other than the default, for the fields whose handling is checked below.
+# Values other than the default where one made from the declaration's type will not do
+# (a column selection, a format, a path).
 SAMPLES: dict[str, Any] = {
-    "reset": parse("flag", "--reset"), "reverse": True, "indices": True, "decimal": True,
-    "decimal_comma": True, "encoding": "latin-1", "max_record_size": 1 << 20,
-    "line_buffered": True, "comment": "#", "ragged": True, "out_encoding": "latin-1",
-    "out_decimal": "comma", "batch_rows": 7, "state": "s.json", "sheet": "1",
-    "widen": (1,), "filename_column": "file", "axis": "columns",
+    "reset": parse("flag", "--reset"), "axis": "columns", "encoding": "latin-1",
+    "max_record_size": 1 << 20, "comment": "#", "out_encoding": "latin-1",
+    "state": "s.json", "sheet": "1", "widen": (1,), "filename_column": "file",
     "by": (parse("store", "--by"),), "period": "month", "time": parse("date", "--time"),
-    "share": True,
+    "columns": (parse("a", "-c"),), "exclude": (parse("b", "--exclude"),),
+    "year_start": "04-01",
 }
 
-# The small path and the compiled CSV pipeline (small.options_fit): "honours" what they
-# implement; "hands over" what sends the run to the general path (checked: options_fit is
-# False with the field given); "not its output" for what only other writers or engines
-# read (the chart, the table view, Dask), which the pipeline hands over by output format.
-SMALL = {
-    **dict.fromkeys(
-        ("op", "input", "output", "from_format", "to_format", "dtype", "columns",
-         "delimiter", "header", "overflow", "skipna", "by", "exclusive", "keep", "exclude",
-         "only_scanned", "na", "na_rep", "out_delimiter", "params", "inputs", "threads",
-         "notes", "share", "stdout_is_terminal", "progress", "period", "time",
-         "year_start"), "honours"),
-    **dict.fromkeys(
-        ("axis", "reset", "reverse", "indices", "decimal", "decimal_comma", "encoding",
-         "max_record_size", "line_buffered", "comment", "ragged", "out_encoding",
-         "out_decimal", "batch_rows", "state", "sheet", "widen", "filename_column"),
-        "hands over"),
-    **dict.fromkeys(
-        ("table_rows", "precision", "x", "x_format", "width", "height", "engine",
-         "scheduler", "run_id", "wait", "growing"), "not its output"),
-}
 
-# --engine dask: "refuses" by name before any input is read (checked), or "honours".
-_DASK_REFUSES = ("by", "reset", "reverse", "state", "filename_column", "period", "time",
-                 "share", "axis")
-DASK = {**dict.fromkeys(FIELDS, "honours"), **dict.fromkeys(_DASK_REFUSES, "refuses")}
+def sample(declared: Option) -> Any:
+    """A value of the option other than its default."""
+    if declared.name in SAMPLES:
+        return SAMPLES[declared.name]
+    if declared.is_flag:
+        return not declared.default if declared.negates else True
+    if declared.choices:
+        return next(c for c in reversed(declared.choices) if c != declared.default)
+    return {int: 7, float: 1.5}.get(declared.type, "x")
 
 
-def test_every_field_is_classified() -> None:
-    assert set(SMALL) == FIELDS, (
-        f"classify {sorted(FIELDS - set(SMALL))} for the small path in {__file__} (and "
-        "make small.options_fit hand the run over where it does not honour them)")
-    assert set(DASK) == FIELDS
-    assert set(SMALL.values()) == {"honours", "hands over", "not its output"}
+def test_every_field_is_declared_for_every_path() -> None:
+    assert set(BY_FIELD) == FIELDS, (
+        f"declare {sorted(FIELDS - set(BY_FIELD))} in cumtool/options.py, with the paths "
+        f"that honour them; {sorted(set(BY_FIELD) - FIELDS)} are no Request field")
+    assert len(BY_FIELD) == len(GENERAL)  # each once
+    for declared in GENERAL:
+        assert declared.small in ("honours", "hands over", "not its output"), declared.name
+        assert declared.dask in ("honours", "refuses"), declared.name
 
 
-@pytest.mark.parametrize("name", sorted(n for n, how in SMALL.items() if how == "hands over"))
+def test_an_ops_option_declares_only_what_its_kernel_does_not_take() -> None:
+    """An op's option left undeclared is a parameter of its kernel, which every path
+    runs; the others say so (--times: a column the table plan reads; --indices: the
+    positions, which the small path does not write)."""
+    declared = {flag: (o.small, o.dask, o.tables_only) for flag, o in OPTIONS.items()
+                if (o.small, o.dask, o.tables_only) != (None, None, False)}
+    assert declared == {"--times": ("hands over", "refuses", True),
+                        "--indices": ("hands over", None, False)}
+    assert BY_FIELD["indices"].small == OPTIONS["--indices"].small  # the field it sets
+
+
+def test_an_option_that_does_not_say_is_honoured_by_no_path() -> None:
+    """Forgotten paths are safe: the small path hands over, Dask refuses by name; only an
+    op's option is taken as honoured, as a parameter of its kernel."""
+    forgotten = Option("--example-flag", help="an example")
+    assert not honoured(forgotten, "small") and not honoured(forgotten, "dask")
+    keep = dataclasses.replace(BY_FIELD["keep"], small=None, dask=None)
+    assert not honoured(keep, "small") and not honoured(keep, "dask")
+    assert honoured(KEYWORDS["span"], "small") and honoured(KEYWORDS["span"], "dask")
+    assert not honoured(KEYWORDS["times"], "small") and not honoured(KEYWORDS["times"], "dask")
+
+
+@pytest.mark.parametrize("name", sorted(n for n, o in BY_FIELD.items() if o.small == "hands over"))
 def test_the_small_path_hands_over_what_it_does_not_honour(name: str) -> None:
-    plain = Request(op="cumsum", input="in.csv")
-    assert small.options_fit(plain)
-    given = dataclasses.replace(plain, **{name: SAMPLES[name]})
+    assert small.options_fit(PLAIN)
+    given = dataclasses.replace(PLAIN, **{name: sample(BY_FIELD[name])})
+    assert BY_FIELD[name] in given.given()
     assert not small.options_fit(given), name
 
 
-@pytest.mark.parametrize("name", sorted(n for n, how in DASK.items() if how == "refuses"))
+@pytest.mark.parametrize("name", sorted(n for n, o in BY_FIELD.items()
+                                        if o.small in ("honours", "not its output")
+                                        and n not in ("op", "input", "inputs", "output",
+                                                      "from_format", "params")))
+def test_the_small_path_takes_what_it_honours(name: str) -> None:
+    given = dataclasses.replace(PLAIN, **{name: sample(BY_FIELD[name])})
+    assert small.options_fit(given), name
+
+
+def test_the_small_path_hands_over_an_ops_option_it_does_not_honour() -> None:
+    assert small.options_fit(dataclasses.replace(PLAIN, op="ewma", params={"span": 3.0}))
+    assert not small.options_fit(dataclasses.replace(PLAIN, op="ewma",
+                                                     params={"times": "t"}))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, o in BY_FIELD.items() if o.dask == "refuses"))
 def test_dask_refuses_by_name_what_it_does_not_honour(name: str) -> None:
-    values = {name: SAMPLES.get(name, "s.json")}
-    if name == "time":
-        values["period"] = "month"
-    if name == "period":
+    values = {name: sample(BY_FIELD[name])}
+    if name in ("time", "year_start"):  # each needs --period, which Dask refuses first
+        values["period"] = "year"
+    if name in ("period", "year_start"):
         values["time"] = SAMPLES["time"]
     request = Request(op="cumsum", input="in.csv", engine="dask", **values)
-    flag = {"time": "--period", "axis": "--axis columns"}.get(
-        name, "--" + name.replace("_", "-"))
+    flag = {"time": "--period", "year_start": "--period", "axis": "--axis columns"}.get(
+        name, BY_FIELD[name].flag)
     with pytest.raises(UsageError) as refused:
         request.check()
-    assert refused.value.cli_message().startswith(f"{flag} is not supported with --engine "
-                                                  "dask"), refused.value.cli_message()
+    assert refused.value.cli_message().startswith(
+        f"{flag} is not supported with --engine dask"), refused.value.cli_message()
+
+
+def test_dask_refuses_an_ops_option_by_name() -> None:
+    request = Request(op="ewma", input="in.csv", engine="dask",
+                      params={"times": "t", "halflife": "2 days"})
+    with pytest.raises(UsageError) as refused:
+        request.check()
+    assert refused.value.cli_message() == ("--times is not supported with --engine dask; "
+                                           "run it on the local engine (--engine local)")
+
+
+def test_dask_takes_what_it_honours() -> None:
+    for declared in GENERAL:
+        if declared.dask == "honours" and declared.flag and declared.small == "honours":
+            request = dataclasses.replace(PLAIN, engine="dask",
+                                          **{declared.name: sample(declared)})
+            engines.check_dask(request)  # no refusal
+
+
+@pytest.mark.parametrize("declared", [pytest.param(o, id=o.flag) for o in TABLE_ONLY])
+def test_arrays_refuse_the_options_of_tables_by_name(declared: Option) -> None:
+    values = {declared.name: sample(declared)}
+    if declared.name == "period":  # --period needs --time
+        values["time"] = SAMPLES["time"]
+    request = Request(op="cumsum", input="a.npy", **values)
+    with pytest.raises(UsageError) as refused:
+        request.check()
+    assert refused.value.cli_message() == (f"{declared.flag} works on tables (CSV, TSV, "
+                                           "Parquet), and a.npy is an array")
+
+
+def test_the_api_takes_the_general_options_declared_for_it() -> None:
+    """cumtool.scan's keywords, past `data` and `op`: the declared ones, --indices (an op's
+    option it names) and `to` (what comes back); the ops' own come as **params."""
+    parameters = inspect.signature(api.scan).parameters
+    keywords = [name for name, p in parameters.items()
+                if name not in ("data", "op") and p.kind is not p.VAR_KEYWORD]
+    assert sorted(keywords) == sorted([*API_KEYWORDS, "indices", "to"])
+    for name in API_KEYWORDS:  # an on/off option is off unless asked for, as on the CLI
+        assert (parameters[name].default is False) == BY_FIELD[name].is_flag, name
+
+
+# A value for each flag that takes one, as typed (the others: 7).
+TYPED = {"axis": "columns", "dtype": "float32", "output": "out.csv", "from_format": "tsv",
+         "to_format": "parquet", "na": "x,y", "table_rows": "all", "max_record_size": "1M",
+         "columns": "a", "exclude": "b", "by": "a", "reset": "a", "time": "a", "x": "a",
+         "period": "month", "out_decimal": "comma", "overflow": "wrap", "engine": "dask",
+         "wait": "1.5", "precision": "3"}
+
+
+def _request(invoke: Any, monkeypatch: Any, path: Any, *args: str) -> Request:
+    made: list[Request] = []
+    monkeypatch.setattr("cumtool.engine.run", made.append)
+    result = invoke("cumsum", str(path), *args)
+    assert result.exit_code == 0, result.stderr
+    (request,) = made
+    return request
+
+
+@pytest.mark.parametrize("declared", [pytest.param(o, id=o.flag) for o in FLAGS])
+def test_the_command_line_sets_each_declared_field(declared: Option, invoke: Any,
+                                                   monkeypatch: Any, tmp_path: Any) -> None:
+    """Each flag reaches its Request field, and that field alone (cli._run builds the
+    Request from the declarations), its text read by the declared check."""
+    path = tmp_path / "in.csv"
+    path.write_text("a,b\n1,2\n")
+    plain = _request(invoke, monkeypatch, path)
+    args = ([declared.flag] if declared.is_flag
+            else [declared.flag, TYPED.get(declared.name, "7")])
+    given = _request(invoke, monkeypatch, path, *args)
+    changed = [f.name for f in dataclasses.fields(Request)
+               if getattr(given, f.name) != getattr(plain, f.name)]
+    assert changed == [declared.name], changed

@@ -42,8 +42,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Bytes <-> batches and blocks: outputs, the formats, opening inputs, choosing writers.
     ("io", ("commit", "output", "fingerprint", "pipeline", "inputs", "formats.*", "sources",
             "sinks")),
-    # One run's options as plain data (Request), and what each engine refuses of them.
-    ("options", ("engines", "request")),
+    # Every general option declared once, one run's options as plain data (Request),
+    # and what each engine refuses of them.
+    ("options", ("options", "engines", "request")),
     # The engines and the paths they take.
     ("run", ("state", "runner", "small", "fastcsv", "widerun", "engine", "datasets",
              "distributed")),

@@ -19,39 +19,79 @@ if TYPE_CHECKING:
 Params = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
+# Whether a path honours an option given (a value other than Request's default):
+# "honours" it; "hands over" the run to the general path (the small and compiled CSV paths,
+# small.options_fit); "not its output" where only other writers read it (the chart, the
+# table view); "refuses" it by name, before any input is read (--engine dask, and arrays
+# for the options of tables). None: not declared, which a path takes as not honoured.
+Honours = Literal["honours", "hands over", "not its output", "refuses"]
+
+
 @dataclass(frozen=True)
 class Option:
-    """One option of some ops: the CLI flag, the `cumtool.scan` keyword (and Request
-    field) it sets, and what it means."""
+    """One option: the CLI flag, the Request field (and `cumtool.scan` keyword) it sets,
+    what it means, how its text is read and which paths honour it. An op's options
+    (cumtool.ops) set Request.params[keyword]; the general ones (cumtool.options), the
+    Request field of that name."""
 
-    flag: str  # "--span"
+    flag: str  # "--span"; "" for a Request field no flag sets (the front ends fill it)
     help: str  # the CLI's --help line
-    type: type = bool  # int, float, or bool: an on/off flag
+    type: type = bool  # int, float, str, or bool: an on/off flag
     metavar: str | None = None
-    keyword: str = ""  # the API keyword; "" : the flag's name ("--span": span)
-    default: Any = None  # the keyword's value when not given
+    keyword: str = ""  # the API keyword (Request field); "" : the flag's name ("--span": span)
+    default: Any = None  # the keyword's value when not given (a general option's: the CLI's)
     negates: bool = False  # a flag that turns its keyword off: --no-adjust is adjust=False
     # The keyword's value from the flag's text, where Click's type does not make it
-    # (--halflife: a number of rows, or a duration with --times).
+    # (--halflife: a number of rows, or a duration with --times); a UsageError it raises
+    # is the command line's usage error naming the option.
     parse: Callable[[Any], Any] | None = None
+    aliases: tuple[str, ...] = ()  # other spellings: "-a", "--dim" (short ones lead --help)
+    choices: tuple[str, ...] = ()  # the values it takes (--help and completion list them)
+    least: float | None = None  # the smallest number it takes
+    most: float | None = None  # the largest
+    multiple: bool = False  # given again, it adds: the value is a tuple
+    complete: Literal["", "path", "columns"] = ""  # what the shell completes
+    show_default: bool = False
+    api: bool = False  # a general option that cumtool.scan takes as a keyword
+    # Whether a value is given, where differing from the default does not say it
+    # (--axis: index and 0 are rows).
+    given_if: Callable[[Any], bool] | None = None
+    # Which paths honour it (Honours). An op's option left None is a parameter of its
+    # kernel, which every path runs; a general option must say (tests/test_option_paths.py).
+    small: Honours | None = None  # the small and compiled CSV paths
+    dask: Honours | None = None  # --engine dask
+    tables_only: bool = False  # arrays (.npy) refuse it by name
 
     @property
     def name(self) -> str:
         return self.keyword or self.flag.removeprefix("--").replace("-", "_")
 
     @property
+    def dest(self) -> str:
+        """Click's name of its value: the keyword's, or the flag's where the flag turns the
+        keyword off (--no-header: no_header)."""
+        return self.flag.removeprefix("--").replace("-", "_") if self.negates else self.name
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every spelling, as --help lists them: short ones, the flag, long ones."""
+        return (*(a for a in self.aliases if not a.startswith("--")), self.flag,
+                *(a for a in self.aliases if a.startswith("--")))
+
+    @property
     def is_flag(self) -> bool:
         return self.type is bool
 
     def given(self, value: Any) -> bool:
+        if self.given_if is not None:
+            return self.given_if(value)
         return value != self.default
 
     def from_cli(self, value: Any) -> Any:
-        """The keyword's value from the parsed flag (Click's value: None or the flag's)."""
+        """The keyword's value from the parsed flag (Click's value, `parse` applied: None
+        or the flag's)."""
         if self.is_flag:
             return not value if self.negates else bool(value)
-        if value is not None and self.parse is not None:
-            return self.parse(value)
         return self.default if value is None else value
 
 

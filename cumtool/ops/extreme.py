@@ -14,7 +14,7 @@ else:
     np = numpy_on_first_use(globals())
 
 INDICES = Option(
-    "--indices", default=False,
+    "--indices", default=False, small="hands over",  # the small path writes no positions
     help="Also output the position each value came from (a <name>_index column, or a "
          ".npz with values and indices).")
 
