@@ -44,9 +44,11 @@ def make(rows: int) -> Path:
 def measure(argv: list[str], env: dict[str, str], runs: int) -> tuple[float, ...]:
     best: tuple[float, ...] | None = None
     for _ in range(runs):
+        # run outside any checkout: `python -c` puts the working directory first on the
+        # path, which would import the checkout there whatever PYTHONPATH says
         done = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %w %c %M", *argv],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, **env}, check=False)
+                              env={**os.environ, **env}, check=False, cwd=DATA)
         if done.returncode:
             sys.exit(f"failed: {' '.join(argv)}\n{done.stderr[-500:]}")
         wall, user, system, voluntary, involuntary, rss = done.stderr.split()[-6:]

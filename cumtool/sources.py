@@ -211,9 +211,31 @@ def stdin_stream() -> IO[bytes]:
     if sys.stdin is None:  # started with standard input closed (`<&-`)
         raise DataError("standard input is closed; give an INPUT file")
     try:
-        return open(sys.stdin.fileno(), "rb", closefd=False)
+        fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):  # not a real file (tests, embedding)
         return sys.stdin.buffer
+    widen_pipe(fd)
+    return open(fd, "rb", closefd=False)
+
+
+PIPE_BYTES = 1 << 20
+
+
+def widen_pipe(fd: int) -> None:
+    """A pipe's buffer raised from 64 KiB to PIPE_BYTES (Linux): reader and writer then
+    wait on each other once a MiB, not 16 times (`cat big.csv | cumtool`: half the
+    context switches). Where it is not a pipe, or the system's limit is lower, nothing."""
+    import stat
+
+    try:
+        import fcntl  # not on Windows
+    except ImportError:
+        return
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode) and hasattr(fcntl, "F_SETPIPE_SZ"):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass
 
 
 def _ends_with(stream: IO[bytes], magic: bytes) -> bool:

@@ -251,3 +251,20 @@ def test_an_overflow_in_one_group_is_worded_as_the_twin_words_it(tmp_path, monke
                                         "3", chunk=8)
     assert code == 1 and "row 3 (line 4)" in err and "overflows int64" in err
     assert statuses == [2]
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"),
+                    reason="pipe sizes are Linux's")
+def test_standard_input_from_a_pipe_gets_a_wider_buffer():
+    import fcntl
+    import os
+
+    from cumtool import sources
+
+    read, write = os.pipe()
+    try:
+        sources.widen_pipe(read)
+        assert fcntl.fcntl(read, fcntl.F_GETPIPE_SZ) == sources.PIPE_BYTES
+    finally:
+        os.close(read)
+        os.close(write)
