@@ -274,8 +274,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
                                    text_input=chain.kind.format in DELIMITED)
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
                      state.hints(chain, resume), **request.scan_options())
-    if fmt == "npy" and request.indices:
-        raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
+    request.check_table_output(fmt)
     finish = state.prepare(request, plan, chain, resume)
     view = View(request.op, "rows", chain.name)
     try:

@@ -338,6 +338,13 @@ class Request:
         # A spreadsheet (read, not written) goes on as CSV.
         return FileKind(input_kind.format if input_kind.format in OUTPUT_FORMATS else "csv")
 
+    def check_table_output(self, output_format: str) -> None:
+        """What a table's output cannot hold, refused once for every driver: .npy holds
+        one array, not a table's results beside their indices."""
+        if output_format == "npy" and self.indices:
+            raise UsageError("--indices with .npy output needs .npy input; write csv or "
+                             "parquet")
+
     def stat_options(self) -> dict[str, object]:
         """The op options of the run (cumtool.ops), checked, as the scan kernels take them."""
         from cumtool.ops import scan_params

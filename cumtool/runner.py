@@ -125,8 +125,7 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
     view = View(request.op, "rows" if plan.axis == 0 else "columns", source.name,
                 tuple(plan.names[i] for i in plan.selected),
                 frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
-    if out.format == "npy" and request.indices:
-        raise UsageError("--indices with .npy output needs .npy input; write csv or parquet")
+    request.check_table_output(out.format)
     progress = table_progress(request, source)
     reverse = request.reverse and plan.axis == 0
     commit = resume.commit if resume is not None else None
