@@ -745,3 +745,17 @@ def test_a_fault_no_layer_worded_is_still_one_line(invoke, write_file, monkeypat
     monkeypatch.setenv("CUMTOOL_DEBUG", "1")
     with pytest.raises(type(fault)):
         invoke("cumsum", str(write_file("a.csv", "x\n1\n")))
+
+
+@pytest.mark.parametrize("folder", [False, True])
+def test_indices_into_npy_is_refused_once_for_every_driver(invoke, tmp_path, folder):
+    first, second = tmp_path / "a.csv", tmp_path / "b.csv"
+    first.write_bytes(b"x,y\n1,2\n3,4\n")
+    second.write_bytes(b"x,y\n5,6\n")
+    inputs = [str(first), str(second)] if folder else [str(first)]
+    target = str(tmp_path / "out") + "/" if folder else str(tmp_path / "out.npy")
+    result = invoke("cummax", *inputs, "--indices", "--to", "npy", "-o", target)
+    assert result.exit_code == 2
+    assert result.stderr == ("Error: --indices with .npy output needs .npy input; write csv "
+                             "or parquet\n")
+    assert not (tmp_path / "out.npy").exists() and not (tmp_path / "out").exists()
