@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <structmember.h>
 
 #define NUMTEXT_CORE_ONLY
@@ -1301,6 +1302,7 @@ typedef struct {
     PyObject *read, *ready;           /* read(n) -> bytes; ready() -> whether more is at hand */
     PyObject *readinto;               /* or readinto(view) -> n, straight into a chunk */
     int views;                        /* hand out views of the chunks' text, not copies */
+    double flush;                     /* a chunk read from a trickle waits this long at most */
     long long lent;                   /* the chunk whose text is lent out, or -1 */
     int delimiter, out_delimiter, by_sink, single;
     Py_ssize_t width, chunk_bytes, max_record;
@@ -1923,10 +1925,21 @@ static void stop_threads(Pipeline *p)
     p->started = 0;
 }
 
-/* After a short read: 1 where no more input is at hand (a pipe whose producer waits: the
-   whole records so far go out before reading on), 0 where it is, -1 on an error. */
-static int input_paused(Pipeline *p)
+static double monotonic_seconds(void)
 {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* After a short read: 1 where no more input is at hand (a pipe whose producer waits: the
+   whole records so far go out before reading on), or where the chunk has been read for
+   `flush` seconds (rows that trickle in without a pause go out that often); 0 where it
+   reads on; -1 on an error. */
+static int input_paused(Pipeline *p, double started)
+{
+    if (monotonic_seconds() - started > p->flush)
+        return 1;
     PyObject *more = PyObject_CallNoArgs(p->ready);
     if (more == NULL)
         return -1;
@@ -1952,6 +1965,7 @@ static int read_chunk(Pipeline *p, Slot *s)
     p->pending_size = 0;
     Py_ssize_t boundary = -1;
     int paused = 0;
+    const double started = monotonic_seconds();
     for (;;) {
         if (s->size >= p->chunk_bytes || paused) {
             const Py_ssize_t within = s->size < p->chunk_bytes ? s->size : p->chunk_bytes;
@@ -2004,7 +2018,7 @@ static int read_chunk(Pipeline *p, Slot *s)
                 s->final = 1;
                 return s->size > 0;
             }
-            if (got < want && (paused = input_paused(p)) < 0)
+            if (got < want && (paused = input_paused(p, started)) < 0)
                 return -1;
             continue;
         }
@@ -2027,7 +2041,7 @@ static int read_chunk(Pipeline *p, Slot *s)
             s->final = 1;
             return s->size > 0;
         }
-        if (got < want && (paused = input_paused(p)) < 0)
+        if (got < want && (paused = input_paused(p, started)) < 0)
             return -1;
     }
     /* the bytes after the last whole record wait for the next chunk */
@@ -2206,21 +2220,22 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     static char *names[] = {"head", "read", "ready", "delimiter", "width", "out_delimiter",
                             "parse", "scans", "columns", "markers", "null", "by_sink",
                             "single", "threads", "chunk_bytes", "max_record", "readinto",
-                            "views", "keys", NULL};
+                            "views", "keys", "flush", NULL};
     PyObject *head, *read, *ready, *parse, *scans, *columns, *markers, *null;
     PyObject *readinto = Py_None, *keys = NULL;
+    p->flush = 0.1;
     int threads;
     if (p->slots != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Pipeline: made once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!", names, &head,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!d", names, &head,
                                      &read, &ready, &p->delimiter, &p->width,
                                      &p->out_delimiter, &PyList_Type, &parse, &PyList_Type,
                                      &scans, &PyList_Type, &columns, &PyList_Type, &markers,
                                      &null, &p->by_sink, &p->single, &threads,
                                      &p->chunk_bytes, &p->max_record, &readinto,
-                                     &p->views, &PyList_Type, &keys))
+                                     &p->views, &PyList_Type, &keys, &p->flush))
         return -1;
     p->lent = -1;
     if (readinto != Py_None) {
@@ -2419,7 +2434,8 @@ PyDoc_STRVAR(pipeline_doc,
 "`rows` say why it stopped and how many rows came out. Keywords: `readinto`, a stream's\n"
 "readinto1, reads straight into the chunks instead of read(); `views`: each chunk's\n"
 "text is a memoryview, valid until the next is asked for (not a copy); `keys`: --by's\n"
-"columns, each group scanned from its own running value.");
+"columns, each group scanned from its own running value; `flush`: seconds a chunk\n"
+"waits for more of a pipe that never pauses (0.1).");
 
 static PyTypeObject PipelineType = {
     PyVarObject_HEAD_INIT(NULL, 0)
