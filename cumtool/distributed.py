@@ -444,14 +444,81 @@ def _batches(job: Job, table: pa.Table) -> list[pa.RecordBatch]:
 
 def fold_partition(job: Job, part: Partition, read: Any,
                    state: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """carry[k]: the state after partition k; builds no output."""
+    """carry[k]: the state after partition k; builds no output. A float column's carry
+    is folded in C (carries.fold); a column with a summary is advanced by it; any other
+    is scanned, as is a partition whose scan fails (the fold then fails as the scan does)."""
+    from cumtool import carries
+
     _raise_read(job, part, read, state)
     plan = _plan_with(job, part, state)
-    plans = plan.op_plans()
-    for batch in _batches(job, read):
-        for one in plans:
-            one.results(batch)
+    for one in plan.op_plans():
+        if not carries.plain(one):
+            for batch in _batches(job, read):
+                one.results(batch)
+            continue
+        scanned = []
+        folds: dict[Any, list[int]] = {}  # columns folded together: one op, one --skipna
+        for column in one.selected:
+            spec = one.specs[column]
+            carry = one.carries[column]
+            if carries.foldable(spec):
+                folds.setdefault((spec.accumulator.ufunc, spec.skipna), []).append(column)
+            elif carries.summary_kind(spec) is None or not carries.advance(
+                    spec, carry, carries.summarize(
+                        spec, *carries.column_values(one, column, read)), read.num_rows):
+                scanned.append(column)
+        for columns in folds.values():
+            carries.fold(one.specs[columns[0]],
+                         [carries.column_values(one, column, read) for column in columns],
+                         [one.carries[column] for column in columns])
+        if scanned:
+            _scan_columns(job, one, read, scanned)
+        else:
+            one.rows_done += read.num_rows
     return state_of(plan)
+
+
+def _scan_columns(job: Job, plan: Any, table: pa.Table, columns: list[int]) -> None:
+    """Some of a plan's columns scanned, batch by batch, as TablePlan.results scans them:
+    the first overflow in file order (then the leftmost column) is the one raised."""
+    from cumtool.errors import ScanOverflowError
+
+    for batch in _batches(job, table):
+        overflows = []
+        for column in columns:
+            try:
+                plan.scan_column(column, batch.column(plan.data_at.get(column, column)), None)
+            except ScanOverflowError as error:
+                overflows.append(error)
+        if overflows:
+            raise min(overflows, key=lambda error: error.position)
+        plan.rows_done += batch.num_rows
+
+
+@dataclass(frozen=True)
+class Summaries:
+    """A partition's summaries (carries.Summary), per op's plan and scanned column."""
+
+    rows: int
+    columns: list[dict[int, Any]]
+
+
+def summarize_partition(job: Job, part: Partition, read: Any) -> Summaries | None:
+    """summary[k], for a plan whose every column has one: what partition k does to any
+    carried state. None where the partition's scan fails whatever the carry (a read, a
+    cast): the client then scans up to it and no further, and its scan raises the error."""
+    from cumtool import carries
+
+    if isinstance(read, _ReadFailed):
+        return None
+    try:
+        return Summaries(read.num_rows, [
+            {column: carries.summarize(one.specs[column],
+                                       *carries.column_values(one, column, read))
+             for column in one.selected}
+            for one in job.plan.op_plans()])
+    except CumtoolError:
+        return None
 
 
 def scan_partition(job: Job, part: Partition, read: Any,
@@ -649,32 +716,123 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
     return (OSError, RuntimeError, KilledWorker, FutureCancelledError)
 
 
+def _taken(future: Any, part: Partition) -> Any:
+    """A future's result. Any failure is one line: a task's exception that is not
+    cumtool's own names the partition's file."""
+    try:
+        return future.result()
+    except CumtoolError:
+        raise
+    except _cluster_failures() as error:  # a lost worker, a closed connection
+        raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
+                        f"{' '.join(str(error).split())[:200]}") from None
+    except Exception as error:  # a fault inside a task: named, not a traceback
+        raise DataError(f"{part.name}: a Dask task failed: {type(error).__name__}: "
+                        f"{' '.join(str(error).split())[:200]}") from None
+
+
 def _results(futures: list[Any], parts: list[Partition]) -> Iterator[Any]:
     """Each future's result in order, released as soon as it is taken. On the first
     failure (the first in input order) the rest are released too: the scheduler then
-    drops the tasks that no one wants any more. Any failure is one line: a task's
-    exception that is not cumtool's own names the partition's file."""
+    drops the tasks that no one wants any more."""
     links = futures.pop()  # the carries: held until the last result is taken
     try:
         for k in range(len(futures)):
             future, futures[k] = futures[k], None
-            try:
-                result = future.result()
-            except CumtoolError:
-                raise
-            except _cluster_failures() as error:  # a lost worker, a closed connection
-                raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
-                                f"{' '.join(str(error).split())[:200]}") from None
-            except Exception as error:  # a fault inside a task: named, not a traceback
-                raise DataError(f"{parts[k].name}: a Dask task failed: "
-                                f"{type(error).__name__}: "
-                                f"{' '.join(str(error).split())[:200]}") from None
+            result = _taken(future, parts[k])
             del future
             yield result
             del result
     finally:
         futures.clear()
         links.clear()
+
+
+def _scan_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
+    """Each partition's output (or where it was written), in order: without a chain
+    where every column has a summary, else along the chain of carries."""
+    from cumtool import carries
+
+    if carries.summarized(job.plan.op_plans()):
+        return _summarized_results(client, job, parts)
+    return _results(_submit_all(client, job, parts), parts)
+
+
+def _summarized_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
+    """No chain: every partition is read and summarized in parallel; the client applies
+    the summaries in order (microseconds a partition) and submits each partition's scan
+    from its carry as soon as the summaries before it are in. Partition k is read once
+    the scan of k - L is submitted, so the workers do not read far ahead of the scans,
+    which the client takes in order (their outputs wait in the workers' memory till then).
+    A summary that a carry takes out of range, or a partition that fails on its own, is
+    the first error in input order: its scan, from the exact carry, raises it, and no
+    later partition is scanned."""
+    token = uuid.uuid4().hex[:12]
+    shared = client.scatter(job, broadcast=True, hash=False)
+    lookahead = LOOKAHEAD_PER_WORKER * _workers(client)
+    reads: list[Any] = []
+    summaries: list[Any] = []
+    writes: list[Any] = []
+    state: list[dict[str, Any]] | None = state_of(job.plan)
+    stop: int | None = None  # the partition whose scan fails: none after it is scanned
+
+    def read_more() -> None:
+        while len(reads) < len(parts) and len(reads) < len(writes) + lookahead:
+            k = len(reads)
+            after = (writes[k - lookahead],) if k >= lookahead else ()
+            reads.append(client.submit(read_partition, shared, parts[k], *after,
+                                       key=f"cumtool-read-{k}-{token}"))
+            summaries.append(client.submit(summarize_partition, shared, parts[k], reads[k],
+                                           key=f"cumtool-summary-{k}-{token}"))
+
+    def scan_next() -> None:
+        nonlocal state, stop
+        k = len(writes)
+        read_more()
+        summary = _taken(summaries[k], parts[k])
+        summaries[k] = None
+        before = state
+        assert before is not None  # no partition is scanned after `stop`
+        state = None if summary is None else _advanced(job, parts[k], before, summary)
+        writes.append(client.submit(scan_partition, shared, parts[k], reads[k], before,
+                                    key=f"cumtool-write-{k}-{token}"))
+        reads[k] = None
+        if state is None:
+            stop = k
+        read_more()
+
+    try:
+        for k in range(len(parts)):
+            while stop is None and len(writes) < min(len(parts), k + lookahead):
+                scan_next()
+            result = _taken(writes[k], parts[k])
+            writes[k] = None
+            if k == stop:  # a summary said its scan would fail, and it did not
+                raise DataError(f"{parts[k].name}: the partition's summary and its scan "
+                                "disagree; run it on the local engine")
+            yield result
+            del result
+    finally:
+        for held in (reads, summaries, writes):
+            held.clear()
+
+
+def _advanced(job: Job, part: Partition, state: list[dict[str, Any]],
+              summaries: Summaries) -> list[dict[str, Any]] | None:
+    """The carried state after a partition, from the state before it and its summaries;
+    None where its scan from `state` fails."""
+    from cumtool import carries
+
+    after = copy.deepcopy(state)
+    for one, values, columns in zip(job.plan.op_plans(), after, summaries.columns,
+                                    strict=True):
+        for column, summary in columns.items():
+            if not carries.advance(one.specs[column], values["carries"][column], summary,
+                                   summaries.rows):
+                return None
+        values["rows_done"] = summaries.rows + (0 if part.first_of_file
+                                                else values["rows_done"])
+    return after
 
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
@@ -688,11 +846,10 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
     view = View(request.op, "rows", job.first_name,
                 tuple(plan.names[i] for i in plan.selected),
                 frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
-    writes = _submit_all(client, job, parts)
+    results = _scan_results(client, job, parts)
     with open_output(request.output) as stream:
         sink = table_writer(request, job.out, stream, plan.schema, view, job.first_name)
-        write_all(sink, (batch for table in _results(writes, parts)
-                         for batch in table.to_batches()))
+        write_all(sink, (batch for table in results for batch in table.to_batches()))
 
 
 def output_names(inputs: list[str], to_format: str | None) -> list[str]:
@@ -740,7 +897,7 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
                          remote.join(given, relative))
              for name, relative in zip(inputs, names, strict=True)]
     try:
-        for _written in _results(_submit_all(client, job, parts), parts):
+        for _written in _scan_results(client, job, parts):
             pass
         for part, relative in zip(parts, names, strict=True):
             assert part.output is not None
