@@ -684,31 +684,6 @@ def _workers(client: Any) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
-def _submit_all(client: Any, job: Job, parts: list[Partition]) -> list[Any]:
-    """The three tasks of every partition; returns the write futures in order, then the
-    list of carry futures (taken off by `_results`)."""
-    token = uuid.uuid4().hex[:12]
-    shared = client.scatter(job, broadcast=True, hash=False)
-    lookahead = LOOKAHEAD_PER_WORKER * _workers(client)
-    carries: list[Any] = []
-    writes: list[Any] = []
-    state: Any = state_of(job.plan)
-    for k, part in enumerate(parts):
-        after = (carries[k - lookahead], writes[k - lookahead]) if k >= lookahead else ()
-        read = client.submit(read_partition, shared, part, *after,
-                             key=f"cumtool-read-{k}-{token}")
-        write = client.submit(scan_partition, shared, part, read, state,
-                              key=f"cumtool-write-{k}-{token}")
-        state = client.submit(fold_partition, shared, part, read, state,
-                              key=f"cumtool-carry-{k}-{token}")
-        carries.append(state)
-        writes.append(write)
-    # The client keeps every carry until the run ends (a few hundred bytes each): a run
-    # that released them at once hung once in the tests, a task waiting on a released link.
-    writes.append(carries)
-    return writes
-
-
 def _cluster_failures() -> tuple[type[BaseException], ...]:
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
@@ -717,35 +692,23 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
 
 
 def _taken(future: Any, part: Partition) -> Any:
-    """A future's result. Any failure is one line: a task's exception that is not
-    cumtool's own names the partition's file."""
+    """A future's result. Any failure is one line (_worded)."""
     try:
         return future.result()
-    except CumtoolError:
-        raise
-    except _cluster_failures() as error:  # a lost worker, a closed connection
-        raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
-                        f"{' '.join(str(error).split())[:200]}") from None
-    except Exception as error:  # a fault inside a task: named, not a traceback
-        raise DataError(f"{part.name}: a Dask task failed: {type(error).__name__}: "
-                        f"{' '.join(str(error).split())[:200]}") from None
+    except Exception as error:
+        raise _worded(error, part) from None
 
 
-def _results(futures: list[Any], parts: list[Partition]) -> Iterator[Any]:
-    """Each future's result in order, released as soon as it is taken. On the first
-    failure (the first in input order) the rest are released too: the scheduler then
-    drops the tasks that no one wants any more."""
-    links = futures.pop()  # the carries: held until the last result is taken
-    try:
-        for k in range(len(futures)):
-            future, futures[k] = futures[k], None
-            result = _taken(future, parts[k])
-            del future
-            yield result
-            del result
-    finally:
-        futures.clear()
-        links.clear()
+def _worded(error: Exception, part: Partition) -> CumtoolError:
+    """A failure as one line: cumtool's own as it is; a task's exception that is not
+    cumtool's names the partition's file."""
+    if isinstance(error, CumtoolError):
+        return error
+    if isinstance(error, _cluster_failures()):  # a lost worker, a closed connection
+        return DataError(f"the Dask cluster failed: {type(error).__name__}: "
+                         f"{' '.join(str(error).split())[:200]}")
+    return DataError(f"{part.name}: a Dask task failed: {type(error).__name__}: "
+                     f"{' '.join(str(error).split())[:200]}")
 
 
 def _scan_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
@@ -755,7 +718,126 @@ def _scan_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any
 
     if carries.summarized(job.plan.op_plans()):
         return _summarized_results(client, job, parts)
-    return _results(_submit_all(client, job, parts), parts)
+    return _chained_results(client, job, parts)
+
+
+class Folder:
+    """An actor, one on each worker: folds the carry over a partition read on its worker.
+
+    The client calls it with the state before the partition and gets the state after:
+    one message each way, no task and no scheduling, which is the whole hand-off of a
+    link (benchmarks/DASK.md measures it against a task per link and a Queue). It runs
+    on the worker's thread for actors, so a link does not wait for a scan that holds the
+    worker's task thread; the C fold releases the GIL."""
+
+    def __init__(self) -> None:
+        from distributed import get_worker
+
+        self.worker = get_worker()  # (the actor's thread is not a task's: no get_worker)
+
+    def fold(self, job_key: str, read_key: str, part: Partition,
+             state: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The state after the partition; None where its read is not on this worker (the
+        scheduler ran it elsewhere, its worker lost): the client then folds in a task."""
+        data: Any = self.worker.data  # the read's result, kept by the client's future
+        try:
+            job, read = data[job_key], data[read_key]
+        except KeyError:
+            return None
+        return fold_partition(job, part, read, state)
+
+
+def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
+    """The chain of carries: partition k is read on worker k mod W (in parallel, up to L
+    = 2 x W partitions ahead of the scans); a thread of the client walks the chain,
+    submitting each partition's scan from the state before it, then having the reading
+    worker's Folder fold the state over it. The scans' outputs are taken in order here.
+    A fold that fails stops the chain: the partition's scan, from the same state, raises
+    the error (the first in input order); should it not, the fold's error is raised."""
+    import queue
+    import threading
+
+    from distributed import wait
+
+    token = uuid.uuid4().hex[:12]
+    shared = client.scatter(job, broadcast=True, hash=False)
+    workers = sorted(client.scheduler_info().get("workers", {})) or [None]
+    folders = [client.submit(Folder, workers=None if w is None else [w], actor=True,
+                             key=f"cumtool-folder-{i}-{token}")
+               for i, w in enumerate(workers)]
+    actors = [_taken(f, parts[0]) for f in folders]
+    lookahead = LOOKAHEAD_PER_WORKER * len(workers)
+    reads: list[Any] = []
+    writes: queue.Queue[Any] = queue.Queue()  # write futures in order; then an end mark
+    submitted: list[Any] = []  # the write futures, for the reads' lookahead
+    stop = threading.Event()
+
+    def read(k: int) -> None:
+        after = (submitted[k - lookahead],) if k >= lookahead else ()
+        worker = workers[k % len(workers)]
+        reads.append(client.submit(read_partition, shared, parts[k], *after,
+                                   workers=None if worker is None else [worker],
+                                   allow_other_workers=True,
+                                   key=f"cumtool-read-{k}-{token}"))
+
+    def drive() -> None:
+        state = state_of(job.plan)
+        try:
+            for k in range(min(lookahead, len(parts))):
+                read(k)
+            for k, part in enumerate(parts):
+                write = client.submit(scan_partition, shared, part, reads[k], state,
+                                      key=f"cumtool-write-{k}-{token}")
+                submitted.append(write)
+                writes.put(write)
+                if k + lookahead < len(parts):
+                    read(k + lookahead)
+                submitted[k] = None
+                if k + 1 == len(parts):
+                    break
+                while True:  # the read, done (where the fold finds it) or failed
+                    if stop.is_set():
+                        return
+                    with contextlib.suppress(TimeoutError):
+                        wait(reads[k], timeout=1)
+                        break
+                try:
+                    after = actors[k % len(actors)].fold(shared.key, reads[k].key, part,
+                                                         state).result()
+                    if after is None:  # read elsewhere: a task where the read is
+                        after = client.submit(fold_partition, shared, part, reads[k], state,
+                                              key=f"cumtool-carry-{k}-{token}").result()
+                    state = after
+                except Exception as error:
+                    writes.put(_worded(error, part))
+                    return
+                reads[k] = None
+        except Exception as error:  # the cluster went away: taken in the main thread
+            writes.put(_worded(error, parts[0]))
+        finally:
+            writes.put(None)
+
+    driver = threading.Thread(target=drive, name="cumtool-chain", daemon=True)
+    driver.start()
+    try:
+        for part in parts:
+            write = writes.get()
+            if not isinstance(write, (CumtoolError, type(None))):
+                result = _taken(write, part)
+                del write
+                yield result
+                del result
+                continue
+            # The chain stopped before this partition's scan: the fold of the one
+            # before it failed, and that partition's scan did not.
+            raise write or DataError(f"{part.name}: the chain of carries stopped")
+    finally:
+        stop.set()
+        driver.join()
+        reads.clear()
+        submitted.clear()
+        actors.clear()
+        folders.clear()
 
 
 def _summarized_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:

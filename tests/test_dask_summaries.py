@@ -21,6 +21,13 @@ from cumtool import distributed as engine  # noqa: E402
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.fixture(autouse=True)
+def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row group its own partition (and every 64 bytes of a CSV, unless a test
+    says otherwise)."""
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
+
+
 @pytest.fixture(scope="module")
 def scheduler() -> str:
     """Worker threads over TCP: task arguments and results are serialized as between
@@ -44,7 +51,7 @@ def no_chain(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         runs.append(1)
         return summarized(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "_submit_all", chain)
+    monkeypatch.setattr(engine, "_chained_results", chain)
     monkeypatch.setattr(engine, "_summarized_results", counted)
     return runs
 
@@ -82,11 +89,15 @@ def _ints(rows: int, seed: int) -> dict[str, object]:
 @pytest.mark.parametrize("args", [
     pytest.param(["cumsum", "-c", "i,t,m,b"], id="cumsum"),
     pytest.param(["cummax", "--indices"], id="cummax-indices"),
-    pytest.param(["cummin", "--indices", "--exclusive"], id="cummin-indices-exclusive"),
-    pytest.param(["cummax", "--skipna"], id="cummax-skipna"),
+    pytest.param(["cummin", "--indices", "--exclusive"], id="cummin-indices-exclusive",
+                 marks=pytest.mark.slow),
+    pytest.param(["cummax", "--skipna"], id="cummax-skipna",
+                 marks=pytest.mark.slow),
     pytest.param(["cumcount"], id="cumcount"),
-    pytest.param(["cumsum,cummax,cumcount", "-c", "i,m"], id="several-ops"),
-    pytest.param(["cumsum", "-c", "t", "--dtype", "int32", "--keep"], id="dtype"),
+    pytest.param(["cumsum,cummax,cumcount", "-c", "i,m"], id="several-ops",
+                 marks=pytest.mark.slow),
+    pytest.param(["cumsum", "-c", "t", "--dtype", "int32", "--keep"], id="dtype",
+                 marks=pytest.mark.slow),
 ])
 def test_associative_ops_give_the_local_bytes_without_a_chain(invoke, scheduler, no_chain,
                                                               tmp_path, args):
@@ -97,8 +108,8 @@ def test_associative_ops_give_the_local_bytes_without_a_chain(invoke, scheduler,
 
 def test_floats_still_take_the_chain(invoke, scheduler, tmp_path, monkeypatch):
     built: list[int] = []
-    chain = engine._submit_all
-    monkeypatch.setattr(engine, "_submit_all",
+    chain = engine._chained_results
+    monkeypatch.setattr(engine, "_chained_results",
                         lambda *a, **k: built.append(1) or chain(*a, **k))
     path = _parquet(tmp_path / "f.parquet", _ints(300, 2), 31)
     _both(invoke, scheduler, ["cumsum", str(path), "-c", "i,f", "--to", "csv"])
@@ -124,7 +135,8 @@ BIG = 2**62
     # A later partition overflows alone, and nothing before it does.
     pytest.param({281: BIG, 282: BIG}, 283, id="a-later-partition-alone"),
     # Going down: past int64's bottom through the carry.
-    pytest.param({10: -BIG, 70: -BIG, 130: -BIG}, 131, id="downwards"),
+    pytest.param({10: -BIG, 70: -BIG, 130: -BIG}, 131, id="downwards",
+                 marks=pytest.mark.slow),
 ])
 def test_the_first_overflow_in_file_order(invoke, scheduler, no_chain, tmp_path, at, row):
     path = _overflowing(tmp_path / "o.parquet", at)
