@@ -137,14 +137,15 @@ def handoffs(client: Any, name: str, links: int) -> tuple[float, float]:
     workers = sorted(client.scheduler_info()["workers"])
     reads = [client.submit(engine.read_partition, shared, part, workers=[w], pure=False)
              for w in workers]
-    actors = [client.submit(engine.Folder, workers=[w], actor=True).result()
+    actors = [client.submit(engine.Folder, shared, workers=[w], actor=True).result()
               for w in workers]
     client.gather(reads)
 
     def by_actors() -> None:
         state = engine.state_of(job.plan)
         for k in range(links):
-            state = actors[k % 2].fold(shared.key, reads[k % 2].key, part, state).result()
+            state = actors[k % 2].fold(reads[k % 2].key, part, state).result()
+            assert state is not None, "the read is not on the actor's worker"
 
     def by_tasks() -> None:
         state: Any = engine.state_of(job.plan)

@@ -730,21 +730,24 @@ class Folder:
     on the worker's thread for actors, so a link does not wait for a scan that holds the
     worker's task thread; the C fold releases the GIL."""
 
-    def __init__(self) -> None:
+    def __init__(self, job: Job) -> None:
         from distributed import get_worker
 
+        # The job is kept here: a broadcast copy in the worker's memory may be dropped
+        # (the Active Memory Manager removes replicas that no task waits for).
+        self.job = job
         self.worker = get_worker()  # (the actor's thread is not a task's: no get_worker)
 
-    def fold(self, job_key: str, read_key: str, part: Partition,
+    def fold(self, read_key: str, part: Partition,
              state: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The state after the partition; None where its read is not on this worker (the
         scheduler ran it elsewhere, its worker lost): the client then folds in a task."""
         data: Any = self.worker.data  # the read's result, kept by the client's future
         try:
-            job, read = data[job_key], data[read_key]
+            read = data[read_key]
         except KeyError:
             return None
-        return fold_partition(job, part, read, state)
+        return fold_partition(self.job, part, read, state)
 
 
 def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
@@ -762,7 +765,7 @@ def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[
     token = uuid.uuid4().hex[:12]
     shared = client.scatter(job, broadcast=True, hash=False)
     workers = sorted(client.scheduler_info().get("workers", {})) or [None]
-    folders = [client.submit(Folder, workers=None if w is None else [w], actor=True,
+    folders = [client.submit(Folder, shared, workers=None if w is None else [w], actor=True,
                              key=f"cumtool-folder-{i}-{token}")
                for i, w in enumerate(workers)]
     actors = [_taken(f, parts[0]) for f in folders]
@@ -786,7 +789,11 @@ def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[
             for k in range(min(lookahead, len(parts))):
                 read(k)
             for k, part in enumerate(parts):
+                # Where the read is: a copy of it elsewhere could be the one kept.
+                worker = workers[k % len(workers)]
                 write = client.submit(scan_partition, shared, part, reads[k], state,
+                                      workers=None if worker is None else [worker],
+                                      allow_other_workers=True,
                                       key=f"cumtool-write-{k}-{token}")
                 submitted.append(write)
                 writes.put(write)
@@ -802,11 +809,10 @@ def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[
                         wait(reads[k], timeout=1)
                         break
                 try:
-                    after = actors[k % len(actors)].fold(shared.key, reads[k].key, part,
-                                                         state).result()
+                    after = actors[k % len(actors)].fold(reads[k].key, part, state).result()
                     if after is None:  # read elsewhere: a task where the read is
-                        after = client.submit(fold_partition, shared, part, reads[k], state,
-                                              key=f"cumtool-carry-{k}-{token}").result()
+                        after = fold_in_a_task(client, shared, part, reads[k], state,
+                                               f"cumtool-carry-{k}-{token}")
                     state = after
                 except Exception as error:
                     writes.put(_worded(error, part))
@@ -838,6 +844,13 @@ def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[
         submitted.clear()
         actors.clear()
         folders.clear()
+
+
+def fold_in_a_task(client: Any, shared: Any, part: Partition, read: Any,
+                   state: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """A link folded by a task, where a partition's read is not on the worker of the
+    Folder that was to fold it."""
+    return client.submit(fold_partition, shared, part, read, state, key=key).result()
 
 
 def _summarized_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:

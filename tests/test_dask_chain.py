@@ -5,6 +5,8 @@ engine is the oracle: the same bytes, and the same `Error:` line when a link fai
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -96,11 +98,44 @@ def test_links_fold_in_the_actors_and_give_the_local_bytes(invoke, scheduler, da
     assert len(folds) == partitions - 1  # the last partition's carry is not wanted
 
 
-def test_a_read_on_another_worker_is_folded_in_a_task(invoke, scheduler, data, monkeypatch):
+@pytest.fixture
+def in_tasks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the links folded by a task rather than by a Folder."""
+    calls: list[int] = []
+    fold = engine.fold_in_a_task
+
+    def counted(*args):
+        calls.append(1)
+        return fold(*args)
+
+    monkeypatch.setattr(engine, "fold_in_a_task", counted)
+    return calls
+
+
+def test_a_read_on_another_worker_is_folded_in_a_task(invoke, scheduler, data, monkeypatch,
+                                                      in_tasks):
     """The scheduler may run a read elsewhere than asked (its worker lost, say): the actor
     does not find it and the link is folded by a task where the read is."""
     monkeypatch.setattr(engine.Folder, "fold", lambda self, *args: None)
     _both(invoke, scheduler, ["cumsum", str(data), "--to", "csv"])
+    assert len(in_tasks) == pq.ParquetFile(data).metadata.num_row_groups - 1
+
+
+@pytest.mark.slow
+def test_worker_processes_fold_every_link_in_their_actors(data, in_tasks, tmp_path):
+    """Worker processes (the plan, the job and the carries pickled): every read is found
+    on its Folder's worker, none folded in a task, and the bytes are the local engine's."""
+    from cumtool.request import Request
+
+    local = subprocess.run([sys.executable, "-m", "cumtool", "cumsum", str(data), "--to",
+                            "csv"], capture_output=True, check=True).stdout
+    out = tmp_path / "dask.csv"
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  **engine.QUIET_CLUSTER) as cluster:
+        engine.run_paths(Request("cumsum", str(data), output=str(out), engine="dask",
+                                 scheduler=cluster.scheduler_address), [str(data)])
+    assert out.read_bytes() == local
+    assert in_tasks == []
 
 
 def test_a_link_that_fails_alone_is_one_error_and_puts_nothing_in_place(
