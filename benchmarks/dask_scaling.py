@@ -92,7 +92,8 @@ def partition_times(label: str, name: str, runs: int) -> dict[str, float]:
     """Seconds of each step of one partition, in this process."""
     from cumtool import carries
 
-    job = engine._job(Request(_op(label), name), None)
+    params = {"alpha": 0.1} if _op(label) == "ewma" else {}
+    job = engine._job(Request(_op(label), name, params=params), None)
     part = engine.Partition(name, name, "parquet")
     state = engine.state_of(job.plan)
     table = engine.read_partition(job, part)

@@ -78,13 +78,14 @@ def summarized(plans: list[Any]) -> bool:
                for plan in plans)
 
 
-def column_values(plan: Any, column: int, table: pa.Table) -> tuple[np.ndarray, np.ndarray | None]:
+def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """A scanned column of a partition as its scan sees it (TablePlan.scan_column): the
     converted copy of text, decimals as floats where scanned so, dates as integers."""
     spec = plan.specs[column]
     data = table.column(plan.data_at.get(column, column))
-    if isinstance(data, pa.ChunkedArray):
-        data = data.combine_chunks()
+    if isinstance(data, pa.ChunkedArray):  # one chunk, as a partition read whole: no copy
+        data = data.chunk(0) if data.num_chunks == 1 else data.combine_chunks()
     if column in plan.decimal_scale and spec.source_dtype.kind == "f":
         data = decimal_to_float(data)
     elif column in plan.temporal:

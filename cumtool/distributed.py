@@ -468,9 +468,12 @@ def fold_partition(job: Job, part: Partition, read: Any,
                         spec, *carries.column_values(one, column, read)), read.num_rows):
                 scanned.append(column)
         for columns in folds.values():
-            carries.fold(one.specs[columns[0]],
-                         [carries.column_values(one, column, read) for column in columns],
-                         [one.carries[column] for column in columns])
+            # Batch by batch: a Parquet column comes in chunks, which would be copied
+            # into one array; a batch's columns are each one array, and share its rows.
+            for batch in read.to_batches():
+                carries.fold(one.specs[columns[0]],
+                             [carries.column_values(one, column, batch) for column in columns],
+                             [one.carries[column] for column in columns])
         if scanned:
             _scan_columns(job, one, read, scanned)
         else:

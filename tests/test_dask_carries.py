@@ -72,6 +72,29 @@ def test_a_fold_leaves_the_carry_a_scan_leaves(fold_path, op, skipna):
                 assert a.offset == b.offset
 
 
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+@pytest.mark.parametrize("width", [8, 17])
+def test_whole_columns_eight_at_a_time(fold_path, op, width):
+    """Columns with no cell skipped go eight at a time through the C fold's fast loop
+    (the rest, and a strided column, through the general one)."""
+    rng = np.random.default_rng(width)
+    spec = kernels.make_spec(op, np.dtype(np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for rows in (0, 1, 5, 1000):
+            columns = [(_floats(rng, rows, op), None) for _ in range(width)]
+            columns[-1] = (np.repeat(columns[-1][0], 2)[::2], None)  # strided
+            folded = [initial_carry(spec) for _ in range(width)]
+            scanned = [initial_carry(spec) for _ in range(width)]
+            for a, b, start in zip(folded, scanned, rng.choice([0.0, -0.0, np.nan, -np.inf],
+                                                               width), strict=True):
+                a.value = b.value = np.float64(start)
+            carries.fold(spec, columns, folded)
+            for (x, valid), carry in zip(columns, scanned, strict=True):
+                kernels.scan_block(spec, x, valid, carry)
+            assert [_bits(a.value) for a in folded] == [_bits(b.value) for b in scanned]
+
+
 def test_a_running_nan_keeps_its_sign(fold_path):
     """-inf + inf makes x86's default NaN (sign set); a later NaN cell (sign clear) must
     not replace it, as the scan keeps the running value's NaN."""

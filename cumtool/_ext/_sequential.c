@@ -289,6 +289,33 @@ static const char ALL_PRESENT = 1;
         }                                                                          \
     }
 
+/* Eight contiguous columns with nothing skipped, summed (or multiplied) with their
+   running values in eight variables, which the compiler keeps in registers. */
+#define EIGHT(DO) DO(0) DO(1) DO(2) DO(3) DO(4) DO(5) DO(6) DO(7)
+static void fold_eight(int product, const char *const x[FOLD_LINES], double s[FOLD_LINES],
+                       Py_ssize_t rows)
+{
+#define LOAD(j) const double *c##j = (const double *)x[j]; double r##j = s[j];
+#define ADD(j) r##j = KEEP_NAN(r##j, r##j + c##j[row]);
+#define MUL(j) r##j = KEEP_NAN(r##j, r##j * c##j[row]);
+#define STORE(j) s[j] = r##j;
+    EIGHT(LOAD)
+    if (product) {
+        for (Py_ssize_t row = 0; row < rows; row++) {
+            EIGHT(MUL)
+        }
+    } else {
+        for (Py_ssize_t row = 0; row < rows; row++) {
+            EIGHT(ADD)
+        }
+    }
+    EIGHT(STORE)
+#undef LOAD
+#undef ADD
+#undef MUL
+#undef STORE
+}
+
 static PyObject *fold(PyObject *self, PyObject *args)
 {
     int op, skipna;
@@ -373,7 +400,13 @@ static PyObject *fold(PyObject *self, PyObject *args)
             p_step[j] = has[line] ? ps[line].row_step : 0;
             masked |= has[line];
         }
-        if (!masked) {
+        int contiguous = width == FOLD_LINES;
+        for (int j = 0; j < width; j++)
+            contiguous &= x_step[j] == (Py_ssize_t)sizeof(double);
+        if (!masked && contiguous && op != 2) {
+            /* Eight whole columns: their sums in registers, the rows read in order. */
+            fold_eight(op == 1, x, s, rows);
+        } else if (!masked) {
             switch (op) {
             case 0: FOLD_ROWS(KEEP_NAN(s[j], s[j] + v), 0); break;
             case 1: FOLD_ROWS(KEEP_NAN(s[j], s[j] * v), 0); break;
