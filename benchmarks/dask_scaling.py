@@ -3,7 +3,7 @@
 workers, min(workers, (work + link) / link). Also whole runs on a LocalCluster against one
 process.
 
-    python benchmarks/dask_scaling.py --output benchmarks/DASK.md
+    python benchmarks/dask_scaling.py --output scaling.md   # a section of benchmarks/DASK.md
 
 Per op:
 - work: what a worker does for a partition in parallel with the others: read it, scan it
@@ -215,10 +215,10 @@ def main() -> None:
         table.append((label, t, work, link, before))
         print(label, {k: round(v * 1000, 2) for k, v in t.items()}, flush=True)
     load = os.getloadavg()[0]
-    lines = [f"# --engine dask: how it scales, per {args.rows:,} x 8 float64 partition", "",
-             f"Machine: {os.cpu_count()} cores, shared (load average {load:.1f} while "
-             f"measured); best of {args.runs}. Made by `python benchmarks/dask_scaling.py "
-             "--output benchmarks/DASK.md`.", "",
+    lines = [f"## How it scales, per {args.rows:,} x 8 float64 partition (milliseconds)",
+             "", f"Machine: {os.cpu_count()} cores, shared (load average {load:.1f} while "
+             f"measured); best of {args.runs}. Made by `python benchmarks/dask_scaling.py`.",
+             "",
              "| op | read | summary | scan + write | work | fold (before) | fold | hand-off | "
              "link (before) | link | speed-up at 16 | at 100 | at 100 (before) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -242,7 +242,7 @@ def main() -> None:
               f"processes, {args.links} links): {ms(handoff)} ms by the workers' Folder "
               f"actors, {ms(handoff_before)} ms as a task per link (before).", ""]
     runs = whole_runs(floats, ["cumsum", "cummax"], max(1, args.runs - 1), 2)
-    lines += [f"## Whole runs: {args.files} files x {args.rows:,} x 8 float64, 2 workers",
+    lines += [f"### Whole runs: {args.files} files x {args.rows:,} x 8 float64, 2 workers",
               "", "| op | one process (s) | --engine dask, 2 workers (s) |", "|---|---:|---:|"]
     lines += [f"| {op} | {local:.2f} | {dask:.2f} |" for op, local, dask in runs]
     report = "\n".join(lines) + "\n"

@@ -3,21 +3,23 @@ result of the local engine.
 
 An input is cut into partitions: a Parquet file by row groups, a CSV/TSV file by byte
 ranges that end on record boundaries, a list of files file by file (each cut further).
-Each partition k has three tasks:
+Partition k is scanned from exactly the state the local engine has before it (the
+plan's carried state, `_STATE`: the kernels' Carry objects, a few hundred bytes), found
+one of two ways (cumtool/carries.py):
 
-- `read[k]`: read and parse it (in parallel);
-- `carry[k] = fold(read[k], carry[k-1])`: advance the carried state over it without
-  building output. This is the only chain, and what it passes on is the plan's carried
-  state (the kernels' Carry objects, pickled: a few hundred bytes);
-- `write[k] = scan(read[k], carry[k-1])`: the output of partition k (in parallel).
+- without a chain, where every scanned column has a summary (integer cumsum, cummax and
+  cummin, cumcount): `read[k]` and `summary[k]` run in parallel, the client applies the
+  summaries in order (microseconds each) and submits `write[k] = scan(read[k],
+  state[k])` as soon as state[k] is known (`_summarized_results`);
+- along a chain otherwise: `read[k]` runs on worker k mod W, `write[k]` from state[k]
+  beside it, and the client has that worker's `Folder` actor fold state[k] over the
+  partition into state[k+1] (no task per link; `_chained_results`).
 
-`read[k]` also waits for `carry[k-L]` and `write[k-L]` (L = 2 x workers), so the workers
-do not read the whole input ahead of the chain. An error is the first in input order:
-a partition's scan fails only once every partition before it has been carried past.
+Reads run at most L = 2 x workers partitions ahead of the scans. An error is the first
+in input order: a partition's scan, from the exact state, raises it, and the outputs are
+taken in order.
 
-The state is generic over the ops: the chain passes whatever TablePlan carries (see
-`_STATE`), never an op's own summary, so every op and option the plan supports gives the
-local engine's bits. Not supported, and refused by `engines.check_dask` when the request
+Not supported, and refused by `engines.check_dask` when the request
 is checked: --by and --reset (the state grows with the groups), --reverse (the chain
 would run backwards), --axis columns (rows are independent: nothing to chain), arrays
 (.npy) and standard input.
