@@ -794,6 +794,8 @@ def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[
             for k in range(min(lookahead, len(parts))):
                 read(k)
             for k, part in enumerate(parts):
+                if stop.is_set():  # the outputs are no longer taken
+                    return
                 # Where the read is: a copy of it elsewhere could be the one kept.
                 worker = workers[k % len(workers)]
                 write = client.submit(scan_partition, shared, part, reads[k], state,
@@ -807,14 +809,18 @@ def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[
                 submitted[k] = None
                 if k + 1 == len(parts):
                     break
-                while True:  # the read, done (where the fold finds it) or failed
+                while not reads[k].done():  # (done: where the fold finds it, or failed)
                     if stop.is_set():
                         return
                     with contextlib.suppress(TimeoutError):
                         wait(reads[k], timeout=1)
                         break
                 try:
-                    after = actors[k % len(actors)].fold(reads[k].key, part, state).result()
+                    try:
+                        after = actors[k % len(actors)].fold(reads[k].key, part,
+                                                             state).result()
+                    except _cluster_failures():  # the actor's worker is gone
+                        after = None
                     if after is None:  # read elsewhere: a task where the read is
                         after = fold_in_a_task(client, shared, part, reads[k], state,
                                                f"cumtool-carry-{k}-{token}")
