@@ -139,16 +139,35 @@ def summarize(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None) -> S
         x = cast_input(spec, values, valid)
         return sum_summary(to_acc(spec, x, _skip(spec, x, valid)))
     if kind == "extreme":
-        # The position is wanted even where --indices is not, to apply the summary.
-        indexed = dataclasses.replace(spec, indices=True, exclusive=False)
-        carry = initial_carry(indexed)
-        kernels.scan_block(indexed, values, valid, carry)
-        return ExtremeSummary(carry.value, int(carry.index))
+        return extreme_summary(spec, values, valid)
     if kind == "count":
         carry = initial_carry(spec)
         kernels.scan_block(spec, values, valid, carry)
         return CountSummary(int(carry.value["n"]))
     raise ValueError(f"{spec.op} of {spec.in_dtype} has no summary")
+
+
+def extreme_summary(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None
+                    ) -> ExtremeSummary:
+    """The last running extreme from the identity and its row: the last row holding the
+    partition's extreme (ties go to the latest, -0.0 ties 0.0 and the row's own zero is
+    the value, as the scan re-reads it). A float partition with a NaN that is not skipped
+    is scanned instead: the NaN the scan keeps is not simply the last one."""
+    x = cast_input(spec, values, valid)
+    skip = _skip(spec, x, valid)
+    rows = None if skip is None else np.flatnonzero(~skip)
+    taken = x if rows is None else x[rows]
+    if taken.shape[0] == 0:
+        return ExtremeSummary(spec.identity, -1)
+    if taken.dtype.kind == "f" and np.isnan(taken).any():
+        # The position is wanted even where --indices is not, to apply the summary.
+        indexed = dataclasses.replace(spec, indices=True, exclusive=False)
+        carry = initial_carry(indexed)
+        kernels.scan_block(indexed, values, valid, carry)
+        return ExtremeSummary(carry.value, int(carry.index))
+    extreme = taken.min() if spec.accumulator.ufunc == "minimum" else taken.max()
+    last = int(np.flatnonzero(taken == extreme)[-1])
+    return ExtremeSummary(taken[last], last if rows is None else int(rows[last]))
 
 
 def sum_summary(terms: np.ndarray) -> SumSummary:

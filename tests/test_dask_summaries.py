@@ -203,3 +203,23 @@ def test_indices_count_across_files(invoke, scheduler, no_chain, tmp_path):
     paths = [_parquet(tmp_path / f"p{k}.parquet", _ints(120, k), 17) for k in range(3)]
     _both(invoke, scheduler, ["cummax", *map(str, paths), "--indices", "--to", "csv"])
     assert no_chain == [1]
+
+
+def test_dates_and_decimals(invoke, scheduler, no_chain, tmp_path):
+    """A date column's extremes and a decimal column's exact sum, as the local engine's."""
+    import datetime
+    import decimal
+
+    rng = np.random.default_rng(8)
+    days = rng.integers(0, 3000, 200)
+    path = _parquet(tmp_path / "d.parquet", {
+        "day": pa.array([None if k % 13 == 5 else datetime.date(2020, 1, 1)
+                         + datetime.timedelta(days=int(d)) for k, d in enumerate(days)]),
+        "amount": pa.array([decimal.Decimal(int(v)) / 100 for v in
+                            rng.integers(-10**6, 10**6, 200)], pa.decimal128(12, 2)),
+    }, 17)
+    for op in (["cummax", "-c", "day", "--indices"], ["cummin", "-c", "day"],
+               ["cumsum", "-c", "amount"]):
+        local, _ = _both(invoke, scheduler, [op[0], str(path), "--to", "csv", *op[1:]])
+        assert local.exit_code == 0, local.stderr
+    assert len(no_chain) == 3
