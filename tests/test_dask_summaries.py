@@ -6,6 +6,7 @@ in a later partition, only through the carry, and in several files."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -223,3 +224,19 @@ def test_dates_and_decimals(invoke, scheduler, no_chain, tmp_path):
         local, _ = _both(invoke, scheduler, [op[0], str(path), "--to", "csv", *op[1:]])
         assert local.exit_code == 0, local.stderr
     assert len(no_chain) == 3
+
+
+def test_a_fault_in_a_summary_is_one_line_and_puts_nothing_in_place(
+        invoke, scheduler, monkeypatch, tmp_path):
+    path = _overflowing(tmp_path / "o.parquet", {})
+
+    def broken(*_args):
+        raise ZeroDivisionError("a fault inside the summary")
+
+    monkeypatch.setattr(engine, "summarize_partition", broken)
+    result = invoke("cumsum", str(path), "-o", str(tmp_path / "out.csv"), "--engine", "dask",
+                    "--scheduler", scheduler)
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {path}: a Dask task failed: ZeroDivisionError: a fault inside the "
+           "summary\n")
+    assert sorted(os.listdir(tmp_path)) == ["o.parquet"]
