@@ -38,7 +38,7 @@ import posixpath
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
@@ -716,7 +716,7 @@ def _worded(error: Exception, part: Partition) -> CumtoolError:
                      f"{' '.join(str(error).split())[:200]}")
 
 
-def _scan_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
+def _scan_results(client: Any, job: Job, parts: list[Partition]) -> Generator[Any, None, None]:
     """Each partition's output (or where it was written), in order: without a chain
     where every column has a summary, else along the chain of carries."""
     from cumtool import carries
@@ -755,7 +755,8 @@ class Folder:
         return fold_partition(self.job, part, read, state)
 
 
-def _chained_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
+def _chained_results(client: Any, job: Job, parts: list[Partition]
+                      ) -> Generator[Any, None, None]:
     """The chain of carries: partition k is read on worker k mod W (in parallel, up to L
     = 2 x W partitions ahead of the scans); a thread of the client walks the chain,
     submitting each partition's scan from the state before it, then having the reading
@@ -864,7 +865,8 @@ def fold_in_a_task(client: Any, shared: Any, part: Partition, read: Any,
     return client.submit(fold_partition, shared, part, read, state, key=key).result()
 
 
-def _summarized_results(client: Any, job: Job, parts: list[Partition]) -> Iterator[Any]:
+def _summarized_results(client: Any, job: Job, parts: list[Partition]
+                        ) -> Generator[Any, None, None]:
     """No chain: every partition is read and summarized in parallel; the client applies
     the summaries in order (microseconds a partition) and submits each partition's scan
     from its carry as soon as the summaries before it are in. Partition k is read once
@@ -952,8 +954,10 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
     view = View(request.op, "rows", job.first_name,
                 tuple(plan.names[i] for i in plan.selected),
                 frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
-    results = _scan_results(client, job, parts)
-    with open_output(request.output) as stream:
+    # Closed here, not when collected: a writer's failure must not leave the chain's
+    # thread and futures to outlive the client.
+    with contextlib.closing(_scan_results(client, job, parts)) as results, \
+            open_output(request.output) as stream:
         sink = table_writer(request, job.out, stream, plan.schema, view, job.first_name)
         write_all(sink, (batch for table in results for batch in table.to_batches()))
 
