@@ -3,21 +3,23 @@ result of the local engine.
 
 An input is cut into partitions: a Parquet file by row groups, a CSV/TSV file by byte
 ranges that end on record boundaries, a list of files file by file (each cut further).
-Each partition k has three tasks:
+Partition k is scanned from exactly the state the local engine has before it (the
+plan's carried state, `_STATE`: the kernels' Carry objects, a few hundred bytes), found
+one of two ways (cumtool/carries.py):
 
-- `read[k]`: read and parse it (in parallel);
-- `carry[k] = fold(read[k], carry[k-1])`: advance the carried state over it without
-  building output. This is the only chain, and what it passes on is the plan's carried
-  state (the kernels' Carry objects, pickled: a few hundred bytes);
-- `write[k] = scan(read[k], carry[k-1])`: the output of partition k (in parallel).
+- without a chain, where every scanned column has a summary (integer cumsum, cummax and
+  cummin, cumcount): `read[k]` and `summary[k]` run in parallel, the client applies the
+  summaries in order (microseconds each) and submits `write[k] = scan(read[k],
+  state[k])` as soon as state[k] is known (`_summarized_results`);
+- along a chain otherwise: `read[k]` runs on worker k mod W, `write[k]` from state[k]
+  beside it, and the client has that worker's `Folder` actor fold state[k] over the
+  partition into state[k+1] (no task per link; `_chained_results`).
 
-`read[k]` also waits for `carry[k-L]` and `write[k-L]` (L = 2 x workers), so the workers
-do not read the whole input ahead of the chain. An error is the first in input order:
-a partition's scan fails only once every partition before it has been carried past.
+Reads run at most L = 2 x workers partitions ahead of the scans. An error is the first
+in input order: a partition's scan, from the exact state, raises it, and the outputs are
+taken in order.
 
-The state is generic over the ops: the chain passes whatever TablePlan carries (see
-`_STATE`), never an op's own summary, so every op and option the plan supports gives the
-local engine's bits. Not supported, and refused by `engines.check_dask` when the request
+Not supported, and refused by `engines.check_dask` when the request
 is checked: --by and --reset (the state grows with the groups), --reverse (the chain
 would run backwards), --axis columns (rows are independent: nothing to chain), arrays
 (.npy) and standard input.
@@ -36,7 +38,7 @@ import posixpath
 import re
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
@@ -444,14 +446,84 @@ def _batches(job: Job, table: pa.Table) -> list[pa.RecordBatch]:
 
 def fold_partition(job: Job, part: Partition, read: Any,
                    state: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """carry[k]: the state after partition k; builds no output."""
+    """carry[k]: the state after partition k; builds no output. A float column's carry
+    is folded in C (carries.fold); a column with a summary is advanced by it; any other
+    is scanned, as is a partition whose scan fails (the fold then fails as the scan does)."""
+    from cumtool import carries
+
     _raise_read(job, part, read, state)
     plan = _plan_with(job, part, state)
-    plans = plan.op_plans()
-    for batch in _batches(job, read):
-        for one in plans:
-            one.results(batch)
+    for one in plan.op_plans():
+        if not carries.plain(one):
+            for batch in _batches(job, read):
+                one.results(batch)
+            continue
+        scanned = []
+        folds: dict[Any, list[int]] = {}  # columns folded together: one op, one --skipna
+        for column in one.selected:
+            spec = one.specs[column]
+            carry = one.carries[column]
+            if carries.foldable(spec):
+                folds.setdefault((spec.accumulator.ufunc, spec.skipna), []).append(column)
+            elif carries.summary_kind(spec) is None or not carries.advance(
+                    spec, carry, carries.summarize(
+                        spec, *carries.column_values(one, column, read)), read.num_rows):
+                scanned.append(column)
+        for columns in folds.values():
+            # Batch by batch: a Parquet column comes in chunks, which would be copied
+            # into one array; a batch's columns are each one array, and share its rows.
+            for batch in read.to_batches():
+                carries.fold(one.specs[columns[0]],
+                             [carries.column_values(one, column, batch) for column in columns],
+                             [one.carries[column] for column in columns])
+        if scanned:
+            _scan_columns(job, one, read, scanned)
+        else:
+            one.rows_done += read.num_rows
     return state_of(plan)
+
+
+def _scan_columns(job: Job, plan: Any, table: pa.Table, columns: list[int]) -> None:
+    """Some of a plan's columns scanned, batch by batch, as TablePlan.results scans them:
+    the first overflow in file order (then the leftmost column) is the one raised."""
+    from cumtool.errors import ScanOverflowError
+
+    for batch in _batches(job, table):
+        overflows = []
+        for column in columns:
+            try:
+                plan.scan_column(column, batch.column(plan.data_at.get(column, column)), None)
+            except ScanOverflowError as error:
+                overflows.append(error)
+        if overflows:
+            raise min(overflows, key=lambda error: error.position)
+        plan.rows_done += batch.num_rows
+
+
+@dataclass(frozen=True)
+class Summaries:
+    """A partition's summaries (carries.Summary), per op's plan and scanned column."""
+
+    rows: int
+    columns: list[dict[int, Any]]
+
+
+def summarize_partition(job: Job, part: Partition, read: Any) -> Summaries | None:
+    """summary[k], for a plan whose every column has one: what partition k does to any
+    carried state. None where the partition's scan fails whatever the carry (a read, a
+    cast): the client then scans up to it and no further, and its scan raises the error."""
+    from cumtool import carries
+
+    if isinstance(read, _ReadFailed):
+        return None
+    try:
+        return Summaries(read.num_rows, [
+            {column: carries.summarize(one.specs[column],
+                                       *carries.column_values(one, column, read))
+             for column in one.selected}
+            for one in job.plan.op_plans()])
+    except CumtoolError:
+        return None
 
 
 def scan_partition(job: Job, part: Partition, read: Any,
@@ -617,31 +689,6 @@ def _workers(client: Any) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
-def _submit_all(client: Any, job: Job, parts: list[Partition]) -> list[Any]:
-    """The three tasks of every partition; returns the write futures in order, then the
-    list of carry futures (taken off by `_results`)."""
-    token = uuid.uuid4().hex[:12]
-    shared = client.scatter(job, broadcast=True, hash=False)
-    lookahead = LOOKAHEAD_PER_WORKER * _workers(client)
-    carries: list[Any] = []
-    writes: list[Any] = []
-    state: Any = state_of(job.plan)
-    for k, part in enumerate(parts):
-        after = (carries[k - lookahead], writes[k - lookahead]) if k >= lookahead else ()
-        read = client.submit(read_partition, shared, part, *after,
-                             key=f"cumtool-read-{k}-{token}")
-        write = client.submit(scan_partition, shared, part, read, state,
-                              key=f"cumtool-write-{k}-{token}")
-        state = client.submit(fold_partition, shared, part, read, state,
-                              key=f"cumtool-carry-{k}-{token}")
-        carries.append(state)
-        writes.append(write)
-    # The client keeps every carry until the run ends (a few hundred bytes each): a run
-    # that released them at once hung once in the tests, a task waiting on a released link.
-    writes.append(carries)
-    return writes
-
-
 def _cluster_failures() -> tuple[type[BaseException], ...]:
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
@@ -649,32 +696,251 @@ def _cluster_failures() -> tuple[type[BaseException], ...]:
     return (OSError, RuntimeError, KilledWorker, FutureCancelledError)
 
 
-def _results(futures: list[Any], parts: list[Partition]) -> Iterator[Any]:
-    """Each future's result in order, released as soon as it is taken. On the first
-    failure (the first in input order) the rest are released too: the scheduler then
-    drops the tasks that no one wants any more. Any failure is one line: a task's
-    exception that is not cumtool's own names the partition's file."""
-    links = futures.pop()  # the carries: held until the last result is taken
+def _taken(future: Any, part: Partition) -> Any:
+    """A future's result. Any failure is one line (_worded)."""
     try:
-        for k in range(len(futures)):
-            future, futures[k] = futures[k], None
-            try:
-                result = future.result()
-            except CumtoolError:
-                raise
-            except _cluster_failures() as error:  # a lost worker, a closed connection
-                raise DataError(f"the Dask cluster failed: {type(error).__name__}: "
-                                f"{' '.join(str(error).split())[:200]}") from None
-            except Exception as error:  # a fault inside a task: named, not a traceback
-                raise DataError(f"{parts[k].name}: a Dask task failed: "
-                                f"{type(error).__name__}: "
-                                f"{' '.join(str(error).split())[:200]}") from None
-            del future
+        return future.result()
+    except Exception as error:
+        raise _worded(error, part) from None
+
+
+def _worded(error: Exception, part: Partition) -> CumtoolError:
+    """A failure as one line: cumtool's own as it is; a task's exception that is not
+    cumtool's names the partition's file."""
+    if isinstance(error, CumtoolError):
+        return error
+    if isinstance(error, _cluster_failures()):  # a lost worker, a closed connection
+        return DataError(f"the Dask cluster failed: {type(error).__name__}: "
+                         f"{' '.join(str(error).split())[:200]}")
+    return DataError(f"{part.name}: a Dask task failed: {type(error).__name__}: "
+                     f"{' '.join(str(error).split())[:200]}")
+
+
+def _scan_results(client: Any, job: Job, parts: list[Partition]) -> Generator[Any, None, None]:
+    """Each partition's output (or where it was written), in order: without a chain
+    where every column has a summary, else along the chain of carries."""
+    from cumtool import carries
+
+    if carries.summarized(job.plan.op_plans()):
+        return _summarized_results(client, job, parts)
+    return _chained_results(client, job, parts)
+
+
+class Folder:
+    """An actor, one on each worker: folds the carry over a partition read on its worker.
+
+    The client calls it with the state before the partition and gets the state after:
+    one message each way, no task and no scheduling, which is the whole hand-off of a
+    link (benchmarks/DASK.md measures it against a task per link and a Queue). It runs
+    on the worker's thread for actors, so a link does not wait for a scan that holds the
+    worker's task thread; the C fold releases the GIL."""
+
+    def __init__(self, job: Job) -> None:
+        from distributed import get_worker
+
+        # The job is kept here: a broadcast copy in the worker's memory may be dropped
+        # (the Active Memory Manager removes replicas that no task waits for).
+        self.job = job
+        self.worker = get_worker()  # (the actor's thread is not a task's: no get_worker)
+
+    def fold(self, read_key: str, part: Partition,
+             state: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The state after the partition; None where its read is not on this worker (the
+        scheduler ran it elsewhere, its worker lost): the client then folds in a task."""
+        data: Any = self.worker.data  # the read's result, kept by the client's future
+        try:
+            read = data[read_key]
+        except KeyError:
+            return None
+        return fold_partition(self.job, part, read, state)
+
+
+def _chained_results(client: Any, job: Job, parts: list[Partition]
+                      ) -> Generator[Any, None, None]:
+    """The chain of carries: partition k is read on worker k mod W (in parallel, up to L
+    = 2 x W partitions ahead of the scans); a thread of the client walks the chain,
+    submitting each partition's scan from the state before it, then having the reading
+    worker's Folder fold the state over it. The scans' outputs are taken in order here.
+    A fold that fails stops the chain: the partition's scan, from the same state, raises
+    the error (the first in input order); should it not, the fold's error is raised."""
+    import queue
+    import threading
+
+    from distributed import wait
+
+    token = uuid.uuid4().hex[:12]
+    shared = client.scatter(job, broadcast=True, hash=False)
+    workers = sorted(client.scheduler_info().get("workers", {})) or [None]
+    folders = [client.submit(Folder, shared, workers=None if w is None else [w], actor=True,
+                             key=f"cumtool-folder-{i}-{token}")
+               for i, w in enumerate(workers)]
+    actors = [_taken(f, parts[0]) for f in folders]
+    lookahead = LOOKAHEAD_PER_WORKER * len(workers)
+    reads: list[Any] = []
+    writes: queue.Queue[Any] = queue.Queue()  # write futures in order; then an end mark
+    submitted: list[Any] = []  # the write futures, for the reads' lookahead
+    stop = threading.Event()
+
+    def read(k: int) -> None:
+        after = (submitted[k - lookahead],) if k >= lookahead else ()
+        worker = workers[k % len(workers)]
+        reads.append(client.submit(read_partition, shared, parts[k], *after,
+                                   workers=None if worker is None else [worker],
+                                   allow_other_workers=True,
+                                   key=f"cumtool-read-{k}-{token}"))
+
+    def drive() -> None:
+        state = state_of(job.plan)
+        try:
+            for k in range(min(lookahead, len(parts))):
+                read(k)
+            for k, part in enumerate(parts):
+                if stop.is_set():  # the outputs are no longer taken
+                    return
+                # Where the read is: a copy of it elsewhere could be the one kept.
+                worker = workers[k % len(workers)]
+                write = client.submit(scan_partition, shared, part, reads[k], state,
+                                      workers=None if worker is None else [worker],
+                                      allow_other_workers=True,
+                                      key=f"cumtool-write-{k}-{token}")
+                submitted.append(write)
+                writes.put(write)
+                if k + lookahead < len(parts):
+                    read(k + lookahead)
+                submitted[k] = None
+                if k + 1 == len(parts):
+                    break
+                while not reads[k].done():  # (done: where the fold finds it, or failed)
+                    if stop.is_set():
+                        return
+                    with contextlib.suppress(TimeoutError):
+                        wait(reads[k], timeout=1)
+                        break
+                try:
+                    try:
+                        after = actors[k % len(actors)].fold(reads[k].key, part,
+                                                             state).result()
+                    except _cluster_failures():  # the actor's worker is gone
+                        after = None
+                    if after is None:  # read elsewhere: a task where the read is
+                        after = fold_in_a_task(client, shared, part, reads[k], state,
+                                               f"cumtool-carry-{k}-{token}")
+                    state = after
+                except Exception as error:
+                    writes.put(_worded(error, part))
+                    return
+                reads[k] = None
+        except Exception as error:  # the cluster went away: taken in the main thread
+            writes.put(_worded(error, parts[0]))
+        finally:
+            writes.put(None)
+
+    driver = threading.Thread(target=drive, name="cumtool-chain", daemon=True)
+    driver.start()
+    try:
+        for part in parts:
+            write = writes.get()
+            if not isinstance(write, (CumtoolError, type(None))):
+                result = _taken(write, part)
+                del write
+                yield result
+                del result
+                continue
+            # The chain stopped before this partition's scan: the fold of the one
+            # before it failed, and that partition's scan did not.
+            raise write or DataError(f"{part.name}: the chain of carries stopped")
+    finally:
+        stop.set()
+        driver.join()
+        reads.clear()
+        submitted.clear()
+        actors.clear()
+        folders.clear()
+
+
+def fold_in_a_task(client: Any, shared: Any, part: Partition, read: Any,
+                   state: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """A link folded by a task, where a partition's read is not on the worker of the
+    Folder that was to fold it."""
+    return client.submit(fold_partition, shared, part, read, state, key=key).result()
+
+
+def _summarized_results(client: Any, job: Job, parts: list[Partition]
+                        ) -> Generator[Any, None, None]:
+    """No chain: every partition is read and summarized in parallel; the client applies
+    the summaries in order (microseconds a partition) and submits each partition's scan
+    from its carry as soon as the summaries before it are in. Partition k is read once
+    the scan of k - L is submitted, so the workers do not read far ahead of the scans,
+    which the client takes in order (their outputs wait in the workers' memory till then).
+    A summary that a carry takes out of range, or a partition that fails on its own, is
+    the first error in input order: its scan, from the exact carry, raises it, and no
+    later partition is scanned."""
+    token = uuid.uuid4().hex[:12]
+    shared = client.scatter(job, broadcast=True, hash=False)
+    lookahead = LOOKAHEAD_PER_WORKER * _workers(client)
+    reads: list[Any] = []
+    summaries: list[Any] = []
+    writes: list[Any] = []
+    state: list[dict[str, Any]] | None = state_of(job.plan)
+    stop: int | None = None  # the partition whose scan fails: none after it is scanned
+
+    def read_more() -> None:
+        while len(reads) < len(parts) and len(reads) < len(writes) + lookahead:
+            k = len(reads)
+            after = (writes[k - lookahead],) if k >= lookahead else ()
+            reads.append(client.submit(read_partition, shared, parts[k], *after,
+                                       key=f"cumtool-read-{k}-{token}"))
+            summaries.append(client.submit(summarize_partition, shared, parts[k], reads[k],
+                                           key=f"cumtool-summary-{k}-{token}"))
+
+    def scan_next() -> None:
+        nonlocal state, stop
+        k = len(writes)
+        read_more()
+        summary = _taken(summaries[k], parts[k])
+        summaries[k] = None
+        before = state
+        assert before is not None  # no partition is scanned after `stop`
+        state = None if summary is None else _advanced(job, parts[k], before, summary)
+        writes.append(client.submit(scan_partition, shared, parts[k], reads[k], before,
+                                    key=f"cumtool-write-{k}-{token}"))
+        reads[k] = None
+        if state is None:
+            stop = k
+        read_more()
+
+    try:
+        for k in range(len(parts)):
+            while stop is None and len(writes) < min(len(parts), k + lookahead):
+                scan_next()
+            result = _taken(writes[k], parts[k])
+            writes[k] = None
+            if k == stop:  # a summary said its scan would fail, and it did not
+                raise DataError(f"{parts[k].name}: the partition's summary and its scan "
+                                "disagree; run it on the local engine")
             yield result
             del result
     finally:
-        futures.clear()
-        links.clear()
+        for held in (reads, summaries, writes):
+            held.clear()
+
+
+def _advanced(job: Job, part: Partition, state: list[dict[str, Any]],
+              summaries: Summaries) -> list[dict[str, Any]] | None:
+    """The carried state after a partition, from the state before it and its summaries;
+    None where its scan from `state` fails."""
+    from cumtool import carries
+
+    after = copy.deepcopy(state)
+    for one, values, columns in zip(job.plan.op_plans(), after, summaries.columns,
+                                    strict=True):
+        for column, summary in columns.items():
+            if not carries.advance(one.specs[column], values["carries"][column], summary,
+                                   summaries.rows):
+                return None
+        values["rows_done"] = summaries.rows + (0 if part.first_of_file
+                                                else values["rows_done"])
+    return after
 
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
@@ -688,11 +954,12 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
     view = View(request.op, "rows", job.first_name,
                 tuple(plan.names[i] for i in plan.selected),
                 frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
-    writes = _submit_all(client, job, parts)
-    with open_output(request.output) as stream:
+    # Closed here, not when collected: a writer's failure must not leave the chain's
+    # thread and futures to outlive the client.
+    with contextlib.closing(_scan_results(client, job, parts)) as results, \
+            open_output(request.output) as stream:
         sink = table_writer(request, job.out, stream, plan.schema, view, job.first_name)
-        write_all(sink, (batch for table in _results(writes, parts)
-                         for batch in table.to_batches()))
+        write_all(sink, (batch for table in results for batch in table.to_batches()))
 
 
 def output_names(inputs: list[str], to_format: str | None) -> list[str]:
@@ -740,7 +1007,7 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
                          remote.join(given, relative))
              for name, relative in zip(inputs, names, strict=True)]
     try:
-        for _written in _results(_submit_all(client, job, parts), parts):
+        for _written in _scan_results(client, job, parts):
             pass
         for part, relative in zip(parts, names, strict=True):
             assert part.output is not None

@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # The scan kernels and running statistics on numpy blocks; an op module holds its own,
     # and the op registry (ops/__init__) loads the op modules by name.
     ("kernels", ("ops", "ops.*", "blocks", "kernels", "stats", "groups", "grouped",
-                 "distinct", "periods")),
+                 "distinct", "periods", "carries")),
     # Tables in memory: the plan that selects columns and runs the kernels on batches.
     ("core", ("tables",)),
     # Bytes <-> batches and blocks: outputs, the formats, opening inputs, choosing writers.

@@ -244,6 +244,203 @@ static PyObject *accumulate_rows(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(fold_doc,
+"fold(op, columns, presents, skipna, identity, start)\n--\n\n"
+"The running value after the last row of each 1-D float64 column (a sequence, all of\n"
+"one length), from start (a float64 per column, updated in place), building no output:\n"
+"op 0 sum, 1 product, 2 logaddexp. presents: a sequence of as many 1-D bool buffers or\n"
+"None (all present). A cell not present, or a NaN with skipna, counts as identity, as\n"
+"the scans set such cells to it before accumulating: the bits of the last value of\n"
+"logaddexp_accumulate or accumulate_rows (numpy's accumulate) over the same cells.");
+
+/* A distributed run's chain link: only the running values move on, so nothing is
+   written. Each column's recurrence is a chain of dependent operations; FOLD_LINES
+   columns at a time are stepped row by row, so that their chains overlap in the
+   processor (three times faster for logaddexp's exp and log1p). */
+#define FOLD_LINES 8
+static const char ALL_PRESENT = 1;
+
+/* A running NaN stays the same NaN, as x86's addsd and mulsd keep their first operand's
+   NaN (numpy's accumulate, and accumulate_rows); C may swap the operands of + and *,
+   which would keep the cell's NaN where both are NaNs (of other signs or payloads). */
+#define KEEP_NAN(s, step) (isnan(s) ? (s) : (step))
+
+/* Every row of the columns first .. first + width - 1: s[j] = STEP with the cell v (the
+   identity where MASKED says it is skipped: not present, or NaN with skipna). One loop
+   an op, so that the op is not chosen again at every cell. */
+#define FOLD_ROWS(STEP, MASKED)                                                    \
+    for (Py_ssize_t row = 0; row < rows; row++) {                                  \
+        for (int j = 0; j < width; j++) {                                          \
+            double v = *(const double *)x[j];                                      \
+            x[j] += x_step[j];                                                     \
+            if (MASKED) {                                                          \
+                /* the identity's bits where skipped, by a mask: missing cells come \
+                   at random, and a branch would be mispredicted at each */         \
+                const uint64_t keep = (uint64_t)0 - ((uint64_t)(*p[j] != 0)        \
+                                                     & (uint64_t)(!skipna | (v == v))); \
+                uint64_t bits, other;                                              \
+                memcpy(&bits, &v, 8);                                              \
+                memcpy(&other, &identity, 8);                                      \
+                bits = (bits & keep) | (other & ~keep);                            \
+                memcpy(&v, &bits, 8);                                              \
+                p[j] += p_step[j];                                                 \
+            }                                                                      \
+            s[j] = STEP;                                                           \
+        }                                                                          \
+    }
+
+/* Eight contiguous columns with nothing skipped, summed (or multiplied) with their
+   running values in eight variables, which the compiler keeps in registers. */
+#define EIGHT(DO) DO(0) DO(1) DO(2) DO(3) DO(4) DO(5) DO(6) DO(7)
+static void fold_eight(int product, const char *const x[FOLD_LINES], double s[FOLD_LINES],
+                       Py_ssize_t rows)
+{
+#define LOAD(j) const double *c##j = (const double *)x[j]; double r##j = s[j];
+#define ADD(j) r##j = KEEP_NAN(r##j, r##j + c##j[row]);
+#define MUL(j) r##j = KEEP_NAN(r##j, r##j * c##j[row]);
+#define STORE(j) s[j] = r##j;
+    EIGHT(LOAD)
+    if (product) {
+        for (Py_ssize_t row = 0; row < rows; row++) {
+            EIGHT(MUL)
+        }
+    } else {
+        for (Py_ssize_t row = 0; row < rows; row++) {
+            EIGHT(ADD)
+        }
+    }
+    EIGHT(STORE)
+#undef LOAD
+#undef ADD
+#undef MUL
+#undef STORE
+}
+
+static PyObject *fold(PyObject *self, PyObject *args)
+{
+    int op, skipna;
+    double identity;
+    PyObject *columns_obj, *presents_obj, *start_obj;
+    if (!PyArg_ParseTuple(args, "iOOpdO", &op, &columns_obj, &presents_obj, &skipna,
+                          &identity, &start_obj))
+        return NULL;
+    if (op < 0 || op > 2) {
+        PyErr_SetString(PyExc_ValueError, "op must be 0 (sum), 1 (product) or 2 (logaddexp)");
+        return NULL;
+    }
+    PyObject *columns = PySequence_Fast(columns_obj, "columns: expected a sequence");
+    if (columns == NULL)
+        return NULL;
+    PyObject *presents = PySequence_Fast(presents_obj, "presents: expected a sequence");
+    if (presents == NULL) {
+        Py_DECREF(columns);
+        return NULL;
+    }
+    const Py_ssize_t lines = PySequence_Fast_GET_SIZE(columns);
+    Block start;
+    Block *xs = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
+    Block *ps = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
+    char *has = PyMem_Calloc(lines ? lines : 1, 1);
+    Py_ssize_t taken = 0, present_taken = 0;
+    int start_taken = 0, failed = 1;
+    if (xs == NULL || ps == NULL || has == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (PySequence_Fast_GET_SIZE(presents) != lines) {
+        PyErr_SetString(PyExc_ValueError, "presents: expected one per column");
+        goto done;
+    }
+    if (take(start_obj, &start, 1, 'd', 1, "start") < 0)
+        goto done;
+    start_taken = 1;
+    if (start.rows != lines) {
+        PyErr_SetString(PyExc_ValueError, "start: expected one value per column");
+        goto done;
+    }
+    for (; taken < lines; taken++) {
+        if (take(PySequence_Fast_GET_ITEM(columns, taken), &xs[taken], 1, 'd', 0,
+                 "column") < 0)
+            goto done;
+        if (xs[taken].rows != xs[0].rows) {
+            taken++;
+            PyErr_SetString(PyExc_ValueError, "columns: expected one length");
+            goto done;
+        }
+    }
+    for (; present_taken < lines; present_taken++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(presents, present_taken);
+        if (p == Py_None)
+            continue;
+        if (take(p, &ps[present_taken], 1, '?', 0, "present") < 0)
+            goto done;
+        has[present_taken] = 1;
+        if (ps[present_taken].rows != xs[0].rows) {
+            present_taken++;
+            PyErr_SetString(PyExc_ValueError, "present: expected the column's length");
+            goto done;
+        }
+    }
+    failed = 0;
+    const Py_ssize_t rows = lines ? xs[0].rows : 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t first = 0; first < lines; first += FOLD_LINES) {
+        const int width = (int)(lines - first < FOLD_LINES ? lines - first : FOLD_LINES);
+        double s[FOLD_LINES];
+        const char *x[FOLD_LINES], *p[FOLD_LINES];
+        Py_ssize_t x_step[FOLD_LINES], p_step[FOLD_LINES];
+        int masked = skipna;
+        for (int j = 0; j < width; j++) {
+            const Py_ssize_t line = first + j;
+            s[j] = ITEM(start, double, line);
+            x[j] = xs[line].base;
+            x_step[j] = xs[line].row_step;
+            /* all present: a single true byte, read at every row */
+            p[j] = has[line] ? ps[line].base : (const char *)&ALL_PRESENT;
+            p_step[j] = has[line] ? ps[line].row_step : 0;
+            masked |= has[line];
+        }
+        int contiguous = width == FOLD_LINES;
+        for (int j = 0; j < width; j++)
+            contiguous &= x_step[j] == (Py_ssize_t)sizeof(double);
+        if (!masked && contiguous && op != 2) {
+            /* Eight whole columns: their sums in registers, the rows read in order. */
+            fold_eight(op == 1, x, s, rows);
+        } else if (!masked) {
+            switch (op) {
+            case 0: FOLD_ROWS(KEEP_NAN(s[j], s[j] + v), 0); break;
+            case 1: FOLD_ROWS(KEEP_NAN(s[j], s[j] * v), 0); break;
+            default: FOLD_ROWS(logaddexp(s[j], v), 0); break;
+            }
+        } else {
+            switch (op) {
+            case 0: FOLD_ROWS(KEEP_NAN(s[j], s[j] + v), 1); break;
+            case 1: FOLD_ROWS(KEEP_NAN(s[j], s[j] * v), 1); break;
+            default: FOLD_ROWS(logaddexp(s[j], v), 1); break;
+            }
+        }
+        for (int j = 0; j < width; j++)
+            ITEM(start, double, first + j) = s[j];
+    }
+    Py_END_ALLOW_THREADS
+done:
+    for (Py_ssize_t i = 0; i < taken; i++)
+        PyBuffer_Release(&xs[i].view);
+    for (Py_ssize_t i = 0; i < present_taken; i++)
+        if (has[i])
+            PyBuffer_Release(&ps[i].view);
+    if (start_taken)
+        PyBuffer_Release(&start.view);
+    PyMem_Free(xs);
+    PyMem_Free(ps);
+    PyMem_Free(has);
+    Py_DECREF(columns);
+    Py_DECREF(presents);
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* The arguments every state recurrence takes: the values, which of them are present
  * (None: all), the carried state value and count per line, and the output block. */
 typedef struct {
@@ -1071,6 +1268,7 @@ static PyTypeObject KeyTableType = {
 static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
     {"accumulate_rows", accumulate_rows, METH_VARARGS, accumulate_rows_doc},
+    {"fold", fold, METH_VARARGS, fold_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
     {"neumaier", neumaier, METH_VARARGS, neumaier_doc},

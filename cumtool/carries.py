@@ -1,0 +1,275 @@
+"""What a partition of a distributed scan needs from the partitions before it: their
+carried state, found without building their output (cumtool/distributed.py).
+
+Two ways, by op:
+
+- Exactly associative ops (integer cumsum, cummax and cummin with their positions,
+  cumcount) have a summary: what a partition does to any carried state, computed from the
+  partition alone, in parallel. `advance` applies one to a carried state on the client,
+  in microseconds, and gives the carried state of the local engine, bit for bit. An
+  integer sum's summary holds its exact total and the exact lowest and highest of its
+  running sums (Python integers), so a carry that would take a running sum out of range
+  is seen at the first partition where it happens in file order, not at a later
+  partition whose sum overflows on its own: that partition's scan, from the exact
+  carry, then raises the local engine's error at its row.
+- Floats are not associative: each partition's carry is folded from the one before it
+  (`fold`), in C, one dependent operation a cell, writing nothing.
+
+Everything here runs on the state a TablePlan carries (`kernels.Carry`), column by
+column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from cumtool import kernels
+from cumtool._ext import load
+from cumtool.blocks import Carry, cast_input, initial_carry, to_acc
+from cumtool.columnar import column_to_numpy, decimal_to_float
+from cumtool.ops.spec import ScanSpec
+
+SEQUENTIAL = load("_sequential")  # None: the numpy twin below (the same bits)
+_FOLDS = {"add": 0, "multiply": 1, "logaddexp": 2}  # _sequential.fold's op numbers
+_INT64 = np.dtype(np.int64)
+_WORD = 2**64
+
+
+# Which way a column goes ---------------------------------------------------------------
+
+def summary_kind(spec: ScanSpec) -> str | None:
+    """"sum", "extreme" or "count" where a column's scan has a summary; None where its
+    carry must be folded from the one before it."""
+    if spec.is_stat:
+        kernel = spec.kernel
+        return "count" if getattr(kernel, "name", None) == "cumcount" else None
+    accumulator = spec.accumulator
+    if accumulator.takes_over is not None:
+        return "extreme"
+    # --exclusive reports an overflow at the row after it, maybe a partition later (the
+    # carry's `pending`): left to the chain.
+    if accumulator.ufunc == "add" and spec.acc_dtype == _INT64 and not spec.exclusive:
+        return "sum"
+    return None
+
+
+def foldable(spec: ScanSpec) -> bool:
+    """Whether `fold` advances a column's carry without its scan: a float64 sum, product
+    or log-sum-exp (no overflow to report, whatever the values)."""
+    return (not spec.is_stat and spec.acc_dtype == np.float64
+            and spec.accumulator.ufunc in _FOLDS)
+
+
+def plain(plan: Any) -> bool:
+    """Whether an op's plan scans each column alone, from a carry per column (no groups,
+    no --times, no distinct values): what summaries and folds need."""
+    return (plan.axis == 0 and not plan.distinct and not plan.timed
+            and plan.group_keys is None and plan.reset is None and not plan.options.share)
+
+
+def summarized(plans: list[Any]) -> bool:
+    """Whether every column of every op's plan has a summary: then no chain is needed."""
+    return all(plain(plan) and all(summary_kind(s) is not None for s in plan.specs.values())
+               for plan in plans)
+
+
+def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+    """A scanned column of a partition as its scan sees it (TablePlan.scan_column): the
+    converted copy of text, decimals as floats where scanned so, dates as integers."""
+    spec = plan.specs[column]
+    data = table.column(plan.data_at.get(column, column))
+    if isinstance(data, pa.ChunkedArray):  # one chunk, as a partition read whole: no copy
+        data = data.chunk(0) if data.num_chunks == 1 else data.combine_chunks()
+    if column in plan.decimal_scale and spec.source_dtype.kind == "f":
+        data = decimal_to_float(data)
+    elif column in plan.temporal:
+        data = data.view(pa.int32() if pa.types.is_date32(data.type) else pa.int64())
+    return column_to_numpy(data)
+
+
+def _skip(spec: ScanSpec, x: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
+    """The cells a scan skips (kernels._scan_inclusive): missing, and NaN with --skipna."""
+    skip = None if valid is None else ~valid
+    if spec.skipna and x.dtype.kind in "fc":
+        nan = np.isnan(x)
+        if nan.any():
+            skip = nan if skip is None else skip | nan
+    return skip
+
+
+# Summaries -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SumSummary:
+    """An integer sum over a partition: exact (Python integers, never wrapped)."""
+
+    total: int
+    low: int  # the lowest and highest running sum from 0 (0 itself included)
+    high: int
+
+
+@dataclass(frozen=True)
+class ExtremeSummary:
+    """The partition's last running extreme from the op's identity, and its row in the
+    partition (-1: no cell entered the scan)."""
+
+    value: Any
+    index: int
+
+
+@dataclass(frozen=True)
+class CountSummary:
+    count: int
+
+
+Summary = SumSummary | ExtremeSummary | CountSummary
+
+
+def summarize(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None) -> Summary:
+    """A column's summary over a partition. Raises what the scan raises for a cell on its
+    own (a cast that does not fit, a uint64 beyond int64): a carry changes nothing there."""
+    kind = summary_kind(spec)
+    if kind == "sum":
+        x = cast_input(spec, values, valid)
+        return sum_summary(to_acc(spec, x, _skip(spec, x, valid)))
+    if kind == "extreme":
+        return extreme_summary(spec, values, valid)
+    if kind == "count":
+        carry = initial_carry(spec)
+        kernels.scan_block(spec, values, valid, carry)
+        return CountSummary(int(carry.value["n"]))
+    raise ValueError(f"{spec.op} of {spec.in_dtype} has no summary")
+
+
+def extreme_summary(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None
+                    ) -> ExtremeSummary:
+    """The last running extreme from the identity and its row: the last row holding the
+    partition's extreme (ties go to the latest, -0.0 ties 0.0 and the row's own zero is
+    the value, as the scan re-reads it). A float partition with a NaN that is not skipped
+    is scanned instead: the NaN the scan keeps is not simply the last one."""
+    x = cast_input(spec, values, valid)
+    skip = _skip(spec, x, valid)
+    rows = None if skip is None else np.flatnonzero(~skip)
+    taken = x if rows is None else x[rows]
+    if taken.shape[0] == 0:
+        return ExtremeSummary(spec.identity, -1)
+    if taken.dtype.kind == "f" and np.isnan(taken).any():
+        # The position is wanted even where --indices is not, to apply the summary.
+        indexed = dataclasses.replace(spec, indices=True, exclusive=False)
+        carry = initial_carry(indexed)
+        kernels.scan_block(indexed, values, valid, carry)
+        return ExtremeSummary(carry.value, int(carry.index))
+    extreme = taken.min() if spec.accumulator.ufunc == "minimum" else taken.max()
+    last = int(np.flatnonzero(taken == extreme)[-1])
+    return ExtremeSummary(taken[last], last if rows is None else int(rows[last]))
+
+
+def sum_summary(terms: np.ndarray) -> SumSummary:
+    """The exact total and running extremes of int64 terms. numpy's running sum wraps; a
+    step wraps where two terms of one sign give the other (two's complement), upwards for
+    a positive term: the exact running sum is the wrapped one plus 2**64 times the net
+    count of wraps so far."""
+    if terms.shape[0] == 0:
+        return SumSummary(0, 0, 0)
+    with np.errstate(over="ignore"):
+        running = np.add.accumulate(terms)
+    before = np.empty_like(running)
+    before[0] = 0
+    before[1:] = running[:-1]
+    wrapped = ((before ^ running) & (terms ^ running)) < 0
+    if not wrapped.any():
+        return SumSummary(int(running[-1]), min(0, int(running.min())),
+                          max(0, int(running.max())))
+    turns = np.add.accumulate(np.where(wrapped, np.where(terms > 0, 1, -1), 0))
+    top, bottom = int(turns.max()), int(turns.min())
+    high = top * _WORD + int(running[turns == top].max())
+    low = bottom * _WORD + int(running[turns == bottom].min())
+    return SumSummary(int(running[-1]) + int(turns[-1]) * _WORD, min(0, low), max(0, high))
+
+
+def _sum_limits(spec: ScanSpec) -> tuple[int, int]:
+    """The running sums a scan accepts: int64's, and the output type's where narrower
+    (kernels._scan_accumulate checks both)."""
+    low, high = -(2**63), 2**63 - 1
+    out = spec.out_dtype
+    if out.kind in "iu" and out != _INT64:
+        info = np.iinfo(out)
+        low, high = max(low, int(info.min)), min(high, int(info.max))
+    return low, high
+
+
+def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
+    """The carry after a partition of `rows` rows, from the one before it and the
+    partition's summary (in place). False, leaving the carry as it was, where the
+    partition's scan from this carry raises an error (a running sum out of range)."""
+    if isinstance(summary, SumSummary):
+        before = int(carry.value)
+        if spec.overflow == "error":
+            low, high = _sum_limits(spec)
+            if before + summary.low < low or before + summary.high > high:
+                return False
+        after = before + summary.total
+        after = (after + 2**63) % _WORD - 2**63  # --overflow wrap: as int64 wraps
+        carry.value = np.array([after], dtype=spec.state_dtype)[-1].copy()
+    elif isinstance(summary, ExtremeSummary):
+        if summary.index >= 0:
+            # The partition's last record takes over the carry exactly where one element
+            # of its value would: scan that one element, at its position in the input.
+            one = dataclasses.replace(spec, skipna=False, exclusive=False)
+            offset = carry.offset
+            value = np.array([summary.value], dtype=spec.in_dtype)
+            kernels.scan_block(one, value, None, carry,
+                               np.array([offset + summary.index], dtype=np.int64))
+            carry.offset = offset
+    else:
+        state = carry.value.copy()
+        state["n"] = state["n"] + summary.count
+        carry.value = state
+    carry.offset += rows
+    return True
+
+
+# Folds ---------------------------------------------------------------------------------
+
+def fold(spec: ScanSpec, columns: list[tuple[np.ndarray, np.ndarray | None]],
+         carries: list[Carry]) -> None:
+    """Advance the carries of float64 sums, products or log-sum-exps over a partition's
+    columns of one op (`spec`'s: its op, --skipna and identity; in place): the last
+    running value of each column's scan, the same operations in the same order, without
+    the scan's output. In C where built (the columns stepped together, their chains
+    overlapping), else numpy's accumulate."""
+    xs = [cast_input(spec, values, valid) for values, valid in columns]
+    if not xs or xs[0].shape[0] == 0:
+        return
+    if SEQUENTIAL is not None:
+        start = np.array([carry.value for carry in carries], dtype=np.float64)
+        SEQUENTIAL.fold(_FOLDS[spec.accumulator.ufunc],
+                        [x.astype(np.float64, copy=False) for x in xs],
+                        [valid for _, valid in columns], spec.skipna, float(spec.identity),
+                        start)
+        for carry, value in zip(carries, start, strict=True):
+            carry.value = value.copy()
+    else:
+        for carry, x, (_, valid) in zip(carries, xs, columns, strict=True):
+            carry.value = fold_twin(spec, x, valid, carry.value)
+    for carry in carries:
+        carry.offset += xs[0].shape[0]
+
+
+def fold_twin(spec: ScanSpec, x: np.ndarray, valid: np.ndarray | None,
+              start: np.ndarray) -> np.ndarray:
+    """The fold in numpy: the local scan's own accumulate (kernels._scan_accumulate), of
+    which only the last value is kept."""
+    acc = to_acc(spec, x, _skip(spec, x, valid))
+    ufunc = getattr(np, spec.accumulator.ufunc)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ufunc(np.asarray(start)[np.newaxis], acc[:1], out=acc[:1])
+        ufunc.accumulate(acc, out=acc)
+    last: np.ndarray = acc[-1].copy()
+    return last

@@ -1,0 +1,279 @@
+"""cumtool.carries: the carried state a distributed scan passes between partitions, without
+a cluster. The oracle is always the local scan (kernels.scan_block) over the same cells:
+a partition's summary applied to a carry, or its fold, must leave the carry exactly as
+scanning the partition does (values bit for bit, indices, offsets), and a summary must say
+"this scan fails" exactly where the scan raises."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+from cumtool import carries, kernels
+from cumtool.blocks import initial_carry
+from cumtool.errors import ScanOverflowError
+
+SPECIAL = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+
+
+def _bits(value: object) -> bytes:
+    return np.asarray(value).tobytes()
+
+
+def _floats(rng: np.random.Generator, rows: int, op: str) -> np.ndarray:
+    if op == "cumprod":
+        x = rng.choice([1.0001, 0.9999, -1.0, 1.0, 2.0, -0.0, 0.0], rows)
+    else:
+        x = rng.normal(0, 3, rows)
+    for value in SPECIAL:
+        if rows:
+            x[rng.integers(0, rows)] = value
+    return x
+
+
+def _valid(rng: np.random.Generator, rows: int) -> np.ndarray | None:
+    return None if rng.random() < 0.4 else rng.random(rows) > 0.2
+
+
+@pytest.fixture(params=["c", "twin"])
+def fold_path(request, monkeypatch) -> str:
+    """The fold in C and in its numpy twin: both must give the local scan's bits."""
+    if request.param == "twin":
+        monkeypatch.setattr(carries, "SEQUENTIAL", None)
+    elif carries.SEQUENTIAL is None:
+        pytest.fail("the C extension _sequential is not built: run setup.py build_ext")
+    return str(request.param)
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+@pytest.mark.parametrize("skipna", [False, True])
+def test_a_fold_leaves_the_carry_a_scan_leaves(fold_path, op, skipna):
+    rng = np.random.default_rng(11)
+    spec = kernels.make_spec(op, np.dtype(np.float64), skipna=skipna)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(60):
+            rows, width = int(rng.integers(0, 400)), int(rng.integers(1, 12))
+            columns = [(_floats(rng, rows, op), _valid(rng, rows)) for _ in range(width)]
+            starts = rng.choice([0.0, -0.0, 1.5, -3.0, np.inf, -np.inf, np.nan], width)
+            folded = [initial_carry(spec) for _ in range(width)]
+            scanned = [initial_carry(spec) for _ in range(width)]
+            for a, b, start in zip(folded, scanned, starts, strict=True):
+                a.value = b.value = np.float64(start)
+                a.offset = b.offset = 5
+            carries.fold(spec, columns, folded)
+            for (x, valid), carry in zip(columns, scanned, strict=True):
+                kernels.scan_block(spec, x, valid, carry)
+            for a, b in zip(folded, scanned, strict=True):
+                assert _bits(a.value) == _bits(b.value)
+                assert a.offset == b.offset
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
+@pytest.mark.parametrize("width", [8, 17])
+def test_whole_columns_eight_at_a_time(fold_path, op, width):
+    """Columns with no cell skipped go eight at a time through the C fold's fast loop
+    (the rest, and a strided column, through the general one)."""
+    rng = np.random.default_rng(width)
+    spec = kernels.make_spec(op, np.dtype(np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for rows in (0, 1, 5, 1000):
+            columns = [(_floats(rng, rows, op), None) for _ in range(width)]
+            columns[-1] = (np.repeat(columns[-1][0], 2)[::2], None)  # strided
+            folded = [initial_carry(spec) for _ in range(width)]
+            scanned = [initial_carry(spec) for _ in range(width)]
+            for a, b, start in zip(folded, scanned, rng.choice([0.0, -0.0, np.nan, -np.inf],
+                                                               width), strict=True):
+                a.value = b.value = np.float64(start)
+            carries.fold(spec, columns, folded)
+            for (x, valid), carry in zip(columns, scanned, strict=True):
+                kernels.scan_block(spec, x, valid, carry)
+            assert [_bits(a.value) for a in folded] == [_bits(b.value) for b in scanned]
+
+
+def test_a_running_nan_keeps_its_sign(fold_path):
+    """-inf + inf makes x86's default NaN (sign set); a later NaN cell (sign clear) must
+    not replace it, as the scan keeps the running value's NaN."""
+    spec = kernels.make_spec("cumsum", np.dtype(np.float64))
+    x = np.array([np.inf, 1.0, np.nan, 2.0])
+    folded, scanned = initial_carry(spec), initial_carry(spec)
+    folded.value = scanned.value = np.float64(-np.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        carries.fold(spec, [(x, None)], [folded])
+        kernels.scan_block(spec, x, None, scanned)
+    assert _bits(folded.value) == _bits(scanned.value)
+
+
+def test_float32_and_a_dtype_cast_fold_in_float64(fold_path):
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 1e3, 1000)
+    for source, dtype in [(np.float32, None), (np.float64, np.dtype(np.float32))]:
+        spec = kernels.make_spec("cumsum", np.dtype(source), dtype)
+        folded, scanned = initial_carry(spec), initial_carry(spec)
+        carries.fold(spec, [(x.astype(source), None)], [folded])
+        kernels.scan_block(spec, x.astype(source), None, scanned)
+        assert _bits(folded.value) == _bits(scanned.value)
+
+
+# Integer sums --------------------------------------------------------------------------
+
+def _exact(terms: np.ndarray) -> tuple[int, int, int]:
+    running, low, high = 0, 0, 0
+    for term in terms.tolist():
+        running += term
+        low, high = min(low, running), max(high, running)
+    return running, low, high
+
+
+@pytest.mark.parametrize("scale", [10, 2**40, 2**61, 2**63 - 1])
+def test_an_integer_summary_is_exact_past_int64(scale):
+    rng = np.random.default_rng(scale % 1000)
+    for _ in range(20):
+        rows = int(rng.integers(0, 300))
+        terms = rng.integers(-scale, scale, rows, dtype=np.int64, endpoint=True)
+        if rng.random() < 0.3:  # a run of one sign: wraps the same way several times
+            terms = np.abs(terms)
+        summary = carries.sum_summary(terms)
+        assert (summary.total, summary.low, summary.high) == _exact(terms)
+
+
+def _terms(rng: np.random.Generator, rows: int, source: np.dtype,
+           out: np.dtype) -> np.ndarray:
+    """Terms of about a third of the output's range, so that a few partitions overflow."""
+    if source.kind == "b":
+        return rng.random(rows) < 0.9
+    top = min(int(np.iinfo(source).max), int(np.iinfo(out).max)) // 3
+    bottom = -top if np.iinfo(source).min < 0 else 0
+    return rng.integers(bottom, top, rows, endpoint=True).astype(source)
+
+
+def _scan_fails(spec, x, valid, carry) -> bool:
+    try:
+        kernels.scan_block(spec, x, valid, carry)
+    except ScanOverflowError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize(("source", "dtype", "overflow"), [
+    (np.int64, None, "error"), (np.int64, None, "wrap"), (np.int32, np.dtype(np.int32), "error"),
+    (np.int64, np.dtype(np.int16), "error"), (np.int16, np.dtype(np.int16), "wrap"),
+    (np.bool_, np.dtype(np.int8), "error"), (np.uint8, np.dtype(np.uint8), "error"),
+])
+def test_a_sum_summary_fails_exactly_where_the_scan_fails(source, dtype, overflow):
+    """Partitions chained through their summaries: every carry is the scan's, and the
+    first partition whose scan raises is the first whose summary says so, whether its
+    own sum overflows or only the carry takes it out of range."""
+    rng = np.random.default_rng(3)
+    spec = kernels.make_spec("cumsum", np.dtype(source), dtype, overflow=overflow)
+    outcomes = set()
+    for _ in range(40):
+        applied, scanned = initial_carry(spec), initial_carry(spec)
+        for _ in range(int(rng.integers(1, 12))):
+            rows = int(rng.integers(0, 60))
+            x = _terms(rng, rows, np.dtype(source), spec.out_dtype)
+            valid = _valid(rng, rows)
+            summary = carries.summarize(spec, x, valid)
+            expected = copy.deepcopy(scanned)
+            fails = _scan_fails(spec, x, valid, scanned)
+            outcomes.add(fails)
+            assert carries.advance(spec, applied, summary, rows) is not fails
+            if fails:
+                assert _bits(applied.value) == _bits(expected.value)  # left as it was
+                break
+            assert _bits(applied.value) == _bits(scanned.value)
+            assert applied.offset == scanned.offset
+    assert outcomes == ({False} if overflow == "wrap" else {False, True})
+
+
+def test_a_carry_can_bring_a_partition_back_in_range():
+    """A partition whose own running sum passes int64's top does not overflow after a
+    negative carry: a summary that said it fails would report an error the local engine
+    never raises."""
+    spec = kernels.make_spec("cumsum", np.dtype(np.int64))
+    x = np.array([2**62, 2**62, 5], dtype=np.int64)
+    alone = initial_carry(spec)
+    assert _scan_fails(spec, x, None, alone)
+    carry = initial_carry(spec)
+    carry.value = np.int64(-(2**62))
+    scanned = copy.deepcopy(carry)
+    assert carries.advance(spec, carry, carries.summarize(spec, x, None), 3)
+    kernels.scan_block(spec, x, None, scanned)
+    assert _bits(carry.value) == _bits(scanned.value) == _bits(np.int64(2**62 + 5))
+
+
+def test_a_cell_that_does_not_fit_fails_the_summary():
+    spec = kernels.make_spec("cumsum", np.dtype(np.int64), np.dtype(np.int8))
+    with pytest.raises(ScanOverflowError, match="does not fit int8"):
+        carries.summarize(spec, np.array([1, 300], dtype=np.int64), None)
+
+
+# Extremes and counts ----------------------------------------------------------------
+
+def _extreme_values(rng: np.random.Generator, rows: int, kind: str) -> np.ndarray:
+    if kind == "f":
+        x = rng.choice([-1.5, -0.0, 0.0, 2.0, 3.0, np.inf, -np.inf], rows)
+        if rows and rng.random() < 0.3:
+            x[rng.integers(0, rows)] = np.nan
+        return x
+    if kind == "b":
+        return rng.random(rows) < 0.3
+    return rng.integers(-3, 4, rows)
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("kind", ["f", "i", "b"])
+@pytest.mark.parametrize("options", [{}, {"indices": True}, {"skipna": True},
+                                     {"indices": True, "exclusive": True}])
+def test_extremes_and_their_positions_through_summaries(op, kind, options):
+    rng = np.random.default_rng(len(op) + ord(kind))
+    source = {"f": np.float64, "i": np.int64, "b": np.bool_}[kind]
+    spec = kernels.make_spec(op, np.dtype(source), **options)
+    for _ in range(40):
+        applied, scanned = initial_carry(spec), initial_carry(spec)
+        for _ in range(int(rng.integers(1, 7))):
+            rows = int(rng.integers(0, 12))
+            x, valid = _extreme_values(rng, rows, kind), _valid(rng, rows)
+            summary = carries.summarize(spec, x, valid)
+            assert carries.advance(spec, applied, summary, rows)
+            kernels.scan_block(spec, x, valid, scanned)
+            assert _bits(applied.value) == _bits(scanned.value)
+            if options.get("indices"):
+                assert int(applied.index) == int(scanned.index)
+            assert applied.offset == scanned.offset
+
+
+@pytest.mark.parametrize("options", [{}, {"skipna": True}, {"exclusive": True}])
+def test_counts_through_summaries(options):
+    rng = np.random.default_rng(9)
+    spec = kernels.make_spec("cumcount", np.dtype(np.float64), **options)
+    applied, scanned = initial_carry(spec), initial_carry(spec)
+    for _ in range(30):
+        rows = int(rng.integers(0, 50))
+        x, valid = _floats(rng, rows, "cumsum"), _valid(rng, rows)
+        assert carries.advance(spec, applied, carries.summarize(spec, x, valid), rows)
+        kernels.scan_block(spec, x, valid, scanned)
+        assert _bits(applied.value) == _bits(scanned.value)
+        assert applied.offset == scanned.offset
+
+
+def test_which_ops_have_summaries():
+    f8, i8 = np.dtype(np.float64), np.dtype(np.int64)
+    kinds = {(op, dtype.name[0], tuple(options.items())): carries.summary_kind(
+        kernels.make_spec(op, dtype, **options))
+        for op in ("cumsum", "cumprod", "cummax", "cumcount", "logcumsumexp", "cummean")
+        for dtype in (f8, i8) for options in ({}, {"exclusive": True})}
+    assert kinds[("cumsum", "i", ())] == "sum"
+    assert kinds[("cumsum", "i", (("exclusive", True),))] is None  # pending overflows
+    assert kinds[("cumsum", "f", ())] is None
+    assert kinds[("cumprod", "i", ())] is None
+    assert kinds[("cummax", "f", (("exclusive", True),))] == "extreme"
+    assert kinds[("cumcount", "f", ())] == "count"
+    assert kinds[("cummean", "i", ())] is None
+    assert carries.foldable(kernels.make_spec("logcumsumexp", f8))
+    assert not carries.foldable(kernels.make_spec("cumsum", f8, compensated=True))

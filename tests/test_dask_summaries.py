@@ -1,0 +1,242 @@
+"""--engine dask without a chain: integer cumsum, cummax/cummin (and their positions) and
+cumcount are summarized per partition in parallel, the summaries applied on the client,
+and every partition scanned from its carry. The local engine is the oracle: the same
+bytes on standard output, the same exit code and the same `Error:` line, for overflows
+in a later partition, only through the carry, and in several files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+distributed = pytest.importorskip(
+    "distributed", reason="dask is not installed: pip install 'cumtool[dask]'")
+
+from cumtool import distributed as engine  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(autouse=True)
+def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row group its own partition (and every 64 bytes of a CSV, unless a test
+    says otherwise)."""
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> str:
+    """Worker threads over TCP: task arguments and results are serialized as between
+    processes."""
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       protocol="tcp://", **engine.QUIET_CLUSTER)
+    yield cluster.scheduler_address
+    cluster.close()
+
+
+@pytest.fixture
+def no_chain(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Fails a run that builds the chain of carries (and counts the runs that do not)."""
+    runs: list[int] = []
+    summarized = engine._summarized_results
+
+    def chain(*args, **kwargs):
+        raise AssertionError("a chain of carries was built")
+
+    def counted(*args, **kwargs):
+        runs.append(1)
+        return summarized(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_chained_results", chain)
+    monkeypatch.setattr(engine, "_summarized_results", counted)
+    return runs
+
+
+def _parquet(path: Path, columns: dict[str, object], group: int) -> Path:
+    pq.write_table(pa.table(columns), path, row_group_size=group)
+    assert pq.ParquetFile(path).metadata.num_row_groups > 1
+    return path
+
+
+def _both(invoke, scheduler: str, args: list[str]) -> tuple[object, object]:
+    local = invoke(*args)
+    dask = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr)
+    if local.exit_code == 0:  # (after an error, standard output holds what came before)
+        assert dask.stdout_bytes == local.stdout_bytes
+    return local, dask
+
+
+def _ints(rows: int, seed: int) -> dict[str, object]:
+    rng = np.random.default_rng(seed)
+    ties = rng.integers(-3, 4, rows)
+    return {
+        "i": pa.array(rng.integers(-10**6, 10**6, rows), pa.int64()),
+        "t": pa.array(ties, pa.int16()),
+        "m": pa.array([None if k % 7 == 2 else int(v) for k, v in enumerate(ties)],
+                      pa.int64()),
+        "b": pa.array(rng.random(rows) < 0.5),
+        "f": pa.array(np.where(rng.random(rows) < 0.1, -0.0, rng.integers(-2, 3, rows)
+                               ).astype(np.float64)),
+        "s": pa.array([f"x{k}" for k in range(rows)]),
+    }
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param(["cumsum", "-c", "i,t,m,b"], id="cumsum"),
+    pytest.param(["cummax", "--indices"], id="cummax-indices"),
+    pytest.param(["cummin", "--indices", "--exclusive"], id="cummin-indices-exclusive",
+                 marks=pytest.mark.slow),
+    pytest.param(["cummax", "--skipna"], id="cummax-skipna",
+                 marks=pytest.mark.slow),
+    pytest.param(["cumcount"], id="cumcount"),
+    pytest.param(["cumsum,cummax,cumcount", "-c", "i,m"], id="several-ops",
+                 marks=pytest.mark.slow),
+    pytest.param(["cumsum", "-c", "t", "--dtype", "int32", "--keep"], id="dtype",
+                 marks=pytest.mark.slow),
+])
+def test_associative_ops_give_the_local_bytes_without_a_chain(invoke, scheduler, no_chain,
+                                                              tmp_path, args):
+    path = _parquet(tmp_path / "n.parquet", _ints(400, 1), 23)
+    _both(invoke, scheduler, [args[0], str(path), "--to", "csv", *args[1:]])
+    assert no_chain == [1]
+
+
+def test_floats_still_take_the_chain(invoke, scheduler, tmp_path, monkeypatch):
+    built: list[int] = []
+    chain = engine._chained_results
+    monkeypatch.setattr(engine, "_chained_results",
+                        lambda *a, **k: built.append(1) or chain(*a, **k))
+    path = _parquet(tmp_path / "f.parquet", _ints(300, 2), 31)
+    _both(invoke, scheduler, ["cumsum", str(path), "-c", "i,f", "--to", "csv"])
+    assert built == [1]
+
+
+def _overflowing(path: Path, at: dict[int, int], rows: int = 300, group: int = 20) -> Path:
+    values = [1] * rows
+    for row, value in at.items():
+        values[row] = value
+    return _parquet(path, {"n": pa.array(values, pa.int64())}, group)
+
+
+BIG = 2**62
+
+
+@pytest.mark.parametrize(("at", "row"), [
+    # Each row group is in range alone; the carry takes row 150 past int64's top.
+    pytest.param({40: BIG, 149: BIG}, 150, id="only-through-the-carry"),
+    # Row group 15 (rows 301 on) overflows alone, but the carry overflows first, at 150.
+    pytest.param({40: BIG, 149: BIG, 280: -BIG, 281: -BIG, 282: -BIG, 283: -BIG}, 150,
+                 id="carry-before-a-later-partition"),
+    # A later partition overflows alone, and nothing before it does.
+    pytest.param({281: BIG, 282: BIG}, 283, id="a-later-partition-alone"),
+    # Going down: past int64's bottom through the carry.
+    pytest.param({10: -BIG, 70: -BIG, 130: -BIG}, 131, id="downwards",
+                 marks=pytest.mark.slow),
+])
+def test_the_first_overflow_in_file_order(invoke, scheduler, no_chain, tmp_path, at, row):
+    path = _overflowing(tmp_path / "o.parquet", at)
+    local, _ = _both(invoke, scheduler, ["cumsum", str(path)])
+    assert local.exit_code == 1
+    assert f"row {row}:" in local.stderr
+
+
+def test_a_carry_that_brings_a_partition_back_in_range(invoke, scheduler, no_chain,
+                                                       tmp_path):
+    """Rows 21-40 overflow if summed alone; after the first row group's -2**62 they do not:
+    no error, the local bytes (a hybrid that tested each partition alone would fail)."""
+    path = _overflowing(tmp_path / "o.parquet", {5: -BIG, 25: BIG, 26: BIG})
+    local, _ = _both(invoke, scheduler, ["cumsum", str(path), "--to", "csv"])
+    assert local.exit_code == 0
+
+
+def test_a_narrow_dtype_overflows_through_the_carry(invoke, scheduler, no_chain, tmp_path):
+    path = _parquet(tmp_path / "o.parquet", {"n": pa.array([1000] * 200, pa.int64())}, 10)
+    local, _ = _both(invoke, scheduler, ["cumsum", str(path), "--dtype", "int16"])
+    assert local.exit_code == 1
+    assert "row 33:" in local.stderr  # 33 * 1000 > 32767
+
+
+@pytest.mark.parametrize("args", [[], ["--overflow", "wrap"]])
+def test_csv_byte_ranges_name_the_overflows_line(invoke, scheduler, no_chain, monkeypatch,
+                                                 tmp_path, args):
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 256)
+    lines = ["id,x"] + [f"{k},{BIG if k in (150, 260) else k}" for k in range(400)]
+    path = tmp_path / "o.csv"
+    path.write_text("\n".join(lines) + "\n")
+    local, _ = _both(invoke, scheduler, ["cumsum", str(path), "-c", "x", *args])
+    assert local.exit_code == (0 if args else 1)
+
+
+def test_a_bad_cell_after_an_overflow_and_an_overflow_after_a_bad_cell(
+        invoke, scheduler, no_chain, monkeypatch, tmp_path):
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 256)
+    for bad, big in [(300, (100, 200)), (100, (200, 300))]:
+        lines = ["x"] + ["oops" if k == bad else str(BIG if k in big else 1)
+                         for k in range(400)]
+        path = tmp_path / f"b{bad}.csv"
+        path.write_text("\n".join(lines) + "\n")
+        local, _ = _both(invoke, scheduler, ["cumsum", str(path), "-c", "x"])
+        assert local.exit_code == 1
+        assert f"row {bad + 1} (line {bad + 2})" in local.stderr  # a named column's text
+
+
+def test_a_list_of_files_counts_rows_in_each(invoke, scheduler, no_chain, tmp_path):
+    """The carry goes on from file to file; the overflow names the row in its own file."""
+    first = _overflowing(tmp_path / "a.parquet", {10: BIG}, rows=100)
+    second = _overflowing(tmp_path / "b.parquet", {70: BIG}, rows=100)
+    for args in (["--to", "csv"], ["-o", str(tmp_path / "out") + "/"]):
+        local = invoke("cumsum", str(first), str(second), *args)
+        dask = invoke("cumsum", str(first), str(second), *args, "--engine", "dask",
+                      "--scheduler", scheduler)
+        assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr)
+        assert local.exit_code == 1
+        assert f"{second}: column 'n', row 71:" in local.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_indices_count_across_files(invoke, scheduler, no_chain, tmp_path):
+    paths = [_parquet(tmp_path / f"p{k}.parquet", _ints(120, k), 17) for k in range(3)]
+    _both(invoke, scheduler, ["cummax", *map(str, paths), "--indices", "--to", "csv"])
+    assert no_chain == [1]
+
+
+def test_dates_and_decimals(invoke, scheduler, no_chain, tmp_path):
+    """A date column's extremes and a decimal column's exact sum, as the local engine's."""
+    import datetime
+    import decimal
+
+    rng = np.random.default_rng(8)
+    days = rng.integers(0, 3000, 200)
+    path = _parquet(tmp_path / "d.parquet", {
+        "day": pa.array([None if k % 13 == 5 else datetime.date(2020, 1, 1)
+                         + datetime.timedelta(days=int(d)) for k, d in enumerate(days)]),
+        "amount": pa.array([decimal.Decimal(int(v)) / 100 for v in
+                            rng.integers(-10**6, 10**6, 200)], pa.decimal128(12, 2)),
+    }, 17)
+    for op in (["cummax", "-c", "day", "--indices"], ["cummin", "-c", "day"],
+               ["cumsum", "-c", "amount"]):
+        local, _ = _both(invoke, scheduler, [op[0], str(path), "--to", "csv", *op[1:]])
+        assert local.exit_code == 0, local.stderr
+    assert len(no_chain) == 3
+
+
+def test_a_fault_in_a_summary_is_one_line_and_puts_nothing_in_place(
+        invoke, scheduler, monkeypatch, tmp_path):
+    path = _overflowing(tmp_path / "o.parquet", {})
+
+    def broken(*_args):
+        raise ZeroDivisionError("a fault inside the summary")
+
+    monkeypatch.setattr(engine, "summarize_partition", broken)
+    result = invoke("cumsum", str(path), "-o", str(tmp_path / "out.csv"), "--engine", "dask",
+                    "--scheduler", scheduler)
+    assert (result.exit_code, result.stderr) == (
+        1, f"Error: {path}: a Dask task failed: ZeroDivisionError: a fault inside the "
+           "summary\n")
+    assert sorted(os.listdir(tmp_path)) == ["o.parquet"]
