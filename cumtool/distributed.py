@@ -155,10 +155,9 @@ def _first_record_end(head: bytes) -> int | None:
         start = 3
     while start < len(head) and head[start] in b"\r\n":
         start += 1
-    data = np.frombuffer(head, dtype=np.uint8, offset=start)
-    newlines = np.flatnonzero(data == ord("\n"))
-    quotes = np.flatnonzero(data == ord('"'))
-    outside = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+    from cumtool.formats.csv import dialect
+
+    outside = dialect.record_ends(np.frombuffer(head, dtype=np.uint8, offset=start))
     return start + int(outside[0]) + 1 if outside.shape[0] else None
 
 
@@ -172,11 +171,12 @@ def quote_layout(location: str, start: int, end: int) -> tuple[int, int, int]:
         stream = _open(location, stack)
         stream.seek(start)
         chunk = stream.read(end - start)
+    from cumtool.formats.csv import dialect
+
     data = np.frombuffer(chunk, dtype=np.uint8)
     newlines = np.flatnonzero(data == ord("\n"))
     quotes = np.flatnonzero(data == ord('"'))
-    before = np.searchsorted(quotes, newlines) % 2
-    firsts = [newlines[before == parity] for parity in (0, 1)]
+    firsts = [newlines[dialect.outside_quotes(quotes, newlines, parity)] for parity in (0, 1)]
     outside, inside = (int(f[0]) if f.shape[0] else -1 for f in firsts)
     return int(quotes.shape[0] % 2), outside, inside
 
@@ -654,9 +654,7 @@ def _job(request: Request, output_dir: str | None) -> Job:
         options = table_options(request, out)
         plan = make_plan(request.op, request.axis, dtype, table.schema, table.name, options,
                          table.hints, **request.scan_options())
-        if out.format == "npy" and request.indices:
-            raise UsageError("--indices with .npy output needs .npy input; write csv or "
-                             "parquet")
+        request.check_table_output(out.format)
         return Job(request, plan, table.schema, table.name, out, kind, request.batch_rows)
 
 
