@@ -53,6 +53,7 @@ from cumtool.errors import (
 )
 from cumtool.formats import FileKind
 from cumtool.formats.registry import DELIMITED, kind_from_name
+from cumtool.inputs import InputFile, relative_outputs
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -606,16 +607,20 @@ def run(request: Request) -> None:
         raise UsageError(f"{option('engine', 'dask')} reads files as they are; the keys of a "
                          "hive-partitioned folder (year=2026/...) are columns only on the "
                          f"local engine ({option('engine', 'local')})")
-    paths = [request.input] if files is None else [f.path for f in files]
     output_dir = request.output if inputs.per_input_output(request.output) else None
-    run_paths(request, paths, output_dir)
+    run_paths(request, [request.input] if files is None else files, output_dir)
 
 
-def run_paths(request: Request, inputs: Sequence[str], output_dir: str | None = None) -> None:
+def run_paths(request: Request, given: Sequence[str | InputFile],
+              output_dir: str | None = None) -> None:
     """The inputs, in the order given, as one stream: one output (-o or standard output),
-    or with `output_dir` one output per input, under the inputs' names relative to their
-    common folder. Outputs are staged in a hidden folder and moved into place only when
-    every partition succeeded (on an object store, a _SUCCESS marker follows them)."""
+    or with `output_dir` one output per input, named as the local engine names them
+    (inputs.relative_outputs: a path given alone by its file name). Outputs are staged in
+    a hidden folder and moved into place only when every partition succeeded (on an
+    object store, a _SUCCESS marker follows them)."""
+    files = [f if isinstance(f, InputFile) else InputFile(f, posixpath.basename(f))
+             for f in given]
+    inputs = [f.path for f in files]
     if not inputs:
         raise UsageError("no inputs to scan")
     request = dataclasses.replace(request, input=inputs[0])
@@ -623,7 +628,7 @@ def run_paths(request: Request, inputs: Sequence[str], output_dir: str | None = 
     with connect(request) as client:
         job = _job(request, output_dir)
         if output_dir is not None:
-            _run_to_folder(client, job, list(inputs), output_dir)
+            _run_to_folder(client, job, files, output_dir)
             return
         parts: list[Partition] = []
         for name in inputs:
@@ -960,34 +965,7 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
         write_all(sink, (batch for table in results for batch in table.to_batches()))
 
 
-def output_names(inputs: list[str], to_format: str | None) -> list[str]:
-    """Each input's name relative to the inputs' common folder (with --to, its extension
-    changed to the format's)."""
-    paths = [remote.scheme(i) + "/" + i.split("://", 1)[1] if remote.is_url(i)
-             else os.path.abspath(i) for i in inputs]
-    if len(paths) == 1:
-        common = posixpath.dirname(paths[0].replace(os.sep, "/"))
-    else:
-        common = posixpath.commonpath([posixpath.dirname(p.replace(os.sep, "/"))
-                                       for p in paths])
-    names = [posixpath.relpath(p.replace(os.sep, "/"), common) for p in paths]
-    if to_format:
-        names = [_with_extension(n, to_format.lower()) for n in names]
-    if len(set(names)) != len(names):
-        raise UsageError("two inputs would write the same output name; give them "
-                         "different names")
-    return names
-
-
-def _with_extension(name: str, fmt: str) -> str:
-    kind = kind_from_name(name)
-    stem = name
-    if kind is not None:
-        stem = stem.rsplit(".", 2 if kind.compression else 1)[0]
-    return f"{stem}.{fmt}"
-
-
-def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) -> None:
+def _run_to_folder(client: Any, job: Job, files: list[InputFile], output_dir: str) -> None:
     """One task chain link per input file, each written whole by its worker into a hidden
     staging folder, then moved into place once every file succeeded."""
     given = output_dir  # messages name the outputs under it as the user did
@@ -999,7 +977,9 @@ def _run_to_folder(client: Any, job: Job, inputs: list[str], output_dir: str) ->
         made = not os.path.exists(output_dir)
     else:
         remote.check_output_url(output_dir)
-    names = output_names(inputs, job.request.to_format)
+    to_format = job.request.to_format
+    names = relative_outputs(files, given, f".{to_format.lower()}" if to_format else None)
+    inputs = [f.path for f in files]
     staging = remote.join(output_dir, f".cumtool-staging-{uuid.uuid4().hex[:12]}")
     parts = [_whole_file(job, name, remote.join(staging, relative),
                          remote.join(given, relative))
@@ -1042,6 +1022,7 @@ def _move(source: str, target: str) -> None:
             raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
         return
     try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)  # a name in a subfolder
         os.replace(source, target)
     except OSError as error:
         raise OutputError(f"cannot write {target}: {error.strerror or error}") from None

@@ -178,20 +178,27 @@ def check(inputs: tuple[str, ...], output: str | None, *, reverse: bool, state: 
 
 
 def output_names(files: list[InputFile], directory: str, extension: str | None) -> list[str]:
-    """Where each input's output goes under `directory`: its relative name, with
-    `extension` in place of its own when --to changes the format."""
+    """Where each input's output goes under `directory` (`relative_outputs`, joined)."""
+    return [os.path.join(directory, name)
+            for name in relative_outputs(files, directory, extension)]
+
+
+def relative_outputs(files: list[InputFile], directory: str, extension: str | None
+                     ) -> list[str]:
+    """Each input's output name under -o `directory`, for every engine: its name relative
+    to its argument (`InputFile.relative`), with `extension` (".csv") in place of its own
+    when --to changes the format."""
     targets: dict[str, str] = {}
     names = []
     for f in files:
         relative = f.relative
         if extension is not None:
             relative = _strip_extension(relative) + extension
-        target = os.path.join(directory, relative)
-        if target in targets:
+        if relative in targets:
             raise UsageError(f"-o {directory} would write {relative} twice: from "
-                             f"{targets[target]} and from {f.path}")
-        targets[target] = f.path
-        names.append(target)
+                             f"{targets[relative]} and from {f.path}")
+        targets[relative] = f.path
+        names.append(relative)
     return names
 
 

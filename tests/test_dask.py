@@ -699,3 +699,35 @@ def test_any_cut_of_a_csv_gives_the_local_bytes(invoke, scheduler, tmp_path, row
     assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr)
     if local.exit_code == 0:
         assert dask.stdout_bytes == local.stdout_bytes
+
+
+def test_a_folder_of_subfolders_is_named_as_the_local_engine_names_it(invoke, scheduler,
+                                                                      tmp_path):
+    data = tmp_path / "data" / "2024"
+    data.mkdir(parents=True)
+    (data / "x.csv").write_bytes(b"a\n1\n2\n")
+    (data / "y.csv").write_bytes(b"a\n3\n")
+    local = invoke("cumsum", str(tmp_path / "data"), "-o", str(tmp_path / "local") + "/")
+    dask = invoke("cumsum", str(tmp_path / "data"), "-o", str(tmp_path / "dask") + "/",
+                  "--engine", "dask", "--scheduler", scheduler)
+    assert (local.exit_code, dask.exit_code) == (0, 0)
+    for name in ("2024/x.csv", "2024/y.csv"):
+        assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "local" / name
+                                                            ).read_bytes()
+    assert (tmp_path / "dask" / "2024" / "x.csv").read_bytes() == b"a\n1\n3\n"
+
+
+def test_two_inputs_of_one_name_are_refused_as_the_local_engine_refuses_them(
+        invoke, scheduler, tmp_path):
+    for sub, value in (("a", b"1"), ("b", b"2")):
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "z.csv").write_bytes(b"a\n" + value + b"\n")
+    args = [str(tmp_path / "a" / "z.csv"), str(tmp_path / "b" / "z.csv"), "-o",
+            str(tmp_path / "out") + "/"]
+    local = invoke("cumsum", *args)
+    dask = invoke("cumsum", *args, "--engine", "dask", "--scheduler", scheduler)
+    assert local.exit_code == dask.exit_code == 2
+    assert local.stderr == dask.stderr == (
+        f"Error: -o {tmp_path / 'out'}/ would write z.csv twice: from "
+        f"{tmp_path / 'a' / 'z.csv'} and from {tmp_path / 'b' / 'z.csv'}\n")
+    assert not (tmp_path / "out").exists()
