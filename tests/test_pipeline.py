@@ -7,6 +7,7 @@ where the Python steps must word or read a cell."""
 from __future__ import annotations
 
 import io
+import os
 import types
 from pathlib import Path
 from typing import Any
@@ -177,7 +178,7 @@ _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"na
 
 
 @pytest.mark.slow
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=int(os.environ.get("CUMTOOL_PIPELINE_EXAMPLES", "150")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.lists(_CELLS, min_size=3, max_size=3), min_size=1, max_size=40),
        op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "cumsum,cummin"]),
