@@ -1629,129 +1629,114 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
     s->rows = row0;
 }
 
-/* --by's scan: each row from its group's running value, by the rules below. */
-static void chunk_scan_groups(Pipeline *p, Slot *s)
+/* One step of a running value: numpy's accumulate from the identity, cell by cell. A
+   missing cell adds 0.0 (or multiplies by 1.0), which turns a running -0.0 into 0.0, and
+   leaves a max or min as it was; in a max or min a NaN wins and stays, and a tie takes
+   the latest (-0.0 and 0.0: torch keeps the last tied element). */
+static inline double step_double(int op, double v, double x, int missing)
 {
-    if (number_groups(p, s) < 0) {
+    switch (op) {
+    case OP_SUM: return v + (missing ? 0.0 : x);
+    case OP_PROD: return v * (missing ? 1.0 : x);
+    case OP_MAX: return !missing && (isnan(x) || x >= v) ? x : v;
+    default: return !missing && (isnan(x) || x <= v) ? x : v;
+    }
+}
+
+/* The same for int64: 1 where the exact value leaves int64 (the Python steps word it). */
+static inline int step_int(int op, int64_t v, int64_t x, int missing, int64_t *next)
+{
+    *next = v;
+    if (missing)
+        return 0;
+    switch (op) {
+    case OP_SUM: return __builtin_add_overflow(v, x, next);
+    case OP_PROD: return __builtin_mul_overflow(v, x, next);
+    case OP_MAX: *next = x >= v ? x : v; return 0;
+    default: *next = x <= v ? x : v; return 0;
+    }
+}
+
+/* A column's cells scanned by one op, from *running (a constant op: the step inlines
+   into a loop of its own). 0, or 1 at an int64 overflow (*running is then past use). */
+#define SCAN_DOUBLES(OP) \
+    for (Py_ssize_t r = 0; r < rows; r++) \
+        y[r] = v = step_double(OP, v, x[r], missing[r])
+
+static int scan_doubles(int op, const double *x, const unsigned char *missing, double *y,
+                        Py_ssize_t rows, double *running)
+{
+    double v = *running;
+    switch (op) {
+    case OP_SUM: SCAN_DOUBLES(OP_SUM); break;
+    case OP_PROD: SCAN_DOUBLES(OP_PROD); break;
+    case OP_MAX: SCAN_DOUBLES(OP_MAX); break;
+    default: SCAN_DOUBLES(OP_MIN); break;
+    }
+    *running = v;
+    return 0;
+}
+
+#define SCAN_INTS(OP) \
+    for (Py_ssize_t r = 0; r < rows; r++) { \
+        if (step_int(OP, v, x[r], missing[r], &v)) \
+            return 1; \
+        y[r] = v; \
+    }
+
+static int scan_ints(int op, const int64_t *x, const unsigned char *missing, int64_t *y,
+                     Py_ssize_t rows, int64_t *running)
+{
+    int64_t v = *running;
+    switch (op) {
+    case OP_SUM: SCAN_INTS(OP_SUM); break;
+    case OP_PROD: SCAN_INTS(OP_PROD); break;
+    case OP_MAX: SCAN_INTS(OP_MAX); break;
+    default: SCAN_INTS(OP_MIN); break;
+    }
+    *running = v;
+    return 0;
+}
+
+/* Scan a chunk from the carried values (one thread at a time, in chunk order); under
+   --by each row from its group's running value. */
+static void chunk_scan(Pipeline *p, Slot *s)
+{
+    if (p->n_keys && number_groups(p, s) < 0) {
         s->stop = STOP_MEMORY;
         return;
     }
     const Py_ssize_t cap = s->row_capacity, rows = s->rows;
     const int64_t *ids = s->group_ids;
     for (Py_ssize_t j = 0; j < p->n_scans; j++) {
-        const ScanPlan *scan = &p->scans[j];
-        const char *in = s->numbers + (size_t)scan->parsed * (size_t)cap * 8;
-        const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
-        char *out = s->numbers + (size_t)scan->result * (size_t)cap * 8;
-        if (scan->ints) {
-            const int64_t *x = (const int64_t *)in;
-            int64_t *y = (int64_t *)out, *running = scan->groups;
-            for (Py_ssize_t r = 0; r < rows; r++) {
-                const int64_t v = running[ids[r]];
-                int64_t next = v;
-                if (!missing[r]) {
-                    int bad = 0;
-                    switch (scan->op) {
-                    case OP_SUM: bad = __builtin_add_overflow(v, x[r], &next); break;
-                    case OP_PROD: bad = __builtin_mul_overflow(v, x[r], &next); break;
-                    case OP_MAX: next = x[r] >= v ? x[r] : v; break;
-                    default: next = x[r] <= v ? x[r] : v; break;
-                    }
-                    if (bad) {
-                        s->stop = STOP_SCAN;
-                        return;  /* the carries are past saving: the pipeline stops here */
-                    }
-                }
-                y[r] = running[ids[r]] = next;
-            }
-        } else {
-            const double *x = (const double *)in;
-            double *y = (double *)out, *running = scan->groups;
-            for (Py_ssize_t r = 0; r < rows; r++) {
-                double v = running[ids[r]];
-                switch (scan->op) {
-                case OP_SUM: v = v + (missing[r] ? 0.0 : x[r]); break;
-                case OP_PROD: v = v * (missing[r] ? 1.0 : x[r]); break;
-                case OP_MAX:
-                    if (!missing[r] && (isnan(x[r]) || x[r] >= v))
-                        v = x[r];
-                    break;
-                default:
-                    if (!missing[r] && (isnan(x[r]) || x[r] <= v))
-                        v = x[r];
-                    break;
-                }
-                y[r] = running[ids[r]] = v;
-            }
-        }
-    }
-}
-
-/* Scan a chunk from the carried values (one thread at a time, in chunk order). */
-static void chunk_scan(Pipeline *p, Slot *s)
-{
-    if (p->n_keys) {
-        chunk_scan_groups(p, s);
-        return;
-    }
-    const Py_ssize_t cap = s->row_capacity, rows = s->rows;
-    for (Py_ssize_t j = 0; j < p->n_scans; j++) {
         ScanPlan *scan = &p->scans[j];
         const char *in = s->numbers + (size_t)scan->parsed * (size_t)cap * 8;
         const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
         char *out = s->numbers + (size_t)scan->result * (size_t)cap * 8;
-        if (scan->ints) {
+        int bad = 0;
+        if (!p->n_keys && scan->ints) {
+            bad = scan_ints(scan->op, (const int64_t *)in, missing, (int64_t *)out, rows,
+                            &scan->q);
+        } else if (!p->n_keys) {
+            bad = scan_doubles(scan->op, (const double *)in, missing, (double *)out, rows,
+                               &scan->d);
+        } else if (scan->ints) {
             const int64_t *x = (const int64_t *)in;
-            int64_t *y = (int64_t *)out, v = scan->q;
-            for (Py_ssize_t r = 0; r < rows; r++) {
-                if (!missing[r]) {
-                    int64_t next = v;
-                    int bad = 0;
-                    switch (scan->op) {
-                    case OP_SUM: bad = __builtin_add_overflow(v, x[r], &next); break;
-                    case OP_PROD: bad = __builtin_mul_overflow(v, x[r], &next); break;
-                    case OP_MAX: next = x[r] >= v ? x[r] : v; break;
-                    default: next = x[r] <= v ? x[r] : v; break;
-                    }
-                    if (bad) {
-                        s->stop = STOP_SCAN;  /* the Python path words the overflow */
-                        return;
-                    }
-                    v = next;
-                }
-                y[r] = v;
+            int64_t *y = (int64_t *)out, *running = scan->groups;
+            for (Py_ssize_t r = 0; r < rows && !bad; r++) {
+                bad = step_int(scan->op, running[ids[r]], x[r], missing[r], &running[ids[r]]);
+                y[r] = running[ids[r]];
             }
-            scan->q = v;
         } else {
-            /* as numpy's accumulate from the identity: a missing cell adds 0.0 (or
-               multiplies by 1.0), which turns a running -0.0 into 0.0 */
             const double *x = (const double *)in;
-            double *y = (double *)out, v = scan->d;
-            switch (scan->op) {
-            case OP_SUM:
-                for (Py_ssize_t r = 0; r < rows; r++)
-                    y[r] = v = v + (missing[r] ? 0.0 : x[r]);
-                break;
-            case OP_PROD:
-                for (Py_ssize_t r = 0; r < rows; r++)
-                    y[r] = v = v * (missing[r] ? 1.0 : x[r]);
-                break;
-            case OP_MAX:  /* a NaN wins and stays; a tie takes the latest (-0.0 and 0.0) */
-                for (Py_ssize_t r = 0; r < rows; r++) {
-                    if (!missing[r] && (isnan(x[r]) || x[r] >= v))
-                        v = x[r];
-                    y[r] = v;
-                }
-                break;
-            default:
-                for (Py_ssize_t r = 0; r < rows; r++) {
-                    if (!missing[r] && (isnan(x[r]) || x[r] <= v))
-                        v = x[r];
-                    y[r] = v;
-                }
-                break;
-            }
-            scan->d = v;
+            double *y = (double *)out, *running = scan->groups;
+            for (Py_ssize_t r = 0; r < rows; r++)
+                y[r] = running[ids[r]] = step_double(scan->op, running[ids[r]], x[r],
+                                                     missing[r]);
+        }
+        if (bad) {
+            s->stop = STOP_SCAN;  /* the Python steps word the overflow */
+            return;  /* the carries are past saving: the pipeline stops here */
         }
     }
 }
