@@ -269,3 +269,16 @@ def test_standard_input_from_a_pipe_gets_a_wider_buffer():
     finally:
         os.close(read)
         os.close(write)
+
+
+@pytest.mark.parametrize("width", [3, 90])  # 90 columns: fewer rows a batch (655)
+def test_many_batches_in_one_chunk_give_the_twins_bytes(tmp_path, monkeypatch, width):
+    header = b",".join(b"c%d" % j for j in range(width))
+    rows = [b",".join(b"" if (i + j) % 17 == 0 else b"%d.%d" % (i - j, j % 10)
+                      for j in range(width)) for i in range(5000)]
+    path = tmp_path / "in.csv"
+    path.write_bytes(header + b"\n" + b"\n".join(rows) + b"\n")
+    (code, out, err), statuses = _both(["cumsum", str(path)], monkeypatch, "2",
+                                       chunk=1 << 22)
+    assert (code, err, statuses) == (0, "", [0])
+    assert out.count(b"\n") == 5001

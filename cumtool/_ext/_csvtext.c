@@ -1275,7 +1275,7 @@ typedef struct {
 
 /* Cell bounds of a few rows at a time, each thread its own: cut into these and parsed at
    once, a chunk keeps the bounds of the columns copied through alone. */
-enum { BATCH_ROWS = 2048 };
+enum { BATCH_ROWS = 2048, BATCH_CELLS = 1 << 16 };  /* at most, a thread's ~1 MiB */
 typedef struct {
     int64_t *starts, *ends;
     unsigned char *flags;
@@ -1314,6 +1314,7 @@ typedef struct {
     Groups groups;
     Py_ssize_t n_numbers;             /* 8-byte arrays a chunk holds: values and results */
     Scratch *scratch;                 /* one a thread, and one for the caller's */
+    Py_ssize_t batch_rows;            /* the rows a scratch holds: fewer for wide rows */
     char **markers; Py_ssize_t *marker_sizes; Py_ssize_t n_markers;
     char *null; Py_ssize_t null_size;
     Slot *slots; int n_slots;
@@ -1368,9 +1369,9 @@ static int slot_reserve(Pipeline *p, Slot *s, Py_ssize_t rows)
     return 0;
 }
 
-static int scratch_make(Scratch *scratch, Py_ssize_t width)
+static int scratch_make(Scratch *scratch, Py_ssize_t width, Py_ssize_t rows)
 {
-    const size_t cells = (size_t)BATCH_ROWS * (size_t)width;
+    const size_t cells = (size_t)rows * (size_t)width;
     scratch->starts = malloc(cells * 8);
     scratch->ends = malloc(cells * 8);
     scratch->flags = malloc(cells);
@@ -1533,7 +1534,7 @@ static int number_groups(Pipeline *p, Slot *s)
     return 0;
 }
 
-/* Cut a chunk and parse its scanned columns (any thread, no lock held): BATCH_ROWS rows
+/* Cut a chunk and parse its scanned columns (any thread, no lock held): batch_rows rows
    at a time into the thread's scratch bounds, each batch's number cells parsed while
    they are in cache, and the bounds of the columns copied through kept. */
 static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
@@ -1556,14 +1557,14 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
         Py_ssize_t rows, end;
         const int status = cut_rows(t, s->size, begin, p->delimiter, p->width, s->final,
                                     scratch->starts, scratch->ends, scratch->flags,
-                                    BATCH_ROWS, &rows, &end);
+                                    p->batch_rows, &rows, &end);
         if (status == CUT_UNSURE || (status == CUT_DONE && end != s->size)
             || row0 + rows > cap) {
             s->stop = STOP_HANDOVER;
             return;
         }
         for (Py_ssize_t k = 0; k < p->n_parse; k++) {
-            const Py_ssize_t base = p->parse[k].column * BATCH_ROWS;
+            const Py_ssize_t base = p->parse[k].column * p->batch_rows;
             const int ints = p->parse[k].ints;
             double *floats = (double *)(s->numbers + (size_t)k * (size_t)cap * 8) + row0;
             int64_t *integers = (int64_t *)floats;
@@ -1608,7 +1609,7 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
             }
         }
         for (Py_ssize_t k = 0; k < p->n_kept; k++) {
-            const Py_ssize_t from = p->kept[k] * BATCH_ROWS, to = k * cap + row0;
+            const Py_ssize_t from = p->kept[k] * p->batch_rows, to = k * cap + row0;
             memcpy(s->starts + to, scratch->starts + from, (size_t)rows * 8);
             memcpy(s->ends + to, scratch->ends + from, (size_t)rows * 8);
             memcpy(s->flags + to, scratch->flags + from, (size_t)rows);
@@ -2351,8 +2352,11 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
         PyErr_NoMemory();
         return -1;
     }
+    p->batch_rows = BATCH_CELLS / p->width;
+    p->batch_rows = p->batch_rows > BATCH_ROWS ? BATCH_ROWS : p->batch_rows < 1 ? 1
+        : p->batch_rows;
     for (int i = 0; i <= p->n_threads; i++)
-        if (scratch_make(&p->scratch[i], p->width) < 0) {
+        if (scratch_make(&p->scratch[i], p->width, p->batch_rows) < 0) {
             PyErr_NoMemory();
             return -1;
         }
