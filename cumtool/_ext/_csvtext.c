@@ -2206,22 +2206,23 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     static char *names[] = {"head", "read", "ready", "delimiter", "width", "out_delimiter",
                             "parse", "scans", "columns", "markers", "null", "by_sink",
                             "single", "threads", "chunk_bytes", "max_record", "readinto",
-                            "views", "keys", "flush", NULL};
+                            "views", "keys", "flush", "cores", NULL};
     PyObject *head, *read, *ready, *parse, *scans, *columns, *markers, *null;
     PyObject *readinto = Py_None, *keys = NULL;
+    int cores = 0;
     p->flush = 0.1;
     int threads;
     if (p->slots != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Pipeline: made once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!d", names, &head,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!di", names, &head,
                                      &read, &ready, &p->delimiter, &p->width,
                                      &p->out_delimiter, &PyList_Type, &parse, &PyList_Type,
                                      &scans, &PyList_Type, &columns, &PyList_Type, &markers,
                                      &null, &p->by_sink, &p->single, &threads,
                                      &p->chunk_bytes, &p->max_record, &readinto,
-                                     &p->views, &PyList_Type, &keys, &p->flush))
+                                     &p->views, &PyList_Type, &keys, &p->flush, &cores))
         return -1;
     p->lent = -1;
     if (readinto != Py_None) {
@@ -2341,10 +2342,12 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     }
     memcpy(p->pending, PyBytes_AS_STRING(head), (size_t)PyBytes_GET_SIZE(head));
     p->pending_size = PyBytes_GET_SIZE(head);
-    /* one thread: the caller's; else a pool, and a chunk in flight a thread, plus the
-       one being read and the one being written (each costs ~15x its bytes) */
+    /* one thread: the caller's; else a pool, and a chunk in flight a thread that can
+       run (threads beyond the cores wait for one anyway), plus the one being read and
+       the one being written: each costs ~4x its bytes of memory, touched once */
     p->n_threads = threads > 1 ? threads : 0;
-    p->n_slots = threads > 1 ? threads + 2 : 2;
+    const int running = cores > 0 && cores < threads ? cores : threads;
+    p->n_slots = threads > 1 ? running + 2 : 2;
     p->slots = calloc((size_t)p->n_slots, sizeof(Slot));
     p->threads = calloc((size_t)(p->n_threads + 1), sizeof(pthread_t));
     p->scratch = calloc((size_t)(p->n_threads + 1), sizeof(Scratch));
@@ -2424,7 +2427,8 @@ PyDoc_STRVAR(pipeline_doc,
 "readinto1, reads straight into the chunks instead of read(); `views`: each chunk's\n"
 "text is a memoryview, valid until the next is asked for (not a copy); `keys`: --by's\n"
 "columns, each group scanned from its own running value; `flush`: seconds a chunk\n"
-"waits for more of a pipe that never pauses (0.1).");
+"waits for more of a pipe that never pauses (0.1); `cores`: the cores the threads may\n"
+"run on (chunks in flight: as many, and two).");
 
 static PyTypeObject PipelineType = {
     PyVarObject_HEAD_INIT(NULL, 0)
