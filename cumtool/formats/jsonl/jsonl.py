@@ -30,13 +30,15 @@ writer learns it row by row from the source: `_NullRows`).
 from __future__ import annotations
 
 import base64
+import collections
+import concurrent.futures
 import io
 import itertools
 import json
 import tempfile
 import threading
 import weakref
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
@@ -44,6 +46,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from cumtool import native
 from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
@@ -58,6 +61,7 @@ NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ex
 
 BATCH_ROWS = 1 << 15
 BLOCK_BYTES = 4 << 20  # text parsed at once
+AHEAD_BYTES = 32 << 20  # at most this much text read ahead for the reader's threads
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
@@ -255,8 +259,9 @@ class JsonlSource(SourceBase):
         self._max_line = max_line
         self._keys: dict[str, _Key] = {}  # in order of first appearance
         self._segments: list[_Segment] = []
-        self._spool = tempfile.TemporaryFile()
-        weakref.finalize(self, self._spool.close)
+        self._spool_file = tempfile.TemporaryFile()
+        self._spool_end = 0
+        weakref.finalize(self, self._spool_file.close)
         self.num_rows = 0
         try:
             stream.seek(0)
@@ -280,18 +285,23 @@ class JsonlSource(SourceBase):
     # Pass 1: parse and spool -----------------------------------------------------------
 
     def _read(self, stream: IO[bytes]) -> None:
-        """Parse and spool the input, block by block of whole lines. (Not in threads ahead:
-        polars holds the GIL while it parses, and measured so, they gained nothing.)"""
+        """Parse and spool the input, block by block of whole lines, in order. The C
+        parser's calls run ahead on the reader's threads (`_Ahead`); what is learnt and
+        spooled is decided here, block after block, as on one thread."""
         number = 1  # of the next line
-        for data, end, at, over in self._blocks(stream):
-            lines = self._native(data, 0, number, at, end)
-            if lines is None:
-                parsed = _parsed(data[:end] if end < len(data) else data, self._types())
-                parsed.at = at
-                lines = self._take(number, parsed)
-            number += lines
-            if over:
-                raise self._too_long(number)
+        ahead = _Ahead(self._blocks(stream), native.CORES, self._types)
+        try:
+            for (data, end, at, over), parse in ahead:
+                lines = self._native(data, 0, number, at, end, parse)
+                if lines is None:
+                    parsed = _parsed(data[:end] if end < len(data) else data, self._types())
+                    parsed.at = at
+                    lines = self._take(number, parsed)
+                number += lines
+                if over:
+                    raise self._too_long(number)
+        finally:
+            ahead.close()
 
     def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, int, bool]]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
@@ -361,72 +371,39 @@ class JsonlSource(SourceBase):
             head *= 2
         return len(ends)
 
-    def _native(self, chunk: bytes, start: int, number: int, at: int,
-                stop: int = -1) -> int | None:
+    def _native(self, chunk: bytes, start: int, number: int, at: int, stop: int = -1,
+                parse: _Parse | None = None) -> int | None:
         """The lines of a block from byte `start` on to `stop` (the end if -1; the first
         of them line `number`) read by the C parser with the types learnt so far, checked
         and spooled: how many lines there were; None (nothing learnt) where it does not
-        take them all."""
+        take them all. `parse`: the parser's call made ahead, taken where it was made with
+        the types learnt so far (else it is made again here)."""
         types = self._types()
         stop = len(chunk) if stop < 0 else stop
         if NATIVE is None or not BY_NATIVE or types is None or start >= stop:
             return None
-        if not chunk.isascii():
-            try:
-                chunk[start:stop].decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
-        kinds = bytes(_KIND_CODES[t] for t in types.values())
-        result = NATIVE.parse_block(chunk if stop == len(chunk) else memoryview(chunk)[:stop],
-                                    start, keys, kinds)
-        if result is None:
+        block = parse.result(types) if parse is not None else None
+        if block is None:
+            block = _parse_native(chunk, start, stop, types)
+        if block is _DECLINED:
             return None
-        lines, longest, rows, columns = result
-        if longest > self._max_line:
+        assert isinstance(block, _NativeBlock)
+        if block.longest > self._max_line:
             return None  # the other ways name the line
-        if not rows:
-            return lines
-        position = {k: i for i, k in enumerate(self._keys)}
-        arrays, names, layout = [], [], {}
-        for (name, arrow_type), (values, offsets, text, state, big) in zip(
-                types.items(), columns, strict=True):
+        if not block.rows:
+            return block.lines
+        for (name, arrow_type), (value, null, absent, big) in zip(types.items(), block.learnt,
+                                                                  strict=True):
             key = self._keys[name]
-            states = None if state is None else np.frombuffer(state, dtype=np.uint8)
-            missing = None if states is None else states != 0
-            gone = None if states is None else states == 2
-            if arrow_type != pa.null() and (missing is None or not missing.all()):
+            if value:
                 key.kinds.add(_KIND_TYPES[arrow_type])
-            if states is not None and (states == 1).any():
+            if null:
                 key.kinds.add(type(None))
-            has_absent = gone is not None and bool(gone.any())
-            key.absent |= has_absent
+            key.absent |= absent
             key.big |= big
-            column: pa.Array
-            if arrow_type == pa.null():
-                column = pa.nulls(rows)
-            elif arrow_type == pa.string():
-                assert offsets is not None and text is not None
-                bitmap = None if missing is None else pa.py_buffer(
-                    np.packbits(~missing, bitorder="little"))
-                column = pa.Array.from_buffers(pa.string(), rows, [
-                    bitmap, pa.py_buffer(offsets), pa.py_buffer(text)])
-            else:
-                assert values is not None
-                column = arrow_column(np.frombuffer(values, dtype=_KIND_DTYPES[arrow_type]),
-                                      missing)
-            i = position[name]
-            arrays.append(column)
-            names.append(str(i))
-            if has_absent:
-                assert gone is not None
-                arrays.append(arrow_column(gone, None))
-                names.append(f"{i}!")
-            layout[i] = (False, has_absent)
-        end = stop - 1 if chunk[stop - 1] == 10 else stop
-        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, rows,
-                      (at + start, at + end, number))
-        return lines
+        self._spool(block.spooled, block.layout, block.rows, (at + start, at + block.end,
+                                                              number))
+        return block.lines
 
     def _fast(self, parsed: _Parsed, number: int) -> bool:
         """The lines parsed with the types learnt so far, by polars where the block's bytes
@@ -562,19 +539,21 @@ class JsonlSource(SourceBase):
     def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
                  source: tuple[int, int, int]) -> None:
         """Spool a block's columns (none: records without keys, absent from every one)."""
-        import pyarrow.ipc as ipc
+        self._spool(_ipc(table), layout, rows, source)
 
-        offset = self._spool.tell()
-        if table.num_columns:
+    def _spool(self, spooled: pa.Buffer | None, layout: dict[int, tuple[bool, bool]],
+               rows: int, source: tuple[int, int, int]) -> None:
+        """Spool a block's columns as Arrow IPC (`_ipc`)."""
+        offset = self._spool_end  # (not tell(): it flushes)
+        if spooled is not None:
             try:
-                with ipc.new_stream(pa.PythonFile(self._spool, mode="w"),
-                                    table.schema) as writer:
-                    writer.write_table(table)
+                self._spool_file.write(spooled)
             except OSError as error:  # a full disk: not the input's fault
                 raise DataError(f"{self.name}: cannot write its parsed records to a "
                                 f"temporary file in $TMPDIR: {error.strerror or error}"
                                 ) from None
-        self._segments.append(_Segment(offset, self._spool.tell() - offset, rows, layout,
+            self._spool_end += spooled.size
+        self._segments.append(_Segment(offset, self._spool_end - offset, rows, layout,
                                        source))
         self.num_rows += rows
 
@@ -598,8 +577,8 @@ class JsonlSource(SourceBase):
                     yield batch.slice(start, self._batch_rows)
                 continue
             try:
-                self._spool.seek(segment.offset)
-                data = self._spool.read(segment.size)
+                self._spool_file.seek(segment.offset)
+                data = self._spool_file.read(segment.size)
             except OSError as error:
                 raise DataError(f"{self.name}: cannot read back its spooled batches: "
                                 f"{error.strerror or error}") from None
@@ -666,6 +645,174 @@ class JsonlSource(SourceBase):
 
 
 _ABSENT = object()
+
+
+# The C parser's calls, run ahead on threads ------------------------------------------------
+
+@dataclass
+class _NativeBlock:
+    """What the C parser made of a block's lines: the counts `_native` checks, what each
+    key (in the types' order) held (a value, a null, an absent cell, an int64 beyond
+    2^53), and the columns as `_Segment` spools them."""
+
+    lines: int
+    longest: int
+    rows: int
+    end: int  # of the last line's text in the block (without its line feed)
+    learnt: list[tuple[bool, bool, bool, bool]]
+    spooled: pa.Buffer | None
+    layout: dict[int, tuple[bool, bool]]
+
+
+_DECLINED = object()  # the parser did not take every line
+
+
+def _parse_native(chunk: bytes, start: int, stop: int,
+                  types: dict[str, pa.DataType]) -> _NativeBlock | object:
+    """A block's lines from `start` to `stop` by the C parser (without the GIL), typed and
+    serialized for the spool, or _DECLINED. Depends on nothing but its arguments: the
+    reader's threads call it ahead of the block's turn."""
+    assert NATIVE is not None
+    if not chunk.isascii():
+        try:
+            chunk[start:stop].decode("utf-8")
+        except UnicodeDecodeError:
+            return _DECLINED
+    keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
+    kinds = bytes(_KIND_CODES[t] for t in types.values())
+    result = NATIVE.parse_block(chunk if stop == len(chunk) else memoryview(chunk)[:stop],
+                                start, keys, kinds)
+    if result is None:
+        return _DECLINED
+    lines, longest, rows, columns = result
+    end = stop - 1 if chunk[stop - 1] == 10 else stop
+    if not rows:
+        return _NativeBlock(lines, longest, rows, end, [], None, {})
+    arrays, names, layout, learnt = [], [], {}, []
+    for i, (arrow_type, (values, offsets, text, state, big)) in enumerate(zip(
+            types.values(), columns, strict=True)):
+        states = None if state is None else np.frombuffer(state, dtype=np.uint8)
+        missing = None if states is None else states != 0
+        gone = None if states is None else states == 2
+        has_absent = gone is not None and bool(gone.any())
+        learnt.append((arrow_type != pa.null() and (missing is None or not bool(missing.all())),
+                       states is not None and bool((states == 1).any()), has_absent, big))
+        column: pa.Array
+        if arrow_type == pa.null():
+            column = pa.nulls(rows)
+        elif arrow_type == pa.string():
+            assert offsets is not None and text is not None
+            bitmap = None if missing is None else pa.py_buffer(
+                np.packbits(~missing, bitorder="little"))
+            column = pa.Array.from_buffers(pa.string(), rows, [
+                bitmap, pa.py_buffer(offsets), pa.py_buffer(text)])
+        else:
+            assert values is not None
+            column = arrow_column(np.frombuffer(values, dtype=_KIND_DTYPES[arrow_type]),
+                                  missing)
+        arrays.append(column)
+        names.append(str(i))  # the key's position: the types are every key, in order
+        if has_absent:
+            assert gone is not None
+            arrays.append(arrow_column(gone, None))
+            names.append(f"{i}!")
+        layout[i] = (False, has_absent)
+    spooled = _ipc(pa.Table.from_arrays(arrays, names=names))
+    return _NativeBlock(lines, longest, rows, end, learnt, spooled, layout)
+
+
+def _ipc(table: pa.Table) -> pa.Buffer | None:
+    """A block's columns as an Arrow IPC stream, as the spool holds them (None: no
+    column)."""
+    import pyarrow.ipc as ipc
+
+    if not table.num_columns:
+        return None
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+class _Parse:
+    """The C parser's call on one block, made ahead with the types learnt when it was
+    asked for (None: none was made)."""
+
+    def __init__(self, types: dict[str, pa.DataType] | None,
+                 future: concurrent.futures.Future[Any] | None) -> None:
+        self.types = types
+        self.future = future
+
+    def result(self, types: dict[str, pa.DataType]) -> _NativeBlock | object | None:
+        """Its outcome where it was made with `types`; None where it was not."""
+        if self.future is None or self.types != types:
+            if self.future is not None:
+                self.future.cancel()
+            return None
+        return self.future.result()  # an error of the thread's is raised here
+
+
+class _Ahead:
+    """Blocks of the input, each with the C parser's call on it already under way on
+    one of `threads` threads, up to `threads` blocks ahead, in the input's order. A call
+    is made with the types learnt by the time its block is read; where that is no longer
+    what the block's turn finds (a key or a type learnt in between), `_native` makes the
+    call again: what is taken never depends on the thread count. With one thread, or no
+    C parser, nothing runs ahead."""
+
+    def __init__(self, blocks: Iterator[tuple[bytes, int, int, bool]], threads: int,
+                 types: Callable[[], dict[str, pa.DataType] | None]) -> None:
+        self._blocks = blocks
+        self._types = types
+        self._queue: collections.deque[tuple[tuple[bytes, int, int, bool], _Parse]] = \
+            collections.deque()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        # a block more than threads, so that none waits while a turn is taken; the text
+        # ahead bounded (AHEAD_BYTES), as memory is to stay that of a few blocks
+        self._depth = min(threads + 1, max(2, AHEAD_BYTES // BLOCK_BYTES))
+        if threads > 1 and NATIVE is not None and BY_NATIVE:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                min(threads, self._depth), thread_name_prefix="cumtool-jsonl")
+
+    def __iter__(self) -> Iterator[tuple[tuple[bytes, int, int, bool], _Parse | None]]:
+        if self._pool is None:
+            for block in self._blocks:
+                yield block, None
+            return
+        more = True
+        while True:
+            while more and len(self._queue) < self._depth:
+                block = next(self._blocks, None)
+                if block is None:
+                    more = False
+                    break
+                self._queue.append((block, self._submit(block)))
+            if not self._queue:
+                return
+            block, parse = self._queue.popleft()
+            types = self._types()
+            if parse.types != types:
+                self._renew(types)  # learnt since: the blocks still ahead again
+            yield block, parse
+
+    def _submit(self, block: tuple[bytes, int, int, bool]) -> _Parse:
+        assert self._pool is not None
+        data, end, _at, _over = block
+        types = self._types()
+        if types is None or not end:
+            return _Parse(None, None)
+        return _Parse(types, self._pool.submit(_parse_native, data, 0, end, types))
+
+    def _renew(self, types: dict[str, pa.DataType] | None) -> None:
+        for k, (block, parse) in enumerate(self._queue):
+            if parse.types != types:
+                if parse.future is not None:
+                    parse.future.cancel()  # one under way runs on, unused
+                self._queue[k] = (block, self._submit(block))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 # The C parser's kinds of column (_jsonl.c), and their Python types and numpy dtypes.
 _KIND_CODES = {pa.null(): 0, pa.bool_(): 1, pa.int64(): 2, pa.float64(): 3, pa.string(): 4}
