@@ -782,11 +782,11 @@ class _Ahead:
         more = True
         while True:
             while more and len(self._queue) < self._depth:
-                block = next(self._blocks, None)
-                if block is None:
+                read = next(self._blocks, None)
+                if read is None:
                     more = False
                     break
-                self._queue.append((block, self._submit(block)))
+                self._queue.append((read, self._submit(read)))
             if not self._queue:
                 return
             block, parse = self._queue.popleft()
