@@ -59,9 +59,11 @@ if TYPE_CHECKING:
 
 NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
-BATCH_ROWS = 1 << 15
+BATCH_ROWS = 1 << 17  # a block's rows (4 MiB of 8 numbers a line: ~45,000) in one batch:
+# each batch is handed between the reading, scanning and writing threads
 BLOCK_BYTES = 4 << 20  # text parsed at once
 AHEAD_BYTES = 32 << 20  # at most this much text read ahead for the reader's threads
+WRITE_AHEAD = 8  # batches' lines made at once by the writer's threads, at most
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
@@ -1192,6 +1194,7 @@ class JsonlSink:
             _polars_writes(f) for f in schema)
         self._native = all(_written_natively(f) for f in schema)
         self._key_texts = [key.encode("utf-8") for key in self._keys]
+        self._ahead = _Written(stream, native.CORES)
 
     def write(self, batch: pa.RecordBatch) -> None:
         rows = batch.num_rows
@@ -1202,10 +1205,12 @@ class JsonlSink:
             explicit[i] = source.take(rows, key)
         for source, _key in {id(s): (s, k) for s, k in self._null_rows.values()}.values():
             source.advance(rows)
-        native = self._native_lines(batch, explicit) if self._native else None
-        if native is not None:
-            self._stream.write(native)
-        elif self._whole:
+        columns = self._native_columns(batch, explicit) if self._native else None
+        if columns is not None:
+            self._ahead.put(lambda: lines.write_lines(rows, columns))
+            return
+        self._ahead.drain()  # the batches before this one first
+        if self._whole:
             self._stream.write(self._polars_lines(batch, explicit))
         else:
             self._stream.write(self._lines(batch, explicit))
@@ -1214,6 +1219,13 @@ class JsonlSink:
                       explicit: dict[int, np.ndarray]) -> bytes | None:
         """The lines of a batch of numbers, flags and strings (lines.write_lines); None
         where a column's values are not int64's (uint64's beyond it)."""
+        columns = self._native_columns(batch, explicit)
+        return None if columns is None else lines.write_lines(batch.num_rows, columns)
+
+    def _native_columns(self, batch: pa.RecordBatch,
+                        explicit: dict[int, np.ndarray]) -> list[lines.LineColumn] | None:
+        """A batch's columns as lines.write_lines takes them; None where a column's values
+        are not int64's (uint64's beyond it)."""
         columns: list[lines.LineColumn] = []
         for i, (f, column) in enumerate(zip(self._fields, batch.columns, strict=True)):
             present = validity(column) if not pa.types.is_null(column.type) \
@@ -1236,7 +1248,7 @@ class JsonlSink:
             if values is None:
                 return None
             columns.append((key, values, missing, absent))
-        return lines.write_lines(batch.num_rows, columns)
+        return columns
 
     def _polars_lines(self, batch: pa.RecordBatch,
                       explicit: dict[int, np.ndarray]) -> bytes | memoryview:
@@ -1307,10 +1319,49 @@ class JsonlSink:
         return rendered.getvalue()
 
     def close(self) -> None:
-        pass  # the stream is the run's
+        self._ahead.drain()  # the stream is the run's: it is not closed here
 
     def abort(self) -> None:
-        pass
+        self._ahead.abort()
+
+
+class _Written:
+    """Batches' lines made on `threads` threads (write_lines releases the GIL), a few
+    batches ahead, and written to the stream in order; with one thread, each at once."""
+
+    def __init__(self, stream: IO[bytes], threads: int) -> None:
+        self._stream = stream
+        self._depth = min(threads, WRITE_AHEAD)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._queue: collections.deque[concurrent.futures.Future[bytes]] = \
+            collections.deque()
+
+    def put(self, make: Callable[[], bytes]) -> None:
+        if self._depth <= 1:
+            self._stream.write(make())
+            return
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                self._depth, thread_name_prefix="cumtool-jsonl-write")
+        self._queue.append(self._pool.submit(make))
+        while len(self._queue) > self._depth:
+            self._stream.write(self._queue.popleft().result())
+
+    def drain(self) -> None:
+        """Write every batch given so far."""
+        while self._queue:
+            self._stream.write(self._queue.popleft().result())  # its error is raised here
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def abort(self) -> None:
+        for future in self._queue:
+            future.cancel()
+        self._queue.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
 
 def _polars_writes(field_: pa.Field) -> bool:
