@@ -62,8 +62,12 @@ NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ex
 BATCH_ROWS = 1 << 17  # a block's rows (4 MiB of 8 numbers a line: ~45,000) in one batch:
 # each batch is handed between the reading, scanning and writing threads
 BLOCK_BYTES = 4 << 20  # text parsed at once
-AHEAD_BYTES = 32 << 20  # at most this much text read ahead for the reader's threads
-WRITE_AHEAD = 8  # batches' lines made at once by the writer's threads, at most
+# Text read ahead for the reader's threads, and batches' lines made at once by the
+# writer's, at most: beyond 4 blocks the in-order turns (spooling, writing) are the limit,
+# and on 2 cores at --threads 16 more cost memory (a block ahead ~8 MB, glibc arenas) and
+# context switches (measured: RESULTS-jsonl.md)
+AHEAD_BYTES = 16 << 20
+WRITE_AHEAD = 4
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
