@@ -195,3 +195,24 @@ def test_an_error_in_a_parsing_thread_is_one_error_line(invoke, write_file, smal
     assert result.exit_code != 0
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
+
+
+def test_the_writer_keeps_batch_order_when_some_batches_are_not_its_own(invoke, tmp_path):
+    """Batches whose lines the C writer does not make (an unsigned integer beyond int64)
+    are written after every batch made ahead of them, at every thread count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    values = [k if k % 37 else 2 ** 63 + k for k in range(400)]
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"u": pa.array(values, pa.uint64()),
+                             "v": pa.array([k / 4 for k in range(400)])}), source)
+    totals, total = [], 0.0
+    for k in range(400):
+        total += k / 4  # one addition a row, in order (not sum(): compensated on 3.12)
+        totals.append(total)
+    want = "".join(f'{{"u":{u},"v":{t!r}}}\n' for u, t in zip(values, totals, strict=True))
+    for threads in THREADS:
+        got = ok(invoke("cumsum", str(source), "-c", "v", "--to", "jsonl", "--batch-rows",
+                        "16", "--threads", threads)).stdout
+        assert got == want, f"--threads {threads}"

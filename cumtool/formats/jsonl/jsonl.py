@@ -9,6 +9,10 @@ block.
 A block is parsed with the types learnt so far by the C parser (`_jsonl.parse_block`, where
 it was built; `parse_block_py` is its twin), which takes a block only where every line is a
 flat object of known keys with values of their types, read as Python's json reads them.
+It parses without the GIL, on --threads threads, a few blocks ahead of their turn, with the
+types learnt by the time each block was read (`_Ahead`); at its turn, in the input's order,
+a block is taken only where those are still the types learnt so far (else it is parsed
+again), so that what is learnt and spooled is what one thread would have done.
 Else by polars' NDJSON reader, where the block's bytes let its reading be checked
 (`_key_counts`), else by pyarrow's, strictly (a value of another kind, a key not seen
 before, a line either reads otherwise than Python's json module would: the block is not
@@ -760,7 +764,7 @@ class _Parse:
 
 class _Ahead:
     """Blocks of the input, each with the C parser's call on it already under way on
-    one of `threads` threads, up to `threads` blocks ahead, in the input's order. A call
+    one of `threads` threads, a few blocks ahead (AHEAD_BYTES), in the input's order. A call
     is made with the types learnt by the time its block is read; where that is no longer
     what the block's turn finds (a key or a type learnt in between), `_native` makes the
     call again: what is taken never depends on the thread count. With one thread, or no
@@ -1173,12 +1177,12 @@ class JsonlSink:
     numeric column that had both, as the input had it, row by row).
 
     A batch of numbers, flags and strings alone is written by lines.write_lines (C where
-    built). A batch with other types (dictionaries, binary, dates and times, JSON text)
-    is written by polars' NDJSON writer, and the lines it would write otherwise than
-    Python's json module (a missing cell to leave out, floats below 1e-4 and the
-    infinities) are put together again, as any other batch is: by one polars query over
-    the cells' JSON texts, the cells polars has no text for (or another text) written by
-    Python."""
+    built), on --threads threads a few batches ahead (`_Written`), in order. A batch with
+    other types (dictionaries, binary, dates and times, JSON text) is written by polars'
+    NDJSON writer, and the lines it would write otherwise than Python's json module (a
+    missing cell to leave out, floats below 1e-4 and the infinities) are put together
+    again, as any other batch is: by one polars query over the cells' JSON texts, the
+    cells polars has no text for (or another text) written by Python."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
         self._stream = stream
