@@ -1201,7 +1201,8 @@ class JsonlSink:
             source.advance(rows)
         columns = self._native_columns(batch, explicit) if self._native else None
         if columns is not None:
-            self._ahead.put(lambda: lines.write_lines(rows, columns))
+            ready = lines.prepared(columns)
+            self._ahead.put(lambda: lines.write_prepared(rows, ready))
             return
         self._ahead.drain()  # the batches before this one first
         if self._whole:
