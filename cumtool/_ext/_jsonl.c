@@ -8,8 +8,13 @@
  * without control characters or lone surrogates (escapes decoded as json does); numbers in JSON's grammar (an int64 column's
  * integers within int64, a float64 column's integers within 2^53, as Python's int to float
  * does exactly). Floats are correctly rounded: the exact fast path (a mantissa below 2^53
- * times or over an exact power of ten, one rounding), else CPython's own float() routine,
- * PyOS_string_to_double. The bytes are UTF-8 already (the caller checks).
+ * times or over an exact power of ten, one rounding), else Eisel-Lemire for 19 digits or
+ * fewer (ffc_compute_float of the vendored ffc.h, as _numtext.c reads), else CPython's own
+ * float() routine, PyOS_string_to_double. The bytes are UTF-8 already (the caller checks).
+ *
+ * It parses without the GIL, so that the reader's threads parse blocks side by side: its
+ * memory is PyMem_Raw*'s, and only the rare float that needs CPython's routine (over 19
+ * digits, or a product Eisel-Lemire cannot round) takes the GIL back for that number.
  *
  * jsonl._parse_block_py does the same in Python, rule for rule; tests/test_jsonl.py
  * compares the two.
@@ -26,6 +31,9 @@
 
 #define NUMTEXT_CORE_ONLY
 #include "_numtext.c"
+
+#define FFC_IMPL
+#include "ffc/ffc.h"
 
 enum { K_NULL = 0, K_BOOL = 1, K_INT = 2, K_FLOAT = 3, K_STRING = 4 };
 enum { S_PRESENT = 0, S_NULL = 1, S_ABSENT = 2 };
@@ -126,6 +134,7 @@ static int number(const char *p, const char *end, const char **after, int *is_in
         }
     }
     long exponent = 0;
+    int exponent_huge = 0;  /* digits dropped: only CPython's routine weighs them */
     if (p < end && (*p == 'e' || *p == 'E')) {
         is_float = 1;
         p++;
@@ -139,6 +148,8 @@ static int number(const char *p, const char *end, const char **after, int *is_in
         while (p < end && *p >= '0' && *p <= '9') {
             if (exponent < 100000)
                 exponent = exponent * 10 + (*p - '0');
+            else
+                exponent_huge = 1;
             p++;
         }
         if (exp_negative)
@@ -167,20 +178,38 @@ static int number(const char *p, const char *end, const char **after, int *is_in
         *real = negative ? -value : value;
         return 1;
     }
-    /* float()'s own routine on a copy that ends where the number does */
+    if (!overflow && !exponent_huge) {
+        if (mantissa == 0) {
+            *real = negative ? -0.0 : 0.0;
+            return 1;
+        }
+        /* mantissa * 10**power exactly, 19 digits at most: Eisel-Lemire */
+        ffc_adjusted_mantissa am = ffc_compute_float(power, mantissa, FFC_VALUE_KIND_DOUBLE);
+        if (am.power2 >= 0) {
+            uint64_t word = am.mantissa | (uint64_t)am.power2 << DOUBLE_MANTISSA_BITS
+                | (uint64_t)negative << 63;
+            memcpy(real, &word, sizeof word);
+            return 1;
+        }
+    }
+    /* float()'s own routine on a copy that ends where the number does, with the GIL
+       (this runs without it; the thread state stays the caller's, so an error set here
+       is there when the caller takes the GIL back) */
     Py_ssize_t size = p - start;
     char small[64];
-    char *copy = size < (Py_ssize_t)sizeof small ? small : PyMem_Malloc((size_t)size + 1);
+    char *copy = size < (Py_ssize_t)sizeof small ? small : PyMem_RawMalloc((size_t)size + 1);
     if (copy == NULL)
         return -1;
     memcpy(copy, start, (size_t)size);
     copy[size] = '\0';
     char *stop;
+    PyGILState_STATE gil = PyGILState_Ensure();
     double value = PyOS_string_to_double(copy, &stop, NULL);
     int failed = value == -1.0 && PyErr_Occurred();
+    PyGILState_Release(gil);
     int whole = stop == copy + size;
     if (copy != small)
-        PyMem_Free(copy);
+        PyMem_RawFree(copy);
     if (failed)
         return -1;
     if (!whole)
@@ -196,11 +225,9 @@ static int grow_text(Column *c, Py_ssize_t more)
     Py_ssize_t capacity = c->text_capacity ? c->text_capacity : 4096;
     while (capacity < c->text_size + more)
         capacity *= 2;
-    char *bigger = PyMem_Realloc(c->text, (size_t)capacity);
-    if (bigger == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    char *bigger = PyMem_RawRealloc(c->text, (size_t)capacity);
+    if (bigger == NULL)
+        return -1;  /* MemoryError once the GIL is back */
     c->text = bigger;
     c->text_capacity = capacity;
     return 0;
@@ -213,11 +240,9 @@ static int grow(char **buffer, Py_ssize_t size, Py_ssize_t *capacity, Py_ssize_t
     Py_ssize_t bigger = *capacity ? *capacity : 256;
     while (bigger < size + more)
         bigger *= 2;
-    char *moved = PyMem_Realloc(*buffer, (size_t)bigger);
-    if (moved == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    char *moved = PyMem_RawRealloc(*buffer, (size_t)bigger);
+    if (moved == NULL)
+        return -1;  /* MemoryError once the GIL is back */
     *buffer = moved;
     *capacity = bigger;
     return 0;
@@ -493,7 +518,43 @@ PyDoc_STRVAR(parse_block_doc,
 "values 8 bytes a row (int64, float64) or 1 (bool: 0 or 1), None for null and string\n"
 "columns; a string column's int32 offsets (rows + 1) and its text; state one byte a row\n"
 "(0 a value, 1 null, 2 absent; a missing cell's value is zero, its string empty); big\n"
-"whether an int64 is beyond 2^53.");
+"whether an int64 is beyond 2^53. The GIL is released while it parses.");
+
+/* The lines from text to end into the columns, without the GIL: 1 taken (*rows,
+ * *longest), 2 declined, -1 out of memory or a Python error (set where it was raised). */
+static int parse_lines(const char *text, const char *end, Column *columns, Py_ssize_t count,
+                       Py_ssize_t lines, Py_ssize_t *rows_out, Py_ssize_t *longest_out)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Column *c = &columns[i];
+        c->state = PyMem_RawMalloc((size_t)lines + 1);
+        Py_ssize_t width = c->kind == K_INT || c->kind == K_FLOAT ? 8 * lines
+            : c->kind == K_BOOL ? lines : c->kind == K_STRING ? 4 * (lines + 1) : 1;
+        c->values = PyMem_RawCalloc((size_t)width + 1, 1);
+        if (c->state == NULL || c->values == NULL)
+            return -1;
+    }
+    char *scratch = NULL;  /* a key with escapes, decoded */
+    Py_ssize_t rows = 0, longest = 0, guess = 0, scratch_capacity = 0;
+    int status = 1;
+    for (const char *p = text; p < end; ) {
+        const char *stop = p;
+        int taken = parse_line(&stop, end, columns, count, rows, &guess, &scratch,
+                               &scratch_capacity);
+        if (taken < 0 || taken == 2) {
+            status = taken;
+            break;
+        }
+        if (stop - p > longest)
+            longest = stop - p;
+        rows += taken;
+        p = stop + 1;  /* past the line feed (or the end) */
+    }
+    PyMem_RawFree(scratch);
+    *rows_out = rows;
+    *longest_out = longest;
+    return status;
+}
 
 static PyObject *parse_block(PyObject *self, PyObject *args)
 {
@@ -506,23 +567,13 @@ static PyObject *parse_block(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(keys);
     Column *columns = NULL;
-    char *scratch = NULL;  /* a key with escapes, decoded */
     if (count != kinds.len || start < 0 || start > data.len) {
         PyErr_SetString(PyExc_ValueError, "parse_block: one kind a key, start within data");
         goto done;
     }
     const char *text = data.buf;
     const char *end = text + data.len;
-    /* The lines (rows at most) */
-    Py_ssize_t lines = 0;
-    for (const char *p = text + start; p < end; ) {
-        const char *feed = memchr(p, '\n', (size_t)(end - p));
-        lines++;
-        if (feed == NULL)
-            break;
-        p = feed + 1;
-    }
-    columns = PyMem_Calloc((size_t)(count ? count : 1), sizeof(Column));
+    columns = PyMem_RawCalloc((size_t)(count ? count : 1), sizeof(Column));
     if (columns == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -535,34 +586,32 @@ static PyObject *parse_block(PyObject *self, PyObject *args)
             goto done;
         }
         Column *c = &columns[i];
-        c->name = PyBytes_AS_STRING(key);
+        c->name = PyBytes_AS_STRING(key);  /* the tuple keeps them while the call lasts */
         c->size = PyBytes_GET_SIZE(key);
         c->kind = kind_of[i];
-        c->state = PyMem_Malloc((size_t)lines + 1);
-        Py_ssize_t width = c->kind == K_INT || c->kind == K_FLOAT ? 8 * lines
-            : c->kind == K_BOOL ? lines : c->kind == K_STRING ? 4 * (lines + 1) : 1;
-        c->values = PyMem_Calloc((size_t)width + 1, 1);
-        if (c->state == NULL || c->values == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
     }
-    Py_ssize_t rows = 0, longest = 0, guess = 0, scratch_capacity = 0;
+    Py_ssize_t lines = 0, rows = 0, longest = 0;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    /* The lines (rows at most) */
     for (const char *p = text + start; p < end; ) {
-        const char *stop = p;
-        int taken = parse_line(&stop, end, columns, count, rows, &guess, &scratch,
-                               &scratch_capacity);
-        if (taken < 0)
-            goto done;
-        if (taken == 2) {
-            result = Py_None;
-            Py_INCREF(result);
-            goto done;
-        }
-        if (stop - p > longest)
-            longest = stop - p;
-        rows += taken;
-        p = stop + 1;  /* past the line feed (or the end) */
+        const char *feed = memchr(p, '\n', (size_t)(end - p));
+        lines++;
+        if (feed == NULL)
+            break;
+        p = feed + 1;
+    }
+    status = parse_lines(text + start, end, columns, count, lines, &rows, &longest);
+    Py_END_ALLOW_THREADS
+    if (status < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    if (status == 2) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
     }
     PyObject *list = PyList_New(count);
     if (list == NULL)
@@ -617,13 +666,12 @@ static PyObject *parse_block(PyObject *self, PyObject *args)
 done:
     if (columns != NULL) {
         for (Py_ssize_t i = 0; i < count; i++) {
-            PyMem_Free(columns[i].state);
-            PyMem_Free(columns[i].values);
-            PyMem_Free(columns[i].text);
+            PyMem_RawFree(columns[i].state);
+            PyMem_RawFree(columns[i].values);
+            PyMem_RawFree(columns[i].text);
         }
-        PyMem_Free(columns);
+        PyMem_RawFree(columns);
     }
-    PyMem_Free(scratch);
     PyBuffer_Release(&data);
     PyBuffer_Release(&kinds);
     return result;

@@ -9,6 +9,10 @@ block.
 A block is parsed with the types learnt so far by the C parser (`_jsonl.parse_block`, where
 it was built; `parse_block_py` is its twin), which takes a block only where every line is a
 flat object of known keys with values of their types, read as Python's json reads them.
+It parses without the GIL, on --threads threads, a few blocks ahead of their turn, with the
+types learnt by the time each block was read (`_Ahead`); at its turn, in the input's order,
+a block is taken only where those are still the types learnt so far (else it is parsed
+again), so that what is learnt and spooled is what one thread would have done.
 Else by polars' NDJSON reader, where the block's bytes let its reading be checked
 (`_key_counts`), else by pyarrow's, strictly (a value of another kind, a key not seen
 before, a line either reads otherwise than Python's json module would: the block is not
@@ -30,13 +34,15 @@ writer learns it row by row from the source: `_NullRows`).
 from __future__ import annotations
 
 import base64
+import collections
+import concurrent.futures
 import io
 import itertools
 import json
 import tempfile
 import threading
 import weakref
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any
@@ -44,6 +50,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from cumtool import native
 from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
@@ -56,8 +63,15 @@ if TYPE_CHECKING:
 
 NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
-BATCH_ROWS = 1 << 15
+BATCH_ROWS = 1 << 17  # a block's rows (4 MiB of 8 numbers a line: ~45,000) in one batch:
+# each batch is handed between the reading, scanning and writing threads
 BLOCK_BYTES = 4 << 20  # text parsed at once
+# Text read ahead for the reader's threads, and batches' lines made at once by the
+# writer's, at most: beyond 4 blocks the in-order turns (spooling, writing) are the limit,
+# and on 2 cores at --threads 16 more cost memory (a block ahead ~8 MB, glibc arenas) and
+# context switches (measured: RESULTS-jsonl.md)
+AHEAD_BYTES = 16 << 20
+WRITE_AHEAD = 4
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
@@ -255,8 +269,8 @@ class JsonlSource(SourceBase):
         self._max_line = max_line
         self._keys: dict[str, _Key] = {}  # in order of first appearance
         self._segments: list[_Segment] = []
-        self._spool = tempfile.TemporaryFile()
-        weakref.finalize(self, self._spool.close)
+        self._spool_file = tempfile.TemporaryFile()
+        weakref.finalize(self, self._spool_file.close)
         self.num_rows = 0
         try:
             stream.seek(0)
@@ -280,18 +294,23 @@ class JsonlSource(SourceBase):
     # Pass 1: parse and spool -----------------------------------------------------------
 
     def _read(self, stream: IO[bytes]) -> None:
-        """Parse and spool the input, block by block of whole lines. (Not in threads ahead:
-        polars holds the GIL while it parses, and measured so, they gained nothing.)"""
+        """Parse and spool the input, block by block of whole lines, in order. The C
+        parser's calls run ahead on the reader's threads (`_Ahead`); what is learnt and
+        spooled is decided here, block after block, as on one thread."""
         number = 1  # of the next line
-        for data, end, at, over in self._blocks(stream):
-            lines = self._native(data, 0, number, at, end)
-            if lines is None:
-                parsed = _parsed(data[:end] if end < len(data) else data, self._types())
-                parsed.at = at
-                lines = self._take(number, parsed)
-            number += lines
-            if over:
-                raise self._too_long(number)
+        ahead = _Ahead(self._blocks(stream), native.CORES, self._types)
+        try:
+            for (data, end, at, over), parse in ahead:
+                lines = self._native(data, 0, number, at, end, parse)
+                if lines is None:
+                    parsed = _parsed(data[:end] if end < len(data) else data, self._types())
+                    parsed.at = at
+                    lines = self._take(number, parsed)
+                number += lines
+                if over:
+                    raise self._too_long(number)
+        finally:
+            ahead.close()
 
     def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, int, bool]]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
@@ -361,72 +380,39 @@ class JsonlSource(SourceBase):
             head *= 2
         return len(ends)
 
-    def _native(self, chunk: bytes, start: int, number: int, at: int,
-                stop: int = -1) -> int | None:
+    def _native(self, chunk: bytes, start: int, number: int, at: int, stop: int = -1,
+                parse: _Parse | None = None) -> int | None:
         """The lines of a block from byte `start` on to `stop` (the end if -1; the first
         of them line `number`) read by the C parser with the types learnt so far, checked
         and spooled: how many lines there were; None (nothing learnt) where it does not
-        take them all."""
+        take them all. `parse`: the parser's call made ahead, taken where it was made with
+        the types learnt so far (else it is made again here)."""
         types = self._types()
         stop = len(chunk) if stop < 0 else stop
         if NATIVE is None or not BY_NATIVE or types is None or start >= stop:
             return None
-        if not chunk.isascii():
-            try:
-                chunk[start:stop].decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-        keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
-        kinds = bytes(_KIND_CODES[t] for t in types.values())
-        result = NATIVE.parse_block(chunk if stop == len(chunk) else memoryview(chunk)[:stop],
-                                    start, keys, kinds)
-        if result is None:
+        block = parse.result(types) if parse is not None else None
+        if block is None:
+            block = _parse_native(chunk, start, stop, types)
+        if block is _DECLINED:
             return None
-        lines, longest, rows, columns = result
-        if longest > self._max_line:
+        assert isinstance(block, _NativeBlock)
+        if block.longest > self._max_line:
             return None  # the other ways name the line
-        if not rows:
-            return lines
-        position = {k: i for i, k in enumerate(self._keys)}
-        arrays, names, layout = [], [], {}
-        for (name, arrow_type), (values, offsets, text, state, big) in zip(
-                types.items(), columns, strict=True):
+        if not block.rows:
+            return block.lines
+        for (name, arrow_type), (value, null, absent, big) in zip(types.items(), block.learnt,
+                                                                  strict=True):
             key = self._keys[name]
-            states = None if state is None else np.frombuffer(state, dtype=np.uint8)
-            missing = None if states is None else states != 0
-            gone = None if states is None else states == 2
-            if arrow_type != pa.null() and (missing is None or not missing.all()):
+            if value:
                 key.kinds.add(_KIND_TYPES[arrow_type])
-            if states is not None and (states == 1).any():
+            if null:
                 key.kinds.add(type(None))
-            has_absent = gone is not None and bool(gone.any())
-            key.absent |= has_absent
+            key.absent |= absent
             key.big |= big
-            column: pa.Array
-            if arrow_type == pa.null():
-                column = pa.nulls(rows)
-            elif arrow_type == pa.string():
-                assert offsets is not None and text is not None
-                bitmap = None if missing is None else pa.py_buffer(
-                    np.packbits(~missing, bitorder="little"))
-                column = pa.Array.from_buffers(pa.string(), rows, [
-                    bitmap, pa.py_buffer(offsets), pa.py_buffer(text)])
-            else:
-                assert values is not None
-                column = arrow_column(np.frombuffer(values, dtype=_KIND_DTYPES[arrow_type]),
-                                      missing)
-            i = position[name]
-            arrays.append(column)
-            names.append(str(i))
-            if has_absent:
-                assert gone is not None
-                arrays.append(arrow_column(gone, None))
-                names.append(f"{i}!")
-            layout[i] = (False, has_absent)
-        end = stop - 1 if chunk[stop - 1] == 10 else stop
-        self._spooled(pa.Table.from_arrays(arrays, names=names), layout, rows,
-                      (at + start, at + end, number))
-        return lines
+        self._spooled(block.table, block.layout, block.rows, (at + start, at + block.end,
+                                                              number))
+        return block.lines
 
     def _fast(self, parsed: _Parsed, number: int) -> bool:
         """The lines parsed with the types learnt so far, by polars where the block's bytes
@@ -561,21 +547,23 @@ class JsonlSource(SourceBase):
 
     def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
                  source: tuple[int, int, int]) -> None:
-        """Spool a block's columns (none: records without keys, absent from every one)."""
+        """Spool a block's columns (none: records without keys, absent from every one),
+        straight into the file (an IPC buffer first cost a copy, and page faults: 0.1 s of
+        CPU on 2M x 8)."""
         import pyarrow.ipc as ipc
 
-        offset = self._spool.tell()
+        offset = self._spool_file.tell()
         if table.num_columns:
             try:
-                with ipc.new_stream(pa.PythonFile(self._spool, mode="w"),
+                with ipc.new_stream(pa.PythonFile(self._spool_file, mode="w"),
                                     table.schema) as writer:
                     writer.write_table(table)
             except OSError as error:  # a full disk: not the input's fault
                 raise DataError(f"{self.name}: cannot write its parsed records to a "
                                 f"temporary file in $TMPDIR: {error.strerror or error}"
                                 ) from None
-        self._segments.append(_Segment(offset, self._spool.tell() - offset, rows, layout,
-                                       source))
+        self._segments.append(_Segment(offset, self._spool_file.tell() - offset, rows,
+                                       layout, source))
         self.num_rows += rows
 
     # Pass 2: the spooled blocks in the schema's types ------------------------------------
@@ -598,8 +586,8 @@ class JsonlSource(SourceBase):
                     yield batch.slice(start, self._batch_rows)
                 continue
             try:
-                self._spool.seek(segment.offset)
-                data = self._spool.read(segment.size)
+                self._spool_file.seek(segment.offset)
+                data = self._spool_file.read(segment.size)
             except OSError as error:
                 raise DataError(f"{self.name}: cannot read back its spooled batches: "
                                 f"{error.strerror or error}") from None
@@ -666,6 +654,161 @@ class JsonlSource(SourceBase):
 
 
 _ABSENT = object()
+
+
+# The C parser's calls, run ahead on threads ------------------------------------------------
+
+@dataclass
+class _NativeBlock:
+    """What the C parser made of a block's lines: the counts `_native` checks, what each
+    key (in the types' order) held (a value, a null, an absent cell, an int64 beyond
+    2^53), and the columns as the spool takes them."""
+
+    lines: int
+    longest: int
+    rows: int
+    end: int  # of the last line's text in the block (without its line feed)
+    learnt: list[tuple[bool, bool, bool, bool]]
+    table: pa.Table
+    layout: dict[int, tuple[bool, bool]]
+
+
+_DECLINED = object()  # the parser did not take every line
+
+
+def _parse_native(chunk: bytes, start: int, stop: int,
+                  types: dict[str, pa.DataType]) -> _NativeBlock | object:
+    """A block's lines from `start` to `stop` by the C parser (without the GIL), as the
+    spool's columns, or _DECLINED. Depends on nothing but its arguments: the
+    reader's threads call it ahead of the block's turn."""
+    assert NATIVE is not None
+    if not chunk.isascii():
+        try:
+            chunk[start:stop].decode("utf-8")
+        except UnicodeDecodeError:
+            return _DECLINED
+    keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
+    kinds = bytes(_KIND_CODES[t] for t in types.values())
+    result = NATIVE.parse_block(chunk if stop == len(chunk) else memoryview(chunk)[:stop],
+                                start, keys, kinds)
+    if result is None:
+        return _DECLINED
+    lines, longest, rows, columns = result
+    end = stop - 1 if chunk[stop - 1] == 10 else stop
+    if not rows:
+        return _NativeBlock(lines, longest, rows, end, [], pa.table({}), {})
+    arrays, names, layout, learnt = [], [], {}, []
+    for i, (arrow_type, (values, offsets, text, state, big)) in enumerate(zip(
+            types.values(), columns, strict=True)):
+        states = None if state is None else np.frombuffer(state, dtype=np.uint8)
+        missing = None if states is None else states != 0
+        gone = None if states is None else states == 2
+        has_absent = gone is not None and bool(gone.any())
+        learnt.append((arrow_type != pa.null() and (missing is None or not bool(missing.all())),
+                       states is not None and bool((states == 1).any()), has_absent, big))
+        column: pa.Array
+        if arrow_type == pa.null():
+            column = pa.nulls(rows)
+        elif arrow_type == pa.string():
+            assert offsets is not None and text is not None
+            bitmap = None if missing is None else pa.py_buffer(
+                np.packbits(~missing, bitorder="little"))
+            column = pa.Array.from_buffers(pa.string(), rows, [
+                bitmap, pa.py_buffer(offsets), pa.py_buffer(text)])
+        else:
+            assert values is not None
+            column = arrow_column(np.frombuffer(values, dtype=_KIND_DTYPES[arrow_type]),
+                                  missing)
+        arrays.append(column)
+        names.append(str(i))  # the key's position: the types are every key, in order
+        if has_absent:
+            assert gone is not None
+            arrays.append(arrow_column(gone, None))
+            names.append(f"{i}!")
+        layout[i] = (False, has_absent)
+    table = pa.Table.from_arrays(arrays, names=names)
+    return _NativeBlock(lines, longest, rows, end, learnt, table, layout)
+
+
+class _Parse:
+    """The C parser's call on one block, made ahead with the types learnt when it was
+    asked for (None: none was made)."""
+
+    def __init__(self, types: dict[str, pa.DataType] | None,
+                 future: concurrent.futures.Future[Any] | None) -> None:
+        self.types = types
+        self.future = future
+
+    def result(self, types: dict[str, pa.DataType]) -> _NativeBlock | object | None:
+        """Its outcome where it was made with `types`; None where it was not."""
+        if self.future is None or self.types != types:
+            if self.future is not None:
+                self.future.cancel()
+            return None
+        return self.future.result()  # an error of the thread's is raised here
+
+
+class _Ahead:
+    """Blocks of the input, each with the C parser's call on it already under way on
+    one of `threads` threads, a few blocks ahead (AHEAD_BYTES), in the input's order. A call
+    is made with the types learnt by the time its block is read; where that is no longer
+    what the block's turn finds (a key or a type learnt in between), `_native` makes the
+    call again: what is taken never depends on the thread count. With one thread, or no
+    C parser, nothing runs ahead."""
+
+    def __init__(self, blocks: Iterator[tuple[bytes, int, int, bool]], threads: int,
+                 types: Callable[[], dict[str, pa.DataType] | None]) -> None:
+        self._blocks = blocks
+        self._types = types
+        self._queue: collections.deque[tuple[tuple[bytes, int, int, bool], _Parse]] = \
+            collections.deque()
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        # a block more than threads, so that none waits while a turn is taken; the text
+        # ahead bounded (AHEAD_BYTES), as memory is to stay that of a few blocks
+        self._depth = min(threads + 1, max(2, AHEAD_BYTES // BLOCK_BYTES))
+        if threads > 1 and NATIVE is not None and BY_NATIVE:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                min(threads, self._depth), thread_name_prefix="cumtool-jsonl")
+
+    def __iter__(self) -> Iterator[tuple[tuple[bytes, int, int, bool], _Parse | None]]:
+        if self._pool is None:
+            for block in self._blocks:
+                yield block, None
+            return
+        more = True
+        while True:
+            while more and len(self._queue) < self._depth:
+                read = next(self._blocks, None)
+                if read is None:
+                    more = False
+                    break
+                self._queue.append((read, self._submit(read)))
+            if not self._queue:
+                return
+            block, parse = self._queue.popleft()
+            types = self._types()
+            if parse.types != types:
+                self._renew(types)  # learnt since: the blocks still ahead again
+            yield block, parse
+
+    def _submit(self, block: tuple[bytes, int, int, bool]) -> _Parse:
+        assert self._pool is not None
+        data, end, _at, _over = block
+        types = self._types()
+        if types is None or not end:
+            return _Parse(None, None)
+        return _Parse(types, self._pool.submit(_parse_native, data, 0, end, types))
+
+    def _renew(self, types: dict[str, pa.DataType] | None) -> None:
+        for k, (block, parse) in enumerate(self._queue):
+            if parse.types != types:
+                if parse.future is not None:
+                    parse.future.cancel()  # one under way runs on, unused
+                self._queue[k] = (block, self._submit(block))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 # The C parser's kinds of column (_jsonl.c), and their Python types and numpy dtypes.
 _KIND_CODES = {pa.null(): 0, pa.bool_(): 1, pa.int64(): 2, pa.float64(): 3, pa.string(): 4}
@@ -1020,12 +1163,12 @@ class JsonlSink:
     numeric column that had both, as the input had it, row by row).
 
     A batch of numbers, flags and strings alone is written by lines.write_lines (C where
-    built). A batch with other types (dictionaries, binary, dates and times, JSON text)
-    is written by polars' NDJSON writer, and the lines it would write otherwise than
-    Python's json module (a missing cell to leave out, floats below 1e-4 and the
-    infinities) are put together again, as any other batch is: by one polars query over
-    the cells' JSON texts, the cells polars has no text for (or another text) written by
-    Python."""
+    built), on --threads threads a few batches ahead (`_Written`), in order. A batch with
+    other types (dictionaries, binary, dates and times, JSON text) is written by polars'
+    NDJSON writer, and the lines it would write otherwise than Python's json module (a
+    missing cell to leave out, floats below 1e-4 and the infinities) are put together
+    again, as any other batch is: by one polars query over the cells' JSON texts, the
+    cells polars has no text for (or another text) written by Python."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
         self._stream = stream
@@ -1045,6 +1188,7 @@ class JsonlSink:
             _polars_writes(f) for f in schema)
         self._native = all(_written_natively(f) for f in schema)
         self._key_texts = [key.encode("utf-8") for key in self._keys]
+        self._ahead = _Written(stream, native.CORES)
 
     def write(self, batch: pa.RecordBatch) -> None:
         rows = batch.num_rows
@@ -1055,10 +1199,13 @@ class JsonlSink:
             explicit[i] = source.take(rows, key)
         for source, _key in {id(s): (s, k) for s, k in self._null_rows.values()}.values():
             source.advance(rows)
-        native = self._native_lines(batch, explicit) if self._native else None
-        if native is not None:
-            self._stream.write(native)
-        elif self._whole:
+        columns = self._native_columns(batch, explicit) if self._native else None
+        if columns is not None:
+            ready = lines.prepared(columns)
+            self._ahead.put(lambda: lines.write_prepared(rows, ready))
+            return
+        self._ahead.drain()  # the batches before this one first
+        if self._whole:
             self._stream.write(self._polars_lines(batch, explicit))
         else:
             self._stream.write(self._lines(batch, explicit))
@@ -1067,6 +1214,13 @@ class JsonlSink:
                       explicit: dict[int, np.ndarray]) -> bytes | None:
         """The lines of a batch of numbers, flags and strings (lines.write_lines); None
         where a column's values are not int64's (uint64's beyond it)."""
+        columns = self._native_columns(batch, explicit)
+        return None if columns is None else lines.write_lines(batch.num_rows, columns)
+
+    def _native_columns(self, batch: pa.RecordBatch,
+                        explicit: dict[int, np.ndarray]) -> list[lines.LineColumn] | None:
+        """A batch's columns as lines.write_lines takes them; None where a column's values
+        are not int64's (uint64's beyond it)."""
         columns: list[lines.LineColumn] = []
         for i, (f, column) in enumerate(zip(self._fields, batch.columns, strict=True)):
             present = validity(column) if not pa.types.is_null(column.type) \
@@ -1089,7 +1243,7 @@ class JsonlSink:
             if values is None:
                 return None
             columns.append((key, values, missing, absent))
-        return lines.write_lines(batch.num_rows, columns)
+        return columns
 
     def _polars_lines(self, batch: pa.RecordBatch,
                       explicit: dict[int, np.ndarray]) -> bytes | memoryview:
@@ -1160,10 +1314,49 @@ class JsonlSink:
         return rendered.getvalue()
 
     def close(self) -> None:
-        pass  # the stream is the run's
+        self._ahead.drain()  # the stream is the run's: it is not closed here
 
     def abort(self) -> None:
-        pass
+        self._ahead.abort()
+
+
+class _Written:
+    """Batches' lines made on `threads` threads (write_lines releases the GIL), a few
+    batches ahead, and written to the stream in order; with one thread, each at once."""
+
+    def __init__(self, stream: IO[bytes], threads: int) -> None:
+        self._stream = stream
+        self._depth = min(threads, WRITE_AHEAD)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._queue: collections.deque[concurrent.futures.Future[bytes]] = \
+            collections.deque()
+
+    def put(self, make: Callable[[], bytes]) -> None:
+        if self._depth <= 1:
+            self._stream.write(make())
+            return
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                self._depth, thread_name_prefix="cumtool-jsonl-write")
+        self._queue.append(self._pool.submit(make))
+        while len(self._queue) > self._depth:
+            self._stream.write(self._queue.popleft().result())
+
+    def drain(self) -> None:
+        """Write every batch given so far."""
+        while self._queue:
+            self._stream.write(self._queue.popleft().result())  # its error is raised here
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def abort(self) -> None:
+        for future in self._queue:
+            future.cancel()
+        self._queue.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
 
 def _polars_writes(field_: pa.Field) -> bool:

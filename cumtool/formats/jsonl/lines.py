@@ -48,7 +48,17 @@ def number_text(value: float) -> str:
 def write_lines(rows: int, columns: list[LineColumn]) -> bytes:
     """`rows` lines, each one JSON object of the columns in order: a value as json writes
     it, null where `missing`, and left out with its key where `absent`."""
-    columns = [_contiguous(column) for column in columns]
+    return write_prepared(rows, prepared(columns))
+
+
+def prepared(columns: list[LineColumn]) -> list[LineColumn]:
+    """Columns as write_prepared takes them: their arrays contiguous (numpy work, with
+    the GIL: the JSON Lines writer does it before it hands a batch to a thread)."""
+    return [_contiguous(column) for column in columns]
+
+
+def write_prepared(rows: int, columns: list[LineColumn]) -> bytes:
+    """write_lines of `prepared` columns (in C without the GIL, where built)."""
     if NATIVE is not None:
         text: bytes = NATIVE.write_lines(rows, columns)
         return text
