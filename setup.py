@@ -33,6 +33,6 @@ setup(ext_modules=[
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"], depends=[*YYJSON, *FFC], optional=True),
     Extension("cumtool._ext._jsonl", ["cumtool/_ext/_jsonl.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON],
+              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON, *FFC],
               optional=True),
 ])
