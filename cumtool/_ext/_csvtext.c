@@ -1303,6 +1303,7 @@ typedef struct {
     PyObject *readinto;               /* or readinto(view) -> n, straight into a chunk */
     int views;                        /* hand out views of the chunks' text, not copies */
     double flush;                     /* a chunk read from a trickle waits this long at most */
+    int may_wait;                     /* a read may wait: none made yet, or the last short */
     long long lent;                   /* the chunk whose text is lent out, or -1 */
     int delimiter, out_delimiter, by_sink, single;
     Py_ssize_t width, chunk_bytes, max_record;
@@ -1950,7 +1951,7 @@ static int read_chunk(Pipeline *p, Slot *s)
     s->size = p->pending_size;
     p->pending_size = 0;
     Py_ssize_t boundary = -1;
-    int paused = 0;
+    int paused = 0, waiting = 0;
     const double started = monotonic_seconds();
     for (;;) {
         if (s->size >= p->chunk_bytes || paused) {
@@ -1968,7 +1969,17 @@ static int read_chunk(Pipeline *p, Slot *s)
                 return 1;
             }
             paused = 0;  /* no whole record yet: wait for one */
+            waiting = 1;
         }
+        /* records at hand, from a source that may make a read wait (a pipe: its last read
+           was short, or none was made yet): no read is made while they could go out */
+        if (p->may_wait && !waiting && s->size > 0) {
+            if ((paused = input_paused(p, started)) < 0)
+                return -1;
+            if (paused)
+                continue;
+        }
+        waiting = 0;
         if (s->size >= s->capacity
             && grow_bytes(&s->data, &s->capacity, s->size + s->size / 2) < 0) {
             PyErr_NoMemory();
@@ -2004,6 +2015,7 @@ static int read_chunk(Pipeline *p, Slot *s)
                 s->final = 1;
                 return s->size > 0;
             }
+            p->may_wait = got < want;
             if (got < want && (paused = input_paused(p, started)) < 0)
                 return -1;
             continue;
@@ -2027,6 +2039,7 @@ static int read_chunk(Pipeline *p, Slot *s)
             s->final = 1;
             return s->size > 0;
         }
+        p->may_wait = got < want;
         if (got < want && (paused = input_paused(p, started)) < 0)
             return -1;
     }
@@ -2225,6 +2238,7 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
                                      &p->views, &PyList_Type, &keys, &p->flush, &cores))
         return -1;
     p->lent = -1;
+    p->may_wait = 1;
     if (readinto != Py_None) {
         Py_INCREF(readinto);
         p->readinto = readinto;
