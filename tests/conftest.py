@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,23 @@ SAMPLE_DATA = REPO / "sample_data"
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> Iterator[str]:
+    """A Dask cluster for a module's tests: worker threads, but over TCP, so that every
+    task's arguments and results are serialized as between processes (in-process comms
+    would hand the client the workers' own tables, whose Arrow buffers are aligned, where
+    a real cluster's may start at any byte). The tests that ask for it import
+    `distributed` with importorskip first."""
+    import distributed
+
+    from cumtool.distributed import QUIET_CLUSTER
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                       protocol="tcp://", **QUIET_CLUSTER)
+    yield cluster.scheduler_address
+    cluster.close()
 
 
 @pytest.fixture

@@ -36,17 +36,6 @@ pytestmark = pytest.mark.timeout(300)
 OPS = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
 
 
-@pytest.fixture(scope="module")
-def scheduler() -> str:
-    """Worker threads, but over TCP: every task's arguments and results are serialized as
-    between processes (in-process comms would hand the client the workers' own tables,
-    whose Arrow buffers are aligned, where a real cluster's may start at any byte)."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       protocol="tcp://", **engine.QUIET_CLUSTER)
-    yield cluster.scheduler_address
-    cluster.close()
-
-
 @pytest.fixture
 def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every row group, and every 64 bytes of a CSV, its own partition."""

@@ -30,15 +30,6 @@ def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
 
 
-@pytest.fixture(scope="module")
-def scheduler() -> str:
-    """Worker threads over TCP (the patched functions below are the workers' too)."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       protocol="tcp://", **engine.QUIET_CLUSTER)
-    yield cluster.scheduler_address
-    cluster.close()
-
-
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     rng = np.random.default_rng(4)

@@ -29,16 +29,6 @@ def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
 
 
-@pytest.fixture(scope="module")
-def scheduler() -> str:
-    """Worker threads over TCP: task arguments and results are serialized as between
-    processes."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                       protocol="tcp://", **engine.QUIET_CLUSTER)
-    yield cluster.scheduler_address
-    cluster.close()
-
-
 @pytest.fixture
 def no_chain(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Fails a run that builds the chain of carries (and counts the runs that do not)."""
