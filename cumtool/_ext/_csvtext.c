@@ -1935,6 +1935,46 @@ static int input_paused(Pipeline *p, double started)
     return ready < 0 ? -1 : !ready;
 }
 
+/* Up to `want` bytes of input into `at` (the GIL held: readinto or read is Python's):
+   how many, 0 at the end, -1 on an error (an exception set). */
+static Py_ssize_t read_some(Pipeline *p, char *at, Py_ssize_t want)
+{
+    if (p->readinto != NULL) {  /* straight into the chunk */
+        PyObject *view = PyMemoryView_FromMemory(at, want, PyBUF_WRITE);
+        if (view == NULL)
+            return -1;
+        PyObject *count = PyObject_CallOneArg(p->readinto, view);
+        PyObject *released = PyObject_CallMethod(view, "release", NULL);
+        Py_DECREF(view);
+        if (count == NULL || released == NULL) {
+            Py_XDECREF(count);
+            Py_XDECREF(released);
+            return -1;
+        }
+        Py_DECREF(released);
+        const Py_ssize_t got = count == Py_None ? -1 : PyLong_AsSsize_t(count);
+        Py_DECREF(count);
+        if ((got < 0 || got > want) && !PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "Pipeline: readinto(view) reads at most "
+                            "len(view) bytes, blocking");
+        return got < 0 || got > want ? -1 : got;
+    }
+    PyObject *bytes = PyObject_CallFunction(p->read, "n", want);
+    if (bytes == NULL)
+        return -1;
+    if (!PyBytes_Check(bytes) || PyBytes_GET_SIZE(bytes) > want) {
+        Py_DECREF(bytes);
+        PyErr_SetString(PyExc_ValueError, "Pipeline: read(n) returns at most n bytes");
+        return -1;
+    }
+    const Py_ssize_t got = PyBytes_GET_SIZE(bytes);
+    Py_BEGIN_ALLOW_THREADS  /* the bytes are held: no other thread waits on a copy */
+    memcpy(at, PyBytes_AS_STRING(bytes), (size_t)got);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(bytes);
+    return got;
+}
+
 /* Read the next chunk into its slot (the GIL held: read() is Python's): the bytes kept
    from before, then reads, up to the last whole record within chunk_bytes (or the first
    record, where it is longer). 1 when a chunk was filled, 0 when the input ended with
@@ -1988,51 +2028,9 @@ static int read_chunk(Pipeline *p, Slot *s)
         const Py_ssize_t room = s->capacity - s->size;
         const Py_ssize_t short_of = p->chunk_bytes - s->size;
         const Py_ssize_t want = short_of > 0 && short_of < room ? short_of : room;
-        if (p->readinto != NULL) {
-            PyObject *view = PyMemoryView_FromMemory(s->data + s->size, want, PyBUF_WRITE);
-            if (view == NULL)
-                return -1;
-            PyObject *count = PyObject_CallOneArg(p->readinto, view);
-            PyObject *released = PyObject_CallMethod(view, "release", NULL);
-            Py_DECREF(view);
-            if (count == NULL || released == NULL) {
-                Py_XDECREF(count);
-                Py_XDECREF(released);
-                return -1;
-            }
-            Py_DECREF(released);
-            const Py_ssize_t got = count == Py_None ? -1 : PyLong_AsSsize_t(count);
-            Py_DECREF(count);
-            if (got < 0 || got > want) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_ValueError, "Pipeline: readinto(view) reads at "
-                                    "most len(view) bytes, blocking");
-                return -1;
-            }
-            s->size += got;
-            if (got == 0) {
-                p->eof = 1;
-                s->final = 1;
-                return s->size > 0;
-            }
-            p->may_wait = got < want;
-            if (got < want && (paused = input_paused(p, started)) < 0)
-                return -1;
-            continue;
-        }
-        PyObject *bytes = PyObject_CallFunction(p->read, "n", want);
-        if (bytes == NULL)
+        const Py_ssize_t got = read_some(p, s->data + s->size, want);
+        if (got < 0)
             return -1;
-        if (!PyBytes_Check(bytes) || PyBytes_GET_SIZE(bytes) > want) {
-            Py_DECREF(bytes);
-            PyErr_SetString(PyExc_ValueError, "Pipeline: read(n) returns at most n bytes");
-            return -1;
-        }
-        const Py_ssize_t got = PyBytes_GET_SIZE(bytes);
-        Py_BEGIN_ALLOW_THREADS  /* the bytes are held: no other thread waits on a copy */
-        memcpy(s->data + s->size, PyBytes_AS_STRING(bytes), (size_t)got);
-        Py_END_ALLOW_THREADS
-        Py_DECREF(bytes);
         s->size += got;
         if (got == 0) {
             p->eof = 1;
