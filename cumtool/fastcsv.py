@@ -716,10 +716,7 @@ class _Job:
         del self.data
         stream = cast(IO[bytes], self.stream)
         read = getattr(stream, "read1", stream.read)
-        try:
-            fd: int | None = stream.fileno()
-        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-            fd = None
+        fd = records.input_fd(stream)
         assert TEXT is not None  # _compiled found it
         pipe = TEXT.Pipeline(
             bytes(head), read, lambda: records.input_ready(fd), self.delimiter, self.width,

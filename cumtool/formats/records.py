@@ -53,6 +53,14 @@ def cut_cell_text(data: bytes | memoryview, start: int, end: int, flag: int) -> 
     return text.replace('""', '"') if flag == 2 else text
 
 
+def input_fd(stream: IO[bytes]) -> int | None:
+    """The descriptor `input_ready` asks of a stream, where it has one."""
+    try:
+        return stream.fileno()
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return None
+
+
 def input_ready(fd: int | None) -> bool:
     """Whether more input is available on `fd`, or comes within PAUSE_SECONDS (a pipe
     with a slow producer should not hold back rows already here; a fast one, whose reader
@@ -88,10 +96,7 @@ class Chunker:
         self._too_long = False  # the record at the start of _pending is over the cap
         self._eof = False
         self._read1 = getattr(stream, "read1", None)
-        try:
-            self._fd: int | None = stream.fileno()
-        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-            self._fd = None
+        self._fd = input_fd(stream)
         self.bytes_read = 0
         self._lone_cr = lone_cr  # lines end with a lone CR (None: judged at the first end)
         self.short = False  # the last chunk taken: cut short because the input paused or ended
