@@ -1062,7 +1062,6 @@ def assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.nda
     """Lines of output text (see _csvtext.assemble's doc)."""
     s, e, f = starts.reshape(-1), ends.reshape(-1), flags.reshape(-1)
     out = delimiter.encode()
-    specials = (out, b"\r", b"\n")
     rendered: list[list[bytes]] = []
     for column in columns:
         if not isinstance(column, int):
@@ -1075,14 +1074,9 @@ def assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.nda
         cells = []
         for r in range(rows):
             c = column * capacity + r
-            cell = data[int(s[c]):int(e[c])]
-            flag = int(f[c])
-            if flag == 2:
-                quoted = True
-            elif not cell:
-                quoted = single if by_sink else flag != 0
-            else:
-                quoted = any(x in cell for x in specials)
+            cell = data[int(s[c]):int(e[c])]  # a quoted cell's quotes doubled already
+            empty_quoted = single if by_sink else int(f[c]) != 0
+            quoted = dialect.needs_quotes(cell.decode("utf-8"), delimiter, empty_quoted)
             cells.append(b'"' + cell + b'"' if quoted else cell)
         rendered.append(cells)
     return b"".join(out.join(line) + b"\n" for line in zip(*rendered, strict=True))
