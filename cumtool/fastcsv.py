@@ -724,7 +724,8 @@ class _Job:
             sorted(marker.encode() for marker in self.markers), self.null, self.by_sink,
             self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES,
             readinto=getattr(stream, "readinto1", None), views=self.lending,
-            keys=plan["keys"], flush=records.FLUSH_SECONDS, cores=native.usable_cores())
+            keys=plan["keys"], flush=records.FLUSH_SECONDS, cores=native.usable_cores(),
+            steady=records.input_steady(fd))
         try:
             pending = self.header
             for out in pipe:

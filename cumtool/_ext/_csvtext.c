@@ -1304,6 +1304,7 @@ typedef struct {
     int views;                        /* hand out views of the chunks' text, not copies */
     double flush;                     /* a chunk read from a trickle waits this long at most */
     int may_wait;                     /* a read may wait: none made yet, or the last short */
+    int steady;                       /* reads never wait on a producer (a regular file) */
     long long lent;                   /* the chunk whose text is lent out, or -1 */
     int delimiter, out_delimiter, by_sink, single;
     Py_ssize_t width, chunk_bytes, max_record;
@@ -2053,6 +2054,17 @@ static int read_chunk(Pipeline *p, Slot *s)
     return 1;
 }
 
+/* Chunks read and not yet formatted (the lock held). */
+static int chunks_at_work(const Pipeline *p)
+{
+    int n = 0;
+    for (long long seq = p->next_out; seq < p->next_read; seq++) {
+        const int state = p->slots[seq % p->n_slots].state;
+        n += state != SLOT_READY && state != SLOT_STOPPED && state != SLOT_LENT;
+    }
+    return n;
+}
+
 static PyObject *pipeline_next(Pipeline *p)
 {
     if (p->lent >= 0) {  /* the caller is done with the text it was lent */
@@ -2065,7 +2077,15 @@ static PyObject *pipeline_next(Pipeline *p)
         return NULL;
     for (;;) {
         pthread_mutex_lock(&p->lock);
-        if (p->next_out < p->next_read) {
+        /* From a file, the pool is fed before text is handed out: the caller alone reads
+           and writes, and a pool left without chunks while it writes ran in bursts, the
+           write's time added to the run's (a disk slower than the pool). */
+        const int feed = p->steady && p->n_threads > 0 && !p->eof && !p->paused
+                         && p->slots[p->next_read % p->n_slots].state == SLOT_FREE
+                         && chunks_at_work(p) < p->n_threads;
+        if (feed) {
+            ;  /* on to the read below */
+        } else if (p->next_out < p->next_read) {
             Slot *s = &p->slots[p->next_out % p->n_slots];
             if (s->state == SLOT_READY && p->views) {
                 /* lent until the next call: the caller writes it and asks for more */
@@ -2217,7 +2237,7 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     static char *names[] = {"head", "read", "ready", "delimiter", "width", "out_delimiter",
                             "parse", "scans", "columns", "markers", "null", "by_sink",
                             "single", "threads", "chunk_bytes", "max_record", "readinto",
-                            "views", "keys", "flush", "cores", NULL};
+                            "views", "keys", "flush", "cores", "steady", NULL};
     PyObject *head, *read, *ready, *parse, *scans, *columns, *markers, *null;
     PyObject *readinto = Py_None, *keys = NULL;
     int cores = 0;
@@ -2227,13 +2247,14 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "Pipeline: made once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!di", names, &head,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!dip", names, &head,
                                      &read, &ready, &p->delimiter, &p->width,
                                      &p->out_delimiter, &PyList_Type, &parse, &PyList_Type,
                                      &scans, &PyList_Type, &columns, &PyList_Type, &markers,
                                      &null, &p->by_sink, &p->single, &threads,
                                      &p->chunk_bytes, &p->max_record, &readinto,
-                                     &p->views, &PyList_Type, &keys, &p->flush, &cores))
+                                     &p->views, &PyList_Type, &keys, &p->flush, &cores,
+                                     &p->steady))
         return -1;
     p->lent = -1;
     p->may_wait = 1;
@@ -2440,7 +2461,8 @@ PyDoc_STRVAR(pipeline_doc,
 "text is a memoryview, valid until the next is asked for (not a copy); `keys`: --by's\n"
 "columns, each group scanned from its own running value; `flush`: seconds a chunk\n"
 "waits for more of a pipe that never pauses (0.1); `cores`: the cores the threads may\n"
-"run on (chunks in flight: as many, and two).");
+"run on (chunks in flight: as many, and two); `steady`: reads never wait on a producer\n"
+"(a regular file), so chunks are read ahead of handing text out.");
 
 static PyTypeObject PipelineType = {
     PyVarObject_HEAD_INIT(NULL, 0)

@@ -7,7 +7,9 @@ once. Each byte is scanned once, so a long record costs linear time, not quadrat
 from __future__ import annotations
 
 import io
+import os
 import select
+import stat
 import time
 from collections.abc import Iterator
 from typing import IO
@@ -59,6 +61,17 @@ def input_fd(stream: IO[bytes]) -> int | None:
         return stream.fileno()
     except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
         return None
+
+
+def input_steady(fd: int | None) -> bool:
+    """Whether reads from `fd` never wait on a producer: a regular file (a pipe's, a
+    socket's or a terminal's may)."""
+    if fd is None:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def input_ready(fd: int | None) -> bool:
