@@ -5,7 +5,7 @@ cumtool._ext._jsonl (the JSON Lines reader's typed block parser).
 
 Everything else is declared in pyproject.toml. The extensions are optional: where no C
 compiler is found the build goes on without them, and cumtool runs the same loops in
-Python (same bits, several times slower; see cumtool/native.py and cumtool/small.py), or
+Python (same bits, several times slower; see cumtool/native.py and cumtool/formats/csv/small.py), or
 reads JSON Lines the ways it did before (cumtool/formats/jsonl.py).
 """
 

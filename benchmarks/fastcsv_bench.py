@@ -1,4 +1,4 @@
-"""On its own: cumtool's compiled CSV pipeline (cumtool/fastcsv.py) against polars lazy,
+"""On its own: cumtool's compiled CSV pipeline (cumtool/formats/csv/fast.py) against polars lazy,
 CSV -> CSV cumsum of the wide table (6 float64, 2 int64 columns), side by side in one
 interleaved run: to a file (-o, which fsyncs), to standard output, through a pipe
 (`cat file | ... | tail -n 1`), and each on 1 core and on 2 (taskset), with the streaming

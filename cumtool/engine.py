@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import io
 from typing import IO, TYPE_CHECKING, Any
 
@@ -19,9 +20,8 @@ from cumtool import kernels, native
 from cumtool.choices import AXIS_NAMES
 from cumtool.commit import check_stop
 from cumtool.errors import DataError, LateDecimal, ScanOverflowError, UsageError, option
-from cumtool.fastcsv import try_fast, try_small
 from cumtool.formats import ArraySink, FileKind
-from cumtool.formats.registry import DELIMITED
+from cumtool.formats.registry import DELIMITED, ENGINES
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED
 from cumtool.output import open_output
@@ -102,11 +102,12 @@ def _can_rerun(request: Request, column: int) -> bool:
 
 
 def _run(request: Request) -> None:
-    done, stdin = try_small(request)  # a small CSV: no polars, no pyarrow
-    if not done:  # a larger one, without them too
-        done, stdin = try_fast(request, stdin)
-    if done:
-        return
+    stdin = None
+    for package, module in ENGINES:  # a format's own engine (CSV's: no polars, no pyarrow)
+        engine = importlib.import_module(f"cumtool.formats.{package}.{module}")
+        done, stdin = engine.run(request, stdin)
+        if done:
+            return
     dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
     with contextlib.ExitStack() as stack:
         from cumtool import datasets, state

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from cumtool import distributed, fastcsv, small
+from cumtool import distributed
 from cumtool.completion import header_names
 from cumtool.formats import CsvReadOptions
+from cumtool.formats.csv import fast as fastcsv
+from cumtool.formats.csv import small
 from cumtool.formats.csv.csv import CsvSource
 from cumtool.formats.csv.wide import WIDE_COLUMNS
 from cumtool.formats.records import Chunker

@@ -1,4 +1,4 @@
-"""The streaming pipeline without polars (cumtool/fastcsv.py) against the streaming path:
+"""The streaming pipeline without polars (cumtool/formats/csv/fast.py) against the streaming path:
 the same stdout bytes, output file, error message and exit status, with tiny blocks, on
 chosen and on random files; what it hands over, option by option; its C loops against
 their Python twins; and that it imports neither polars nor pyarrow."""
@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_small import HANDED_OVER, TAKEN, _tables
 
-import cumtool.fastcsv as fastcsv
-import cumtool.small as small
 from cumtool import native, numtext
 from cumtool.cli import main
+from cumtool.formats.csv import fast as fastcsv
+from cumtool.formats.csv import small
 
 
 def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = None,
@@ -59,11 +59,9 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
         fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES = chunk_rows, chunk_bytes
         fastcsv.PIPELINE_CHUNK_BYTES = chunk_bytes
         fastcsv._Job.pieces = spy  # type: ignore[method-assign]
-        import cumtool.engine as engine
-
-        try_fast = engine.try_fast
+        try_fast = fastcsv.try_fast
         if not fast:
-            engine.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
+            fastcsv.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
         try:
             result = CliRunner().invoke(main, argv, catch_exceptions=False,
                                         input=data if stdin else None)
@@ -71,7 +69,7 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], output: str | None = 
             (small.SMALL_BYTES, fastcsv.CHUNK_ROWS, fastcsv.CHUNK_BYTES,
              fastcsv.PIPELINE_CHUNK_BYTES, fastcsv._Job.pieces,
              native.CORES) = saved  # type: ignore[method-assign]
-            engine.try_fast = try_fast
+            fastcsv.try_fast = try_fast
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")
         stdout = result.stdout_bytes.replace(str(where).encode(), b"<dir>")

@@ -227,8 +227,9 @@ def test_arrays_and_dask_are_refused_by_name(invoke, write_file):
 
 
 def test_the_small_path_hands_over(invoke, write_file):
-    """Without --batch-rows a small CSV may take the small path (cumtool/small.py), which
-    hands cumnunique over to the streaming one: the same bytes."""
+    """Without --batch-rows a small CSV may take the small path
+    (cumtool/formats/csv/small.py), which hands cumnunique over to the streaming one: the
+    same bytes."""
     path = write_file("x.csv", csv_text(random_rows(5, 50)))
     small = ok(invoke("cumnunique", str(path), "-c", "t,f,i"))
     streamed = ok(invoke("cumnunique", str(path), "-c", "t,f,i", "--batch-rows", "4"))

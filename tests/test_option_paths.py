@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from cumtool import api, engines, small
+from cumtool import api, engines
 from cumtool.columns import parse
 from cumtool.errors import UsageError
+from cumtool.formats.csv import small
 from cumtool.ops import KEYWORDS, OPTIONS
 from cumtool.ops.decl import Option
 from cumtool.options import API_KEYWORDS, BY_FIELD, FLAGS, GENERAL, TABLE_ONLY, honoured

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cumtool.fastcsv as fastcsv
-import cumtool.small as small
 from cumtool.cli import main
+from cumtool.formats.csv import fast as fastcsv
+from cumtool.formats.csv import small
 
 pytestmark = pytest.mark.skipif(getattr(small.TEXT, "Pipeline", None) is None,
                                 reason="_csvtext is not built (CUMTOOL_PURE_PYTHON, or no "

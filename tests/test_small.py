@@ -1,4 +1,4 @@
-"""The small-input path (cumtool/small.py) against the streaming path: the same stdout
+"""The small-input path (cumtool/formats/csv/small.py) against the streaming path: the same stdout
 bytes, output file, error message and exit status, on chosen and on random files; and it
 runs without polars and pyarrow."""
 
@@ -19,11 +19,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cumtool.engine as engine
-import cumtool.fastcsv as fastcsv
-import cumtool.small as small
 from cumtool.cli import main
 from cumtool.formats import DEFAULT_NA
+from cumtool.formats.csv import fast as fastcsv
+from cumtool.formats.csv import small
 
 FORCE_STREAMING = -1  # as SMALL_BYTES: no input is small
 
@@ -55,17 +54,17 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
         out = where / output if output else None
         if out is not None:
             argv += ["-o", str(out)]
-        saved = small.SMALL_BYTES, small.render, fastcsv.WHOLE, engine.try_fast
+        saved = small.SMALL_BYTES, small.render, fastcsv.WHOLE, fastcsv.try_fast
         small.SMALL_BYTES, small.render = limit, spy  # type: ignore[assignment]
         fastcsv.WHOLE = whole
         if limit == FORCE_STREAMING:  # the general path itself, not the pipeline
-            engine.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
+            fastcsv.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
         try:
             result = CliRunner().invoke(main, argv, input=data if stdin else None,
                                         catch_exceptions=False)
         finally:
             (small.SMALL_BYTES, small.render, fastcsv.WHOLE,  # type: ignore[assignment]
-             engine.try_fast) = saved
+             fastcsv.try_fast) = saved
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")
         runs.append((result.exit_code, result.stdout_bytes, stderr, written))
@@ -619,7 +618,7 @@ def test_a_larger_csv_still_streams_with_polars(tmp_path):
 
 
 def test_kernels_import_without_pyarrow_or_polars():
-    code = ("import sys, cumtool.kernels, cumtool.small\n"
+    code = ("import sys, cumtool.kernels, cumtool.formats.csv.small\n"
             "print(sorted(m for m in ('pyarrow', 'polars') if m in sys.modules))\n")
     assert _python(code).stdout.strip() == b"[]"
 

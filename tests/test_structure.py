@@ -15,6 +15,7 @@ that no longer exists (delete it from the list, so that it cannot come back unno
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cumtool"
@@ -46,8 +47,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # and what each engine refuses of them.
     ("options", ("options", "engines", "request")),
     # The engines and the paths they take.
-    ("run", ("state", "runner", "small", "fastcsv", "widerun", "engine", "datasets",
-             "distributed")),
+    # The CSV format's own engine (formats/csv/fast, formats/csv/small) drives whole runs:
+    # its modules live with the format and stand in this layer.
+    ("run", ("state", "runner", "formats.csv.small", "formats.csv.fast", "widerun",
+             "engine", "datasets", "distributed")),
     # What users call: the Python API and the command line.
     ("surface", ("", "api", "params", "completion", "cli", "launch", "__main__")),
 ]
@@ -163,12 +166,17 @@ def _loaded_by_name(node: ast.Call, module: str, home: str,
     if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
         found = _target(argument.value, modules)
         return set() if found is None or found == module else {found}
-    prefix = home  # a name built at run time: assume any module of the package it names
     if isinstance(argument, ast.JoinedStr) and argument.values and isinstance(
-            argument.values[0], ast.Constant) and isinstance(argument.values[0].value, str):
-        found = _target(argument.values[0].value.rstrip("."), modules)
-        prefix = found if found is not None else home
-    return {m for m in modules if m != module and m.startswith(f"{prefix}.")}
+            argument.values[0], ast.Constant) and str(argument.values[0].value).startswith(
+            "cumtool."):
+        # f"cumtool.formats.{package}": each name put in is one part of a dotted name,
+        # so this loads a module one level below cumtool.formats (not every one under it)
+        pattern = "".join(re.escape(str(part.value)) if isinstance(part, ast.Constant)
+                          else "[^.]+" for part in argument.values)
+        return {m for m in modules if m != module
+                and re.fullmatch(pattern, "cumtool." + m if m else "cumtool")}
+    # a name built otherwise: assume any module of the package it is called from
+    return {m for m in modules if m != module and m.startswith(f"{home}.")}
 
 
 def _is_private(name: str) -> bool:
@@ -206,6 +214,9 @@ def _reachable(start: str, edges: dict[str, set[str]]) -> set[str]:
 
 
 def _layer_of(module: str) -> int | None:
+    for rank, (_name, members) in enumerate(LAYERS):  # a module named alone, first
+        if module in members:
+            return rank
     for rank, (_name, members) in enumerate(LAYERS):
         for pattern in members:
             if module == pattern or (pattern.endswith(".*")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import cumtool.fastcsv as fastcsv
-import cumtool.small as small
 from cumtool import native
 from cumtool.cli import main
+from cumtool.formats.csv import fast as fastcsv
+from cumtool.formats.csv import small
 
 THREADS = ["1", "2", "3", "16"]
 

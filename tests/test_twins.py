@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cumtool import native, numtext, small
+from cumtool import native, numtext
 from cumtool._ext import PURE_VARIABLE
+from cumtool.formats.csv import small
 from cumtool.formats.jsonl import jsonl
 
 pytestmark = pytest.mark.slow
@@ -61,7 +62,8 @@ def _run(folder: Path, args: list[str], pure: bool) -> tuple[int, bytes, bytes]:
 
 
 def test_the_switch_turns_every_extension_off(tmp_path: Path) -> None:
-    code = ("from cumtool import native, numtext, small; from cumtool.formats.jsonl import "
+    code = ("from cumtool import native, numtext; from cumtool.formats.csv import small; "
+            "from cumtool.formats.jsonl import "
             "jsonl, lines; from cumtool.formats.csv import csvwrite; print([m is None for m "
             "in (native.SEQUENTIAL, numtext.NATIVE, small.TEXT, jsonl.NATIVE, lines.NATIVE, "
             "csvwrite.TEXT)])")

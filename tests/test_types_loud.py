@@ -12,7 +12,8 @@ import shlex
 
 import pytest
 
-from cumtool import fastcsv, small
+from cumtool.formats.csv import fast as fastcsv
+from cumtool.formats.csv import small
 
 JUDGED = small.INFER_ROWS  # rows a column is judged from
 NA = "NA,N/A,n/a,NULL,null,None,<NA>,#N/A"

@@ -19,7 +19,7 @@ from click.testing import Result
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cumtool import engine
+from cumtool.formats.csv import fast as fastcsv
 from cumtool.formats.csv import wide
 from tests.helpers import ok
 from tests.test_hostile import BOUND, run_capped
@@ -31,8 +31,8 @@ EXAMPLES = 1500 if os.environ.get("CUMTOOL_HYPOTHESIS_PROFILE") == "cumtool-deep
 @pytest.fixture(autouse=True)
 def _no_small_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tables are tiny stand-ins for wide files (the threshold is lowered): they
-    must reach the streaming readers, not the small-file path (cumtool/small.py)."""
-    monkeypatch.setattr(engine, "try_small", lambda request: (False, None))
+    must reach the streaming readers, not the small-file path (cumtool/formats/csv/small.py)."""
+    monkeypatch.setattr(fastcsv, "try_small", lambda request: (False, None))
 
 
 def _both(invoke: Callable[..., Result], args: list[str], data: bytes,

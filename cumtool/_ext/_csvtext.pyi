@@ -20,7 +20,7 @@ def assemble(data: bytes | bytearray | memoryview, starts: np.ndarray, ends: np.
              delimiter: str, by_sink: bool, single: bool) -> bytes: ...
 
 class Pipeline:
-    """fastcsv._Job's rows in one compiled loop on a pool of threads (not on Windows)."""
+    """formats/csv/fast._Job's rows in one compiled loop on a pool of threads (not on Windows)."""
 
     status: int  # 0 the input ended; 1 hand over; 2 a scan to word; 3 out of memory
     rows: int  # the rows output

@@ -62,6 +62,11 @@ class Format:
     # are written as tables of columns 0, 1, ...).
     array_writer: Callable[[Writing, tuple[int, ...], np.dtype], ArraySink] | None = field(
         default=None, compare=False)
+    # The format's own engine for whole runs, where a run fits it (CSV: the small path and
+    # the compiled pipeline): the module of its package whose run(request, stdin) returns
+    # (done, standard input as it was or None); else the streaming runner reads the input
+    # through `reader`. A name, not an import: an engine drives a run, a layer above this.
+    engine: str | None = None
 
     @property
     def reads(self) -> bool:

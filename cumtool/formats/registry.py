@@ -17,16 +17,20 @@ from cumtool.errors import UsageError
 from cumtool.formats import FileKind, Format
 
 
-def _gather() -> tuple[Format, ...]:
-    found: list[Format] = []
+def _gather() -> tuple[tuple[Format, ...], tuple[tuple[str, str], ...]]:
+    """The formats in rank order, and their own engines as (package, module), each once
+    (CSV and TSV share one)."""
+    found: list[tuple[Format, str]] = []
     for package in pkgutil.iter_modules(cumtool.formats.__path__):
         if package.ispkg:
             module = importlib.import_module(f"cumtool.formats.{package.name}")
-            found.extend(module.FORMATS)
-    return tuple(sorted(found, key=lambda f: f.rank))
+            found.extend((f, package.name) for f in module.FORMATS)
+    found.sort(key=lambda pair: pair[0].rank)
+    engines = dict.fromkeys((package, f.engine) for f, package in found if f.engine)
+    return tuple(f for f, _package in found), tuple(engines)
 
 
-FORMATS = _gather()
+FORMATS, ENGINES = _gather()
 BY_NAME = {f.name: f for f in FORMATS}
 
 INPUT_FORMATS = tuple(f.name for f in FORMATS if f.reads)

@@ -35,7 +35,8 @@ def _is_tsv(head: bytes) -> bool:
 
 FORMATS = (
     Format("csv", (".csv", ".txt"), rank=10, delimiter=",", line_oriented=True,
-           nested_as_text=True, reader=_read, writer=_write),
+           nested_as_text=True, reader=_read, writer=_write, engine="fast"),
     Format("tsv", (".tsv", ".tab"), rank=20, delimiter="\t", sniff=_is_tsv,
-           line_oriented=True, nested_as_text=True, reader=_read, writer=_write),
+           line_oriented=True, nested_as_text=True, reader=_read, writer=_write,
+           engine="fast"),
 )

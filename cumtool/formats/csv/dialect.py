@@ -1,8 +1,9 @@
-"""The CSV dialect, once: the quote rule (which cells are written quoted, and how), and
-where a record ends (a LF outside quotes, the quote state being the parity of the quotes
-before it). Every reader and writer of delimited text asks here; the compiled pipeline's
-C twin (_ext/_csvtext.c: needs_quotes, last_record_end, the cutter's quote state) keeps
-the same rules, and tests/test_dialect.py holds the two together.
+"""The CSV dialect, once: the quote rule (which cells are written quoted, and how), a
+field's text as read (field_pattern, field_text), and where a record ends (a LF outside
+quotes, the quote state being the parity of the quotes before it). Every reader and
+writer of delimited text asks here; the compiled pipeline's C twin (_ext/_csvtext.c:
+needs_quotes, last_record_end, the cutter's quote state and its cell text, `records`)
+keeps the same rules, and tests/test_dialect.py holds the two together.
 
 Imports nothing of cumtool, and numpy only for the vectorised parity (callers that cut
 text with numpy have it loaded already).
@@ -10,6 +11,8 @@ text with numpy have it loaded already).
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,6 +37,26 @@ def quote(text: str, delimiter: str, empty_quoted: bool = False) -> str:
     if needs_quotes(text, delimiter, empty_quoted):
         return QUOTE + text.replace(QUOTE, QUOTE + QUOTE) + QUOTE
     return text
+
+
+@functools.cache
+def field_pattern(delimiter: str) -> re.Pattern[str]:
+    """One field of a record and what ends it, matched from the field's start: groups
+    (quoted, plain, ending). `quoted` is a quoted field's inside (quotes doubled; None for
+    a plain field), `plain` a plain field's text (it holds no quote or LF; a CR before the
+    LF is no part of it), `ending` the delimiter, a line end or "" at the end of the text.
+    No match: a quote RFC 4180 does not allow, or one never closed."""
+    d = re.escape(delimiter)
+    return re.compile(rf'(?:"((?:[^"]|"")*)"|([^"\n{d}]*?))({d}|\r?\n|\Z)', re.DOTALL)
+
+
+def field_text(quoted: str | None, plain: str | None) -> str | None:
+    """A field's text from field_pattern's groups: a quoted field's with its doubled
+    quotes undone, a plain one's as it is; None for an empty plain field (a missing
+    cell, where "" quoted is the empty text)."""
+    if quoted is not None:
+        return quoted.replace('""', '"') if QUOTE in quoted else quoted
+    return plain or None
 
 
 def outside_quotes(quotes: np.ndarray, positions: np.ndarray, quoted: int = 0) -> np.ndarray:

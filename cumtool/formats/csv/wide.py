@@ -13,6 +13,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from cumtool.formats import SourceBase
+from cumtool.formats.csv import dialect
 
 if TYPE_CHECKING:
 
@@ -54,13 +55,6 @@ def is_wide(sample: bytes, delimiter: str) -> bool:
     return int(fields[0]) > WIDE_COLUMNS
 
 
-def _cell_pattern(delimiter: str) -> re.Pattern[str]:
-    """One field and what ends it: a quoted field (quotes doubled inside), or plain text
-    up to the delimiter or the end of the line (a CR before the LF is no part of it)."""
-    d = re.escape(delimiter)
-    return re.compile(rf'(?:"((?:[^"]|"")*)"|([^"\n{d}]*?))({d}|\r?\n|\Z)', re.DOTALL)
-
-
 class WideSource(SourceBase):
     """Delimited text wider than WIDE_COLUMNS, in batches of records cut into cells (a
     list of rows, each a list of cells: text, or None for an empty unquoted cell, as
@@ -84,7 +78,7 @@ class WideSource(SourceBase):
         self.na_values = options.na_values  # for a message's --na list
         self._chunker = handover.chunker
         self._delimiter = options.delimiter
-        self._pattern = _cell_pattern(options.delimiter)
+        self._pattern = dialect.field_pattern(options.delimiter)
         self.rows_read = 0
         self.markers = list(dict.fromkeys([*options.na_values, ""]))
         sample = handover.sample
@@ -354,10 +348,7 @@ class WideSource(SourceBase):
                 raise FormatError(f"{self.name}: cannot read as csv: {where}: a quote that "
                                   "is never closed")
             quoted, plain, ending = found.groups()
-            if quoted is not None:
-                row.append(quoted.replace('""', '"') if '"' in quoted else quoted)
-            else:
-                row.append(plain or None)
+            row.append(dialect.field_text(quoted, plain))
             position = found.end()
             if ending != delimiter:
                 if len(row) != 1 or row[0] is not None:  # a blank line is no record

@@ -51,6 +51,7 @@ from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
 from cumtool.formats import FileKind, PrefixedStream
+from cumtool.formats.csv import dialect
 from cumtool.formats.jsonl import NAME as JSON_LINES
 from cumtool.formats.records import cut_cell_text
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
@@ -294,7 +295,7 @@ def _cut(data: bytes, text: str, delimiter: str) -> list[list[str | None]]:
         if cut is None:
             raise Handover  # a quote that RFC 4180 does not allow
         return cut
-    field = _field_pattern(delimiter)
+    field = dialect.field_pattern(delimiter)
     records: list[list[str | None]] = []
     row: list[str | None] = []
     position, end = 0, len(text)
@@ -303,7 +304,7 @@ def _cut(data: bytes, text: str, delimiter: str) -> list[list[str | None]]:
         if match is None:
             raise Handover  # a quote that RFC 4180 does not allow
         quoted, plain, after = match.groups()
-        row.append(quoted.replace('""', '"') if quoted is not None else plain or None)
+        row.append(dialect.field_text(quoted, plain))
         position = match.end()
         if after != delimiter:
             records.append(row)
@@ -312,17 +313,6 @@ def _cut(data: bytes, text: str, delimiter: str) -> list[list[str | None]]:
         row.append(None)
         records.append(row)
     return records
-
-
-_PATTERNS: dict[str, re.Pattern[str]] = {}
-
-
-def _field_pattern(delimiter: str) -> re.Pattern[str]:
-    if delimiter not in _PATTERNS:
-        d = re.escape(delimiter)
-        _PATTERNS[delimiter] = re.compile(
-            rf'(?:"((?:[^"]|"")*)"|([^{d}"\r\n]*))\r?({d}|\n|\Z)')
-    return _PATTERNS[delimiter]
 
 
 class _Hint:
@@ -528,7 +518,6 @@ def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]
     "necessary", or with text quoted by CsvSink itself (--na-rep, one column)."""
     single = len(columns) == 1
     by_sink = bool(na_rep) or single
-    from cumtool.formats.csv import dialect
 
     def quote(text: str) -> str:
         return dialect.quote(text, delimiter, single)

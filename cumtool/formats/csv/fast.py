@@ -51,15 +51,15 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
-from cumtool import grouped, kernels, native, numtext, small
+from cumtool import grouped, kernels, native, numtext
 from cumtool.errors import CumtoolError, DataError, option
 from cumtool.formats import PrefixedStream, records
-from cumtool.formats.csv import dialect, wide
+from cumtool.formats.csv import dialect, small, wide
+from cumtool.formats.csv.small import TEXT, Handover
 from cumtool.formats.jsonl import lines
 from cumtool.formats.registry import DELIMITED
 from cumtool.output import open_output
 from cumtool.request import Request
-from cumtool.small import TEXT, Handover
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -86,6 +86,19 @@ WHOLE = True  # a small input through this path (tests turn it off to test small
 COMPILED = True  # the compiled pipeline where it fits (tests turn it off: its Python twin)
 PIPELINE_CHUNK_BYTES = 1 << 20  # the compiled pipeline's chunks: whole records, about this
 _PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3}  # _csvtext's codes
+
+
+def run(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
+    """The CSV format's own engine for a whole run, where the run fits it (the registry's
+    Format.engine): a small input read whole, else the compiled pipeline. (True, None)
+    when done; else (False, standard input as it was, or None) for the streaming runner.
+    `stdin`: standard input as another engine left it, or None."""
+    done = False
+    if stdin is None:
+        done, stdin = try_small(request)
+    if not done:
+        done, stdin = try_fast(request, stdin)
+    return done, stdin
 
 
 def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
