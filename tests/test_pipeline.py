@@ -244,6 +244,25 @@ def test_groups_give_the_twins_bytes(tmp_path, monkeypatch, threads, op):
                               b',"x""y",0,3.25', b",,1,4.25", b"a,bc,-1,5.25"]
 
 
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+def test_groups_the_pool_finds_give_the_twins_bytes(tmp_path, monkeypatch, threads):
+    # the pool numbers the rows of keys that earlier chunks brought, the serial step the
+    # rest: keys that come back chunk after chunk, while the table grows (4,000 groups),
+    # and keys whose bytes run into each other ("g1","2h" and "g12","h")
+    rows = []
+    for i in range(12000):
+        g = (i * 7919) % 4000 if i % 3 else i % 37
+        rows.append(b"g%d,%dh,%d,%s" % (g // 10, g % 10, i % 5 - 2,
+                                        b"" if i % 13 == 0 else b"%d.5" % (i % 101)))
+    rows += [b"g1,2h,1,1", b"g12,h,1,1", b"g1,2h,1,1"]
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"k1,k2,n,x\n" + b"\n".join(rows) + b"\n")
+    (code, out, err), statuses = _both(["cumsum", str(path), "--by", "k1,k2", "-c", "n,x"],
+                                       monkeypatch, threads, chunk=700)
+    assert (code, err, statuses) == (0, "", [0])
+    assert out.split(b"\n")[-3] == b"g12,h,1,1.0"  # a group of its own
+
+
 def test_an_overflow_in_one_group_is_worded_as_the_twin_words_it(tmp_path, monkeypatch):
     rows = b"".join(b"%s,%d\n" % (b"ab"[i % 2:i % 2 + 1], 2**62) for i in range(12))
     path = tmp_path / "in.csv"

@@ -1257,14 +1257,32 @@ typedef struct {
 
 /* --by: the groups, numbered in the order they first come, by their key cells' bytes
    (fastcsv: grouped.CellKeys' identity, an empty cell being the empty key). Open
-   addressing on a 64-bit hash that the pool computes; the lookups are the serial step's. */
+   addressing on a 64-bit hash that the pool computes. The serial step alone writes: it
+   writes a group's key before it stores its slot's hash (release), and fills a grown
+   table before it publishes it. The pool reads the table (acquire) for the rows whose
+   keys earlier chunks brought, and the serial step numbers the rest: a group's id never
+   changes, so what the pool finds is what the serial step would, and what it misses the
+   serial step finds or adds, in row order. Keys stay where they were written (in blocks
+   that never move); an outgrown table is freed once no thread of the pool reads it
+   (each says which table it reads in its scratch's `table`: hazard pointers). */
 typedef struct {
-    uint64_t *hashes;    /* each slot's hash, 0: empty (hashes are made odd) */
-    int64_t *ids;        /* each slot's group */
-    Py_ssize_t mask;     /* slots - 1 */
-    int64_t *keys;       /* each group's key: its offset in `bytes` */
-    char *bytes;         /* keys, each key column's cell as a 4-byte size and its bytes */
-    Py_ssize_t count, key_room, size, room;
+    uint64_t hash;       /* 0: empty (hashes are made odd) */
+    const char *key;     /* the group's id (int64), its key's size (int64), then its key:
+                            each key column's cell as a 4-byte size and its bytes */
+} GroupSlot;
+
+typedef struct GroupTable {
+    struct GroupTable *older;  /* a table outgrown, not freed yet */
+    Py_ssize_t mask;           /* slots - 1 */
+    GroupSlot slots[];
+} GroupTable;
+
+typedef struct {
+    GroupTable *table;   /* the newest, the serial step's (the pool loads it: seq_cst) */
+    GroupTable *retired; /* the tables it outgrew that a thread of the pool may still read */
+    char *block;         /* the newest block of keys: a pointer to the one before, then keys */
+    Py_ssize_t block_used, block_room;
+    Py_ssize_t count, room;  /* the groups; the room of the scans' running values */
 } Groups;
 
 typedef struct {
@@ -1279,6 +1297,7 @@ enum { BATCH_ROWS = 2048, BATCH_CELLS = 1 << 16 };  /* at most, a thread's ~1 Mi
 typedef struct {
     int64_t *starts, *ends;
     unsigned char *flags;
+    GroupTable *table;   /* --by: the table of groups this thread reads, or NULL */
 } Scratch;
 
 typedef struct {
@@ -1288,7 +1307,9 @@ typedef struct {
     Py_ssize_t size, capacity;
     Py_ssize_t rows, row_capacity;
     uint64_t *hashes;                 /* --by: each row's key hash (the pool's) */
-    int64_t *group_ids;               /* --by: each row's group (the serial step's) */
+    int64_t *group_ids;               /* --by: each row's group (the pool's where an
+                                         earlier chunk brought the key, else the
+                                         serial step's) */
     int64_t *starts, *ends;           /* kept column k's bounds of row r at [k * rows_cap + r] */
     unsigned char *flags;
     char *numbers;                    /* each parsed column's 8-byte values, then results */
@@ -1316,6 +1337,7 @@ typedef struct {
     Groups groups;
     Py_ssize_t n_numbers;             /* 8-byte arrays a chunk holds: values and results */
     Scratch *scratch;                 /* one a thread, and one for the caller's */
+    int n_scratch;
     Py_ssize_t batch_rows;            /* the rows a scratch holds: fewer for wide rows */
     char **markers; Py_ssize_t *marker_sizes; Py_ssize_t n_markers;
     char *null; Py_ssize_t null_size;
@@ -1421,119 +1443,210 @@ static uint64_t key_hash(const char *b, Py_ssize_t n, uint64_t h)
     return h ^ (h >> 31);
 }
 
-/* Whether group g's key is row r's key cells. */
-static int same_key(const Pipeline *p, const Slot *s, Py_ssize_t r, int64_t g)
+enum { GROUPS_AHEAD = 16 };  /* rows ahead whose group's slot or value is fetched early */
+
+/* Whether a group's key (its bytes, `size` of them) is row r's key cells. */
+static int same_key(const Pipeline *p, const Slot *s, Py_ssize_t r, const char *at,
+                    int64_t size)
 {
-    const char *at = p->groups.bytes + p->groups.keys[g];
     for (Py_ssize_t k = 0; k < p->n_keys; k++) {
         const Py_ssize_t c = p->keys[k] * s->row_capacity + r;
-        const uint32_t n = (uint32_t)(s->ends[c] - s->starts[c]);
+        const int64_t n = s->ends[c] - s->starts[c];
         uint32_t stored;
+        if (size < 4 + n)
+            return 0;
         memcpy(&stored, at, 4);
-        if (stored != n || memcmp(at + 4, s->data + s->starts[c], n) != 0)
+        if (stored != (uint64_t)n || memcmp(at + 4, s->data + s->starts[c], (size_t)n) != 0)
             return 0;
         at += 4 + n;
+        size -= 4 + n;
     }
-    return 1;
+    return size == 0;
 }
 
-/* A new group of row r's key: -1 out of memory (or a key of 4 GiB). */
-static int64_t add_group(Pipeline *p, const Slot *s, Py_ssize_t r)
+/* The group of row r's key (hash h) in table t, or -1 where it is not there (yet);
+   *empty: the slot where it would go. Any thread: see Groups. */
+static int64_t find_group(const Pipeline *p, const Slot *s, Py_ssize_t r, uint64_t h,
+                          const GroupTable *t, Py_ssize_t *empty)
+{
+    Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)t->mask);
+    for (;;) {
+        const GroupSlot *slot = &t->slots[at];
+        const uint64_t seen = __atomic_load_n(&slot->hash, __ATOMIC_ACQUIRE);
+        if (!seen) {
+            *empty = at;
+            return -1;
+        }
+        if (seen == h) {
+            int64_t head[2];  /* the id, the key's size */
+            memcpy(head, slot->key, 16);
+            if (same_key(p, s, r, slot->key + 16, head[1]))
+                return head[0];
+        }
+        at = (at + 1) & t->mask;
+    }
+}
+
+/* A table of `slots` slots, with the groups of `old` (or none) in it: NULL out of memory. */
+static GroupTable *group_table(const GroupTable *old, Py_ssize_t slots)
+{
+    GroupTable *t = NULL;
+    const size_t bytes = sizeof(GroupTable) + (size_t)slots * sizeof(GroupSlot);
+    if (posix_memalign((void **)&t, 64, bytes) != 0)
+        return NULL;
+    memset(t, 0, bytes);
+    t->mask = slots - 1;
+    for (Py_ssize_t i = 0; old != NULL && i <= old->mask; i++) {
+        if (!old->slots[i].hash)
+            continue;
+        Py_ssize_t at = (Py_ssize_t)(old->slots[i].hash & (uint64_t)t->mask);
+        while (t->slots[at].hash)
+            at = (at + 1) & t->mask;
+        t->slots[at] = old->slots[i];
+    }
+    return t;
+}
+
+/* The outgrown tables that no thread of the pool reads, freed (all of them: at the end). */
+static void free_retired(Pipeline *p, int all)
+{
+    GroupTable **link = &p->groups.retired;
+    while (*link != NULL) {
+        GroupTable *t = *link;
+        int read = 0;
+        for (int i = 0; !all && !read && i < p->n_scratch; i++)
+            read = __atomic_load_n(&p->scratch[i].table, __ATOMIC_SEQ_CST) == t;
+        if (read) {
+            link = &t->older;
+        } else {
+            *link = t->older;
+            free(t);
+        }
+    }
+}
+
+/* A new group of row r's key, in slot `at` of the table: -1 out of memory (or a key of
+   4 GiB). */
+static int64_t add_group(Pipeline *p, const Slot *s, Py_ssize_t r, uint64_t h, Py_ssize_t at)
 {
     Groups *g = &p->groups;
-    Py_ssize_t size = 0;
+    int64_t size = 0;
     for (Py_ssize_t k = 0; k < p->n_keys; k++) {
         const Py_ssize_t c = p->keys[k] * s->row_capacity + r;
-        size += 4 + (Py_ssize_t)(s->ends[c] - s->starts[c]);
+        size += 4 + (s->ends[c] - s->starts[c]);
         if (s->ends[c] - s->starts[c] > (int64_t)UINT32_MAX)
             return -1;
     }
-    if (g->count == g->key_room) {
-        const Py_ssize_t room = g->key_room ? 2 * g->key_room : 1024;
-        int64_t *keys = realloc(g->keys, (size_t)room * 8);
-        if (keys == NULL)
-            return -1;
-        g->keys = keys;
+    if (g->count == g->room) {
+        const Py_ssize_t room = g->room ? 2 * g->room : 1024;
         for (Py_ssize_t j = 0; j < p->n_scans; j++) {  /* each scan's values, started */
             ScanPlan *scan = &p->scans[j];
             void *values = realloc(scan->groups, (size_t)room * 8);
             if (values == NULL)
                 return -1;
             scan->groups = values;
-            for (Py_ssize_t i = g->key_room; i < room; i++) {
+            for (Py_ssize_t i = g->room; i < room; i++) {
                 if (scan->ints)
                     ((int64_t *)values)[i] = scan->q;
                 else
                     ((double *)values)[i] = scan->d;
             }
         }
-        g->key_room = room;
+        g->room = room;
     }
-    if (grow_bytes(&g->bytes, &g->room, g->size + size) < 0)
-        return -1;
-    char *at = g->bytes + g->size;
+    const Py_ssize_t need = (Py_ssize_t)((16 + size + 7) & ~(int64_t)7);  /* 8-byte aligned */
+    if (g->block == NULL || g->block_room - g->block_used < need) {
+        const Py_ssize_t room = need + 8 > (1 << 20) ? need + 8 : (1 << 20);
+        char *block = malloc((size_t)room);
+        if (block == NULL)
+            return -1;
+        memcpy(block, &g->block, sizeof(char *));
+        g->block = block;
+        g->block_used = 8;
+        g->block_room = room;
+    }
+    char *key = g->block + g->block_used, *to = key + 16;
+    const int64_t head[2] = {g->count, size};
+    memcpy(key, head, 16);
     for (Py_ssize_t k = 0; k < p->n_keys; k++) {
         const Py_ssize_t c = p->keys[k] * s->row_capacity + r;
         const uint32_t n = (uint32_t)(s->ends[c] - s->starts[c]);
-        memcpy(at, &n, 4);
-        memcpy(at + 4, s->data + s->starts[c], n);
-        at += 4 + n;
+        memcpy(to, &n, 4);
+        memcpy(to + 4, s->data + s->starts[c], n);
+        to += 4 + n;
     }
-    g->keys[g->count] = g->size;
-    g->size += size;
+    g->block_used += need;
+    GroupSlot *slot = &g->table->slots[at];
+    slot->key = key;
+    __atomic_store_n(&slot->hash, h, __ATOMIC_RELEASE);  /* the pool may find it now */
     return g->count++;
 }
 
-/* Each row's group (the serial step: the groups are numbered in row order). -1 where
-   memory ran out. */
+/* The groups of the rows the pool left unnumbered (-1), in row order (the serial step).
+   -1 where memory ran out. */
 static int number_groups(Pipeline *p, Slot *s)
 {
     Groups *g = &p->groups;
-    for (Py_ssize_t r = 0; r < s->rows; r++) {
-        if (2 * (g->count + 1) > g->mask + 1) {  /* at most half full */
-            const Py_ssize_t slots = g->mask ? 2 * (g->mask + 1) : 4096;
-            uint64_t *hashes = calloc((size_t)slots, 8);
-            int64_t *ids = malloc((size_t)slots * 8);
-            if (hashes == NULL || ids == NULL) {
-                free(hashes);
-                free(ids);
+    int64_t *ids = s->group_ids;
+    const uint64_t *hashes = s->hashes;
+    const Py_ssize_t rows = s->rows;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        if (r + GROUPS_AHEAD < rows && ids[r + GROUPS_AHEAD] < 0 && g->table != NULL)
+            __builtin_prefetch(&g->table->slots[hashes[r + GROUPS_AHEAD] & (uint64_t)g->table->mask]);
+        if (ids[r] >= 0)
+            continue;
+        if (g->table == NULL || 2 * (g->count + 1) > g->table->mask + 1) {  /* half full */
+            GroupTable *t = group_table(g->table, g->table ? 2 * (g->table->mask + 1) : 4096);
+            if (t == NULL)
                 return -1;
+            GroupTable *old = g->table;
+            __atomic_store_n(&g->table, t, __ATOMIC_SEQ_CST);  /* the pool reads it now */
+            if (old != NULL) {
+                old->older = g->retired;
+                g->retired = old;
             }
-            for (Py_ssize_t i = 0; g->mask && i <= g->mask; i++) {
-                if (!g->hashes[i])
-                    continue;
-                Py_ssize_t at = (Py_ssize_t)(g->hashes[i] & (uint64_t)(slots - 1));
-                while (hashes[at])
-                    at = (at + 1) & (slots - 1);
-                hashes[at] = g->hashes[i];
-                ids[at] = g->ids[i];
-            }
-            free(g->hashes);
-            free(g->ids);
-            g->hashes = hashes;
-            g->ids = ids;
-            g->mask = slots - 1;
         }
-        const uint64_t h = s->hashes[r];
-        Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)g->mask);
-        for (;;) {
-            if (!g->hashes[at]) {
-                const int64_t id = add_group(p, s, r);
-                if (id < 0)
-                    return -1;
-                g->hashes[at] = h;
-                g->ids[at] = id;
-                s->group_ids[r] = id;
-                break;
-            }
-            if (g->hashes[at] == h && same_key(p, s, r, g->ids[at])) {
-                s->group_ids[r] = g->ids[at];
-                break;
-            }
-            at = (at + 1) & g->mask;
-        }
+        Py_ssize_t at;
+        int64_t id = find_group(p, s, r, hashes[r], g->table, &at);
+        if (id < 0 && (id = add_group(p, s, r, hashes[r], at)) < 0)
+            return -1;
+        ids[r] = id;
     }
+    if (g->retired != NULL)
+        free_retired(p, 0);
     return 0;
+}
+
+/* The groups of rows [from, to) of a chunk that earlier chunks brought, from their
+   hashes (the pool's: see Groups); -1 for the others, which the serial step numbers. */
+static void find_groups(Pipeline *p, Slot *s, Scratch *scratch, Py_ssize_t from,
+                        Py_ssize_t to)
+{
+    /* the table read, named in the scratch before it is read: the serial step, which
+       publishes a new one before it looks, frees none a thread names */
+    GroupTable *t = __atomic_load_n(&p->groups.table, __ATOMIC_SEQ_CST), *now;
+    for (;;) {
+        __atomic_store_n(&scratch->table, t, __ATOMIC_SEQ_CST);
+        if ((now = __atomic_load_n(&p->groups.table, __ATOMIC_SEQ_CST)) == t)
+            break;
+        t = now;
+    }
+    const uint64_t *hashes = s->hashes;
+    int64_t *ids = s->group_ids;
+    if (t == NULL) {
+        for (Py_ssize_t r = from; r < to; r++)
+            ids[r] = -1;
+        return;
+    }
+    for (Py_ssize_t r = from; r < to && r < from + GROUPS_AHEAD; r++)
+        __builtin_prefetch(&t->slots[hashes[r] & (uint64_t)t->mask]);
+    for (Py_ssize_t r = from; r < to; r++) {
+        if (r + GROUPS_AHEAD < to)
+            __builtin_prefetch(&t->slots[hashes[r + GROUPS_AHEAD] & (uint64_t)t->mask]);
+        Py_ssize_t at;
+        ids[r] = find_group(p, s, r, hashes[r], t, &at);
+    }
+    __atomic_store_n(&scratch->table, NULL, __ATOMIC_RELEASE);
 }
 
 /* Cut a chunk and parse its scanned columns (any thread, no lock held): batch_rows rows
@@ -1624,6 +1737,8 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
             }
             s->hashes[row0 + r] = h | 1;
         }
+        if (p->n_keys)
+            find_groups(p, s, scratch, row0, row0 + rows);
         row0 += rows;
         if (status == CUT_DONE)
             break;
@@ -1727,15 +1842,20 @@ static void chunk_scan(Pipeline *p, Slot *s)
             const int64_t *x = (const int64_t *)in;
             int64_t *y = (int64_t *)out, *running = scan->groups;
             for (Py_ssize_t r = 0; r < rows && !bad; r++) {
+                if (r + GROUPS_AHEAD < rows)
+                    __builtin_prefetch(&running[ids[r + GROUPS_AHEAD]], 1);
                 bad = step_int(scan->op, running[ids[r]], x[r], missing[r], &running[ids[r]]);
                 y[r] = running[ids[r]];
             }
         } else {
             const double *x = (const double *)in;
             double *y = (double *)out, *running = scan->groups;
-            for (Py_ssize_t r = 0; r < rows; r++)
+            for (Py_ssize_t r = 0; r < rows; r++) {
+                if (r + GROUPS_AHEAD < rows)
+                    __builtin_prefetch(&running[ids[r + GROUPS_AHEAD]], 1);
                 y[r] = running[ids[r]] = step_double(scan->op, running[ids[r]], x[r],
                                                      missing[r]);
+            }
         }
         if (bad) {
             s->stop = STOP_SCAN;  /* the Python steps word the overflow */
@@ -2187,10 +2307,12 @@ static void pipeline_dealloc(Pipeline *p)
     }
     for (Py_ssize_t j = 0; p->scans != NULL && j < p->n_scans; j++)
         free(p->scans[j].groups);
-    free(p->groups.hashes);
-    free(p->groups.ids);
-    free(p->groups.keys);
-    free(p->groups.bytes);
+    free_retired(p, 1);
+    free(p->groups.table);
+    for (char *block = p->groups.block, *before; block != NULL; block = before) {
+        memcpy(&before, block, sizeof(char *));
+        free(block);
+    }
     free(p->keys);
     free(p->slots);
     for (int i = 0; p->scratch != NULL && i <= p->n_threads; i++) {
@@ -2384,6 +2506,7 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     p->slots = calloc((size_t)p->n_slots, sizeof(Slot));
     p->threads = calloc((size_t)(p->n_threads + 1), sizeof(pthread_t));
     p->scratch = calloc((size_t)(p->n_threads + 1), sizeof(Scratch));
+    p->n_scratch = p->n_threads + 1;
     if (!p->slots || !p->threads || !p->scratch) {
         PyErr_NoMemory();
         return -1;
