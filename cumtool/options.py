@@ -5,9 +5,10 @@ the API has one), its help, how its text is read and checked, and which paths ho
 From these the command line makes its options and maps them to a Request (cli.py),
 `--help` and docs/options.md follow, the small path hands over what it does not honour
 (small.options_fit), the Dask engine refuses by name what it does not (engines.py), and
-arrays refuse the options of tables (Request.table_only). A new option is one entry here,
-its Request field, and what it does; tests/test_option_paths.py fails until each field
-is declared with every path.
+an input whose format does not honour an option refuses it by name (`refuse_unread`:
+--na on Parquet, --by on an array). A new option is one entry here, its Request field, and
+what it does; tests/test_option_paths.py fails until each field is declared with every
+path and the inputs it is for.
 
 Plain data, importable without numpy: the command line reads it at start-up.
 """
@@ -15,6 +16,7 @@ Plain data, importable without numpy: the command line reads it at start-up.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from cumtool.choices import (
@@ -26,7 +28,13 @@ from cumtool.choices import (
     check_axis,
 )
 from cumtool.errors import UsageError, option
-from cumtool.formats.registry import INPUT_FORMATS, OUTPUT_FORMATS, check_format_name
+from cumtool.formats.registry import (
+    INPUT_FORMATS,
+    INPUT_GROUPS,
+    OUTPUT_FORMATS,
+    check_format_name,
+    input_group,
+)
 from cumtool.ops import OPTIONS
 from cumtool.ops.decl import Option
 
@@ -73,131 +81,133 @@ GENERAL: tuple[Option, ...] = (
            parse=check_axis, given_if=lambda axis: not _along_rows(axis), api=True,
            help="rows (index, 0): down each column; columns (1): across each row; or any "
                 "integer axis of an N-d .npy array.",
-           small="hands over", dask="refuses"),
+           inputs="all", small="hands over", dask="refuses"),
     # Sixteen names: listed in the help text, as a metavar they would not fit a line.
     # Checked by Click's type, cli._PARAM_TYPES (which completes torch's names too).
     Option("--dtype", aliases=("-t",), type=str, metavar="DTYPE", choices=DTYPE_CHOICES,
            api=True,
            help=f"Cast the input to this dtype first, then scan: {', '.join(DTYPE_NAMES)}; "
                 f"or torch's {', '.join(TORCH_ALIASES)}, torch.float32, ...",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("--output", aliases=("-o",), type=str, metavar="PATH", complete="path",
            help="Write here (format from the extension); '-' or none: standard output; "
                 "DIR/ (ending in /): one output per input, under the same relative names.",
-           small="honours", dask="honours"),
-    Option("--state", type=str, metavar="FILE", complete="path", tables_only=True,
+           inputs="all", small="honours", dask="honours"),
+    Option("--state", type=str, metavar="FILE", complete="path", inputs="tables",
            help="Tables: continue from the running values saved in FILE (if it exists), "
                 "and save them there when the run succeeds (for cron: day by day gives the "
                 "bits of one run; a retried or overlapping run never counts a row twice).",
-           small="hands over", dask="refuses"),
+           identity=False, small="hands over", dask="refuses"),
     Option("--run-id", type=str, metavar="ID",
            help="With --state: name this run (e.g. $(date +%F)); a run with the last run's "
                 "ID is a retry of it (default: the options and the inputs' bytes).",
-           small="not its output", dask="honours"),
+           inputs="all", identity=False, small="not its output", dask="honours"),
     Option("--wait", type=float, least=0, metavar="SECONDS",
            help="With --state: wait up to SECONDS for another run holding the state to "
                 "finish (default: fail at once with status 75).",
-           small="not its output", dask="honours"),
+           inputs="all", identity=False, small="not its output", dask="honours"),
     Option("--growing", default=False,
            help="With --state: the inputs are logs being appended to; scan only the rows "
                 "added since the last run (a last line without its line end waits for the "
                 "next run). Name each run with --run-id.",
-           small="not its output", dask="honours"),
-    Option("--filename-column", type=str, metavar="NAME", tables_only=True,
+           inputs="lines", identity=False, small="not its output", dask="honours"),
+    Option("--filename-column", type=str, metavar="NAME", inputs="tables",
            help="Tables: add a first column NAME holding each row's input path as given "
                 "(--by NAME: a running total per file).",
            small="hands over", dask="refuses"),
     Option("--from", keyword="from_format", type=str, choices=INPUT_FORMATS,
            parse=lambda name: check_format_name(name, INPUT_FORMATS, "--from"),
            help="Input format (default: from the extension, else the first bytes).",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("--to", keyword="to_format", type=str, choices=OUTPUT_FORMATS,
            parse=lambda name: check_format_name(name, OUTPUT_FORMATS, "--to"),
            help="Output format (default: from -o, else a table on a terminal, else the "
                 "input's format).",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("--sheet", type=str, metavar="NAME|N",
            help="Spreadsheets (.xlsx, .xls, .ods): the sheet to read, by name or number "
                 "from 1 (default: the first).",
-           small="hands over", dask="honours"),
+           inputs="spreadsheets", small="hands over", dask="honours"),
     Option("--columns", aliases=("-c",), type=str, multiple=True, default=(),
            parse=_selection("-c"), complete="columns", metavar="COLS", api=True,
-           tables_only=True,
+           inputs="tables",
            help="Columns to scan (default: every numeric column); the others pass through. "
                 "Names, 1-based positions, ranges (2-4, a-c), \"quoted, names\", name[k] for "
                 "a repeated name, !COLS for all but COLS; repeat to add.",
            small="honours", dask="honours"),
     Option("--exclude", type=str, multiple=True, default=(), parse=_selection("--exclude"),
-           metavar="COLS", complete="columns", api=True, tables_only=True,
+           metavar="COLS", complete="columns", api=True, inputs="tables",
            help="Do not scan these columns (scan the rest of the default or -c columns); "
                 "repeat to add.",
            small="honours", dask="honours"),
-    Option("--only-scanned", default=False, tables_only=True,
+    Option("--only-scanned", default=False, inputs="tables",
            help="Write only the scanned columns (with --keep: each and its result), e.g. to "
                 "write .npy from a CSV with text columns.",
            small="honours", dask="honours"),
     Option("--delimiter", aliases=("-d",), type=str,
            help="The input's field delimiter (default ',' or tab for .tsv; '\\t' for tab).",
-           small="honours", dask="honours"),
+           inputs="text", small="honours", dask="honours"),
     Option("--out-delimiter", type=str, metavar="C",
            help="The output's field delimiter (default: ',' for csv, tab for tsv; ';' for "
                 "csv with --decimal-comma): one ASCII character that cannot be part of a "
                 "number.",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("--na", type=str, metavar="LIST", parse=lambda text: tuple(text.split(",")),
            help="Comma-separated cell texts that mean a missing cell, replacing the default "
                 "NA,N/A,n/a,NULL,null,None,<NA>,#N/A (an empty cell is always missing).",
-           small="honours", dask="honours"),
+           inputs="text", small="honours", dask="honours"),
     Option("--na-rep", type=str, default="", metavar="TEXT",
            help="How a missing cell is written in csv/tsv output (default: empty).",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("--encoding", type=str, metavar="ENC",
            help="CSV/TSV text encoding (latin-1, cp1252, ...) of the input, and of csv/tsv "
                 "output (default: UTF-8).",
+           inputs="text", elsewhere="for the output's encoding: --out-encoding",
            small="hands over", dask="honours"),
     Option("--decimal-comma", default=False,
            help="Numbers are written 1,5 (European): read them so, and write results so.",
+           inputs="text", elsewhere="for numbers written 1,5: --out-decimal comma",
            small="hands over", dask="honours"),
     Option("--out-encoding", type=str, metavar="ENC",
            help="The text encoding of csv/tsv output (default: --encoding's, so unscanned "
                 "cells come out byte for byte).",
-           small="hands over", dask="honours"),
+           inputs="all", small="hands over", dask="honours"),
     Option("--out-decimal", type=str, choices=("point", "comma"),
            help="The decimal mark of numbers in csv/tsv output (default: comma with "
                 "--decimal-comma, else point).",
-           small="hands over", dask="honours"),
+           inputs="all", small="hands over", dask="honours"),
     Option("--no-header", keyword="header", default=True, negates=True,
            help="CSV has no header row: columns are named 1, 2, ... and the output has no "
                 "header either.",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     # Comment lines and short rows: the streaming path's reader alone knows them
     # (formats/records.py, formats/csv/csv.py).
     Option("--comment", type=str, metavar="CHAR",
            help="CSV/TSV: skip lines that start with CHAR (e.g. '#'), as blank lines are; "
                 "CHAR elsewhere is data.",
-           small="hands over", dask="honours"),
+           inputs="text", small="hands over", dask="honours"),
     Option("--ragged", default=False,
            help="CSV/TSV: rows shorter than the header end in missing cells (a longer row "
                 "is still an error).",
-           small="hands over", dask="honours"),
+           inputs="text", small="hands over", dask="honours"),
     Option("--overflow", type=str, choices=OVERFLOW_CHOICES, default="error",
            show_default=True, api=True,
            help="Integer overflow: stop with an error, or wrap around as torch.",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("--skipna", default=False, api=True,
            help="Treat NaN like a missing cell: skipped by the scan, kept in place.",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("--by", type=str, multiple=True, default=(), parse=_selection("--by"),
-           metavar="COLS", complete="columns", api=True, tables_only=True,
+           metavar="COLS", complete="columns", api=True, inputs="tables",
            help="Tables: a separate running scan for each distinct value (or combination) of "
                 "these key columns; rows keep their order.",
            small="honours", dask="refuses"),
     Option("--reset", type=str, parse=_selection("--reset"), metavar="COL",
-           complete="columns", api=True, tables_only=True,
+           complete="columns", api=True, inputs="tables",
            help="Tables: start the scan afresh at every row where COL is true or non-zero.",
            small="hands over", dask="refuses"),
     Option("--period", type=str, choices=("day", "week", "month", "quarter", "year"),
-           api=True, tables_only=True,
+           api=True, inputs="tables",
            help="Tables: the calendar period of --time's date is part of each row's group, "
                 "as --by columns are: a scan per day, ISO week (Monday first), month, "
                 "quarter or year (month-to-date, ...).",
@@ -206,117 +216,118 @@ GENERAL: tuple[Option, ...] = (
            complete="columns", api=True,
            help="With --period: the column of dates or times (ISO text such as 2024-03-01 or "
                 "2024-03-01T09:30, or a date or timestamp column); not scanned.",
-           small="honours", dask="refuses"),
+           inputs="all", small="honours", dask="refuses"),
     Option("--year-start", type=str, metavar="MM-DD", api=True,
            help="With --period year or quarter: the day years start (fiscal 04-01, water "
                 "years 10-01); quarters start every 3 months from it [default: 01-01].",
-           small="honours", dask="refuses"),
-    Option("--share", default=False, api=True, tables_only=True,
+           inputs="all", small="honours", dask="refuses"),
+    Option("--share", default=False, api=True, inputs="tables",
            help="cumsum, cumcount, cumnunique: each running value divided by its group's "
                 "final value, as float64 (Pareto shares); reads the input twice.",
            small="honours", dask="refuses"),
     Option("--reverse", default=False, api=True,
            help="Scan from the last element to the first; output keeps input order.",
-           small="hands over", dask="refuses"),
+           inputs="all", small="hands over", dask="refuses"),
     Option("--exclusive", default=False, api=True,
            help="out[i] covers the elements before i only; out[0] is the identity.",
-           small="honours", dask="honours"),
-    Option("--keep", default=False, api=True, tables_only=True,
+           inputs="all", small="honours", dask="honours"),
+    Option("--keep", default=False, api=True, inputs="tables",
            help="Tables: keep the input columns and append each result as <name>_<op>.",
            small="honours", dask="honours"),
     Option("--decimal", default=False,
            help="CSV: read float columns as exact decimals with the places their cells have "
                 "(money): 19.99 + 0.01 is 20.00.",
-           small="hands over", dask="honours"),
+           inputs="text", small="hands over", dask="honours"),
     # -q sets two fields: no notes, and (with `progress`, which the CLI also gives a
     # terminal) no progress bar.
     Option("--quiet", aliases=("-q",), keyword="notes", default=True, negates=True,
            help="No progress bar (it shows only on a terminal, for long runs) and no notes "
                 "(`note: ...` lines on stderr).",
-           small="honours", dask="honours"),
+           inputs="all", identity=False, small="honours", dask="honours"),
     Option("--threads", type=int, least=1, metavar="N",
            help="Threads to run on (never changes results) [default: $CUMTOOL_THREADS, else "
                 "the cores this process may use: its CPU affinity and cgroup quota].",
-           small="honours", dask="honours"),
+           inputs="all", identity=False, small="honours", dask="honours"),
     # Batches asked for are the streaming path's own (and tests').
     Option("--batch-rows", type=int, least=1, metavar="N",
            help="Rows per batch (default: sized for speed and memory).",
-           small="hands over", dask="honours"),
+           inputs="all", identity=False, small="hands over", dask="honours"),
     Option("--rows", aliases=("-n",), keyword="table_rows", type=str, default=20,
            parse=_table_rows, metavar="N", show_default=True,
            help="Table view: rows shown, the first and last N/2 of them; 'all' or 0: every "
                 "row.",
-           small="not its output", dask="honours"),
+           inputs="all", identity=False, small="not its output", dask="honours"),
     Option("--precision", type=int, least=1, most=17, default=6, metavar="N",
            show_default=True,
            help="Table view: digits of floats: a column's own decimal places where they are "
                 "at most N, else N significant digits (files and pipes keep every digit).",
-           small="not its output", dask="honours"),
+           inputs="all", identity=False, small="not its output", dask="honours"),
     Option("--x", type=str, parse=_selection("--x"), metavar="COL", complete="columns",
            help="Chart: the column along the horizontal axis (numbers, or dates as "
                 "2024-03-01, 2024/03/01, 01-Mar-24, 'Mar 1, 2024', 03/25/2024; not scanned) "
                 "[default: the row number, from 1].",
-           small="not its output", dask="honours"),
+           inputs="all", small="not its output", dask="honours"),
     Option("--x-format", type=str, metavar="FMT",
            help="Chart: the layout of the --x dates, as strftime writes it (%d/%m/%Y), where "
                 "cumtool cannot tell it, as for 01/02/2024.",
-           small="not its output", dask="honours"),
+           inputs="all", identity=False, small="not its output", dask="honours"),
     Option("--width", type=int, least=1, metavar="N",
            help="Chart: its width, in characters on the terminal or in pixels in an image "
                 "[default: the terminal's, else 80; 1000 pixels].",
-           small="not its output", dask="honours"),
+           inputs="all", small="not its output", dask="honours"),
     Option("--height", type=int, least=1, metavar="N",
            help="Chart: its height, in lines on the terminal or in pixels in an image "
                 "[default: the terminal's less one line, for the prompt, else 24; 500 "
                 "pixels].",
-           small="not its output", dask="honours"),
+           inputs="all", small="not its output", dask="honours"),
     Option("--max-record-size", type=str, parse=_size, metavar="SIZE",
            help="Longest CSV/TSV record (row) read, e.g. 64M; a longer one is an error, so "
                 "memory stays bounded [default: 32M].",
-           small="hands over", dask="honours"),
+           inputs="lines", small="hands over", dask="honours"),
     # Types judged from the first row: the streaming path's.
     Option("--line-buffered", default=False,
            help="For `tail -f` pipelines: write each row as soon as it is read; column types "
                 "are judged from the first data row (--dtype fixes them). Standard input "
                 "from a terminal is read so.",
-           small="hands over", dask="honours"),
+           inputs="text", small="hands over", dask="honours"),
     Option("--engine", type=str, choices=ENGINE_NAMES, default="local", show_default=True,
            help="Where the scan runs: this process, or the workers of a Dask cluster "
                 "(tables; the same bits; pip install 'cumtool[dask]').",
-           small="not its output", dask="honours"),
+           inputs="all", identity=False, small="not its output", dask="honours"),
     Option("--scheduler", type=str, metavar="ADDRESS",
            help="--engine dask: the scheduler to use (default: $DASK_SCHEDULER_ADDRESS, else "
                 "a local cluster, a worker per core).",
-           small="not its output", dask="honours"),
+           inputs="all", identity=False, small="not its output", dask="honours"),
     # Request fields no flag sets: the front ends fill them (cli._run, api.scan).
     Option("", keyword="op", type=str, help="The op, or several in one pass (cumsum,cummax).",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("", keyword="input", type=str, default="-",
            help="The input: a path, a URL or '-' (standard input).",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("", keyword="inputs", type=tuple, default=(),
            help="Every INPUT argument, when there are several or one is not a plain file.",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     Option("", keyword="params", type=dict,
            help="The ops' own options by keyword (each declared by its op, with its paths).",
-           small="honours", dask="honours"),
+           inputs="all", small="honours", dask="honours"),
     # The field cummax's and cummin's --indices sets, with the paths they declare.
-    dataclasses.replace(OPTIONS["--indices"], flag="", keyword="indices", dask="honours"),
+    dataclasses.replace(OPTIONS["--indices"], flag="", keyword="indices", dask="honours",
+                        inputs="all"),
     Option("", keyword="stdout_is_terminal", help="A table on a terminal, not CSV.",
-           small="honours", dask="honours"),
+           inputs="all", identity=False, small="honours", dask="honours"),
     Option("", keyword="progress", help="A progress bar on stderr (the CLI: stderr is a tty).",
-           small="honours", dask="honours"),
+           inputs="all", identity=False, small="honours", dask="honours"),
     Option("", keyword="widen", type=tuple, default=(),
            help="Input columns read as float64: a rerun's, after a decimal came late in an "
                 "integer column (engine.run).",
-           small="hands over", dask="honours"),
+           inputs="text", small="hands over", dask="honours"),
 )
 
 FLAGS = tuple(declared for declared in GENERAL if declared.flag)
 BY_FIELD = {declared.name: declared for declared in GENERAL}
 # cumtool.scan's keywords that are general options (the ops' own are cumtool.ops.KEYWORDS).
 API_KEYWORDS = tuple(declared.name for declared in GENERAL if declared.api)
-# The options that work on tables only, by flag (arrays refuse them by name).
+# The options that work on tables only (arrays refuse them by name, as `refuse_unread`).
 TABLE_ONLY = tuple(declared for declared in GENERAL if declared.tables_only)
 
 
@@ -336,3 +347,33 @@ def honoured(declared: Option, path: Literal["small", "dask"]) -> bool:
         # that does not say is not honoured (and fails tests/test_option_paths.py).
         return OPTIONS.get(declared.flag) is declared
     return how in ("honours", "not its output")
+
+
+def inputs_of(declared: Option) -> tuple[str, ...]:
+    """The input formats that honour the option when given (Option.inputs)."""
+    if declared.inputs is None:
+        # An op's option is a parameter of its kernel, which reads every input; any other
+        # that does not say is honoured by none (and fails tests/test_option_paths.py).
+        return INPUT_FORMATS if OPTIONS.get(declared.flag) is declared else ()
+    if isinstance(declared.inputs, str):
+        return INPUT_GROUPS[declared.inputs][1]
+    return declared.inputs
+
+
+def inputs_said(declared: Option) -> str:
+    """Which inputs the option is for, as its refusal says it: `CSV and TSV input`."""
+    if isinstance(declared.inputs, str):
+        return INPUT_GROUPS[declared.inputs][0]
+    return input_group(inputs_of(declared)) if inputs_of(declared) else "no input"
+
+
+def refuse_unread(given: Iterable[Option], fmt: str, name: str) -> None:
+    """The one refusal of an option given for an input whose format does not honour it
+    (Option.inputs), by name, before the input is read: `--na is for CSV and TSV input;
+    a.npy is read as npy`. `given`: the options the run sets (Request.given); `name`:
+    the input as messages name it."""
+    for declared in given:
+        if fmt not in inputs_of(declared):
+            instead = f" ({declared.elsewhere})" if declared.elsewhere else ""
+            raise UsageError(f"{named(declared)} is for {inputs_said(declared)}; {name} is "
+                             f"read as {fmt}{instead}")

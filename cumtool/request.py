@@ -33,7 +33,7 @@ from cumtool.formats.registry import (
     kind_from_name,
 )
 from cumtool.ops.decl import Option
-from cumtool.options import GENERAL, TABLE_ONLY
+from cumtool.options import GENERAL, TABLE_ONLY, refuse_unread
 from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
@@ -183,10 +183,6 @@ class Request:
         if named is not None and named.format not in INPUT_FORMATS and not self.from_format:
             raise UsageError(f"{self.input}: cumtool writes {named.format}s but does not "
                              f"read them; give a table or an array (--from FORMAT)")
-        if self.sheet is not None:
-            from cumtool.formats.excel import check_sheet
-
-            check_sheet(self.sheet, self.from_format or (named.format if named else None))
         if (self.from_format or (named.format if named else None)) == "npy":
             from cumtool.ops import REGISTRY
 
@@ -194,10 +190,18 @@ class Request:
                 if REGISTRY[op].distinct:
                     raise UsageError(f"{op} counts the distinct values of a table's columns "
                                      f"(CSV, TSV, Parquet ...), and {self.input} is an array")
-            for flag, given in self.table_only().items():
-                if given:
-                    raise UsageError(f"{flag} works on tables (CSV, TSV, Parquet), and "
-                                     f"{self.input} is an array")
+        # Each input whose format --from or its name tells: what it does not honour is
+        # refused before any is opened (sources.open_source refuses it for the others).
+        for each in self.inputs or (self.input,):
+            known = None if each == "-" else kind_from_name(each)
+            fmt = self.from_format.lower() if self.from_format else (
+                known.format if known else None)
+            if fmt in INPUT_FORMATS:
+                self.refuse_unread(fmt, "standard input" if each == "-" else each)
+        if self.sheet is not None:
+            from cumtool.formats.excel import check_sheet
+
+            check_sheet(self.sheet)
 
     def _check_selections(self) -> None:
         """Request is built by the CLI from parsed flags; built by hand, a column given
@@ -385,12 +389,23 @@ class Request:
                         if name in KEYWORDS and KEYWORDS[name].given(value)]
 
     def table_only(self) -> dict[str, object]:
-        """The options that work on tables only, by flag, as given."""
+        """The options that work on tables only, by flag, as given (refused for an array
+        by `refuse_unread` first: engine.py's own check of them is that one's echo)."""
         from cumtool.ops import OPTIONS
 
         return {**{declared.flag: getattr(self, declared.name) for declared in TABLE_ONLY},
                 **{flag: self.params.get(declared.name) for flag, declared in OPTIONS.items()
                    if declared.tables_only}}
+
+    def refuse_unread(self, fmt: str, name: str) -> None:
+        """Refuse by name each option this run gives that input of format `fmt` (named
+        `name`) does not honour (Option.inputs; the one check, options.refuse_unread).
+        Standard input from a terminal is line-buffered by the CLI, not by the user
+        (cli._run): that is no option given."""
+        given = self.given()
+        if self.line_buffered and self.input == "-" and not self.inputs and _stdin_is_terminal():
+            given = [declared for declared in given if declared.name != "line_buffered"]
+        refuse_unread(given, fmt, name)
 
     def csv_read(self, fmt: str) -> CsvReadOptions:
         return CsvReadOptions(
@@ -437,6 +452,15 @@ class Request:
                     else encoding_option(self.out_encoding, "--out-encoding"))
         return CsvWriteOptions(delimiter=delimiter, header=self.header, na_rep=self.na_rep,
                                decimal_comma=comma, encoding=encoding)
+
+
+def _stdin_is_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # closed
+        return False
 
 
 # Each field's default ("op" has none): an option differing from it is given.

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Protocol, cast
 import numpy as np
 
 from cumtool import remote
-from cumtool.errors import DataError, FormatError, UsageError
+from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
     FileKind,
     Opening,
@@ -50,6 +50,8 @@ class InputRequest(ReadRequest, Protocol):
 
     @property
     def op(self) -> str: ...
+
+    def refuse_unread(self, fmt: str, name: str) -> None: ...
 
 SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 _BZIP2_BLOCK = 1 << 20  # more than bzip2's largest block (900 kB of text) compressed
@@ -116,12 +118,8 @@ def open_source(
     elif kind.compression is None and format_named(kind.format).delimited:
         _refuse_what_is_not_a_table(name, sniff, request.op)
     declared = format_named(kind.format)
-    if request.sheet is not None and not declared.spreadsheet:
-        raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods); {name} is read "
-                         f"as {kind.format}")
-    if (request.comment is not None or request.ragged) and not declared.delimited:
-        given = "--comment" if request.comment is not None else "--ragged"
-        raise UsageError(f"{given} is for CSV and TSV input; {name} is read as {kind.format}")
+    # What this format does not honour (--na on Parquet, --sheet on CSV), by name.
+    request.refuse_unread(kind.format, name)
     if kind.compression and not declared.delimited:  # delimited text decompresses itself
         import pyarrow as pa
 

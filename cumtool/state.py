@@ -30,15 +30,16 @@ from cumtool.commit import RECORD_SUFFIX, Commit, StateLock, recover, remove_lef
 from cumtool.errors import DataError, OutputError, UsageError, option
 from cumtool.fingerprint import Print, Span, fingerprint, header_record, spool_stdin
 from cumtool.kernels import ScanSpec
+from cumtool.options import GENERAL
 from cumtool.request import Request
 
 FORMAT = "cumtool-state"
 VERSION = 2  # 1: no run identity, no inputs, no "before" (still read)
 _ABOUT = ("The carried state of a cumtool run (--state); see cumtool's docs/datasets.md. "
           "Floats are C99 hex (float.fromhex), a NaN its IEEE bits.")
-_NOT_IN_IDENTITY = ("state", "wait", "run_id", "progress", "stdout_is_terminal",
-                    "batch_rows", "table_rows", "precision", "engine", "scheduler",
-                    "growing", "notes", "threads", "x_format")
+# Request's fields that never change what a run writes (Option.identity, declared with
+# each option in cumtool/options.py): a run's identity leaves them out.
+_NOT_IN_IDENTITY = tuple(declared.name for declared in GENERAL if not declared.identity)
 # Request's fields when a run's identity was first made (version 2): a field added since
 # counts only where it is not its default, so that a retry across an upgrade is still
 # known as one.

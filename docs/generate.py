@@ -19,8 +19,10 @@ import click
 from click.testing import CliRunner
 
 from cumtool.cli import main
+from cumtool.formats.registry import INPUT_FORMATS
 from cumtool.ops import OPTIONS
-from cumtool.options import FLAGS
+from cumtool.ops.decl import Option
+from cumtool.options import FLAGS, inputs_of
 
 OPTIONS_MD = Path(__file__).resolve().parent / "options.md"
 WIDTH = 80
@@ -79,9 +81,12 @@ Each option is declared once (`cumtool/options.py`; an op's own in its module), 
 the paths that honour it. A path that does not hands the run to one that does, or
 refuses the option by name; none ignores it. The local engine honours every option.
 *Small CSVs*: the small and compiled CSV paths ("hands over": the general path runs it;
-"-": not what they write). *Arrays*: .npy input refuses the options of tables.
+"-": not what they write). *Inputs*: the input formats that honour it (blank: every
+one); any other input refuses it by name, before it is read (`--na is for CSV and TSV
+input; t.parquet is read as parquet`), whether its format is known by `--from`, its name
+or its first bytes, or it is one file of a dataset.
 
-| option | `cumtool.scan` | small CSVs | `--engine dask` | arrays |
+| option | `cumtool.scan` | small CSVs | `--engine dask` | inputs |
 |---|---|---|---|---|
 """
 
@@ -98,8 +103,18 @@ def paths() -> str:
                    else "")
         lines.append(f"| `{', '.join(declared.spellings)}` | {keyword} | "
                      f"{SAID[declared.small]} | {SAID[declared.dask]} | "
-                     f"{'refused' if declared.tables_only else ''} |\n")
+                     f"{inputs(declared)} |\n")
     return "".join(lines) + "\n"
+
+
+def inputs(declared: Option) -> str:
+    """The input formats that honour an option, as the table says them (blank: all)."""
+    formats = inputs_of(declared)
+    if set(formats) == set(INPUT_FORMATS):
+        return ""
+    if declared.inputs == "tables":
+        return "tables (not npy)"
+    return ", ".join(formats)
 
 
 def render() -> str:

@@ -452,8 +452,7 @@ def test_state_on_an_array_is_a_usage_error(cli):
     np.save("a.npy", np.arange(3))
     result = cli("cumsum", "a.npy", "--state", "s.json", "-o", "out.npy")
     assert result.exit_code == 2
-    assert result.stderr == ("Error: --state works on tables (CSV, TSV, Parquet), and "
-                             "a.npy is an array\n")
+    assert result.stderr == "Error: --state is for tables, not arrays; a.npy is read as npy\n"
 
 
 @pytest.mark.parametrize("content, why", [

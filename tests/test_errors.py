@@ -748,5 +748,5 @@ def test_table_options_on_a_named_npy_file_are_refused_before_it_is_opened(invok
                                                                           tmp_path):
     result = invoke("cumsum", str(tmp_path / "missing.npy"), "--by", "k")
     assert result.exit_code == 2
-    assert result.stderr == (f"Error: --by works on tables (CSV, TSV, Parquet), and "
-                             f"{tmp_path / 'missing.npy'} is an array\n")
+    assert result.stderr == (f"Error: --by is for tables, not arrays; "
+                             f"{tmp_path / 'missing.npy'} is read as npy\n")

@@ -136,7 +136,8 @@ def test_a_bad_sheet_is_an_error_naming_file_and_sheet(invoke, book, tmp_path, s
      pytest.param(["missing.xlsx", "--sheet", " "], "--sheet needs a sheet name or a number from 1",
                   id="empty"),
      pytest.param(["missing.csv", "--sheet", "1"],
-                  "--sheet is for spreadsheets (.xlsx, .xls, .ods), not csv", id="csv")])
+                  "--sheet is for spreadsheets (.xlsx, .xls, .ods); missing.csv is read as csv",
+                  id="csv")])
 def test_sheet_option_is_checked_before_the_file_is_opened(invoke, args, message):
     result = invoke("cumsum", *args)
     assert result.exit_code == 2

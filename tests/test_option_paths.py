@@ -17,11 +17,19 @@ import pytest
 
 from cumtool import api, engines
 from cumtool.columns import parse
-from cumtool.errors import UsageError
+from cumtool.errors import UsageError, word
 from cumtool.formats.csv import small
 from cumtool.ops import KEYWORDS, OPTIONS
 from cumtool.ops.decl import Option
-from cumtool.options import API_KEYWORDS, BY_FIELD, FLAGS, GENERAL, TABLE_ONLY, honoured
+from cumtool.options import (
+    API_KEYWORDS,
+    BY_FIELD,
+    FLAGS,
+    GENERAL,
+    TABLE_ONLY,
+    honoured,
+    named,
+)
 from cumtool.request import Request
 
 FIELDS = {f.name for f in dataclasses.fields(Request)}
@@ -146,8 +154,8 @@ def test_arrays_refuse_the_options_of_tables_by_name(declared: Option) -> None:
     request = Request(op="cumsum", input="a.npy", **values)
     with pytest.raises(UsageError) as refused:
         request.check()
-    assert refused.value.cli_message() == (f"{declared.flag} works on tables (CSV, TSV, "
-                                           "Parquet), and a.npy is an array")
+    assert refused.value.cli_message() == (f"{word(named(declared), cli=True)} is for "
+                                           "tables, not arrays; a.npy is read as npy")
 
 
 def test_the_api_takes_the_general_options_declared_for_it() -> None:
@@ -192,3 +200,39 @@ def test_the_command_line_sets_each_declared_field(declared: Option, invoke: Any
     changed = [f.name for f in dataclasses.fields(Request)
                if getattr(given, f.name) != getattr(plain, f.name)]
     assert changed == [declared.name], changed
+
+
+def test_a_runs_identity_leaves_out_what_is_declared_not_to_change_results() -> None:
+    """state._NOT_IN_IDENTITY is derived from the declarations (Option.identity); these
+    are the fields it has always left out, so no --state run's identity moves."""
+    from cumtool import state
+
+    assert set(state._NOT_IN_IDENTITY) == {
+        "state", "wait", "run_id", "progress", "stdout_is_terminal", "batch_rows",
+        "table_rows", "precision", "engine", "scheduler", "growing", "notes", "threads",
+        "x_format"}
+    assert not set(state._NOT_IN_IDENTITY) & set(state._FIELDS_OF_VERSION_2)
+
+
+@pytest.mark.parametrize(("request_", "identity"), [
+    pytest.param(Request(op="cumsum", input="/data/in.csv", output="/data/out.csv",
+                         state="s.json"),
+                 "983f75fffe1a539087e27471364d1eca707eb3bacbe8eda6a7bb354726ed48bb",
+                 id="plain"),
+    pytest.param(Request(op="cumsum,cummax", input="/data/in.csv", state="s.json",
+                         threads=3, precision=3, x_format="%d", wait=2.0, batch_rows=5,
+                         na=("x",), by=(parse("k", "--by"),), period="month",
+                         time=parse("d", "--time"), share=True, progress=True),
+                 "637bf13af744dc3b97b084f7d876924f2e5416f02ece29421eea333fdfe69e60",
+                 id="options"),
+    pytest.param(Request(op="ewma", input="/data/in.csv", run_id="r1", growing=True,
+                         params={"span": 3.0}),
+                 "38d18766c3cd01cc8005af23f30cb0a053d9d4507d7be73bbaa8f04fee9e1c92",
+                 id="run-id"),
+])
+def test_a_runs_identity_is_what_it_was(request_: Request, identity: str) -> None:
+    """The identities these runs had before Option.identity: a state saved then still
+    knows its retry."""
+    from cumtool import state
+
+    assert state._identity(request_, []) == identity

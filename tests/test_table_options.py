@@ -805,12 +805,12 @@ def test_npy_indices_with_reverse_and_exclusive(invoke, tmp_path, op, axis, flag
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    pytest.param(["--by", "k"], "--by works on tables (CSV, TSV, Parquet), and "
-                 "standard input is an array", id="by-npy"),
-    pytest.param(["--reset", "k"], "--reset works on tables (CSV, TSV, Parquet), and "
-                 "standard input is an array", id="reset-npy"),
-    pytest.param(["--keep"], "--keep works on tables (CSV, TSV, Parquet), and "
-                 "standard input is an array", id="keep-npy"),
+    pytest.param(["--by", "k"], "--by is for tables, not arrays; standard input is "
+                 "read as npy", id="by-npy"),
+    pytest.param(["--reset", "k"], "--reset is for tables, not arrays; standard input is "
+                 "read as npy", id="reset-npy"),
+    pytest.param(["--keep"], "--keep is for tables, not arrays; standard input is "
+                 "read as npy", id="keep-npy"),
 ])
 def test_table_options_on_npy_are_usage_errors(invoke, args, message):
     result = invoke("cumsum", *args, input=npy_bytes(np.arange(4)))

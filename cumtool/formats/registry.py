@@ -43,6 +43,33 @@ LINE_ORIENTED = tuple(f.name for f in FORMATS if f.line_oriented)
 PLAIN_TEXT = DELIMITED[0]  # what text that shows no other format is read as
 # -o names that make the chart an image (the plot extra); other names get its text.
 CHART_IMAGES = BY_NAME["chart"].extensions
+SPREADSHEETS = tuple(f.name for f in FORMATS if f.reads and f.spreadsheet)
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    """`CSV, TSV and JSONL`: format names as a refusal says them."""
+    said = [name.upper() for name in names]
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} and {said[-1]}"
+
+
+def input_group(names: tuple[str, ...]) -> str:
+    """How a refusal says which inputs an option is for, given as format names."""
+    return f"{_listed(names)} input"
+
+
+# The groups of input formats an option can be declared for (cumtool.ops.decl.Option
+# .inputs), each derived from the formats' declarations, with how a refusal names it: a
+# new format joins the groups its declaration puts it in.
+INPUT_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "all": ("every input", INPUT_FORMATS),
+    "tables": ("tables, not arrays",
+               tuple(f.name for f in FORMATS if f.reads and f.kind == "table")),
+    "text": (input_group(DELIMITED), DELIMITED),  # delimited text: CSV, TSV
+    # Read record by record, each a line (--max-record-size bounds one).
+    "lines": (input_group(LINE_ORIENTED), LINE_ORIENTED),
+    "spreadsheets": (f"spreadsheets ({', '.join('.' + name for name in SPREADSHEETS)})",
+                     SPREADSHEETS),
+}
 
 _EXTENSIONS = {ext: f.name for f in FORMATS for ext in f.extensions}
 COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}

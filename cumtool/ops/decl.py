@@ -60,7 +60,20 @@ class Option:
     # kernel, which every path runs; a general option must say (tests/test_option_paths.py).
     small: Honours | None = None  # the small and compiled CSV paths
     dask: Honours | None = None  # --engine dask
-    tables_only: bool = False  # arrays (.npy) refuse it by name
+    # Which input formats honour it: "all", a group of them that
+    # cumtool/formats/registry.py derives from the formats' own declarations (INPUT_GROUPS:
+    # "tables", "text", "lines", "spreadsheets"), or format names. Any other input
+    # refuses it by name (options.refuse_unread), whether it is named, sniffed or one of a
+    # dataset's. An op's option left None is a parameter of its kernel, which reads every
+    # input; a general option must say (tests/test_option_paths.py).
+    inputs: str | tuple[str, ...] | None = None
+    # Said after that refusal, where another option does what the user may have meant
+    # (--encoding of a Parquet input: --out-encoding sets the output's).
+    elsewhere: str = ""
+    # False: it never changes what a run writes (--threads, --wait, the table view's
+    # --precision), so a --state run's identity (state.py) leaves it out and a retry that
+    # changes it is still a retry. Left True, a new option is part of the identity.
+    identity: bool = True
 
     @property
     def name(self) -> str:
@@ -77,6 +90,11 @@ class Option:
         """Every spelling, as --help lists them: short ones, the flag, long ones."""
         return (*(a for a in self.aliases if not a.startswith("--")), self.flag,
                 *(a for a in self.aliases if a.startswith("--")))
+
+    @property
+    def tables_only(self) -> bool:
+        """Whether arrays (.npy) refuse it: it is for tables (Option.inputs)."""
+        return self.inputs == "tables"
 
     @property
     def is_flag(self) -> bool:

@@ -30,7 +30,7 @@ OPTIONS = (
            help="ewma: half-life in rows, H > 0: alpha = 1 - exp(log(0.5) / H); with "
                 "--times, a duration (2 days, 6h, 90s)."),
     # A column the table plan reads (cumtool.tables), not a kernel's parameter alone.
-    Option("--times", type=str, metavar="COL", tables_only=True, small="hands over",
+    Option("--times", type=str, metavar="COL", inputs="tables", small="hands over",
            dask="refuses",
            help="ewma: the column of times (ISO text, dates or timestamps; not scanned): "
                 "weights decay with the time between rows, by --halflife DURATION, as "

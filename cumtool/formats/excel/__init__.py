@@ -44,10 +44,9 @@ FORMATS = (
 )
 
 
-def check_sheet(sheet: str, fmt: str | None) -> None:
-    """--sheet before any file is opened: a name, or a number from 1, for a spreadsheet."""
-    if fmt is not None and fmt not in {f.name for f in FORMATS}:
-        raise UsageError(f"--sheet is for spreadsheets (.xlsx, .xls, .ods), not {fmt}")
+def check_sheet(sheet: str) -> None:
+    """--sheet before any file is opened: a name, or a number from 1 (that it is given
+    for a spreadsheet is its declaration's, cumtool.options.refuse_unread)."""
     if not sheet.strip():
         raise UsageError("--sheet needs a sheet name or a number from 1")
     if sheet.strip() == "0":
