@@ -234,10 +234,6 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     shape: tuple[int, ...] = source.shape
     axis = resolve_array_axis(request.axis, len(shape))
     kernels.refuse_zero_d(request.ops, len(shape), source.name)
-    for flag, given in request.table_only().items():
-        if given:
-            raise UsageError(f"{flag} works on tables (CSV, TSV, Parquet), and "
-                             f"{source.name} is an array")
     scan = request.scan_options()
     indices = scan.pop("indices")
     specs = [kernels.make_spec(op, source.dtype, dtype, what=source.name, **scan,

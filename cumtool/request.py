@@ -33,7 +33,7 @@ from cumtool.formats.registry import (
     kind_from_name,
 )
 from cumtool.ops.decl import Option
-from cumtool.options import GENERAL, TABLE_ONLY, refuse_unread
+from cumtool.options import GENERAL, refuse_unread
 from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
@@ -387,15 +387,6 @@ class Request:
 
         return given + [KEYWORDS[name] for name, value in self.params.items()
                         if name in KEYWORDS and KEYWORDS[name].given(value)]
-
-    def table_only(self) -> dict[str, object]:
-        """The options that work on tables only, by flag, as given (refused for an array
-        by `refuse_unread` first: engine.py's own check of them is that one's echo)."""
-        from cumtool.ops import OPTIONS
-
-        return {**{declared.flag: getattr(self, declared.name) for declared in TABLE_ONLY},
-                **{flag: self.params.get(declared.name) for flag, declared in OPTIONS.items()
-                   if declared.tables_only}}
 
     def refuse_unread(self, fmt: str, name: str) -> None:
         """Refuse by name each option this run gives that input of format `fmt` (named
