@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from cumtool.columns import Selection
+    from cumtool.formats.partitions import Partition, Splitting
     from cumtool.view import View
 
 
@@ -62,6 +63,9 @@ class Format:
     # are written as tables of columns 0, 1, ...).
     array_writer: Callable[[Writing, tuple[int, ...], np.dtype], ArraySink] | None = field(
         default=None, compare=False)
+    # How --engine dask cuts a file into partitions and reads one; None: a table format
+    # is read whole by one task (WHOLE_FILE), an array is not read there (refused by name).
+    partitioning: Partitioning | None = field(default=None, compare=False)
 
     @property
     def reads(self) -> bool:
@@ -74,6 +78,38 @@ class Format:
     @property
     def delimited(self) -> bool:  # delimited text: compressed on the way, cut into byte ranges
         return self.delimiter is not None
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How `--engine dask` (cumtool.distributed) reads files of a format, declared by the
+    format's package beside its reader: `split`, on the client, cuts a file into
+    partitions (it may run small tasks on the workers, through `Splitting.gather`);
+    `open`, in a worker, is the reader of one partition, whose batches the scan takes as
+    the local engine takes the reader's. Both import their module only when called, so
+    a worker loads a format's library only when it reads one."""
+
+    how: str  # how a file is cut, for messages and docs: "row groups", ...
+    split: Callable[[Splitting], list[Partition]]
+    open: Callable[[Partition, Any, contextlib.ExitStack], SourceBase]
+
+
+def _split_whole(splitting: Splitting) -> list[Partition]:
+    from cumtool.formats.partitions import whole_file
+
+    return whole_file(splitting)
+
+
+def _open_whole(part: Partition, request: Any, stack: contextlib.ExitStack) -> SourceBase:
+    from cumtool.formats.partitions import open_whole
+
+    return open_whole(part, request, stack)
+
+
+# A file read whole by one task, by its format's own reader, as the local engine reads it:
+# for the formats that cannot be cut (JSON Lines is read in two passes, an Arrow IPC file
+# or a spreadsheet is one object).
+WHOLE_FILE = Partitioning("whole files", _split_whole, _open_whole)
 
 
 @dataclass(frozen=True)

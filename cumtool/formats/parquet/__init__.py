@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from cumtool.formats import Format, Opening, Partitioning, SourceBase, TableSink, Writing
+
+if TYPE_CHECKING:
+    from cumtool.formats.partitions import Partition, Splitting
 
 
 def _read(opening: Opening) -> SourceBase:
@@ -22,8 +28,24 @@ def _write(writing: Writing) -> TableSink:
     return ParquetSink(writing.stream, writing.schema)
 
 
+def _split(splitting: Splitting) -> list[Partition]:
+    from cumtool.formats.parquet.partitions import split
+
+    return split(splitting)
+
+
+def _open_partition(part: Partition, request: Any, stack: contextlib.ExitStack) -> SourceBase:
+    from cumtool.formats.parquet.partitions import open_partition
+
+    return open_partition(part, request, stack)
+
+
+# --engine dask: runs of row groups of about a partition's size.
+ROW_GROUPS = Partitioning("row groups", _split, _open_partition)
+
+
 FORMATS = (
     Format("parquet", (".parquet", ".pq"), rank=30, typed=True, binary=True,
            magic=(b"PAR1",), trailer=b"PAR1", by_magic=True, seekable=True,
-           reader=_read, writer=_write),
+           reader=_read, writer=_write, partitioning=ROW_GROUPS),
 )
