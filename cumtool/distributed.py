@@ -51,8 +51,7 @@ from cumtool.errors import (
     extra_missing,
     option,
 )
-from cumtool.formats import FileKind, Partitioning
-from cumtool.formats.partitions import Partition, Splitting
+from cumtool.formats import FileKind, Partition, Partitioning, SourceBase, Splitting
 from cumtool.formats.registry import PARTITIONINGS, format_named, kind_from_name
 from cumtool.inputs import InputFile, relative_outputs
 
@@ -144,8 +143,7 @@ def _read(job: Job, part: Partition) -> pa.Table:
 
     plan = job.plan
     with contextlib.ExitStack() as stack:
-        source = _partitioning(part.name, part.format).open(part, job.request,
-                                                            stack).table()
+        source = _open_partition(job, part, stack).table()
         if source.hints is None:  # typed: the stored types are the columns' own
             batches = list(source.batches())
             return _matching(job, part, pa.Table.from_batches(
@@ -158,6 +156,24 @@ def _read(job: Job, part: Partition) -> pa.Table:
         batches = list(source.batches(plan.parse, plan.text_unused))
     schema = batches[0].schema if batches else plan.input_schema
     return pa.Table.from_batches(batches, schema=schema)
+
+
+def _open_partition(job: Job, part: Partition, stack: contextlib.ExitStack) -> SourceBase:
+    """The reader of one partition, as its format declares (Partitioning.open)."""
+    def whole() -> SourceBase:
+        """The file's reader as the local engine opens it (cumtool.sources: its format by
+        --from, name or first bytes, its compression), messages naming it as given."""
+        from cumtool import kernels
+        from cumtool.sources import open_source
+
+        request = job.request
+        dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
+        source, _kind = open_source(dataclasses.replace(request, input=part.location,
+                                                        inputs=()), dtype, stack,
+                                    name=part.name)
+        return source
+
+    return _partitioning(part.name, part.format).open(part, job.request, stack, whole)
 
 
 def _matching(job: Job, part: Partition, table: pa.Table) -> pa.Table:
@@ -270,7 +286,7 @@ def _line_of(job: Job, part: Partition, local_row: int) -> int | None:
         return None
     try:
         with contextlib.ExitStack() as stack:
-            source: Any = _partitioning(part.name, part.format).open(part, job.request, stack)
+            source: Any = _open_partition(job, part, stack)
             read = 0
             # Cells cut, none converted nor kept: only where each row starts is wanted.
             for batch in source.batches({}, range(len(source.column_names))):

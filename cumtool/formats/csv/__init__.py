@@ -8,12 +8,19 @@ writes it. Those modules (and polars, pyarrow) load only when a run reads or wri
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from cumtool.formats import Format, Opening, Partitioning, SourceBase, TableSink, Writing
-
-if TYPE_CHECKING:
-    from cumtool.formats.partitions import Partition, Splitting
+from cumtool.formats import (
+    Format,
+    Opening,
+    Partition,
+    Partitioning,
+    SourceBase,
+    Splitting,
+    TableSink,
+    Writing,
+)
 
 
 def _read(opening: Opening) -> SourceBase:
@@ -37,10 +44,11 @@ def _split(splitting: Splitting) -> list[Partition]:
     return split(splitting)
 
 
-def _open_partition(part: Partition, request: Any, stack: contextlib.ExitStack) -> SourceBase:
+def _open_partition(part: Partition, request: Any, stack: contextlib.ExitStack,
+                    whole: Callable[[], SourceBase]) -> SourceBase:
     from cumtool.formats.csv.partitions import open_partition
 
-    return open_partition(part, request, stack)
+    return open_partition(part, request, stack, whole)
 
 
 # --engine dask: byte ranges cut at record ends (by the quote layout of each), read by the

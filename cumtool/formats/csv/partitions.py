@@ -9,9 +9,11 @@ import contextlib
 import dataclasses
 import io
 import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cumtool.formats.partitions import Partition, Splitting, open_location, size_of
+from cumtool.formats import Partition, SourceBase, Splitting
+from cumtool.formats.partitions import open_location, size_of
 
 if TYPE_CHECKING:
     from cumtool.formats.csv.csv import CsvSource
@@ -53,7 +55,7 @@ def quote_layout(location: str, start: int, end: int) -> tuple[int, int, int]:
     return int(quotes.shape[0] % 2), outside, inside
 
 
-def _splittable(request: Any, compression: str | None) -> bool:
+def splittable(request: Any, compression: str | None) -> bool:
     """Byte ranges need an uncompressed file in an encoding where a newline and a quote
     are the bytes 0x0A and 0x22 wherever they occur (not UTF-16); and no --comment: a
     comment line's quotes do not count, which a range's quote parity cannot tell (and
@@ -74,7 +76,7 @@ def split(splitting: Splitting) -> list[Partition]:
     parities from the file's start (the reader refuses a quote that RFC 4180 does not
     allow, so the parity is exact for every file that reads at all)."""
     whole = [splitting.whole()]
-    if not _splittable(splitting.request, splitting.kind.compression):
+    if not splittable(splitting.request, splitting.kind.compression):
         return whole
     location, step = splitting.location, splitting.partition_bytes
     size = size_of(location)
@@ -102,9 +104,11 @@ def split(splitting: Splitting) -> list[Partition]:
             for k, (a, b) in enumerate(itertools.pairwise(bounds))]
 
 
-def open_partition(part: Partition, request: Any, stack: contextlib.ExitStack) -> CsvSource:
+def open_partition(part: Partition, request: Any, stack: contextlib.ExitStack,
+                   whole: Callable[[], SourceBase] | None = None) -> CsvSource:
     """The reader of a CSV partition: its byte range, after the file's first record where
-    that stands in as the header."""
+    that stands in as the header (a whole file too: by the CSV reader, as its byte ranges
+    are, not `whole`)."""
     from cumtool.formats.csv.csv import CsvSource
     from cumtool.formats.records import MAX_RECORD_BYTES
 

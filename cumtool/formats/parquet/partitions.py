@@ -5,17 +5,11 @@ Parquet."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cumtool.formats import SourceBase, unreadable
-from cumtool.formats.partitions import (
-    Partition,
-    Splitting,
-    open_location,
-    open_whole,
-    whole_file,
-)
+from cumtool.formats import Partition, SourceBase, Splitting, unreadable
+from cumtool.formats.partitions import open_location
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,7 +22,7 @@ def split(splitting: Splitting) -> list[Partition]:
     import pyarrow.parquet as pq
 
     if splitting.kind.compression is not None:
-        return whole_file(splitting)
+        return [splitting.whole()]
     with contextlib.ExitStack() as stack:
         stream = open_location(splitting.location, stack)
         try:
@@ -74,7 +68,10 @@ class RowGroupsSource(SourceBase):
         yield from self._table.to_batches()
 
 
-def open_partition(part: Partition, request: Any, stack: contextlib.ExitStack) -> SourceBase:
+def open_partition(part: Partition, request: Any, stack: contextlib.ExitStack,
+                   whole: Callable[[], SourceBase]) -> SourceBase:
+    """Its row groups; a compressed file whole, by the Parquet reader as the local engine
+    opens it."""
     if part.compression is not None:
-        return open_whole(part, request, stack)
+        return whole()
     return RowGroupsSource(part, stack)
