@@ -6,8 +6,8 @@ must have the same columns, or the run stops with an error naming both files. A 
 column that is all missing may be stored as type null (pyarrow does so for an empty text
 column): it takes its type from the other files. Error positions name the file and the
 row within it. With `-o DIR/` each input gets its own output under its relative name;
-the outputs are staged in a hidden folder and moved into place together (cumtool.commit)
-only once all succeeded.
+the outputs are staged in a hidden folder and moved into place together (cumtool.staging,
+as the Dask engine's) only once all succeeded.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ import bisect
 import contextlib
 import dataclasses
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cumtool import commit, inputs, runner, state
+from cumtool import inputs, runner, staging, state
 from cumtool.errors import DataError, OutputError, UsageError, option
 from cumtool.formats import ColumnHint, FileKind, SourceBase
 from cumtool.formats.csv import wide
@@ -269,7 +267,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     directory = str(request.output)
     fmt = request.to_format.lower() if request.to_format else chain.kind.format
     extension = f".{fmt}" if request.to_format else None
-    targets = inputs.output_names(chain.files, directory, extension)
+    relatives = inputs.relative_outputs(chain.files, directory, extension)
     options = runner.table_options(request, FileKind(fmt),
                                    text_input=chain.kind.format in DELIMITED)
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
@@ -277,35 +275,23 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     request.check_table_output(fmt)
     finish = state.prepare(request, plan, chain, resume)
     view = View(request.op, "rows", chain.name)
-    try:
-        if not os.path.isdir(directory):
-            os.makedirs(directory)
-            stack.callback(_remove_if_empty, directory)  # made for a run that failed
-        commit.recover_directory(directory)  # what a run killed while renaming left
-        commit.remove_leftovers(directory, "")
-        staging = tempfile.mkdtemp(prefix=f"{commit.STAGE_PREFIX}{os.getpid()}-",
-                                   dir=directory)
-    except OSError as error:
-        raise OutputError(f"cannot write {directory}: {error.strerror or error}") from None
-    stack.callback(shutil.rmtree, staging, True)
-    # All outputs, and the state, are put in place together, or none (cumtool.commit).
-    together = resume.commit if resume is not None else commit.Commit(
-        os.path.join(directory, f"{commit.DIRECTORY_RECORD}{os.getpid()}"))
-    together.then(lambda: shutil.rmtree(staging, True))
-    staged = [os.path.join(staging, os.path.relpath(t, directory)) for t in targets]
+    # The outputs are written into a staging folder in the directory, and all put in
+    # place together (with the state, if any) only once all succeeded (cumtool.staging).
+    stage = stack.enter_context(staging.stage(directory))
     from cumtool.output import open_output
 
-    for k, target in enumerate(staged):
-        kind = kind_from_name(targets[k])
+    for k, relative in enumerate(relatives):
+        target, staged = stage.target(relative), stage.staged(relative)
+        kind = kind_from_name(target)
         out = FileKind(fmt, kind.compression if kind is not None and kind.format == fmt
                        else None)
         try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.makedirs(os.path.dirname(staged), exist_ok=True)
         except OSError as error:
-            raise OutputError(f"cannot write {targets[k]}: {error.strerror or error}") from None
-        with open_output(target) as stream, contextlib.ExitStack() as this_file:
+            raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
+        with open_output(staged) as stream, contextlib.ExitStack() as this_file:
             sink = runner.table_writer(request, out, stream, plan.schema, view,
-                                       chain.files[k].path, targets[k])
+                                       chain.files[k].path, target)
 
             def read(k: int = k, this_file: contextlib.ExitStack = this_file
                      ) -> Iterator[pa.RecordBatch]:
@@ -315,21 +301,11 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
 
             runner.scan_batches(plan, read, sink, False, this_file)
     # Every output is complete: only now do they replace what was there, all together.
-    for source, target in zip(staged, targets, strict=True):
-        try:
-            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-        except OSError as error:
-            raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
-        together.add(source, target)
     if resume is not None:
+        stage.put_in_place(relatives, resume.commit)
         finish()  # writes the state, then commits everything
     else:
-        together.apply()
-
-
-def _remove_if_empty(directory: str) -> None:
-    with contextlib.suppress(OSError):
-        os.rmdir(directory)
+        stage.put_in_place(relatives)
 
 
 def is_dataset(request: Request) -> bool:

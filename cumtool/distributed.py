@@ -1,11 +1,13 @@
 """`--engine dask`: the table scan over partitions on a Dask cluster, bit for bit the
 result of the local engine.
 
-An input is cut into partitions: a Parquet file by row groups, a CSV/TSV file by byte
-ranges that end on record boundaries, a list of files file by file (each cut further).
-Partition k is scanned from exactly the state the local engine has before it (the
-plan's carried state, `_STATE`: the kernels' Carry objects, a few hundred bytes), found
-one of two ways (cumtool/carries.py):
+An input is cut into partitions as its format declares in the format registry (its
+`Partitioning`: a Parquet file by row groups, a CSV/TSV file by byte ranges that end on
+record boundaries, the other tables whole, by their own reader), a list of files file by
+file; the workers read a partition with the format's reader for one. Partition k is
+scanned from exactly the state the local engine has before it (the plan's carried state,
+`_STATE`: the kernels' Carry objects, a few hundred bytes), found one of two ways
+(cumtool/carries.py):
 
 - without a chain, where every scanned column has a summary (integer cumsum, cummax and
   cummin, cumcount): `read[k]` and `summary[k]` run in parallel, the client applies the
@@ -32,41 +34,38 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import itertools
 import os
 import posixpath
 import re
-import shutil
 import uuid
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from cumtool import remote
+from cumtool.engines import not_for_dask
 from cumtool.errors import (
     CumtoolError,
     DataError,
-    OutputError,
     UsageError,
     extra_missing,
     option,
 )
-from cumtool.formats import FileKind
-from cumtool.formats.registry import DELIMITED, kind_from_name
+from cumtool.formats import FileKind, Partition, Partitioning, SourceBase, Splitting
+from cumtool.formats.registry import PARTITIONINGS, format_named, kind_from_name
 from cumtool.inputs import InputFile, relative_outputs
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from cumtool.request import Request
+    from cumtool.staging import Staging
 
 CONNECT_TIMEOUT = "10s"  # how long to retry a --scheduler that does not answer
 PARTITION_BYTES = 64 << 20  # a partition's size on disk, about (CSV bytes, Parquet row groups)
 LOOKAHEAD_PER_WORKER = 2
 SCHEDULER_VARIABLE = "DASK_SCHEDULER_ADDRESS"
-SUCCESS_MARKER = "_SUCCESS"
 _STATE = ("carries", "rows_done")  # what a TablePlan changes as it scans (no --by, --reset)
-PARTITIONED = (*DELIMITED, "parquet")  # the formats cut into partitions
 # No dashboard, and the scheduler's HTTP routes on a free port, not a warning that 8787
 # is taken by another cluster.
 QUIET_CLUSTER: dict[str, Any] = {
@@ -75,23 +74,6 @@ QUIET_CLUSTER: dict[str, Any] = {
 
 
 # Partitions ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Partition:
-    """A piece of the input that one task reads: a file's row groups or byte range."""
-
-    name: str  # the input as given, for messages
-    location: str  # an absolute path or a URL: what the workers open
-    format: str  # csv, tsv or parquet
-    compression: str | None = None
-    row_groups: tuple[int, ...] | None = None  # Parquet; None: all
-    start: int = 0  # CSV: the byte range [start, end); end None: to the end
-    end: int | None = None
-    header: bytes = b""  # CSV after a file's first partition: its first record
-    first_of_file: bool = True  # rows in messages count from this partition's first
-    output: str | None = None  # where its output goes, with one output per input file
-    target: str | None = None  # where that output is put once every file is done
-
 
 @dataclass(frozen=True)
 class Job:
@@ -114,123 +96,25 @@ def _location(path: str) -> str:
     return os.path.abspath(path)
 
 
-def _open(location: str, stack: contextlib.ExitStack) -> IO[bytes]:
-    if remote.is_url(location):
-        return remote.open_input(location, stack)
-    try:
-        return stack.enter_context(open(location, "rb"))
-    except FileNotFoundError:
-        raise DataError(f"{location}: no such file") from None
-    except OSError as error:
-        raise DataError(f"{location}: cannot read: {error.strerror or error}") from None
+def split_file(client: Any, request: Request, name: str, kind: FileKind) -> list[Partition]:
+    """A file cut into partitions as its format declares (cumtool.formats.Partitioning):
+    the client splits it, asking the workers for what it needs to look at (a CSV's
+    byte ranges' quote layout)."""
+    def gather(func: Any, calls: list[tuple[Any, ...]]) -> list[Any]:
+        return client.gather([client.submit(func, *args, pure=False) for args in calls])
+
+    return _partitioning(name, kind.format).split(Splitting(
+        name, _location(name), kind, request, PARTITION_BYTES, gather))
 
 
-def _size(location: str) -> int:
-    if remote.is_url(location):
-        fs, path = remote.filesystem(location)
-        return int(fs.size(path))
-    return os.path.getsize(location)
+def _partitioning(name: str, fmt: str) -> Partitioning:
+    """How the registry says `fmt` is read in partitions; an array, or a format Dask does
+    not read, is refused by name."""
+    found = PARTITIONINGS.get(fmt)
+    if found is None:
+        raise UsageError(not_for_dask(name, fmt))
+    return found
 
-
-def parquet_partitions(name: str, location: str, metadata: Any) -> list[Partition]:
-    """Consecutive row groups of about PARTITION_BYTES each (at least one partition)."""
-    groups: list[list[int]] = [[]]
-    size = 0
-    for index in range(metadata.num_row_groups):
-        if groups[-1] and size >= PARTITION_BYTES:
-            groups.append([])
-            size = 0
-        groups[-1].append(index)
-        size += metadata.row_group(index).total_byte_size
-    return [Partition(name, location, "parquet", row_groups=tuple(g), first_of_file=k == 0)
-            for k, g in enumerate(groups)]
-
-
-def _first_record_end(head: bytes) -> int | None:
-    """Where the first record of a file's first bytes ends (after its newline), past a
-    byte-order mark and blank lines as the reader skips them; None: not within `head`."""
-    import numpy as np
-
-    start = 0
-    if head.startswith(b"\xef\xbb\xbf"):
-        start = 3
-    while start < len(head) and head[start] in b"\r\n":
-        start += 1
-    from cumtool.formats.csv import dialect
-
-    outside = dialect.record_ends(np.frombuffer(head, dtype=np.uint8, offset=start))
-    return start + int(outside[0]) + 1 if outside.shape[0] else None
-
-
-def quote_layout(location: str, start: int, end: int) -> tuple[int, int, int]:
-    """A worker's look at one byte range of a CSV file: the parity of its quotes, and the
-    first newline outside quotes if the range starts outside a quoted field, and if it
-    starts inside one (-1: none). A quote always toggles: "" inside a field toggles twice."""
-    import numpy as np
-
-    with contextlib.ExitStack() as stack:
-        stream = _open(location, stack)
-        stream.seek(start)
-        chunk = stream.read(end - start)
-    from cumtool.formats.csv import dialect
-
-    data = np.frombuffer(chunk, dtype=np.uint8)
-    newlines = np.flatnonzero(data == ord("\n"))
-    quotes = np.flatnonzero(data == ord('"'))
-    firsts = [newlines[dialect.outside_quotes(quotes, newlines, parity)] for parity in (0, 1)]
-    outside, inside = (int(f[0]) if f.shape[0] else -1 for f in firsts)
-    return int(quotes.shape[0] % 2), outside, inside
-
-
-def _splittable(request: Request, compression: str | None) -> bool:
-    """Byte ranges need an uncompressed file in an encoding where a newline and a quote
-    are the bytes 0x0A and 0x22 wherever they occur (not UTF-16); and no --comment: a
-    comment line's quotes do not count, which a range's quote parity cannot tell (and
-    the header may follow comments), so such a file is read whole, by one worker."""
-    if compression is not None or request.comment is not None:
-        return False
-    encoding = request.encoding or "utf-8"
-    try:
-        return "\n\"".encode(encoding) == b"\n\"" and "é".encode(encoding) != b""
-    except (LookupError, UnicodeError):
-        return False
-
-
-def csv_partitions(client: Any, request: Request, name: str, location: str, fmt: str,
-                   compression: str | None) -> list[Partition]:
-    """Byte ranges that start on record boundaries. A newline ends a record only outside
-    quotes, which no byte range can tell alone: the workers report each range's quote
-    parity and its first newline for either starting state, and the client chains the
-    parities from the file's start (the reader refuses a quote that RFC 4180 does not
-    allow, so the parity is exact for every file that reads at all)."""
-    whole = [Partition(name, location, fmt, compression)]
-    if not _splittable(request, compression):
-        return whole
-    size = _size(location)
-    if size <= PARTITION_BYTES:
-        return whole
-    with contextlib.ExitStack() as stack:
-        stream = _open(location, stack)
-        head = stream.read(min(size, max(PARTITION_BYTES, 1 << 20)))
-    header_end = _first_record_end(head)
-    if header_end is None:  # a first record longer than a partition: read it whole
-        return whole
-    header = head[:header_end]
-    starts = list(range(0, size, PARTITION_BYTES))
-    layouts = client.gather([client.submit(quote_layout, location, s,
-                                           min(s + PARTITION_BYTES, size), pure=False)
-                             for s in starts])
-    bounds = [0]
-    parity = 0
-    for start, (quotes, outside, inside) in zip(starts, layouts, strict=True):
-        first = outside if parity == 0 else inside
-        if start > 0 and first >= 0 and start + first + 1 > max(bounds[-1], header_end):
-            bounds.append(start + first + 1)
-        parity ^= quotes
-    bounds = [b for b in bounds if b < size] + [size]
-    return [Partition(name, location, fmt, start=a, end=b, header=header if k else b"",
-                      first_of_file=k == 0)
-            for k, (a, b) in enumerate(itertools.pairwise(bounds))]
 
 
 # The tasks ---------------------------------------------------------------------------
@@ -246,28 +130,50 @@ class _ReadFailed:
 def read_partition(job: Job, part: Partition, *_after: Any) -> pa.Table | _ReadFailed:
     """read[k]; `_after` are the tasks it waits for (the lookahead), unused."""
     try:
-        if part.format == "parquet":
-            return _read_parquet(job, part)
-        return _read_csv(job, part)
+        return _read(job, part)
     except CumtoolError as error:
         return _ReadFailed(error)
 
 
-def _read_parquet(job: Job, part: Partition) -> pa.Table:
+def _read(job: Job, part: Partition) -> pa.Table:
+    """A partition read by its format's reader (cumtool.formats.Partitioning.open): text
+    converted as the plan says (from the first input's columns), typed columns matched
+    to the first input's types."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    from cumtool.formats import unreadable
-
+    plan = job.plan
     with contextlib.ExitStack() as stack:
-        stream = _open(part.location, stack)
-        try:
-            file = pq.ParquetFile(stream)
-            table = (file.read_row_groups(list(part.row_groups))
-                     if part.row_groups is not None else file.read())
-        except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
-            raise unreadable(part.name, "parquet", error) from None
-    return _matching(job, part, table)
+        source = _open_partition(job, part, stack).table()
+        if source.hints is None:  # typed: the stored types are the columns' own
+            batches = list(source.batches())
+            return _matching(job, part, pa.Table.from_batches(
+                batches, schema=batches[0].schema if batches else source.schema))
+        names = source.schema.names
+        if part.first_of_file and names != job.schema.names:
+            raise DataError(f"{part.name}: its columns ({', '.join(names)}) "
+                            f"differ from those of {job.first_name} "
+                            f"({', '.join(job.schema.names)})")
+        batches = list(source.batches(plan.parse, plan.text_unused))
+    schema = batches[0].schema if batches else plan.input_schema
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _open_partition(job: Job, part: Partition, stack: contextlib.ExitStack) -> SourceBase:
+    """The reader of one partition, as its format declares (Partitioning.open)."""
+    def whole() -> SourceBase:
+        """The file's reader as the local engine opens it (cumtool.sources: its format by
+        --from, name or first bytes, its compression), messages naming it as given."""
+        from cumtool import kernels
+        from cumtool.sources import open_source
+
+        request = job.request
+        dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
+        source, _kind = open_source(dataclasses.replace(request, input=part.location,
+                                                        inputs=()), dtype, stack,
+                                    name=part.name)
+        return source
+
+    return _partitioning(part.name, part.format).open(part, job.request, stack, whole)
 
 
 def _matching(job: Job, part: Partition, table: pa.Table) -> pa.Table:
@@ -289,42 +195,6 @@ def _matching(job: Job, part: Partition, table: pa.Table) -> pa.Table:
 
 def _fields(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name}: {f.type}" for f in schema)
-
-
-def _csv_source(job: Job, part: Partition, stack: contextlib.ExitStack) -> Any:
-    """The reader of a CSV partition: its byte range, after the file's first record where
-    that stands in as the header."""
-    import io
-
-    from cumtool.formats.csv.csv import CsvSource
-    from cumtool.formats.records import MAX_RECORD_BYTES
-
-    request = job.request
-    stream = _open(part.location, stack)
-    if part.end is not None:
-        stream.seek(part.start)
-        stream = io.BytesIO(part.header + stream.read(part.end - part.start))
-    options = request.csv_read(part.format)
-    if part.header:  # the file's first record stands in as the header: its width
-        options = dataclasses.replace(options, header=True)
-    return CsvSource(stream, part.name, options, compression=part.compression,
-                     decimal=request.decimal,
-                     max_record=request.max_record_size or MAX_RECORD_BYTES)
-
-
-def _read_csv(job: Job, part: Partition) -> pa.Table:
-    import pyarrow as pa
-
-    with contextlib.ExitStack() as stack:
-        source = _csv_source(job, part, stack)
-        if part.first_of_file and source.column_names != job.schema.names:
-            raise DataError(f"{part.name}: its columns ({', '.join(source.column_names)}) "
-                            f"differ from those of {job.first_name} "
-                            f"({', '.join(job.schema.names)})")
-        plan = job.plan
-        batches = list(source.batches(plan.parse, plan.text_unused))
-    schema = batches[0].schema if batches else plan.input_schema
-    return pa.Table.from_batches(batches, schema=schema)
 
 
 def _located(error: CumtoolError, part: Partition, rows_before: int,
@@ -409,14 +279,14 @@ def _locator(job: Job, part: Partition, rows_before: int) -> Any:
 def _line_of(job: Job, part: Partition, local_row: int) -> int | None:
     """The line of the file on which the partition's row `local_row` (from 0) starts;
     None for Parquet, and where the file cannot be read again cheaply."""
-    if part.format not in DELIMITED:
+    if not format_named(part.format).delimited:
         return None
     shift = 0 if part.start == 0 else _lines_before(part)  # a whole .csv.gz starts at 0
     if shift is None:
         return None
     try:
         with contextlib.ExitStack() as stack:
-            source = _csv_source(job, part, stack)
+            source: Any = _open_partition(job, part, stack)
             read = 0
             # Cells cut, none converted nor kept: only where each row starts is wanted.
             for batch in source.batches({}, range(len(source.column_names))):
@@ -625,14 +495,21 @@ def run_paths(request: Request, given: Sequence[str | InputFile],
         raise UsageError("no inputs to scan")
     request = dataclasses.replace(request, input=inputs[0])
     request.check()
+    if output_dir is not None:
+        from cumtool import staging
+
+        with staging.stage(output_dir) as stage:
+            with connect(request) as client:
+                names = _run_to_folder(client, _job(request, output_dir), files, stage)
+            # After the cluster is closed: once they are in place the run may end at once
+            # (cumtool.commit.leave_when_committed).
+            stage.put_in_place(names)
+        return
     with connect(request) as client:
         job = _job(request, output_dir)
-        if output_dir is not None:
-            _run_to_folder(client, job, files, output_dir)
-            return
         parts: list[Partition] = []
         for name in inputs:
-            parts.extend(_partitions(client, request, name, job.kind))
+            parts.extend(split_file(client, request, name, _kind(request, name, job.kind)))
         _run_to_one_output(client, job, parts)
 
 
@@ -651,8 +528,7 @@ def _job(request: Request, output_dir: str | None) -> Job:
     with contextlib.ExitStack() as stack:
         source, kind = open_source(request, dtype, stack)
         if source.layout == "array":
-            raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
-                             f"{source.name} is an array: run it on the local engine")
+            raise UsageError(not_for_dask(source.name, kind.format))
         table = source.table()
         out = (request if output_dir is None else dataclasses.replace(
             request, output=None, stdout_is_terminal=False)).output_format(kind)
@@ -660,32 +536,31 @@ def _job(request: Request, output_dir: str | None) -> Job:
         plan = make_plan(request.op, request.axis, dtype, table.schema, table.name, options,
                          table.hints, **request.scan_options())
         request.check_table_output(out.format)
+        if out.format == "jsonl":
+            _check_null_or_absent(table.schema, table.name)
         return Job(request, plan, table.schema, table.name, out, kind, request.batch_rows)
 
 
-def _partitions(client: Any, request: Request, name: str, first: FileKind) -> list[Partition]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def _check_null_or_absent(schema: pa.Schema, name: str) -> None:
+    """JSON Lines to JSON Lines: a column whose missing cells are some an explicit null,
+    some an absent key, is written back so row by row from what its reader saw, which
+    stays in the worker's process; refused by name rather than written otherwise."""
+    from cumtool.formats.jsonl.jsonl import FIELD_MISSING
 
-    from cumtool.formats import unreadable
+    for field in schema:
+        if (field.metadata or {}).get(FIELD_MISSING, b"").startswith(b"each "):
+            raise UsageError(f"{name}: column {field.name!r} holds both null and absent "
+                             f"values, which {option('engine', 'dask')} cannot write back "
+                             "to JSON Lines row by row; run it on the local engine "
+                             f"({option('engine', 'local')}), or write another format")
 
-    location = _location(name)
+
+def _kind(request: Request, name: str, first: FileKind) -> FileKind:
+    """An input's format: --from, else as its name says, else the first input's."""
     named = kind_from_name(name)
     fmt = request.from_format.lower() if request.from_format else (
         named.format if named else first.format)
-    compression = named.compression if named else first.compression
-    if fmt == "parquet" and compression is None:
-        with contextlib.ExitStack() as stack:
-            stream = _open(location, stack)
-            try:
-                metadata = pq.ParquetFile(stream).metadata
-            except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
-                raise unreadable(name, "parquet", error) from None
-        return parquet_partitions(name, location, metadata)
-    if fmt not in DELIMITED:
-        raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
-                         f"{name} is {fmt}")
-    return csv_partitions(client, request, name, location, fmt, compression)
+    return FileKind(fmt, named.compression if named else first.compression)
 
 
 def _workers(client: Any) -> int:
@@ -965,73 +840,25 @@ def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:
         write_all(sink, (batch for table in results for batch in table.to_batches()))
 
 
-def _run_to_folder(client: Any, job: Job, files: list[InputFile], output_dir: str) -> None:
-    """One task chain link per input file, each written whole by its worker into a hidden
-    staging folder, then moved into place once every file succeeded."""
-    given = output_dir  # messages name the outputs under it as the user did
-    made = False  # a folder made for this run: removed again if the run fails
-    if not remote.is_url(output_dir):
-        output_dir = os.path.abspath(output_dir)
-        if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-            raise OutputError(f"cannot write {output_dir}/: it is a file, not a folder")
-        made = not os.path.exists(output_dir)
-    else:
-        remote.check_output_url(output_dir)
+def _run_to_folder(client: Any, job: Job, files: list[InputFile], stage: Staging
+                   ) -> list[str]:
+    """One partition per input file, each written whole by its worker into the staging
+    folder (cumtool.staging); the outputs' names under the folder, to be put in place
+    once every file succeeded."""
     to_format = job.request.to_format
-    names = relative_outputs(files, given, f".{to_format.lower()}" if to_format else None)
-    inputs = [f.path for f in files]
-    staging = remote.join(output_dir, f".cumtool-staging-{uuid.uuid4().hex[:12]}")
-    parts = [_whole_file(job, name, remote.join(staging, relative),
-                         remote.join(given, relative))
-             for name, relative in zip(inputs, names, strict=True)]
-    try:
-        for _written in _scan_results(client, job, parts):
-            pass
-        for part, relative in zip(parts, names, strict=True):
-            assert part.output is not None
-            _move(part.output, remote.join(output_dir, relative))
-        if remote.is_url(output_dir):
-            fs, path = remote.filesystem(output_dir)
-            fs.pipe_file(posixpath.join(path, SUCCESS_MARKER), b"")
-    finally:
-        _remove(staging)
-        if made:  # as the local engine: a failed run leaves no folder it made
-            with contextlib.suppress(OSError):
-                os.rmdir(output_dir)  # only if empty: after a success it holds the files
+    names = relative_outputs(files, stage.given,
+                             f".{to_format.lower()}" if to_format else None)
+    parts = [_whole_file(job, f.path, stage.staged(relative), stage.target(relative))
+             for f, relative in zip(files, names, strict=True)]
+    for _written in _scan_results(client, job, parts):
+        pass
+    return names
 
 
 def _whole_file(job: Job, name: str, output: str, target: str) -> Partition:
-    named = kind_from_name(name)
-    request = job.request
-    fmt = request.from_format.lower() if request.from_format else (
-        named.format if named else job.kind.format)
-    if fmt not in PARTITIONED:
-        raise UsageError(f"{option('engine', 'dask')} scans tables (CSV, TSV, Parquet); "
-                         f"{name} is {fmt}")
-    return Partition(name, _location(name), fmt, named.compression if named else None,
-                     output=output, target=target)
-
-
-def _move(source: str, target: str) -> None:
-    if remote.is_url(source):
-        fs, path = remote.filesystem(source)
-        _fs, target_path = remote.filesystem(target)
-        try:
-            fs.mv(path, target_path)
-        except OSError as error:
-            raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
-        return
-    try:
-        os.makedirs(os.path.dirname(target), exist_ok=True)  # a name in a subfolder
-        os.replace(source, target)
-    except OSError as error:
-        raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
-
-
-def _remove(folder: str) -> None:
-    if remote.is_url(folder):
-        fs, path = remote.filesystem(folder)
-        with contextlib.suppress(OSError):
-            fs.rm(path, recursive=True)
-        return
-    shutil.rmtree(folder, ignore_errors=True)
+    """An input read whole by one task, its output written by that task."""
+    kind = _kind(job.request, name, job.kind)
+    _partitioning(name, kind.format)
+    compression = kind.compression if kind_from_name(name) else None
+    return Partition(name, _location(name), kind.format, compression, output=output,
+                     target=target)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from cumtool.errors import UsageError, option
-from cumtool.formats.registry import kind_from_name
+from cumtool.formats.registry import BY_NAME, PARTITIONINGS, format_named, kind_from_name
 from cumtool.ops.decl import Option
 from cumtool.options import ENGINE_NAMES
 
@@ -81,9 +81,17 @@ def check_dask(request: Options) -> None:
             raise UsageError(f"{option_named(declared)} is not supported with {engine}; run it on "
                              f"the local engine ({option('engine', 'local')})")
     named = kind_from_name(request.input)
-    if (request.from_format or (named.format if named else "")).lower() == "npy":
-        raise UsageError(f"{engine} scans tables (CSV, TSV, Parquet); {request.input} is "
-                         "an array: run it on the local engine")
+    fmt = (request.from_format or (named.format if named else "")).lower()
+    if fmt in BY_NAME and fmt not in PARTITIONINGS:
+        raise UsageError(not_for_dask(request.input, fmt))
+
+
+def not_for_dask(name: str, fmt: str) -> str:
+    """The refusal of an input whose format Dask does not read (an array): by the name
+    of each format it reads, from the registry's partitionings."""
+    what = "an array" if format_named(fmt).kind == "array" else fmt
+    return (f"{option('engine', 'dask')} scans tables ({', '.join(PARTITIONINGS)}); {name} "
+            f"is {what}: run it on the local engine")
 
 
 # Each engine by its --engine name, with its check.

@@ -59,11 +59,13 @@ _BZIP2_BLOCK = 1 << 20  # more than bzip2's largest block (900 kB of text) compr
 
 def open_source(
     request: InputRequest, dtype: np.dtype | None, stack: contextlib.ExitStack,
-    stdin: IO[bytes] | None = None, span: Span | None = None,
+    stdin: IO[bytes] | None = None, span: Span | None = None, name: str | None = None,
 ) -> tuple[SourceBase, FileKind]:
     """The reader of the run's input, by its format (cumtool.formats.registry), and that
     format. `stdin`: standard input as read so far and the rest (the small path read
-    some); `span`: the part of the file to read (a --state run: cumtool.fingerprint)."""
+    some); `span`: the part of the file to read (a --state run: cumtool.fingerprint);
+    `name`: how messages name the input, where not as its path (a Dask worker opens it
+    by its absolute path or URL)."""
     path: str | None = None
     if request.input == "-":
         name = "standard input"
@@ -73,7 +75,7 @@ def open_source(
         kind = _sniffed(sniff, request.comment)
     else:
         path = request.input
-        name = path
+        name = path if name is None else name
         # A URL (s3://, gs://, https://...) opens through fsspec as a seekable stream.
         if span is not None and span.spool is not None:  # a FIFO, read while fingerprinted
             stream = span.spool

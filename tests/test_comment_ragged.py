@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from cumtool import distributed
 from cumtool.completion import header_names
 from cumtool.formats import CsvReadOptions
 from cumtool.formats.csv import fast as fastcsv
@@ -249,9 +248,10 @@ def test_the_small_and_compiled_paths_hand_the_run_over() -> None:
 
 def test_dask_reads_a_commented_file_whole() -> None:
     """A comment's quotes do not count: byte ranges cannot tell records apart."""
-    assert distributed._splittable(Request(op="cumsum", input="a.csv"), None)
-    assert not distributed._splittable(Request(op="cumsum", input="a.csv", comment="#"),
-                                       None)
+    from cumtool.formats.csv.partitions import splittable
+
+    assert splittable(Request(op="cumsum", input="a.csv"), None)
+    assert not splittable(Request(op="cumsum", input="a.csv", comment="#"), None)
 
 
 # Comments cut across reads ------------------------------------------------------------

@@ -21,7 +21,8 @@ from helpers import ok
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cumtool.formats.registry import FORMATS
+from cumtool.formats import FileKind
+from cumtool.formats.registry import FORMATS, PARTITIONINGS
 
 distributed = pytest.importorskip(
     "distributed", reason="dask is not installed: pip install 'cumtool[dask]'")
@@ -211,8 +212,8 @@ def test_quoted_newlines_do_not_cut_a_record(invoke, scheduler, tiny_partitions,
     out = _same(invoke, ["cumsum", str(path), "-c", "x"], scheduler)
     assert out.count(b'"line one') == 20
     with distributed.Client(scheduler) as client:
-        parts = engine.csv_partitions(client, Request("cumsum", str(path)), str(path),
-                                      str(path), "csv", None)
+        parts = engine.split_file(client, Request("cumsum", str(path)), str(path),
+                                  FileKind("csv"))
     assert len(parts) > 10
     data = path.read_bytes()
     for part in parts[1:]:  # each starts right after a record's end, outside quotes
@@ -497,11 +498,16 @@ def _mixed(rows: int = 40) -> str:
     pytest.param(["-c", "units,price", "--keep"], id="keep"),
     pytest.param([], id="every-number"),
 ])
-def test_every_output_format_holds_the_local_output(invoke, scheduler, tiny_partitions,
-                                                    tmp_path, fmt, options):
+@pytest.mark.parametrize("cut", ["tiny", "whole"])
+def test_every_output_format_holds_the_local_output(invoke, scheduler, monkeypatch, tmp_path,
+                                                    fmt, options, cut):
     """Each output format from a table of text, integers and floats with missing cells,
     and from one whose output columns are all scanned numbers (--only-scanned; every
-    column a number): the local engine's bytes, or its error."""
+    column a number): the local engine's error, or its output. Cut into partitions of
+    64 bytes, Arrow and Parquet hold the same cells in other batches (a batch per
+    partition); read in one partition, every format is the local engine's bytes."""
+    if cut == "tiny":
+        monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
     path = tmp_path / "in.csv"
     # Every column a number, none missing: .npy holds it too.
     path.write_text(_mixed() if options else "x,y\n1,2\n3,4\n-5,0.5\n7,-0.0\n")
@@ -510,7 +516,9 @@ def test_every_output_format_holds_the_local_output(invoke, scheduler, tiny_part
     result = invoke("cumsum", str(path), *options, "-o", str(dask), "--engine", "dask",
                     "--scheduler", scheduler)
     assert (result.exit_code, result.stderr) == (done.exit_code, done.stderr)
-    if done.exit_code == 0:
+    if done.exit_code == 0 and cut == "whole":
+        assert dask.read_bytes() == local.read_bytes()
+    elif done.exit_code == 0:
         assert _output(dask, fmt) == _output(local, fmt)
     else:  # .npy holds numbers only, none missing
         assert fmt == "npy" and not dask.exists()
@@ -541,6 +549,120 @@ def test_every_output_format_one_output_per_input(invoke, scheduler, tmp_path, f
         assert _output(tmp_path / "dask" / name, fmt) == _output(tmp_path / "local" / name, fmt)
 
 
+# Every input format: read by the registry's partitioning, the local engine's output --------
+
+# Each format Dask reads, as the registry declares how (cumtool.formats.Partitioning).
+READABLE = list(PARTITIONINGS)
+
+
+def test_the_readable_formats_are_the_registrys_tables() -> None:
+    assert READABLE == ["csv", "tsv", "parquet", "jsonl", "arrow", "arrows", "xlsx", "xls",
+                        "ods"]
+    assert {name: p.how for name, p in PARTITIONINGS.items()
+            if p.how != "whole files"} == {"csv": "byte ranges", "tsv": "byte ranges",
+                                           "parquet": "row groups"}
+
+
+def _rows(start: int, stop: int) -> list[list[object]]:
+    """Text, integers and floats, each with missing cells (NaN too where it can be)."""
+    return [[f"n{i}" if i % 5 != 2 else None, i % 9 - 4 if i % 7 != 3 else None,
+             None if i % 6 == 2 else 0.1 if i % 4 == 1 else i / 3 - 4]
+            for i in range(start, stop)]
+
+
+def _write_input(path: Path, fmt: str, rows: list[list[object]]) -> None:
+    import json
+
+    names = ["name", "units", "price"]
+    table = pa.table({n: pa.array([r[k] for r in rows],
+                                  [pa.string(), pa.int64(), pa.float64()][k])
+                      for k, n in enumerate(names)})
+    if fmt in ("csv", "tsv"):
+        sep = "," if fmt == "csv" else "\t"
+        path.write_text("".join(sep.join("" if c is None else str(c) for c in r) + "\n"
+                                for r in [names, *rows]))
+    elif fmt == "parquet":
+        pq.write_table(table, path, row_group_size=4)
+    elif fmt == "jsonl":
+        path.write_text("".join(json.dumps(dict(zip(names, r, strict=True))) + "\n"
+                                for r in rows))
+    elif fmt in ("arrow", "arrows"):
+        open_ipc = pa.ipc.new_file if fmt == "arrow" else pa.ipc.new_stream
+        with open_ipc(path, table.schema) as writer:
+            writer.write_table(table, max_chunksize=4)
+    elif fmt == "xlsx":
+        pytest.importorskip("openpyxl")
+        from test_excel import xlsx
+
+        xlsx(path, {"Data": [names, *rows]})
+    elif fmt == "ods":
+        from test_excel import ods
+
+        path.write_bytes(ods([names, *rows]))
+    else:
+        pytest.skip(f"no {fmt} writer here: read as the other spreadsheets are")
+
+
+@pytest.mark.parametrize("fmt", READABLE)
+def test_every_input_format_gives_the_local_output(invoke, scheduler, tiny_partitions,
+                                                   tmp_path, fmt):
+    """Two files of each readable format as one stream, and one output per input: the
+    local engine's bytes (partitions of 64 bytes: CSV cut in byte ranges, Parquet a
+    partition per row group)."""
+    if fmt in ("xlsx", "xls", "ods"):
+        pytest.importorskip("fastexcel")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    paths = [folder / f"a.{fmt}", folder / f"b.{fmt}"]
+    _write_input(paths[0], fmt, _rows(0, 23))
+    _write_input(paths[1], fmt, _rows(23, 40))
+    inputs = [str(p) for p in paths]
+    common = ["cumsum", *inputs, "-c", "units,price", "--to", "csv"]
+    _same(invoke, common, scheduler)
+    for engine_name in ("local", "dask"):
+        ok(invoke(*common, "-o", f"{tmp_path / engine_name}/", "--engine", engine_name,
+                  *(["--scheduler", scheduler] if engine_name == "dask" else [])))
+    for name in ("a.csv", "b.csv"):
+        assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "local" / name
+                                                            ).read_bytes()
+    assert sorted(os.listdir(tmp_path / "dask")) == ["a.csv", "b.csv"]
+
+
+def test_json_lines_nulls_and_absent_keys(invoke, scheduler, tmp_path):
+    """A JSON Lines column with both null and absent cells: written back to JSON Lines
+    row by row only by the local engine (its reader hands the writer which was which), so
+    Dask refuses that by name; to any other format it gives the local engine's bytes."""
+    path = tmp_path / "n.jsonl"
+    path.write_text('{"a": 1, "b": 2}\n{"a": null, "b": 3}\n{"b": 4}\n')
+    refused = invoke("cumsum", str(path), "-o", str(tmp_path / "d.jsonl"), "--engine", "dask",
+                     "--scheduler", scheduler)
+    assert (refused.exit_code, refused.stderr) == (
+        2, f"Error: {path}: column 'a' holds both null and absent values, which --engine "
+           "dask cannot write back to JSON Lines row by row; run it on the local engine "
+           "(--engine local), or write another format\n")
+    assert sorted(os.listdir(tmp_path)) == ["n.jsonl"]
+    assert _same(invoke, ["cumsum", str(path), "--to", "csv"], scheduler) == (
+        b"a,b\n1,2\n,5\n,9\n")
+
+
+@pytest.mark.parametrize("to", ["file", "folder"])
+def test_a_read_failure_in_a_worker_is_the_local_engines_line(invoke, scheduler, tmp_path,
+                                                              to):
+    """A later file that does not parse, read whole by a worker: the local engine's one
+    line naming it, exit 1, and no output nor staging folder left."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text('{"x": 1}\n{"x": 2}\n')
+    second.write_text('{"x": 3}\nnot json\n')
+    where = ["-o", str(tmp_path / "out.csv")] if to == "file" else [
+        "-o", f"{tmp_path / 'drop'}/"]
+    common = ["cumsum", str(first), str(second), *where]
+    local = invoke(*common)
+    dask = invoke(*common, "--engine", "dask", "--scheduler", scheduler)
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr) == (
+        1, f"Error: {second}: line 2 is not JSON: Expecting value (at character 1)\n")
+    assert sorted(os.listdir(tmp_path)) == ["a.jsonl", "b.jsonl"]
+
+
 @pytest.mark.parametrize("to", ["file", "folder"])
 def test_a_writers_failure_is_the_local_engines_line(invoke, scheduler, tmp_path, to):
     """A writer's own failure (--na-rep € in latin-1: UnicodeEncodeError), on the client
@@ -559,24 +681,40 @@ def test_a_writers_failure_is_the_local_engines_line(invoke, scheduler, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["e.csv"]  # nor the folder -o DIR/ would make
 
 
+@pytest.mark.parametrize("to", ["file", "folder", "new-folder"])
 def test_a_fault_inside_a_task_is_one_line_naming_the_partitions_file(
-        invoke, scheduler, tmp_path, monkeypatch):
+        invoke, scheduler, tmp_path, monkeypatch, to):
     """An exception no layer words, raised in a worker's scan task (worker threads here:
-    the patched function is theirs too), is one line naming the file, never a
-    traceback."""
-    source = tmp_path / "e.csv"
+    the patched function is theirs too) for the second file, is one line naming that
+    file, never a traceback; nothing is written: a folder that was there holds what it
+    held, one the run would make is not left, nor is the staging folder."""
+    first, source = tmp_path / "a.csv", tmp_path / "e.csv"
+    first.write_text("a,b\n0,1\n")
     source.write_text("a,b\n1,2\n2,3\n")
+    scan = engine.scan_partition
 
-    def broken(*_args):
-        raise ZeroDivisionError("a fault inside the scan")
+    def broken(job, part, *args):
+        if part.name == str(source):
+            raise ZeroDivisionError("a fault inside the scan")
+        return scan(job, part, *args)
 
     monkeypatch.setattr(engine, "scan_partition", broken)
-    result = invoke("cumsum", str(source), "--engine", "dask", "--scheduler", scheduler,
-                    "-o", str(tmp_path / "out.csv"))
+    drop = tmp_path / "drop"
+    if to == "folder":
+        drop.mkdir()
+        (drop / "a.csv").write_text("old\n")
+    where = str(tmp_path / "out.csv") if to == "file" else f"{drop}/"
+    result = invoke("cumsum", str(first), str(source), "--engine", "dask", "--scheduler",
+                    scheduler, "-o", where)
     assert (result.exit_code, result.stderr) == (
         1, f"Error: {source}: a Dask task failed: ZeroDivisionError: a fault inside the "
            "scan\n")
-    assert sorted(os.listdir(tmp_path)) == ["e.csv"]
+    if to == "folder":
+        assert os.listdir(drop) == ["a.csv"]
+        assert (drop / "a.csv").read_text() == "old\n"
+        drop.joinpath("a.csv").unlink()
+        drop.rmdir()
+    assert sorted(os.listdir(tmp_path)) == ["a.csv", "e.csv"]
 
 
 # What it refuses --------------------------------------------------------------------------
@@ -614,7 +752,8 @@ def test_arrays_are_refused(invoke, write_file):
     path = write_file("a.npy", buffer.getvalue())
     result = invoke("cumsum", str(path), "--engine", "dask")
     assert result.exit_code == 2
-    assert "scans tables (CSV, TSV, Parquet)" in result.stderr
+    assert result.stderr == (f"Error: --engine dask scans tables ({', '.join(PARTITIONINGS)}); "
+                             f"{path} is an array: run it on the local engine\n")
 
 
 def test_scheduler_needs_the_dask_engine(invoke, parquet_file):

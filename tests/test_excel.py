@@ -39,8 +39,11 @@ def xlsx(path: Path, sheets: dict[str, list[list[object]]]) -> Path:
 
 
 def ods(rows: list[list[object]]) -> bytes:
-    """A minimal OpenDocument spreadsheet of strings and floats, one sheet `Data`."""
+    """A minimal OpenDocument spreadsheet of strings and floats (None: an empty cell), one
+    sheet `Data`."""
     def cell(value: object) -> str:
+        if value is None:
+            return "<table:table-cell/>"
         if isinstance(value, str):
             return (f'<table:table-cell office:value-type="string"><text:p>{value}</text:p>'
                     "</table:table-cell>")

@@ -41,8 +41,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # Tables in memory: the plan that selects columns and runs the kernels on batches.
     ("core", ("tables",)),
     # Bytes <-> batches and blocks: outputs, the formats, opening inputs, choosing writers.
-    ("io", ("commit", "output", "fingerprint", "pipeline", "inputs", "formats.*", "sources",
-            "sinks")),
+    ("io", ("commit", "staging", "output", "fingerprint", "pipeline", "inputs", "formats.*",
+            "sources", "sinks")),
     # Every general option declared once, one run's options as plain data (Request),
     # and what each engine refuses of them.
     ("options", ("options", "engines", "request")),

@@ -67,6 +67,9 @@ class Format:
     # (done, standard input as it was or None); else the streaming runner reads the input
     # through `reader`. A name, not an import: an engine drives a run, a layer above this.
     engine: str | None = None
+    # How --engine dask cuts a file into partitions and reads one; None: a table format
+    # is read whole by one task (WHOLE_FILE), an array is not read there (refused by name).
+    partitioning: Partitioning | None = field(default=None, compare=False)
 
     @property
     def reads(self) -> bool:
@@ -79,6 +82,75 @@ class Format:
     @property
     def delimited(self) -> bool:  # delimited text: compressed on the way, cut into byte ranges
         return self.delimiter is not None
+
+
+@dataclass(frozen=True)
+class Partitioning:
+    """How `--engine dask` (cumtool.distributed) reads files of a format, declared by the
+    format's package beside its reader: `split`, on the client, cuts a file into
+    partitions (it may run small tasks on the workers, through `Splitting.gather`);
+    `open`, in a worker, is the reader of one partition, whose batches the scan takes as
+    the local engine takes the reader's. `open` is handed the partition, the run's
+    options, what closes with the read, and `whole`: the file's reader as the local
+    engine opens it (cumtool.sources), for a partition that is a whole file. Both import
+    their module only when called, so a worker loads a format's library only when it
+    reads one."""
+
+    how: str  # how a file is cut, for messages and docs: "row groups", ...
+    split: Callable[[Splitting], list[Partition]]
+    open: Callable[[Partition, Any, contextlib.ExitStack, Callable[[], SourceBase]],
+                   SourceBase]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A piece of an input that one Dask task reads: a whole file, or its row groups or
+    byte range, as its format's `Partitioning.split` cut it."""
+
+    name: str  # the input as given, for messages
+    location: str  # an absolute path or a URL: what the workers open
+    format: str  # the registry's name of its format: whose Partitioning reads it
+    compression: str | None = None
+    row_groups: tuple[int, ...] | None = None  # Parquet; None: all
+    start: int = 0  # CSV: the byte range [start, end); end None: to the end
+    end: int | None = None
+    header: bytes = b""  # CSV after a file's first partition: its first record
+    first_of_file: bool = True  # rows in messages count from this partition's first
+    output: str | None = None  # where its output goes, with one output per input file
+    target: str | None = None  # where that output is put once every file is done
+
+
+@dataclass(frozen=True)
+class Splitting:
+    """A file as its format's `Partitioning.split` is handed it, on the client."""
+
+    name: str  # the input as given
+    location: str  # what the workers open
+    kind: FileKind  # its format and compression
+    request: Any  # the run's options (cumtool.request.Request)
+    partition_bytes: int  # a partition's size on disk, about
+    # Runs func(*args) on the workers for each args; the results in order.
+    gather: Callable[[Callable[..., Any], list[tuple[Any, ...]]], list[Any]]
+
+    def whole(self, **more: Any) -> Partition:
+        """The file as one partition (`more`: a piece of it)."""
+        return Partition(self.name, self.location, self.kind.format, self.kind.compression,
+                         **more)
+
+
+def _split_whole(splitting: Splitting) -> list[Partition]:
+    return [splitting.whole()]
+
+
+def _open_whole(part: Partition, request: Any, stack: contextlib.ExitStack,
+                whole: Callable[[], SourceBase]) -> SourceBase:
+    return whole()
+
+
+# A file read whole by one task, by its format's own reader, as the local engine reads it:
+# for the formats that cannot be cut (JSON Lines is read in two passes, an Arrow IPC file
+# or a spreadsheet is one object).
+WHOLE_FILE = Partitioning("whole files", _split_whole, _open_whole)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import re
 
 import cumtool.formats
 from cumtool.errors import UsageError
-from cumtool.formats import FileKind, Format
+from cumtool.formats import WHOLE_FILE, FileKind, Format, Partitioning
 
 
 def _gather() -> tuple[tuple[Format, ...], tuple[tuple[str, str], ...]]:
@@ -39,6 +39,15 @@ TYPED_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.typed)
 BINARY_OUTPUTS = tuple(f.name for f in FORMATS if f.writes and f.binary)  # not for a terminal
 BY_MAGIC = tuple(f.name for f in FORMATS if f.by_magic)
 DELIMITED = tuple(f.name for f in FORMATS if f.delimited)  # the only ones compressed
+def _partitioning(f: Format) -> Partitioning | None:
+    if f.partitioning is not None:
+        return f.partitioning
+    return WHOLE_FILE if f.reads and f.kind == "table" else None
+
+
+# How --engine dask reads each format it reads (cumtool.distributed): in partitions as its
+# package declares, else a table whole; an array format is not among them.
+PARTITIONINGS = {f.name: p for f in FORMATS if (p := _partitioning(f)) is not None}
 LINE_ORIENTED = tuple(f.name for f in FORMATS if f.line_oriented)
 PLAIN_TEXT = DELIMITED[0]  # what text that shows no other format is read as
 # -o names that make the chart an image (the plot extra); other names get its text.

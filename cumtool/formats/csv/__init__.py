@@ -7,7 +7,20 @@ writes it. Those modules (and polars, pyarrow) load only when a run reads or wri
 
 from __future__ import annotations
 
-from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from cumtool.formats import (
+    Format,
+    Opening,
+    Partition,
+    Partitioning,
+    SourceBase,
+    Splitting,
+    TableSink,
+    Writing,
+)
 
 
 def _read(opening: Opening) -> SourceBase:
@@ -25,6 +38,24 @@ def _write(writing: Writing) -> TableSink:
                            writing.source_name)
 
 
+def _split(splitting: Splitting) -> list[Partition]:
+    from cumtool.formats.csv.partitions import split
+
+    return split(splitting)
+
+
+def _open_partition(part: Partition, request: Any, stack: contextlib.ExitStack,
+                    whole: Callable[[], SourceBase]) -> SourceBase:
+    from cumtool.formats.csv.partitions import open_partition
+
+    return open_partition(part, request, stack, whole)
+
+
+# --engine dask: byte ranges cut at record ends (by the quote layout of each), read by the
+# CSV reader; a compressed file, or one with --comment, whole.
+BYTE_RANGES = Partitioning("byte ranges", _split, _open_partition)
+
+
 def _is_tsv(head: bytes) -> bool:
     """A first line with tabs and no comma (and not a JSON object: JSON Lines)."""
     from cumtool.formats.jsonl import is_json_object
@@ -35,8 +66,9 @@ def _is_tsv(head: bytes) -> bool:
 
 FORMATS = (
     Format("csv", (".csv", ".txt"), rank=10, delimiter=",", line_oriented=True,
-           nested_as_text=True, reader=_read, writer=_write, engine="fast"),
+           nested_as_text=True, reader=_read, writer=_write, engine="fast",
+           partitioning=BYTE_RANGES),
     Format("tsv", (".tsv", ".tab"), rank=20, delimiter="\t", sniff=_is_tsv,
            line_oriented=True, nested_as_text=True, reader=_read, writer=_write,
-           engine="fast"),
+           engine="fast", partitioning=BYTE_RANGES),
 )

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from cumtool.formats import (
+    Format,
+    Opening,
+    Partition,
+    Partitioning,
+    SourceBase,
+    Splitting,
+    TableSink,
+    Writing,
+)
 
 
 def _read(opening: Opening) -> SourceBase:
@@ -22,8 +35,25 @@ def _write(writing: Writing) -> TableSink:
     return ParquetSink(writing.stream, writing.schema)
 
 
+def _split(splitting: Splitting) -> list[Partition]:
+    from cumtool.formats.parquet.partitions import split
+
+    return split(splitting)
+
+
+def _open_partition(part: Partition, request: Any, stack: contextlib.ExitStack,
+                    whole: Callable[[], SourceBase]) -> SourceBase:
+    from cumtool.formats.parquet.partitions import open_partition
+
+    return open_partition(part, request, stack, whole)
+
+
+# --engine dask: runs of row groups of about a partition's size.
+ROW_GROUPS = Partitioning("row groups", _split, _open_partition)
+
+
 FORMATS = (
     Format("parquet", (".parquet", ".pq"), rank=30, typed=True, binary=True,
            magic=(b"PAR1",), trailer=b"PAR1", by_magic=True, seekable=True,
-           reader=_read, writer=_write),
+           reader=_read, writer=_write, partitioning=ROW_GROUPS),
 )
