@@ -144,16 +144,6 @@ def _run(request: Request) -> None:
         if source.layout == "wide":  # CSV too wide for whole-width batches
             from cumtool.widerun import run_wide
 
-            for flag, given in (("period", request.period is not None),
-                                ("times", request.params.get("times") is not None)):
-                if given:
-                    raise UsageError(f"{source.name}: {option(flag)} does not work on a file "
-                                     f"of {source.width:,} columns, which is read column "
-                                     "group by column group; scan fewer columns with -c")
-            if request.state is not None:
-                raise UsageError(f"{source.name}: {option('state')} does not work on a file "
-                                 f"of {source.width:,} columns, which is read column group "
-                                 "by column group; scan fewer columns with -c")
             run_wide(request, dtype, source, out_format, stack)
         elif source.layout == "array":
             _run_array(request, dtype, source.array(), out_format, stack)

@@ -33,19 +33,18 @@ if TYPE_CHECKING:
 def refuse_unsupported(request: Request, source: WideSource, out: FileKind) -> None:
     """Options that need whole-width batches of a wide table: a usage error that names
     the width and what to do instead, rather than a run past the memory bound."""
-    from cumtool.errors import UsageError
+    from cumtool.errors import UsageError, option
     from cumtool.formats.registry import DELIMITED
-    from cumtool.tables import table_axis
+    from cumtool.options import honoured, named
 
     fewer = f"select at most {wide.WIDE_COLUMNS:,} columns first (e.g. with xsv select or cut)"
-    given = {
-        "--by": (bool(request.by), fewer), "--reset": (request.reset is not None, fewer),
-        "--keep": (request.keep, fewer), "--reverse": (request.reverse, fewer),
-        "--axis columns": (table_axis(request.axis) == 1, fewer),
-        f"several ops ({request.op})": (len(request.ops) > 1, "run one op at a time"),
-        f"{out.format} output": (out.format not in DELIMITED,
-                                 "write csv or tsv (-o out.csv)"),
-    }
+    # Every option given that is not declared as honoured here (Option.wide), then what
+    # is not an option: several ops, an output other than delimited text.
+    given = {(f"{option('axis', 'columns')}" if declared.name == "axis"
+              else named(declared)): (True, fewer)
+             for declared in request.given() if not honoured(declared, "wide")}
+    given[f"several ops ({request.op})"] = (len(request.ops) > 1, "run one op at a time")
+    given[f"{out.format} output"] = (out.format not in DELIMITED, "write csv or tsv (-o out.csv)")
     for what, (asked, hint) in given.items():
         if asked:
             raise UsageError(

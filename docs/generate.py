@@ -81,13 +81,14 @@ Each option is declared once (`cumtool/options.py`; an op's own in its module), 
 the paths that honour it. A path that does not hands the run to one that does, or
 refuses the option by name; none ignores it. The local engine honours every option.
 *Small CSVs*: the small and compiled CSV paths ("hands over": the general path runs it;
-"-": not what they write). *Inputs*: the input formats that honour it (blank: every
-one); any other input refuses it by name, before it is read (`--na is for CSV and TSV
-input; t.parquet is read as parquet`), whether its format is known by `--from`, its name
-or its first bytes, or it is one file of a dataset.
+"-": not what they write). *Wide CSVs*: files of more columns than fit whole-width
+batches, read column group by column group (widerun). *Inputs*: the input formats that
+honour it (blank: every one); any other input refuses it by name, before it is read
+(`--na is for CSV and TSV input; t.parquet is read as parquet`), whether its format is
+known by `--from`, its name or its first bytes, or it is one file of a dataset.
 
-| option | `cumtool.scan` | small CSVs | `--engine dask` | inputs |
-|---|---|---|---|---|
+| option | `cumtool.scan` | small CSVs | wide CSVs | `--engine dask` | inputs |
+|---|---|---|---|---|---|
 """
 
 # What each declared answer (cumtool.ops.decl.Honours) says in the table.
@@ -102,7 +103,8 @@ def paths() -> str:
         keyword = (f"`{declared.name}=`" if declared.api or declared in OPTIONS.values()
                    else "")
         lines.append(f"| `{', '.join(declared.spellings)}` | {keyword} | "
-                     f"{SAID[declared.small]} | {SAID[declared.dask]} | "
+                     f"{SAID[declared.small]} | {SAID[declared.wide]} | "
+                     f"{SAID[declared.dask]} | "
                      f"{inputs(declared)} |\n")
     return "".join(lines) + "\n"
 

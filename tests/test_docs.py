@@ -78,13 +78,13 @@ def test_options_reference_says_which_paths_honour_each_option() -> None:
     rows = {row.split(" | ")[0].strip("| `"): row for row in text.splitlines()
             if row.startswith("| `")}
     assert list(rows) == [", ".join(o.spellings) for o in (*FLAGS, *OPTIONS.values())]
-    assert rows["--by"] == "| `--by` | `by=` | yes | refused | tables (not npy) |"
-    assert rows["--encoding"] == "| `--encoding` |  | hands over | yes | csv, tsv |"
-    assert rows["--max-record-size"] == ("| `--max-record-size` |  | hands over | yes | "
+    assert rows["--by"] == "| `--by` | `by=` | yes | refused | refused | tables (not npy) |"
+    assert rows["--encoding"] == "| `--encoding` |  | hands over | yes | yes | csv, tsv |"
+    assert rows["--max-record-size"] == ("| `--max-record-size` |  | hands over | yes | yes | "
                                          "csv, tsv, jsonl |")
-    assert rows["--sheet"] == "| `--sheet` |  | hands over | yes | xlsx, xls, ods |"
-    assert rows["--precision"] == "| `--precision` |  | - | yes |  |"
-    assert rows["--times"] == ("| `--times` | `times=` | hands over | refused | "
+    assert rows["--sheet"] == "| `--sheet` |  | hands over | - | yes | xlsx, xls, ods |"
+    assert rows["--precision"] == "| `--precision` |  | - | - | yes |  |"
+    assert rows["--times"] == ("| `--times` | `times=` | hands over | refused | refused | "
                                "tables (not npy) |")
 
 

@@ -66,16 +66,17 @@ def test_every_field_is_declared_for_every_path() -> None:
     for declared in GENERAL:
         assert declared.small in ("honours", "hands over", "not its output"), declared.name
         assert declared.dask in ("honours", "refuses"), declared.name
+        assert declared.wide in ("honours", "not its output", "refuses"), declared.name
 
 
 def test_an_ops_option_declares_only_what_its_kernel_does_not_take() -> None:
     """An op's option left undeclared is a parameter of its kernel, which every path
     runs; the others say so (--times: a column the table plan reads; --indices: the
     positions, which the small path does not write)."""
-    declared = {flag: (o.small, o.dask, o.tables_only) for flag, o in OPTIONS.items()
-                if (o.small, o.dask, o.tables_only) != (None, None, False)}
-    assert declared == {"--times": ("hands over", "refuses", True),
-                        "--indices": ("hands over", None, False)}
+    declared = {flag: (o.small, o.dask, o.wide, o.tables_only) for flag, o in OPTIONS.items()
+                if (o.small, o.dask, o.wide, o.tables_only) != (None, None, None, False)}
+    assert declared == {"--times": ("hands over", "refuses", "refuses", True),
+                        "--indices": ("hands over", None, None, False)}
     assert BY_FIELD["indices"].small == OPTIONS["--indices"].small  # the field it sets
 
 
@@ -83,11 +84,12 @@ def test_an_option_that_does_not_say_is_honoured_by_no_path() -> None:
     """Forgotten paths are safe: the small path hands over, Dask refuses by name; only an
     op's option is taken as honoured, as a parameter of its kernel."""
     forgotten = Option("--example-flag", help="an example")
-    assert not honoured(forgotten, "small") and not honoured(forgotten, "dask")
-    keep = dataclasses.replace(BY_FIELD["keep"], small=None, dask=None)
-    assert not honoured(keep, "small") and not honoured(keep, "dask")
-    assert honoured(KEYWORDS["span"], "small") and honoured(KEYWORDS["span"], "dask")
-    assert not honoured(KEYWORDS["times"], "small") and not honoured(KEYWORDS["times"], "dask")
+    paths = ("small", "dask", "wide")
+    assert not any(honoured(forgotten, path) for path in paths)
+    keep = dataclasses.replace(BY_FIELD["keep"], small=None, dask=None, wide=None)
+    assert not any(honoured(keep, path) for path in paths)
+    assert all(honoured(KEYWORDS["span"], path) for path in paths)
+    assert not any(honoured(KEYWORDS["times"], path) for path in paths)
 
 
 @pytest.mark.parametrize("name", sorted(n for n, o in BY_FIELD.items() if o.small == "hands over"))

@@ -288,7 +288,8 @@ _FEWER = "select at most 2 columns first (e.g. with xsv select or cut)"
     (["--axis", "columns"], "--axis columns", _FEWER),
     (["-o", "out.parquet"], "parquet output", "write csv or tsv (-o out.csv)"),
     (["--to", "npy"], "npy output", "write csv or tsv (-o out.csv)"),
-], ids=["by", "reset", "keep", "reverse", "axis", "parquet", "npy"])
+    (["--state", "s.json"], "--state", _FEWER),
+], ids=["by", "reset", "keep", "reverse", "axis", "parquet", "npy", "state"])
 def test_options_that_need_whole_rows_are_refused_above_the_threshold(
         invoke: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
         args: list[str], what: str, hint: str) -> None:
@@ -303,6 +304,58 @@ def test_options_that_need_whole_rows_are_refused_above_the_threshold(
     assert not (tmp_path / "out.parquet").exists()
     monkeypatch.setattr(wide, "WIDE_COLUMNS", 3)  # at the threshold: the narrow path
     assert invoke("cumsum", "-", "--from", "csv", *args, input=data).exit_code == 0
+
+
+@pytest.mark.parametrize(("args", "what"), [
+    (["ewma", "--times", "a", "--halflife", "1 day"], "--times"),  # an op's option
+    (["cumsum", "--period", "month", "--time", "a"], "--period"),
+])
+def test_options_over_time_are_refused_by_name(invoke: Callable[..., Result],
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               args: list[str], what: str) -> None:
+    data = b"a,b,c\n2024-01-01,2,3\n2024-02-01,5,6\n"
+    monkeypatch.setattr(wide, "WIDE_COLUMNS", 2)
+    result = invoke(*args, "-", "--from", "csv", input=data)
+    assert (result.exit_code, result.stderr) == (2, (
+        f"Error: standard input: 3 columns are more than 2, and {what} is not supported on "
+        f"tables this wide (it needs whole rows in memory at once); {_FEWER}\n"))
+    monkeypatch.setattr(wide, "WIDE_COLUMNS", 3)  # at the threshold: the narrow path
+    assert invoke(*args, "-", "--from", "csv", input=data).exit_code == 0
+
+
+# A value for each option the wide path honours (Option.wide), given to a table that is
+# wide (every table of two or more columns, in the test) and to the narrow path.
+_HONOURED = {
+    "dtype": ["-t", "float32"], "output": [], "from_format": ["--from", "csv"],
+    "to_format": ["--to", "tsv"], "columns": ["-c", "x"], "exclude": ["--exclude", "y"],
+    "only_scanned": ["--only-scanned"], "delimiter": ["-d", ","],
+    "out_delimiter": ["--out-delimiter", ";"], "na": ["--na", "NA"],
+    "na_rep": ["--na-rep", "X"], "encoding": ["--encoding", "latin-1"],
+    "decimal_comma": [], "out_encoding": ["--out-encoding", "latin-1"],
+    "out_decimal": ["--out-decimal", "comma"], "header": [], "comment": ["--comment", "#"],
+    "ragged": ["--ragged"], "overflow": ["--overflow", "wrap"], "skipna": ["--skipna"],
+    "exclusive": ["--exclusive"], "decimal": ["--decimal"], "notes": ["-q"],
+    "threads": ["--threads", "2"], "batch_rows": ["--batch-rows", "2"],
+    "max_record_size": ["--max-record-size", "1M"], "line_buffered": ["--line-buffered"],
+}
+_HONOURED_DATA = (b"id,name,x,y,when\n1,a,1.5,NA,2024-01-01\n2,b c,-2,3,2024-01-02\n"
+                  b"3,,4.25,5,2024-02-01\n# note\n4,NA,1e3,-7,2024-03-01\n")
+
+
+def test_every_option_the_wide_path_honours_has_a_case_here() -> None:
+    """A new option declared as honoured by the wide path gets a case in _HONOURED (the
+    ones given as [] have tests of their own above: -o, --decimal-comma, --no-header)."""
+    from cumtool.options import GENERAL
+
+    declared = {o.name for o in GENERAL if o.flag and o.wide == "honours"}
+    assert declared == set(_HONOURED)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, args in _HONOURED.items() if args))
+def test_an_option_the_wide_path_honours_gives_the_narrow_paths_bytes(
+        invoke: Callable[..., Result], name: str) -> None:
+    reference, result = _both(invoke, ["cumsum", *_HONOURED[name]], _HONOURED_DATA)
+    _same(reference, result)
 
 
 def test_several_ops_are_refused_above_the_threshold(

@@ -60,6 +60,7 @@ class Option:
     # kernel, which every path runs; a general option must say (tests/test_option_paths.py).
     small: Honours | None = None  # the small and compiled CSV paths
     dask: Honours | None = None  # --engine dask
+    wide: Honours | None = None  # CSV too wide for whole-width batches (widerun)
     # Which input formats honour it: "all", a group of them that
     # cumtool/formats/registry.py derives from the formats' own declarations (INPUT_GROUPS:
     # "tables", "text", "lines", "spreadsheets"), or format names. Any other input

@@ -31,7 +31,7 @@ OPTIONS = (
                 "--times, a duration (2 days, 6h, 90s)."),
     # A column the table plan reads (cumtool.tables), not a kernel's parameter alone.
     Option("--times", type=str, metavar="COL", inputs="tables", small="hands over",
-           dask="refuses",
+           dask="refuses", wide="refuses",
            help="ewma: the column of times (ISO text, dates or timestamps; not scanned): "
                 "weights decay with the time between rows, by --halflife DURATION, as "
                 "pandas' ewm(halflife=..., times=...)."),
