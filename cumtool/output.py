@@ -14,7 +14,7 @@ import re
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from cumtool.commit import TEMPORARY_SUFFIX, Commit, remove_leftovers, temporary_prefix
@@ -88,6 +88,30 @@ class _GuardedStream(_WriteOnly):
             raise
         except OSError as error:
             raise OutputError(f"cannot write {self.name}: {error.strerror or error}") from None
+
+    def write_directly(self, writer: Callable[[int, int], int]) -> int | None:
+        """Where the stream is a regular file's, `writer(fd, writeback)` writes the rest of
+        it straight to the descriptor (what this stream holds flushed first; `writeback`:
+        how often to start the disk's writes, 0 for none) and returns how many bytes, or
+        -1 where it took none; a failed write is worded as write()'s. None where the
+        stream is not a regular file's: the caller writes through write()."""
+        try:
+            fd = self._stream.fileno()
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+        except (OSError, ValueError, AttributeError):
+            return None
+        self.flush()
+        try:
+            count = writer(fd, _WRITEBACK_BYTES if self._writeback is not None else 0)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise OutputError(f"cannot write {self.name}: {error.strerror or error}") from None
+        if count < 0:
+            return None
+        self._writeback = None  # the writer started the disk's writes of what it wrote
+        return count
 
     def tell(self) -> int:
         return self._stream.tell()

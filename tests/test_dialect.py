@@ -80,6 +80,9 @@ def _fields(text: str, delimiter: str) -> list[list[str | None]] | None:
     ('"say ""hi""",2', [['say "hi"', "2"]]),
     ('"two\nlines",3\n4,5', [["two\nlines", "3"], ["4", "5"]]),
     ("a,", [["a", None]]),
+    ("a,b\r", [["a", "b"]]),  # a CR at the end of the text, as before a LF
+    ("x\ry,2\n", [["x\ry", "2"]]),  # a lone CR inside a line is the cell's
+
     ('a"b,c\n', None),
     ('"open,c\n', None),
 ])

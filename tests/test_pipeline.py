@@ -301,3 +301,119 @@ def test_many_batches_in_one_chunk_give_the_twins_bytes(tmp_path, monkeypatch, w
                                        chunk=1 << 22)
     assert (code, err, statuses) == (0, "", [0])
     assert out.count(b"\n") == 5001
+
+
+# To a file, the pipeline writes the rest on a thread of its own (Pipeline.write_rest) -----
+
+def _table(rows: int) -> bytes:
+    return b"id,name,x,n\n" + b"".join(
+        b"%d,k%d,%d.%03d,%d\n" % (r, r % 7, r % 1000 - 500, r % 997, r % 13 - 6)
+        for r in range(rows))
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
+@pytest.mark.parametrize("op", ["cumsum", "cummax,cumprod", "cumsum --by name"])
+def test_a_file_output_written_by_the_pipelines_writer_has_the_twins_bytes(
+        tmp_path, monkeypatch, threads, op):
+    from cumtool import output
+
+    taken: list[int | None] = []
+    real = output._GuardedStream.write_directly
+
+    def spy(self: Any, writer: Any) -> int | None:
+        count = real(self, writer)
+        taken.append(count)
+        return count
+
+    monkeypatch.setattr(output._GuardedStream, "write_directly", spy)
+    path = tmp_path / "in.csv"
+    path.write_bytes(_table(3000))
+    outputs = []
+    for compiled in (True, False):
+        out = tmp_path / f"out-{compiled}.csv"
+        code, stdout, err, statuses = _run([*op.split()[:1], str(path), *op.split()[1:],
+                                            "-o", str(out), "--threads", threads],
+                                           monkeypatch, compiled, chunk=4096)
+        assert (code, err, stdout) == (0, "", b"")
+        assert statuses == ([0] if compiled else [])  # the pipeline ran to the end
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count(b"\n") == 3001
+    # the compiled run's writer wrote all but the header and the first chunk; one
+    # thread asks for its chunks itself (None: write() writes them); the twin has no
+    # pipeline to hand the file to
+    assert len(taken) == 1
+    if threads == "1":
+        assert taken == [None]
+    else:
+        assert len(outputs[0]) - 4096 * 3 < taken[0] < len(outputs[0])
+
+
+def _subprocess(args: list[str], cwd: Path, **keywords: Any) -> Any:
+    """cumtool of this checkout in a process of its own."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, "-m", "cumtool", *args], cwd=cwd, env=env,
+                          capture_output="stdout" not in keywords, timeout=120, check=False,
+                          **keywords)
+
+
+def test_standard_output_to_a_file_is_written_by_the_pipelines_writer(tmp_path):
+    (tmp_path / "in.csv").write_bytes(_table(200_000))
+    assert _subprocess(["cumsum", "in.csv", "-o", "o.csv", "--threads", "3"],
+                       tmp_path).returncode == 0
+    with open(tmp_path / "stdout.csv", "wb") as stdout:
+        done = _subprocess(["cumsum", "in.csv", "--threads", "3", "-q", "--to", "csv"],
+                           tmp_path, stdout=stdout, stderr=-1)
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert (tmp_path / "stdout.csv").read_bytes() == (tmp_path / "o.csv").read_bytes()
+
+
+def test_a_write_that_fails_on_the_writers_thread_is_one_line_and_no_file(tmp_path):
+    """A file size limit (RLIMIT_FSIZE; Python ignores SIGXFSZ, so write() fails with
+    EFBIG) met by the writer thread, past the first chunk the caller wrote itself."""
+    import resource
+
+    (tmp_path / "in.csv").write_bytes(_table(200_000))  # ~4.5 MB in, more out
+    limit = 3 << 20
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = _subprocess(["cumsum", "in.csv", "-o", "out.csv", "--threads", "3"], tmp_path,
+                       preexec_fn=limited)
+    assert done.returncode == 1
+    assert done.stderr == b"Error: cannot write out.csv: File too large\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]  # no file, no temp
+
+
+@pytest.mark.parametrize("to", ["-o", "stdout"])
+def test_an_overflow_after_the_writer_wrote_is_the_one_thread_runs(tmp_path, to):
+    """The pipeline stops on an overflow chunks after its writer began: the file output
+    is dropped and the streaming path words the error; standard output (a file) holds
+    what one thread's run leaves there, byte for byte."""
+    rows = [b"%d,1\n" % r for r in range(200_000)]
+    rows[150_000] = b"150000,%d\n" % (2**63 - 1)
+    (tmp_path / "in.csv").write_bytes(b"id,n\n" + b"".join(rows))
+    results = []
+    for threads in ("3", "1"):
+        args = ["cumsum", "in.csv", "--threads", threads]
+        if to == "-o":
+            done = _subprocess([*args, "-o", f"out{threads}.csv"], tmp_path)
+            left = sorted(p.name for p in tmp_path.iterdir())
+            results.append((done.returncode, done.stderr, left))
+        else:
+            with open(tmp_path / f"out{threads}.csv", "wb") as stdout:
+                done = _subprocess([*args, "--to", "csv"], tmp_path, stdout=stdout,
+                                   stderr=-1)
+            text = (tmp_path / f"out{threads}.csv").read_bytes()
+            results.append((done.returncode, done.stderr, text))
+    assert results[0] == results[1]
+    assert results[0][0] == 1
+    assert results[0][1] == (b"Error: in.csv: column 'n', row 150001 (line 150002): cumsum "
+                             b"overflows int64 (adding 9223372036854775807); use --overflow "
+                             b"wrap for wrap-around\n")
+    if to == "-o":
+        assert results[0][2] == ["in.csv"]

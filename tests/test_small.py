@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cumtool.cli import main
@@ -404,6 +404,10 @@ def in_python(function: Any, *args: Any) -> Any:
 @given(text=st.text(alphabet=st.sampled_from(list('ab,;\t"\n\r é')), max_size=40),
        delimiter=st.sampled_from([",", ";", "\t", "a"]))
 def test_records_are_cut_as_in_python(text, delimiter):
+    # records() hands a lone CR over before either cutter runs (the C one refuses most,
+    # the dialect's rule keeps one inside a line as the streaming path does): the twins
+    # agree on the texts they are given
+    assume(text.count("\r") == text.count("\r\n"))
     data = text.encode()
     assert outcome(small._cut, data, text, delimiter) == \
         in_python(small._cut, data, text, delimiter)

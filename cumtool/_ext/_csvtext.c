@@ -1227,7 +1227,10 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
    pipeline at that chunk: every chunk before it is output, and `status` says why. */
 
 #if !defined(_WIN32)
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 #define CSV_PIPELINE 1
 #else
 #define CSV_PIPELINE 0
@@ -1346,6 +1349,12 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t work, done;
     int sync_made;
+    /* write_rest: a thread of its own writes the chunks to out_fd, in order */
+    pthread_t writer;
+    pthread_cond_t freed;             /* the writer let a slot go, or finished */
+    int out_fd, writer_started, writer_done, write_errno;
+    long long bytes_written;
+    long long writeback_every, writeback_from, writeback_pending;
     long long next_read, next_scan, next_out;
     int scanning, scan_blocked, shutdown, eof, paused, finished, status;
     char *pending; Py_ssize_t pending_size, pending_capacity;  /* a record read in part */
@@ -2185,6 +2194,170 @@ static int chunks_at_work(const Pipeline *p)
     return n;
 }
 
+/* All of `size` bytes to `fd`: 0, or the errno of the write that failed. */
+static int write_all(int fd, const char *data, Py_ssize_t size)
+{
+    while (size > 0) {
+        const ssize_t n = write(fd, data, (size_t)size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? errno : EIO;
+        data += n;
+        size -= n;
+    }
+    return 0;
+}
+
+/* write_rest's writer: each chunk's text to out_fd as it is ready, in order, starting
+   the disk's writes of what it wrote every writeback_every bytes (sync_file_range, as
+   output._Writeback does: the fsync at the end finds most pages written). */
+static void *writer_main(void *arg)
+{
+    Pipeline *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        if (p->shutdown)
+            break;
+        if (p->next_out < p->next_read) {
+            Slot *s = &p->slots[p->next_out % p->n_slots];
+            if (s->state == SLOT_READY) {
+                s->state = SLOT_LENT;
+                pthread_mutex_unlock(&p->lock);
+                const int failed = write_all(p->out_fd, s->out, s->out_size);
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+                if (!failed && p->writeback_every > 0) {
+                    p->writeback_pending += s->out_size;
+                    if (p->writeback_pending >= p->writeback_every) {
+                        if (sync_file_range(p->out_fd, p->writeback_from, p->writeback_pending,
+                                            SYNC_FILE_RANGE_WRITE) != 0)
+                            p->writeback_every = 0;  /* not tried again: the fsync reports */
+                        p->writeback_from += p->writeback_pending;
+                        p->writeback_pending = 0;
+                    }
+                }
+#endif
+                pthread_mutex_lock(&p->lock);
+                if (failed) {
+                    p->write_errno = failed;
+                    break;
+                }
+                p->bytes_written += s->out_size;
+                p->rows_out += s->rows;
+                s->state = SLOT_FREE;
+                p->next_out++;
+                pthread_cond_signal(&p->freed);
+                continue;
+            }
+            if (s->state == SLOT_STOPPED) {
+                p->status = s->stop;
+                break;
+            }
+        } else if (p->eof) {
+            break;
+        }
+        pthread_cond_wait(&p->done, &p->lock);
+    }
+    p->writer_done = 1;
+    pthread_cond_signal(&p->freed);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* The rest of the output written to `fd` by a thread of the pipeline's own while the
+   caller reads (the GIL held only for the reads): at 16 cores the caller's own writes
+   were the serial rest of a run to a file. */
+static PyObject *pipeline_write_rest(Pipeline *p, PyObject *args)
+{
+    int fd;
+    long long writeback = 0;
+    if (!PyArg_ParseTuple(args, "i|L", &fd, &writeback))
+        return NULL;
+    if (p->lent >= 0) {  /* the text lent last is written by the caller already */
+        pthread_mutex_lock(&p->lock);
+        p->slots[p->lent % p->n_slots].state = SLOT_FREE;
+        p->lent = -1;
+        pthread_mutex_unlock(&p->lock);
+    }
+    if (p->finished || p->n_threads == 0)
+        return PyLong_FromLong(-1);  /* nothing taken: the caller goes on as before */
+    p->out_fd = fd;
+    p->writeback_every = writeback;
+    p->writeback_from = writeback > 0 ? (long long)lseek(fd, 0, SEEK_CUR) : 0;
+    if (p->writeback_from < 0)
+        p->writeback_every = p->writeback_from = 0;
+    if (pthread_create(&p->writer, NULL, writer_main, p) != 0) {
+        p->out_fd = -1;
+        return PyLong_FromLong(-1);
+    }
+    p->writer_started = 1;
+    int failed = 0;  /* -1: a Python exception is set (a read, a signal) */
+    for (;;) {
+        if (PyErr_CheckSignals() < 0) {
+            failed = -1;
+            break;
+        }
+        pthread_mutex_lock(&p->lock);
+        if (p->writer_done) {
+            pthread_mutex_unlock(&p->lock);
+            break;
+        }
+        Slot *next = &p->slots[p->next_read % p->n_slots];
+        if (!p->eof && !p->scan_blocked && next->state == SLOT_FREE) {
+            pthread_mutex_unlock(&p->lock);
+            next->stop = STOP_NONE;
+            next->rows = 0;
+            next->seq = p->next_read;
+            const int filled = read_chunk(p, next);
+            pthread_mutex_lock(&p->lock);
+            p->paused = 0;  /* a file: no producer to wait for, read on */
+            if (filled < 0) {
+                pthread_mutex_unlock(&p->lock);
+                failed = -1;
+                break;
+            }
+            if (filled > 0) {
+                next->state = SLOT_FILLED;
+                p->next_read++;
+                pthread_cond_signal(&p->work);
+            }
+            if (p->eof)
+                pthread_cond_signal(&p->done);  /* the writer may wait for the end */
+            pthread_mutex_unlock(&p->lock);
+            continue;
+        }
+        struct timespec until;  /* a while at most: signals are checked between waits */
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec += 1;
+            until.tv_nsec -= 1000000000;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        pthread_cond_timedwait(&p->freed, &p->lock, &until);
+        Py_END_ALLOW_THREADS
+        pthread_mutex_unlock(&p->lock);
+    }
+    pthread_mutex_lock(&p->lock);
+    if (failed)
+        p->shutdown = 1;  /* the writer too */
+    pthread_cond_broadcast(&p->done);
+    pthread_mutex_unlock(&p->lock);
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(p->writer, NULL);
+    Py_END_ALLOW_THREADS
+    p->writer_started = 0;
+    stop_threads(p);
+    p->finished = 1;
+    if (failed)
+        return NULL;
+    if (p->write_errno) {
+        errno = p->write_errno;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyLong_FromLongLong(p->bytes_written);
+}
+
 static PyObject *pipeline_next(Pipeline *p)
 {
     if (p->lent >= 0) {  /* the caller is done with the text it was lent */
@@ -2298,6 +2471,7 @@ static void pipeline_dealloc(Pipeline *p)
         pthread_mutex_destroy(&p->lock);
         pthread_cond_destroy(&p->work);
         pthread_cond_destroy(&p->done);
+        pthread_cond_destroy(&p->freed);
     }
     for (int i = 0; p->slots != NULL && i < p->n_slots; i++) {
         Slot *s = &p->slots[i];
@@ -2519,8 +2693,9 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
             PyErr_NoMemory();
             return -1;
         }
+    p->out_fd = -1;
     if (pthread_mutex_init(&p->lock, NULL) != 0 || pthread_cond_init(&p->work, NULL) != 0
-        || pthread_cond_init(&p->done, NULL) != 0) {
+        || pthread_cond_init(&p->done, NULL) != 0 || pthread_cond_init(&p->freed, NULL) != 0) {
         PyErr_SetString(PyExc_OSError, "Pipeline: no mutex");
         return -1;
     }
@@ -2567,6 +2742,12 @@ static PyMemberDef pipeline_members[] = {
 
 static PyMethodDef pipeline_methods[] = {
     {"close", (PyCFunction)pipeline_close, METH_NOARGS, "Stop the threads."},
+    {"write_rest", (PyCFunction)pipeline_write_rest, METH_VARARGS,
+     "write_rest(fd, writeback=0): the rest of the output written to the file `fd` by a\n"
+     "thread of the pipeline's own while the caller reads: the bytes written, or -1 where\n"
+     "it takes none (one thread; the caller asks for the chunks itself). `writeback`:\n"
+     "start the disk's writes every so many bytes (Linux). Raises OSError where a write\n"
+     "fails; `status` says afterwards, as after the last chunk, why it stopped."},
     {NULL},
 };
 

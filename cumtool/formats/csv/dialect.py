@@ -44,10 +44,12 @@ def field_pattern(delimiter: str) -> re.Pattern[str]:
     """One field of a record and what ends it, matched from the field's start: groups
     (quoted, plain, ending). `quoted` is a quoted field's inside (quotes doubled; None for
     a plain field), `plain` a plain field's text (it holds no quote or LF; a CR before the
-    LF is no part of it), `ending` the delimiter, a line end or "" at the end of the text.
+    LF, or at the end of the text, is no part of it; a lone CR inside a line is, as the
+    streaming path reads it), `ending` the delimiter, a line end, or "" or "\r" at the
+    end of the text.
     No match: a quote RFC 4180 does not allow, or one never closed."""
     d = re.escape(delimiter)
-    return re.compile(rf'(?:"((?:[^"]|"")*)"|([^"\n{d}]*?))({d}|\r?\n|\Z)', re.DOTALL)
+    return re.compile(rf'(?:"((?:[^"]|"")*)"|([^"\n{d}]*?))({d}|\r?\n|\r?\Z)', re.DOTALL)
 
 
 def field_text(quoted: str | None, plain: str | None) -> str | None:

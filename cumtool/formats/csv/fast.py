@@ -281,6 +281,12 @@ def _run(request: Request, stream: IO[bytes] | _Tee,
         with open_output(request.output) as out:
             out.write(first)
             written = len(first)
+            # To a file, the compiled pipeline writes the rest on a thread of its own
+            # while this one reads (benchmarks/RESULTS-cores.md: the caller's writes were
+            # the serial rest at 16 cores); the pieces then end, or hand over.
+            direct = getattr(out, "write_directly", None)
+            if job.pipe is not None and direct is not None:
+                written += max(0, direct(job.pipe.write_rest) or 0)
             for piece in pieces:
                 out.write(piece)
                 written += len(piece)
@@ -364,6 +370,7 @@ class _Job:
         # pieces() may yield views of the compiled pipeline's text, each valid until the
         # next is asked for: for a caller that writes each piece at once (_run)
         self.lending = False
+        self.pipe: Any = None  # the compiled pipeline, while its chunks are being asked for
         self.eof = False
         data = self._read()
         while len(data) < small.SNIFF_BYTES and not self.eof:  # what the general path sniffs
@@ -741,9 +748,11 @@ class _Job:
             steady=records.input_steady(fd))
         try:
             pending = self.header
+            self.pipe = pipe  # _run may have it write the rest to a file itself
             for out in pipe:
                 yield pending + out if pending else out
                 pending = b""
+            self.pipe = None
             self.rows_scanned = pipe.rows
             if pipe.status:
                 raise Handover  # the Python steps word it, from the start
