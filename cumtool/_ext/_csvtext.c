@@ -2194,6 +2194,17 @@ static int chunks_at_work(const Pipeline *p)
     return n;
 }
 
+/* The slot whose text was lent to the caller (pipeline_next's views) is free again. */
+static void release_lent(Pipeline *p)
+{
+    if (p->lent < 0)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->slots[p->lent % p->n_slots].state = SLOT_FREE;
+    p->lent = -1;
+    pthread_mutex_unlock(&p->lock);
+}
+
 /* All of `size` bytes to `fd`: 0, or the errno of the write that failed. */
 static int write_all(int fd, const char *data, Py_ssize_t size)
 {
@@ -2273,12 +2284,7 @@ static PyObject *pipeline_write_rest(Pipeline *p, PyObject *args)
     long long writeback = 0;
     if (!PyArg_ParseTuple(args, "i|L", &fd, &writeback))
         return NULL;
-    if (p->lent >= 0) {  /* the text lent last is written by the caller already */
-        pthread_mutex_lock(&p->lock);
-        p->slots[p->lent % p->n_slots].state = SLOT_FREE;
-        p->lent = -1;
-        pthread_mutex_unlock(&p->lock);
-    }
+    release_lent(p);  /* the text lent last is written by the caller already */
     if (p->finished || p->n_threads == 0)
         return PyLong_FromLong(-1);  /* nothing taken: the caller goes on as before */
     p->out_fd = fd;
@@ -2360,12 +2366,7 @@ static PyObject *pipeline_write_rest(Pipeline *p, PyObject *args)
 
 static PyObject *pipeline_next(Pipeline *p)
 {
-    if (p->lent >= 0) {  /* the caller is done with the text it was lent */
-        pthread_mutex_lock(&p->lock);
-        p->slots[p->lent % p->n_slots].state = SLOT_FREE;
-        p->lent = -1;
-        pthread_mutex_unlock(&p->lock);
-    }
+    release_lent(p);  /* the caller is done with the text it was lent */
     if (p->finished)
         return NULL;
     for (;;) {

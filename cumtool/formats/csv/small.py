@@ -295,23 +295,9 @@ def _cut(data: bytes, text: str, delimiter: str) -> list[list[str | None]]:
         if cut is None:
             raise Handover  # a quote that RFC 4180 does not allow
         return cut
-    field = dialect.field_pattern(delimiter)
-    records: list[list[str | None]] = []
-    row: list[str | None] = []
-    position, end = 0, len(text)
-    while position < end:
-        match = field.match(text, position)
-        if match is None:
-            raise Handover  # a quote that RFC 4180 does not allow
-        quoted, plain, after = match.groups()
-        row.append(dialect.field_text(quoted, plain))
-        position = match.end()
-        if after != delimiter:
-            records.append(row)
-            row = []
-    if row:  # the text ends with a delimiter: an empty last cell
-        row.append(None)
-        records.append(row)
+    records = dialect.records(text, delimiter)
+    if records is None:
+        raise Handover  # a quote that RFC 4180 does not allow
     return records
 
 
