@@ -2194,6 +2194,15 @@ static int chunks_at_work(const Pipeline *p)
     return n;
 }
 
+/* The next chunk in order read into its slot `s` (read_chunk's answer). */
+static int read_next(Pipeline *p, Slot *s)
+{
+    s->stop = STOP_NONE;
+    s->rows = 0;
+    s->seq = p->next_read;
+    return read_chunk(p, s);
+}
+
 /* The slot whose text was lent to the caller (pipeline_next's views) is free again. */
 static void release_lent(Pipeline *p)
 {
@@ -2311,10 +2320,7 @@ static PyObject *pipeline_write_rest(Pipeline *p, PyObject *args)
         Slot *next = &p->slots[p->next_read % p->n_slots];
         if (!p->eof && !p->scan_blocked && next->state == SLOT_FREE) {
             pthread_mutex_unlock(&p->lock);
-            next->stop = STOP_NONE;
-            next->rows = 0;
-            next->seq = p->next_read;
-            const int filled = read_chunk(p, next);
+            const int filled = read_next(p, next);
             pthread_mutex_lock(&p->lock);
             p->paused = 0;  /* a file: no producer to wait for, read on */
             if (filled < 0) {
@@ -2424,10 +2430,7 @@ static PyObject *pipeline_next(Pipeline *p)
         Slot *next = &p->slots[p->next_read % p->n_slots];
         if (!p->eof && !p->paused && next->state == SLOT_FREE) {
             pthread_mutex_unlock(&p->lock);
-            next->stop = STOP_NONE;
-            next->rows = 0;
-            next->seq = p->next_read;
-            const int filled = read_chunk(p, next);
+            const int filled = read_next(p, next);
             if (filled < 0) {
                 stop_threads(p);
                 p->finished = 1;
