@@ -4,9 +4,10 @@ carried state, found without building their output (cumtool/distributed.py).
 Two ways, by op:
 
 - Exactly associative ops (integer cumsum, cummax and cummin with their positions,
-  cumcount) have a summary: what a partition does to any carried state, computed from the
-  partition alone, in parallel. `advance` applies one to a carried state on the client,
-  in microseconds, and gives the carried state of the local engine, bit for bit. An
+  cumcount, cumnunique) have a summary: what a partition does to any carried state,
+  computed from the partition alone, in parallel. `advance` applies one to a carried
+  state on the client, in microseconds, and gives the carried state of the local engine,
+  bit for bit. An
   integer sum's summary holds its exact total and the exact lowest and highest of its
   running sums (Python integers), so a carry that would take a running sum out of range
   is seen at the first partition where it happens in file order, not at a later
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from cumtool import kernels
+from cumtool import distinct, kernels
 from cumtool._ext import load
 from cumtool.blocks import Carry, cast_input, initial_carry, to_acc
 from cumtool.columnar import column_to_numpy, decimal_to_float
@@ -72,14 +73,22 @@ def plain(plan: Any) -> bool:
             and plan.group_keys is None and plan.reset is None and not plan.options.share)
 
 
+def counts_distinct(plan: Any) -> bool:
+    """Whether a plan counts distinct values (cumnunique) down plain columns: its summary
+    is the set of each column's values."""
+    return bool(plan.distinct and plan.axis == 0 and not plan.timed
+                and plan.group_keys is None and plan.reset is None
+                and not plan.options.share)
+
+
 def summarized(plans: list[Any]) -> bool:
     """Whether every column of every op's plan has a summary: then no chain is needed."""
-    return all(plain(plan) and all(summary_kind(s) is not None for s in plan.specs.values())
-               for plan in plans)
+    return all(counts_distinct(plan) or (
+        plain(plan) and all(summary_kind(s) is not None for s in plan.specs.values()))
+        for plan in plans)
 
 
-def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
-                  ) -> tuple[np.ndarray, np.ndarray | None]:
+def column_data(plan: Any, column: int, table: pa.Table | pa.RecordBatch) -> pa.Array:
     """A scanned column of a partition as its scan sees it (TablePlan.scan_column): the
     converted copy of text, decimals as floats where scanned so, dates as integers."""
     spec = plan.specs[column]
@@ -90,7 +99,13 @@ def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
         data = decimal_to_float(data)
     elif column in plan.temporal:
         data = data.view(pa.int32() if pa.types.is_date32(data.type) else pa.int64())
-    return column_to_numpy(data)
+    return data
+
+
+def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+    """column_data as numpy: values, and which are present (None: all)."""
+    return column_to_numpy(column_data(plan, column, table))
 
 
 def _skip(spec: ScanSpec, x: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
@@ -128,7 +143,24 @@ class CountSummary:
     count: int
 
 
-Summary = SumSummary | ExtremeSummary | CountSummary
+@dataclass(frozen=True)
+class DistinctSummary:
+    """The values a partition's scan counts (distinct.py's keys), as a set."""
+
+    values: set[Any]
+
+
+Summary = SumSummary | ExtremeSummary | CountSummary  # of a Carry (`advance`)
+
+
+def summarize_column(plan: Any, column: int, table: pa.Table
+                     ) -> Summary | DistinctSummary:
+    """A scanned column's summary over a partition (`table`), for a plan that has one
+    (`summarized`)."""
+    if plan.distinct:
+        return DistinctSummary(distinct.distinct_values(
+            plan.specs[column], column_data(plan, column, table), plan.options.text_na))
+    return summarize(plan.specs[column], *column_values(plan, column, table))
 
 
 def summarize(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None) -> Summary:
@@ -233,6 +265,26 @@ def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
         carry.value = state
     carry.offset += rows
     return True
+
+
+def advance_distinct(carry: distinct.DistinctCarry, summary: DistinctSummary
+                     ) -> distinct.DistinctCarry:
+    """The carry a partition is scanned from, from the values seen before it (`carry`,
+    then advanced in place by the partition's values). Only the values the partition
+    holds are of use to its scan; the rest are counted (Seen.elsewhere), so what is sent
+    with the scan grows with its partition, not with the whole input. The union's order
+    is not first appearance: no --state is saved on this engine."""
+    line = carry.line(0)
+    members = line.members
+    known = summary.values & members  # (iterates over the smaller set)
+    seen = distinct.Seen(known)
+    seen.elsewhere = len(members) + line.elsewhere - len(known)
+    fresh = summary.values - members
+    members |= fresh
+    line.extend(fresh)
+    scanned = distinct.DistinctCarry()
+    scanned.seen = [seen]
+    return scanned
 
 
 # Folds ---------------------------------------------------------------------------------

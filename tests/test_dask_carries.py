@@ -277,3 +277,31 @@ def test_which_ops_have_summaries():
     assert kinds[("cummean", "i", ())] is None
     assert carries.foldable(kernels.make_spec("logcumsumexp", f8))
     assert not carries.foldable(kernels.make_spec("cumsum", f8, compensated=True))
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_a_distinct_count_scanned_from_its_partitions_own_carry(exclusive):
+    """Each partition scanned from advance_distinct's carry (the count before it and only
+    the values it holds) counts as the local scan from the whole set does; the union is
+    the local carry's set, and the carry sent holds no value outside its partition."""
+    import pyarrow as pa
+
+    from cumtool import distinct
+
+    rng = np.random.default_rng(3)
+    spec = kernels.make_spec("cumnunique", np.dtype(np.float64), exclusive=exclusive)
+    local, union = distinct.DistinctCarry(1), distinct.DistinctCarry(1)
+    for _ in range(40):
+        values = rng.choice([0.0, -0.0, np.nan, 1.0, 2.5, *rng.integers(0, 500, 4)],
+                            int(rng.integers(0, 30)))
+        data = pa.array(values, mask=rng.random(values.shape[0]) < 0.2)
+        summary = carries.DistinctSummary(distinct.distinct_values(spec, data))
+        sent = carries.advance_distinct(union, summary)
+        assert set(sent.line(0)) <= summary.values
+        got = distinct.scan(spec, data, sent)
+        want = distinct.scan(spec, data, local)
+        assert got[0].tolist() == want[0].tolist()
+        assert _bits(got[1]) == _bits(want[1])
+        assert union.line(0).members == local.line(0).members
+    # Values recur across partitions (sent), and new ones come (counted elsewhere).
+    assert len(local.line(0)) > 80 and sent.line(0) and sent.line(0).elsewhere > 40
