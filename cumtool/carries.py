@@ -37,6 +37,9 @@ from cumtool.ops.spec import ScanSpec
 
 SEQUENTIAL = load("_sequential")  # None: the numpy twin below (the same bits)
 _FOLDS = {"add": 0, "multiply": 1, "logaddexp": 2}  # _sequential.fold's op numbers
+# _sequential.fold_stats's kinds, and the state fields its a and b hold.
+_STAT_FOLDS = {"cummean": (0, "s", None), "cumvar": (1, "m", "m2"),
+               "cumstd": (1, "m", "m2"), "ewma": (2, "y", None)}
 _INT64 = np.dtype(np.int64)
 _WORD = 2**64
 
@@ -64,6 +67,15 @@ def foldable(spec: ScanSpec) -> bool:
     or log-sum-exp (no overflow to report, whatever the values)."""
     return (not spec.is_stat and spec.acc_dtype == np.float64
             and spec.accumulator.ufunc in _FOLDS)
+
+
+def stat_foldable(spec: ScanSpec) -> bool:
+    """Whether `fold_stats` advances a column's carry without its scan: cummean (not
+    --compensated), cumvar, cumstd, ewma (not --times: the plan is then not `plain`), of
+    real numbers."""
+    name = getattr(spec.kernel, "name", None)
+    return (spec.is_stat and name in _STAT_FOLDS and spec.in_dtype.kind in "biuf"
+            and not (name == "cummean" and spec.param("compensated")))
 
 
 def plain(plan: Any) -> bool:
@@ -325,3 +337,53 @@ def fold_twin(spec: ScanSpec, x: np.ndarray, valid: np.ndarray | None,
         ufunc.accumulate(acc, out=acc)
     last: np.ndarray = acc[-1].copy()
     return last
+
+
+def fold_stats(specs: list[ScanSpec], columns: list[tuple[np.ndarray, np.ndarray | None]],
+               carries: list[Carry]) -> None:
+    """Advance the carries of one statistic's columns (`specs`: one op, one --skipna, one
+    set of parameters) over a batch, in place: the state the scan leaves (stats.scan_block:
+    the last of each field), without its output. In C where built (the columns stepped
+    together), else by the scan itself (`fold_stats_twin`). The batch must be the scan's
+    own (distributed._batches): a running mean's sum adds its first cell to the carry in
+    numpy's operand order, which a NaN's bits can tell."""
+    first = specs[0]
+    kind, a_field, b_field = _STAT_FOLDS[first.kernel.name]  # type: ignore[union-attr]
+    xs = [cast_input(spec, values, valid) for spec, (values, valid) in zip(specs, columns,
+                                                                            strict=True)]
+    rows = xs[0].shape[0] if xs else 0
+    if rows == 0:
+        return
+    if SEQUENTIAL is None:
+        for spec, (values, valid), carry in zip(specs, columns, carries, strict=True):
+            fold_stats_twin(spec, values, valid, carry)
+        return
+    starts = [carry.value for carry in carries]
+    n = np.array([start["n"] for start in starts], dtype=np.int64)
+    a = np.array([start[a_field] for start in starts], dtype=np.float64)
+    b = np.array([start[b_field] if b_field else 0.0 for start in starts], dtype=np.float64)
+    kernel: Any = first.kernel
+    new, old_by_count, total_by_count = 0.0, np.zeros(1), np.zeros(1)
+    if kind == 2:  # the weights up to the largest count the batch can reach
+        new, _after, old_by_count, total_by_count = kernel.tables(
+            first, max(1, int(n.max()) + rows))
+    SEQUENTIAL.fold_stats(kind, [x.astype(np.float64, copy=False) for x in xs],
+                          [valid for _, valid in columns], first.skipna, n, a, b,
+                          old_by_count, total_by_count, float(new))
+    for k, carry in enumerate(carries):
+        # As scan_block leaves it: a field its kernel never sets is 0 (cummean's c).
+        state = np.zeros((), dtype=starts[k].dtype)
+        state["n"] = n[k]
+        state[a_field] = a[k]
+        if b_field:
+            state[b_field] = b[k]
+        if kind == 2:
+            state["w"] = kernel.weight(first, int(n[k]))
+        carry.value = state
+        carry.offset += rows
+
+
+def fold_stats_twin(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None,
+                    carry: Carry) -> None:
+    """fold_stats without C: the scan itself (kernels.scan_block), its output dropped."""
+    kernels.scan_block(spec, values, valid, carry)

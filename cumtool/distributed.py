@@ -318,7 +318,8 @@ def _batches(job: Job, table: pa.Table) -> list[pa.RecordBatch]:
 def fold_partition(job: Job, part: Partition, read: Any,
                    state: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """carry[k]: the state after partition k; builds no output. A float column's carry
-    is folded in C (carries.fold); a column with a summary is advanced by it; any other
+    is folded in C (carries.fold), a mean's, variance's or ewma's too (carries.fold_stats);
+    a column with a summary is advanced by it; any other
     is scanned, as is a partition whose scan fails (the fold then fails as the scan does)."""
     from cumtool import carries
 
@@ -331,11 +332,14 @@ def fold_partition(job: Job, part: Partition, read: Any,
             continue
         scanned = []
         folds: dict[Any, list[int]] = {}  # columns folded together: one op, one --skipna
+        stat_folds: dict[Any, list[int]] = {}  # and one set of parameters
         for column in one.selected:
             spec = one.specs[column]
             carry = one.carries[column]
             if carries.foldable(spec):
                 folds.setdefault((spec.accumulator.ufunc, spec.skipna), []).append(column)
+            elif carries.stat_foldable(spec):
+                stat_folds.setdefault((spec.op, spec.skipna, spec.params), []).append(column)
             elif carries.summary_kind(spec) is None or not carries.advance(
                     spec, carry, carries.summarize(
                         spec, *carries.column_values(one, column, read)), read.num_rows):
@@ -347,6 +351,12 @@ def fold_partition(job: Job, part: Partition, read: Any,
                 carries.fold(one.specs[columns[0]],
                              [carries.column_values(one, column, batch) for column in columns],
                              [one.carries[column] for column in columns])
+        for columns in stat_folds.values():
+            for batch in _batches(job, read):  # the scan's batches (carries.fold_stats)
+                carries.fold_stats([one.specs[column] for column in columns],
+                                   [carries.column_values(one, column, batch)
+                                    for column in columns],
+                                   [one.carries[column] for column in columns])
         if scanned:
             _scan_columns(job, one, read, scanned)
         else:
