@@ -289,7 +289,9 @@ def advance_distinct(carry: distinct.DistinctCarry, summary: DistinctSummary
     line = carry.line(0)
     members = line.members
     known = summary.values & members  # (iterates over the smaller set)
-    seen = distinct.Seen(known)
+    seen = distinct.Seen()
+    seen.extend(known)
+    seen.members = known  # a new set already: not built again from the list
     seen.elsewhere = len(members) + line.elsewhere - len(known)
     fresh = summary.values - members
     members |= fresh
@@ -361,6 +363,22 @@ def fold_stats(specs: list[ScanSpec], columns: list[tuple[np.ndarray, np.ndarray
     starts = [carry.value for carry in carries]
     n = np.array([start["n"] for start in starts], dtype=np.int64)
     a = np.array([start[a_field] for start in starts], dtype=np.float64)
+    if kind == 0:
+        # The mean's first sum as its scan (stats.running_sum) adds it, in numpy: which
+        # of two NaNs it keeps is numpy's choice. The rest is s + cell, as accumulate.
+        for k, (x, (_, valid)) in enumerate(zip(xs, columns, strict=True)):
+            counted = (valid is None or bool(valid[0])) and not (
+                first.skipna and x.dtype.kind == "f" and bool(np.isnan(x[0])))
+            head = x[:1].astype(np.float64)
+            if not counted:
+                head[0] = 0.0
+            with np.errstate(all="ignore"):
+                head += starts[k]["s"][np.newaxis]
+            a[k] = head[0]
+            n[k] += counted
+        xs = [x[1:] for x in xs]
+        columns = [(values, None if valid is None else valid[1:])
+                   for values, valid in columns]
     b = np.array([start[b_field] if b_field else 0.0 for start in starts], dtype=np.float64)
     kernel: Any = first.kernel
     new, old_by_count, total_by_count = 0.0, np.zeros(1), np.zeros(1)

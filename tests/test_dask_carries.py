@@ -369,3 +369,32 @@ def test_statistics_that_are_not_folded():
     assert not carries.stat_foldable(kernels.make_spec("cumcount", np.dtype(np.float64)))
     assert carries.stat_foldable(kernels.make_spec("cummean", np.dtype(np.int32),
                                                    compensated=False))
+
+
+@pytest.mark.parametrize(("op", "params"), STATS[:2])
+@pytest.mark.parametrize("width", [8, 17])
+def test_whole_columns_of_a_statistic_eight_at_a_time(op, params, width):
+    """Columns with no cell skipped: the mean's sum takes the sum's fast loop after its
+    first row (eight columns at a time); the rest, the general one."""
+    rng = np.random.default_rng(width)
+    spec = kernels.make_spec(op, np.dtype(np.float64), **params)
+    folded = [initial_carry(spec) for _ in range(width)]
+    other_nan = np.array([0xFFF8000000000000], dtype=np.uint64).view(np.float64)[0]
+    for k, carry in enumerate(folded):  # carried NaNs of another sign than the cells'
+        state = np.zeros((), dtype=carry.value.dtype)
+        state["n"] = 3
+        state[state.dtype.names[1]] = other_nan if k % 2 else 1.5
+        carry.value = state
+    scanned = copy.deepcopy(folded)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for rows in (1, 50, 0, 333):
+            columns = [(_stat_columns(rng, rows), None) for _ in range(width)]
+            for x, _ in columns[: width // 2]:
+                x[:1] = np.nan
+            carries.fold_stats([spec] * width, columns, folded)
+            for (x, _), carry in zip(columns, scanned, strict=True):
+                kernels.scan_block(spec, x, None, carry)
+            for a, b in zip(folded, scanned, strict=True):
+                assert _bits(a.value) == _bits(b.value)
+                assert a.offset == b.offset

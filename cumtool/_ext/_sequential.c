@@ -614,8 +614,9 @@ PyDoc_STRVAR(fold_stats_doc,
 "The state after the last row of each 1-D float64 column (a sequence, all of one\n"
 "length), from the carried one, building no output; the state is updated in place: n\n"
 "(int64, the count of values), a and b (float64), one of each per column. kind 0, the\n"
-"running mean's sum: a = s, the running sum of the cells (0.0 for a cell skipped), its\n"
-"first step cell + s as numpy's; 1, Welford: a = m, b = M2 (welford's steps); 2, ewma:\n"
+"running mean's sum: a = s, s + cell at each row (0.0 for a cell skipped; its first\n"
+"row's step is the caller's, as numpy takes it); 1, Welford: a = m, b = M2 (welford's\n"
+"steps); 2, ewma:\n"
 "a = y (ewma_means's steps, with its weight vectors and new weight). presents: 1-D bool\n"
 "buffers or None (all present); a NaN with skipna is skipped too. b, the weights and\n"
 "new are read by the kinds that use them only.");
@@ -722,29 +723,35 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
             p[j] = has[line] ? ps[line].base : (const char *)&ALL_PRESENT;
             p_step[j] = has[line] ? ps[line].row_step : 0;
         }
-        for (Py_ssize_t row = 0; row < rows; row++) {
-            for (int j = 0; j < width; j++) {
-                const double v = *(const double *)x[j];
-                const int present = *p[j] != 0 && !(skipna && isnan(v));
-                x[j] += x_step[j];
-                p[j] += p_step[j];
-                if (kind == 0) {
-                    /* numpy's: sums[0] = term + s (the cell first), then s + term */
-                    const double term = present ? v : 0.0;
-                    va[j] = row ? KEEP_NAN(va[j], va[j] + term)
-                                : KEEP_NAN(term, term + va[j]);
-                    c[j] += present;
-                } else if (!present) {
-                    continue;
-                } else if (kind == 1) {
-                    welford_step(v, &count[j], &va[j], &vb[j]);
-                    c[j]++;
-                } else {
-                    va[j] = ewma_step(va[j], v, c[j]++, &old, &total, last_weight,
-                                      new_weight);
-                }
-            }
+/* Every row of the chunk's columns, the cell v and whether it is counted (present, not a
+   NaN that skipna skips): one loop a kind, so that the kind is not chosen at every cell. */
+#define STAT_ROWS(STEP)                                                            \
+        for (Py_ssize_t row = 0; row < rows; row++) {                              \
+            for (int j = 0; j < width; j++) {                                      \
+                const double v = *(const double *)x[j];                            \
+                const int present = *p[j] != 0 && !(skipna && isnan(v));           \
+                x[j] += x_step[j];                                                 \
+                p[j] += p_step[j];                                                 \
+                STEP                                                               \
+            }                                                                      \
         }
+        int whole = !skipna && width == FOLD_LINES;  /* eight columns, nothing skipped */
+        for (int j = 0; j < width; j++)
+            whole &= p_step[j] == 0 && x_step[j] == (Py_ssize_t)sizeof(double);
+        if (kind == 0 && whole) {
+            fold_eight(0, x, va, rows);  /* the sum's fast loop (fold's) */
+            for (int j = 0; j < width; j++)
+                c[j] += rows;
+        } else if (kind == 0) {
+            STAT_ROWS(va[j] = KEEP_NAN(va[j], va[j] + (present ? v : 0.0));
+                      c[j] += present;)
+        } else if (kind == 1) {
+            STAT_ROWS(if (present) { welford_step(v, &count[j], &va[j], &vb[j]); c[j]++; })
+        } else {
+            STAT_ROWS(if (present) va[j] = ewma_step(va[j], v, c[j]++, &old, &total,
+                                                     last_weight, new_weight);)
+        }
+#undef STAT_ROWS
         for (int j = 0; j < width; j++) {
             ITEM(n, int64_t, first + j) = c[j];
             ITEM(a, double, first + j) = va[j];
