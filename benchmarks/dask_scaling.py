@@ -10,11 +10,11 @@ Per op:
   from its carry and write it (Parquet), plus its summary where the op has one;
 - link: what must happen one partition after the other. An op whose carry needs the one
   before it (float sums, products, log-sum-exps, means, variances, ewma): the fold of the
-  carry over the partition (carries.fold in C for cumsum, cumprod and logcumsumexp; the
-  plan's scan for the others) plus the hand-off of the carry to the next partition's
-  worker (a call of that worker's Folder actor, measured on the cluster). An op with a
-  summary (cummax, cummin, cumcount, integer cumsum): no chain, only the client's
-  application of a summary to the carry;
+  carry over the partition (in C: carries.fold for cumsum, cumprod and logcumsumexp,
+  carries.fold_stats for cummean, cumvar and ewma) plus the hand-off of the carry to the
+  next partition's worker (a call of that worker's Folder actor, measured on the
+  cluster). An op with a summary (cummax, cummin, cumcount, integer cumsum, cumnunique):
+  no chain, only the client's application of a summary to the carry;
 - before: the link as it was, the plan's whole scan as the fold plus a task per link
   (the hand-off measured here as a chain of tasks).
 
@@ -45,7 +45,7 @@ from cumtool.request import Request  # noqa: E402
 
 DATA = HERE / "data" / "dask"
 OPS = ["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "cumcount", "cummean",
-       "cumvar", "ewma", "cumsum (int64)"]
+       "cumvar", "ewma", "cumsum (int64)", "cumnunique", "cumnunique (int64)"]
 
 
 def make_files(files: int, rows: int, integers: bool = False) -> list[str]:

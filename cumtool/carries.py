@@ -4,9 +4,10 @@ carried state, found without building their output (cumtool/distributed.py).
 Two ways, by op:
 
 - Exactly associative ops (integer cumsum, cummax and cummin with their positions,
-  cumcount) have a summary: what a partition does to any carried state, computed from the
-  partition alone, in parallel. `advance` applies one to a carried state on the client,
-  in microseconds, and gives the carried state of the local engine, bit for bit. An
+  cumcount, cumnunique) have a summary: what a partition does to any carried state,
+  computed from the partition alone, in parallel. `advance` applies one to a carried
+  state on the client, in microseconds, and gives the carried state of the local engine,
+  bit for bit. An
   integer sum's summary holds its exact total and the exact lowest and highest of its
   running sums (Python integers), so a carry that would take a running sum out of range
   is seen at the first partition where it happens in file order, not at a later
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from cumtool import kernels
+from cumtool import distinct, kernels
 from cumtool._ext import load
 from cumtool.blocks import Carry, cast_input, initial_carry, to_acc
 from cumtool.columnar import column_to_numpy, decimal_to_float
@@ -36,6 +37,9 @@ from cumtool.ops.spec import ScanSpec
 
 SEQUENTIAL = load("_sequential")  # None: the numpy twin below (the same bits)
 _FOLDS = {"add": 0, "multiply": 1, "logaddexp": 2}  # _sequential.fold's op numbers
+# _sequential.fold_stats's kinds, and the state fields its a and b hold.
+_STAT_FOLDS = {"cummean": (0, "s", None), "cumvar": (1, "m", "m2"),
+               "cumstd": (1, "m", "m2"), "ewma": (2, "y", None)}
 _INT64 = np.dtype(np.int64)
 _WORD = 2**64
 
@@ -65,6 +69,15 @@ def foldable(spec: ScanSpec) -> bool:
             and spec.accumulator.ufunc in _FOLDS)
 
 
+def stat_foldable(spec: ScanSpec) -> bool:
+    """Whether `fold_stats` advances a column's carry without its scan: cummean (not
+    --compensated), cumvar, cumstd, ewma (not --times: the plan is then not `plain`), of
+    real numbers."""
+    name = getattr(spec.kernel, "name", None)
+    return (spec.is_stat and name in _STAT_FOLDS and spec.in_dtype.kind in "biuf"
+            and not (name == "cummean" and spec.param("compensated")))
+
+
 def plain(plan: Any) -> bool:
     """Whether an op's plan scans each column alone, from a carry per column (no groups,
     no --times, no distinct values): what summaries and folds need."""
@@ -72,14 +85,22 @@ def plain(plan: Any) -> bool:
             and plan.group_keys is None and plan.reset is None and not plan.options.share)
 
 
+def counts_distinct(plan: Any) -> bool:
+    """Whether a plan counts distinct values (cumnunique) down plain columns: its summary
+    is the set of each column's values."""
+    return bool(plan.distinct and plan.axis == 0 and not plan.timed
+                and plan.group_keys is None and plan.reset is None
+                and not plan.options.share)
+
+
 def summarized(plans: list[Any]) -> bool:
     """Whether every column of every op's plan has a summary: then no chain is needed."""
-    return all(plain(plan) and all(summary_kind(s) is not None for s in plan.specs.values())
-               for plan in plans)
+    return all(counts_distinct(plan) or (
+        plain(plan) and all(summary_kind(s) is not None for s in plan.specs.values()))
+        for plan in plans)
 
 
-def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
-                  ) -> tuple[np.ndarray, np.ndarray | None]:
+def column_data(plan: Any, column: int, table: pa.Table | pa.RecordBatch) -> pa.Array:
     """A scanned column of a partition as its scan sees it (TablePlan.scan_column): the
     converted copy of text, decimals as floats where scanned so, dates as integers."""
     spec = plan.specs[column]
@@ -90,7 +111,13 @@ def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
         data = decimal_to_float(data)
     elif column in plan.temporal:
         data = data.view(pa.int32() if pa.types.is_date32(data.type) else pa.int64())
-    return column_to_numpy(data)
+    return data
+
+
+def column_values(plan: Any, column: int, table: pa.Table | pa.RecordBatch
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+    """column_data as numpy: values, and which are present (None: all)."""
+    return column_to_numpy(column_data(plan, column, table))
 
 
 def _skip(spec: ScanSpec, x: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
@@ -128,7 +155,24 @@ class CountSummary:
     count: int
 
 
-Summary = SumSummary | ExtremeSummary | CountSummary
+@dataclass(frozen=True)
+class DistinctSummary:
+    """The values a partition's scan counts (distinct.py's keys), as a set."""
+
+    values: set[Any]
+
+
+Summary = SumSummary | ExtremeSummary | CountSummary  # of a Carry (`advance`)
+
+
+def summarize_column(plan: Any, column: int, table: pa.Table
+                     ) -> Summary | DistinctSummary:
+    """A scanned column's summary over a partition (`table`), for a plan that has one
+    (`summarized`)."""
+    if plan.distinct:
+        return DistinctSummary(distinct.distinct_values(
+            plan.specs[column], column_data(plan, column, table), plan.options.text_na))
+    return summarize(plan.specs[column], *column_values(plan, column, table))
 
 
 def summarize(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None) -> Summary:
@@ -235,6 +279,28 @@ def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
     return True
 
 
+def advance_distinct(carry: distinct.DistinctCarry, summary: DistinctSummary
+                     ) -> distinct.DistinctCarry:
+    """The carry a partition is scanned from, from the values seen before it (`carry`,
+    then advanced in place by the partition's values). Only the values the partition
+    holds are of use to its scan; the rest are counted (Seen.elsewhere), so what is sent
+    with the scan grows with its partition, not with the whole input. The union's order
+    is not first appearance: no --state is saved on this engine."""
+    line = carry.line(0)
+    members = line.members
+    known = summary.values & members  # (iterates over the smaller set)
+    seen = distinct.Seen()
+    seen.extend(known)
+    seen.members = known  # a new set already: not built again from the list
+    seen.elsewhere = len(members) + line.elsewhere - len(known)
+    fresh = summary.values - members
+    members |= fresh
+    line.extend(fresh)
+    scanned = distinct.DistinctCarry()
+    scanned.seen = [seen]
+    return scanned
+
+
 # Folds ---------------------------------------------------------------------------------
 
 def fold(spec: ScanSpec, columns: list[tuple[np.ndarray, np.ndarray | None]],
@@ -273,3 +339,69 @@ def fold_twin(spec: ScanSpec, x: np.ndarray, valid: np.ndarray | None,
         ufunc.accumulate(acc, out=acc)
     last: np.ndarray = acc[-1].copy()
     return last
+
+
+def fold_stats(specs: list[ScanSpec], columns: list[tuple[np.ndarray, np.ndarray | None]],
+               carries: list[Carry]) -> None:
+    """Advance the carries of one statistic's columns (`specs`: one op, one --skipna, one
+    set of parameters) over a batch, in place: the state the scan leaves (stats.scan_block:
+    the last of each field), without its output. In C where built (the columns stepped
+    together), else by the scan itself (`fold_stats_twin`). The batch must be the scan's
+    own (distributed._batches): a running mean's sum adds its first cell to the carry in
+    numpy's operand order, which a NaN's bits can tell."""
+    first = specs[0]
+    kind, a_field, b_field = _STAT_FOLDS[first.kernel.name]  # type: ignore[union-attr]
+    xs = [cast_input(spec, values, valid) for spec, (values, valid) in zip(specs, columns,
+                                                                            strict=True)]
+    rows = xs[0].shape[0] if xs else 0
+    if rows == 0:
+        return
+    if SEQUENTIAL is None:
+        for spec, (values, valid), carry in zip(specs, columns, carries, strict=True):
+            fold_stats_twin(spec, values, valid, carry)
+        return
+    starts = [carry.value for carry in carries]
+    n = np.array([start["n"] for start in starts], dtype=np.int64)
+    a = np.array([start[a_field] for start in starts], dtype=np.float64)
+    if kind == 0:
+        # The mean's first sum as its scan (stats.running_sum) adds it, in numpy: which
+        # of two NaNs it keeps is numpy's choice. The rest is s + cell, as accumulate.
+        for k, (x, (_, valid)) in enumerate(zip(xs, columns, strict=True)):
+            counted = (valid is None or bool(valid[0])) and not (
+                first.skipna and x.dtype.kind == "f" and bool(np.isnan(x[0])))
+            head = x[:1].astype(np.float64)
+            if not counted:
+                head[0] = 0.0
+            with np.errstate(all="ignore"):
+                head += starts[k]["s"][np.newaxis]
+            a[k] = head[0]
+            n[k] += counted
+        xs = [x[1:] for x in xs]
+        columns = [(values, None if valid is None else valid[1:])
+                   for values, valid in columns]
+    b = np.array([start[b_field] if b_field else 0.0 for start in starts], dtype=np.float64)
+    kernel: Any = first.kernel
+    new, old_by_count, total_by_count = 0.0, np.zeros(1), np.zeros(1)
+    if kind == 2:  # the weights up to the largest count the batch can reach
+        new, _after, old_by_count, total_by_count = kernel.tables(
+            first, max(1, int(n.max()) + rows))
+    SEQUENTIAL.fold_stats(kind, [x.astype(np.float64, copy=False) for x in xs],
+                          [valid for _, valid in columns], first.skipna, n, a, b,
+                          old_by_count, total_by_count, float(new))
+    for k, carry in enumerate(carries):
+        # As scan_block leaves it: a field its kernel never sets is 0 (cummean's c).
+        state = np.zeros((), dtype=starts[k].dtype)
+        state["n"] = n[k]
+        state[a_field] = a[k]
+        if b_field:
+            state[b_field] = b[k]
+        if kind == 2:
+            state["w"] = kernel.weight(first, int(n[k]))
+        carry.value = state
+        carry.offset += rows
+
+
+def fold_stats_twin(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None,
+                    carry: Carry) -> None:
+    """fold_stats without C: the scan itself (kernels.scan_block), its output dropped."""
+    kernels.scan_block(spec, values, valid, carry)

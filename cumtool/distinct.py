@@ -14,6 +14,7 @@ exactly.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,6 +31,10 @@ NAN_KEY = "nan"  # every NaN of a float column (a float column holds no text)
 class Seen(list[Any]):
     """The values one line has seen, in order of first appearance (what --state saves:
     a list), with the same values as a set, for the lookups."""
+
+    # Values seen that are counted but not held: a distributed scan's carry holds only
+    # the values its partition can meet again (cumtool/carries.py, DistinctSummary).
+    elsewhere = 0
 
     def __init__(self, items: Iterable[Any] = ()) -> None:
         super().__init__(items)
@@ -98,11 +103,10 @@ def keys(spec: ScanSpec, data: pa.Array) -> tuple[list[Any], np.ndarray | None,
     return found, valid, nan
 
 
-def scan(spec: ScanSpec, data: pa.Array, carry: DistinctCarry, groups: Any = None,
-         text_na: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray | None]:
-    """The running count of distinct values of one batch of a column, in scan order, from
-    the carried values (updated): (counts, the cells to write missing, or None).
-    `groups`: the batch's group ids and reset flags (tables.TablePlan._runs), or None."""
+def counted(spec: ScanSpec, data: pa.Array, text_na: frozenset[str] = frozenset()
+            ) -> tuple[list[Any], np.ndarray]:
+    """The key of each cell (`keys`) and which cells a scan counts: present, not a --na
+    marker of a text column, not a NaN that --skipna skips."""
     found, valid, nan = keys(spec, data)
     present = np.ones(len(found), dtype=bool) if valid is None else valid.copy()
     if text_na and found and any(isinstance(key, str) for key in found[:1]):
@@ -110,6 +114,25 @@ def scan(spec: ScanSpec, data: pa.Array, carry: DistinctCarry, groups: Any = Non
         present &= np.fromiter((key not in text_na for key in found), bool, len(found))
     if nan is not None and spec.skipna:
         present &= ~nan  # a NaN skipped by --skipna counts nothing, and is written missing
+    return found, present
+
+
+def distinct_values(spec: ScanSpec, data: pa.Array, text_na: frozenset[str] = frozenset()
+                    ) -> set[Any]:
+    """The keys of the cells a scan of this batch counts, as a set: what the batch adds
+    to any carried set of values (a Dask partition's summary, cumtool/carries.py)."""
+    found, present = counted(spec, data, text_na)
+    if bool(present.all()):
+        return set(found)
+    return set(itertools.compress(found, present.tolist()))
+
+
+def scan(spec: ScanSpec, data: pa.Array, carry: DistinctCarry, groups: Any = None,
+         text_na: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray | None]:
+    """The running count of distinct values of one batch of a column, in scan order, from
+    the carried values (updated): (counts, the cells to write missing, or None).
+    `groups`: the batch's group ids and reset flags (tables.TablePlan._runs), or None."""
+    found, present = counted(spec, data, text_na)
     out = np.zeros(len(found), dtype=np.int64)
     exclusive = spec.exclusive
     ids = None if groups is None else groups.ids.tolist()
@@ -131,6 +154,6 @@ def scan(spec: ScanSpec, data: pa.Array, carry: DistinctCarry, groups: Any = Non
         if key not in members:
             members.add(key)
             line.append(key)
-        out[row] = before if exclusive else len(members)
+        out[row] = (before if exclusive else len(members)) + line.elsewhere
     missing = None if bool(present.all()) else ~present
     return out, missing

@@ -10,7 +10,7 @@ scanned from exactly the state the local engine has before it (the plan's carrie
 (cumtool/carries.py):
 
 - without a chain, where every scanned column has a summary (integer cumsum, cummax and
-  cummin, cumcount): `read[k]` and `summary[k]` run in parallel, the client applies the
+  cummin, cumcount, cumnunique): `read[k]` and `summary[k]` run in parallel, the client applies the
   summaries in order (microseconds each) and submits `write[k] = scan(read[k],
   state[k])` as soon as state[k] is known (`_summarized_results`);
 - along a chain otherwise: `read[k]` runs on worker k mod W, `write[k]` from state[k]
@@ -52,7 +52,7 @@ from cumtool.errors import (
     option,
 )
 from cumtool.formats import FileKind, Partition, Partitioning, SourceBase, Splitting
-from cumtool.formats.registry import PARTITIONINGS, format_named, kind_from_name
+from cumtool.formats.registry import DELIMITED, PARTITIONINGS, format_named, kind_from_name
 from cumtool.inputs import InputFile, relative_outputs
 
 if TYPE_CHECKING:
@@ -318,7 +318,8 @@ def _batches(job: Job, table: pa.Table) -> list[pa.RecordBatch]:
 def fold_partition(job: Job, part: Partition, read: Any,
                    state: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """carry[k]: the state after partition k; builds no output. A float column's carry
-    is folded in C (carries.fold); a column with a summary is advanced by it; any other
+    is folded in C (carries.fold), a mean's, variance's or ewma's too (carries.fold_stats);
+    a column with a summary is advanced by it; any other
     is scanned, as is a partition whose scan fails (the fold then fails as the scan does)."""
     from cumtool import carries
 
@@ -331,11 +332,14 @@ def fold_partition(job: Job, part: Partition, read: Any,
             continue
         scanned = []
         folds: dict[Any, list[int]] = {}  # columns folded together: one op, one --skipna
+        stat_folds: dict[Any, list[int]] = {}  # and one set of parameters
         for column in one.selected:
             spec = one.specs[column]
             carry = one.carries[column]
             if carries.foldable(spec):
                 folds.setdefault((spec.accumulator.ufunc, spec.skipna), []).append(column)
+            elif carries.stat_foldable(spec):
+                stat_folds.setdefault((spec.op, spec.skipna, spec.params), []).append(column)
             elif carries.summary_kind(spec) is None or not carries.advance(
                     spec, carry, carries.summarize(
                         spec, *carries.column_values(one, column, read)), read.num_rows):
@@ -347,6 +351,12 @@ def fold_partition(job: Job, part: Partition, read: Any,
                 carries.fold(one.specs[columns[0]],
                              [carries.column_values(one, column, batch) for column in columns],
                              [one.carries[column] for column in columns])
+        for columns in stat_folds.values():
+            for batch in _batches(job, read):  # the scan's batches (carries.fold_stats)
+                carries.fold_stats([one.specs[column] for column in columns],
+                                   [carries.column_values(one, column, batch)
+                                    for column in columns],
+                                   [one.carries[column] for column in columns])
         if scanned:
             _scan_columns(job, one, read, scanned)
         else:
@@ -389,9 +399,7 @@ def summarize_partition(job: Job, part: Partition, read: Any) -> Summaries | Non
         return None
     try:
         return Summaries(read.num_rows, [
-            {column: carries.summarize(one.specs[column],
-                                       *carries.column_values(one, column, read))
-             for column in one.selected}
+            {column: carries.summarize_column(one, column, read) for column in one.selected}
             for one in job.plan.op_plans()])
     except CumtoolError:
         return None
@@ -532,7 +540,8 @@ def _job(request: Request, output_dir: str | None) -> Job:
         table = source.table()
         out = (request if output_dir is None else dataclasses.replace(
             request, output=None, stdout_is_terminal=False)).output_format(kind)
-        options = table_options(request, out)
+        # A CSV's --na markers are missing cells in the text columns cumnunique compares.
+        options = table_options(request, out, text_input=kind.format in DELIMITED)
         plan = make_plan(request.op, request.axis, dtype, table.schema, table.name, options,
                          table.hints, **request.scan_options())
         request.check_table_output(out.format)
@@ -759,7 +768,8 @@ def _summarized_results(client: Any, job: Job, parts: list[Partition]
     reads: list[Any] = []
     summaries: list[Any] = []
     writes: list[Any] = []
-    state: list[dict[str, Any]] | None = state_of(job.plan)
+    # A copy: a distinct count's carry is advanced in place (_advanced).
+    state: list[dict[str, Any]] | None = copy.deepcopy(state_of(job.plan))
     stop: int | None = None  # the partition whose scan fails: none after it is scanned
 
     def read_more() -> None:
@@ -777,9 +787,9 @@ def _summarized_results(client: Any, job: Job, parts: list[Partition]
         read_more()
         summary = _taken(summaries[k], parts[k])
         summaries[k] = None
-        before = state
-        assert before is not None  # no partition is scanned after `stop`
-        state = None if summary is None else _advanced(job, parts[k], before, summary)
+        assert state is not None  # no partition is scanned after `stop`
+        before, state = ((state, None) if summary is None
+                         else _advanced(job, parts[k], state, summary))
         writes.append(client.submit(scan_partition, shared, parts[k], reads[k], before,
                                     key=f"cumtool-write-{k}-{token}"))
         reads[k] = None
@@ -804,21 +814,36 @@ def _summarized_results(client: Any, job: Job, parts: list[Partition]
 
 
 def _advanced(job: Job, part: Partition, state: list[dict[str, Any]],
-              summaries: Summaries) -> list[dict[str, Any]] | None:
-    """The carried state after a partition, from the state before it and its summaries;
-    None where its scan from `state` fails."""
+              summaries: Summaries
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """The state a partition is scanned from, and the carried state after it (None where
+    its scan fails), from the state before it and its summaries. A distinct count's carry
+    (the union of the values seen) is advanced in place and never sent: the partition is
+    scanned from a carry of its own (carries.advance_distinct)."""
     from cumtool import carries
 
-    after = copy.deepcopy(state)
-    for one, values, columns in zip(job.plan.op_plans(), after, summaries.columns,
-                                    strict=True):
+    before: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    plans = job.plan.op_plans()
+    for one, values, columns in zip(plans, state, summaries.columns, strict=True):
+        advanced = {}
         for column, summary in columns.items():
-            if not carries.advance(one.specs[column], values["carries"][column], summary,
-                                   summaries.rows):
-                return None
-        values["rows_done"] = summaries.rows + (0 if part.first_of_file
-                                                else values["rows_done"])
-    return after
+            if not isinstance(summary, carries.DistinctSummary):
+                advanced[column] = carry = copy.deepcopy(values["carries"][column])
+                if not carries.advance(one.specs[column], carry, summary, summaries.rows):
+                    return state, None
+        after.append({**values, "carries": advanced,
+                      "rows_done": summaries.rows + (0 if part.first_of_file
+                                                     else values["rows_done"])})
+    # Once no scan fails: the unions are changed in place.
+    for values, changed, columns in zip(state, after, summaries.columns, strict=True):
+        scanned = dict(values["carries"])
+        for column, summary in columns.items():
+            if isinstance(summary, carries.DistinctSummary):
+                scanned[column] = carries.advance_distinct(values["carries"][column], summary)
+                changed["carries"][column] = values["carries"][column]
+        before.append({**values, "carries": scanned})
+    return before, after
 
 
 def _run_to_one_output(client: Any, job: Job, parts: list[Partition]) -> None:

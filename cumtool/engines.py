@@ -57,13 +57,6 @@ def check_dask(request: Options) -> None:
     if request.input == "-":
         raise UsageError(f"{engine} reads files or URLs, which its workers open themselves; "
                          "it cannot read standard input")
-    from cumtool.ops import REGISTRY
-
-    for name in str(request.op).split(","):
-        if name in REGISTRY and REGISTRY[name].distinct:
-            raise UsageError(f"{name} is not supported with {engine}: its partitions would "
-                             f"each count their own distinct values; run it on the local "
-                             f"engine ({option('engine', 'local')})")
     from cumtool.options import BY_FIELD, honoured
     from cumtool.options import named as option_named
     from cumtool.tables import table_axis

@@ -277,3 +277,124 @@ def test_which_ops_have_summaries():
     assert kinds[("cummean", "i", ())] is None
     assert carries.foldable(kernels.make_spec("logcumsumexp", f8))
     assert not carries.foldable(kernels.make_spec("cumsum", f8, compensated=True))
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_a_distinct_count_scanned_from_its_partitions_own_carry(exclusive):
+    """Each partition scanned from advance_distinct's carry (the count before it and only
+    the values it holds) counts as the local scan from the whole set does; the union is
+    the local carry's set, and the carry sent holds no value outside its partition."""
+    import pyarrow as pa
+
+    from cumtool import distinct
+
+    rng = np.random.default_rng(3)
+    spec = kernels.make_spec("cumnunique", np.dtype(np.float64), exclusive=exclusive)
+    local, union = distinct.DistinctCarry(1), distinct.DistinctCarry(1)
+    for _ in range(40):
+        values = rng.choice([0.0, -0.0, np.nan, 1.0, 2.5, *rng.integers(0, 500, 4)],
+                            int(rng.integers(0, 30)))
+        data = pa.array(values, mask=rng.random(values.shape[0]) < 0.2)
+        summary = carries.DistinctSummary(distinct.distinct_values(spec, data))
+        sent = carries.advance_distinct(union, summary)
+        assert set(sent.line(0)) <= summary.values
+        got = distinct.scan(spec, data, sent)
+        want = distinct.scan(spec, data, local)
+        assert got[0].tolist() == want[0].tolist()
+        assert _bits(got[1]) == _bits(want[1])
+        assert union.line(0).members == local.line(0).members
+    # Values recur across partitions (sent), and new ones come (counted elsewhere).
+    assert len(local.line(0)) > 80 and sent.line(0) and sent.line(0).elsewhere > 40
+
+
+STATS = [
+    pytest.param("cummean", {"compensated": False}, id="cummean"),
+    pytest.param("cumvar", {"ddof": 1}, id="cumvar"),
+    pytest.param("cumstd", {"ddof": 0}, id="cumstd"),
+    pytest.param("ewma", {"com": 2.0, "adjust": True, "halflife_ns": None}, id="ewma"),
+    pytest.param("ewma", {"com": 0.5, "adjust": False, "halflife_ns": None},
+                 id="ewma-no-adjust"),
+]
+
+
+def _stat_columns(rng: np.random.Generator, rows: int) -> np.ndarray:
+    x = rng.choice([rng.normal(0, 1e3), 1e300, -1e300, 2.5, -0.0, 0.0], rows) \
+        if rng.random() < 0.3 else rng.normal(5, 3, rows)
+    for value in SPECIAL if rng.random() < 0.5 else ():
+        if rows:
+            x[rng.integers(0, rows)] = value
+    return x
+
+
+@pytest.mark.parametrize(("op", "params"), STATS)
+@pytest.mark.parametrize("skipna", [False, True])
+def test_a_statistics_fold_leaves_the_carry_its_scan_leaves(monkeypatch, op, params, skipna):
+    """_sequential.fold_stats (carries.fold_stats in C) against the scan: stats.scan_block
+    with its own C loops, and with none (its Python recurrences, the fold's twin): the
+    state's bytes, every field, the same after a chain of partitions."""
+    from cumtool import native
+
+    if carries.SEQUENTIAL is None:
+        pytest.fail("the C extension _sequential is not built: run setup.py build_ext")
+    rng = np.random.default_rng(17)
+    spec = kernels.make_spec(op, np.dtype(np.float64), skipna=skipna, **params)
+    assert carries.stat_foldable(spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(25):
+            width = int(rng.integers(1, 11))
+            folded = [initial_carry(spec) for _ in range(width)]
+            scanned = copy.deepcopy(folded)
+            twins = copy.deepcopy(folded)
+            for _partition in range(int(rng.integers(1, 5))):
+                rows = int(rng.integers(0, 300))
+                columns = [(_stat_columns(rng, rows), _valid(rng, rows))
+                           for _ in range(width)]
+                carries.fold_stats([spec] * width, columns, folded)
+                for (x, valid), a, b in zip(columns, scanned, twins, strict=True):
+                    kernels.scan_block(spec, x, valid, a)
+                    with monkeypatch.context() as patched:
+                        patched.setattr(native, "SEQUENTIAL", None)
+                        patched.setattr(carries, "SEQUENTIAL", None)
+                        carries.fold_stats([spec], [(x, valid)], [b])
+            for a, b, c in zip(folded, scanned, twins, strict=True):
+                assert _bits(a.value) == _bits(b.value)
+                assert _bits(b.value) == _bits(c.value)
+                assert a.offset == b.offset == c.offset
+
+
+def test_statistics_that_are_not_folded():
+    assert not carries.stat_foldable(kernels.make_spec("cummean", np.dtype(np.float64),
+                                                       compensated=True))
+    assert not carries.stat_foldable(kernels.make_spec("cumcount", np.dtype(np.float64)))
+    assert carries.stat_foldable(kernels.make_spec("cummean", np.dtype(np.int32),
+                                                   compensated=False))
+
+
+@pytest.mark.parametrize(("op", "params"), STATS[:2])
+@pytest.mark.parametrize("width", [8, 17])
+def test_whole_columns_of_a_statistic_eight_at_a_time(op, params, width):
+    """Columns with no cell skipped: the mean's sum takes the sum's fast loop after its
+    first row (eight columns at a time); the rest, the general one."""
+    rng = np.random.default_rng(width)
+    spec = kernels.make_spec(op, np.dtype(np.float64), **params)
+    folded = [initial_carry(spec) for _ in range(width)]
+    other_nan = np.array([0xFFF8000000000000], dtype=np.uint64).view(np.float64)[0]
+    for k, carry in enumerate(folded):  # carried NaNs of another sign than the cells'
+        state = np.zeros((), dtype=carry.value.dtype)
+        state["n"] = 3
+        state[state.dtype.names[1]] = other_nan if k % 2 else 1.5
+        carry.value = state
+    scanned = copy.deepcopy(folded)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for rows in (1, 50, 0, 333):
+            columns = [(_stat_columns(rng, rows), None) for _ in range(width)]
+            for x, _ in columns[: width // 2]:
+                x[:1] = np.nan
+            carries.fold_stats([spec] * width, columns, folded)
+            for (x, _), carry in zip(columns, scanned, strict=True):
+                kernels.scan_block(spec, x, None, carry)
+            for a, b in zip(folded, scanned, strict=True):
+                assert _bits(a.value) == _bits(b.value)
+                assert a.offset == b.offset

@@ -89,6 +89,40 @@ def test_links_fold_in_the_actors_and_give_the_local_bytes(invoke, scheduler, da
     assert len(folds) == partitions - 1  # the last partition's carry is not wanted
 
 
+@pytest.mark.parametrize("args", [
+    pytest.param(["cummean", "-c", "x,y,m,f32,i"], id="cummean"),
+    pytest.param(["cumvar", "--skipna", "-c", "x,m,i"], id="cumvar-skipna"),
+    pytest.param(["cumstd,cummean", "--ddof", "0", "-c", "x,m", "--batch-rows", "7"],
+                 id="cumstd-and-cummean-batches", marks=pytest.mark.slow),
+    pytest.param(["ewma", "--span", "5", "-c", "x,y,m,i"], id="ewma"),
+    pytest.param(["ewma", "--alpha", "0.3", "--no-adjust", "--skipna", "-c", "x,m"],
+                 id="ewma-no-adjust-skipna", marks=pytest.mark.slow),
+])
+def test_statistics_links_fold_in_c_and_give_the_local_bytes(invoke, scheduler, data, folds,
+                                                             monkeypatch, args):
+    """The links of cummean, cumvar, cumstd and ewma fold in C (carries.fold_stats): no
+    column is scanned in a link, and the bytes are the local engine's."""
+    from cumtool import carries
+
+    if carries.SEQUENTIAL is None:
+        pytest.fail("the C extension _sequential is not built: run setup.py build_ext")
+    folded: list[int] = []
+    fold_stats = carries.fold_stats
+    monkeypatch.setattr(carries, "fold_stats",
+                        lambda *a: folded.append(len(a[0])) or fold_stats(*a))
+
+    def scanned(*_args):
+        raise AssertionError("a link scanned a column")
+
+    monkeypatch.setattr(engine, "_scan_columns", scanned)
+    _both(invoke, scheduler, [args[0], str(data), "--to", "csv", *args[1:]])
+    partitions = pq.ParquetFile(data).metadata.num_row_groups
+    assert len(folds) == partitions - 1
+    columns = len(args[args.index("-c") + 1].split(","))
+    assert sum(folded) == (partitions - 1) * columns * len(args[0].split(",")) * (
+        1 if "--batch-rows" not in args else 5)  # 29-row partitions: 5 batches of 7 or less
+
+
 @pytest.fixture
 def in_tasks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the links folded by a task rather than by a Folder."""

@@ -230,3 +230,94 @@ def test_a_fault_in_a_summary_is_one_line_and_puts_nothing_in_place(
         1, f"Error: {path}: a Dask task failed: ZeroDivisionError: a fault inside the "
            "summary\n")
     assert sorted(os.listdir(tmp_path)) == ["o.parquet"]
+
+
+def _repeats(rows: int, seed: int) -> dict[str, object]:
+    """Columns whose values recur across row groups: small sets, missing cells, NaN and
+    -0.0, text (with an "NA"), integers that equal floats, booleans, dates, decimals."""
+    import datetime
+    import decimal
+
+    rng = np.random.default_rng(seed)
+    small = rng.integers(0, 40, rows)
+    floats = rng.choice([0.0, -0.0, 1.0, 1.5, -2.0, np.nan, np.inf], rows)
+    return {
+        "i": pa.array([None if k % 9 == 4 else int(v) for k, v in enumerate(small)],
+                      pa.int64()),
+        "f": pa.array([None if k % 11 == 3 else float(v) for k, v in enumerate(floats)],
+                      pa.float64()),
+        # Grows through the file: later row groups meet both old and new values.
+        "g": pa.array(np.where(rng.random(rows) < 0.5, np.arange(rows) // 3,
+                               rng.integers(0, rows // 3 + 1, rows)).astype(np.float64)),
+        "s": pa.array([None if k % 13 == 6 else ("NA" if k % 17 == 1 else f"s{v % 25}")
+                       for k, v in enumerate(small)]),
+        "b": pa.array([None if k % 7 == 0 else bool(v % 2) for k, v in enumerate(small)]),
+        "d": pa.array([datetime.date(2024, 1, 1) + datetime.timedelta(days=int(v) % 30)
+                       for v in small]),
+        "m": pa.array([decimal.Decimal(int(v) % 20) / 4 for v in small],
+                      pa.decimal128(8, 2)),
+    }
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param([], id="plain"),
+    pytest.param(["--skipna"], id="skipna"),
+    pytest.param(["--exclusive", "-c", "i,f,s"], id="exclusive", marks=pytest.mark.slow),
+    pytest.param(["--dtype", "float64", "-c", "i,g"], id="dtype", marks=pytest.mark.slow),
+])
+def test_distinct_counts_give_the_local_bytes_without_a_chain(invoke, scheduler, no_chain,
+                                                              tmp_path, args):
+    path = _parquet(tmp_path / "u.parquet", _repeats(500, 3), 19)
+    local, _ = _both(invoke, scheduler, ["cumnunique", str(path), "--to", "csv",
+                                         *(args if "-c" in args else [*args, "-c",
+                                                                      "i,f,g,s,b,d,m"])])
+    assert local.exit_code == 0, local.stderr
+    assert no_chain == [1]
+
+
+def test_distinct_counts_of_csv_byte_ranges_and_files(invoke, scheduler, no_chain,
+                                                      monkeypatch, tmp_path):
+    """CSV partitions of 256 bytes: "NA" and an empty cell are missing in a text column
+    too (--na), "nan" is one value, "-0" is 0; the union goes on from file to file; with
+    another op (cummax) in the same run."""
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 256)
+    rng = np.random.default_rng(5)
+    paths = []
+    for n in range(2):
+        cells = [("" if k % 10 == 2 else "NA" if k % 10 == 5 else f"t{rng.integers(0, 30)}",
+                  rng.choice(["nan", "-0", "0", "1.5", "", "2", "3e0"]),
+                  str(rng.integers(0, 60)))
+                 for k in range(300)]
+        path = tmp_path / f"c{n}.csv"
+        path.write_text("s,f,i\n" + "".join(",".join(row) + "\n" for row in cells))
+        paths.append(str(path))
+    for args in (["cumnunique", "-c", "s,f,i"], ["cumnunique", "-c", "s,f", "--na", "t3"],
+                 ["cumnunique,cummax", "-c", "i"]):
+        local, _ = _both(invoke, scheduler, [args[0], *paths, *args[1:]])
+        assert local.exit_code == 0, local.stderr
+    assert no_chain == [1, 1, 1]
+
+
+def test_distinct_counts_along_a_chain(invoke, scheduler, tmp_path, monkeypatch):
+    """With a float sum in the same run the chain is built: its links scan cumnunique's
+    columns, and the bytes are the local engine's still."""
+    built: list[int] = []
+    chain = engine._chained_results
+    monkeypatch.setattr(engine, "_chained_results",
+                        lambda *a, **k: built.append(1) or chain(*a, **k))
+    path = _parquet(tmp_path / "u.parquet", _repeats(200, 4), 23)
+    local, _ = _both(invoke, scheduler, ["cumnunique,cumsum", str(path), "-c", "f,g",
+                                         "--to", "csv"])
+    assert local.exit_code == 0, local.stderr
+    assert built == [1]
+
+
+def test_a_distinct_count_and_an_overflow_in_one_run(invoke, scheduler, no_chain, tmp_path):
+    """The sum's overflow in a later partition is the error, at its row; the distinct
+    counts of the rows before it are not disturbed by it."""
+    path = _parquet(tmp_path / "o.parquet", {
+        "n": pa.array([BIG if k in (100, 200) else 1 for k in range(300)], pa.int64()),
+        "s": pa.array([k % 37 for k in range(300)], pa.int64())}, 20)
+    local, _ = _both(invoke, scheduler, ["cumnunique,cumsum", str(path), "-c", "n,s"])
+    assert local.exit_code == 1
+    assert "row 201:" in local.stderr

@@ -211,19 +211,14 @@ def test_refusals(invoke, args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_arrays_and_dask_are_refused_by_name(invoke, write_file):
+def test_arrays_are_refused_by_name(invoke, write_file):
+    """(--engine dask counts distinct values too: tests/test_dask_summaries.py.)"""
     path = write_file("a.npy", b"")
     np.save(path, np.array([1, 2, 1]))
     result = invoke("cumnunique", str(path))
     assert result.exit_code == 2
     assert "cumnunique" in result.stderr and "array" in result.stderr
     assert result.stdout == ""
-    csv_path = write_file("x.csv", "x\n1\n")
-    result = invoke("cumnunique", str(csv_path), "--engine", "dask")
-    assert result.exit_code == 2
-    assert result.stderr.strip().splitlines() == [
-        "Error: cumnunique is not supported with --engine dask: its partitions would each "
-        "count their own distinct values; run it on the local engine (--engine local)"]
 
 
 def test_the_small_path_hands_over(invoke, write_file):

@@ -472,6 +472,33 @@ static int take_recurrence(Held *held, Recurrence *r, PyObject *x, PyObject *pre
     return 0;
 }
 
+/* One step of each statistic's recurrence, shared by its scan below and by fold_stats,
+   so that a distributed run's fold does the scan's operations as the scan does them. */
+static inline void welford_step(double value, double *n, double *m, double *m2)
+{
+    const double d = value - *m;
+    *n += 1.0;
+    /* The running value's NaN first, as the Python loop and numpy's accumulate keep it:
+       the compiler may swap the operands of +, and did so differently in the two loops. */
+    *m = KEEP_NAN(*m, *m + d / *n);
+    *m2 = KEEP_NAN(*m2, *m2 + d * (value - *m));
+}
+
+/* y after a present value with c values before it (the weights: see ewma_means). */
+static inline double ewma_step(double y, double value, int64_t c, const Block *old,
+                               const Block *total, int64_t last_weight, double new_weight)
+{
+    if (c == 0)
+        return value;
+    if (y != value) {
+        const int64_t k = c < last_weight ? c : last_weight;
+        const double kept = ITEM(*old, double, k) * y;
+        /* the kept mean's NaN first, as the Python loop's (w * y + new * x) keeps it */
+        return KEEP_NAN(kept, kept + new_weight * value) / ITEM(*total, double, k);
+    }
+    return y;
+}
+
 PyDoc_STRVAR(welford_doc,
 "welford(x, present, start_m, start_n, start_m2, out, out_m2)\n--\n\n"
 "Welford's running mean and sum of squared deviations of each line of x (2-D float64),\n"
@@ -512,13 +539,8 @@ static PyObject *welford(PyObject *self, PyObject *args)
                 double m = row ? AT(r.out, double, row - 1, line) : ITEM(r.value, double, line);
                 double m2 = row ? AT(out_m2, double, row - 1, line)
                                 : ITEM(start_m2, double, line);
-                if (!r.has_present || AT(r.present, char, row, line)) {
-                    const double value = AT(r.x, double, row, line);
-                    const double d = value - m;
-                    const double n = counts[line - first] += 1.0;
-                    m += d / n;
-                    m2 += d * (value - m);
-                }
+                if (!r.has_present || AT(r.present, char, row, line))
+                    welford_step(AT(r.x, double, row, line), &counts[line - first], &m, &m2);
                 AT(r.out, double, row, line) = m;
                 AT(out_m2, double, row, line) = m2;
             }
@@ -573,17 +595,9 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
         for (Py_ssize_t row = 0; row < r.x.rows; row++) {
             for (Py_ssize_t line = first; line < last; line++) {
                 double y = row ? AT(r.out, double, row - 1, line) : ITEM(r.value, double, line);
-                if (!r.has_present || AT(r.present, char, row, line)) {
-                    const double value = AT(r.x, double, row, line);
-                    const int64_t c = counts[line - first]++;
-                    if (c == 0) {
-                        y = value;
-                    } else if (y != value) {
-                        const int64_t k = c < last_weight ? c : last_weight;
-                        y = (ITEM(old, double, k) * y + new_weight * value)
-                            / ITEM(total, double, k);
-                    }
-                }
+                if (!r.has_present || AT(r.present, char, row, line))
+                    y = ewma_step(y, AT(r.x, double, row, line), counts[line - first]++,
+                                  &old, &total, last_weight, new_weight);
                 AT(r.out, double, row, line) = y;
             }
         }
@@ -591,6 +605,174 @@ static PyObject *ewma_means(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     PyMem_Free(counts);
     let_go(&held);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(fold_stats_doc,
+"fold_stats(kind, columns, presents, skipna, n, a, b, old_by_count, total_by_count, new)\n"
+"--\n\n"
+"The state after the last row of each 1-D float64 column (a sequence, all of one\n"
+"length), from the carried one, building no output; the state is updated in place: n\n"
+"(int64, the count of values), a and b (float64), one of each per column. kind 0, the\n"
+"running mean's sum: a = s, s + cell at each row (0.0 for a cell skipped; its first\n"
+"row's step is the caller's, as numpy takes it); 1, Welford: a = m, b = M2 (welford's\n"
+"steps); 2, ewma:\n"
+"a = y (ewma_means's steps, with its weight vectors and new weight). presents: 1-D bool\n"
+"buffers or None (all present); a NaN with skipna is skipped too. b, the weights and\n"
+"new are read by the kinds that use them only.");
+
+/* A distributed run's chain link for the statistics, as `fold` is for sums: FOLD_LINES
+   columns stepped row by row, their chains of dependent operations (a division a value)
+   overlapping. */
+static PyObject *fold_stats(PyObject *self, PyObject *args)
+{
+    int kind, skipna;
+    double new_weight;
+    PyObject *columns_obj, *presents_obj, *n_obj, *a_obj, *b_obj, *old_obj, *total_obj;
+    if (!PyArg_ParseTuple(args, "iOOpOOOOOd", &kind, &columns_obj, &presents_obj, &skipna,
+                          &n_obj, &a_obj, &b_obj, &old_obj, &total_obj, &new_weight))
+        return NULL;
+    if (kind < 0 || kind > 2) {
+        PyErr_SetString(PyExc_ValueError, "kind must be 0 (mean), 1 (Welford) or 2 (ewma)");
+        return NULL;
+    }
+    PyObject *columns = PySequence_Fast(columns_obj, "columns: expected a sequence");
+    if (columns == NULL)
+        return NULL;
+    PyObject *presents = PySequence_Fast(presents_obj, "presents: expected a sequence");
+    if (presents == NULL) {
+        Py_DECREF(columns);
+        return NULL;
+    }
+    const Py_ssize_t lines = PySequence_Fast_GET_SIZE(columns);
+    Block n, a, b, old, total;
+    Held held = {0};
+    Block *xs = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
+    Block *ps = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
+    char *has = PyMem_Calloc(lines ? lines : 1, 1);
+    Py_ssize_t taken = 0, present_taken = 0;
+    int failed = 1;
+    if (xs == NULL || ps == NULL || has == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (PySequence_Fast_GET_SIZE(presents) != lines) {
+        PyErr_SetString(PyExc_ValueError, "presents: expected one per column");
+        goto done;
+    }
+    if (hold(&held, n_obj, &n, 1, 'q', 1, "n") < 0 || hold(&held, a_obj, &a, 1, 'd', 1, "a") < 0
+        || hold(&held, b_obj, &b, 1, 'd', 1, "b") < 0
+        || hold(&held, old_obj, &old, 1, 'd', 0, "old_by_count") < 0
+        || hold(&held, total_obj, &total, 1, 'd', 0, "total_by_count") < 0)
+        goto done;
+    if (n.rows != lines || a.rows != lines || b.rows != lines) {
+        PyErr_SetString(PyExc_ValueError, "n, a, b: expected one value per column");
+        goto done;
+    }
+    if (kind == 2 && (old.rows == 0 || total.rows != old.rows)) {
+        PyErr_SetString(PyExc_ValueError, "weights: expected two vectors of one length");
+        goto done;
+    }
+    for (Py_ssize_t line = 0; line < lines; line++) {
+        if (ITEM(n, int64_t, line) < 0) {  /* it indexes the weights (ewma) */
+            PyErr_SetString(PyExc_ValueError, "n: a count below 0");
+            goto done;
+        }
+    }
+    for (; taken < lines; taken++) {
+        if (take(PySequence_Fast_GET_ITEM(columns, taken), &xs[taken], 1, 'd', 0,
+                 "column") < 0)
+            goto done;
+        if (xs[taken].rows != xs[0].rows) {
+            taken++;
+            PyErr_SetString(PyExc_ValueError, "columns: expected one length");
+            goto done;
+        }
+    }
+    for (; present_taken < lines; present_taken++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(presents, present_taken);
+        if (p == Py_None)
+            continue;
+        if (take(p, &ps[present_taken], 1, '?', 0, "present") < 0)
+            goto done;
+        has[present_taken] = 1;
+        if (ps[present_taken].rows != xs[0].rows) {
+            present_taken++;
+            PyErr_SetString(PyExc_ValueError, "present: expected the column's length");
+            goto done;
+        }
+    }
+    failed = 0;
+    const Py_ssize_t rows = lines ? xs[0].rows : 0;
+    const int64_t last_weight = (int64_t)old.rows - 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t first = 0; first < lines && rows > 0; first += FOLD_LINES) {
+        const int width = (int)(lines - first < FOLD_LINES ? lines - first : FOLD_LINES);
+        double va[FOLD_LINES], vb[FOLD_LINES], count[FOLD_LINES];
+        int64_t c[FOLD_LINES];
+        const char *x[FOLD_LINES], *p[FOLD_LINES];
+        Py_ssize_t x_step[FOLD_LINES], p_step[FOLD_LINES];
+        for (int j = 0; j < width; j++) {
+            const Py_ssize_t line = first + j;
+            c[j] = ITEM(n, int64_t, line);
+            count[j] = (double)c[j];  /* welford counts in a double, as its scan does */
+            va[j] = ITEM(a, double, line);
+            vb[j] = ITEM(b, double, line);
+            x[j] = xs[line].base;
+            x_step[j] = xs[line].row_step;
+            p[j] = has[line] ? ps[line].base : (const char *)&ALL_PRESENT;
+            p_step[j] = has[line] ? ps[line].row_step : 0;
+        }
+/* Every row of the chunk's columns, the cell v and whether it is counted (present, not a
+   NaN that skipna skips): one loop a kind, so that the kind is not chosen at every cell. */
+#define STAT_ROWS(STEP)                                                            \
+        for (Py_ssize_t row = 0; row < rows; row++) {                              \
+            for (int j = 0; j < width; j++) {                                      \
+                const double v = *(const double *)x[j];                            \
+                const int present = *p[j] != 0 && !(skipna && isnan(v));           \
+                x[j] += x_step[j];                                                 \
+                p[j] += p_step[j];                                                 \
+                STEP                                                               \
+            }                                                                      \
+        }
+        int whole = !skipna && width == FOLD_LINES;  /* eight columns, nothing skipped */
+        for (int j = 0; j < width; j++)
+            whole &= p_step[j] == 0 && x_step[j] == (Py_ssize_t)sizeof(double);
+        if (kind == 0 && whole) {
+            fold_eight(0, x, va, rows);  /* the sum's fast loop (fold's) */
+            for (int j = 0; j < width; j++)
+                c[j] += rows;
+        } else if (kind == 0) {
+            STAT_ROWS(va[j] = KEEP_NAN(va[j], va[j] + (present ? v : 0.0));
+                      c[j] += present;)
+        } else if (kind == 1) {
+            STAT_ROWS(if (present) { welford_step(v, &count[j], &va[j], &vb[j]); c[j]++; })
+        } else {
+            STAT_ROWS(if (present) va[j] = ewma_step(va[j], v, c[j]++, &old, &total,
+                                                     last_weight, new_weight);)
+        }
+#undef STAT_ROWS
+        for (int j = 0; j < width; j++) {
+            ITEM(n, int64_t, first + j) = c[j];
+            ITEM(a, double, first + j) = va[j];
+            ITEM(b, double, first + j) = vb[j];
+        }
+    }
+    Py_END_ALLOW_THREADS
+done:
+    for (Py_ssize_t i = 0; i < taken; i++)
+        PyBuffer_Release(&xs[i].view);
+    for (Py_ssize_t i = 0; i < present_taken; i++)
+        if (has[i])
+            PyBuffer_Release(&ps[i].view);
+    let_go(&held);
+    PyMem_Free(xs);
+    PyMem_Free(ps);
+    PyMem_Free(has);
+    Py_DECREF(columns);
+    Py_DECREF(presents);
+    if (failed)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1272,6 +1454,7 @@ static PyMethodDef methods[] = {
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
     {"neumaier", neumaier, METH_VARARGS, neumaier_doc},
+    {"fold_stats", fold_stats, METH_VARARGS, fold_stats_doc},
     {"grouped_accumulate", grouped_accumulate, METH_VARARGS, grouped_accumulate_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -14,6 +14,9 @@ def ewma_means(x: np.ndarray, present: np.ndarray | None, start_y: np.ndarray,
                new: float, out: np.ndarray) -> None: ...
 def neumaier(x: np.ndarray, present: np.ndarray | None, start_s: np.ndarray,
              start_c: np.ndarray, out_s: np.ndarray, out_c: np.ndarray) -> None: ...
+def fold_stats(kind: int, columns: Sequence[np.ndarray], presents: Sequence[np.ndarray | None],
+               skipna: bool, n: np.ndarray, a: np.ndarray, b: np.ndarray,
+               old_by_count: np.ndarray, total_by_count: np.ndarray, new: float, /) -> None: ...
 def grouped_accumulate(op: int, wrap: bool, values: np.ndarray, present: np.ndarray | None,
                        groups: np.ndarray, resets: np.ndarray | None, state: np.ndarray,
                        out: np.ndarray, exclusive: bool = False, skipna: bool = False,

@@ -259,14 +259,10 @@ class Ewma(StatKernel):
 
         states = stats.blank(self.state_dtype(spec), x.shape)
         states["n"] = count
-        weights = _ewma_weights(spec)
-        new = weights.new
-        after = weights.upto(int(count.max(initial=1)) + 1)
+        new, after, old_by_count, total_by_count = self.tables(spec,
+                                                               int(count.max(initial=1)))
         x = stats.as_float64(x)
         with np.errstate(all="ignore"):
-            # At a value with c values before it: the decayed old weight, and the sum.
-            old_by_count = np.concatenate([[np.nan], after * weights.decay])
-            total_by_count = old_by_count + new
             last = old_by_count.shape[0] - 1
 
             def old(before: np.ndarray) -> np.ndarray:
@@ -317,6 +313,27 @@ class Ewma(StatKernel):
 
     def output(self, spec: ScanSpec, states: States) -> np.ndarray:
         return states["y"].copy()
+
+    def tables(self, spec: ScanSpec, count: int
+               ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """The weights for counts up to `count`: w_new; w_old after 1..count + 1 values
+        (fewer once settled: the last then holds for every later count); and at a value
+        with c values before it, the decayed old weight and the sum (index c, the last
+        entry for any larger c). Their entries follow from the count alone: the same
+        whatever `count` asked for them."""
+        weights = _ewma_weights(spec)
+        after = weights.upto(count + 1)
+        with np.errstate(all="ignore"):
+            old_by_count = np.concatenate([[np.nan], after * weights.decay])
+            total_by_count = old_by_count + weights.new
+        return weights.new, after, old_by_count, total_by_count
+
+    def weight(self, spec: ScanSpec, count: int) -> float:
+        """The state's w after `count` values (states["w"])."""
+        if count <= 0:
+            return 0.0
+        after = self.tables(spec, count)[1]
+        return float(after[min(count, after.shape[0]) - 1])
 
 
 OPS = (Op(
