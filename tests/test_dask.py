@@ -599,11 +599,13 @@ def _write_input(path: Path, fmt: str, rows: list[list[object]]) -> None:
         from test_excel import ods
 
         path.write_bytes(ods([names, *rows]))
-    else:
-        pytest.skip(f"no {fmt} writer here: read as the other spreadsheets are")
+    else:  # a format added to the registry gets a writer here
+        raise AssertionError(f"no {fmt} writer in this test")
 
 
-@pytest.mark.parametrize("fmt", READABLE)
+# xls: nothing here writes the old binary format; fastexcel reads it as it reads xlsx
+# and ods, which run.
+@pytest.mark.parametrize("fmt", [fmt for fmt in READABLE if fmt != "xls"])
 def test_every_input_format_gives_the_local_output(invoke, scheduler, tiny_partitions,
                                                    tmp_path, fmt):
     """Two files of each readable format as one stream, and one output per input: the
