@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cumtool.errors import DataError
+from cumtool.formats.csv import dialect
 
 _CHUNK = 1 << 20
 LINE_ENDS = (b"\n", b"\r")
@@ -171,7 +172,7 @@ def header_record(path: str, comment: str | None = None) -> bytes:
     (--comment) the lines that start with it: they are not the header."""
     data = b""
     start = 0  # where the record looked at starts
-    quotes = 0  # quote characters from `start` to `searched`
+    inside = False  # the quote state at `searched` (the record starts outside)
     searched = 0
     skipped = comment.encode() if comment is not None else None
     try:
@@ -200,9 +201,9 @@ def header_record(path: str, comment: str | None = None) -> bytes:
                     if not ends:
                         break
                     end = min(ends)
-                    quotes += data.count(b'"', searched, end)
+                    inside ^= dialect.flips(data, searched, end)
                     searched = end + 1
-                    if quotes % 2 == 0:  # outside quotes: the header ends here
+                    if not inside:  # outside quotes: the header ends here
                         if data[end:end + 1] == b"\r":
                             if end + 1 == len(data) and chunk:
                                 data += stream.read(1)

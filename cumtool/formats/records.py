@@ -184,7 +184,7 @@ class Chunker:
             search = start
             if data[start:start + 1] != comment:
                 continue
-            quoted ^= data.count(b'"', counted, start) % 2 == 1
+            quoted ^= dialect.flips(data, counted, start)
             counted = start
             if quoted:  # a newline inside a quoted cell: the line goes on, data
                 continue
@@ -201,7 +201,7 @@ class Chunker:
             pieces.append(data[kept:])
             tail = b"".join(pieces)
         if not self._in_comment:
-            quoted ^= data.count(b'"', counted) % 2 == 1
+            quoted ^= dialect.flips(data, counted)
             self._line_start = tail.endswith(b"\n") and not quoted
         return tail
 
@@ -235,7 +235,9 @@ class Chunker:
             newline = data.rfind(b"\n", 0, end)
             if newline < 0:
                 break
-            if (self._quoted + quotes - data.count(b'"', newline)) % 2 == 0:
+            # outside quotes where the state at its start, flipped by the quotes before
+            # it (all of them but those after it), is outside
+            if not self._quoted ^ (quotes % 2 == 1) ^ dialect.flips(data, newline):
                 self._last_end = offset + newline + 1
                 break
             end = newline
@@ -245,7 +247,7 @@ class Chunker:
             outside = newlines[dialect.outside_quotes(positions, newlines, self._quoted)]
             if outside.shape[0]:
                 self._last_end = offset + int(outside[-1]) + 1
-        self._quoted = bool((self._quoted + quotes) % 2)
+        self._quoted = bool(self._quoted) ^ (quotes % 2 == 1)
 
     def take(self, minimum: int) -> bytes:
         """Read until at least `minimum` bytes and a whole record are pending (or the input

@@ -84,6 +84,12 @@ def records(text: str, delimiter: str) -> list[list[str | None]] | None:
     return cut
 
 
+def flips(data: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Whether the quote state flips across data[start:end]: an odd number of quote
+    bytes (a doubled quote inside a field flips it twice)."""
+    return data.count(_QUOTE_BYTE, start, len(data) if end is None else end) % 2 == 1
+
+
 def outside_quotes(quotes: np.ndarray, positions: np.ndarray, quoted: int = 0) -> np.ndarray:
     """Which of `positions` (sorted byte offsets) lie outside quotes, `quotes` being the
     sorted offsets of the quote bytes and `quoted` 1 where the text starts inside quotes:
