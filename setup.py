@@ -23,13 +23,14 @@ FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fa
 # their include path, and what they include is listed so that a change rebuilds them.
 YYJSON = ["cumtool/_ext/yyjson/f64_to_dec.h"]
 FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
+LOGADDEXP = ["cumtool/_ext/logaddexp.h"]  # logcumsumexp's step: the scans' and the pipeline's
 
 setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
-              optional=True),
+              depends=LOGADDEXP, optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON, *FFC],
-              optional=True),
+              include_dirs=["cumtool/_ext"],
+              depends=["cumtool/_ext/_numtext.c", *YYJSON, *FFC, *LOGADDEXP], optional=True),
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"], depends=[*YYJSON, *FFC], optional=True),
     Extension("cumtool._ext._jsonl", ["cumtool/_ext/_jsonl.c"], extra_compile_args=FLAGS,

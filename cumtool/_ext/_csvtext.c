@@ -1226,6 +1226,8 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
    would hand over on (a record or cell it is unsure of, an int64 overflow), stops the
    pipeline at that chunk: every chunk before it is output, and `status` says why. */
 
+#include "logaddexp.h"
+
 #if !defined(_WIN32)
 #include <errno.h>
 #include <fcntl.h>
@@ -1238,7 +1240,7 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
 
 #if CSV_PIPELINE
 
-enum { OP_SUM = 0, OP_PROD, OP_MAX, OP_MIN };
+enum { OP_SUM = 0, OP_PROD, OP_MAX, OP_MIN, OP_LSE };
 enum { STOP_NONE = 0, STOP_HANDOVER = 1, STOP_SCAN = 2, STOP_MEMORY = 3 };
 enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_CUTTING, SLOT_PARSED, SLOT_SCANNED, SLOT_FORMATTING,
        SLOT_READY, SLOT_STOPPED, SLOT_LENT };
@@ -1765,6 +1767,8 @@ static inline double step_double(int op, double v, double x, int missing)
     switch (op) {
     case OP_SUM: return v + (missing ? 0.0 : x);
     case OP_PROD: return v * (missing ? 1.0 : x);
+    /* a missing cell steps with the identity, as the Python steps' block holds it */
+    case OP_LSE: return logaddexp(v, missing ? -INFINITY : x);
     case OP_MAX: return !missing && (isnan(x) || x >= v) ? x : v;
     default: return !missing && (isnan(x) || x <= v) ? x : v;
     }
@@ -1797,6 +1801,7 @@ static int scan_doubles(int op, const double *x, const unsigned char *missing, d
     switch (op) {
     case OP_SUM: SCAN_DOUBLES(OP_SUM); break;
     case OP_PROD: SCAN_DOUBLES(OP_PROD); break;
+    case OP_LSE: SCAN_DOUBLES(OP_LSE); break;
     case OP_MAX: SCAN_DOUBLES(OP_MAX); break;
     default: SCAN_DOUBLES(OP_MIN); break;
     }
@@ -2600,8 +2605,10 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
         PyObject *start;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(scans, j), "niO", &s->parsed, &s->op, &start))
             return -1;
-        if (s->parsed < 0 || s->parsed >= p->n_parse || s->op < OP_SUM || s->op > OP_MIN) {
-            PyErr_SetString(PyExc_ValueError, "Pipeline: a scan's column or op out of range");
+        if (s->parsed < 0 || s->parsed >= p->n_parse || s->op < OP_SUM || s->op > OP_LSE
+            || (s->op == OP_LSE && p->parse[s->parsed].ints)) {
+            PyErr_SetString(PyExc_ValueError, "Pipeline: a scan's column or op out of range "
+                            "(log-sum-exp: float64 columns only)");
             return -1;
         }
         s->ints = p->parse[s->parsed].ints;
@@ -2761,7 +2768,7 @@ PyDoc_STRVAR(pipeline_doc,
 "fastcsv._Job's rows in one compiled loop, an iterator of the output's chunks in order.\n"
 "The input is `head` then read(n) (bytes, b\"\" at the end; ready() says whether more is\n"
 "at hand after a short read). `parse`: [(column, ints)], the scanned columns; `scans`:\n"
-"[(parsed index, op 0 sum 1 prod 2 max 3 min, start value)]; `columns`: [(input\n"
+"[(parsed index, op 0 sum 1 prod 2 max 3 min 4 log-sum-exp, start value)]; `columns`: [(input\n"
 "column, -1) or (-1, scan)], as assemble() lays them out with `null`, `by_sink`,\n"
 "`single`; `markers`: the missing markers' bytes. After the last chunk, `status` and\n"
 "`rows` say why it stopped and how many rows came out. Keywords: `readinto`, a stream's\n"

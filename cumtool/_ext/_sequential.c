@@ -31,8 +31,6 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-#define LOGE2 0.693147180559945309417232121458176568
-
 typedef struct {
     Py_buffer view;
     char *base;
@@ -145,29 +143,7 @@ static void *chunk_counts(void)
     return counts;
 }
 
-/* numpy's npy_logaddexp for float64, operation for operation; with one shortcut that
-   gives the same bits. When the larger value x (|x| >= 1) exceeds the other by more than
-   40, x + log1p(exp(-tmp)) adds at most exp(-40) < 4.3e-18 to x, less than half of x's
-   last place (>= 2**-53): the sum rounds back to x, so x is returned without calling
-   exp and log1p. A running log-sum-exp well above its next value, the common case, costs
-   a comparison. */
-#define NEGLIGIBLE_GAP 40.0
-
-static inline double logaddexp(double x, double y)
-{
-    if (x == y)
-        return x + LOGE2;  /* infinities of the same sign */
-    const double tmp = x - y;
-    if (tmp > NEGLIGIBLE_GAP && fabs(x) >= 1.0)
-        return x;
-    if (tmp < -NEGLIGIBLE_GAP && fabs(y) >= 1.0)
-        return y;
-    if (tmp > 0)
-        return x + log1p(exp(-tmp));
-    else if (tmp <= 0)
-        return y + log1p(exp(tmp));
-    return tmp;  /* NaN */
-}
+#include "logaddexp.h"
 
 PyDoc_STRVAR(logaddexp_accumulate_doc,
 "logaddexp_accumulate(block, start, lo, hi)\n--\n\n"

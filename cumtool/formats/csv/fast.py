@@ -85,7 +85,8 @@ CUT_DONE, CUT_FULL, CUT_UNSURE = range(3)  # cut's status
 WHOLE = True  # a small input through this path (tests turn it off to test small.render)
 COMPILED = True  # the compiled pipeline where it fits (tests turn it off: its Python twin)
 PIPELINE_CHUNK_BYTES = 1 << 20  # the compiled pipeline's chunks: whole records, about this
-_PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3}  # _csvtext's codes
+_PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3,  # _csvtext's codes
+                 "logcumsumexp": 4}
 
 
 def run(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
