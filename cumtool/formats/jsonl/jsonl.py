@@ -57,6 +57,7 @@ from cumtool.errors import DataError, FormatError
 from cumtool.formats import SourceBase
 from cumtool.formats.jsonl import lines
 from cumtool.formats.jsonl.lines import number_text
+from cumtool.pipeline import RenderedAhead
 
 if TYPE_CHECKING:
     import polars as pl
@@ -66,12 +67,15 @@ NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ex
 BATCH_ROWS = 1 << 17  # a block's rows (4 MiB of 8 numbers a line: ~45,000) in one batch:
 # each batch is handed between the reading, scanning and writing threads
 BLOCK_BYTES = 4 << 20  # text parsed at once
-# Text read ahead for the reader's threads, and batches' lines made at once by the
-# writer's, at most: beyond 4 blocks the in-order turns (spooling, writing) are the limit,
-# and on 2 cores at --threads 16 more cost memory (a block ahead ~8 MB, glibc arenas) and
-# context switches (measured: RESULTS-jsonl.md)
-AHEAD_BYTES = 16 << 20
-WRITE_AHEAD = 4
+FIRST_BLOCK_BYTES = 16 << 10  # the first block's: its types learnt before blocks run ahead
+# Blocks parsed at once by the reader's threads, and batches' lines made at once by the
+# writer's, at most; never more than the usable cores (native.ahead_workers: on 2 cores
+# at --threads 16 more only cost memory, a block ahead ~8 MB, and context switches), and
+# the text read ahead bounded. Beyond 8 the in-order turns (spooling, writing) are the
+# limit (measured: RESULTS-jsonl.md).
+PARSE_AHEAD = 8
+WRITE_AHEAD = 8
+AHEAD_BYTES = 36 << 20
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
@@ -227,6 +231,17 @@ def _lines_of(chunk: bytes) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
+def _read_into(stream: IO[bytes], view: memoryview) -> int:
+    """Fill `view` from the stream (less only at its end): how many bytes came."""
+    done = 0
+    while done < len(view):
+        got = stream.readinto(view[done:])  # type: ignore[attr-defined]
+        if not got:
+            break
+        done += got
+    return done
+
+
 def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
     try:
         value = _decode(line.decode("utf-8"))
@@ -302,8 +317,8 @@ class JsonlSource(SourceBase):
         try:
             for (data, end, at, over), parse in ahead:
                 lines = self._native(data, 0, number, at, end, parse)
-                if lines is None:
-                    parsed = _parsed(data[:end] if end < len(data) else data, self._types())
+                if lines is None:  # the slower readers take bytes
+                    parsed = _parsed(bytes(memoryview(data)[:end]), self._types())
                     parsed.at = at
                     lines = self._take(number, parsed)
                 number += lines
@@ -312,24 +327,32 @@ class JsonlSource(SourceBase):
         finally:
             ahead.close()
 
-    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, int, bool]]:
+    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes | bytearray, int, int, bool]]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
         C parser takes them as they are), where it starts in the input and whether the
-        line after it is too long."""
+        line after it is too long. The first block is small (FIRST_BLOCK_BYTES at most): its keys
+        and types are learnt on the reading thread, by Python's json, before any block
+        can be parsed ahead. Each block is read into its own buffer after the part line
+        the one before ended on (one copy of the text, not a read and a join)."""
         rest = b""
         at = 0  # where `rest` starts
+        size = min(FIRST_BLOCK_BYTES, BLOCK_BYTES)
         first = True
         while True:
-            chunk = stream.read(BLOCK_BYTES)
-            if first and chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
-                chunk = chunk[3:]
+            data = bytearray(len(rest) + size)
+            data[:len(rest)] = rest
+            got = _read_into(stream, memoryview(data)[len(rest):])
+            if got < size:
+                del data[len(rest) + got:]
+            size = BLOCK_BYTES
+            if first and data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+                del data[:3]
                 at = 3
             first = False
-            if not chunk:
+            if not got:
                 break
-            data = rest + chunk if rest else chunk
             end = data.rfind(b"\n") + 1
-            rest = data[end:]
+            rest = bytes(data[end:])
             if len(rest) > self._max_line:
                 yield data, end, at, True
                 return
@@ -763,12 +786,14 @@ class _Ahead:
         self._queue: collections.deque[tuple[tuple[bytes, int, int, bool], _Parse]] = \
             collections.deque()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        # a block more than threads, so that none waits while a turn is taken; the text
-        # ahead bounded (AHEAD_BYTES), as memory is to stay that of a few blocks
-        self._depth = min(threads + 1, max(2, AHEAD_BYTES // BLOCK_BYTES))
+        # as many threads as cores (native.ahead_workers), and a block more than threads,
+        # so that none waits while a turn is taken; the text ahead bounded (AHEAD_BYTES),
+        # as memory is to stay that of a few blocks
+        workers = native.ahead_workers(threads, PARSE_AHEAD)
+        self._depth = min(workers + 1, max(2, AHEAD_BYTES // BLOCK_BYTES))
         if threads > 1 and NATIVE is not None and BY_NATIVE:
             self._pool = concurrent.futures.ThreadPoolExecutor(
-                min(threads, self._depth), thread_name_prefix="cumtool-jsonl")
+                min(workers, self._depth), thread_name_prefix="cumtool-jsonl")
 
     def __iter__(self) -> Iterator[tuple[tuple[bytes, int, int, bool], _Parse | None]]:
         if self._pool is None:
@@ -1163,7 +1188,7 @@ class JsonlSink:
     numeric column that had both, as the input had it, row by row).
 
     A batch of numbers, flags and strings alone is written by lines.write_lines (C where
-    built), on --threads threads a few batches ahead (`_Written`), in order. A batch with
+    built), on --threads threads a few batches ahead (pipeline.RenderedAhead), in order. A batch with
     other types (dictionaries, binary, dates and times, JSON text) is written by polars'
     NDJSON writer, and the lines it would write otherwise than Python's json module (a
     missing cell to leave out, floats below 1e-4 and the infinities) are put together
@@ -1188,7 +1213,8 @@ class JsonlSink:
             _polars_writes(f) for f in schema)
         self._native = all(_written_natively(f) for f in schema)
         self._key_texts = [key.encode("utf-8") for key in self._keys]
-        self._ahead = _Written(stream, native.CORES)
+        self._ahead = RenderedAhead(stream, native.ahead_workers(native.CORES, WRITE_AHEAD),
+                                    "cumtool-jsonl-write")
 
     def write(self, batch: pa.RecordBatch) -> None:
         rows = batch.num_rows
@@ -1314,49 +1340,10 @@ class JsonlSink:
         return rendered.getvalue()
 
     def close(self) -> None:
-        self._ahead.drain()  # the stream is the run's: it is not closed here
+        self._ahead.close()  # the stream is the run's: it is not closed here
 
     def abort(self) -> None:
         self._ahead.abort()
-
-
-class _Written:
-    """Batches' lines made on `threads` threads (write_lines releases the GIL), a few
-    batches ahead, and written to the stream in order; with one thread, each at once."""
-
-    def __init__(self, stream: IO[bytes], threads: int) -> None:
-        self._stream = stream
-        self._depth = min(threads, WRITE_AHEAD)
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._queue: collections.deque[concurrent.futures.Future[bytes]] = \
-            collections.deque()
-
-    def put(self, make: Callable[[], bytes]) -> None:
-        if self._depth <= 1:
-            self._stream.write(make())
-            return
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                self._depth, thread_name_prefix="cumtool-jsonl-write")
-        self._queue.append(self._pool.submit(make))
-        while len(self._queue) > self._depth:
-            self._stream.write(self._queue.popleft().result())
-
-    def drain(self) -> None:
-        """Write every batch given so far."""
-        while self._queue:
-            self._stream.write(self._queue.popleft().result())  # its error is raised here
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-
-    def abort(self) -> None:
-        for future in self._queue:
-            future.cancel()
-        self._queue.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
 
 
 def _polars_writes(field_: pa.Field) -> bool:
