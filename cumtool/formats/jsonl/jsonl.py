@@ -57,25 +57,28 @@ from cumtool.errors import DataError, FormatError
 from cumtool.formats import SourceBase
 from cumtool.formats.jsonl import lines
 from cumtool.formats.jsonl.lines import number_text
-from cumtool.pipeline import RenderedAhead
+from cumtool.pipeline import RenderedAhead, prefetch
 
 if TYPE_CHECKING:
     import polars as pl
 
 NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
-BATCH_ROWS = 1 << 17  # a block's rows (4 MiB of 8 numbers a line: ~45,000) in one batch:
+BATCH_ROWS = 1 << 17  # a block's rows (8 MiB of 8 numbers a line: ~90,000) in one batch:
 # each batch is handed between the reading, scanning and writing threads
-BLOCK_BYTES = 4 << 20  # text parsed at once
+# Text parsed at once: each block costs some ten hand-offs between threads (reading,
+# parsing, spooling, scanning, writing), each a context switch where the other side waits;
+# 8 MiB blocks make 2.2 voluntary switches a MB on 2 cores at --threads 16, 4 MiB 3.2
+BLOCK_BYTES = 8 << 20
 FIRST_BLOCK_BYTES = 16 << 10  # the first block's: its types learnt before blocks run ahead
 # Blocks parsed at once by the reader's threads, and batches' lines made at once by the
 # writer's, at most; never more than the usable cores (native.ahead_workers: on 2 cores
-# at --threads 16 more only cost memory, a block ahead ~8 MB, and context switches), and
-# the text read ahead bounded. Beyond 8 the in-order turns (spooling, writing) are the
-# limit (measured: RESULTS-jsonl.md).
+# at --threads 16 more only cost memory, a block ahead ~14 MB with its columns, and
+# context switches), and the text read ahead bounded. Beyond 8 the in-order turns
+# (spooling, scanning, writing) are the limit (measured: RESULTS-jsonl.md).
 PARSE_AHEAD = 8
 WRITE_AHEAD = 8
-AHEAD_BYTES = 36 << 20
+AHEAD_BYTES = 72 << 20
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
@@ -309,11 +312,16 @@ class JsonlSource(SourceBase):
     # Pass 1: parse and spool -----------------------------------------------------------
 
     def _read(self, stream: IO[bytes]) -> None:
-        """Parse and spool the input, block by block of whole lines, in order. The C
-        parser's calls run ahead on the reader's threads (`_Ahead`); what is learnt and
-        spooled is decided here, block after block, as on one thread."""
+        """Parse and spool the input, block by block of whole lines, in order. The blocks
+        are read on a thread of their own and the C parser's calls run ahead on the
+        reader's threads (`_Ahead`); what is learnt and spooled is decided here, block
+        after block, as on one thread."""
         number = 1  # of the next line
-        ahead = _Ahead(self._blocks(stream), native.CORES, self._types)
+        blocks = self._blocks(stream)
+        if native.CORES > 1 and NATIVE is not None and BY_NATIVE:
+            # read on a thread of its own (a read releases the GIL), a block or two ahead
+            blocks = prefetch(blocks)
+        ahead = _Ahead(blocks, native.CORES, self._types)
         try:
             for (data, end, at, over), parse in ahead:
                 lines = self._native(data, 0, number, at, end, parse)
@@ -326,6 +334,9 @@ class JsonlSource(SourceBase):
                     raise self._too_long(number)
         finally:
             ahead.close()
+            close = getattr(blocks, "close", None)
+            if close is not None:
+                close()  # the reading thread ends before the stream is read again
 
     def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes | bytearray, int, int, bool]]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
