@@ -79,6 +79,7 @@ FIRST_BLOCK_BYTES = 16 << 10  # the first block's: its types learnt before block
 PARSE_AHEAD = 8
 WRITE_AHEAD = 8
 AHEAD_BYTES = 72 << 20
+SPOOL_AHEAD = 2  # blocks waiting to be spooled, at most
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
@@ -287,6 +288,9 @@ class JsonlSource(SourceBase):
         self._max_line = max_line
         self._keys: dict[str, _Key] = {}  # in order of first appearance
         self._segments: list[_Segment] = []
+        self._spooler: concurrent.futures.ThreadPoolExecutor | None = None
+        self._spooling: collections.deque[concurrent.futures.Future[None]] = \
+            collections.deque()
         self._spool_file = tempfile.TemporaryFile()
         weakref.finalize(self, self._spool_file.close)
         self.num_rows = 0
@@ -313,14 +317,17 @@ class JsonlSource(SourceBase):
 
     def _read(self, stream: IO[bytes]) -> None:
         """Parse and spool the input, block by block of whole lines, in order. The blocks
-        are read on a thread of their own and the C parser's calls run ahead on the
-        reader's threads (`_Ahead`); what is learnt and spooled is decided here, block
-        after block, as on one thread."""
+        are read on a thread of their own, the C parser's calls run ahead on the reader's
+        threads (`_Ahead`) and the spool is written on a thread of its own; what is learnt
+        and spooled is decided here, block after block, as on one thread."""
         number = 1  # of the next line
         blocks = self._blocks(stream)
         if native.CORES > 1 and NATIVE is not None and BY_NATIVE:
             # read on a thread of its own (a read releases the GIL), a block or two ahead
             blocks = prefetch(blocks)
+            # and spooled on another (the file's writes release the GIL)
+            self._spooler = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix="cumtool-jsonl-spool")
         ahead = _Ahead(blocks, native.CORES, self._types)
         try:
             for (data, end, at, over), parse in ahead:
@@ -332,8 +339,14 @@ class JsonlSource(SourceBase):
                 number += lines
                 if over:
                     raise self._too_long(number)
+            while self._spooling:
+                self._spooling.popleft().result()
         finally:
             ahead.close()
+            if self._spooler is not None:
+                self._spooler.shutdown(wait=True, cancel_futures=True)
+                self._spooler = None
+                self._spooling.clear()
             close = getattr(blocks, "close", None)
             if close is not None:
                 close()  # the reading thread ends before the stream is read again
@@ -581,6 +594,18 @@ class JsonlSource(SourceBase):
 
     def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
                  source: tuple[int, int, int]) -> None:
+        """Spool a block's columns: at once, or on the spooling thread (blocks in order,
+        a few at most waiting, each failure raised at a later block's turn or the end)."""
+        self.num_rows += rows
+        if self._spooler is None:
+            self._spool(table, layout, rows, source)
+            return
+        self._spooling.append(self._spooler.submit(self._spool, table, layout, rows, source))
+        while len(self._spooling) > SPOOL_AHEAD:
+            self._spooling.popleft().result()
+
+    def _spool(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
+               source: tuple[int, int, int]) -> None:
         """Spool a block's columns (none: records without keys, absent from every one),
         straight into the file (an IPC buffer first cost a copy, and page faults: 0.1 s of
         CPU on 2M x 8)."""
@@ -598,7 +623,6 @@ class JsonlSource(SourceBase):
                                 ) from None
         self._segments.append(_Segment(offset, self._spool_file.tell() - offset, rows,
                                        layout, source))
-        self.num_rows += rows
 
     # Pass 2: the spooled blocks in the schema's types ------------------------------------
 
@@ -813,7 +837,10 @@ class _Ahead:
             return
         more = True
         while True:
-            while more and len(self._queue) < self._depth:
+            # Until types are learnt (the first block's), no block is read ahead: a call
+            # made without them is no call, and its block would wait for one at its turn.
+            depth = self._depth if self._types() is not None else 1
+            while more and len(self._queue) < depth:
                 read = next(self._blocks, None)
                 if read is None:
                     more = False
