@@ -144,7 +144,8 @@ class RenderedAhead:
             self._pool = concurrent.futures.ThreadPoolExecutor(self._depth,
                                                                thread_name_prefix=self._name)
         self._queue.append(self._pool.submit(make))
-        while len(self._queue) > self._depth:
+        # what is made already goes out now (a slow input: text not held back longer)
+        while len(self._queue) > self._depth or (self._queue and self._queue[0].done()):
             self._stream.write(self._queue.popleft().result())  # its error is raised here
 
     def drain(self) -> None:

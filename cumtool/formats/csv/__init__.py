@@ -17,13 +17,12 @@ def _read(opening: Opening) -> SourceBase:
 
 
 def _write(writing: Writing) -> TableSink:
-    from cumtool import native
     from cumtool.formats.csv.csvwrite import CompressingSink, CsvSink
 
     assert writing.schema is not None
     return CompressingSink(CsvSink, writing.stream, writing.kind.compression, writing.schema,
                            writing.request.csv_write(writing.kind.format),
-                           writing.source_name, native.CORES)
+                           writing.source_name, writing.threads())
 
 
 def _is_tsv(head: bytes) -> bool:

@@ -39,6 +39,9 @@ import concurrent.futures
 import io
 import itertools
 import json
+import mmap
+import os
+import stat
 import tempfile
 import threading
 import weakref
@@ -83,6 +86,7 @@ SPOOL_AHEAD = 2  # blocks waiting to be spooled, at most
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
+BY_MAP = True  # a plain file mapped into memory (else read block by block)
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
@@ -235,6 +239,25 @@ def _lines_of(chunk: bytes) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
+def _mapped(stream: IO[bytes]) -> mmap.mmap | None:
+    """A plain file (not a decompressing stream, nor memory) mapped into memory, read
+    only; None for any other stream, or an empty file."""
+    raw = getattr(stream, "raw", stream)
+    if not isinstance(raw, io.FileIO) or not isinstance(
+            stream, (io.FileIO, io.BufferedReader, io.BufferedRandom)):
+        return None
+    try:
+        if stream.writable():
+            stream.flush()  # a spooled standard input: all of it in the file
+        fd = stream.fileno()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+            return None
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
 def _read_into(stream: IO[bytes], view: memoryview) -> int:
     """Fill `view` from the stream (less only at its end): how many bytes came."""
     done = 0
@@ -321,10 +344,17 @@ class JsonlSource(SourceBase):
         threads (`_Ahead`) and the spool is written on a thread of its own; what is learnt
         and spooled is decided here, block after block, as on one thread."""
         number = 1  # of the next line
-        blocks = self._blocks(stream)
+        mapped = _mapped(stream) if BY_MAP else None
+        blocks: Iterator[tuple[bytes | bytearray | memoryview, int, int, bool]]
+        if mapped is not None:
+            blocks = self._mapped_blocks(mapped)
+        else:
+            blocks = self._blocks(stream)
         if native.CORES > 1 and NATIVE is not None and BY_NATIVE:
-            # read on a thread of its own (a read releases the GIL), a block or two ahead
-            blocks = prefetch(blocks)
+            if mapped is None:
+                # read on a thread of its own (a read releases the GIL), a block or two
+                # ahead
+                blocks = prefetch(blocks)
             # and spooled on another (the file's writes release the GIL)
             self._spooler = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="cumtool-jsonl-spool")
@@ -350,6 +380,29 @@ class JsonlSource(SourceBase):
             close = getattr(blocks, "close", None)
             if close is not None:
                 close()  # the reading thread ends before the stream is read again
+
+    def _mapped_blocks(self, mapped: mmap.mmap) -> Iterator[tuple[memoryview, int, int, bool]]:
+        """`_blocks` of a file mapped into memory: views of the mapping, no copy (the
+        parser's threads read the file's pages themselves). A block ends on a line end
+        (past BLOCK_BYTES only for a line longer than that); a line longer than the
+        longest allowed ends the blocks, as in `_blocks`."""
+        size = len(mapped)
+        view = memoryview(mapped)
+        at = 3 if mapped[:3] == b"\xef\xbb\xbf" else 0  # a UTF-8 byte order mark
+        want = min(FIRST_BLOCK_BYTES, BLOCK_BYTES)
+        while at < size:
+            stop = min(at + want, size)
+            want = BLOCK_BYTES
+            if stop < size:
+                feed = mapped.rfind(b"\n", at, stop)
+                if feed < 0:  # a line longer than the block: its end further on
+                    feed = mapped.find(b"\n", stop, min(size, at + self._max_line + 1))
+                    if feed < 0 and at + self._max_line < size:
+                        yield view[at:at], 0, at, True
+                        return
+                stop = size if feed < 0 else feed + 1
+            yield view[at:stop], stop - at, at, False
+            at = stop
 
     def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes | bytearray, int, int, bool]]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
@@ -734,15 +787,23 @@ class _NativeBlock:
 _DECLINED = object()  # the parser did not take every line
 
 
-def _parse_native(chunk: bytes, start: int, stop: int,
+def _ascii(chunk: bytes | bytearray | memoryview) -> bool:
+    """Whether a block is ASCII alone (a view of a mapped file too)."""
+    if isinstance(chunk, memoryview):
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        return not len(data) or int(data.max()) < 128
+    return chunk.isascii()
+
+
+def _parse_native(chunk: bytes | bytearray | memoryview, start: int, stop: int,
                   types: dict[str, pa.DataType]) -> _NativeBlock | object:
     """A block's lines from `start` to `stop` by the C parser (without the GIL), as the
     spool's columns, or _DECLINED. Depends on nothing but its arguments: the
     reader's threads call it ahead of the block's turn."""
     assert NATIVE is not None
-    if not chunk.isascii():
+    if not _ascii(chunk):
         try:
-            chunk[start:stop].decode("utf-8")
+            str(memoryview(chunk)[start:stop], "utf-8")
         except UnicodeDecodeError:
             return _DECLINED
     keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
@@ -1233,7 +1294,7 @@ class JsonlSink:
     again, as any other batch is: by one polars query over the cells' JSON texts, the
     cells polars has no text for (or another text) written by Python."""
 
-    def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
+    def __init__(self, stream: IO[bytes], schema: pa.Schema, threads: int = 1) -> None:
         self._stream = stream
         self._keys = [_encode(name) + ":" for name in schema.names]
         self._fields = list(schema)
@@ -1251,7 +1312,7 @@ class JsonlSink:
             _polars_writes(f) for f in schema)
         self._native = all(_written_natively(f) for f in schema)
         self._key_texts = [key.encode("utf-8") for key in self._keys]
-        self._ahead = RenderedAhead(stream, native.ahead_workers(native.CORES, WRITE_AHEAD),
+        self._ahead = RenderedAhead(stream, native.ahead_workers(threads, WRITE_AHEAD),
                                     "cumtool-jsonl-write")
 
     def write(self, batch: pa.RecordBatch) -> None:
