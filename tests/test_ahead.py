@@ -85,6 +85,33 @@ def test_a_failure_making_text_is_raised_in_order_and_abort_drops_the_rest() -> 
     assert out.getvalue() == b"a"
 
 
+def test_text_made_already_goes_out_at_the_next_put() -> None:
+    """A slow input: what was made while the next batch was awaited is written when that
+    batch comes, not held back for `workers` more."""
+    out = io.BytesIO()
+    ahead = RenderedAhead(out, 4, "test-ahead")
+    ahead.put(_slow(b"a", 0))
+    time.sleep(0.1)  # made by now
+    ahead.put(_slow(b"b", 0.5))
+    assert out.getvalue() == b"a"
+    ahead.close()
+    assert out.getvalue() == b"ab"
+
+
+def test_line_buffered_output_makes_no_text_ahead(monkeypatch) -> None:
+    from cumtool.formats import Writing
+
+    monkeypatch.setattr(native, "CORES", 8)
+
+    class Request:
+        line_buffered = False
+
+    writing = Writing(io.BytesIO(), None, None, Request(), None, "in")  # type: ignore[arg-type]
+    assert writing.threads() == 8
+    Request.line_buffered = True
+    assert writing.threads() == 1
+
+
 @pytest.mark.parametrize("threads, usable, cap, workers", [
     (1, 16, 8, 1), (2, 16, 8, 2), (16, 16, 8, 8), (16, 2, 8, 2), (3, 1, 8, 2), (4, 16, 8, 4),
 ])

@@ -236,7 +236,11 @@ class CompressingSink:
             self._compressor.close()
 
     def abort(self) -> None:
-        self._sink.abort()  # text made ahead is dropped, not written
+        # text made ahead is dropped, not written (a writer that failed to start, or
+        # one that makes none, has nothing to drop)
+        abort = getattr(getattr(self, "_sink", None), "abort", None)
+        if abort is not None:
+            abort()
         # The compressor must be closed now, its trailer dropped, or it writes into a
         # closed file when collected.
         if self._compressor is not None and self._out is not None:
