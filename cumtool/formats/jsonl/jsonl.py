@@ -258,6 +258,21 @@ def _mapped(stream: IO[bytes]) -> mmap.mmap | None:
         return None
 
 
+def _release(mapped: mmap.mmap, start: int, stop: int) -> int:
+    """Let go of the mapping's whole pages from `start` (a page boundary) to `stop`, read
+    and parsed: the file's pages stay cached, but leave the process's memory (its RSS
+    would grow to the file's size). A page read again is only mapped again. Returns where
+    the next release starts."""
+    stop -= stop % mmap.PAGESIZE
+    if stop > start and hasattr(mapped, "madvise"):
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, start, stop - start)
+        except (OSError, ValueError, AttributeError):
+            return start
+        return stop
+    return start
+
+
 def _read_into(stream: IO[bytes], view: memoryview) -> int:
     """Fill `view` from the stream (less only at its end): how many bytes came."""
     done = 0
@@ -359,6 +374,7 @@ class JsonlSource(SourceBase):
             self._spooler = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="cumtool-jsonl-spool")
         ahead = _Ahead(blocks, native.CORES, self._types)
+        released = 0  # of the mapping: pages before this are let go
         try:
             for (data, end, at, over), parse in ahead:
                 lines = self._native(data, 0, number, at, end, parse)
@@ -367,6 +383,8 @@ class JsonlSource(SourceBase):
                     parsed.at = at
                     lines = self._take(number, parsed)
                 number += lines
+                if mapped is not None:
+                    released = _release(mapped, released, at + end)
                 if over:
                     raise self._too_long(number)
             while self._spooling:
