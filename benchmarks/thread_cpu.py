@@ -6,45 +6,79 @@ The JSON Lines source's two passes (parse and spool; batches back) are marked wi
 time and the main thread's CPU; every thread's CPU is summed by name (pools by prefix). A
 thread that runs alone through a pass (the main thread, cumtool-reader, -writer, -spool) is
 the serial part of that pass; a pool's CPU divides among its threads."""
-import atexit, os, resource, sys, time, threading
-T0 = time.perf_counter()
-marks = []
-def mark(what): marks.append((what, time.perf_counter() - T0, time.thread_time()))
+
+from __future__ import annotations
+
+import atexit
 import collections
-THREAD_CPU = collections.Counter()
-_orig_run = threading.Thread.run
-def _run(self):
-    try:
-        _orig_run(self)
-    finally:
-        name = self.name.rsplit("_", 1)[0] if "_" in self.name else self.name
-        THREAD_CPU[name] += time.thread_time()
-threading.Thread.run = _run
-import cumtool.formats.jsonl.jsonl as J
-orig_init = J.JsonlSource.__init__
-def init(self, *a, **k):
-    mark("pass1 start")
-    orig_init(self, *a, **k)
-    mark("pass1 end")
-J.JsonlSource.__init__ = init
-orig_batches = J.JsonlSource.batches
-def batches(self, *a, **k):
-    first = True
-    for b in orig_batches(self, *a, **k):
-        if first:
-            mark("first batch"); first = False
-        yield b
-    mark("last batch")
-J.JsonlSource.batches = batches
-def report():
-    ru = resource.getrusage(resource.RUSAGE_THREAD)
-    me = resource.getrusage(resource.RUSAGE_SELF)
+import resource
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+START = time.perf_counter()
+MARKS: list[tuple[str, float, float]] = []
+THREAD_CPU: collections.Counter[str] = collections.Counter()
+
+
+def mark(what: str) -> None:
+    MARKS.append((what, time.perf_counter() - START, time.thread_time()))
+
+
+def _counted(run: Any) -> Any:
+    def counted(self: threading.Thread) -> None:
+        try:
+            run(self)
+        finally:
+            name = self.name.rsplit("_", 1)[0] if "_" in self.name else self.name
+            THREAD_CPU[name] += time.thread_time()
+
+    return counted
+
+
+def report() -> None:
+    mine = resource.getrusage(resource.RUSAGE_THREAD)
+    whole = resource.getrusage(resource.RUSAGE_SELF)
     mark("exit")
-    out = [f"{w}: {t:.3f}s (main cpu {c:.3f})" for w, t, c in marks]
-    out.append(f"main thread cpu {ru.ru_utime + ru.ru_stime:.3f} (u {ru.ru_utime:.3f} s {ru.ru_stime:.3f}); process cpu {me.ru_utime + me.ru_stime:.3f}; vcs {me.ru_nvcsw} ivcs {me.ru_nivcsw}")
-    out.append("threads: " + " ".join(f"{k}={v:.3f}" for k, v in sorted(THREAD_CPU.items())))
-    print("\n".join(out), file=sys.stderr)
-atexit.register(report)
-sys.argv = ["cumtool"] + sys.argv[1:]
-from cumtool.launch import main
-main()
+    lines = [f"{what}: {at:.3f}s (main cpu {cpu:.3f})" for what, at, cpu in MARKS]
+    lines.append(f"main thread cpu {mine.ru_utime + mine.ru_stime:.3f} (u {mine.ru_utime:.3f} "
+                 f"s {mine.ru_stime:.3f}); process cpu {whole.ru_utime + whole.ru_stime:.3f}; "
+                 f"vcs {whole.ru_nvcsw} ivcs {whole.ru_nivcsw}")
+    lines.append("threads: " + " ".join(f"{k}={v:.3f}" for k, v in sorted(THREAD_CPU.items())))
+    print("\n".join(lines), file=sys.stderr)
+
+
+def main() -> None:
+    threading.Thread.run = _counted(threading.Thread.run)  # type: ignore[method-assign]
+    from cumtool.formats.jsonl import jsonl
+
+    source = jsonl.JsonlSource
+    init, batches = source.__init__, source.batches
+
+    def timed_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        mark("pass1 start")
+        init(self, *args, **kwargs)
+        mark("pass1 end")
+
+    def timed_batches(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        first = True
+        for batch in batches(self, *args, **kwargs):
+            if first:
+                mark("first batch")
+                first = False
+            yield batch
+        mark("last batch")
+
+    source.__init__ = timed_init  # type: ignore[method-assign]
+    source.batches = timed_batches  # type: ignore[method-assign]
+    atexit.register(report)
+    sys.argv = ["cumtool", *sys.argv[1:]]
+    from cumtool.launch import main as cumtool_main
+
+    cumtool_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -21,9 +21,9 @@ import pyarrow as pa
 
 from cumtool._ext import load
 from cumtool.columnar import as_int64_or_float64, column_to_numpy, validity
-from cumtool.native import ahead_workers
 from cumtool.errors import UsageError
 from cumtool.formats.csv import dialect
+from cumtool.native import ahead_workers
 from cumtool.output import DiscardableStream
 from cumtool.pipeline import RenderedAhead
 

@@ -360,11 +360,8 @@ class JsonlSource(SourceBase):
         and spooled is decided here, block after block, as on one thread."""
         number = 1  # of the next line
         mapped = _mapped(stream) if BY_MAP else None
-        blocks: Iterator[tuple[bytes | bytearray | memoryview, int, int, bool]]
-        if mapped is not None:
-            blocks = self._mapped_blocks(mapped)
-        else:
-            blocks = self._blocks(stream)
+        blocks: Iterator[_Block] = self._blocks(stream) if mapped is None \
+            else self._mapped_blocks(mapped)
         if native.CORES > 1 and NATIVE is not None and BY_NATIVE:
             if mapped is None:
                 # read on a thread of its own (a read releases the GIL), a block or two
@@ -399,7 +396,7 @@ class JsonlSource(SourceBase):
             if close is not None:
                 close()  # the reading thread ends before the stream is read again
 
-    def _mapped_blocks(self, mapped: mmap.mmap) -> Iterator[tuple[memoryview, int, int, bool]]:
+    def _mapped_blocks(self, mapped: mmap.mmap) -> Iterator[_Block]:
         """`_blocks` of a file mapped into memory: views of the mapping, no copy (the
         parser's threads read the file's pages themselves). A block ends on a line end
         (past BLOCK_BYTES only for a line longer than that); a line longer than the
@@ -422,7 +419,7 @@ class JsonlSource(SourceBase):
             yield view[at:stop], stop - at, at, False
             at = stop
 
-    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes | bytearray, int, int, bool]]:
+    def _blocks(self, stream: IO[bytes]) -> Iterator[_Block]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
         C parser takes them as they are), where it starts in the input and whether the
         line after it is too long. The first block is small (FIRST_BLOCK_BYTES at most): its keys
@@ -498,8 +495,8 @@ class JsonlSource(SourceBase):
             head *= 2
         return len(ends)
 
-    def _native(self, chunk: bytes, start: int, number: int, at: int, stop: int = -1,
-                parse: _Parse | None = None) -> int | None:
+    def _native(self, chunk: bytes | bytearray | memoryview, start: int, number: int,
+                at: int, stop: int = -1, parse: _Parse | None = None) -> int | None:
         """The lines of a block from byte `start` on to `stop` (the end if -1; the first
         of them line `number`) read by the C parser with the types learnt so far, checked
         and spooled: how many lines there were; None (nothing learnt) where it does not
@@ -783,6 +780,10 @@ class JsonlSource(SourceBase):
 
 
 _ABSENT = object()
+# A block of whole lines: its text (a view of a mapped file, or a buffer it was read into;
+# the block is its first `end` bytes), `end`, where it starts in the input, and whether
+# the line after it is too long
+_Block = tuple[bytes | bytearray | memoryview, int, int, bool]
 
 
 # The C parser's calls, run ahead on threads ------------------------------------------------
@@ -893,11 +894,11 @@ class _Ahead:
     call again: what is taken never depends on the thread count. With one thread, or no
     C parser, nothing runs ahead."""
 
-    def __init__(self, blocks: Iterator[tuple[bytes, int, int, bool]], threads: int,
+    def __init__(self, blocks: Iterator[_Block], threads: int,
                  types: Callable[[], dict[str, pa.DataType] | None]) -> None:
         self._blocks = blocks
         self._types = types
-        self._queue: collections.deque[tuple[tuple[bytes, int, int, bool], _Parse]] = \
+        self._queue: collections.deque[tuple[_Block, _Parse]] = \
             collections.deque()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         # as many threads as cores (native.ahead_workers), and a block more than threads,
@@ -909,7 +910,7 @@ class _Ahead:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 min(workers, self._depth), thread_name_prefix="cumtool-jsonl")
 
-    def __iter__(self) -> Iterator[tuple[tuple[bytes, int, int, bool], _Parse | None]]:
+    def __iter__(self) -> Iterator[tuple[_Block, _Parse | None]]:
         if self._pool is None:
             for block in self._blocks:
                 yield block, None
@@ -933,7 +934,7 @@ class _Ahead:
                 self._renew(types)  # learnt since: the blocks still ahead again
             yield block, parse
 
-    def _submit(self, block: tuple[bytes, int, int, bool]) -> _Parse:
+    def _submit(self, block: _Block) -> _Parse:
         assert self._pool is not None
         data, end, _at, _over = block
         types = self._types()
@@ -1305,8 +1306,8 @@ class JsonlSink:
     numeric column that had both, as the input had it, row by row).
 
     A batch of numbers, flags and strings alone is written by lines.write_lines (C where
-    built), on --threads threads a few batches ahead (pipeline.RenderedAhead), in order. A batch with
-    other types (dictionaries, binary, dates and times, JSON text) is written by polars'
+    built), on --threads threads a few batches ahead (pipeline.RenderedAhead), in order. A
+    batch with other types (dictionaries, binary, dates and times, JSON text) is written by polars'
     NDJSON writer, and the lines it would write otherwise than Python's json module (a
     missing cell to leave out, floats below 1e-4 and the infinities) are put together
     again, as any other batch is: by one polars query over the cells' JSON texts, the
