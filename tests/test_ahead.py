@@ -307,3 +307,34 @@ def test_standard_input_is_read_whole(invoke, monkeypatch) -> None:
                         input=text.encode()))
         lines = got.stdout.splitlines()
         assert len(lines) == 201 and lines[-1] == f"{sum(range(200))},{sum(range(200)) / 4}"
+
+
+def test_a_declined_block_goes_the_slower_ways_a_piece_at_a_time(invoke, write_file,
+                                                                 monkeypatch) -> None:
+    """A key first seen mid-block: the C parser declines the block, which is then taken in
+    pieces, the C parser's where it takes them, so only the piece with the new key goes to
+    the slower readers; the bytes are those of blocks of one line."""
+    if module.NATIVE is None:
+        pytest.skip("the C parser is not built")
+    rows = [{"a": k, "b": k / 4} for k in range(1500)]
+    for k in range(700, 1500, 3):
+        rows[k]["c"] = k % 5
+    rows[1100]["b"] = None
+    source = write_file("in.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(module, "BLOCK_BYTES", 32)
+    want = ok(invoke("cumsum", str(source), "--threads", "1")).stdout_bytes
+    monkeypatch.setattr(module, "FIRST_BLOCK_BYTES", 256)
+    monkeypatch.setattr(module, "BLOCK_BYTES", 16384)
+    monkeypatch.setattr(module, "PIECE_BYTES", 1024)
+    sizes: list[int] = []
+    parsed = module._parsed
+
+    def recorded(chunk, *args):
+        sizes.append(len(chunk))
+        return parsed(chunk, *args)
+
+    monkeypatch.setattr(module, "_parsed", recorded)
+    for threads in THREADS:
+        sizes.clear()
+        assert ok(invoke("cumsum", str(source), "--threads", threads)).stdout_bytes == want
+        assert sizes and max(sizes[1:], default=0) <= 1024 + 40, sizes  # the first: 256

@@ -83,6 +83,7 @@ PARSE_AHEAD = 8
 WRITE_AHEAD = 8
 AHEAD_BYTES = 72 << 20
 SPOOL_AHEAD = 2  # blocks waiting to be spooled, at most
+PIECE_BYTES = 1 << 20  # a block the C parser did not take whole is taken in such pieces
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
@@ -375,10 +376,8 @@ class JsonlSource(SourceBase):
         try:
             for (data, end, at, over), parse in ahead:
                 lines = self._native(data, 0, number, at, end, parse)
-                if lines is None:  # the slower readers take bytes
-                    parsed = _parsed(bytes(memoryview(data)[:end]), self._types())
-                    parsed.at = at
-                    lines = self._take(number, parsed)
+                if lines is None:
+                    lines = self._declined(data, end, number, at)
                 number += lines
                 if mapped is not None:
                     released = _release(mapped, released, at + end)
@@ -395,6 +394,30 @@ class JsonlSource(SourceBase):
             close = getattr(blocks, "close", None)
             if close is not None:
                 close()  # the reading thread ends before the stream is read again
+
+    def _declined(self, data: bytes | bytearray | memoryview, end: int, number: int,
+                  at: int) -> int:
+        """A block the C parser did not take whole (a key or a type first seen in it, a
+        bad line): in pieces of PIECE_BYTES, each by the C parser where it takes it, so
+        that only the piece that holds what it did not take goes the slower ways (whose
+        cost grows with the text they are given). Returns the block's lines."""
+        cuts: list[int] = []
+        if NATIVE is not None and BY_NATIVE and self._types() is not None and end > PIECE_BYTES:
+            feeds = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=end) == 10) + 1
+            at_least = np.arange(PIECE_BYTES, end, PIECE_BYTES)
+            found = np.searchsorted(feeds, at_least)
+            cuts = sorted({int(feeds[k]) for k in found.tolist() if k < len(feeds)} - {end})
+        total = 0
+        start = 0
+        for stop in [*cuts, end]:
+            lines = self._native(data, start, number + total, at, stop)
+            if lines is None:  # the slower readers take bytes
+                parsed = _parsed(bytes(memoryview(data)[start:stop]), self._types())
+                parsed.at = at + start
+                lines = self._take(number + total, parsed)
+            total += lines
+            start = stop
+        return total
 
     def _mapped_blocks(self, mapped: mmap.mmap) -> Iterator[_Block]:
         """`_blocks` of a file mapped into memory: views of the mapping, no copy (the
