@@ -103,8 +103,20 @@ def _environment_to_libraries() -> None:
         os.environ.setdefault("OMP_NUM_THREADS", str(count))
 
 
-CORES = threads_from_environment() or usable_cores()
+USABLE = usable_cores()  # the cores there are, whatever --threads says
+CORES = threads_from_environment() or USABLE
 _environment_to_libraries()
+
+
+def ahead_workers(threads: int, cap: int) -> int:
+    """Threads for work made ahead of its turn and taken in order (blocks parsed, batches'
+    text made): `threads` (--threads), but no more than the usable cores (more only queue
+    for them, in memory held ahead and context switches; two where two or more are asked,
+    so that a pool is one on one core too) nor `cap` (beyond it the turns taken in order
+    are the limit)."""
+    if threads <= 1:
+        return 1
+    return max(2, min(threads, USABLE, cap))
 
 
 def accumulate_rows(product: bool, x: np.ndarray, start: np.ndarray) -> np.ndarray | None:

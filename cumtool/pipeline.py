@@ -8,6 +8,8 @@ Exceptions raised in a thread are re-raised in the main thread at the next hand-
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import contextlib
 import errno
 import queue
@@ -117,6 +119,55 @@ class BackgroundSink:
             self._queue.put(_DONE)
             self._thread.join()
         self._sink.abort()
+
+
+class RenderedAhead:
+    """Text made on `workers` threads a few items ahead of its turn (by calls that release
+    the GIL while they work: the C writers' loops) and written to a stream in the order
+    the calls were put; with one worker, each is made and written at once, on the
+    caller's thread. Only the caller writes to the stream."""
+
+    def __init__(self, stream: IO[bytes], workers: int, name: str) -> None:
+        self._stream = stream
+        self._depth = workers
+        self._name = name
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._queue: collections.deque[concurrent.futures.Future[Any]] = collections.deque()
+
+    def put(self, make: Callable[[], Any]) -> None:
+        """Make the text of `make()` (bytes or a view) and write it after what was put
+        before."""
+        if self._depth <= 1:
+            self._stream.write(make())
+            return
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(self._depth,
+                                                               thread_name_prefix=self._name)
+        self._queue.append(self._pool.submit(make))
+        # what is made already goes out now (a slow input: text not held back longer)
+        while len(self._queue) > self._depth or (self._queue and self._queue[0].done()):
+            self._stream.write(self._queue.popleft().result())  # its error is raised here
+
+    def drain(self) -> None:
+        """Write everything put so far (before text written otherwise)."""
+        while self._queue:
+            self._stream.write(self._queue.popleft().result())
+
+    def close(self) -> None:
+        """Write everything put, and end the threads."""
+        self.drain()
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def abort(self) -> None:
+        """Drop what was not written; a call under way runs on, its text unused."""
+        for future in self._queue:
+            future.cancel()
+        self._queue.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
 
 @contextlib.contextmanager

@@ -268,6 +268,14 @@ class Writing:
     view: View | None  # how the terminal table and the chart label columns
     source_name: str  # the input, for messages
 
+    def threads(self) -> int:
+        """Threads a writer may make its text on, ahead of writing it (--threads): one
+        where each row is to go out as it is read (--line-buffered; a batch's text made
+        ahead waits for a later batch's turn)."""
+        from cumtool import native
+
+        return 1 if getattr(self.request, "line_buffered", False) else native.CORES
+
     def text_encoding(self) -> str:
         """Text for people (the table, the chart): in the locale's encoding on standard
         output, else UTF-8."""

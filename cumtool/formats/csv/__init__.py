@@ -35,7 +35,7 @@ def _write(writing: Writing) -> TableSink:
     assert writing.schema is not None
     return CompressingSink(CsvSink, writing.stream, writing.kind.compression, writing.schema,
                            writing.request.csv_write(writing.kind.format),
-                           writing.source_name)
+                           writing.source_name, writing.threads())
 
 
 def _split(splitting: Splitting) -> list[Partition]:

@@ -5,7 +5,9 @@ polars' CSV writer writes the numbers (the shortest text that reads back to the 
 value); text cells are quoted by cumtool, and only where the output needs it. A batch of
 int and float64 columns alone is written by the compiled pipeline's C loop instead
 (`_csvtext.assemble`: the same bytes, tests/test_csvwrite.py), and polars is not loaded
-for it (0.1-0.2 s of a run's start-up)."""
+for it (0.1-0.2 s of a run's start-up). That loop releases the GIL: a run's sink (given
+`threads`) makes several batches' text at once, a few batches ahead, on as many threads
+(pipeline.RenderedAhead), and writes them in order: the same bytes at every thread count."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from cumtool._ext import load
 from cumtool.columnar import as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import UsageError
 from cumtool.formats.csv import dialect
+from cumtool.native import ahead_workers
 from cumtool.output import DiscardableStream
+from cumtool.pipeline import RenderedAhead
 
 if TYPE_CHECKING:
     import polars as pl
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
 
 TEXT: ModuleType | None = load("_csvtext")  # None: the Python twin (cumtool._ext)
 BY_C = True  # number batches by _csvtext.assemble where built (tests turn it off)
+WRITE_AHEAD = 8  # number batches' text made at once, at most (a batch ~4 MB of text)
 _NO_CELLS = np.empty(0, dtype=np.int64)
 
 
@@ -54,7 +59,7 @@ class CsvSink:
     by polars, text cells as they were read, quoted only where the output needs it."""
 
     def __init__(self, stream: IO[bytes], schema: pa.Schema, options: CsvWriteOptions,
-                 source_name: str = "the input") -> None:
+                 source_name: str = "the input", threads: int = 1) -> None:
         for field in schema:
             if (pa.types.is_nested(field.type) or pa.types.is_binary(field.type)
                     or pa.types.is_large_binary(field.type)
@@ -70,6 +75,10 @@ class CsvSink:
         self._needs_quotes = rf'[\x{{{ord(options.delimiter):X}}}"\r\n]'
         self._single = len(schema) == 1
         self._null = self._null_text()
+        # Number batches' text made on `threads` threads (at most the cores; --threads
+        # by the caller), written in order; one thread: each written at once.
+        self._ahead = RenderedAhead(stream, ahead_workers(threads, WRITE_AHEAD),
+                                    "cumtool-csv-write")
 
     def set_single(self, alone: bool) -> None:
         """Whether this sink's one column is a row's only cell (the wide path renders a
@@ -94,10 +103,12 @@ class CsvSink:
             self._header_due = False
         if not batch.num_rows:
             return
-        numbers = self._number_lines(batch)
-        if numbers is not None:
-            self._stream.write(self._encode(numbers))
+        plan = self._number_plan(batch)
+        if plan is not None:
+            rows, single = batch.num_rows, self._single
+            self._ahead.put(lambda: self._encode(self._assemble(rows, plan, single)))
             return
+        self._ahead.drain()  # the batches before this one first
         import polars as pl
 
         names = [f"c{i}" for i in range(batch.num_columns)]
@@ -128,6 +139,13 @@ class CsvSink:
     def _number_lines(self, batch: pa.RecordBatch) -> bytes | None:
         """The lines of a batch of int and float64 columns, as polars writes them, by
         _csvtext.assemble; None for any other batch (or --decimal-comma)."""
+        plan = self._number_plan(batch)
+        return None if plan is None else self._assemble(batch.num_rows, plan, self._single)
+
+    def _number_plan(self, batch: pa.RecordBatch) -> list[Any] | None:
+        """A batch of int and float64 columns as _csvtext.assemble takes it (numpy work,
+        with the GIL: done before the text is made on another thread); None for any other
+        batch (or --decimal-comma)."""
         if TEXT is None or not BY_C or self._options.decimal_comma:
             return None
         null = self._null.encode()
@@ -142,10 +160,13 @@ class CsvSink:
             present = validity(column)
             plan.append((np.ascontiguousarray(values),
                          None if present is None else np.ascontiguousarray(~present), null))
-        rows = batch.num_rows
+        return plan
+
+    def _assemble(self, rows: int, plan: list[Any], single: bool) -> bytes:
+        """A number batch's lines (without the GIL)."""
+        assert TEXT is not None
         text: bytes = TEXT.assemble(b"", _NO_CELLS, _NO_CELLS, np.empty(0, dtype=np.uint8),
-                                    rows, rows, plan, self._options.delimiter, True,
-                                    self._single)
+                                    rows, rows, plan, self._options.delimiter, True, single)
         return text
 
     def _quote_columns(self, frame: pl.DataFrame, text: list[str]) -> pl.DataFrame:
@@ -179,8 +200,12 @@ class CsvSink:
         return pl.when(needs).then(quoted).otherwise(cells)
 
     def close(self) -> None:
+        self._ahead.close()  # the stream is the run's: it is not closed here
         if self._header_due:
             self.write(pa.RecordBatch.from_pylist([], schema=self._schema))
+
+    def abort(self) -> None:
+        self._ahead.abort()
 
 
 class CompressingSink:
@@ -211,8 +236,13 @@ class CompressingSink:
             self._compressor.close()
 
     def abort(self) -> None:
-        # The CSV writer holds nothing but the stream; the compressor must be closed now,
-        # its trailer dropped, or it writes into a closed file when collected.
+        # text made ahead is dropped, not written (a writer that failed to start, or
+        # one that makes none, has nothing to drop)
+        abort = getattr(getattr(self, "_sink", None), "abort", None)
+        if abort is not None:
+            abort()
+        # The compressor must be closed now, its trailer dropped, or it writes into a
+        # closed file when collected.
         if self._compressor is not None and self._out is not None:
             import pyarrow as pa
 

@@ -22,7 +22,7 @@ def _write(writing: Writing) -> TableSink:
     from cumtool.formats.jsonl.jsonl import JsonlSink
 
     assert writing.schema is not None
-    return JsonlSink(writing.stream, writing.schema)
+    return JsonlSink(writing.stream, writing.schema, writing.threads())
 
 
 def _first_line_is_object(head: bytes) -> bool:

@@ -39,6 +39,9 @@ import concurrent.futures
 import io
 import itertools
 import json
+import mmap
+import os
+import stat
 import tempfile
 import threading
 import weakref
@@ -57,24 +60,34 @@ from cumtool.errors import DataError, FormatError
 from cumtool.formats import SourceBase
 from cumtool.formats.jsonl import lines
 from cumtool.formats.jsonl.lines import number_text
+from cumtool.pipeline import RenderedAhead, prefetch
 
 if TYPE_CHECKING:
     import polars as pl
 
 NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
-BATCH_ROWS = 1 << 17  # a block's rows (4 MiB of 8 numbers a line: ~45,000) in one batch:
+BATCH_ROWS = 1 << 17  # a block's rows (8 MiB of 8 numbers a line: ~90,000) in one batch:
 # each batch is handed between the reading, scanning and writing threads
-BLOCK_BYTES = 4 << 20  # text parsed at once
-# Text read ahead for the reader's threads, and batches' lines made at once by the
-# writer's, at most: beyond 4 blocks the in-order turns (spooling, writing) are the limit,
-# and on 2 cores at --threads 16 more cost memory (a block ahead ~8 MB, glibc arenas) and
-# context switches (measured: RESULTS-jsonl.md)
-AHEAD_BYTES = 16 << 20
-WRITE_AHEAD = 4
+# Text parsed at once: each block costs some ten hand-offs between threads (reading,
+# parsing, spooling, scanning, writing), each a context switch where the other side waits;
+# 8 MiB blocks make 2.2 voluntary switches a MB on 2 cores at --threads 16, 4 MiB 3.2
+BLOCK_BYTES = 8 << 20
+FIRST_BLOCK_BYTES = 16 << 10  # the first block's: its types learnt before blocks run ahead
+# Blocks parsed at once by the reader's threads, and batches' lines made at once by the
+# writer's, at most; never more than the usable cores (native.ahead_workers: on 2 cores
+# at --threads 16 more only cost memory, a block ahead ~14 MB with its columns, and
+# context switches), and the text read ahead bounded. Beyond 8 the in-order turns
+# (spooling, scanning, writing) are the limit (measured: RESULTS-jsonl.md).
+PARSE_AHEAD = 8
+WRITE_AHEAD = 8
+AHEAD_BYTES = 72 << 20
+SPOOL_AHEAD = 2  # blocks waiting to be spooled, at most
+PIECE_BYTES = 1 << 20  # a block the C parser did not take whole is taken in such pieces
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
+BY_MAP = True  # a plain file mapped into memory (else read block by block)
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
@@ -227,6 +240,51 @@ def _lines_of(chunk: bytes) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
+def _mapped(stream: IO[bytes]) -> mmap.mmap | None:
+    """A plain file (not a decompressing stream, nor memory) mapped into memory, read
+    only; None for any other stream, or an empty file."""
+    raw = getattr(stream, "raw", stream)
+    if not isinstance(raw, io.FileIO) or not isinstance(
+            stream, (io.FileIO, io.BufferedReader, io.BufferedRandom)):
+        return None
+    try:
+        if stream.writable():
+            stream.flush()  # a spooled standard input: all of it in the file
+        fd = stream.fileno()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+            return None
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
+def _release(mapped: mmap.mmap, start: int, stop: int) -> int:
+    """Let go of the mapping's whole pages from `start` (a page boundary) to `stop`, read
+    and parsed: the file's pages stay cached, but leave the process's memory (its RSS
+    would grow to the file's size). A page read again is only mapped again. Returns where
+    the next release starts."""
+    stop -= stop % mmap.PAGESIZE
+    if stop > start and hasattr(mapped, "madvise"):
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, start, stop - start)
+        except (OSError, ValueError, AttributeError):
+            return start
+        return stop
+    return start
+
+
+def _read_into(stream: IO[bytes], view: memoryview) -> int:
+    """Fill `view` from the stream (less only at its end): how many bytes came."""
+    done = 0
+    while done < len(view):
+        got = stream.readinto(view[done:])  # type: ignore[attr-defined]
+        if not got:
+            break
+        done += got
+    return done
+
+
 def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
     try:
         value = _decode(line.decode("utf-8"))
@@ -269,6 +327,9 @@ class JsonlSource(SourceBase):
         self._max_line = max_line
         self._keys: dict[str, _Key] = {}  # in order of first appearance
         self._segments: list[_Segment] = []
+        self._spooler: concurrent.futures.ThreadPoolExecutor | None = None
+        self._spooling: collections.deque[concurrent.futures.Future[None]] = \
+            collections.deque()
         self._spool_file = tempfile.TemporaryFile()
         weakref.finalize(self, self._spool_file.close)
         self.num_rows = 0
@@ -294,42 +355,119 @@ class JsonlSource(SourceBase):
     # Pass 1: parse and spool -----------------------------------------------------------
 
     def _read(self, stream: IO[bytes]) -> None:
-        """Parse and spool the input, block by block of whole lines, in order. The C
-        parser's calls run ahead on the reader's threads (`_Ahead`); what is learnt and
-        spooled is decided here, block after block, as on one thread."""
+        """Parse and spool the input, block by block of whole lines, in order. The blocks
+        are read on a thread of their own, the C parser's calls run ahead on the reader's
+        threads (`_Ahead`) and the spool is written on a thread of its own; what is learnt
+        and spooled is decided here, block after block, as on one thread."""
         number = 1  # of the next line
-        ahead = _Ahead(self._blocks(stream), native.CORES, self._types)
+        mapped = _mapped(stream) if BY_MAP else None
+        blocks: Iterator[_Block] = self._blocks(stream) if mapped is None \
+            else self._mapped_blocks(mapped)
+        if native.CORES > 1 and NATIVE is not None and BY_NATIVE:
+            if mapped is None:
+                # read on a thread of its own (a read releases the GIL), a block or two
+                # ahead
+                blocks = prefetch(blocks)
+            # and spooled on another (the file's writes release the GIL)
+            self._spooler = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix="cumtool-jsonl-spool")
+        ahead = _Ahead(blocks, native.CORES, self._types)
+        released = 0  # of the mapping: pages before this are let go
         try:
             for (data, end, at, over), parse in ahead:
                 lines = self._native(data, 0, number, at, end, parse)
                 if lines is None:
-                    parsed = _parsed(data[:end] if end < len(data) else data, self._types())
-                    parsed.at = at
-                    lines = self._take(number, parsed)
+                    lines = self._declined(data, end, number, at)
                 number += lines
+                if mapped is not None:
+                    released = _release(mapped, released, at + end)
                 if over:
                     raise self._too_long(number)
+            while self._spooling:
+                self._spooling.popleft().result()
         finally:
             ahead.close()
+            if self._spooler is not None:
+                self._spooler.shutdown(wait=True, cancel_futures=True)
+                self._spooler = None
+                self._spooling.clear()
+            close = getattr(blocks, "close", None)
+            if close is not None:
+                close()  # the reading thread ends before the stream is read again
 
-    def _blocks(self, stream: IO[bytes]) -> Iterator[tuple[bytes, int, int, bool]]:
+    def _declined(self, data: bytes | bytearray | memoryview, end: int, number: int,
+                  at: int) -> int:
+        """A block the C parser did not take whole (a key or a type first seen in it, a
+        bad line): in pieces of PIECE_BYTES, each by the C parser where it takes it, so
+        that only the piece that holds what it did not take goes the slower ways (whose
+        cost grows with the text they are given). Returns the block's lines."""
+        cuts: list[int] = []
+        if NATIVE is not None and BY_NATIVE and self._types() is not None and end > PIECE_BYTES:
+            feeds = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=end) == 10) + 1
+            at_least = np.arange(PIECE_BYTES, end, PIECE_BYTES)
+            found = np.searchsorted(feeds, at_least)
+            cuts = sorted({int(feeds[k]) for k in found.tolist() if k < len(feeds)} - {end})
+        total = 0
+        start = 0
+        for stop in [*cuts, end]:
+            lines = self._native(data, start, number + total, at, stop)
+            if lines is None:  # the slower readers take bytes
+                parsed = _parsed(bytes(memoryview(data)[start:stop]), self._types())
+                parsed.at = at + start
+                lines = self._take(number + total, parsed)
+            total += lines
+            start = stop
+        return total
+
+    def _mapped_blocks(self, mapped: mmap.mmap) -> Iterator[_Block]:
+        """`_blocks` of a file mapped into memory: views of the mapping, no copy (the
+        parser's threads read the file's pages themselves). A block ends on a line end
+        (past BLOCK_BYTES only for a line longer than that); a line longer than the
+        longest allowed ends the blocks, as in `_blocks`."""
+        size = len(mapped)
+        view = memoryview(mapped)
+        at = 3 if mapped[:3] == b"\xef\xbb\xbf" else 0  # a UTF-8 byte order mark
+        want = min(FIRST_BLOCK_BYTES, BLOCK_BYTES)
+        while at < size:
+            stop = min(at + want, size)
+            want = BLOCK_BYTES
+            if stop < size:
+                feed = mapped.rfind(b"\n", at, stop)
+                if feed < 0:  # a line longer than the block: its end further on
+                    feed = mapped.find(b"\n", stop, min(size, at + self._max_line + 1))
+                    if feed < 0 and at + self._max_line < size:
+                        yield view[at:at], 0, at, True
+                        return
+                stop = size if feed < 0 else feed + 1
+            yield view[at:stop], stop - at, at, False
+            at = stop
+
+    def _blocks(self, stream: IO[bytes]) -> Iterator[_Block]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
         C parser takes them as they are), where it starts in the input and whether the
-        line after it is too long."""
+        line after it is too long. The first block is small (FIRST_BLOCK_BYTES at most): its keys
+        and types are learnt on the reading thread, by Python's json, before any block
+        can be parsed ahead. Each block is read into its own buffer after the part line
+        the one before ended on (one copy of the text, not a read and a join)."""
         rest = b""
         at = 0  # where `rest` starts
+        size = min(FIRST_BLOCK_BYTES, BLOCK_BYTES)
         first = True
         while True:
-            chunk = stream.read(BLOCK_BYTES)
-            if first and chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
-                chunk = chunk[3:]
+            data = bytearray(len(rest) + size)
+            data[:len(rest)] = rest
+            got = _read_into(stream, memoryview(data)[len(rest):])
+            if got < size:
+                del data[len(rest) + got:]
+            size = BLOCK_BYTES
+            if first and data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
+                del data[:3]
                 at = 3
             first = False
-            if not chunk:
+            if not got:
                 break
-            data = rest + chunk if rest else chunk
             end = data.rfind(b"\n") + 1
-            rest = data[end:]
+            rest = bytes(data[end:])
             if len(rest) > self._max_line:
                 yield data, end, at, True
                 return
@@ -380,8 +518,8 @@ class JsonlSource(SourceBase):
             head *= 2
         return len(ends)
 
-    def _native(self, chunk: bytes, start: int, number: int, at: int, stop: int = -1,
-                parse: _Parse | None = None) -> int | None:
+    def _native(self, chunk: bytes | bytearray | memoryview, start: int, number: int,
+                at: int, stop: int = -1, parse: _Parse | None = None) -> int | None:
         """The lines of a block from byte `start` on to `stop` (the end if -1; the first
         of them line `number`) read by the C parser with the types learnt so far, checked
         and spooled: how many lines there were; None (nothing learnt) where it does not
@@ -547,6 +685,18 @@ class JsonlSource(SourceBase):
 
     def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
                  source: tuple[int, int, int]) -> None:
+        """Spool a block's columns: at once, or on the spooling thread (blocks in order,
+        a few at most waiting, each failure raised at a later block's turn or the end)."""
+        self.num_rows += rows
+        if self._spooler is None:
+            self._spool(table, layout, rows, source)
+            return
+        self._spooling.append(self._spooler.submit(self._spool, table, layout, rows, source))
+        while len(self._spooling) > SPOOL_AHEAD:
+            self._spooling.popleft().result()
+
+    def _spool(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
+               source: tuple[int, int, int]) -> None:
         """Spool a block's columns (none: records without keys, absent from every one),
         straight into the file (an IPC buffer first cost a copy, and page faults: 0.1 s of
         CPU on 2M x 8)."""
@@ -564,7 +714,6 @@ class JsonlSource(SourceBase):
                                 ) from None
         self._segments.append(_Segment(offset, self._spool_file.tell() - offset, rows,
                                        layout, source))
-        self.num_rows += rows
 
     # Pass 2: the spooled blocks in the schema's types ------------------------------------
 
@@ -654,6 +803,10 @@ class JsonlSource(SourceBase):
 
 
 _ABSENT = object()
+# A block of whole lines: its text (a view of a mapped file, or a buffer it was read into;
+# the block is its first `end` bytes), `end`, where it starts in the input, and whether
+# the line after it is too long
+_Block = tuple[bytes | bytearray | memoryview, int, int, bool]
 
 
 # The C parser's calls, run ahead on threads ------------------------------------------------
@@ -676,15 +829,23 @@ class _NativeBlock:
 _DECLINED = object()  # the parser did not take every line
 
 
-def _parse_native(chunk: bytes, start: int, stop: int,
+def _ascii(chunk: bytes | bytearray | memoryview) -> bool:
+    """Whether a block is ASCII alone (a view of a mapped file too)."""
+    if isinstance(chunk, memoryview):
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        return not len(data) or int(data.max()) < 128
+    return chunk.isascii()
+
+
+def _parse_native(chunk: bytes | bytearray | memoryview, start: int, stop: int,
                   types: dict[str, pa.DataType]) -> _NativeBlock | object:
     """A block's lines from `start` to `stop` by the C parser (without the GIL), as the
     spool's columns, or _DECLINED. Depends on nothing but its arguments: the
     reader's threads call it ahead of the block's turn."""
     assert NATIVE is not None
-    if not chunk.isascii():
+    if not _ascii(chunk):
         try:
-            chunk[start:stop].decode("utf-8")
+            str(memoryview(chunk)[start:stop], "utf-8")
         except UnicodeDecodeError:
             return _DECLINED
     keys = tuple(name.encode("utf-8", "surrogatepass") for name in types)
@@ -756,28 +917,33 @@ class _Ahead:
     call again: what is taken never depends on the thread count. With one thread, or no
     C parser, nothing runs ahead."""
 
-    def __init__(self, blocks: Iterator[tuple[bytes, int, int, bool]], threads: int,
+    def __init__(self, blocks: Iterator[_Block], threads: int,
                  types: Callable[[], dict[str, pa.DataType] | None]) -> None:
         self._blocks = blocks
         self._types = types
-        self._queue: collections.deque[tuple[tuple[bytes, int, int, bool], _Parse]] = \
+        self._queue: collections.deque[tuple[_Block, _Parse]] = \
             collections.deque()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        # a block more than threads, so that none waits while a turn is taken; the text
-        # ahead bounded (AHEAD_BYTES), as memory is to stay that of a few blocks
-        self._depth = min(threads + 1, max(2, AHEAD_BYTES // BLOCK_BYTES))
+        # as many threads as cores (native.ahead_workers), and a block more than threads,
+        # so that none waits while a turn is taken; the text ahead bounded (AHEAD_BYTES),
+        # as memory is to stay that of a few blocks
+        workers = native.ahead_workers(threads, PARSE_AHEAD)
+        self._depth = min(workers + 1, max(2, AHEAD_BYTES // BLOCK_BYTES))
         if threads > 1 and NATIVE is not None and BY_NATIVE:
             self._pool = concurrent.futures.ThreadPoolExecutor(
-                min(threads, self._depth), thread_name_prefix="cumtool-jsonl")
+                min(workers, self._depth), thread_name_prefix="cumtool-jsonl")
 
-    def __iter__(self) -> Iterator[tuple[tuple[bytes, int, int, bool], _Parse | None]]:
+    def __iter__(self) -> Iterator[tuple[_Block, _Parse | None]]:
         if self._pool is None:
             for block in self._blocks:
                 yield block, None
             return
         more = True
         while True:
-            while more and len(self._queue) < self._depth:
+            # Until types are learnt (the first block's), no block is read ahead: a call
+            # made without them is no call, and its block would wait for one at its turn.
+            depth = self._depth if self._types() is not None else 1
+            while more and len(self._queue) < depth:
                 read = next(self._blocks, None)
                 if read is None:
                     more = False
@@ -791,7 +957,7 @@ class _Ahead:
                 self._renew(types)  # learnt since: the blocks still ahead again
             yield block, parse
 
-    def _submit(self, block: tuple[bytes, int, int, bool]) -> _Parse:
+    def _submit(self, block: _Block) -> _Parse:
         assert self._pool is not None
         data, end, _at, _over = block
         types = self._types()
@@ -1163,14 +1329,14 @@ class JsonlSink:
     numeric column that had both, as the input had it, row by row).
 
     A batch of numbers, flags and strings alone is written by lines.write_lines (C where
-    built), on --threads threads a few batches ahead (`_Written`), in order. A batch with
-    other types (dictionaries, binary, dates and times, JSON text) is written by polars'
+    built), on --threads threads a few batches ahead (pipeline.RenderedAhead), in order. A
+    batch with other types (dictionaries, binary, dates and times, JSON text) is written by polars'
     NDJSON writer, and the lines it would write otherwise than Python's json module (a
     missing cell to leave out, floats below 1e-4 and the infinities) are put together
     again, as any other batch is: by one polars query over the cells' JSON texts, the
     cells polars has no text for (or another text) written by Python."""
 
-    def __init__(self, stream: IO[bytes], schema: pa.Schema) -> None:
+    def __init__(self, stream: IO[bytes], schema: pa.Schema, threads: int = 1) -> None:
         self._stream = stream
         self._keys = [_encode(name) + ":" for name in schema.names]
         self._fields = list(schema)
@@ -1188,7 +1354,8 @@ class JsonlSink:
             _polars_writes(f) for f in schema)
         self._native = all(_written_natively(f) for f in schema)
         self._key_texts = [key.encode("utf-8") for key in self._keys]
-        self._ahead = _Written(stream, native.CORES)
+        self._ahead = RenderedAhead(stream, native.ahead_workers(threads, WRITE_AHEAD),
+                                    "cumtool-jsonl-write")
 
     def write(self, batch: pa.RecordBatch) -> None:
         rows = batch.num_rows
@@ -1314,49 +1481,10 @@ class JsonlSink:
         return rendered.getvalue()
 
     def close(self) -> None:
-        self._ahead.drain()  # the stream is the run's: it is not closed here
+        self._ahead.close()  # the stream is the run's: it is not closed here
 
     def abort(self) -> None:
         self._ahead.abort()
-
-
-class _Written:
-    """Batches' lines made on `threads` threads (write_lines releases the GIL), a few
-    batches ahead, and written to the stream in order; with one thread, each at once."""
-
-    def __init__(self, stream: IO[bytes], threads: int) -> None:
-        self._stream = stream
-        self._depth = min(threads, WRITE_AHEAD)
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._queue: collections.deque[concurrent.futures.Future[bytes]] = \
-            collections.deque()
-
-    def put(self, make: Callable[[], bytes]) -> None:
-        if self._depth <= 1:
-            self._stream.write(make())
-            return
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                self._depth, thread_name_prefix="cumtool-jsonl-write")
-        self._queue.append(self._pool.submit(make))
-        while len(self._queue) > self._depth:
-            self._stream.write(self._queue.popleft().result())
-
-    def drain(self) -> None:
-        """Write every batch given so far."""
-        while self._queue:
-            self._stream.write(self._queue.popleft().result())  # its error is raised here
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
-
-    def abort(self) -> None:
-        for future in self._queue:
-            future.cancel()
-        self._queue.clear()
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
 
 
 def _polars_writes(field_: pa.Field) -> bool:
