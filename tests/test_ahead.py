@@ -241,21 +241,19 @@ def test_the_first_block_is_read_with_python_and_the_rest_parsed_ahead(invoke, w
     assert all(name.startswith("cumtool-jsonl") for name in where), where
 
 
-# A file mapped into memory, or read block by block ----------------------------------------
+# Blocks of whole lines, read ahead ----------------------------------------------------------
 
-@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "read"])
 @pytest.mark.parametrize("threads", THREADS)
-def test_a_mapped_file_gives_the_bytes_of_one_read(invoke, write_file, monkeypatch, mapped,
+def test_small_blocks_give_the_bytes_of_one_thread(invoke, write_file, monkeypatch,
                                                    threads) -> None:
-    """Blocks as views of the mapped file, or read into buffers: the same bytes, with a
-    byte order mark, a last line without its line end and a line longer than a block."""
+    """Blocks read into buffers, far smaller than the file: the bytes of one thread's run
+    of whole blocks, with a byte order mark, a last line without its line end and a line
+    longer than a block."""
     rows = [_late(k) for k in range(600)]
     rows[300] = json.dumps({"n": 300, "v": 900, "s": "x" * 300})  # longer than a block
     text = b"\xef\xbb\xbf" + "\n".join(rows).encode()
     source = write_file("in.jsonl", text)
-    monkeypatch.setattr(module, "BY_MAP", False)
     want = ok(invoke("cumsum", str(source), "--threads", "1")).stdout_bytes
-    monkeypatch.setattr(module, "BY_MAP", mapped)
     monkeypatch.setattr(module, "BLOCK_BYTES", 256)
     monkeypatch.setattr(module, "FIRST_BLOCK_BYTES", 100)
     got = ok(invoke("cumsum", str(source), "--threads", threads)).stdout_bytes
@@ -263,10 +261,8 @@ def test_a_mapped_file_gives_the_bytes_of_one_read(invoke, write_file, monkeypat
     assert got.count(b"\n") == 600
 
 
-@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "read"])
-def test_a_line_too_long_is_named_from_a_mapped_file_too(invoke, write_file, monkeypatch,
-                                                         mapped) -> None:
-    monkeypatch.setattr(module, "BY_MAP", mapped)
+def test_a_line_too_long_is_named_at_every_thread_count(invoke, write_file,
+                                                        monkeypatch) -> None:
     monkeypatch.setattr(module, "BLOCK_BYTES", 128)
     rows = [json.dumps({"a": k, "b": k / 2}) for k in range(100)]
     rows[70] = json.dumps({"a": 1, "b": "y" * 1000})
@@ -277,26 +273,6 @@ def test_a_line_too_long_is_named_from_a_mapped_file_too(invoke, write_file, mon
         assert (result.exit_code, result.stdout) == (1, ""), f"--threads {threads}"
         assert result.stderr == (f"Error: {source}: line 71 is longer than 500 bytes; raise "
                                  "--max-record-size if it is meant\n")
-
-
-def test_only_a_plain_file_is_mapped(tmp_path) -> None:
-    import gzip
-
-    plain = tmp_path / "a.jsonl"
-    plain.write_bytes(b'{"a": 1}\n')
-    with open(plain, "rb") as stream:
-        mapped = module._mapped(stream)
-        assert mapped is not None and mapped[:] == b'{"a": 1}\n'
-        mapped.close()
-    empty = tmp_path / "empty.jsonl"
-    empty.write_bytes(b"")
-    with open(empty, "rb") as stream:
-        assert module._mapped(stream) is None
-    packed = tmp_path / "a.jsonl.gz"
-    packed.write_bytes(gzip.compress(b'{"a": 1}\n'))
-    with gzip.open(packed, "rb") as stream:  # its fileno() is the compressed file's
-        assert module._mapped(stream) is None
-    assert module._mapped(io.BytesIO(b'{"a": 1}\n')) is None
 
 
 def test_standard_input_is_read_whole(invoke, monkeypatch) -> None:

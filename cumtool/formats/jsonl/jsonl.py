@@ -39,9 +39,6 @@ import concurrent.futures
 import io
 import itertools
 import json
-import mmap
-import os
-import stat
 import tempfile
 import threading
 import weakref
@@ -87,7 +84,6 @@ PIECE_BYTES = 1 << 20  # a block the C parser did not take whole is taken in suc
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
-BY_MAP = True  # a plain file mapped into memory (else read block by block)
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
@@ -240,40 +236,6 @@ def _lines_of(chunk: bytes) -> tuple[np.ndarray, np.ndarray]:
     return starts, ends
 
 
-def _mapped(stream: IO[bytes]) -> mmap.mmap | None:
-    """A plain file (not a decompressing stream, nor memory) mapped into memory, read
-    only; None for any other stream, or an empty file."""
-    raw = getattr(stream, "raw", stream)
-    if not isinstance(raw, io.FileIO) or not isinstance(
-            stream, (io.FileIO, io.BufferedReader, io.BufferedRandom)):
-        return None
-    try:
-        if stream.writable():
-            stream.flush()  # a spooled standard input: all of it in the file
-        fd = stream.fileno()
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
-            return None
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-
-
-def _release(mapped: mmap.mmap, start: int, stop: int) -> int:
-    """Let go of the mapping's whole pages from `start` (a page boundary) to `stop`, read
-    and parsed: the file's pages stay cached, but leave the process's memory (its RSS
-    would grow to the file's size). A page read again is only mapped again. Returns where
-    the next release starts."""
-    stop -= stop % mmap.PAGESIZE
-    if stop > start and hasattr(mapped, "madvise"):
-        try:
-            mapped.madvise(mmap.MADV_DONTNEED, start, stop - start)
-        except (OSError, ValueError, AttributeError):
-            return start
-        return stop
-    return start
-
-
 def _read_into(stream: IO[bytes], view: memoryview) -> int:
     """Fill `view` from the stream (less only at its end): how many bytes came."""
     done = 0
@@ -360,27 +322,23 @@ class JsonlSource(SourceBase):
         threads (`_Ahead`) and the spool is written on a thread of its own; what is learnt
         and spooled is decided here, block after block, as on one thread."""
         number = 1  # of the next line
-        mapped = _mapped(stream) if BY_MAP else None
-        blocks: Iterator[_Block] = self._blocks(stream) if mapped is None \
-            else self._mapped_blocks(mapped)
+        # Read, not mapped into memory: a log truncated while it is read (rotation by
+        # copytruncate) would kill the run with SIGBUS, no message and its temporary
+        # files left; a read comes back short and the run says so.
+        blocks: Iterator[_Block] = self._blocks(stream)
         if native.CORES > 1 and NATIVE is not None and BY_NATIVE:
-            if mapped is None:
-                # read on a thread of its own (a read releases the GIL), a block or two
-                # ahead
-                blocks = prefetch(blocks)
+            # read on a thread of its own (a read releases the GIL), a block or two ahead
+            blocks = prefetch(blocks)
             # and spooled on another (the file's writes release the GIL)
             self._spooler = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="cumtool-jsonl-spool")
         ahead = _Ahead(blocks, native.CORES, self._types)
-        released = 0  # of the mapping: pages before this are let go
         try:
             for (data, end, at, over), parse in ahead:
                 lines = self._native(data, 0, number, at, end, parse)
                 if lines is None:
                     lines = self._declined(data, end, number, at)
                 number += lines
-                if mapped is not None:
-                    released = _release(mapped, released, at + end)
                 if over:
                     raise self._too_long(number)
             while self._spooling:
@@ -418,29 +376,6 @@ class JsonlSource(SourceBase):
             total += lines
             start = stop
         return total
-
-    def _mapped_blocks(self, mapped: mmap.mmap) -> Iterator[_Block]:
-        """`_blocks` of a file mapped into memory: views of the mapping, no copy (the
-        parser's threads read the file's pages themselves). A block ends on a line end
-        (past BLOCK_BYTES only for a line longer than that); a line longer than the
-        longest allowed ends the blocks, as in `_blocks`."""
-        size = len(mapped)
-        view = memoryview(mapped)
-        at = 3 if mapped[:3] == b"\xef\xbb\xbf" else 0  # a UTF-8 byte order mark
-        want = min(FIRST_BLOCK_BYTES, BLOCK_BYTES)
-        while at < size:
-            stop = min(at + want, size)
-            want = BLOCK_BYTES
-            if stop < size:
-                feed = mapped.rfind(b"\n", at, stop)
-                if feed < 0:  # a line longer than the block: its end further on
-                    feed = mapped.find(b"\n", stop, min(size, at + self._max_line + 1))
-                    if feed < 0 and at + self._max_line < size:
-                        yield view[at:at], 0, at, True
-                        return
-                stop = size if feed < 0 else feed + 1
-            yield view[at:stop], stop - at, at, False
-            at = stop
 
     def _blocks(self, stream: IO[bytes]) -> Iterator[_Block]:
         """Blocks of whole lines: bytes whose first `end` are the block (not cut out: the
@@ -803,7 +738,7 @@ class JsonlSource(SourceBase):
 
 
 _ABSENT = object()
-# A block of whole lines: its text (a view of a mapped file, or a buffer it was read into;
+# A block of whole lines: its text (a buffer it was read into, or a view of one;
 # the block is its first `end` bytes), `end`, where it starts in the input, and whether
 # the line after it is too long
 _Block = tuple[bytes | bytearray | memoryview, int, int, bool]
@@ -830,7 +765,7 @@ _DECLINED = object()  # the parser did not take every line
 
 
 def _ascii(chunk: bytes | bytearray | memoryview) -> bool:
-    """Whether a block is ASCII alone (a view of a mapped file too)."""
+    """Whether a block is ASCII alone (a view too)."""
     if isinstance(chunk, memoryview):
         data = np.frombuffer(chunk, dtype=np.uint8)
         return not len(data) or int(data.max()) < 128
