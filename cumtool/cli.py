@@ -123,7 +123,13 @@ def _make_command(op: str) -> click.Command:
 
 
 def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
-    from cumtool.engine import Request, run
+    try:
+        from cumtool.engine import Request, run
+    except Exception:
+        # A stop signal while the engine's modules load can come back wrapped in what ran
+        # then (a RuntimeError from a class's __set_name__): the stop, not a traceback.
+        check_stop()
+        raise
 
     given = tuple(options["input"])
     # Click gives each general option's value, its default included ('-n all' is None).
@@ -178,10 +184,18 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     except Exception as error:
         # A fault cumtool did not word (a bug, or an OSError no layer caught): still one
         # line and status 1, never a traceback; CUMTOOL_DEBUG=1 shows where it came from.
-        if os.environ.get("CUMTOOL_DEBUG"):
-            raise
-        click.echo(f"Error: {printable(_unexpected(error))}", err=True)
-        status = 1
+        # A stop signal's exception wrapped in another (raised inside a class's creation,
+        # say) is the stop.
+        try:
+            check_stop()
+        except Stopped as stop:
+            click.echo(f"Error: {stop.message()}", err=True)
+            status = stop.exit_code
+        else:
+            if os.environ.get("CUMTOOL_DEBUG"):
+                raise
+            click.echo(f"Error: {printable(_unexpected(error))}", err=True)
+            status = 1
     else:
         return
     # Exit outside the handlers: an exit raised inside one keeps the failed run's frames

@@ -8,7 +8,14 @@ from __future__ import annotations
 import signal
 import sys
 
-from cumtool.commit import STOP_SIGNALS, committed, fault, leave_when_committed, request_stop
+from cumtool.commit import (
+    STOP_SIGNALS,
+    check_stop,
+    committed,
+    fault,
+    leave_when_committed,
+    request_stop,
+)
 from cumtool.errors import EXIT_INTERRUPTED, Stopped
 
 
@@ -28,6 +35,15 @@ def main() -> None:
     except KeyboardInterrupt:  # Python's own SIGINT handler, before ours was set
         sys.stderr.write("Error: interrupted\n")
         sys.exit(EXIT_INTERRUPTED)
+    except Exception:
+        # The stop's exception wrapped in what ran when it came (a RuntimeError from a
+        # class's __set_name__ as a module loads): the stop it was.
+        try:
+            check_stop()
+        except Stopped as stop:
+            sys.stderr.write(f"Error: {stop.message()}\n")
+            sys.exit(stop.exit_code)
+        raise
     leave_when_committed.set()
     try:
         cli_main()

@@ -409,6 +409,34 @@ main()
 """
 
 
+_WRAPPED_STOP = """
+import signal, sys
+from cumtool.commit import request_stop
+from cumtool.errors import Stopped
+
+class Wrapped:  # SIGTERM as {module} loads, its exception wrapped as a class's
+    def find_spec(self, name, path=None, target=None):  # __set_name__ wraps one
+        if name == "{module}":
+            request_stop(signal.SIGTERM)
+            raise RuntimeError("Error calling __set_name__") from Stopped(signal.SIGTERM)
+
+sys.meta_path.insert(0, Wrapped())
+sys.argv = ["cumtool", "cumsum", "-"]
+from cumtool.launch import main
+main()
+"""
+
+
+@pytest.mark.parametrize("module", ["cumtool.cli", "cumtool.engine"])
+def test_a_stop_wrapped_in_another_exception_while_modules_load_is_one_line(
+        module: str) -> None:
+    # Python 3.11 wraps an exception raised in __set_name__ (a dataclass's field, as
+    # Request's class is made) in a RuntimeError: this was a traceback, now and then.
+    done = subprocess.run([sys.executable, "-c", _WRAPPED_STOP.replace("{module}", module)],
+                          capture_output=True, timeout=TIMEOUT, input=b"a\n1\n")
+    assert (done.returncode, done.stderr, done.stdout) == (143, b"Error: terminated\n", b"")
+
+
 def test_ctrl_c_while_the_modules_load_is_one_line() -> None:
     # The first tens of milliseconds of a run: this was a KeyboardInterrupt traceback.
     done = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT], capture_output=True,
