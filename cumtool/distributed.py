@@ -51,7 +51,8 @@ from cumtool.errors import (
     extra_missing,
     option,
 )
-from cumtool.formats import FileKind, Partition, Partitioning, SourceBase, Splitting
+from cumtool.formats import FileKind, Partitioning, SourceBase
+from cumtool.formats.partitioning import Partition, Splitting
 from cumtool.formats.registry import DELIMITED, PARTITIONINGS, format_named, kind_from_name
 from cumtool.inputs import InputFile, relative_outputs
 

@@ -9,7 +9,6 @@ Exceptions raised in a thread are re-raised in the main thread at the next hand-
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import contextlib
 import errno
 import queue
@@ -22,6 +21,8 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from cumtool.output import spool_error, spooling
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
     import numpy as np
     import pyarrow as pa
 
@@ -141,6 +142,8 @@ class RenderedAhead:
             self._stream.write(make())
             return
         if self._pool is None:
+            import concurrent.futures  # loaded only where text is made ahead
+
             self._pool = concurrent.futures.ThreadPoolExecutor(self._depth,
                                                                thread_name_prefix=self._name)
         self._queue.append(self._pool.submit(make))

@@ -33,7 +33,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # option and hint types) imports only errors: tables and kernels may use it.
     ("base", ("choices", "columns", "ops.decl", "ops.spec", "columnar", "remote",
               "view", "notes", "native", "numtext", "suggest", "_ext", "_ext._sequential",
-              "_ext._csvtext", "_ext._numtext", "_ext._jsonl", "_ext.yyjson.*", "formats")),
+              "_ext._csvtext", "_ext._numtext", "_ext._jsonl", "_ext.yyjson.*", "formats",
+              "formats.partitioning")),
     # The scan kernels and running statistics on numpy blocks; an op module holds its own,
     # and the op registry (ops/__init__) loads the op modules by name.
     ("kernels", ("ops", "ops.*", "blocks", "kernels", "stats", "groups", "grouped",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from cumtool.columns import Selection
+    from cumtool.formats.partitioning import Partition, Splitting
     from cumtool.view import View
 
 
@@ -84,58 +85,26 @@ class Format:
         return self.delimiter is not None
 
 
-@dataclass(frozen=True)
 class Partitioning:
     """How `--engine dask` (cumtool.distributed) reads files of a format, declared by the
     format's package beside its reader: `split`, on the client, cuts a file into
-    partitions (it may run small tasks on the workers, through `Splitting.gather`);
-    `open`, in a worker, is the reader of one partition, whose batches the scan takes as
-    the local engine takes the reader's. `open` is handed the partition, the run's
-    options, what closes with the read, and `whole`: the file's reader as the local
-    engine opens it (cumtool.sources), for a partition that is a whole file. Both import
-    their module only when called, so a worker loads a format's library only when it
-    reads one."""
+    partitions (cumtool.formats.partitioning.Partition; it may run small tasks on the
+    workers, through `Splitting.gather`); `open`, in a worker, is the reader of one
+    partition, whose batches the scan takes as the local engine takes the reader's. `open`
+    is handed the partition, the run's options, what closes with the read, and `whole`:
+    the file's reader as the local engine opens it (cumtool.sources), for a partition that
+    is a whole file. Both import their module only when called, so a worker loads a
+    format's library only when it reads one. A plain class: a dataclass would cost the
+    command line's start-up its making, for Dask alone."""
 
-    how: str  # how a file is cut, for messages and docs: "row groups", ...
-    split: Callable[[Splitting], list[Partition]]
-    open: Callable[[Partition, Any, contextlib.ExitStack, Callable[[], SourceBase]],
-                   SourceBase]
+    __slots__ = ("how", "open", "split")
 
-
-@dataclass(frozen=True)
-class Partition:
-    """A piece of an input that one Dask task reads: a whole file, or its row groups or
-    byte range, as its format's `Partitioning.split` cut it."""
-
-    name: str  # the input as given, for messages
-    location: str  # an absolute path or a URL: what the workers open
-    format: str  # the registry's name of its format: whose Partitioning reads it
-    compression: str | None = None
-    row_groups: tuple[int, ...] | None = None  # Parquet; None: all
-    start: int = 0  # CSV: the byte range [start, end); end None: to the end
-    end: int | None = None
-    header: bytes = b""  # CSV after a file's first partition: its first record
-    first_of_file: bool = True  # rows in messages count from this partition's first
-    output: str | None = None  # where its output goes, with one output per input file
-    target: str | None = None  # where that output is put once every file is done
-
-
-@dataclass(frozen=True)
-class Splitting:
-    """A file as its format's `Partitioning.split` is handed it, on the client."""
-
-    name: str  # the input as given
-    location: str  # what the workers open
-    kind: FileKind  # its format and compression
-    request: Any  # the run's options (cumtool.request.Request)
-    partition_bytes: int  # a partition's size on disk, about
-    # Runs func(*args) on the workers for each args; the results in order.
-    gather: Callable[[Callable[..., Any], list[tuple[Any, ...]]], list[Any]]
-
-    def whole(self, **more: Any) -> Partition:
-        """The file as one partition (`more`: a piece of it)."""
-        return Partition(self.name, self.location, self.kind.format, self.kind.compression,
-                         **more)
+    def __init__(self, how: str, split: Callable[[Splitting], list[Partition]],
+                 open: Callable[[Partition, Any, contextlib.ExitStack,
+                                 Callable[[], SourceBase]], SourceBase]) -> None:
+        self.how = how  # how a file is cut, for messages and docs: "row groups", ...
+        self.split = split
+        self.open = open
 
 
 def _split_whole(splitting: Splitting) -> list[Partition]:

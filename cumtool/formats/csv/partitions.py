@@ -12,7 +12,8 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cumtool.formats import Partition, SourceBase, Splitting
+from cumtool.formats import SourceBase
+from cumtool.formats.partitioning import Partition, Splitting
 from cumtool.formats.partitions import open_location, size_of
 
 if TYPE_CHECKING:

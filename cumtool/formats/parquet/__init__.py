@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cumtool.formats import (
-    Format,
-    Opening,
-    Partition,
-    Partitioning,
-    SourceBase,
-    Splitting,
-    TableSink,
-    Writing,
-)
+from cumtool.formats import Format, Opening, Partitioning, SourceBase, TableSink, Writing
+
+if TYPE_CHECKING:
+    from cumtool.formats.partitioning import Partition, Splitting
 
 
 def _read(opening: Opening) -> SourceBase:

@@ -8,7 +8,8 @@ import contextlib
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from cumtool.formats import Partition, SourceBase, Splitting, unreadable
+from cumtool.formats import SourceBase, unreadable
+from cumtool.formats.partitioning import Partition, Splitting
 from cumtool.formats.partitions import open_location
 
 if TYPE_CHECKING:
