@@ -154,19 +154,6 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
                              f"{op} data.csv, or ... | cumtool {op})")
         with _stopping_on_signals():
             run(request)
-    except CumtoolError as error:
-        try:
-            # A stop signal whose exception was lost (one raised while a module compiles)
-            # is why the run ended, not the error that followed it (an empty FIFO).
-            check_stop()
-        except Stopped as stop:
-            click.echo(f"Error: {stop.message()}", err=True)
-            status = stop.exit_code
-        else:
-            # One line, even when a name in the message holds a line break; and a control
-            # character from a file (a terminal escape sequence) is shown, not obeyed.
-            click.echo(f"Error: {printable(error.cli_message())}", err=True)
-            status = error.exit_code
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
         # again when it flushes standard output at exit.
@@ -182,20 +169,29 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         click.echo("Error: interrupted", err=True)
         status = EXIT_INTERRUPTED
     except Exception as error:
-        # A fault cumtool did not word (a bug, or an OSError no layer caught): still one
-        # line and status 1, never a traceback; CUMTOOL_DEBUG=1 shows where it came from.
-        # A stop signal's exception wrapped in another (raised inside a class's creation,
-        # say) is the stop.
         try:
+            # A stop signal whose exception was lost (one raised while a module compiles)
+            # or wrapped in another (raised inside a class's creation) is why the run
+            # ended, not the error that followed it (an empty FIFO).
             check_stop()
         except Stopped as stop:
             click.echo(f"Error: {stop.message()}", err=True)
             status = stop.exit_code
         else:
-            if os.environ.get("CUMTOOL_DEBUG"):
-                raise
-            click.echo(f"Error: {printable(_unexpected(error))}", err=True)
-            status = 1
+            if isinstance(error, CumtoolError):
+                # One line, even when a name in the message holds a line break; and a
+                # control character from a file (a terminal escape sequence) is shown,
+                # not obeyed.
+                click.echo(f"Error: {printable(error.cli_message())}", err=True)
+                status = error.exit_code
+            else:
+                # A fault cumtool did not word (a bug, or an OSError no layer caught):
+                # still one line and status 1, never a traceback; CUMTOOL_DEBUG=1 shows
+                # where it came from.
+                if os.environ.get("CUMTOOL_DEBUG"):
+                    raise
+                click.echo(f"Error: {printable(_unexpected(error))}", err=True)
+                status = 1
     else:
         return
     # Exit outside the handlers: an exit raised inside one keeps the failed run's frames
