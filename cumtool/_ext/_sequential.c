@@ -220,6 +220,48 @@ static PyObject *accumulate_rows(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The folds' columns: `lines` float64 vectors of one length, and each one's present mask
+   (a bool vector of that length, or None) into `ps`, `has` marking those given. 0, or -1
+   with an exception set; *taken and *present_taken count what release_columns lets go. */
+static int take_columns(PyObject *columns, PyObject *presents, Py_ssize_t lines, Block *xs,
+                        Block *ps, char *has, Py_ssize_t *taken, Py_ssize_t *present_taken)
+{
+    for (; *taken < lines; (*taken)++) {
+        if (take(PySequence_Fast_GET_ITEM(columns, *taken), &xs[*taken], 1, 'd', 0,
+                 "column") < 0)
+            return -1;
+        if (xs[*taken].rows != xs[0].rows) {
+            (*taken)++;
+            PyErr_SetString(PyExc_ValueError, "columns: expected one length");
+            return -1;
+        }
+    }
+    for (; *present_taken < lines; (*present_taken)++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(presents, *present_taken);
+        if (p == Py_None)
+            continue;
+        if (take(p, &ps[*present_taken], 1, '?', 0, "present") < 0)
+            return -1;
+        has[*present_taken] = 1;
+        if (ps[*present_taken].rows != xs[0].rows) {
+            (*present_taken)++;
+            PyErr_SetString(PyExc_ValueError, "present: expected the column's length");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_columns(Block *xs, Block *ps, const char *has, Py_ssize_t taken,
+                            Py_ssize_t present_taken)
+{
+    for (Py_ssize_t i = 0; i < taken; i++)
+        PyBuffer_Release(&xs[i].view);
+    for (Py_ssize_t i = 0; i < present_taken; i++)
+        if (has[i])
+            PyBuffer_Release(&ps[i].view);
+}
+
 PyDoc_STRVAR(fold_doc,
 "fold(op, columns, presents, skipna, identity, start)\n--\n\n"
 "The running value after the last row of each 1-D float64 column (a sequence, all of\n"
@@ -334,29 +376,8 @@ static PyObject *fold(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "start: expected one value per column");
         goto done;
     }
-    for (; taken < lines; taken++) {
-        if (take(PySequence_Fast_GET_ITEM(columns, taken), &xs[taken], 1, 'd', 0,
-                 "column") < 0)
-            goto done;
-        if (xs[taken].rows != xs[0].rows) {
-            taken++;
-            PyErr_SetString(PyExc_ValueError, "columns: expected one length");
-            goto done;
-        }
-    }
-    for (; present_taken < lines; present_taken++) {
-        PyObject *p = PySequence_Fast_GET_ITEM(presents, present_taken);
-        if (p == Py_None)
-            continue;
-        if (take(p, &ps[present_taken], 1, '?', 0, "present") < 0)
-            goto done;
-        has[present_taken] = 1;
-        if (ps[present_taken].rows != xs[0].rows) {
-            present_taken++;
-            PyErr_SetString(PyExc_ValueError, "present: expected the column's length");
-            goto done;
-        }
-    }
+    if (take_columns(columns, presents, lines, xs, ps, has, &taken, &present_taken) < 0)
+        goto done;
     failed = 0;
     const Py_ssize_t rows = lines ? xs[0].rows : 0;
     Py_BEGIN_ALLOW_THREADS
@@ -400,11 +421,7 @@ static PyObject *fold(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
 done:
-    for (Py_ssize_t i = 0; i < taken; i++)
-        PyBuffer_Release(&xs[i].view);
-    for (Py_ssize_t i = 0; i < present_taken; i++)
-        if (has[i])
-            PyBuffer_Release(&ps[i].view);
+    release_columns(xs, ps, has, taken, present_taken);
     if (start_taken)
         PyBuffer_Release(&start.view);
     PyMem_Free(xs);
@@ -655,29 +672,8 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    for (; taken < lines; taken++) {
-        if (take(PySequence_Fast_GET_ITEM(columns, taken), &xs[taken], 1, 'd', 0,
-                 "column") < 0)
-            goto done;
-        if (xs[taken].rows != xs[0].rows) {
-            taken++;
-            PyErr_SetString(PyExc_ValueError, "columns: expected one length");
-            goto done;
-        }
-    }
-    for (; present_taken < lines; present_taken++) {
-        PyObject *p = PySequence_Fast_GET_ITEM(presents, present_taken);
-        if (p == Py_None)
-            continue;
-        if (take(p, &ps[present_taken], 1, '?', 0, "present") < 0)
-            goto done;
-        has[present_taken] = 1;
-        if (ps[present_taken].rows != xs[0].rows) {
-            present_taken++;
-            PyErr_SetString(PyExc_ValueError, "present: expected the column's length");
-            goto done;
-        }
-    }
+    if (take_columns(columns, presents, lines, xs, ps, has, &taken, &present_taken) < 0)
+        goto done;
     failed = 0;
     const Py_ssize_t rows = lines ? xs[0].rows : 0;
     const int64_t last_weight = (int64_t)old.rows - 1;
@@ -736,11 +732,7 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
 done:
-    for (Py_ssize_t i = 0; i < taken; i++)
-        PyBuffer_Release(&xs[i].view);
-    for (Py_ssize_t i = 0; i < present_taken; i++)
-        if (has[i])
-            PyBuffer_Release(&ps[i].view);
+    release_columns(xs, ps, has, taken, present_taken);
     let_go(&held);
     PyMem_Free(xs);
     PyMem_Free(ps);
