@@ -41,19 +41,48 @@ def usable_cores() -> int:
     return max(1, cores)
 
 
-def cgroup_quota(root: str = "/sys/fs/cgroup") -> float | None:
-    """CPUs' worth of time a period that the cgroup allows (cgroup v2's cpu.max, v1's
-    cfs quota); None: no quota."""
+def cgroup_quota(root: str = "/sys/fs/cgroup", membership: str = "/proc/self/cgroup"
+                 ) -> float | None:
+    """CPUs' worth of time a period that this process's cgroup allows: the smallest quota
+    of its cgroup and the ones above it (cgroup v2's cpu.max, v1's cfs quota; a container
+    sees its own as the root, a service on a host sits in a slice that may have one).
+    None: no quota."""
+    v2, v1 = "", ""
     try:
-        with open(f"{root}/cpu.max", "rb") as stream:  # bytes: no codec to load
+        with open(membership, "rb") as stream:  # bytes, then ASCII: no codec to load
+            for line in stream.read().decode("ascii", "replace").splitlines():
+                number, controllers, path = [*line.split(":", 2), "", ""][:3]
+                if number == "0" and not controllers:
+                    v2 = path
+                elif "cpu" in controllers.split(","):
+                    v1 = path
+    except OSError:
+        pass
+    found = [q for q in (*(_v2_quota(f"{root}{d}") for d in _up(v2)),
+                         *(_v1_quota(f"{root}/cpu{d}") for d in _up(v1))) if q is not None]
+    return min(found) if found else None
+
+
+def _up(path: str) -> list[str]:
+    """A cgroup's path and every one above it, to the root ("")."""
+    parts = [p for p in path.split("/") if p and p not in (".", "..")]
+    return ["/" + "/".join(parts[:k]) if k else "" for k in range(len(parts), -1, -1)]
+
+
+def _v2_quota(directory: str) -> float | None:
+    try:
+        with open(f"{directory}/cpu.max", "rb") as stream:
             quota, period = stream.read().split()[:2]
         return None if quota == b"max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def _v1_quota(directory: str) -> float | None:
     try:
-        with open(f"{root}/cpu/cpu.cfs_quota_us", "rb") as stream:
+        with open(f"{directory}/cpu.cfs_quota_us", "rb") as stream:
             quota_us = int(stream.read())
-        with open(f"{root}/cpu/cpu.cfs_period_us", "rb") as stream:
+        with open(f"{directory}/cpu.cfs_period_us", "rb") as stream:
             period_us = int(stream.read())
     except (OSError, ValueError):
         return None

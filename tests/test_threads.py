@@ -142,6 +142,32 @@ def test_a_cgroup_cpu_quota_is_read(tmp_path: Path, files: dict[str, str],
     assert native.cgroup_quota(str(tmp_path)) == expected
 
 
+@pytest.mark.parametrize(("membership", "files", "expected"), [
+    # a service on a host: its slice has the quota, its own cgroup none
+    ("0::/system.slice/job.service\n", {"system.slice/cpu.max": "200000 100000\n",
+                                        "system.slice/job.service/cpu.max": "max 100000\n"},
+     2.0),
+    # the smallest on the way up wins
+    ("0::/a/b\n", {"cpu.max": "400000 100000\n", "a/cpu.max": "300000 100000\n",
+                   "a/b/cpu.max": "150000 100000\n"}, 1.5),
+    # cgroup v1: the cpu controller's own hierarchy
+    ("4:memory:/x\n3:cpu,cpuacct:/x/y\n", {"cpu/x/y/cpu.cfs_quota_us": "-1\n",
+                                           "cpu/x/y/cpu.cfs_period_us": "100000\n",
+                                           "cpu/x/cpu.cfs_quota_us": "100000\n",
+                                           "cpu/x/cpu.cfs_period_us": "100000\n"}, 1.0),
+    ("0::/a\n", {}, None),
+], ids=["v2-slice", "v2-smallest", "v1-parent", "none"])
+def test_the_quota_of_a_cgroup_above_this_one_counts(tmp_path: Path, membership: str,
+                                                     files: dict[str, str],
+                                                     expected: float | None) -> None:
+    root = tmp_path / "cgroup"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (tmp_path / "self").write_text(membership)
+    assert native.cgroup_quota(str(root), str(tmp_path / "self")) == expected
+
+
 def test_usable_cores_are_bounded_by_the_quota(monkeypatch):
     monkeypatch.setattr(native.os, "sched_getaffinity", lambda _pid: set(range(64)))
     monkeypatch.setattr(native, "cgroup_quota", lambda: 1.5)
