@@ -220,31 +220,59 @@ static PyObject *accumulate_rows(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* The folds' columns: `lines` float64 vectors of one length, and each one's present mask
-   (a bool vector of that length, or None) into `ps`, `has` marking those given. 0, or -1
-   with an exception set; *taken and *present_taken count what release_columns lets go. */
-static int take_columns(PyObject *columns, PyObject *presents, Py_ssize_t lines, Block *xs,
-                        Block *ps, char *has, Py_ssize_t *taken, Py_ssize_t *present_taken)
+/* The folds' columns: `lines` float64 vectors of one length (xs), and each one's present
+   mask, a bool vector of that length or None (ps, `has` marking those given). */
+typedef struct {
+    PyObject *columns, *presents;     /* the sequences the caller gave, as fast sequences */
+    Py_ssize_t lines;
+    Block *xs, *ps;
+    char *has;
+    Py_ssize_t taken, present_taken;  /* the buffers held, for close_columns */
+} FoldColumns;
+
+/* Take the folds' columns and their masks: 0, or -1 with an exception set (close_columns
+   lets go of what was taken either way). */
+static int open_columns(FoldColumns *c, PyObject *columns_obj, PyObject *presents_obj)
 {
-    for (; *taken < lines; (*taken)++) {
-        if (take(PySequence_Fast_GET_ITEM(columns, *taken), &xs[*taken], 1, 'd', 0,
+    memset(c, 0, sizeof(*c));
+    c->columns = PySequence_Fast(columns_obj, "columns: expected a sequence");
+    if (c->columns == NULL)
+        return -1;
+    c->presents = PySequence_Fast(presents_obj, "presents: expected a sequence");
+    if (c->presents == NULL)
+        return -1;
+    const Py_ssize_t lines = c->lines = PySequence_Fast_GET_SIZE(c->columns);
+    c->xs = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
+    c->ps = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
+    c->has = PyMem_Calloc(lines ? lines : 1, 1);
+    if (c->xs == NULL || c->ps == NULL || c->has == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (PySequence_Fast_GET_SIZE(c->presents) != lines) {
+        PyErr_SetString(PyExc_ValueError, "presents: expected one per column");
+        return -1;
+    }
+    Block *xs = c->xs, *ps = c->ps;
+    for (; c->taken < lines; c->taken++) {
+        if (take(PySequence_Fast_GET_ITEM(c->columns, c->taken), &xs[c->taken], 1, 'd', 0,
                  "column") < 0)
             return -1;
-        if (xs[*taken].rows != xs[0].rows) {
-            (*taken)++;
+        if (xs[c->taken].rows != xs[0].rows) {
+            c->taken++;
             PyErr_SetString(PyExc_ValueError, "columns: expected one length");
             return -1;
         }
     }
-    for (; *present_taken < lines; (*present_taken)++) {
-        PyObject *p = PySequence_Fast_GET_ITEM(presents, *present_taken);
+    for (; c->present_taken < lines; c->present_taken++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(c->presents, c->present_taken);
         if (p == Py_None)
             continue;
-        if (take(p, &ps[*present_taken], 1, '?', 0, "present") < 0)
+        if (take(p, &ps[c->present_taken], 1, '?', 0, "present") < 0)
             return -1;
-        has[*present_taken] = 1;
-        if (ps[*present_taken].rows != xs[0].rows) {
-            (*present_taken)++;
+        c->has[c->present_taken] = 1;
+        if (ps[c->present_taken].rows != xs[0].rows) {
+            c->present_taken++;
             PyErr_SetString(PyExc_ValueError, "present: expected the column's length");
             return -1;
         }
@@ -252,14 +280,18 @@ static int take_columns(PyObject *columns, PyObject *presents, Py_ssize_t lines,
     return 0;
 }
 
-static void release_columns(Block *xs, Block *ps, const char *has, Py_ssize_t taken,
-                            Py_ssize_t present_taken)
+static void close_columns(FoldColumns *c)
 {
-    for (Py_ssize_t i = 0; i < taken; i++)
-        PyBuffer_Release(&xs[i].view);
-    for (Py_ssize_t i = 0; i < present_taken; i++)
-        if (has[i])
-            PyBuffer_Release(&ps[i].view);
+    for (Py_ssize_t i = 0; i < c->taken; i++)
+        PyBuffer_Release(&c->xs[i].view);
+    for (Py_ssize_t i = 0; i < c->present_taken; i++)
+        if (c->has[i])
+            PyBuffer_Release(&c->ps[i].view);
+    PyMem_Free(c->xs);
+    PyMem_Free(c->ps);
+    PyMem_Free(c->has);
+    Py_XDECREF(c->columns);
+    Py_XDECREF(c->presents);
 }
 
 PyDoc_STRVAR(fold_doc,
@@ -346,29 +378,14 @@ static PyObject *fold(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "op must be 0 (sum), 1 (product) or 2 (logaddexp)");
         return NULL;
     }
-    PyObject *columns = PySequence_Fast(columns_obj, "columns: expected a sequence");
-    if (columns == NULL)
-        return NULL;
-    PyObject *presents = PySequence_Fast(presents_obj, "presents: expected a sequence");
-    if (presents == NULL) {
-        Py_DECREF(columns);
-        return NULL;
-    }
-    const Py_ssize_t lines = PySequence_Fast_GET_SIZE(columns);
+    FoldColumns cols;
     Block start;
-    Block *xs = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
-    Block *ps = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
-    char *has = PyMem_Calloc(lines ? lines : 1, 1);
-    Py_ssize_t taken = 0, present_taken = 0;
     int start_taken = 0, failed = 1;
-    if (xs == NULL || ps == NULL || has == NULL) {
-        PyErr_NoMemory();
+    if (open_columns(&cols, columns_obj, presents_obj) < 0)
         goto done;
-    }
-    if (PySequence_Fast_GET_SIZE(presents) != lines) {
-        PyErr_SetString(PyExc_ValueError, "presents: expected one per column");
-        goto done;
-    }
+    const Py_ssize_t lines = cols.lines;
+    const Block *xs = cols.xs, *ps = cols.ps;
+    const char *has = cols.has;
     if (take(start_obj, &start, 1, 'd', 1, "start") < 0)
         goto done;
     start_taken = 1;
@@ -376,8 +393,6 @@ static PyObject *fold(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "start: expected one value per column");
         goto done;
     }
-    if (take_columns(columns, presents, lines, xs, ps, has, &taken, &present_taken) < 0)
-        goto done;
     failed = 0;
     const Py_ssize_t rows = lines ? xs[0].rows : 0;
     Py_BEGIN_ALLOW_THREADS
@@ -421,14 +436,9 @@ static PyObject *fold(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
 done:
-    release_columns(xs, ps, has, taken, present_taken);
+    close_columns(&cols);
     if (start_taken)
         PyBuffer_Release(&start.view);
-    PyMem_Free(xs);
-    PyMem_Free(ps);
-    PyMem_Free(has);
-    Py_DECREF(columns);
-    Py_DECREF(presents);
     if (failed)
         return NULL;
     Py_RETURN_NONE;
@@ -629,30 +639,15 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "kind must be 0 (mean), 1 (Welford) or 2 (ewma)");
         return NULL;
     }
-    PyObject *columns = PySequence_Fast(columns_obj, "columns: expected a sequence");
-    if (columns == NULL)
-        return NULL;
-    PyObject *presents = PySequence_Fast(presents_obj, "presents: expected a sequence");
-    if (presents == NULL) {
-        Py_DECREF(columns);
-        return NULL;
-    }
-    const Py_ssize_t lines = PySequence_Fast_GET_SIZE(columns);
+    FoldColumns cols;
     Block n, a, b, old, total;
     Held held = {0};
-    Block *xs = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
-    Block *ps = PyMem_Calloc(lines ? lines : 1, sizeof(Block));
-    char *has = PyMem_Calloc(lines ? lines : 1, 1);
-    Py_ssize_t taken = 0, present_taken = 0;
     int failed = 1;
-    if (xs == NULL || ps == NULL || has == NULL) {
-        PyErr_NoMemory();
+    if (open_columns(&cols, columns_obj, presents_obj) < 0)
         goto done;
-    }
-    if (PySequence_Fast_GET_SIZE(presents) != lines) {
-        PyErr_SetString(PyExc_ValueError, "presents: expected one per column");
-        goto done;
-    }
+    const Py_ssize_t lines = cols.lines;
+    const Block *xs = cols.xs, *ps = cols.ps;
+    const char *has = cols.has;
     if (hold(&held, n_obj, &n, 1, 'q', 1, "n") < 0 || hold(&held, a_obj, &a, 1, 'd', 1, "a") < 0
         || hold(&held, b_obj, &b, 1, 'd', 1, "b") < 0
         || hold(&held, old_obj, &old, 1, 'd', 0, "old_by_count") < 0
@@ -672,8 +667,6 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    if (take_columns(columns, presents, lines, xs, ps, has, &taken, &present_taken) < 0)
-        goto done;
     failed = 0;
     const Py_ssize_t rows = lines ? xs[0].rows : 0;
     const int64_t last_weight = (int64_t)old.rows - 1;
@@ -732,13 +725,8 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
 done:
-    release_columns(xs, ps, has, taken, present_taken);
+    close_columns(&cols);
     let_go(&held);
-    PyMem_Free(xs);
-    PyMem_Free(ps);
-    PyMem_Free(has);
-    Py_DECREF(columns);
-    Py_DECREF(presents);
     if (failed)
         return NULL;
     Py_RETURN_NONE;
