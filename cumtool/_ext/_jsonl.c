@@ -30,19 +30,13 @@
 #include <string.h>
 
 #define NUMTEXT_CORE_ONLY
+#define NUMTEXT_DECIMAL  /* decimal_to_double, the reader's exact steps */
 #include "_numtext.c"
-
-#define FFC_IMPL
-#include "ffc/ffc.h"
 
 enum { K_NULL = 0, K_BOOL = 1, K_INT = 2, K_FLOAT = 3, K_STRING = 4 };
 enum { S_PRESENT = 0, S_NULL = 1, S_ABSENT = 2 };
 
 #define EXACT_FLOAT (((uint64_t)1) << 53)
-
-static const double POWERS[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-                                1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
-                                1e21, 1e22};
 
 typedef struct {
     const char *name;
@@ -171,27 +165,10 @@ static int number(const char *p, const char *end, const char **after, int *is_in
         return 1;
     }
     *is_int = 0;
-    long power = exponent - fraction;
-    if (!overflow && mantissa <= EXACT_FLOAT && power >= -22 && power <= 22) {
-        double value = (double)mantissa;
-        value = power < 0 ? value / POWERS[-power] : value * POWERS[power];
-        *real = negative ? -value : value;
+    /* the exact steps of _numtext.c's reader, where no digit was dropped */
+    if (decimal_to_double(mantissa, (int64_t)exponent - fraction, negative,
+                          !overflow && !exponent_huge, real))
         return 1;
-    }
-    if (!overflow && !exponent_huge) {
-        if (mantissa == 0) {
-            *real = negative ? -0.0 : 0.0;
-            return 1;
-        }
-        /* mantissa * 10**power exactly, 19 digits at most: Eisel-Lemire */
-        ffc_adjusted_mantissa am = ffc_compute_float(power, mantissa, FFC_VALUE_KIND_DOUBLE);
-        if (am.power2 >= 0) {
-            uint64_t word = am.mantissa | (uint64_t)am.power2 << DOUBLE_MANTISSA_BITS
-                | (uint64_t)negative << 63;
-            memcpy(real, &word, sizeof word);
-            return 1;
-        }
-    }
     /* float()'s own routine on a copy that ends where the number does, with the GIL
        (this runs without it; the thread state stays the caller's, so an error set here
        is there when the caller takes the GIL back) */

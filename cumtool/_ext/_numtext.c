@@ -310,12 +310,52 @@ static int int_text(int64_t value, char *out)
     return (int)(p - out);
 }
 
-#if !defined(NUMTEXT_CORE_ONLY) || defined(NUMTEXT_READER)
+#if !defined(NUMTEXT_CORE_ONLY) || defined(NUMTEXT_READER) || defined(NUMTEXT_DECIMAL)
 
-/* reading ----------------------------------------------------------------------------- */
+/* a decimal's double: the reader's, and _jsonl.c's (with NUMTEXT_DECIMAL) -------------- */
 
 #define FFC_IMPL
 #include "ffc/ffc.h"
+
+static const double POWERS_OF_TEN[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* (-1)**negative * mantissa * 10**power, correctly rounded, where one step decides it:
+   1 with *out set; 0 where the caller's slow routine must (`exact` 0: the mantissa lost
+   digits, or the exponent did; or Eisel-Lemire could not round). */
+static inline int decimal_to_double(uint64_t mantissa, int64_t power, int negative,
+                                    int exact, double *out)
+{
+    if (!exact)
+        return 0;
+    if (mantissa <= (1ull << 53) && power >= -22 && power <= 22) {
+        /* both operands exact: one correctly rounded operation */
+        double value = (double)mantissa;
+        value = power < 0 ? value / POWERS_OF_TEN[-power] : value * POWERS_OF_TEN[power];
+        *out = negative ? -value : value;
+        return 1;
+    }
+    if (mantissa == 0) {
+        *out = negative ? -0.0 : 0.0;
+        return 1;
+    }
+    /* mantissa * 10**power exactly, 19 digits at most: Eisel-Lemire */
+    ffc_adjusted_mantissa am = ffc_compute_float(power, mantissa, FFC_VALUE_KIND_DOUBLE);
+    if (am.power2 < 0)
+        return 0;
+    uint64_t word = am.mantissa | (uint64_t)am.power2 << DOUBLE_MANTISSA_BITS
+        | (uint64_t)negative << 63;
+    memcpy(out, &word, sizeof word);
+    return 1;
+}
+
+#endif
+
+#if !defined(NUMTEXT_CORE_ONLY) || defined(NUMTEXT_READER)
+
+/* reading ----------------------------------------------------------------------------- */
 
 #if defined(_WIN32)
 typedef _locale_t numtext_locale;
@@ -323,11 +363,6 @@ typedef _locale_t numtext_locale;
 typedef locale_t numtext_locale;
 #endif
 static numtext_locale c_locale;  /* made once, at module import */
-
-static const double POWERS_OF_TEN[23] = {
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-};
 
 static inline int is_digit(char c)
 {
@@ -459,24 +494,8 @@ static int numtext_parse_double(const char *s, size_t size, double *out)
     }
     if (exponent_huge)  /* 1e999999999 is inf, but 0.(10^9 zeros)1e1000000000 is 1.0 */
         return slow_double(s, size, out);
-    const int64_t power = shift + exponent;
-    if (!inexact && mantissa <= (1ull << 53) && power >= -22 && power <= 22) {
-        /* both operands exact: one correctly rounded operation */
-        double value = (double)mantissa;
-        value = power < 0 ? value / POWERS_OF_TEN[-power] : value * POWERS_OF_TEN[power];
-        *out = negative ? -value : value;
+    if (decimal_to_double(mantissa, shift + exponent, negative, !inexact, out))
         return 1;
-    }
-    if (!inexact) {
-        /* mantissa * 10**power exactly, 19 digits at most: Eisel-Lemire */
-        ffc_adjusted_mantissa am = ffc_compute_float(power, mantissa, FFC_VALUE_KIND_DOUBLE);
-        if (am.power2 >= 0) {
-            uint64_t word = am.mantissa | (uint64_t)am.power2 << DOUBLE_MANTISSA_BITS
-                | (uint64_t)negative << 63;
-            memcpy(out, &word, sizeof word);
-            return 1;
-        }
-    }
     return slow_double(s, size, out);
 }
 
