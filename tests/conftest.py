@@ -37,6 +37,15 @@ def scheduler() -> Iterator[str]:
 
 
 @pytest.fixture
+def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--engine dask: every row group, and every 64 bytes of a CSV, its own partition
+    (for the Dask tests, which import `distributed` with importorskip first)."""
+    from cumtool import distributed
+
+    monkeypatch.setattr(distributed, "PARTITION_BYTES", 64)
+
+
+@pytest.fixture
 def invoke(runner: CliRunner) -> Callable[..., Result]:
     """Run `cumtool ARGS...`; `input` (bytes or str) becomes standard input.
 

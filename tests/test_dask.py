@@ -37,12 +37,6 @@ pytestmark = pytest.mark.timeout(300)
 OPS = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
 
 
-@pytest.fixture
-def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every row group, and every 64 bytes of a CSV, its own partition."""
-    monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
-
-
 def _floats(rows: int, seed: int) -> np.ndarray:
     values = np.random.default_rng(seed).normal(0, 1e3, rows)
     values[5] = np.nan

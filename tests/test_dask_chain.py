@@ -20,14 +20,9 @@ distributed = pytest.importorskip(
 from cumtool import distributed as engine  # noqa: E402
 from cumtool.errors import DataError  # noqa: E402
 
-pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(autouse=True)
-def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every row group its own partition (and every 64 bytes of a CSV, unless a test
-    says otherwise)."""
-    monkeypatch.setattr(engine, "PARTITION_BYTES", 64)
+# Every row group its own partition (and every 64 bytes of a CSV, unless a test says
+# otherwise): conftest's tiny_partitions.
+pytestmark = [pytest.mark.timeout(300), pytest.mark.usefixtures("tiny_partitions")]
 
 
 @pytest.fixture
