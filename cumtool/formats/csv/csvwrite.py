@@ -136,16 +136,10 @@ class CsvSink:
                         decimal_comma=self._options.decimal_comma)
         self._stream.write(self._encode(rendered.getbuffer()))
 
-    def _number_lines(self, batch: pa.RecordBatch) -> bytes | None:
-        """The lines of a batch of int and float64 columns, as polars writes them, by
-        _csvtext.assemble; None for any other batch (or --decimal-comma)."""
-        plan = self._number_plan(batch)
-        return None if plan is None else self._assemble(batch.num_rows, plan, self._single)
-
     def _number_plan(self, batch: pa.RecordBatch) -> list[Any] | None:
-        """A batch of int and float64 columns as _csvtext.assemble takes it (numpy work,
-        with the GIL: done before the text is made on another thread); None for any other
-        batch (or --decimal-comma)."""
+        """A batch of int and float64 columns as _csvtext.assemble takes it, to write its
+        lines as polars writes them (numpy work, with the GIL: done before the text is made
+        on another thread); None for any other batch (or --decimal-comma)."""
         if TEXT is None or not BY_C or self._options.decimal_comma:
             return None
         null = self._null.encode()
