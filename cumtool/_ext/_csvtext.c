@@ -675,7 +675,7 @@ done:
 }
 
 
-/* the streaming pipeline (cumtool/fastcsv.py) ----------------------------------------- */
+/* the streaming pipeline (cumtool/formats/csv/fast.py) ---------------------------- */
 
 /* Bytes the small path hands over on wherever they are (small._records): a NUL, the
    characters U+001C-U+001F (str.strip strips them, polars does not), a CR not followed by
@@ -910,7 +910,7 @@ static int cut_rows(const unsigned char *t, Py_ssize_t n, Py_ssize_t begin, int 
 
 PyDoc_STRVAR(cut_doc,
 "cut(data, begin, delimiter, width, final, starts, ends, flags) -> (rows, end, status)\n\n"
-"fastcsv.cut_py in C: the records of data[begin:] cut into cells as small._records cuts\n"
+"fast.cut_py in C: the records of data[begin:] cut into cells as small._records cuts\n"
 "them (blank lines skipped), each cell's bounds written column by column: cell j of\n"
 "row r at [j * capacity + r] of `starts` and `ends` (int64) and `flags` (uint8: 0\n"
 "unquoted, 1 quoted, 2 quoted with doubled quotes inside; the bounds are inside the\n"
@@ -1024,7 +1024,7 @@ static int needs_quotes(const unsigned char *s, Py_ssize_t size, unsigned char f
 PyDoc_STRVAR(assemble_doc,
 "assemble(data, starts, ends, flags, capacity, rows, columns, delimiter, by_sink,\n"
 "         single) -> bytes\n\n"
-"fastcsv.assemble_py in C: `rows` lines of output, each the `columns` (an int: that\n"
+"fast.assemble_py in C: `rows` lines of output, each the `columns` (an int: that\n"
 "input column's cells, as cut() wrote their bounds with `capacity`; a triple (values,\n"
 "missing, null): a result's float64 or int64 values written as format_floats and\n"
 "format_ints write them, `null` where `missing`, a bool array or None) joined by\n"
@@ -1215,7 +1215,7 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(end);
 }
 
-/* the compiled pipeline (cumtool/fastcsv.py's _Job, in one call) ----------------------- */
+/* the compiled pipeline (formats/csv/fast.py's _Job, in one call) --------------- */
 
 /* A run's rows in C from the bytes read to the bytes written, with no GIL held but to
    read the input and to hand out each chunk's output (docs/architecture.md, "Every
@@ -1261,7 +1261,7 @@ typedef struct {
 } ScanPlan;
 
 /* --by: the groups, numbered in the order they first come, by their key cells' bytes
-   (fastcsv: grouped.CellKeys' identity, an empty cell being the empty key). Open
+   (fast.py: grouped.CellKeys' identity, an empty cell being the empty key). Open
    addressing on a 64-bit hash that the pool computes. The serial step alone writes: it
    writes a group's key before it stores its slot's hash (release), and fills a grown
    table before it publishes it. The pool reads the table (acquire) for the rows whose
@@ -2765,7 +2765,7 @@ static PyMethodDef pipeline_methods[] = {
 PyDoc_STRVAR(pipeline_doc,
 "Pipeline(head, read, ready, delimiter, width, out_delimiter, parse, scans, columns,\n"
 "         markers, null, by_sink, single, threads, chunk_bytes, max_record)\n\n"
-"fastcsv._Job's rows in one compiled loop, an iterator of the output's chunks in order.\n"
+"formats/csv/fast._Job's rows in one compiled loop, an iterator of the output's chunks in order.\n"
 "The input is `head` then read(n) (bytes, b\"\" at the end; ready() says whether more is\n"
 "at hand after a short read). `parse`: [(column, ints)], the scanned columns; `scans`:\n"
 "[(parsed index, op 0 sum 1 prod 2 max 3 min 4 log-sum-exp, start value)]; `columns`: [(input\n"

@@ -1187,7 +1187,7 @@ PyDoc_STRVAR(key_table_encode_doc,
 "was; one during it (no memory) leaves it unusable.\n\n"
 "With ends (1-D int64, one entry per row; width 0 only), row i's key is\n"
 "data[offsets[i]:ends[i]] and offsets has one entry per row: cells cut from a text\n"
-"(fastcsv's bounds), which need not follow one another.");
+"(formats/csv/fast's bounds), which need not follow one another.");
 
 static PyObject *key_table_encode(KeyTable *self, PyObject *args)
 {

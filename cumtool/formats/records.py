@@ -48,7 +48,7 @@ FLUSH_SECONDS = 0.1
 
 
 def cut_cell_text(data: bytes | memoryview, start: int, end: int, flag: int) -> str:
-    """The text of a cell cut at data[start:end] with `flag` (fastcsv.cut's: 0 bare, 1
+    """The text of a cell cut at data[start:end] with `flag` (fast.cut's: 0 bare, 1
     quoted, 2 quoted with its quotes doubled, which are one), as the CSV reader reads it
     (an empty one: ""; whether that is a missing cell is the caller's: bare and empty)."""
     text = bytes(data[start:end]).decode("utf-8")

@@ -1,7 +1,7 @@
 """Small delimited files without polars and pyarrow: a run that reads a CSV or TSV of at
 most SMALL_BYTES takes this path, and starts in the time numpy takes to import. It is
-read whole here (read_small) and rendered by fastcsv's pipeline on one worker
-(fastcsv.try_small), or by render() below where the pipeline hands over (float32, float16
+read whole here (read_small) and rendered by fast.py's pipeline on one worker
+(fast.try_small), or by render() below where the pipeline hands over (float32, float16
 and small-integer dtypes, heads wider than it judges): render() is also the reference
 that tests hold the pipeline to.
 
@@ -163,7 +163,7 @@ def render(request: Request, data: bytes) -> bytes:
     """The output of `request` on the input `data` (all of it), as the streaming path
     writes it; raises Handover (or a CumtoolError) where that path must run instead."""
     if request.period is not None or request.share:
-        raise Handover  # fastcsv's _Job (render_whole) or the streaming path
+        raise Handover  # fast.py's _Job (render_whole) or the streaming path
     kind = input_kind(request, data)
     out = output_kind(request, kind)
     read = request.csv_read(kind.format)
@@ -329,7 +329,7 @@ def judge(rows: list[list[str | None]], column: int, markers: set[str],
 
 def judge_cut(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
               markers: set[str], float_columns: bool) -> _Hint:
-    """judge() of a column cut into cell bounds (fastcsv.cut: one entry a row, at most
+    """judge() of a column cut into cell bounds (fast.cut: one entry a row, at most
     INFER_ROWS), without a Python string a cell where _csvtext is built."""
     if not flags.shape[0]:
         return _Hint(_INT64, True)

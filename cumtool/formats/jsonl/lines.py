@@ -1,6 +1,6 @@
 """JSON Lines text from columns of numbers, flags and text, as Python's json module writes
 them: the loop of the JSON Lines writer (jsonl.JsonlSink) and of the compiled CSV
-pipeline's JSON Lines output (fastcsv). No pyarrow and no polars here: the pipeline loads
+pipeline's JSON Lines output (formats/csv/fast). No pyarrow and no polars here: the pipeline loads
 neither.
 
 It runs in C (`_ext/_jsonl.c`'s write_lines, without the GIL) where that was built, and
