@@ -166,8 +166,9 @@ _PLAIN = b"a,b,t\n1,2.5,x\n3,4,y\n5,,z\n"
     ["cumsum", "--batch-rows", "2"], ["cumsum", "--axis", "columns"],
     ["cumsum", "--filename-column", "f"], ["cumsum", "--to", "parquet", "-o", "-"],
     ["cumsum", "--to", "jsonl", "--out-delimiter", ";"], ["cumsum", "--dtype", "float32"],
-    ["cumsum", "--dtype", "int16"], ["cumsum", "--dtype", "complex64"],
-    ["cumsum", "--na", "1"], ["cumsum", "--from", "tsv"],
+    ["cumsum", "--dtype", "float16"], ["cumsum", "--dtype", "uint64"],
+    ["cumsum", "--dtype", "int16", "--to", "jsonl"], ["cumsum", "--dtype", "complex64"],
+    ["cumsum", "--from", "tsv"],
     ["cumsum", "-d", "\u00a7"], ["cumsum", "--out-delimiter", "\u00a7"],
 ], ids=lambda args: " ".join(args[1:]))
 def test_options_the_fast_path_does_not_cover_hand_over(tmp_path, args):
@@ -185,12 +186,31 @@ def test_options_the_fast_path_does_not_cover_hand_over(tmp_path, args):
     ["cumsum", "--to", "tsv"], ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"],
     ["ewma", "--alpha", "0.5"], ["diff"], ["cumsum", "--compensated"], ["cumsum", "--by", "t"],
     ["cummean,cumprod", "--by", "t,a", "--keep"], ["cumsum", "--to", "jsonl"],
-    ["cumsum", "--to", "jsonl", "--keep", "--by", "t"],
+    ["cumsum", "--to", "jsonl", "--keep", "--by", "t"], ["cumsum", "--dtype", "int16"],
+    ["cumsum", "--dtype", "uint8", "--keep"], ["cumsum", "--na", "1"],
 ], ids=lambda args: " ".join(args))
 def test_options_the_fast_path_covers_are_taken(tmp_path, args):
     fast, streamed, finished = run_both(tmp_path, _PLAIN, args, chunk_rows=2)
     assert finished
     assert fast == streamed
+
+
+# Markers that read as numbers: a cell is missing where its text is the marker, spaces
+# around it aside; a cell of the same number written otherwise is that number.
+_MARKED = (b'a,b,c\n-999,1.5,nan\n-999.0,-999,NaN\n" -999 ",2,1\n7,-999.5,nan\n'
+           b'1,-999.50,inf\n')
+
+
+@pytest.mark.parametrize("args", [["cumsum", "--na", "-999"], ["cumsum", "--na", "-999.5,nan"],
+                                  ["cummax", "--na", "NA,-999", "--skipna"],
+                                  ["cumsum", "--na", "nan", "--to", "jsonl"]],
+                         ids=lambda args: " ".join(args))
+@pytest.mark.parametrize("cores", [1, 3])
+def test_markers_that_are_numbers_are_missing_cells(tmp_path, args, cores):
+    fast, streamed, finished = run_both(tmp_path, _MARKED, args, chunk_rows=2, cores=cores)
+    assert finished
+    assert fast == streamed
+    assert fast[0] == 0
 
 
 # JSON Lines out: the results alone, as JsonlSink writes them ---------------------------
@@ -469,9 +489,18 @@ def test_the_c_loops_refuse_what_they_cannot_read():
         text.assemble(b"a,b\n", *arrays, 4, 1, [5], ",", False, False)
     with pytest.raises(TypeError):
         text.assemble(b"a,b\n", *arrays, 4, 1, ["x"], ",", False, False)
-    with pytest.raises(TypeError, match="an int or"):  # results come as numbers only
-        text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12", np.array([0, 5], np.int64))], ",",
-                      False, False)
+    with pytest.raises(TypeError, match="an int, "):  # a result: numbers, or text
+        text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12",)], ",", False, False)
+    # a result's text: row r's cell text[offsets[r]:offsets[r + 1]], checked
+    assert text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12", np.array([0, 2], np.int64)), 1],
+                         ",", False, False) == b"12,b\n"
+    for offsets, error in [(np.array([0, 5], np.int64), "outside the data"),  # past the text
+                           (np.array([2, 1], np.int64), "outside the data"),  # backwards
+                           (np.array([-1, 1], np.int64), "outside the data"),
+                           (np.array([0, 1, 2], np.int64), "offsets"),  # not rows + 1
+                           (np.array([0, 1], np.int32), "offsets")]:
+        with pytest.raises(ValueError, match=error):
+            text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12", offsets)], ",", False, False)
     for numbers in [(np.zeros(2, np.float64), None, b""),  # not one a row
                     (np.zeros(1, np.float32), None, b""),  # neither float64 nor int64
                     (np.zeros(1, np.float64), np.zeros(2, bool), b""),

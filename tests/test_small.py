@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cumtool.cli import main
+from cumtool.errors import CumtoolError
 from cumtool.formats import DEFAULT_NA
 from cumtool.formats.csv import fast as fastcsv
 from cumtool.formats.csv import small
@@ -32,14 +33,16 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
     """Run cumtool on `data` (a file, or standard input) on the small path where it
     applies, then forced onto the streaming path: each run's exit status, stdout bytes,
     stderr and output file, and whether the small path wrote the first. The small path
-    runs twice, through the pipeline (fastcsv.render_whole, falling back on small.render)
-    and through small.render alone (the reference): both must give the same."""
+    runs twice, through the pipeline (fastcsv.render_whole) and through small.render, the
+    reference, in its place: both must give the same."""
     runs = []
     taken = []
-    render = small.render
 
-    def spy(*a: Any) -> bytes:
-        rendered = render(*a)
+    def reference(*a: Any) -> bytes | None:
+        try:
+            rendered = small.render(*a)
+        except (small.Handover, CumtoolError):
+            return None
         taken.append(True)
         return rendered
 
@@ -54,23 +57,24 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
         out = where / output if output else None
         if out is not None:
             argv += ["-o", str(out)]
-        saved = small.SMALL_BYTES, small.render, fastcsv.WHOLE, fastcsv.try_fast
-        small.SMALL_BYTES, small.render = limit, spy  # type: ignore[assignment]
-        fastcsv.WHOLE = whole
+        saved = small.SMALL_BYTES, fastcsv.render_whole, fastcsv.try_fast
+        small.SMALL_BYTES = limit
+        if not whole:
+            fastcsv.render_whole = reference  # type: ignore[assignment]
         if limit == FORCE_STREAMING:  # the general path itself, not the pipeline
             fastcsv.try_fast = lambda request, stdin: (False, stdin)  # type: ignore[assignment]
         try:
             result = CliRunner().invoke(main, argv, input=data if stdin else None,
                                         catch_exceptions=False)
         finally:
-            (small.SMALL_BYTES, small.render, fastcsv.WHOLE,  # type: ignore[assignment]
+            (small.SMALL_BYTES, fastcsv.render_whole,  # type: ignore[assignment]
              fastcsv.try_fast) = saved
         written = out.read_bytes() if out is not None and out.exists() else None
         stderr = result.stderr.replace(str(where), "<dir>")
         runs.append((result.exit_code, result.stdout_bytes, stderr, written))
         if directory == "small":
             reference_taken = bool(taken)
-    assert runs[1] == runs[0]  # the pipeline on a small input, as small.render
+    assert runs[1] == runs[0]  # the pipeline on a small input, as the reference
     return runs[0], runs[2], reference_taken
 
 
@@ -154,6 +158,50 @@ def test_small_path_takes_and_agrees(tmp_path, data, args, stdin):
     assert taken
     assert fast == streamed
     assert fast[0] == 0, fast[2]
+
+
+_WIDE = (",".join(f"c{j}" for j in range(300)) + "\n"
+         + "\n".join(",".join(str(r * j % 7) for j in range(300)) for r in range(3)) + "\n"
+         ).encode()
+
+
+@pytest.mark.parametrize(("data", "args"), [
+    pytest.param(b"a,b\n1,2.5\n3,NA\n5,6.25\n", ["cumsum", "-t", "float32"], id="float32"),
+    pytest.param(b"a,b\n1,2.5\n3,NA\n5,6.25\n", ["cumsum", "-t", "float16", "--na-rep", "NA"],
+                 id="float16-na-rep"),
+    pytest.param(b"b\n2.5\nNA\n6.25\n", ["cumsum", "-t", "float16"], id="float16-alone"),
+    pytest.param(b"a,b\n100,2.5\n20,-1\n-1,6.25\n", ["cumsum", "-t", "int8", "--keep"],
+                 id="int8"),
+    pytest.param(b"a,b\n1,2\n3,4\n", ["cumsum", "-t", "uint8", "--na-rep", "-"], id="uint8"),
+    pytest.param(_WIDE, ["cumsum"], id="300-columns"),
+    pytest.param(_WIDE, ["cummax", "--keep", "-c", "c1,c299"], id="300-columns-keep"),
+])
+def test_the_pipeline_takes_what_only_the_reference_took(tmp_path, monkeypatch, data, args):
+    """Narrow dtypes and heads of many columns, once written by small.render alone: the
+    pipeline on one worker writes them, the streaming path's bytes."""
+    rendered = []
+    pipeline = fastcsv.render_whole
+
+    def spy(*a: Any) -> bytes | None:
+        rendered.append(pipeline(*a))
+        return rendered[-1]
+
+    monkeypatch.setattr(fastcsv, "render_whole", spy)
+    fast, streamed, taken = run_both(tmp_path, data, args)
+    assert taken
+    assert rendered and rendered[0] is not None
+    assert fast == streamed
+    assert fast[0] == 0, fast[2]
+
+
+def test_a_missing_float16_is_written_as_na_rep(invoke, write_file):
+    """Every path writes float16 as text (polars has none), and a missing one as any
+    missing number: --na-rep, not an empty text."""
+    path = write_file("h.csv", b"a,b\n1,2.5\n3,NA\n5,6.25\n")
+    for extra in ([], ["--batch-rows", "2"]):
+        result = invoke("cumsum", "-t", "float16", "--na-rep", "NA", *extra, str(path))
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout_bytes == b"a,b\n1.0,2.5\n4.0,NA\n9.0,8.75\n"
 
 
 @pytest.mark.parametrize(("na", "expected"), [
@@ -502,8 +550,8 @@ def test_floats_are_written_as_in_python(bits, decimals, gaps, null):
                              np.array(decimals, np.float64)])
     missing = np.array([(gaps >> (k % 30)) & 1 == 1 for k in range(len(values))])
     for gone in (None, missing):
-        column = small._Column(values, gone)
-        assert small._numbers(column, null) == in_python(small._numbers, column, null)
+        assert small._numbers(values, gone, null) == in_python(small._numbers, values, gone,
+                                                                null)
 
 
 @needs_c
@@ -675,7 +723,7 @@ def test_float_text_is_polars_write_csv(dtype):
         ]).astype(dtype)
     rendered = io.BytesIO()
     pl.DataFrame({"x": values}).write_csv(rendered, include_header=False)
-    assert small._numbers(small._Column(values, None), "") == \
+    assert small._numbers(values, None, "") == \
         rendered.getvalue().decode().split("\n")[:-1]
 
 

@@ -954,11 +954,13 @@ done:
     return result;
 }
 
-/* One output column of assemble: an input column's cells, or a result's numbers. */
+/* One output column of assemble: an input column's cells, or a result's numbers, or a
+   result's text made beforehand. */
 typedef struct {
     Py_ssize_t column;   /* the input column, or -1: a result */
-    int kind;            /* a result's values: 'd' float64 or 'q' int64 */
-    Py_buffer values, missing, null;  /* a result's (missing.obj NULL: none missing) */
+    int kind;            /* a result's values: 'd' float64, 'q' int64, 't' text */
+    Py_buffer values, missing, null;  /* a result's (missing.obj NULL: none missing);
+                                         text: values the offsets, null the text */
 } OutColumn;
 
 /* A result column taken for assemble: (values, missing, null), values a 1-D C-contiguous
@@ -996,6 +998,29 @@ failed:
     return -1;
 }
 
+/* A result's text taken for assemble: (text, offsets), row r's cell text[offsets[r]:
+   offsets[r + 1]], offsets rows + 1 int64s (C-contiguous); checked where they are read. */
+static int take_text(OutColumn *column, PyObject *item, Py_ssize_t rows)
+{
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &column->null, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &column->values,
+                           PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+        const char *format = column->values.format ? column->values.format : "B";
+        if (column->values.itemsize == 8 && column->values.ndim == 1
+            && (strcmp(format, "q") == 0 || strcmp(format, "l") == 0)
+            && column->values.shape[0] == rows + 1) {
+            column->kind = 't';
+            return 0;
+        }
+        PyBuffer_Release(&column->values);
+        PyErr_SetString(PyExc_ValueError, "assemble: a result's text needs rows + 1 int64 "
+                        "offsets (C-contiguous)");
+    }
+    PyBuffer_Release(&column->null);
+    return -1;
+}
+
 static void let_column_go(OutColumn *column)
 {
     if (column->column >= 0 || column->values.obj == NULL)
@@ -1027,7 +1052,9 @@ PyDoc_STRVAR(assemble_doc,
 "fast.assemble_py in C: `rows` lines of output, each the `columns` (an int: that\n"
 "input column's cells, as cut() wrote their bounds with `capacity`; a triple (values,\n"
 "missing, null): a result's float64 or int64 values written as format_floats and\n"
-"format_ints write them, `null` where `missing`, a bool array or None) joined by\n"
+"format_ints write them, `null` where `missing`, a bool array or None; a pair (text,\n"
+"offsets): a result's cells written beforehand, row r's text[offsets[r]:offsets[r + 1]])\n"
+"joined by\n"
 "`delimiter`, input cells quoted as small._write quotes text (`by_sink`: CsvSink quotes\n"
 "it itself; `single`: a row's only cell). The GIL is released.");
 
@@ -1071,12 +1098,14 @@ static PyObject *assemble(PyObject *self, PyObject *args)
             plan[k].column = column;
             continue;
         }
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
-            PyErr_SetString(PyExc_TypeError, "assemble: a column is an int or (values, "
-                            "missing, null)");
+        if (!PyTuple_Check(item) || (PyTuple_GET_SIZE(item) != 3
+                                     && PyTuple_GET_SIZE(item) != 2)) {
+            PyErr_SetString(PyExc_TypeError, "assemble: a column is an int, (values, "
+                            "missing, null) or (text, offsets)");
             goto done;
         }
-        if (take_numbers(&plan[k], item, rows) < 0)
+        if ((PyTuple_GET_SIZE(item) == 3 ? take_numbers(&plan[k], item, rows)
+             : take_text(&plan[k], item, rows)) < 0)
             goto done;
         filled = k + 1;
     }
@@ -1095,7 +1124,14 @@ static PyObject *assemble(PyObject *self, PyObject *args)
             outside = 1;
     /* the size: every cell at most its bytes and two quotes, a delimiter or line end */
     for (Py_ssize_t k = 0; k < count && !outside && !too_big; k++) {
-        if (plan[k].column < 0) {
+        if (plan[k].kind == 't') {
+            const int64_t *at = plan[k].values.buf;
+            for (Py_ssize_t r = 0; r < rows && !outside; r++)
+                if (at[r] < 0 || at[r] > at[r + 1] || at[r + 1] > plan[k].null.len)
+                    outside = 1;
+                else
+                    size += (Py_ssize_t)(at[r + 1] - at[r]) + 1;
+        } else if (plan[k].column < 0) {
             const Py_ssize_t longest = plan[k].kind == 'q' ? 20 : NUMTEXT_FORMAT_MAX;
             const Py_ssize_t widest = plan[k].null.len > longest ? plan[k].null.len : longest;
             if (widest + 1 > (PY_SSIZE_T_MAX - size) / (rows > 0 ? rows : 1))
@@ -1131,7 +1167,11 @@ static PyObject *assemble(PyObject *self, PyObject *args)
                 *p++ = d;
             if (plan[k].column < 0) {
                 const OutColumn *column = &plan[k];
-                if (column->missing.obj != NULL && ((const char *)column->missing.buf)[r]) {
+                if (column->kind == 't') {
+                    const int64_t *at = column->values.buf;
+                    memcpy(p, (const char *)column->null.buf + at[r], (size_t)(at[r + 1] - at[r]));
+                    p += at[r + 1] - at[r];
+                } else if (column->missing.obj != NULL && ((const char *)column->missing.buf)[r]) {
                     memcpy(p, column->null.buf, (size_t)column->null.len);
                     p += column->null.len;
                 } else if (column->kind == 'd') {

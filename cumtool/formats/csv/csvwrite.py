@@ -122,8 +122,12 @@ class CsvSink:
         if self._options.na_rep or self._single:
             # A missing cell written as text of its own, or a lone one: empty text must
             # not read as that text, nor as a blank line; so text is quoted here.
-            text = [n for n, dtype in frame.schema.items()
-                    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)]
+            # float16 comes as text (polars_compatible) but is a number: a missing one
+            # is --na-rep, as in any other scanned column.
+            halves = {f"c{i}" for i, field in enumerate(batch.schema)
+                      if pa.types.is_float16(field.type)}
+            text = [n for n, dtype in frame.schema.items() if n not in halves and (
+                dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum))]
             if text:
                 frame = self._quote_columns(frame, text)
             quoting: Literal["never", "necessary"] = "never"

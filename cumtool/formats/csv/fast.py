@@ -82,7 +82,6 @@ _FLOAT64 = np.dtype(np.float64)
 CUT_DONE, CUT_FULL, CUT_UNSURE = range(3)  # cut's status
 
 
-WHOLE = True  # a small input through this path (tests turn it off to test small.render)
 COMPILED = True  # the compiled pipeline where it fits (tests turn it off: its Python twin)
 PIPELINE_CHUNK_BYTES = 1 << 20  # the compiled pipeline's chunks: whole records, about this
 _PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3,  # _csvtext's codes
@@ -106,8 +105,7 @@ def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
     """Run `request` on an input of at most small.SMALL_BYTES, read whole: (True, None)
     when done; else (False, standard input to read instead of sys.stdin, when this read
     some of it). It goes through this path on one worker (no thread pool: start-up is
-    most of a small run's time), and where this path hands over, through small.render
-    (the dtypes and widths this path does not write); then the streaming path's."""
+    most of a small run's time); where it hands over, the streaming path takes it."""
     if not small.options_fit(request):
         return False, None
     try:
@@ -116,11 +114,8 @@ def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
         return False, None
     if data is None:
         return False, stdin
-    try:
-        rendered = render_whole(request, data) if WHOLE else None
-        if rendered is None:
-            rendered = small.render(request, data)
-    except (Handover, CumtoolError):
+    rendered = render_whole(request, data)
+    if rendered is None:
         return False, stdin
     with open_output(request.output) as stream:
         stream.write(rendered)
@@ -131,7 +126,7 @@ def render_whole(request: Request, data: bytes) -> bytes | None:
     """The output of `request` on `data` (all of the input) on one worker; None where
     this path hands over."""
     try:
-        job = _Job(request, io.BytesIO(data), workers=1)
+        job = _Job(request, io.BytesIO(data), workers=1, whole=True)
         if request.share:  # a first pass for the final values
             job.finals = _finals(request, io.BytesIO(data), workers=1)
         return b"".join(job.pieces())
@@ -156,7 +151,7 @@ def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes]
         info = os.stat(request.input)
     except (OSError, ValueError):
         return False, stdin
-    if not stat.S_ISREG(info.st_mode) or (WHOLE and info.st_size <= small.SMALL_BYTES):
+    if not stat.S_ISREG(info.st_mode) or info.st_size <= small.SMALL_BYTES:
         return False, stdin  # not a file; or small, and try_small handed it over already
     finals = None
     if request.share:  # a first pass over the file for the final values
@@ -360,8 +355,11 @@ class _Job:
     piece."""
 
     def __init__(self, request: Request, stream: IO[bytes] | _Tee,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, whole: bool = False) -> None:
         self.stream = stream
+        # A small input read whole: its results of any dtype are written here, the rarer
+        # ones (float32, float16, bool, uint64 past int64) a cell at a time in Python.
+        self.whole = whole
         if workers is None:
             workers = min(native.CORES, MAX_WORKERS)
             if workers > 1:  # one more than the cores: the main thread mostly waits
@@ -402,8 +400,6 @@ class _Job:
         # The head: the header and INFER_ROWS rows, judged as small.py judges them. Cut
         # on from where the last cut stopped, in blocks that bound the arrays' size.
         head_rows = wanted = small.INFER_ROWS + (1 if read.header else 0)
-        if wanted * self.width > HEAD_CELLS:
-            raise Handover  # judged as Python strings: wide heads cost too much memory
         end = 0
         while wanted:
             starts, ends, flags = self._arrays(min(wanted, self._block_rows()))
@@ -419,6 +415,8 @@ class _Job:
                     raise Handover  # long records: the streaming path's
                 data += self._read()
         judged = head_rows - wanted
+        if judged * self.width > HEAD_CELLS:
+            raise Handover  # a wide head: its cells' bounds (and notes' text) cost memory
         # Rows' least length, guessed from the head's (half their average, and a row holds
         # at least its delimiters and a LF): sizes cell arrays without counting LFs.
         self.row_bytes = max(self.width, end // max(1, judged) // 2)
@@ -584,16 +582,23 @@ class _Job:
 
         self.scans: dict[tuple[int, str], tuple[Any, Any]] = {}
         self.parse: dict[int, np.dtype] = {}
+        # Markers that read as numbers (--na -999): by dtype, their values; a cell that
+        # parses to one is missing where its text is the marker.
+        self.numeric_markers: dict[np.dtype, np.ndarray] = {}
         for i in selected:
             source = hints[i].dtype
             assert source is not None
-            if any(small.number(marker.strip(), source) is not None for marker in self.markers):
-                raise Handover  # a marker that is a number: every cell is checked (--na 0)
+            numeric = [value for value in (small.number(marker.strip(), source)
+                                           for marker in self.markers) if value is not None]
+            if numeric:
+                self.numeric_markers[source] = np.array(numeric, source)
             self.parse[i] = source
             for op in ops:
                 spec = kernels.make_spec(op, source, dtype, what=f"column {label(i)}", **scan)
-                if spec.out_dtype not in (_INT64, _FLOAT64):
-                    raise Handover  # float32, float16, small ints: written otherwise
+                out = spec.out_dtype
+                if out not in (_INT64, _FLOAT64) and (self.json or not (
+                        self.whole or out.kind == "i" or (out.kind == "u" and out.itemsize < 8))):
+                    raise Handover  # not written as int64: a cell at a time, small inputs only
                 self.scans[i, op] = (spec, grouped.GroupCarry(spec)
                                      if self.keys or self.time_at is not None
                                      else kernels.initial_carry(spec))
@@ -709,7 +714,7 @@ class _Job:
         the steps itself (its Python twin: the same bytes, tests/test_pipeline.py)."""
         pipeline = getattr(TEXT, "Pipeline", None)
         if (pipeline is None or not COMPILED or self.json or self.time_at is not None
-                or self.share):
+                or self.share or self.numeric_markers):
             return None
         parsed = list(self.parse)
         scans: list[tuple[int, int, Any]] = []
@@ -914,6 +919,11 @@ class _Job:
         for _name, column in self.columns:
             if isinstance(column, tuple):
                 values, missing = results[column]
+                if values.dtype not in (_INT64, _FLOAT64):
+                    values, text = self._narrow(values, missing)
+                    if text is not None:
+                        plan.append(text)
+                        continue
                 plan.append((np.ascontiguousarray(values), missing if missing is None
                              else np.ascontiguousarray(missing), self.null))
             else:
@@ -921,6 +931,25 @@ class _Job:
         return assemble(piece.data, piece.starts, piece.ends, piece.flags,
                         piece.starts.shape[1], piece.rows, plan, self.out_delimiter,
                         self.by_sink, self.single)
+
+    def _narrow(self, values: np.ndarray, missing: np.ndarray | None
+                ) -> tuple[np.ndarray, tuple[bytes, np.ndarray] | None]:
+        """A result of another dtype than int64 and float64: integers as int64 (the same
+        text), where they fit; else its cells' text and offsets, as CsvSink writes them."""
+        if values.dtype.kind in "iu" and (values.dtype.kind == "i" or not values.size
+                                          or int(values.max()) <= np.iinfo(np.int64).max):
+            return values.astype(np.int64), None
+        null = self.null.decode()
+
+        def text_cell(text: str) -> str:  # a float16 cell, written as text
+            if self.by_sink:
+                return self._quote(text)
+            return dialect.quote(text, self.out_delimiter, True)
+
+        cells = [cell.encode() for cell in small.result_texts(values, missing, null, text_cell)]
+        offsets = np.zeros(len(cells) + 1, np.int64)
+        np.cumsum([len(cell) for cell in cells], out=offsets[1:])
+        return values, (b"".join(cells), offsets)
 
     def _numbers(self, data: bytes, starts: np.ndarray, ends: np.ndarray,
                  flags: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray | None]:
@@ -931,6 +960,15 @@ class _Job:
             ok = status == numtext.INT
         else:
             values, ok = numtext.parse_floats(data, starts, ends)
+        marked = self.numeric_markers.get(values.dtype)
+        if marked is not None:  # cells that read as a marker's number and are its text
+            same = np.isin(values, marked) & ok
+            if values.dtype.kind == "f" and np.isnan(marked).any():
+                same |= np.isnan(values) & ok
+            for r in np.flatnonzero(same).tolist():
+                text = records.cut_cell_text(data, int(starts[r]), int(ends[r]),
+                                             int(flags[r])).strip()
+                ok[r] = text not in self.markers
         if ok.all():
             return values, None
         valid = ok
@@ -1088,6 +1126,11 @@ def assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.nda
     out = delimiter.encode()
     rendered: list[list[bytes]] = []
     for column in columns:
+        if not isinstance(column, int) and len(column) == 2:  # a result's text, made before
+            text, offsets = column
+            at = np.asarray(offsets, np.int64).tolist()
+            rendered.append([bytes(text[at[r]:at[r + 1]]) for r in range(rows)])
+            continue
         if not isinstance(column, int):
             values, missing, null = column  # a result's numbers
             write = numtext.format_ints if values.dtype == _INT64 else numtext.format_floats

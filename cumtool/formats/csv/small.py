@@ -1,9 +1,8 @@
 """Small delimited files without polars and pyarrow: a run that reads a CSV or TSV of at
 most SMALL_BYTES takes this path, and starts in the time numpy takes to import. It is
 read whole here (read_small) and rendered by fast.py's pipeline on one worker
-(fast.try_small), or by render() below where the pipeline hands over (float32, float16
-and small-integer dtypes, heads wider than it judges): render() is also the reference
-that tests hold the pipeline to.
+(fast.try_small). render() below is not run by cumtool: it is the reference, written
+cell by cell in Python, that the tests hold the pipeline and the streaming path to.
 
 It does what the streaming path (sources.py, formats/csv/csv.py, formats/csv/judge.py, tables.py)
 does with such a file, with the same kernels (kernels.py), and writes the same bytes:
@@ -518,15 +517,8 @@ def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]
     for _name, column in columns:
         if isinstance(column, int):
             rendered.append([text_cell(row[column]) for row in rows])
-        elif column.values.dtype == np.float16:
-            # polars has no float16: CsvSink writes numpy's text, as a text column.
-            texts = [np.format_float_positional(v, unique=True, trim="0")
-                     for v in column.values]
-            missing = column.missing
-            rendered.append([text_cell(None if missing is not None and missing[k] else t)
-                             for k, t in enumerate(texts)])
         else:
-            rendered.append(_numbers(column, null))
+            rendered.append(result_texts(column.values, column.missing, null, text_cell))
     lines = []
     if header:
         lines.append(delimiter.join(quote(name) for name, _ in columns))
@@ -534,8 +526,19 @@ def _write(columns: list[tuple[str, _Column | int]], rows: list[list[str | None]
     return "".join(line + "\n" for line in lines).encode()
 
 
-def _numbers(column: _Column, null: str) -> list[str]:
-    values = column.values
+def result_texts(values: np.ndarray, missing: np.ndarray | None, null: str,
+                 text_cell: Callable[[str], str]) -> list[str]:
+    """A result column's cells as CsvSink writes them, `null` where `missing`; float16's
+    as a text column's (`text_cell`: how a text cell is written)."""
+    if values.dtype == np.float16:
+        # polars has no float16: CsvSink writes numpy's text, as a text column.
+        texts = [np.format_float_positional(v, unique=True, trim="0") for v in values]
+        return [null if missing is not None and missing[k] else text_cell(t)
+                for k, t in enumerate(texts)]
+    return _numbers(values, missing, null)
+
+
+def _numbers(values: np.ndarray, missing: np.ndarray | None, null: str) -> list[str]:
     kind = values.dtype.kind
     if kind in "iu":
         texts = [str(v) for v in values.tolist()]
@@ -545,10 +548,10 @@ def _numbers(column: _Column, null: str) -> list[str]:
         texts = [layout_text(np.format_float_scientific(v, unique=True, trim="-"), v, 13, -6)
                  for v in values]
     elif TEXT is not None and values.dtype == np.float64:
-        return TEXT.float_texts(np.ascontiguousarray(values), column.missing, null)
+        return TEXT.float_texts(np.ascontiguousarray(values), missing, null)
     else:
         texts = [float_text(v) for v in values.tolist()]
-    if column.missing is not None:
-        texts = [null if gone else t for t, gone in zip(texts, column.missing.tolist(),
+    if missing is not None:
+        texts = [null if gone else t for t, gone in zip(texts, missing.tolist(),
                                                         strict=True)]
     return texts
