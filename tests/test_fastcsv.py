@@ -123,9 +123,9 @@ def test_fast_path_takes_the_plain_cases(tmp_path, data, args, cores, stdin):
 
 @pytest.mark.parametrize(("data", "args"), PIPELINE_TAKES)
 def test_small_inputs_go_through_the_pipeline(tmp_path, data, args):
-    """A small input is rendered whole by the pipeline (one worker), not by
-    small.render, wherever the pipeline takes its options: test_small.py compares the
-    bytes with small.render's and the streaming path's."""
+    """A small input is rendered whole by the pipeline (one worker): test_small.py
+    compares the bytes with the reference's (tests/small_reference.py) and the
+    streaming path's."""
     whole = fastcsv.render_whole
     rendered: list[bytes | None] = []
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import small_reference
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -33,14 +34,14 @@ def run_both(tmp_path: Path, data: bytes, args: list[str], stdin: bool = False,
     """Run cumtool on `data` (a file, or standard input) on the small path where it
     applies, then forced onto the streaming path: each run's exit status, stdout bytes,
     stderr and output file, and whether the small path wrote the first. The small path
-    runs twice, through the pipeline (fastcsv.render_whole) and through small.render, the
-    reference, in its place: both must give the same."""
+    runs twice, through the pipeline (fastcsv.render_whole) and through the reference
+    (small_reference.render) in its place: both must give the same."""
     runs = []
     taken = []
 
     def reference(*a: Any) -> bytes | None:
         try:
-            rendered = small.render(*a)
+            rendered = small_reference.render(*a)
         except (small.Handover, CumtoolError):
             return None
         taken.append(True)
@@ -177,7 +178,7 @@ _WIDE = (",".join(f"c{j}" for j in range(300)) + "\n"
     pytest.param(_WIDE, ["cummax", "--keep", "-c", "c1,c299"], id="300-columns-keep"),
 ])
 def test_the_pipeline_takes_what_only_the_reference_took(tmp_path, monkeypatch, data, args):
-    """Narrow dtypes and heads of many columns, once written by small.render alone: the
+    """Narrow dtypes and heads of many columns, once written by the reference alone: the
     pipeline on one worker writes them, the streaming path's bytes."""
     rendered = []
     pipeline = fastcsv.render_whole
@@ -493,7 +494,7 @@ def test_cut_columns_are_judged_as_their_text(cells, markers, floats):
     """judge_cut (cells by their bounds, _csvtext.judge_bounds or its Python twin)
     judges a column as judge() judges its text."""
     data, bounds = _bounds(cells)
-    expected = small.judge([[cell] for cell in cells], 0, markers, floats)
+    expected = small_reference.judge([[cell] for cell in cells], 0, markers, floats)
     found = small.judge_cut(data, *bounds, markers, floats)
     saved = small.TEXT
     small.TEXT = None
@@ -528,8 +529,8 @@ def test_columns_are_judged_as_in_python(cells, markers, limit):
 def test_cells_are_read_as_in_python(cells, markers, dtype):
     rows = [[cell] for cell in cells]
     hint = small._Hint(dtype, True)
-    mine = outcome(small._parse, rows, 0, hint, markers)
-    theirs = in_python(small._parse, rows, 0, hint, markers)
+    mine = outcome(small_reference._parse, rows, 0, hint, markers)
+    theirs = in_python(small_reference._parse, rows, 0, hint, markers)
     if mine is small.Handover or theirs is small.Handover:
         assert mine is theirs
         return

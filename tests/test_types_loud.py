@@ -11,6 +11,7 @@ import itertools
 import shlex
 
 import pytest
+import small_reference
 
 from cumtool.formats.csv import fast as fastcsv
 from cumtool.formats.csv import small
@@ -181,8 +182,8 @@ def test_a_column_empty_in_the_judged_rows_is_judged_from_its_first_values(invok
 
 def test_small_render_judges_an_empty_column_from_its_first_values(invoke, write_file,
                                                                    monkeypatch):
-    """small.render, the small path's reference (in the pipeline's place)."""
-    monkeypatch.setattr(fastcsv, "render_whole", small.render)
+    """small_reference.render, the small path's reference (in the pipeline's place)."""
+    monkeypatch.setattr(fastcsv, "render_whole", small_reference.render)
     data, expected = _late(30)
     result = invoke("cumsum", str(write_file("b.csv", data)))
     assert result.exit_code == 0, result.stderr

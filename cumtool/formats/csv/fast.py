@@ -572,7 +572,7 @@ class _Job:
 
     def _plan(self, request: Request, names: list[str], hints: list[Any],
               selected: list[int], dtype: np.dtype | None) -> None:
-        """The output's columns, as small.render lays them out, and the scans."""
+        """The output's columns, as the streaming path lays them out, and the scans."""
         ops = self.ops = request.ops
         scan = request.scan_options()
         repeated = {n for n in names if names.count(n) > 1}
