@@ -188,7 +188,8 @@ def track_finals(plan: Any, batches: Iterator[pa.RecordBatch], reverse: bool,
 def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: TableSink,
                  reverse: bool, stack: contextlib.ExitStack,
                  done: Callable[[], None] = lambda: None) -> None:
-    """The table flow that files and cumtool.scan share: batches -> plan -> sink, which
+    """The table flow that files, wide files (widerun: batches of records -> column
+    groups -> rendered bytes) and cumtool.scan share: batches -> plan -> sink, which
     is aborted on any failure. --reverse scans from the last row up: the input is spooled
     and replayed backwards, and the results go back into input order through a second
     spool. `done` follows each batch (the progress bar)."""
@@ -200,7 +201,9 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
         if reverse:
             plan.reverse_total, batches = reversed_batches(batches, stack)
         for batch in batches:
-            yield plan.apply(batch)
+            result = plan.apply(batch)
+            del batch  # not held while the next is read (wide batches are large)
+            yield result
 
     write_all(sink, results(), done)
 

@@ -61,7 +61,7 @@ def run_wide(request: Request, dtype: np.dtype | None, read: SourceBase, out: Fi
     from cumtool.formats.csv.csvwrite import CompressingSink
     from cumtool.output import open_output
     from cumtool.pipeline import Progress
-    from cumtool.runner import write_all
+    from cumtool.runner import scan_batches
 
     refuse_unsupported(request, source, out)
     if dtype is not None and dtype.kind == "c":
@@ -77,33 +77,34 @@ def run_wide(request: Request, dtype: np.dtype | None, read: SourceBase, out: Fi
     total = source.total_bytes or None
     progress = Progress(request.progress, total, "bytes", source.name)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        def rendered() -> Iterator[bytes]:
-            # The header goes out with the first batch, as on the narrow path.
-            header = groups.header() if write_options.header else b""
-            batches = stack.enter_context(contextlib.closing(
-                source.row_batches(request.batch_rows)))
-            for rows in batches:
-                yield header + groups.render(rows)
-                header = b""
-                del rows
-            yield header  # a file of no rows: its header alone
+        header = groups.header() if write_options.header else b""
+        sink = CompressingSink(_Bytes, stream, out.compression, header)
 
-        write_all(CompressingSink(_Bytes, stream, out.compression), rendered(),
-                  lambda: progress.update(source.bytes_read))
+        def batches() -> Iterator[list[list[str | None]]]:
+            return stack.enter_context(contextlib.closing(
+                source.row_batches(request.batch_rows)))
+
+        # The runner's loop, the groups as the plan: each batch of records in, its
+        # output records out (bytes, which _Bytes writes).
+        scan_batches(groups, batches, sink, False, stack,
+                     lambda: progress.update(source.bytes_read))
 
 
 class _Bytes:
-    """Rendered records straight to the (possibly compressing) output stream."""
+    """Rendered records straight to the (possibly compressing) output stream, the header
+    with the first batch, as on the narrow path (a file of no rows: the header alone)."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes], header: bytes) -> None:
         self._stream = stream
+        self._header = header
 
     def write(self, data: bytes) -> None:
+        data, self._header = self._header + data, b""
         if data:
             self._stream.write(data)
 
     def close(self) -> None:
-        pass
+        self.write(b"")
 
 
 def _select(request: Request, source: WideSource) -> list[int]:
@@ -161,6 +162,10 @@ class _Groups:
     def header(self) -> bytes:
         parts = [group.render_header() for group in self._groups]
         return self._joined(parts)
+
+    def apply(self, rows: list[list[str | None]]) -> bytes:
+        """A batch of records as output records: the runner's plan.apply."""
+        return self.render(rows)
 
     def render(self, rows: list[list[str | None]]) -> bytes:
         from cumtool.errors import ScanOverflowError
