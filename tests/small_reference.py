@@ -3,9 +3,9 @@ judged, scanned and written cell by cell, as the streaming path (sources.py,
 formats/csv/csv.py, tables.py, formats/csv/csvwrite.py) writes it. cumtool itself
 renders small inputs with formats/csv/fast.py's pipeline on one worker; the tests hold
 that pipeline, and the streaming path, to this (tests/test_small.py). It shares the
-small path's reading, judging rules and number texts (cumtool/formats/csv/small.py)
-and its C loops where built (_csvtext's records, judge_cells and parse_cells, each
-tested against its Python twin here)."""
+small path's reading (records: _csvtext's where built), its judging rules and its
+number texts (cumtool/formats/csv/small.py); its judging and parsing of cells are
+Python's alone."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from cumtool import kernels
 from cumtool.formats.csv import dialect
 from cumtool.formats.csv.small import (
     INFER_ROWS,
-    TEXT,
     Handover,
     _Hint,
     _hint,
@@ -120,10 +119,7 @@ def judge(rows: list[list[str | None]], column: int, markers: set[str],
     """judge.py's rules for one column, from its first INFER_ROWS rows."""
     if not rows:
         return _Hint(_INT64, True)
-    if TEXT is not None:
-        count, zero, kind = TEXT.judge_cells(rows, column, markers, INFER_ROWS)
-    else:
-        count, zero, kind = _judge_cells(rows, column, markers)
+    count, zero, kind = _judge_cells(rows, column, markers)
     return _hint(count, zero, kind, float_columns)
 
 
@@ -144,8 +140,6 @@ def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[
     # As CsvSource: cells taken as they are when all parse so, unless a missing marker
     # parses too (--na 0): then every cell is checked against the markers.
     as_they_are = not any(number(marker.strip(), dtype) is not None for marker in markers)
-    if TEXT is not None:
-        return _parse_in_c(rows, column, dtype, markers, as_they_are)
     cells = [row[column] for row in rows]
     if as_they_are:
         direct = [None if c is None else number(c, dtype) for c in cells]
@@ -165,20 +159,6 @@ def _parse(rows: list[list[str | None]], column: int, hint: _Hint, markers: set[
         values.append(value)
         valid.append(True)
     return np.array(values, dtype=dtype), np.array(valid, dtype=bool)
-
-
-def _parse_in_c(rows: list[list[str | None]], column: int, dtype: np.dtype,
-                markers: set[str], as_they_are: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """_parse, the cells read by _csvtext.parse_cells."""
-    assert TEXT is not None
-    kind = "q" if dtype == _INT64 else "d"
-    values = np.empty(len(rows), dtype)
-    if as_they_are and TEXT.parse_cells(rows, column, kind, None, values, None) < 0:
-        return values, None
-    valid = np.empty(len(rows), bool)
-    if TEXT.parse_cells(rows, column, kind, markers, values, valid) >= 0:
-        raise Handover  # a bad cell: the streaming path names it
-    return values, valid
 
 
 class _Column:

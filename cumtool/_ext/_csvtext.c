@@ -290,41 +290,9 @@ static PyObject *stripped(PyObject *cell)
     return PyUnicode_Substring(cell, first, last);
 }
 
-/* A new list of the cells `column` of the first `limit` rows (lists), or NULL with an
-   error. The loops below go through this copy: Python code they call (a marker's __eq__,
-   a str subclass's strip) cannot change it under them. */
-static PyObject *cells_of(PyObject *rows, Py_ssize_t column, Py_ssize_t limit)
-{
-    Py_ssize_t total = PyList_GET_SIZE(rows);
-    if (limit < total)
-        total = limit < 0 ? 0 : limit;
-    PyObject *cells = PyList_New(total);
-    if (cells == NULL)
-        return NULL;
-    for (Py_ssize_t r = 0; r < total; r++) {
-        PyObject *row = PyList_GET_ITEM(rows, r);
-        if (!PyList_Check(row) || column < 0 || column >= PyList_GET_SIZE(row)) {
-            PyErr_SetString(PyExc_IndexError, "a row is not a list with that column");
-            Py_DECREF(cells);
-            return NULL;
-        }
-        PyObject *cell = PyList_GET_ITEM(row, column);
-        Py_INCREF(cell);
-        PyList_SET_ITEM(cells, r, cell);
-    }
-    return cells;
-}
-
 enum { KIND_INT64 = 0, KIND_BIG_INTEGER = 1, KIND_FLOAT = 2, KIND_OTHER = 3 };
 
-PyDoc_STRVAR(judge_cells_doc,
-"judge_cells(rows, column, markers, limit) -> (cells, leading_zero, kind)\n\n"
-"small._judge's reading of a column: of its first `limit` rows, the cells that are not\n"
-"None and, stripped, not in `markers`: how many; whether any starts with a leading\n"
-"zero; and kind 0 (all int64), 1 (all integers, some beyond int64), 2 (all floats)\n"
-"or 3 (other).");
-
-/* What a column's cells are so far (judge_cells, judge_bounds). */
+/* What a column's cells are so far (judge_bounds). */
 typedef struct {
     Py_ssize_t count;
     int zero, all_integer, all_int64, all_float;
@@ -371,31 +339,10 @@ static PyObject *judged_result(const Judged *j)
     return Py_BuildValue("nOi", j->count, j->zero ? Py_True : Py_False, kind);
 }
 
-static PyObject *judge_cells(PyObject *self, PyObject *args)
-{
-    PyObject *rows, *markers;
-    Py_ssize_t column, limit;
-    if (!PyArg_ParseTuple(args, "O!nO!n", &PyList_Type, &rows, &column, &PySet_Type,
-                          &markers, &limit))
-        return NULL;
-    PyObject *cells = cells_of(rows, column, limit);
-    if (cells == NULL)
-        return NULL;
-    Judged j = {0, 0, 1, 1, 1};
-    for (Py_ssize_t r = 0; r < PyList_GET_SIZE(cells); r++) {
-        PyObject *cell = PyList_GET_ITEM(cells, r);
-        if (cell != Py_None && judge_text(&j, cell, markers) < 0) {
-            Py_DECREF(cells);
-            return NULL;
-        }
-    }
-    Py_DECREF(cells);
-    return judged_result(&j);
-}
-
 PyDoc_STRVAR(judge_bounds_doc,
 "judge_bounds(data, starts, ends, flags, markers) -> (cells, leading_zero, kind)\n\n"
-"judge_cells of one column cut by `cut`: cell r is data[starts[r]:ends[r]] with flag\n"
+"small._judge_cells of one column cut by `cut`: cell r is data[starts[r]:ends[r]]\n"
+"with flag\n"
 "flags[r] (1-D int64, int64 and uint8, one entry a row), read as small.records reads\n"
 "it (an empty unquoted cell None, a quoted one's doubled quotes as one), without a str\n"
 "a cell where it is ASCII. The data are UTF-8, as cut checks them.");
@@ -446,7 +393,7 @@ static PyObject *judge_bounds(PyObject *self, PyObject *args)
         int ascii = f[r] != 2;
         for (int64_t i = a; i < b && ascii; i++)
             ascii = t[i] < 0x80;
-        if (!ascii) {  /* as a str, as judge_cells reads it */
+        if (!ascii) {  /* as a str, as small._judge_cells reads it */
             PyObject *cell = cell_text((const char *)t + a, (Py_ssize_t)(b - a), f[r] == 2,
                                        &scratch, &scratch_size);
             int failed = cell == NULL || judge_text(&j, cell, markers) < 0;
@@ -481,126 +428,6 @@ done:
     PyBuffer_Release(&ends);
     PyBuffer_Release(&flags);
     return result;
-}
-
-/* One cell's number (kind 'q': int64 by _INT and _int64; 'd': float64 by _FLOAT and
-   float()), written to out. 1 if it is one, 0 if not, -1 with an error. */
-static int number_of(PyObject *text, char kind, char *out)
-{
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "a cell must be a str or None");
-        return -1;
-    }
-    if (!PyUnicode_IS_ASCII(text))
-        return 0;  /* the number grammar is ASCII */
-    Py_ssize_t n;
-    const char *t = PyUnicode_AsUTF8AndSize(text, &n);  /* an ASCII str's own data */
-    if (t == NULL)
-        return -1;
-    if (kind == 'q') {
-        int64_t value;
-        if (!integer_text(t, n) || !int64_of(t, n, &value))
-            return 0;
-        memcpy(out, &value, sizeof value);
-        return 1;
-    }
-    if (!float_text(t, n))
-        return 0;
-    char *stop;
-    double value = PyOS_string_to_double(t, &stop, NULL);
-    if (value == -1.0 && PyErr_Occurred())
-        return -1;
-    if (stop != t + n) {  /* the grammar above and float()'s disagree: not expected */
-        PyErr_Format(PyExc_ValueError, "parse_cells: float() stops early in %R", text);
-        return -1;
-    }
-    memcpy(out, &value, sizeof value);
-    return 1;
-}
-
-PyDoc_STRVAR(parse_cells_doc,
-"parse_cells(rows, column, kind, markers, values, valid) -> int\n\n"
-"small._parse's reading of a column into `values` (a writable 1-D buffer of kind 'q',\n"
-"int64, or 'd', float64, one item per row). With markers None, every cell as it is\n"
-"(`valid` is not touched); else each stripped, None and the markers missing (0, and\n"
-"False in `valid`). Returns -1 when every cell is read, else the row of the first that\n"
-"is not a number (values are then partly written).");
-
-static PyObject *parse_cells(PyObject *self, PyObject *args)
-{
-    PyObject *rows, *markers, *values_obj, *valid_obj;
-    Py_ssize_t column;
-    int kind;
-    if (!PyArg_ParseTuple(args, "O!nCOOO", &PyList_Type, &rows, &column, &kind, &markers,
-                          &values_obj, &valid_obj))
-        return NULL;
-    if ((kind != 'q' && kind != 'd') || (markers != Py_None && !PySet_Check(markers))) {
-        PyErr_SetString(PyExc_TypeError, "parse_cells: kind 'q' or 'd', markers a set or None");
-        return NULL;
-    }
-    PyObject *cells = cells_of(rows, column, PY_SSIZE_T_MAX);
-    if (cells == NULL)
-        return NULL;
-    Py_buffer values, valid = {0};
-    if (PyObject_GetBuffer(values_obj, &values, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0) {
-        Py_DECREF(cells);
-        return NULL;
-    }
-    Py_ssize_t total = PyList_GET_SIZE(cells), failed_row = -1;
-    const char *format = values.format ? values.format : "B";
-    int fits = values.ndim == 1 && values.itemsize == 8 && values.shape[0] == total
-        && (kind == 'd' ? strcmp(format, "d") == 0
-                        : strcmp(format, "q") == 0 || strcmp(format, "l") == 0);
-    if (fits && markers != Py_None) {
-        if (PyObject_GetBuffer(valid_obj, &valid, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_ND) < 0) {
-            PyBuffer_Release(&values);
-            Py_DECREF(cells);
-            return NULL;
-        }
-        fits = valid.ndim == 1 && valid.itemsize == 1 && valid.shape[0] == total
-            && valid.format != NULL && strcmp(valid.format, "?") == 0;
-    }
-    if (!fits) {
-        PyErr_SetString(PyExc_TypeError, "parse_cells: values (and valid) must be C-contiguous "
-                                         "1-D buffers of the kind given, one item per row");
-        goto failed;
-    }
-    char *out = values.buf;
-    for (Py_ssize_t r = 0; r < total && failed_row < 0; r++, out += 8) {
-        PyObject *cell = PyList_GET_ITEM(cells, r);
-        if (markers == Py_None) {
-            int read = cell == Py_None ? 0 : number_of(cell, (char)kind, out);
-            if (read < 0)
-                goto failed;
-            if (read == 0)
-                failed_row = r;
-            continue;
-        }
-        PyObject *text = cell == Py_None ? NULL : stripped(cell);
-        if (cell != Py_None && text == NULL)
-            goto failed;
-        int missing = text == NULL ? 1 : PySet_Contains(markers, text);
-        int read = missing == 0 ? number_of(text, (char)kind, out) : 0;
-        Py_XDECREF(text);
-        if (missing < 0 || read < 0)
-            goto failed;
-        if (missing)
-            memset(out, 0, 8);
-        else if (read == 0)
-            failed_row = r;
-        ((char *)valid.buf)[r] = !missing;
-    }
-    PyBuffer_Release(&values);
-    if (valid.obj != NULL)
-        PyBuffer_Release(&valid);
-    Py_DECREF(cells);
-    return PyLong_FromSsize_t(failed_row);
-failed:
-    PyBuffer_Release(&values);
-    if (valid.obj != NULL)
-        PyBuffer_Release(&valid);
-    Py_DECREF(cells);
-    return NULL;
 }
 
 /* float texts ------------------------------------------------------------------------- */
@@ -2838,9 +2665,7 @@ static PyTypeObject PipelineType = {
 
 static PyMethodDef methods[] = {
     {"records", records, METH_VARARGS, records_doc},
-    {"judge_cells", judge_cells, METH_VARARGS, judge_cells_doc},
     {"judge_bounds", judge_bounds, METH_VARARGS, judge_bounds_doc},
-    {"parse_cells", parse_cells, METH_VARARGS, parse_cells_doc},
     {"float_texts", float_texts, METH_VARARGS, float_texts_doc},
     {"cut", cut, METH_VARARGS, cut_doc},
     {"assemble", assemble, METH_VARARGS, assemble_doc},
