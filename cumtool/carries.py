@@ -12,7 +12,10 @@ Two ways, by op:
   running sums (Python integers), so a carry that would take a running sum out of range
   is seen at the first partition where it happens in file order, not at a later
   partition whose sum overflows on its own: that partition's scan, from the exact
-  carry, then raises the local engine's error at its row.
+  carry, then raises the local engine's error at its row. With --exclusive a running
+  sum is output at the next counted cell, so an overflow at a partition's last counted
+  cell is carried on (the carry's `pending`) to the next partition that counts a cell,
+  and is no error where none does, as on the local engine.
 - Floats are not associative: each partition's carry is folded from the one before it
   (`fold`), in C, one dependent operation a cell, writing nothing.
 
@@ -55,9 +58,7 @@ def summary_kind(spec: ScanSpec) -> str | None:
     accumulator = spec.accumulator
     if accumulator.takes_over is not None:
         return "extreme"
-    # --exclusive reports an overflow at the row after it, maybe a partition later (the
-    # carry's `pending`): left to the chain.
-    if accumulator.ufunc == "add" and spec.acc_dtype == _INT64 and not spec.exclusive:
+    if accumulator.ufunc == "add" and spec.acc_dtype == _INT64:
         return "sum"
     return None
 
@@ -139,6 +140,12 @@ class SumSummary:
     total: int
     low: int  # the lowest and highest running sum from 0 (0 itself included)
     high: int
+    # --exclusive outputs a running sum at the next cell that enters the sum, so an
+    # overflow at the partition's last such cell is reported a partition later, if ever:
+    # whether any cell enters it, and the lowest and highest running sums before its last.
+    counted: bool = True
+    head_low: int = 0
+    head_high: int = 0
 
 
 @dataclass(frozen=True)
@@ -181,7 +188,18 @@ def summarize(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None) -> S
     kind = summary_kind(spec)
     if kind == "sum":
         x = cast_input(spec, values, valid)
-        return sum_summary(to_acc(spec, x, _skip(spec, x, valid)))
+        skip = _skip(spec, x, valid)
+        terms = to_acc(spec, x, skip)
+        summary = sum_summary(terms)
+        if not spec.exclusive:
+            return summary
+        # A skipped cell's term is 0: the running sums up to the last counted cell are
+        # those of the terms before it.
+        last = terms.shape[0] - 1 if skip is None else (
+            int(np.flatnonzero(~skip)[-1]) if not skip.all() else -1)
+        head = sum_summary(terms[:max(last, 0)])
+        return dataclasses.replace(summary, counted=last >= 0, head_low=head.low,
+                                   head_high=head.high)
     if kind == "extreme":
         return extreme_summary(spec, values, valid)
     if kind == "count":
@@ -256,8 +274,18 @@ def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
         before = int(carry.value)
         if spec.overflow == "error":
             low, high = _sum_limits(spec)
-            if before + summary.low < low or before + summary.high > high:
-                return False
+            if spec.exclusive and carry.pending is not None and bool(carry.pending):
+                # An earlier overflow, output at this partition's first counted cell (the
+                # carry itself may be out of the output's range: no check of it).
+                if summary.counted:
+                    return False
+            elif before + summary.low < low or before + summary.high > high:
+                if not spec.exclusive or before + summary.head_low < low \
+                        or before + summary.head_high > high:
+                    return False
+                # --exclusive, at the last counted cell: output at the next one, if any,
+                # in a later partition (kernels._raise_exclusive).
+                carry.pending = np.ones((), dtype=bool)
         after = before + summary.total
         after = (after + 2**63) % _WORD - 2**63  # --overflow wrap: as int64 wraps
         carry.value = np.array([after], dtype=spec.state_dtype)[-1].copy()

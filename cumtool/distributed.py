@@ -9,8 +9,8 @@ scanned from exactly the state the local engine has before it (the plan's carrie
 `_STATE`: the kernels' Carry objects, a few hundred bytes), found one of two ways
 (cumtool/carries.py):
 
-- without a chain, where every scanned column has a summary (integer cumsum, cummax and
-  cummin, cumcount, cumnunique): `read[k]` and `summary[k]` run in parallel, the client applies the
+- without a chain, where every scanned column has a summary (integer cumsum, --exclusive
+  too, cummax and cummin, cumcount, cumnunique): `read[k]` and `summary[k]` run in parallel, the client applies the
   summaries in order (microseconds each) and submits `write[k] = scan(read[k],
   state[k])` as soon as state[k] is known (`_summarized_results`);
 - along a chain otherwise: `read[k]` runs on worker k mod W, `write[k]` from state[k]
