@@ -72,6 +72,15 @@ def comparable(kind: pa.DataType) -> bool:
                 or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
 
 
+def is_text(kind: pa.DataType) -> bool:
+    """Whether a column of this type holds text (a dictionary's values too): its keys
+    are the cells' text, and --na markers are missing cells."""
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind)
+                or pa.types.is_string_view(kind))
+
+
 def keys(spec: ScanSpec, data: pa.Array) -> tuple[list[Any], np.ndarray | None,
                                                   np.ndarray | None]:
     """The exact key of each cell, which cells are present (None: all), and which are NaN
@@ -109,7 +118,7 @@ def counted(spec: ScanSpec, data: pa.Array, text_na: frozenset[str] = frozenset(
     marker of a text column, not a NaN that --skipna skips."""
     found, valid, nan = keys(spec, data)
     present = np.ones(len(found), dtype=bool) if valid is None else valid.copy()
-    if text_na and found and any(isinstance(key, str) for key in found[:1]):
+    if text_na and found and is_text(data.type):
         # A CSV text cell that reads NA (or any --na marker) is a missing cell: no value.
         present &= np.fromiter((key not in text_na for key in found), bool, len(found))
     if nan is not None and spec.skipna:
