@@ -26,6 +26,7 @@ column.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,9 +165,9 @@ class CountSummary:
 
 @dataclass(frozen=True)
 class DistinctSummary:
-    """The values a partition's scan counts (distinct.py's keys), as a set."""
+    """The values a partition's scan counts (distinct.py's keys), without repeats."""
 
-    values: set[Any]
+    values: distinct.KeyArray
 
 
 Summary = SumSummary | ExtremeSummary | CountSummary  # of a Carry (`advance`)
@@ -177,7 +178,7 @@ def summarize_column(plan: Any, column: int, table: pa.Table
     """A scanned column's summary over a partition (`table`), for a plan that has one
     (`summarized`)."""
     if plan.distinct:
-        return DistinctSummary(distinct.distinct_values(
+        return DistinctSummary(distinct.key_array(
             plan.specs[column], column_data(plan, column, table), plan.options.text_na))
     return summarize(plan.specs[column], *column_values(plan, column, table))
 
@@ -307,26 +308,108 @@ def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
     return True
 
 
-def advance_distinct(carry: distinct.DistinctCarry, summary: DistinctSummary
-                     ) -> distinct.DistinctCarry:
-    """The carry a partition is scanned from, from the values seen before it (`carry`,
+class DistinctUnion:
+    """The values seen before a partition, kept on the client (`advance_distinct`): a
+    number column's keys as a few sorted numpy runs, merged as they grow (runs of about
+    twice the size of the next: about log2 of the partitions), so that a partition's
+    keys are looked up by binary searches and added by merges, in numpy; text, or keys of
+    two kinds, as a Python set of the scan's own keys (distinct.py), which is exact
+    whatever the kinds (an int and a float of one value are one key, as on the local
+    engine)."""
+
+    def __init__(self, carry: distinct.DistinctCarry) -> None:
+        line = carry.line(0)
+        self.elsewhere = line.elsewhere
+        self.runs: list[np.ndarray] = []
+        self.floats = False
+        # A carry's own values (none on Dask, which saves no --state) start a set.
+        self.members: set[Any] | None = set(line.members) if line.members else None
+
+    def __len__(self) -> int:
+        if self.members is not None:
+            return len(self.members)
+        return sum(run.shape[0] for run in self.runs)
+
+    def keys(self) -> set[Any]:
+        """The values seen, as the scan's keys."""
+        if self.members is not None:
+            return set(self.members)
+        return {key for run in self.runs
+                for key in distinct.KeyArray(run, self.floats).python()}
+
+    def split(self, keys: distinct.KeyArray) -> np.ndarray:
+        """Which of a partition's keys were seen before (a mask); the others are added."""
+        if len(keys) == 0:
+            return np.zeros(0, dtype=bool)
+        values = keys.values
+        if self.members is None and isinstance(values, np.ndarray) and (
+                not self.runs or (self.runs[0].dtype == values.dtype
+                                  and self.floats == keys.floats)):
+            return self._split_runs(keys)
+        if self.members is None:  # text, or another kind than before: keys as the scan's
+            self.members = set()
+            for run in self.runs:
+                self.members.update(distinct.KeyArray(run, self.floats).python())
+            self.runs = []
+        found = keys.python()
+        seen = np.fromiter(map(self.members.__contains__, found), dtype=bool,
+                           count=len(found))
+        if not seen.any():
+            self.members.update(found)
+        elif not seen.all():
+            self.members.update(itertools.compress(found, (~seen).tolist()))
+        return seen
+
+    def _split_runs(self, keys: distinct.KeyArray) -> np.ndarray:
+        values = keys.values
+        seen = np.zeros(values.shape[0], dtype=bool)
+        for run in self.runs:
+            at = np.searchsorted(run, values)
+            np.minimum(at, run.shape[0] - 1, out=at)
+            seen |= run[at] == values
+        fresh = values[~seen]  # sorted, as the partition's keys are
+        if fresh.shape[0]:
+            self.floats = keys.floats
+            self.runs.append(fresh)
+            while len(self.runs) > 1 and self.runs[-2].shape[0] <= 2 * self.runs[-1].shape[0]:
+                last = self.runs.pop()
+                # Two sorted runs: the stable sort (timsort) merges them in one pass.
+                self.runs[-1] = np.sort(np.concatenate([self.runs[-1], last]), kind="stable")
+        return seen
+
+
+@dataclass(frozen=True)
+class SentDistinct:
+    """The carry a partition's distinct count is scanned from, as the client sends it:
+    the partition's keys seen before it, and how many other values were seen. The
+    scan's worker makes it a DistinctCarry (`opened`)."""
+
+    known: distinct.KeyArray
+    elsewhere: int
+
+
+def advance_distinct(union: DistinctUnion, summary: DistinctSummary) -> SentDistinct:
+    """The carry a partition is scanned from, from the values seen before it (`union`,
     then advanced in place by the partition's values). Only the values the partition
     holds are of use to its scan; the rest are counted (Seen.elsewhere), so what is sent
-    with the scan grows with its partition, not with the whole input. The union's order
-    is not first appearance: no --state is saved on this engine."""
-    line = carry.line(0)
-    members = line.members
-    known = summary.values & members  # (iterates over the smaller set)
-    seen = distinct.Seen()
-    seen.extend(known)
-    seen.members = known  # a new set already: not built again from the list
-    seen.elsewhere = len(members) + line.elsewhere - len(known)
-    fresh = summary.values - members
-    members |= fresh
-    line.extend(fresh)
-    scanned = distinct.DistinctCarry()
-    scanned.seen = [seen]
-    return scanned
+    with the scan grows with its partition, not with the whole input."""
+    before = len(union) + union.elsewhere
+    keys = summary.values
+    seen = union.split(keys)
+    known = distinct.KeyArray(keys.values[seen] if isinstance(keys.values, np.ndarray)
+                              else keys.values.filter(pa.array(seen)), keys.floats)
+    return SentDistinct(known, before - len(known))
+
+
+def opened(sent: SentDistinct) -> distinct.DistinctCarry:
+    """The scan's carry from what the client sent (on the worker: the Python keys are
+    made there, in parallel). The order of the values is not first appearance: no
+    --state is saved on this engine."""
+    seen = distinct.Seen(sent.known.python())
+    seen.elsewhere = sent.elsewhere
+    carry = distinct.DistinctCarry()
+    carry.seen = [seen]
+    return carry
 
 
 # Folds ---------------------------------------------------------------------------------

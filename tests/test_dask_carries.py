@@ -293,32 +293,79 @@ def test_which_ops_have_summaries():
     assert not carries.foldable(kernels.make_spec("cumsum", f8, compensated=True))
 
 
-@pytest.mark.parametrize("exclusive", [False, True])
-def test_a_distinct_count_scanned_from_its_partitions_own_carry(exclusive):
-    """Each partition scanned from advance_distinct's carry (the count before it and only
-    the values it holds) counts as the local scan from the whole set does; the union is
-    the local carry's set, and the carry sent holds no value outside its partition."""
+def _distinct_cells(rng: np.random.Generator, kind: str, rows: int, step: int):
+    """A partition's cells: recurring values, and new ones as the partitions go on."""
     import pyarrow as pa
+
+    if kind == "f":
+        values = rng.choice([0.0, -0.0, np.nan, -np.nan, 1.0, 2.5, np.inf,
+                             *rng.integers(0, 50 * step + 1, 4)], rows)
+    elif kind == "i":
+        values = rng.integers(-20, 20 * step, rows)
+    elif kind == "u":
+        values = rng.choice(np.array([0, 1, 2**63, 2**64 - 1, 7 * step], dtype=np.uint64),
+                            rows)
+    elif kind == "b":
+        values = rng.random(rows) < 0.5
+    else:
+        return pa.array([["NA", "", "a", "b", f"t{step}", f"u{rng.integers(0, 99)}"][k]
+                         for k in rng.integers(0, 6, rows)],
+                        mask=rng.random(rows) < 0.2)
+    return pa.array(values, mask=rng.random(rows) < 0.2)
+
+
+@pytest.mark.parametrize("kind", ["f", "i", "u", "b", "text"])
+@pytest.mark.parametrize("options", [{}, {"exclusive": True}, {"skipna": True}])
+def test_a_distinct_count_scanned_from_its_partitions_own_carry(kind, options):
+    """Each partition scanned from advance_distinct's carry (the count before it and only
+    the values it holds, made the scan's carry on its worker by `opened`) counts as the
+    local scan from the whole set does; the union is the local carry's set, the carry
+    sent holds no value outside its partition, and its pickled size is the partition's
+    keys, not Python objects."""
+    import pickle
 
     from cumtool import distinct
 
-    rng = np.random.default_rng(3)
-    spec = kernels.make_spec("cumnunique", np.dtype(np.float64), exclusive=exclusive)
-    local, union = distinct.DistinctCarry(1), distinct.DistinctCarry(1)
-    for _ in range(40):
-        values = rng.choice([0.0, -0.0, np.nan, 1.0, 2.5, *rng.integers(0, 500, 4)],
-                            int(rng.integers(0, 30)))
-        data = pa.array(values, mask=rng.random(values.shape[0]) < 0.2)
-        summary = carries.DistinctSummary(distinct.distinct_values(spec, data))
-        sent = carries.advance_distinct(union, summary)
-        assert set(sent.line(0)) <= summary.values
-        got = distinct.scan(spec, data, sent)
-        want = distinct.scan(spec, data, local)
+    rng = np.random.default_rng(len(kind) + len(options))
+    dtype = {"f": np.float64, "i": np.int64, "u": np.uint64, "b": np.bool_}.get(kind,
+                                                                               np.float64)
+    spec = kernels.make_spec("cumnunique", np.dtype(dtype), **options)
+    na = frozenset({"NA", ""}) if kind == "text" else frozenset()
+    local = distinct.DistinctCarry(1)
+    union = carries.DistinctUnion(distinct.DistinctCarry(1))
+    recurring = elsewhere = 0
+    for step in range(60):
+        data = _distinct_cells(rng, kind, int(rng.integers(0, 40)), step)
+        summary = carries.DistinctSummary(distinct.key_array(spec, data, na))
+        assert sorted(map(str, summary.values.python())) == sorted(
+            map(str, distinct.distinct_values(spec, data, na)))
+        sent = pickle.loads(pickle.dumps(carries.advance_distinct(union, summary)))
+        assert set(sent.known.python()) <= set(summary.values.python())
+        recurring += len(sent.known) > 0
+        elsewhere += sent.elsewhere > 0
+        got = distinct.scan(spec, data, carries.opened(sent), text_na=na)
+        want = distinct.scan(spec, data, local, text_na=na)
         assert got[0].tolist() == want[0].tolist()
         assert _bits(got[1]) == _bits(want[1])
-        assert union.line(0).members == local.line(0).members
-    # Values recur across partitions (sent), and new ones come (counted elsewhere).
-    assert len(local.line(0)) > 80 and sent.line(0) and sent.line(0).elsewhere > 40
+        assert union.keys() == local.line(0).members
+    if kind in "fi":  # (sorted runs, merged as they grow)
+        assert union.members is None and 1 < len(union.runs) < 8
+    # Values recur across partitions (sent), and others are counted, not sent.
+    assert recurring > 30 and (elsewhere > 30 or kind == "b")
+
+
+def test_a_union_of_two_kinds_of_keys_keeps_the_local_engines_equality():
+    """Keys of another kind than before (which one column cannot give: its type is
+    fixed) go to a Python set, where an int and a float of one value are one key, as in
+    the local scan's set."""
+    from cumtool import distinct
+
+    union = carries.DistinctUnion(distinct.DistinctCarry(1))
+    ints = distinct.KeyArray(np.array([1, 2, 2**53 + 1], dtype=np.int64))
+    floats = distinct.KeyArray(np.array([1.0, 2.5, 2.0**53]).view(np.int64), floats=True)
+    assert union.split(ints).tolist() == [False, False, False]
+    assert union.split(floats).tolist() == [True, False, False]
+    assert union.keys() == {1, 2, 2**53 + 1, 2.5, 2.0**53}
 
 
 STATS = [
