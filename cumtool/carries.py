@@ -44,6 +44,7 @@ _FOLDS = {"add": 0, "multiply": 1, "logaddexp": 2}  # _sequential.fold's op numb
 # _sequential.fold_stats's kinds, and the state fields its a and b hold.
 _STAT_FOLDS = {"cummean": (0, "s", None), "cumvar": (1, "m", "m2"),
                "cumstd": (1, "m", "m2"), "ewma": (2, "y", None)}
+_COMPENSATED_MEAN = (3, "s", "c")  # cummean --compensated: Neumaier's s and c
 _INT64 = np.dtype(np.int64)
 _WORD = 2**64
 
@@ -72,12 +73,11 @@ def foldable(spec: ScanSpec) -> bool:
 
 
 def stat_foldable(spec: ScanSpec) -> bool:
-    """Whether `fold_stats` advances a column's carry without its scan: cummean (not
-    --compensated), cumvar, cumstd, ewma (not --times: the plan is then not `plain`), of
-    real numbers."""
+    """Whether `fold_stats` advances a column's carry without its scan: cummean (with
+    --compensated too), cumvar, cumstd, ewma (not --times: the plan is then not `plain`),
+    of real numbers."""
     name = getattr(spec.kernel, "name", None)
-    return (spec.is_stat and name in _STAT_FOLDS and spec.in_dtype.kind in "biuf"
-            and not (name == "cummean" and spec.param("compensated")))
+    return spec.is_stat and name in _STAT_FOLDS and spec.in_dtype.kind in "biuf"
 
 
 def plain(plan: Any) -> bool:
@@ -461,7 +461,9 @@ def fold_stats(specs: list[ScanSpec], columns: list[tuple[np.ndarray, np.ndarray
     own (distributed._batches): a running mean's sum adds its first cell to the carry in
     numpy's operand order, which a NaN's bits can tell."""
     first = specs[0]
-    kind, a_field, b_field = _STAT_FOLDS[first.kernel.name]  # type: ignore[union-attr]
+    name = first.kernel.name  # type: ignore[union-attr]
+    kind, a_field, b_field = (_COMPENSATED_MEAN if name == "cummean"
+                              and first.param("compensated") else _STAT_FOLDS[name])
     xs = [cast_input(spec, values, valid) for spec, (values, valid) in zip(specs, columns,
                                                                             strict=True)]
     rows = xs[0].shape[0] if xs else 0
