@@ -1,7 +1,8 @@
 """How --engine dask scales, per op: the parallel work and the serial link of one
 500,000 x 8 float64 Parquet partition, measured, and the projected speed-up at 16 and 100
 workers, min(workers, (work + link) / link). Also whole runs on a LocalCluster against one
-process.
+process (LocalClusters of 1 and 2 worker processes; more where the machine has the
+cores).
 
     python benchmarks/dask_scaling.py --output scaling.md   # a section of benchmarks/DASK.md
 
@@ -13,7 +14,8 @@ Per op:
   carry over the partition (in C: carries.fold for cumsum, cumprod and logcumsumexp,
   carries.fold_stats for cummean, cumvar and ewma) plus the hand-off of the carry to the
   next partition's worker (a call of that worker's Folder actor, measured on the
-  cluster). An op with a summary (cummax, cummin, cumcount, integer cumsum, cumnunique):
+  cluster). An op with a summary (cummax, cummin, cumcount, integer cumsum with
+  --exclusive too, cumnunique):
   no chain, only the client's application of a summary to the carry;
 - before: the link as it was, the plan's whole scan as the fold plus a task per link
   (the hand-off measured here as a chain of tasks).
@@ -45,11 +47,13 @@ from cumtool.request import Request  # noqa: E402
 
 DATA = HERE / "data" / "dask"
 OPS = ["cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "cumcount", "cummean",
-       "cumvar", "ewma", "cumsum (int64)", "cumnunique", "cumnunique (int64)"]
+       "cummean --compensated", "cumvar", "ewma", "cumsum (int64)",
+       "cumsum --exclusive (int64)", "cumnunique", "cumnunique (int64)", "cumnunique (text)"]
 
 
-def make_files(files: int, rows: int, integers: bool = False) -> list[str]:
-    kind = "i" if integers else "f"
+def make_files(files: int, rows: int, integers: bool = False, text: bool = False
+               ) -> list[str]:
+    kind = "t" if text else "i" if integers else "f"
     folder = DATA / f"{kind}{files}x{rows}"
     names = [str(folder / f"part-{k:03d}.parquet") for k in range(files)]
     if all(os.path.exists(n) for n in names):
@@ -57,7 +61,10 @@ def make_files(files: int, rows: int, integers: bool = False) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(20261128)
     for name in names:
-        if integers:
+        if text:  # every value distinct: cumnunique's worst case
+            data = {f"s{c}": pa.array([f"v{c}-{v:x}" for v in rng.permutation(4 * rows)[:rows]])
+                    for c in range(8)}
+        elif integers:
             data = {f"i{c}": rng.integers(-1000, 1000, rows) for c in range(8)}
         else:  # near 1, so that cumprod stays finite and logcumsumexp is not flat
             data = {f"f{c}": rng.normal(0, 1e-3, rows) + (1.0 if c % 2 else 0.0)
@@ -91,9 +98,14 @@ def old_fold(job: engine.Job, part: engine.Partition, table: pa.Table,
 def partition_times(label: str, name: str, runs: int) -> dict[str, float]:
     """Seconds of each step of one partition, in this process."""
     from cumtool import carries
+    from cumtool.columns import parse
 
-    params = {"alpha": 0.1} if _op(label) == "ewma" else {}
-    job = engine._job(Request(_op(label), name, params=params), None)
+    params: dict[str, Any] = {"alpha": 0.1} if _op(label) == "ewma" else {}
+    if "--compensated" in label:
+        params["compensated"] = True
+    columns = (parse(",".join(f"s{c}" for c in range(8)), "-c"),) if "text" in label else ()
+    job = engine._job(Request(_op(label), name, params=params, columns=columns,
+                              exclusive="--exclusive" in label), None)
     part = engine.Partition(name, name, "parquet")
     state = engine.state_of(job.plan)
     table = engine.read_partition(job, part)
@@ -203,11 +215,12 @@ def main() -> None:
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "critical")
     floats = make_files(args.files, args.rows)
     integers = make_files(1, args.rows, integers=True)
+    text = make_files(1, args.rows, text=True)
     with cluster(2) as (_address, client):
         handoff, handoff_before = handoffs(client, floats[0], args.links)
     table = []
     for label in OPS:
-        name = integers[0] if "int64" in label else floats[0]
+        name = integers[0] if "int64" in label else text[0] if "text" in label else floats[0]
         t = partition_times(label, name, args.runs)
         work = t["read"] + t["scan + write"] + t.get("summary", 0.0)
         link = t["apply"] if "apply" in t else t["fold"] + handoff
@@ -241,10 +254,13 @@ def main() -> None:
     lines += ["", f"Hand-off of a carry between two workers (LocalCluster, 2 worker "
               f"processes, {args.links} links): {ms(handoff)} ms by the workers' Folder "
               f"actors, {ms(handoff_before)} ms as a task per link (before).", ""]
-    runs = whole_runs(floats, ["cumsum", "cummax"], max(1, args.runs - 1), 2)
-    lines += [f"### Whole runs: {args.files} files x {args.rows:,} x 8 float64, 2 workers",
-              "", "| op | one process (s) | --engine dask, 2 workers (s) |", "|---|---:|---:|"]
-    lines += [f"| {op} | {local:.2f} | {dask:.2f} |" for op, local, dask in runs]
+    ops = ["cumsum", "cummax", "cummean"]
+    one, two = (whole_runs(floats, ops, max(1, args.runs - 1), workers) for workers in (1, 2))
+    lines += [f"### Whole runs: {args.files} files x {args.rows:,} x 8 float64, 1 and 2 workers",
+              "", "| op | one process (s) | --engine dask, 1 worker (s) | 2 workers (s) |",
+              "|---|---:|---:|---:|"]
+    lines += [f"| {op} | {min(local, local2):.2f} | {dask1:.2f} | {dask2:.2f} |"
+              for (op, local, dask1), (_, local2, dask2) in zip(one, two, strict=True)]
     report = "\n".join(lines) + "\n"
     print(report)
     if args.output:

@@ -12,7 +12,10 @@ Two ways, by op:
   running sums (Python integers), so a carry that would take a running sum out of range
   is seen at the first partition where it happens in file order, not at a later
   partition whose sum overflows on its own: that partition's scan, from the exact
-  carry, then raises the local engine's error at its row.
+  carry, then raises the local engine's error at its row. With --exclusive a running
+  sum is output at the next counted cell, so an overflow at a partition's last counted
+  cell is carried on (the carry's `pending`) to the next partition that counts a cell,
+  and is no error where none does, as on the local engine.
 - Floats are not associative: each partition's carry is folded from the one before it
   (`fold`), in C, one dependent operation a cell, writing nothing.
 
@@ -23,6 +26,7 @@ column.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +44,7 @@ _FOLDS = {"add": 0, "multiply": 1, "logaddexp": 2}  # _sequential.fold's op numb
 # _sequential.fold_stats's kinds, and the state fields its a and b hold.
 _STAT_FOLDS = {"cummean": (0, "s", None), "cumvar": (1, "m", "m2"),
                "cumstd": (1, "m", "m2"), "ewma": (2, "y", None)}
+_COMPENSATED_MEAN = (3, "s", "c")  # cummean --compensated: Neumaier's s and c
 _INT64 = np.dtype(np.int64)
 _WORD = 2**64
 
@@ -55,9 +60,7 @@ def summary_kind(spec: ScanSpec) -> str | None:
     accumulator = spec.accumulator
     if accumulator.takes_over is not None:
         return "extreme"
-    # --exclusive reports an overflow at the row after it, maybe a partition later (the
-    # carry's `pending`): left to the chain.
-    if accumulator.ufunc == "add" and spec.acc_dtype == _INT64 and not spec.exclusive:
+    if accumulator.ufunc == "add" and spec.acc_dtype == _INT64:
         return "sum"
     return None
 
@@ -70,12 +73,11 @@ def foldable(spec: ScanSpec) -> bool:
 
 
 def stat_foldable(spec: ScanSpec) -> bool:
-    """Whether `fold_stats` advances a column's carry without its scan: cummean (not
-    --compensated), cumvar, cumstd, ewma (not --times: the plan is then not `plain`), of
-    real numbers."""
+    """Whether `fold_stats` advances a column's carry without its scan: cummean (with
+    --compensated too), cumvar, cumstd, ewma (not --times: the plan is then not `plain`),
+    of real numbers."""
     name = getattr(spec.kernel, "name", None)
-    return (spec.is_stat and name in _STAT_FOLDS and spec.in_dtype.kind in "biuf"
-            and not (name == "cummean" and spec.param("compensated")))
+    return spec.is_stat and name in _STAT_FOLDS and spec.in_dtype.kind in "biuf"
 
 
 def plain(plan: Any) -> bool:
@@ -139,6 +141,12 @@ class SumSummary:
     total: int
     low: int  # the lowest and highest running sum from 0 (0 itself included)
     high: int
+    # --exclusive outputs a running sum at the next cell that enters the sum, so an
+    # overflow at the partition's last such cell is reported a partition later, if ever:
+    # whether any cell enters it, and the lowest and highest running sums before its last.
+    counted: bool = True
+    head_low: int = 0
+    head_high: int = 0
 
 
 @dataclass(frozen=True)
@@ -157,9 +165,9 @@ class CountSummary:
 
 @dataclass(frozen=True)
 class DistinctSummary:
-    """The values a partition's scan counts (distinct.py's keys), as a set."""
+    """The values a partition's scan counts (distinct.py's keys), without repeats."""
 
-    values: set[Any]
+    values: distinct.KeyArray
 
 
 Summary = SumSummary | ExtremeSummary | CountSummary  # of a Carry (`advance`)
@@ -170,7 +178,7 @@ def summarize_column(plan: Any, column: int, table: pa.Table
     """A scanned column's summary over a partition (`table`), for a plan that has one
     (`summarized`)."""
     if plan.distinct:
-        return DistinctSummary(distinct.distinct_values(
+        return DistinctSummary(distinct.key_array(
             plan.specs[column], column_data(plan, column, table), plan.options.text_na))
     return summarize(plan.specs[column], *column_values(plan, column, table))
 
@@ -181,7 +189,18 @@ def summarize(spec: ScanSpec, values: np.ndarray, valid: np.ndarray | None) -> S
     kind = summary_kind(spec)
     if kind == "sum":
         x = cast_input(spec, values, valid)
-        return sum_summary(to_acc(spec, x, _skip(spec, x, valid)))
+        skip = _skip(spec, x, valid)
+        terms = to_acc(spec, x, skip)
+        summary = sum_summary(terms)
+        if not spec.exclusive:
+            return summary
+        # A skipped cell's term is 0: the running sums up to the last counted cell are
+        # those of the terms before it.
+        last = terms.shape[0] - 1 if skip is None else (
+            int(np.flatnonzero(~skip)[-1]) if not skip.all() else -1)
+        head = sum_summary(terms[:max(last, 0)])
+        return dataclasses.replace(summary, counted=last >= 0, head_low=head.low,
+                                   head_high=head.high)
     if kind == "extreme":
         return extreme_summary(spec, values, valid)
     if kind == "count":
@@ -256,8 +275,18 @@ def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
         before = int(carry.value)
         if spec.overflow == "error":
             low, high = _sum_limits(spec)
-            if before + summary.low < low or before + summary.high > high:
-                return False
+            if spec.exclusive and carry.pending is not None and bool(carry.pending):
+                # An earlier overflow, output at this partition's first counted cell (the
+                # carry itself may be out of the output's range: no check of it).
+                if summary.counted:
+                    return False
+            elif before + summary.low < low or before + summary.high > high:
+                if not spec.exclusive or before + summary.head_low < low \
+                        or before + summary.head_high > high:
+                    return False
+                # --exclusive, at the last counted cell: output at the next one, if any,
+                # in a later partition (kernels._raise_exclusive).
+                carry.pending = np.ones((), dtype=bool)
         after = before + summary.total
         after = (after + 2**63) % _WORD - 2**63  # --overflow wrap: as int64 wraps
         carry.value = np.array([after], dtype=spec.state_dtype)[-1].copy()
@@ -279,26 +308,108 @@ def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
     return True
 
 
-def advance_distinct(carry: distinct.DistinctCarry, summary: DistinctSummary
-                     ) -> distinct.DistinctCarry:
-    """The carry a partition is scanned from, from the values seen before it (`carry`,
+class DistinctUnion:
+    """The values seen before a partition, kept on the client (`advance_distinct`): a
+    number column's keys as a few sorted numpy runs, merged as they grow (runs of about
+    twice the size of the next: about log2 of the partitions), so that a partition's
+    keys are looked up by binary searches and added by merges, in numpy; text, or keys of
+    two kinds, as a Python set of the scan's own keys (distinct.py), which is exact
+    whatever the kinds (an int and a float of one value are one key, as on the local
+    engine)."""
+
+    def __init__(self, carry: distinct.DistinctCarry) -> None:
+        line = carry.line(0)
+        self.elsewhere = line.elsewhere
+        self.runs: list[np.ndarray] = []
+        self.floats = False
+        # A carry's own values (none on Dask, which saves no --state) start a set.
+        self.members: set[Any] | None = set(line.members) if line.members else None
+
+    def __len__(self) -> int:
+        if self.members is not None:
+            return len(self.members)
+        return sum(run.shape[0] for run in self.runs)
+
+    def keys(self) -> set[Any]:
+        """The values seen, as the scan's keys."""
+        if self.members is not None:
+            return set(self.members)
+        return {key for run in self.runs
+                for key in distinct.KeyArray(run, self.floats).python()}
+
+    def split(self, keys: distinct.KeyArray) -> np.ndarray:
+        """Which of a partition's keys were seen before (a mask); the others are added."""
+        if len(keys) == 0:
+            return np.zeros(0, dtype=bool)
+        values = keys.values
+        if self.members is None and isinstance(values, np.ndarray) and (
+                not self.runs or (self.runs[0].dtype == values.dtype
+                                  and self.floats == keys.floats)):
+            return self._split_runs(keys)
+        if self.members is None:  # text, or another kind than before: keys as the scan's
+            self.members = set()
+            for run in self.runs:
+                self.members.update(distinct.KeyArray(run, self.floats).python())
+            self.runs = []
+        found = keys.python()
+        seen = np.fromiter(map(self.members.__contains__, found), dtype=bool,
+                           count=len(found))
+        if not seen.any():
+            self.members.update(found)
+        elif not seen.all():
+            self.members.update(itertools.compress(found, (~seen).tolist()))
+        return seen
+
+    def _split_runs(self, keys: distinct.KeyArray) -> np.ndarray:
+        values = keys.values
+        seen = np.zeros(values.shape[0], dtype=bool)
+        for run in self.runs:
+            at = np.searchsorted(run, values)
+            np.minimum(at, run.shape[0] - 1, out=at)
+            seen |= run[at] == values
+        fresh = values[~seen]  # sorted, as the partition's keys are
+        if fresh.shape[0]:
+            self.floats = keys.floats
+            self.runs.append(fresh)
+            while len(self.runs) > 1 and self.runs[-2].shape[0] <= 2 * self.runs[-1].shape[0]:
+                last = self.runs.pop()
+                # Two sorted runs: the stable sort (timsort) merges them in one pass.
+                self.runs[-1] = np.sort(np.concatenate([self.runs[-1], last]), kind="stable")
+        return seen
+
+
+@dataclass(frozen=True)
+class SentDistinct:
+    """The carry a partition's distinct count is scanned from, as the client sends it:
+    the partition's keys seen before it, and how many other values were seen. The
+    scan's worker makes it a DistinctCarry (`opened`)."""
+
+    known: distinct.KeyArray
+    elsewhere: int
+
+
+def advance_distinct(union: DistinctUnion, summary: DistinctSummary) -> SentDistinct:
+    """The carry a partition is scanned from, from the values seen before it (`union`,
     then advanced in place by the partition's values). Only the values the partition
     holds are of use to its scan; the rest are counted (Seen.elsewhere), so what is sent
-    with the scan grows with its partition, not with the whole input. The union's order
-    is not first appearance: no --state is saved on this engine."""
-    line = carry.line(0)
-    members = line.members
-    known = summary.values & members  # (iterates over the smaller set)
-    seen = distinct.Seen()
-    seen.extend(known)
-    seen.members = known  # a new set already: not built again from the list
-    seen.elsewhere = len(members) + line.elsewhere - len(known)
-    fresh = summary.values - members
-    members |= fresh
-    line.extend(fresh)
-    scanned = distinct.DistinctCarry()
-    scanned.seen = [seen]
-    return scanned
+    with the scan grows with its partition, not with the whole input."""
+    before = len(union) + union.elsewhere
+    keys = summary.values
+    seen = union.split(keys)
+    known = distinct.KeyArray(keys.values[seen] if isinstance(keys.values, np.ndarray)
+                              else keys.values.filter(pa.array(seen)), keys.floats)
+    return SentDistinct(known, before - len(known))
+
+
+def opened(sent: SentDistinct) -> distinct.DistinctCarry:
+    """The scan's carry from what the client sent (on the worker: the Python keys are
+    made there, in parallel). The order of the values is not first appearance: no
+    --state is saved on this engine."""
+    seen = distinct.Seen(sent.known.python())
+    seen.elsewhere = sent.elsewhere
+    carry = distinct.DistinctCarry()
+    carry.seen = [seen]
+    return carry
 
 
 # Folds ---------------------------------------------------------------------------------
@@ -350,7 +461,9 @@ def fold_stats(specs: list[ScanSpec], columns: list[tuple[np.ndarray, np.ndarray
     own (distributed._batches): a running mean's sum adds its first cell to the carry in
     numpy's operand order, which a NaN's bits can tell."""
     first = specs[0]
-    kind, a_field, b_field = _STAT_FOLDS[first.kernel.name]  # type: ignore[union-attr]
+    name = first.kernel.name  # type: ignore[union-attr]
+    kind, a_field, b_field = (_COMPENSATED_MEAN if name == "cummean"
+                              and first.param("compensated") else _STAT_FOLDS[name])
     xs = [cast_input(spec, values, valid) for spec, (values, valid) in zip(specs, columns,
                                                                             strict=True)]
     rows = xs[0].shape[0] if xs else 0

@@ -9,10 +9,11 @@ scanned from exactly the state the local engine has before it (the plan's carrie
 `_STATE`: the kernels' Carry objects, a few hundred bytes), found one of two ways
 (cumtool/carries.py):
 
-- without a chain, where every scanned column has a summary (integer cumsum, cummax and
-  cummin, cumcount, cumnunique): `read[k]` and `summary[k]` run in parallel, the client applies the
-  summaries in order (microseconds each) and submits `write[k] = scan(read[k],
-  state[k])` as soon as state[k] is known (`_summarized_results`);
+- without a chain, where every scanned column has a summary (integer cumsum, --exclusive
+  too, cummax and cummin, cumcount, cumnunique): `read[k]` and `summary[k]` run in
+  parallel, the client applies the summaries in order (microseconds each) and submits
+  `write[k] = scan(read[k], state[k])` as soon as state[k] is known
+  (`_summarized_results`);
 - along a chain otherwise: `read[k]` runs on worker k mod W, `write[k]` from state[k]
   beside it, and the client has that worker's `Folder` actor fold state[k] over the
   partition into state[k+1] (no task per link; `_chained_results`).
@@ -259,6 +260,12 @@ def _plan_with(job: Job, part: Partition, state: list[dict[str, Any]]) -> Any:
     for one, values in zip(plans, state, strict=True):
         for name in _STATE:
             setattr(one, name, copy.deepcopy(values[name]))
+        if one.distinct:  # a distinct count's carry as the client sent it (no chain)
+            from cumtool import carries
+
+            one.carries = {column: carries.opened(carry)
+                           if isinstance(carry, carries.SentDistinct) else carry
+                           for column, carry in one.carries.items()}
         one.name = part.name
         if part.first_of_file:
             one.rows_done = 0
@@ -819,12 +826,12 @@ def _advanced(job: Job, part: Partition, state: list[dict[str, Any]],
               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
     """The state a partition is scanned from, and the carried state after it (None where
     its scan fails), from the state before it and its summaries. A distinct count's carry
-    (the union of the values seen) is advanced in place and never sent: the partition is
-    scanned from a carry of its own (carries.advance_distinct)."""
+    (the union of the values seen, carries.DistinctUnion) is advanced in place and never
+    sent: the partition is scanned from a carry of its own (carries.advance_distinct)."""
     from cumtool import carries
 
     before: list[dict[str, Any]] = []
-    after: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] | None = []
     plans = job.plan.op_plans()
     for one, values, columns in zip(plans, state, summaries.columns, strict=True):
         advanced = {}
@@ -832,17 +839,21 @@ def _advanced(job: Job, part: Partition, state: list[dict[str, Any]],
             if not isinstance(summary, carries.DistinctSummary):
                 advanced[column] = carry = copy.deepcopy(values["carries"][column])
                 if not carries.advance(one.specs[column], carry, summary, summaries.rows):
-                    return state, None
-        after.append({**values, "carries": advanced,
-                      "rows_done": summaries.rows + (0 if part.first_of_file
-                                                     else values["rows_done"])})
-    # Once no scan fails: the unions are changed in place.
-    for values, changed, columns in zip(state, after, summaries.columns, strict=True):
+                    after = None  # no partition after this one is scanned
+        if after is not None:
+            after.append({**values, "carries": advanced,
+                          "rows_done": summaries.rows + (0 if part.first_of_file
+                                                         else values["rows_done"])})
+    for k, (values, columns) in enumerate(zip(state, summaries.columns, strict=True)):
         scanned = dict(values["carries"])
         for column, summary in columns.items():
             if isinstance(summary, carries.DistinctSummary):
-                scanned[column] = carries.advance_distinct(values["carries"][column], summary)
-                changed["carries"][column] = values["carries"][column]
+                union = values["carries"][column]
+                if not isinstance(union, carries.DistinctUnion):  # the plan's first carry
+                    union = carries.DistinctUnion(union)
+                scanned[column] = carries.advance_distinct(union, summary)
+                if after is not None:
+                    after[k]["carries"][column] = union
         before.append({**values, "carries": scanned})
     return before, after
 

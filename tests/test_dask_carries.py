@@ -160,24 +160,35 @@ def _scan_fails(spec, x, valid, carry) -> bool:
     return False
 
 
+def _pending(carry) -> bool:
+    return carry.pending is not None and bool(carry.pending)
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
 @pytest.mark.parametrize(("source", "dtype", "overflow"), [
     (np.int64, None, "error"), (np.int64, None, "wrap"), (np.int32, np.dtype(np.int32), "error"),
     (np.int64, np.dtype(np.int16), "error"), (np.int16, np.dtype(np.int16), "wrap"),
     (np.bool_, np.dtype(np.int8), "error"), (np.uint8, np.dtype(np.uint8), "error"),
 ])
-def test_a_sum_summary_fails_exactly_where_the_scan_fails(source, dtype, overflow):
+def test_a_sum_summary_fails_exactly_where_the_scan_fails(source, dtype, overflow, exclusive):
     """Partitions chained through their summaries: every carry is the scan's, and the
     first partition whose scan raises is the first whose summary says so, whether its
-    own sum overflows or only the carry takes it out of range."""
+    own sum overflows or only the carry takes it out of range. With --exclusive an
+    overflow at a partition's last counted cell is pending: the error is the next
+    partition's that counts a cell (partitions of missing cells only are frequent here)."""
     rng = np.random.default_rng(3)
-    spec = kernels.make_spec("cumsum", np.dtype(source), dtype, overflow=overflow)
-    outcomes = set()
-    for _ in range(40):
+    spec = kernels.make_spec("cumsum", np.dtype(source), dtype, overflow=overflow,
+                             exclusive=exclusive)
+    outcomes, pending = set(), 0
+    for _ in range(60 if exclusive else 40):
         applied, scanned = initial_carry(spec), initial_carry(spec)
         for _ in range(int(rng.integers(1, 12))):
-            rows = int(rng.integers(0, 60))
+            rows = int(rng.integers(0, 60 if rng.random() < 0.7 else 3))
             x = _terms(rng, rows, np.dtype(source), spec.out_dtype)
             valid = _valid(rng, rows)
+            if exclusive and rows and rng.random() < 0.3:  # none, or only the first, counted
+                valid = np.zeros(rows, dtype=bool)
+                valid[0] = rng.random() < 0.5
             summary = carries.summarize(spec, x, valid)
             expected = copy.deepcopy(scanned)
             fails = _scan_fails(spec, x, valid, scanned)
@@ -188,7 +199,10 @@ def test_a_sum_summary_fails_exactly_where_the_scan_fails(source, dtype, overflo
                 break
             assert _bits(applied.value) == _bits(scanned.value)
             assert applied.offset == scanned.offset
+            assert _pending(applied) == _pending(scanned)
+            pending += _pending(scanned)
     assert outcomes == ({False} if overflow == "wrap" else {False, True})
+    assert (pending > 0) == (exclusive and overflow == "error")
 
 
 def test_a_carry_can_bring_a_partition_back_in_range():
@@ -269,7 +283,7 @@ def test_which_ops_have_summaries():
         for op in ("cumsum", "cumprod", "cummax", "cumcount", "logcumsumexp", "cummean")
         for dtype in (f8, i8) for options in ({}, {"exclusive": True})}
     assert kinds[("cumsum", "i", ())] == "sum"
-    assert kinds[("cumsum", "i", (("exclusive", True),))] is None  # pending overflows
+    assert kinds[("cumsum", "i", (("exclusive", True),))] == "sum"
     assert kinds[("cumsum", "f", ())] is None
     assert kinds[("cumprod", "i", ())] is None
     assert kinds[("cummax", "f", (("exclusive", True),))] == "extreme"
@@ -279,36 +293,84 @@ def test_which_ops_have_summaries():
     assert not carries.foldable(kernels.make_spec("cumsum", f8, compensated=True))
 
 
-@pytest.mark.parametrize("exclusive", [False, True])
-def test_a_distinct_count_scanned_from_its_partitions_own_carry(exclusive):
-    """Each partition scanned from advance_distinct's carry (the count before it and only
-    the values it holds) counts as the local scan from the whole set does; the union is
-    the local carry's set, and the carry sent holds no value outside its partition."""
+def _distinct_cells(rng: np.random.Generator, kind: str, rows: int, step: int):
+    """A partition's cells: recurring values, and new ones as the partitions go on."""
     import pyarrow as pa
+
+    if kind == "f":
+        values = rng.choice([0.0, -0.0, np.nan, -np.nan, 1.0, 2.5, np.inf,
+                             *rng.integers(0, 50 * step + 1, 4)], rows)
+    elif kind == "i":
+        values = rng.integers(-20, 20 * step, rows)
+    elif kind == "u":
+        values = rng.choice(np.array([0, 1, 2**63, 2**64 - 1, 7 * step], dtype=np.uint64),
+                            rows)
+    elif kind == "b":
+        values = rng.random(rows) < 0.5
+    else:
+        return pa.array([["NA", "", "a", "b", f"t{step}", f"u{rng.integers(0, 99)}"][k]
+                         for k in rng.integers(0, 6, rows)],
+                        mask=rng.random(rows) < 0.2)
+    return pa.array(values, mask=rng.random(rows) < 0.2)
+
+
+@pytest.mark.parametrize("kind", ["f", "i", "u", "b", "text"])
+@pytest.mark.parametrize("options", [{}, {"exclusive": True}, {"skipna": True}])
+def test_a_distinct_count_scanned_from_its_partitions_own_carry(kind, options):
+    """Each partition scanned from advance_distinct's carry (the count before it and only
+    the values it holds, made the scan's carry on its worker by `opened`) counts as the
+    local scan from the whole set does; the union is the local carry's set, the carry
+    sent holds no value outside its partition, and its pickled size is the partition's
+    keys, not Python objects."""
+    import pickle
 
     from cumtool import distinct
 
-    rng = np.random.default_rng(3)
-    spec = kernels.make_spec("cumnunique", np.dtype(np.float64), exclusive=exclusive)
-    local, union = distinct.DistinctCarry(1), distinct.DistinctCarry(1)
-    for _ in range(40):
-        values = rng.choice([0.0, -0.0, np.nan, 1.0, 2.5, *rng.integers(0, 500, 4)],
-                            int(rng.integers(0, 30)))
-        data = pa.array(values, mask=rng.random(values.shape[0]) < 0.2)
-        summary = carries.DistinctSummary(distinct.distinct_values(spec, data))
-        sent = carries.advance_distinct(union, summary)
-        assert set(sent.line(0)) <= summary.values
-        got = distinct.scan(spec, data, sent)
-        want = distinct.scan(spec, data, local)
+    rng = np.random.default_rng(len(kind) + len(options))
+    dtype = {"f": np.float64, "i": np.int64, "u": np.uint64, "b": np.bool_}.get(kind,
+                                                                               np.float64)
+    spec = kernels.make_spec("cumnunique", np.dtype(dtype), **options)
+    na = frozenset({"NA", ""}) if kind == "text" else frozenset()
+    local = distinct.DistinctCarry(1)
+    union = carries.DistinctUnion(distinct.DistinctCarry(1))
+    recurring = elsewhere = 0
+    for step in range(60):
+        data = _distinct_cells(rng, kind, int(rng.integers(0, 40)), step)
+        summary = carries.DistinctSummary(distinct.key_array(spec, data, na))
+        assert sorted(map(str, summary.values.python())) == sorted(
+            map(str, distinct.distinct_values(spec, data, na)))
+        sent = pickle.loads(pickle.dumps(carries.advance_distinct(union, summary)))
+        assert set(sent.known.python()) <= set(summary.values.python())
+        recurring += len(sent.known) > 0
+        elsewhere += sent.elsewhere > 0
+        got = distinct.scan(spec, data, carries.opened(sent), text_na=na)
+        want = distinct.scan(spec, data, local, text_na=na)
         assert got[0].tolist() == want[0].tolist()
         assert _bits(got[1]) == _bits(want[1])
-        assert union.line(0).members == local.line(0).members
-    # Values recur across partitions (sent), and new ones come (counted elsewhere).
-    assert len(local.line(0)) > 80 and sent.line(0) and sent.line(0).elsewhere > 40
+        assert union.keys() == local.line(0).members
+    if kind in "fi":  # (sorted runs, merged as they grow)
+        assert union.members is None and 1 < len(union.runs) < 8
+    # Values recur across partitions (sent), and others are counted, not sent.
+    assert recurring > 30 and (elsewhere > 30 or kind == "b")
+
+
+def test_a_union_of_two_kinds_of_keys_keeps_the_local_engines_equality():
+    """Keys of another kind than before (which one column cannot give: its type is
+    fixed) go to a Python set, where an int and a float of one value are one key, as in
+    the local scan's set."""
+    from cumtool import distinct
+
+    union = carries.DistinctUnion(distinct.DistinctCarry(1))
+    ints = distinct.KeyArray(np.array([1, 2, 2**53 + 1], dtype=np.int64))
+    floats = distinct.KeyArray(np.array([1.0, 2.5, 2.0**53]).view(np.int64), floats=True)
+    assert union.split(ints).tolist() == [False, False, False]
+    assert union.split(floats).tolist() == [True, False, False]
+    assert union.keys() == {1, 2, 2**53 + 1, 2.5, 2.0**53}
 
 
 STATS = [
     pytest.param("cummean", {"compensated": False}, id="cummean"),
+    pytest.param("cummean", {"compensated": True}, id="cummean-compensated"),
     pytest.param("cumvar", {"ddof": 1}, id="cumvar"),
     pytest.param("cumstd", {"ddof": 0}, id="cumstd"),
     pytest.param("ewma", {"com": 2.0, "adjust": True, "halflife_ns": None}, id="ewma"),
@@ -318,8 +380,13 @@ STATS = [
 
 
 def _stat_columns(rng: np.random.Generator, rows: int) -> np.ndarray:
-    x = rng.choice([rng.normal(0, 1e3), 1e300, -1e300, 2.5, -0.0, 0.0], rows) \
-        if rng.random() < 0.3 else rng.normal(5, 3, rows)
+    pick = rng.random()
+    if pick < 0.3:
+        x = rng.choice([rng.normal(0, 1e3), 1e300, -1e300, 2.5, -0.0, 0.0], rows)
+    elif pick < 0.45:  # where a compensated sum differs: huge and tiny terms, cancelling
+        x = rng.choice([1e16, -1e16, 1.0, 0.1, 1e-300, 5e-324, -3.0, 1e308], rows)
+    else:
+        x = rng.normal(5, 3, rows)
     for value in SPECIAL if rng.random() < 0.5 else ():
         if rows:
             x[rng.integers(0, rows)] = value
@@ -364,14 +431,12 @@ def test_a_statistics_fold_leaves_the_carry_its_scan_leaves(monkeypatch, op, par
 
 
 def test_statistics_that_are_not_folded():
-    assert not carries.stat_foldable(kernels.make_spec("cummean", np.dtype(np.float64),
-                                                       compensated=True))
     assert not carries.stat_foldable(kernels.make_spec("cumcount", np.dtype(np.float64)))
     assert carries.stat_foldable(kernels.make_spec("cummean", np.dtype(np.int32),
                                                    compensated=False))
 
 
-@pytest.mark.parametrize(("op", "params"), STATS[:2])
+@pytest.mark.parametrize(("op", "params"), STATS[:3])
 @pytest.mark.parametrize("width", [8, 17])
 def test_whole_columns_of_a_statistic_eight_at_a_time(op, params, width):
     """Columns with no cell skipped: the mean's sum takes the sum's fast loop after its

@@ -87,6 +87,9 @@ def test_links_fold_in_the_actors_and_give_the_local_bytes(invoke, scheduler, da
 @pytest.mark.parametrize("args", [
     pytest.param(["cummean", "-c", "x,y,m,f32,i"], id="cummean"),
     pytest.param(["cumvar", "--skipna", "-c", "x,m,i"], id="cumvar-skipna"),
+    pytest.param(["cummean", "--compensated", "-c", "x,y,m,f32,i"], id="cummean-compensated"),
+    pytest.param(["cummean", "--compensated", "--skipna", "-c", "x,m", "--batch-rows", "7"],
+                 id="cummean-compensated-skipna-batches", marks=pytest.mark.slow),
     pytest.param(["cumstd,cummean", "--ddof", "0", "-c", "x,m", "--batch-rows", "7"],
                  id="cumstd-and-cummean-batches", marks=pytest.mark.slow),
     pytest.param(["ewma", "--span", "5", "-c", "x,y,m,i"], id="ewma"),
@@ -95,7 +98,8 @@ def test_links_fold_in_the_actors_and_give_the_local_bytes(invoke, scheduler, da
 ])
 def test_statistics_links_fold_in_c_and_give_the_local_bytes(invoke, scheduler, data, folds,
                                                              monkeypatch, args):
-    """The links of cummean, cumvar, cumstd and ewma fold in C (carries.fold_stats): no
+    """The links of cummean (--compensated too), cumvar, cumstd and ewma fold in C
+    (carries.fold_stats): no
     column is scanned in a link, and the bytes are the local engine's."""
     from cumtool import carries
 

@@ -84,6 +84,9 @@ def _ints(rows: int, seed: int) -> dict[str, object]:
                  marks=pytest.mark.slow),
     pytest.param(["cumsum", "-c", "t", "--dtype", "int32", "--keep"], id="dtype",
                  marks=pytest.mark.slow),
+    pytest.param(["cumsum", "-c", "i,t,m,b", "--exclusive"], id="cumsum-exclusive"),
+    pytest.param(["cumsum", "-c", "t,m", "--exclusive", "--dtype", "int16"],
+                 id="cumsum-exclusive-dtype", marks=pytest.mark.slow),
 ])
 def test_associative_ops_give_the_local_bytes_without_a_chain(invoke, scheduler, no_chain,
                                                               tmp_path, args):
@@ -102,10 +105,13 @@ def test_floats_still_take_the_chain(invoke, scheduler, tmp_path, monkeypatch):
     assert built == [1]
 
 
-def _overflowing(path: Path, at: dict[int, int], rows: int = 300, group: int = 20) -> Path:
-    values = [1] * rows
+def _overflowing(path: Path, at: dict[int, int], rows: int = 300, group: int = 20,
+                 missing: tuple[int, ...] = ()) -> Path:
+    values: list[int | None] = [1] * rows
     for row, value in at.items():
         values[row] = value
+    for row in missing:
+        values[row] = None
     return _parquet(path, {"n": pa.array(values, pa.int64())}, group)
 
 
@@ -316,3 +322,94 @@ def test_a_distinct_count_and_an_overflow_in_one_run(invoke, scheduler, no_chain
     local, _ = _both(invoke, scheduler, ["cumnunique,cumsum", str(path), "-c", "n,s"])
     assert local.exit_code == 1
     assert "row 201:" in local.stderr
+
+
+# --exclusive: a running sum is output at the next counted cell, so its overflow is an
+# error there, maybe a partition or a file later, and none where no counted cell follows.
+
+def _exclusive(invoke, scheduler, tmp_path, paths: list[Path], *args: str):
+    """The local engine's and Dask's runs, to one output file: the same exit code and
+    `Error:` line, the same bytes, and after an error no output in place."""
+    out = tmp_path / "out.csv"
+    results = []
+    for engine_args in ([], ["--engine", "dask", "--scheduler", scheduler]):
+        result = invoke("cumsum", *map(str, paths), "--exclusive", "-o", str(out), *args,
+                        *engine_args)
+        results.append((result.exit_code, result.stderr,
+                        out.read_bytes() if out.exists() else None))
+        if out.exists():
+            out.unlink()
+    assert results[1] == results[0]
+    return results[0]
+
+
+@pytest.mark.parametrize(("at", "missing", "row"), [
+    # Rows 40 and 41 (from 0) take the sum past int64's top at row 41: output at row 42.
+    pytest.param({40: BIG, 41: BIG}, (), 43, id="inside-a-partition"),
+    # At a row group's last row (59): output at the next row group's first.
+    pytest.param({58: BIG, 59: BIG}, (), 61, id="at-a-partitions-last-row"),
+    # ... and that row group's first rows are missing: its third row.
+    pytest.param({58: BIG, 59: BIG}, (60, 61), 63, id="next-cells-missing"),
+    # Only through the carry, at a row group's last row; two row groups of missing cells
+    # follow.
+    pytest.param({30: BIG, 79: BIG}, tuple(range(80, 120)), 121,
+                 id="row-groups-of-missing-cells-between"),
+    # Missing cells after the overflow to the row group's end: the next one's first row.
+    pytest.param({45: BIG, 50: BIG}, tuple(range(51, 60)), 61, id="missing-cells-after",
+                 marks=pytest.mark.slow),
+    # Going down, at a partition's last row.
+    pytest.param({10: -BIG, 70: -BIG, 139: -BIG}, (), 141, id="downwards",
+                 marks=pytest.mark.slow),
+])
+def test_an_exclusive_overflow_is_reported_at_the_next_counted_row(
+        invoke, scheduler, no_chain, tmp_path, at, missing, row):
+    path = _overflowing(tmp_path / "x.parquet", at, missing=missing)
+    code, stderr, written = _exclusive(invoke, scheduler, tmp_path, [path])
+    assert (code, stderr, written) == (
+        1, f"Error: {path}: column 'n', row {row}: cumsum overflows int64; use --overflow "
+           "wrap for wrap-around\n", None)
+    assert no_chain == [1]
+
+
+def test_an_exclusive_overflow_at_the_files_last_row_is_no_error(invoke, scheduler,
+                                                                 no_chain, tmp_path):
+    """Nothing outputs the overflowed sum: the run succeeds with the local bytes, also
+    where only missing cells come after it."""
+    for at, missing in [({298: BIG, 299: BIG}, ()), ({200: BIG, 250: BIG}, range(251, 300))]:
+        path = _overflowing(tmp_path / "x.parquet", at, missing=tuple(missing))
+        code, stderr, written = _exclusive(invoke, scheduler, tmp_path, [path])
+        assert (code, stderr) == (0, "")
+        assert written is not None and written.endswith(b"\n4611686018427388202\n" if not
+                                                       missing else b'\n""\n')
+    assert no_chain == [1, 1]
+
+
+def test_an_exclusive_overflow_at_a_files_last_row_is_the_next_files_error(
+        invoke, scheduler, no_chain, tmp_path):
+    """The carry goes on from file to file: the overflow at the first file's last row is
+    output at the second file's first counted row, and nothing is put in place, in one
+    output or one per input."""
+    first = _overflowing(tmp_path / "a.parquet", {298: BIG, 299: BIG})
+    second = _overflowing(tmp_path / "b.parquet", {}, rows=100, missing=(0, 1))
+    code, stderr, written = _exclusive(invoke, scheduler, tmp_path, [first, second])
+    message = (f"Error: {second}: column 'n', row 3: cumsum overflows int64; use --overflow "
+               "wrap for wrap-around\n")
+    assert (code, stderr, written) == (1, message, None)
+    args = ["cumsum", str(first), str(second), "--exclusive", "-o", str(tmp_path / "out") + "/"]
+    local = invoke(*args)
+    dask = invoke(*args, "--engine", "dask", "--scheduler", scheduler)
+    assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr) == (1, message)
+    assert not (tmp_path / "out").exists()
+    assert no_chain == [1, 1]
+
+
+def test_an_exclusive_narrow_dtype_overflows_at_the_next_partition(invoke, scheduler,
+                                                                   no_chain, tmp_path):
+    """int16's range is left at row 33 (from 1), a row group's last: the error is at row
+    34, the next row group's first, in int16's words."""
+    path = _parquet(tmp_path / "o.parquet", {"n": pa.array([1000] * 200, pa.int64())}, 11)
+    code, stderr, _ = _exclusive(invoke, scheduler, tmp_path, [path], "--dtype", "int16")
+    assert (code, stderr) == (
+        1, f"Error: {path}: column 'n', row 34: cumsum overflows int16; use --overflow "
+           "wrap for wrap-around\n")
+    assert no_chain == [1]

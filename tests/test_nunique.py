@@ -297,6 +297,17 @@ def test_na_markers_of_a_csv_text_column_are_missing_cells(invoke, write_file):
         '{"c":1}\n{"c":null}\n{"c":2}\n')
 
 
+@pytest.mark.parametrize("batch_rows", [None, "1", "2"])
+def test_na_markers_are_missing_whichever_cell_starts_the_batch(invoke, write_file,
+                                                               batch_rows):
+    """A batch whose first text cell is missing still takes "NA" as a missing cell (the
+    markers were once looked for only where a batch's first cell was text)."""
+    path = write_file("c.csv", "c,i\n,1\nNA,2\nx,3\ny,4\nNA,5\n")
+    args = ["--batch-rows", batch_rows] if batch_rows else []
+    assert invoke("cumnunique", str(path), "-c", "c", *args).stdout == (
+        "c,i\n,1\n,2\n1,3\n2,4\n,5\n")
+
+
 def test_cumtool_scan_of_a_csv_counts_as_the_cli(write_file):
     """cumtool.scan reads a CSV file as the CLI does: NA markers in a text column are
     missing cells, not values (it counted 1, 2, 3); JSON Lines keep "NA" as a value."""

@@ -620,7 +620,9 @@ PyDoc_STRVAR(fold_stats_doc,
 "running mean's sum: a = s, s + cell at each row (0.0 for a cell skipped; its first\n"
 "row's step is the caller's, as numpy takes it); 1, Welford: a = m, b = M2 (welford's\n"
 "steps); 2, ewma:\n"
-"a = y (ewma_means's steps, with its weight vectors and new weight). presents: 1-D bool\n"
+"a = y (ewma_means's steps, with its weight vectors and new weight); 3, the running\n"
+"mean's sum with --compensated: a = s, b = c (neumaier's steps, every row's: a skipped\n"
+"cell adds 0.0). presents: 1-D bool\n"
 "buffers or None (all present); a NaN with skipna is skipped too. b, the weights and\n"
 "new are read by the kinds that use them only.");
 
@@ -635,8 +637,9 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "iOOpOOOOOd", &kind, &columns_obj, &presents_obj, &skipna,
                           &n_obj, &a_obj, &b_obj, &old_obj, &total_obj, &new_weight))
         return NULL;
-    if (kind < 0 || kind > 2) {
-        PyErr_SetString(PyExc_ValueError, "kind must be 0 (mean), 1 (Welford) or 2 (ewma)");
+    if (kind < 0 || kind > 3) {
+        PyErr_SetString(PyExc_ValueError,
+                        "kind must be 0 (mean), 1 (Welford), 2 (ewma) or 3 (Neumaier's mean)");
         return NULL;
     }
     FoldColumns cols;
@@ -709,6 +712,17 @@ static PyObject *fold_stats(PyObject *self, PyObject *args)
                 c[j] += rows;
         } else if (kind == 0) {
             STAT_ROWS(va[j] = KEEP_NAN(va[j], va[j] + (present ? v : 0.0));
+                      c[j] += present;)
+        } else if (kind == 3) {
+            /* neumaier's step (below), a skipped cell adding 0.0 as it does */
+            STAT_ROWS(const double term = present ? v : 0.0;
+                      const double t = va[j] + term;
+                      if (isfinite(t))
+                          vb[j] += fabs(va[j]) >= fabs(term) ? (va[j] - t) + term
+                                                             : (term - t) + va[j];
+                      else
+                          vb[j] = 0.0;
+                      va[j] = t;
                       c[j] += present;)
         } else if (kind == 1) {
             STAT_ROWS(if (present) { welford_step(v, &count[j], &va[j], &vb[j]); c[j]++; })
