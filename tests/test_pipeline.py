@@ -80,8 +80,12 @@ MIXED = (b"1,plain,1.5,-0.0\r\n"
          b"8,z,NA,-1e-300\r\n")
 
 
+# The running statistics the pipeline's serial step computes (fast._PIPELINE_STATS)
+STATS = ["cumcount", "cummean", "diff", "cumcount,cummean,diff", "cumsum,diff"]
+
+
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-                                "cumsum,cummax"])
+                                "cumsum,cummax", *STATS])
 @pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
 @pytest.mark.parametrize("chunk", [1, 20, 1 << 20])
 def test_mixed_cells_give_the_twins_bytes(tmp_path, monkeypatch, op, threads, chunk):

@@ -86,6 +86,11 @@ COMPILED = True  # the compiled pipeline where it fits (tests turn it off: its P
 PIPELINE_CHUNK_BYTES = 1 << 20  # the compiled pipeline's chunks: whole records, about this
 _PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3,  # _csvtext's codes
                  "logcumsumexp": 4}
+# The running statistics the pipeline's serial step computes, by _csvtext's code, with
+# the output dtype it writes (None: the column's own): cumtool/stats.py's kernels' steps
+# in C, the same float operations in the same order.
+_PIPELINE_STATS: dict[str, tuple[int, np.dtype | None]] = {
+    "cumcount": (5, _INT64), "cummean": (6, _FLOAT64), "diff": (7, None)}
 
 
 def run(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
@@ -720,8 +725,14 @@ class _Job:
         scans: list[tuple[int, int, Any]] = []
         for i, op in self.scans:
             spec, _carry = self.scans[i, op]
-            code = _PIPELINE_OPS.get(spec.op)
             source = self.parse[i]
+            if spec.op in _PIPELINE_STATS:
+                code = self._compiled_stat(spec, source)
+                if code is None:
+                    return None
+                scans.append((parsed.index(i), code, 0))  # it starts from zeros
+                continue
+            code = _PIPELINE_OPS.get(spec.op)
             if (code is None or spec.is_stat or spec.exclusive or spec.indices or spec.skipna
                     or any(value for _name, value in spec.params)
                     or not spec.source_dtype == spec.in_dtype == spec.acc_dtype
@@ -734,6 +745,23 @@ class _Job:
                    for _name, column in self.columns]
         return {"parse": [(i, self.parse[i] == _INT64) for i in parsed], "scans": scans,
                 "columns": columns, "keys": list(self.keys)}
+
+    @staticmethod
+    def _compiled_stat(spec: Any, source: np.dtype) -> int | None:
+        """_csvtext's code of a running statistic the pipeline computes as its kernel
+        does, or None where the spec asks for what only the kernel does: --exclusive,
+        --skipna on floats (NaN skipped: int64 has none, so it changes nothing there),
+        a parameter other than its default (--compensated), a --dtype cast, another
+        output dtype, --overflow wrap on an int64 diff."""
+        code, out = _PIPELINE_STATS[spec.op]
+        if (spec.exclusive or spec.indices or (spec.skipna and source != _INT64)
+                or any(value for _name, value in spec.params)
+                or source not in (_INT64, _FLOAT64)
+                or not spec.source_dtype == spec.in_dtype == source
+                or spec.out_dtype != (source if out is None else out)
+                or (spec.op == "diff" and source == _INT64 and spec.overflow != "error")):
+            return None
+        return code
 
     def _run_compiled(self, plan: dict[str, Any]) -> Iterator[bytes]:
         """pieces() by the compiled pipeline: its chunks' output in order, the header
