@@ -120,6 +120,76 @@ def test_signed_zeros_and_nan_in_cummax(tmp_path, monkeypatch):
     assert out == b"v\n-0.0\n0.0\n-0.0\nNaN\nNaN\n"
 
 
+def test_statistics_are_the_expected_numbers(tmp_path, monkeypatch):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"a,b,t\n1,0.1,x\n,0.2,y\n4,,z\n-2,-0.0,w\n7,nan,v\n")
+    expected = {
+        # a count of the cells present so far; a missing cell stays missing
+        "cumcount": b"a,b,t\n1,1,x\n,2,y\n2,,z\n3,3,w\n4,4,v\n",
+        # the running sum in float64 divided by the count: (0.1 + 0.2) / 2, and
+        # (0.30000000000000004 + -0.0) / 3; a NaN stays
+        "cummean": b"a,b,t\n1.0,0.1,x\n,0.15000000000000002,y\n2.5,,z\n"
+                   b"1.0,0.10000000000000002,w\n2.5,NaN,v\n",
+        # less the last present value (the first: itself); int64 stays int64
+        "diff": b"a,b,t\n1,0.1,x\n,0.1,y\n3,,z\n-6,-0.2,w\n9,NaN,v\n",
+    }
+    for op, out in expected.items():
+        (code, got, err), statuses = _both([op, str(path)], monkeypatch)
+        assert (code, err, statuses, got) == (0, "", [0], out), op
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+def test_an_int64_diff_overflow_stops_the_pipeline_and_is_worded_as_the_twin_words_it(
+        tmp_path, monkeypatch, threads):
+    # the extremes of int64 apart are diffs that fit (1 - -2**63 does not)
+    rows = [b"%d" % v for v in (2**63 - 1, -1, -(2**63), -1, 0, 2**63 - 1, 0)] * 5
+    rows += [b"-9223372036854775808", b"1", b"2"]
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n\n" + b"\n".join(rows) + b"\n")
+    (code, out, err), statuses = _both(["diff", str(path)], monkeypatch, threads, chunk=8)
+    assert code == 1
+    assert err == (f"Error: {path}: column 'n', row 37 (line 38): diff overflows int64 "
+                   "(1 - -9223372036854775808); use --overflow wrap for wrap-around\n")
+    assert statuses == [2]  # stopped by the scan, and the twin's words (and bytes) follow
+
+
+def test_int64_diffs_at_the_edges_of_int64(tmp_path, monkeypatch):
+    values = [2**63 - 1, -1, -(2**63) + 1, 0, 2**63 - 1, 0, -(2**63), -1]
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n\n" + b"".join(b"%d\n" % v for v in values))
+    (code, out, err), statuses = _both(["diff", str(path)], monkeypatch, "3", chunk=8)
+    assert (code, err, statuses) == (0, "", [0])
+    diffs = [values[0]] + [b - a for a, b in zip(values, values[1:], strict=False)]
+    assert out == b"n\n" + b"".join(b"%d\n" % d for d in diffs)
+
+
+@pytest.mark.parametrize("args", [
+    ["cumcount", "--exclusive"], ["cummean", "--exclusive"], ["cummean", "--compensated"],
+    ["cumcount", "--skipna"], ["cummean", "--skipna"], ["diff", "--skipna"],
+    ["diff", "--overflow", "wrap"], ["diff", "--dtype", "float32"],
+    ["cumcount,cumsum", "--exclusive"], ["cummean", "--dtype", "float32"],
+], ids=" ".join)
+def test_statistics_the_serial_step_does_not_compute_run_on_the_python_steps(
+        tmp_path, monkeypatch, args):
+    path = tmp_path / "in.csv"
+    # n: int64 (--skipna changes nothing there); x: float64
+    path.write_bytes(b"n,x\n1,nan\n,2.5\n-3,\n4,-0.0\n5,nan\n6,inf\n")
+    (code, _out, err), statuses = _both([args[0], str(path), "-c", "n,x", *args[1:]],
+                                        monkeypatch, "2", chunk=8)
+    assert (code, err) == (0, "")
+    assert statuses == []  # _compiled said no: no pipeline was made
+
+
+@pytest.mark.parametrize("op", ["cumcount", "cummean", "diff"])
+def test_skipna_on_an_int64_column_is_the_pipelines(tmp_path, monkeypatch, op):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n,t\n1,a\n,b\n-3,c\n4,d\n")
+    (code, out, err), statuses = _both([op, str(path), "--skipna"], monkeypatch, chunk=8)
+    assert (code, err, statuses) == (0, "", [0])
+    plain, _statuses = _both([op, str(path)], monkeypatch, chunk=8)
+    assert out == plain[1]
+
+
 @pytest.mark.parametrize("options", [["--only-scanned"], ["--keep"], ["--na-rep", "NULL"],
                                      ["--out-delimiter", ";"], ["--na", "NA,-"],
                                      ["-c", "x"], ["--dtype", "float64"]])
@@ -191,7 +261,8 @@ _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"na
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.lists(_CELLS, min_size=3, max_size=3), min_size=1, max_size=40),
        op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-                           "cumsum,cummin"]),
+                           "cumsum,cummin", "cumcount", "cummean", "diff",
+                           "diff,cummean,cumcount"]),
        threads=st.sampled_from(["1", "2", "3", "16"]), chunk=st.integers(1, 200),
        crlf=st.booleans(), by=st.booleans())
 def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows, op,
@@ -236,7 +307,7 @@ def test_a_pipeline_left_half_read_is_closed():
 
 @pytest.mark.parametrize("threads", ["1", "2", "16"])
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-                                "cumsum,cummax"])
+                                "cumsum,cummax", *STATS])
 def test_groups_give_the_twins_bytes(tmp_path, monkeypatch, threads, op):
     # keys whose bytes run into each other across columns ("a","bc" and "ab","c"), quoted
     # and empty keys, and more groups than the first tables hold (4,096 slots, 1,024 keys)
