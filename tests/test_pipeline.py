@@ -7,6 +7,7 @@ where the Python steps must word or read a cell."""
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import types
 from pathlib import Path
@@ -146,7 +147,7 @@ def test_an_int64_diff_overflow_stops_the_pipeline_and_is_worded_as_the_twin_wor
     rows += [b"-9223372036854775808", b"1", b"2"]
     path = tmp_path / "in.csv"
     path.write_bytes(b"n\n" + b"\n".join(rows) + b"\n")
-    (code, out, err), statuses = _both(["diff", str(path)], monkeypatch, threads, chunk=8)
+    (code, _out, err), statuses = _both(["diff", str(path)], monkeypatch, threads, chunk=8)
     assert code == 1
     assert err == (f"Error: {path}: column 'n', row 37 (line 38): diff overflows int64 "
                    "(1 - -9223372036854775808); use --overflow wrap for wrap-around\n")
@@ -159,7 +160,7 @@ def test_int64_diffs_at_the_edges_of_int64(tmp_path, monkeypatch):
     path.write_bytes(b"n\n" + b"".join(b"%d\n" % v for v in values))
     (code, out, err), statuses = _both(["diff", str(path)], monkeypatch, "3", chunk=8)
     assert (code, err, statuses) == (0, "", [0])
-    diffs = [values[0]] + [b - a for a, b in zip(values, values[1:], strict=False)]
+    diffs = [values[0]] + [b - a for a, b in itertools.pairwise(values)]
     assert out == b"n\n" + b"".join(b"%d\n" % d for d in diffs)
 
 
