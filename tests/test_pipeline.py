@@ -81,8 +81,17 @@ MIXED = (b"1,plain,1.5,-0.0\r\n"
          b"8,z,NA,-1e-300\r\n")
 
 
-# The running statistics the pipeline's serial step computes (fast._PIPELINE_STATS)
-STATS = ["cumcount", "cummean", "diff", "cumcount,cummean,diff", "cumsum,diff"]
+# The running statistics the pipeline's serial step computes (fast._PIPELINE_STATS), with
+# their options
+STATS = ["cumcount", "cummean", "diff", "cumvar", "cumstd --ddof 0", "ewma --alpha 0.3",
+         "ewma --span 4 --no-adjust", "ewma --halflife 2.5", "cumcount,cummean,diff",
+         "cumsum,diff", "cumvar,cumstd --ddof 2"]
+
+
+def _op(op: str, path: Path, *more: str) -> list[str]:
+    """The command line of `op` (an op and its options) on `path`."""
+    first, *options = op.split()
+    return [first, str(path), *options, *more]
 
 
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
@@ -95,7 +104,7 @@ def test_mixed_cells_give_the_twins_bytes(tmp_path, monkeypatch, op, threads, ch
     # logcumsumexp scans an integer column in float64: the Python steps' (the pipeline
     # reads a column in its own type only)
     columns = ["-c", "x,y"] if op == "logcumsumexp" else []
-    (code, out, err), statuses = _both([op, str(path), *columns], monkeypatch, threads,
+    (code, out, err), statuses = _both(_op(op, path, *columns), monkeypatch, threads,
                                        chunk)
     assert (code, err) == (0, "")
     assert statuses == [0]  # the compiled pipeline wrote it all
@@ -133,9 +142,21 @@ def test_statistics_are_the_expected_numbers(tmp_path, monkeypatch):
                    b"1.0,0.10000000000000002,w\n2.5,NaN,v\n",
         # less the last present value (the first: itself); int64 stays int64
         "diff": b"a,b,t\n1,0.1,x\n,0.1,y\n3,,z\n-6,-0.2,w\n9,NaN,v\n",
+        # Welford's M2 / (n - 1): NaN at one value; of 1, 4: 4.5; of 1, 4, -2: 9.0; of
+        # 1, 4, -2, 7: 45 / 3 (pandas' expanding().var() gives the same bits)
+        "cumvar": b"a,b,t\nNaN,NaN,x\n,0.004999999999999999,y\n4.5,,z\n"
+                  b"9.0,0.010000000000000002,w\n15.0,NaN,v\n",
+        # --ddof 0: the square root of M2 / n (1, 4: 1.5; 1, 4, -2, 7: sqrt(45 / 4))
+        "cumstd --ddof 0": b"a,b,t\n0.0,0.0,x\n,0.049999999999999996,y\n1.5,,z\n"
+                           b"2.449489742783178,0.08164965809277261,w\n"
+                           b"3.3541019662496847,NaN,v\n",
+        # the old weight after c values decayed by 0.5, the new one 1, missing cells
+        # skipped: (0.5 * 1 + 4) / 1.5, (0.75 * 3 - 2) / 1.75, (0.875 * y + 7) / 1.875
+        "ewma --alpha 0.5": b"a,b,t\n1.0,0.1,x\n,0.16666666666666666,y\n3.0,,z\n"
+                            b"0.14285714285714285,0.07142857142857142,w\n3.8,NaN,v\n",
     }
     for op, out in expected.items():
-        (code, got, err), statuses = _both([op, str(path)], monkeypatch)
+        (code, got, err), statuses = _both(_op(op, path), monkeypatch)
         assert (code, err, statuses, got) == (0, "", [0], out), op
 
 
@@ -169,6 +190,9 @@ def test_int64_diffs_at_the_edges_of_int64(tmp_path, monkeypatch):
     ["cumcount", "--skipna"], ["cummean", "--skipna"], ["diff", "--skipna"],
     ["diff", "--overflow", "wrap"], ["diff", "--dtype", "float32"],
     ["cumcount,cumsum", "--exclusive"], ["cummean", "--dtype", "float32"],
+    ["cumvar", "--skipna"], ["cumstd", "--exclusive"], ["ewma", "--alpha", "0.5", "--skipna"],
+    # weights that settle only after billions of values
+    ["ewma", "--alpha", "1e-9"],
 ], ids=" ".join)
 def test_statistics_the_serial_step_does_not_compute_run_on_the_python_steps(
         tmp_path, monkeypatch, args):
@@ -181,13 +205,13 @@ def test_statistics_the_serial_step_does_not_compute_run_on_the_python_steps(
     assert statuses == []  # _compiled said no: no pipeline was made
 
 
-@pytest.mark.parametrize("op", ["cumcount", "cummean", "diff"])
+@pytest.mark.parametrize("op", [op for op in STATS if "cumsum" not in op])  # the stats'
 def test_skipna_on_an_int64_column_is_the_pipelines(tmp_path, monkeypatch, op):
     path = tmp_path / "in.csv"
     path.write_bytes(b"n,t\n1,a\n,b\n-3,c\n4,d\n")
-    (code, out, err), statuses = _both([op, str(path), "--skipna"], monkeypatch, chunk=8)
+    (code, out, err), statuses = _both(_op(op, path, "--skipna"), monkeypatch, chunk=8)
     assert (code, err, statuses) == (0, "", [0])
-    plain, _statuses = _both([op, str(path)], monkeypatch, chunk=8)
+    plain, _statuses = _both(_op(op, path), monkeypatch, chunk=8)
     assert out == plain[1]
 
 
@@ -262,8 +286,7 @@ _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"na
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.lists(_CELLS, min_size=3, max_size=3), min_size=1, max_size=40),
        op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-                           "cumsum,cummin", "cumcount", "cummean", "diff",
-                           "diff,cummean,cumcount"]),
+                           "cumsum,cummin", *STATS]),
        threads=st.sampled_from(["1", "2", "3", "16"]), chunk=st.integers(1, 200),
        crlf=st.booleans(), by=st.booleans())
 def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows, op,
@@ -272,7 +295,7 @@ def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows,
     data = b"a,b,c" + end + b"".join(b",".join(row) + end for row in rows)
     path: Path = tmp_path_factory.mktemp("case") / "in.csv"
     path.write_bytes(data)
-    _both([op, str(path), *(["--by", "c"] if by else [])], monkeypatch, threads, chunk)
+    _both(_op(op, path, *(["--by", "c"] if by else [])), monkeypatch, threads, chunk)
 
 
 def _pipeline(read: Any, threads: int = 3, chunk: int = 16) -> Any:
@@ -319,7 +342,7 @@ def test_groups_give_the_twins_bytes(tmp_path, monkeypatch, threads, op):
     path = tmp_path / "in.csv"
     path.write_bytes(b"k1,k2,n,x\n" + b"\n".join(rows) + b"\n")
     columns = ["-c", "x"] if op == "logcumsumexp" else []  # x alone is float
-    (code, out, err), statuses = _both([op, str(path), "--by", "k1,k2", *columns],
+    (code, out, err), statuses = _both(_op(op, path, "--by", "k1,k2", *columns),
                                        monkeypatch, threads, chunk=500)
     assert (code, err, statuses) == (0, "", [0])
     lines = out.split(b"\n")

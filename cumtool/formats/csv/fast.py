@@ -90,7 +90,11 @@ _PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3,  # _csvtex
 # the output dtype it writes (None: the column's own): cumtool/stats.py's kernels' steps
 # in C, the same float operations in the same order.
 _PIPELINE_STATS: dict[str, tuple[int, np.dtype | None]] = {
-    "cumcount": (5, _INT64), "cummean": (6, _FLOAT64), "diff": (7, None)}
+    "cumcount": (5, _INT64), "cummean": (6, _FLOAT64), "diff": (7, None),
+    "cumvar": (8, _FLOAT64), "cumstd": (9, _FLOAT64), "ewma": (10, _FLOAT64)}
+# ewma's weights change with the count until they settle (in float64); the pipeline takes
+# them settled within this many counts (a tiny alpha takes longer: the Python steps')
+EWMA_SETTLED = 1 << 16
 
 
 def run(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
@@ -727,10 +731,10 @@ class _Job:
             spec, _carry = self.scans[i, op]
             source = self.parse[i]
             if spec.op in _PIPELINE_STATS:
-                code = self._compiled_stat(spec, source)
-                if code is None:
+                stat = self._compiled_stat(spec, source)
+                if stat is None:
                     return None
-                scans.append((parsed.index(i), code, 0))  # it starts from zeros
+                scans.append((parsed.index(i), *stat))
                 continue
             code = _PIPELINE_OPS.get(spec.op)
             if (code is None or spec.is_stat or spec.exclusive or spec.indices or spec.skipna
@@ -747,21 +751,31 @@ class _Job:
                 "columns": columns, "keys": list(self.keys)}
 
     @staticmethod
-    def _compiled_stat(spec: Any, source: np.dtype) -> int | None:
+    def _compiled_stat(spec: Any, source: np.dtype) -> tuple[int, Any] | None:
         """_csvtext's code of a running statistic the pipeline computes as its kernel
-        does, or None where the spec asks for what only the kernel does: --exclusive,
-        --skipna on floats (NaN skipped: int64 has none, so it changes nothing there),
-        a parameter other than its default (--compensated), a --dtype cast, another
-        output dtype, --overflow wrap on an int64 diff."""
+        does, and what its scan starts from (its zeros but for: cumvar's and cumstd's
+        ddof; ewma's weights, as the kernel's tables give them); or None where the spec
+        asks for what only the kernel does: --exclusive, --skipna on floats (NaN
+        skipped: int64 has none, so it changes nothing there), --compensated, ewma
+        --times or weights that do not settle within EWMA_SETTLED counts, a --dtype
+        cast, another output dtype, --overflow wrap on an int64 diff."""
         code, out = _PIPELINE_STATS[spec.op]
+        params = dict(spec.params)
         if (spec.exclusive or spec.indices or (spec.skipna and source != _INT64)
-                or any(value for _name, value in spec.params)
+                or params.get("compensated") or params.get("halflife_ns") is not None
                 or source not in (_INT64, _FLOAT64)
                 or not spec.source_dtype == spec.in_dtype == source
                 or spec.out_dtype != (source if out is None else out)
                 or (spec.op == "diff" and source == _INT64 and spec.overflow != "error")):
             return None
-        return code
+        if spec.op in ("cumvar", "cumstd"):
+            return code, int(params["ddof"])
+        if spec.op == "ewma":
+            new, after, old, total = spec.kernel.tables(spec, EWMA_SETTLED)
+            if after.shape[0] > EWMA_SETTLED:
+                return None  # not known to have settled: the last entry would not hold
+            return code, (float(new), old.tolist(), total.tolist())
+        return code, 0
 
     def _run_compiled(self, plan: dict[str, Any]) -> Iterator[bytes]:
         """pieces() by the compiled pipeline: its chunks' output in order, the header
