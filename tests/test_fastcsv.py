@@ -185,6 +185,7 @@ def test_options_the_fast_path_does_not_cover_hand_over(tmp_path, args):
     ["cumsum", "--overflow", "wrap"], ["cumsum", "--out-delimiter", "|"],
     ["cumsum", "--to", "tsv"], ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"],
     ["ewma", "--alpha", "0.5"], ["diff"], ["cumsum", "--compensated"], ["cumsum", "--by", "t"],
+    ["cumstd", "--skipna"], ["cumcount", "--exclusive"], ["ewma", "--alpha", "1e-9"],
     ["cummean,cumprod", "--by", "t,a", "--keep"], ["cumsum", "--to", "jsonl"],
     ["cumsum", "--to", "jsonl", "--keep", "--by", "t"], ["cumsum", "--dtype", "int16"],
     ["cumsum", "--dtype", "uint8", "--keep"], ["cumsum", "--na", "1"],
@@ -346,14 +347,16 @@ def _stats_table(late: bytes, rows: int = small.INFER_ROWS + 300) -> bytes:
     pytest.param(b"0,1,g3\n-9223372036854775808,1,g3\n9223372036854775807,2,g3\n", "diff",
                  id="int64-diff-overflow"),
 ])
-@pytest.mark.parametrize("op", ["cumcount", "cummean", "diff", "cumcount,cummean,diff"])
+@pytest.mark.parametrize("op", ["cumcount", "cummean", "diff", "cumcount,cummean,diff",
+                                "cumvar", "cumstd --ddof 0", "ewma --alpha 0.2",
+                                "ewma --span 3 --no-adjust"])
 @pytest.mark.parametrize("by", [[], ["--by", "k"]], ids=["plain", "by"])
 @pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
 def test_statistics_on_the_compiled_pipeline_are_the_streaming_paths(
         tmp_path, monkeypatch, late, ok, op, by, threads):
-    """cumcount, cummean and diff run in the compiled pipeline (its serial step, across
-    many small chunks), with the streaming path's bytes; an error late in the file ends
-    as on the streaming path (the Python steps word it, the bytes before it the same)."""
+    """The running statistics run in the compiled pipeline (its serial step, across many
+    small chunks), with the streaming path's bytes; an error late in the file ends as on
+    the streaming path (the Python steps word it, the bytes before it the same)."""
     compiled: list[bool] = []
     real = fastcsv._Job._run_compiled
 
@@ -364,8 +367,8 @@ def test_statistics_on_the_compiled_pipeline_are_the_streaming_paths(
 
     monkeypatch.setattr(fastcsv._Job, "_run_compiled", spy)
     fast, streamed, _finished = run_both(tmp_path, _stats_table(late),
-                                         [op, *by, "--threads", threads], chunk_rows=4096,
-                                         chunk_bytes=1 << 10)
+                                         [*op.split(), *by, "--threads", threads],
+                                         chunk_rows=4096, chunk_bytes=1 << 10)
     same(fast, streamed)
     fails = ok is False or (ok == "diff" and "diff" in op)
     assert (fast[0] == 0) == (not fails), fast[2]
