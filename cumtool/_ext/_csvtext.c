@@ -1904,8 +1904,9 @@ static int scan_ints(int op, const int64_t *x, const unsigned char *missing, int
 
 /* One step of a running statistic, as cumtool/stats.py's kernels compute it (the same
    float operations in the same order): `x` the cell's 8 bytes (int64 where `ints`, else
-   float64), `y` its result's (int64 for cumcount and an int64 diff, else float64). A
-   missing cell leaves the state as it was (cummean's sum adds 0.0, as the kernel's
+   float64), `y` its result's (int64 for cumcount and an int64 diff, else float64).
+   Welford's and ewma's steps are _sequential.c's own (statsteps.h). A missing cell
+   leaves the state as it was (cummean's sum adds 0.0, as the kernel's
    np.where(present, x, 0.0) does) and its result is never written out. 1 where an int64
    diff leaves int64 (the Python steps word it), else 0. */
 static inline int stat_step(int op, int ints, const ScanPlan *scan, StatState *st,

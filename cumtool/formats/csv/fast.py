@@ -27,11 +27,12 @@ is handed to the streaming path, rerun from the start, with the bytes already wr
 skipped, so that the output and any error are the streaming path's own.
 
 The rows run in one compiled pipeline where the run fits it (`_ext/_csvtext.c`'s
-Pipeline: the plain accumulating ops on int64 and float64 to CSV): Python calls it once,
-and a pool of --threads threads cuts, parses, scans (in chunk order, the one serial
-step) and formats chunks of whole records without the GIL, which is taken only to read
-the input and hand out each chunk's output. Elsewhere (--by, --period, --share, JSON
-Lines out, the statistics) _Job.pieces runs the steps itself: cut and assemble in C
+Pipeline: the plain accumulating ops and the running statistics on int64 and float64
+to CSV, --by too): Python calls it once, and a pool of --threads threads cuts, parses,
+scans (in chunk order, the one serial step) and formats chunks of whole records without
+the GIL, which is taken only to read the input and hand out each chunk's output.
+Elsewhere (--period, --share, JSON Lines out, --exclusive, --compensated, --skipna on
+floats, ewma --times, ...) _Job.pieces runs the steps itself: cut and assemble in C
 without the GIL where built, in Python otherwise (cut_py, assemble_py). The steps are
 the pipeline's Python twin: tests/test_pipeline.py holds the two to the same bytes, and
 tests/test_fastcsv.py both to the streaming path's.
@@ -719,8 +720,9 @@ class _Job:
     def _compiled(self) -> dict[str, Any] | None:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
-        plain accumulating ops on int64 or float64 to CSV, --by too; else None, and pieces() runs
-        the steps itself (its Python twin: the same bytes, tests/test_pipeline.py)."""
+        plain accumulating ops and the running statistics (_compiled_stat) on int64 or
+        float64 to CSV, --by too; else None, and pieces() runs the steps itself (its
+        Python twin: the same bytes, tests/test_pipeline.py)."""
         pipeline = getattr(TEXT, "Pipeline", None)
         if (pipeline is None or not COMPILED or self.json or self.time_at is not None
                 or self.share or self.numeric_markers):
