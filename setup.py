@@ -23,7 +23,8 @@ FLAGS = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off", "-fno-fa
 # their include path, and what they include is listed so that a change rebuilds them.
 YYJSON = ["cumtool/_ext/yyjson/f64_to_dec.h"]
 FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
-LOGADDEXP = ["cumtool/_ext/logaddexp.h"]  # logcumsumexp's step: the scans' and the pipeline's
+# logcumsumexp's step, and the statistics' (Welford, ewma): the scans' and the pipeline's
+LOGADDEXP = ["cumtool/_ext/logaddexp.h", "cumtool/_ext/statsteps.h"]
 
 setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,

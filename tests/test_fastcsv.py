@@ -185,6 +185,7 @@ def test_options_the_fast_path_does_not_cover_hand_over(tmp_path, args):
     ["cumsum", "--overflow", "wrap"], ["cumsum", "--out-delimiter", "|"],
     ["cumsum", "--to", "tsv"], ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"],
     ["ewma", "--alpha", "0.5"], ["diff"], ["cumsum", "--compensated"], ["cumsum", "--by", "t"],
+    ["cumstd", "--skipna"], ["cumcount", "--exclusive"], ["ewma", "--alpha", "1e-9"],
     ["cummean,cumprod", "--by", "t,a", "--keep"], ["cumsum", "--to", "jsonl"],
     ["cumsum", "--to", "jsonl", "--keep", "--by", "t"], ["cumsum", "--dtype", "int16"],
     ["cumsum", "--dtype", "uint8", "--keep"], ["cumsum", "--na", "1"],
@@ -319,6 +320,61 @@ def test_late_problems_end_as_on_the_streaming_path(tmp_path, late, ok, output, 
     same(fast, streamed)
     # A late decimal in an integer column: a file output from a file is scanned again.
     assert (fast[0] == 0) == (bool(output) and not stdin if ok == "rerun" else ok), fast[2]
+
+
+# The running statistics on the compiled pipeline's serial step ------------------------
+
+def _stats_table(late: bytes, rows: int = small.INFER_ROWS + 300) -> bytes:
+    """An int64 column whose diffs come near int64's ends (a: +-2**62 and small
+    values), floats with missing cells, NaN, inf and -0.0 (b), and keys of many groups
+    (k)."""
+    cells = [b"1.5", b"", b"-0.0", b"nan", b"inf", b"-inf", b"0.0", b"NA", b"2.25e-300"]
+
+    def a(i: int) -> int:
+        if i % 5 == 0:
+            return i % 7 - 3
+        return 2**62 - 1 - i % 1000 if i % 2 else -(2**62) + i % 1000
+
+    body = b"".join(b"%d,%s,g%d\n" % (a(i), cells[i % len(cells)], (i * 7919) % 1500)
+                    for i in range(rows))
+    return b"a,b,k\n" + body + late + b"7,8.5,g1\n"
+
+
+@pytest.mark.parametrize(("late", "ok"), [
+    pytest.param(b"", True, id="plain"),
+    pytest.param(b"NA,,\n", True, id="missing"),
+    pytest.param(b"1,oops,g2\n", False, id="text-in-float-column"),
+    pytest.param(b"0,1,g3\n-9223372036854775808,1,g3\n9223372036854775807,2,g3\n", "diff",
+                 id="int64-diff-overflow"),
+])
+@pytest.mark.parametrize("op", ["cumcount", "cummean", "diff", "cumcount,cummean,diff",
+                                "cumvar", "cumstd --ddof 0", "ewma --alpha 0.2",
+                                "ewma --span 3 --no-adjust"])
+@pytest.mark.parametrize("by", [[], ["--by", "k"]], ids=["plain", "by"])
+@pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
+def test_statistics_on_the_compiled_pipeline_are_the_streaming_paths(
+        tmp_path, monkeypatch, late, ok, op, by, threads):
+    """The running statistics run in the compiled pipeline (its serial step, across many
+    small chunks), with the streaming path's bytes; an error late in the file ends as on
+    the streaming path (the Python steps word it, the bytes before it the same)."""
+    compiled: list[bool] = []
+    real = fastcsv._Job._run_compiled
+
+    def spy(self: Any, plan: dict[str, Any]) -> Any:
+        compiled.append(False)
+        yield from real(self, plan)
+        compiled[-1] = True  # the pipeline wrote it all
+
+    monkeypatch.setattr(fastcsv._Job, "_run_compiled", spy)
+    fast, streamed, _finished = run_both(tmp_path, _stats_table(late),
+                                         [*op.split(), *by, "--threads", threads],
+                                         chunk_rows=4096, chunk_bytes=1 << 10)
+    same(fast, streamed)
+    fails = ok is False or (ok == "diff" and "diff" in op)
+    assert (fast[0] == 0) == (not fails), fast[2]
+    assert compiled == [not fails]  # taken by the pipeline, to the end where no error
+    if ok == "diff" and "diff" in op:
+        assert "diff overflows int64 (9223372036854775807 - -9223372036854775808)" in fast[2]
 
 
 @pytest.mark.parametrize(("late", "ok"), [

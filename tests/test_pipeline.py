@@ -7,6 +7,7 @@ where the Python steps must word or read a cell."""
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import types
 from pathlib import Path
@@ -80,8 +81,21 @@ MIXED = (b"1,plain,1.5,-0.0\r\n"
          b"8,z,NA,-1e-300\r\n")
 
 
+# The running statistics the pipeline's serial step computes (fast._PIPELINE_STATS), with
+# their options
+STATS = ["cumcount", "cummean", "diff", "cumvar", "cumstd --ddof 0", "ewma --alpha 0.3",
+         "ewma --span 4 --no-adjust", "ewma --halflife 2.5", "cumcount,cummean,diff",
+         "cumsum,diff", "cumvar,cumstd --ddof 2"]
+
+
+def _op(op: str, path: Path, *more: str) -> list[str]:
+    """The command line of `op` (an op and its options) on `path`."""
+    first, *options = op.split()
+    return [first, str(path), *options, *more]
+
+
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-                                "cumsum,cummax"])
+                                "cumsum,cummax", *STATS])
 @pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
 @pytest.mark.parametrize("chunk", [1, 20, 1 << 20])
 def test_mixed_cells_give_the_twins_bytes(tmp_path, monkeypatch, op, threads, chunk):
@@ -90,7 +104,7 @@ def test_mixed_cells_give_the_twins_bytes(tmp_path, monkeypatch, op, threads, ch
     # logcumsumexp scans an integer column in float64: the Python steps' (the pipeline
     # reads a column in its own type only)
     columns = ["-c", "x,y"] if op == "logcumsumexp" else []
-    (code, out, err), statuses = _both([op, str(path), *columns], monkeypatch, threads,
+    (code, out, err), statuses = _both(_op(op, path, *columns), monkeypatch, threads,
                                        chunk)
     assert (code, err) == (0, "")
     assert statuses == [0]  # the compiled pipeline wrote it all
@@ -114,6 +128,91 @@ def test_signed_zeros_and_nan_in_cummax(tmp_path, monkeypatch):
     # ties take the latest (torch), and a NaN wins and stays
     assert (code, statuses) == (0, [0])
     assert out == b"v\n-0.0\n0.0\n-0.0\nNaN\nNaN\n"
+
+
+def test_statistics_are_the_expected_numbers(tmp_path, monkeypatch):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"a,b,t\n1,0.1,x\n,0.2,y\n4,,z\n-2,-0.0,w\n7,nan,v\n")
+    expected = {
+        # a count of the cells present so far; a missing cell stays missing
+        "cumcount": b"a,b,t\n1,1,x\n,2,y\n2,,z\n3,3,w\n4,4,v\n",
+        # the running sum in float64 divided by the count: (0.1 + 0.2) / 2, and
+        # (0.30000000000000004 + -0.0) / 3; a NaN stays
+        "cummean": b"a,b,t\n1.0,0.1,x\n,0.15000000000000002,y\n2.5,,z\n"
+                   b"1.0,0.10000000000000002,w\n2.5,NaN,v\n",
+        # less the last present value (the first: itself); int64 stays int64
+        "diff": b"a,b,t\n1,0.1,x\n,0.1,y\n3,,z\n-6,-0.2,w\n9,NaN,v\n",
+        # Welford's M2 / (n - 1): NaN at one value; of 1, 4: 4.5; of 1, 4, -2: 9.0; of
+        # 1, 4, -2, 7: 45 / 3 (pandas' expanding().var() gives the same bits)
+        "cumvar": b"a,b,t\nNaN,NaN,x\n,0.004999999999999999,y\n4.5,,z\n"
+                  b"9.0,0.010000000000000002,w\n15.0,NaN,v\n",
+        # --ddof 0: the square root of M2 / n (1, 4: 1.5; 1, 4, -2, 7: sqrt(45 / 4))
+        "cumstd --ddof 0": b"a,b,t\n0.0,0.0,x\n,0.049999999999999996,y\n1.5,,z\n"
+                           b"2.449489742783178,0.08164965809277261,w\n"
+                           b"3.3541019662496847,NaN,v\n",
+        # the old weight after c values decayed by 0.5, the new one 1, missing cells
+        # skipped: (0.5 * 1 + 4) / 1.5, (0.75 * 3 - 2) / 1.75, (0.875 * y + 7) / 1.875
+        "ewma --alpha 0.5": b"a,b,t\n1.0,0.1,x\n,0.16666666666666666,y\n3.0,,z\n"
+                            b"0.14285714285714285,0.07142857142857142,w\n3.8,NaN,v\n",
+    }
+    for op, out in expected.items():
+        (code, got, err), statuses = _both(_op(op, path), monkeypatch)
+        assert (code, err, statuses, got) == (0, "", [0], out), op
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+def test_an_int64_diff_overflow_stops_the_pipeline_and_is_worded_as_the_twin_words_it(
+        tmp_path, monkeypatch, threads):
+    # the extremes of int64 apart are diffs that fit (1 - -2**63 does not)
+    rows = [b"%d" % v for v in (2**63 - 1, -1, -(2**63), -1, 0, 2**63 - 1, 0)] * 5
+    rows += [b"-9223372036854775808", b"1", b"2"]
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n\n" + b"\n".join(rows) + b"\n")
+    (code, _out, err), statuses = _both(["diff", str(path)], monkeypatch, threads, chunk=8)
+    assert code == 1
+    assert err == (f"Error: {path}: column 'n', row 37 (line 38): diff overflows int64 "
+                   "(1 - -9223372036854775808); use --overflow wrap for wrap-around\n")
+    assert statuses == [2]  # stopped by the scan, and the twin's words (and bytes) follow
+
+
+def test_int64_diffs_at_the_edges_of_int64(tmp_path, monkeypatch):
+    values = [2**63 - 1, -1, -(2**63) + 1, 0, 2**63 - 1, 0, -(2**63), -1]
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n\n" + b"".join(b"%d\n" % v for v in values))
+    (code, out, err), statuses = _both(["diff", str(path)], monkeypatch, "3", chunk=8)
+    assert (code, err, statuses) == (0, "", [0])
+    diffs = [values[0]] + [b - a for a, b in itertools.pairwise(values)]
+    assert out == b"n\n" + b"".join(b"%d\n" % d for d in diffs)
+
+
+@pytest.mark.parametrize("args", [
+    ["cumcount", "--exclusive"], ["cummean", "--exclusive"], ["cummean", "--compensated"],
+    ["cumcount", "--skipna"], ["cummean", "--skipna"], ["diff", "--skipna"],
+    ["diff", "--overflow", "wrap"], ["diff", "--dtype", "float32"],
+    ["cumcount,cumsum", "--exclusive"], ["cummean", "--dtype", "float32"],
+    ["cumvar", "--skipna"], ["cumstd", "--exclusive"], ["ewma", "--alpha", "0.5", "--skipna"],
+    # weights that settle only after billions of values
+    ["ewma", "--alpha", "1e-9"],
+], ids=" ".join)
+def test_statistics_the_serial_step_does_not_compute_run_on_the_python_steps(
+        tmp_path, monkeypatch, args):
+    path = tmp_path / "in.csv"
+    # n: int64 (--skipna changes nothing there); x: float64
+    path.write_bytes(b"n,x\n1,nan\n,2.5\n-3,\n4,-0.0\n5,nan\n6,inf\n")
+    (code, _out, err), statuses = _both([args[0], str(path), "-c", "n,x", *args[1:]],
+                                        monkeypatch, "2", chunk=8)
+    assert (code, err) == (0, "")
+    assert statuses == []  # _compiled said no: no pipeline was made
+
+
+@pytest.mark.parametrize("op", [op for op in STATS if "cumsum" not in op])  # the stats'
+def test_skipna_on_an_int64_column_is_the_pipelines(tmp_path, monkeypatch, op):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"n,t\n1,a\n,b\n-3,c\n4,d\n")
+    (code, out, err), statuses = _both(_op(op, path, "--skipna"), monkeypatch, chunk=8)
+    assert (code, err, statuses) == (0, "", [0])
+    plain, _statuses = _both(_op(op, path), monkeypatch, chunk=8)
+    assert out == plain[1]
 
 
 @pytest.mark.parametrize("options", [["--only-scanned"], ["--keep"], ["--na-rep", "NULL"],
@@ -187,7 +286,7 @@ _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"na
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(st.lists(_CELLS, min_size=3, max_size=3), min_size=1, max_size=40),
        op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-                           "cumsum,cummin"]),
+                           "cumsum,cummin", *STATS]),
        threads=st.sampled_from(["1", "2", "3", "16"]), chunk=st.integers(1, 200),
        crlf=st.booleans(), by=st.booleans())
 def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows, op,
@@ -196,7 +295,7 @@ def test_random_tables_give_the_twins_bytes(tmp_path_factory, monkeypatch, rows,
     data = b"a,b,c" + end + b"".join(b",".join(row) + end for row in rows)
     path: Path = tmp_path_factory.mktemp("case") / "in.csv"
     path.write_bytes(data)
-    _both([op, str(path), *(["--by", "c"] if by else [])], monkeypatch, threads, chunk)
+    _both(_op(op, path, *(["--by", "c"] if by else [])), monkeypatch, threads, chunk)
 
 
 def _pipeline(read: Any, threads: int = 3, chunk: int = 16) -> Any:
@@ -232,7 +331,7 @@ def test_a_pipeline_left_half_read_is_closed():
 
 @pytest.mark.parametrize("threads", ["1", "2", "16"])
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-                                "cumsum,cummax"])
+                                "cumsum,cummax", *STATS])
 def test_groups_give_the_twins_bytes(tmp_path, monkeypatch, threads, op):
     # keys whose bytes run into each other across columns ("a","bc" and "ab","c"), quoted
     # and empty keys, and more groups than the first tables hold (4,096 slots, 1,024 keys)
@@ -243,7 +342,7 @@ def test_groups_give_the_twins_bytes(tmp_path, monkeypatch, threads, op):
     path = tmp_path / "in.csv"
     path.write_bytes(b"k1,k2,n,x\n" + b"\n".join(rows) + b"\n")
     columns = ["-c", "x"] if op == "logcumsumexp" else []  # x alone is float
-    (code, out, err), statuses = _both([op, str(path), "--by", "k1,k2", *columns],
+    (code, out, err), statuses = _both(_op(op, path, "--by", "k1,k2", *columns),
                                        monkeypatch, threads, chunk=500)
     assert (code, err, statuses) == (0, "", [0])
     lines = out.split(b"\n")

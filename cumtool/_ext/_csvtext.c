@@ -1094,6 +1094,7 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
    pipeline at that chunk: every chunk before it is output, and `status` says why. */
 
 #include "logaddexp.h"
+#include "statsteps.h"
 
 #if !defined(_WIN32)
 #include <errno.h>
@@ -1107,7 +1108,9 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
 
 #if CSV_PIPELINE
 
-enum { OP_SUM = 0, OP_PROD, OP_MAX, OP_MIN, OP_LSE };
+/* the accumulating ops; then the running statistics (fast.py's _PIPELINE_OPS) */
+enum { OP_SUM = 0, OP_PROD, OP_MAX, OP_MIN, OP_LSE, OP_COUNT, OP_MEAN, OP_DIFF, OP_VAR,
+       OP_STD, OP_EWMA, OP_LAST = OP_EWMA };
 enum { STOP_NONE = 0, STOP_HANDOVER = 1, STOP_SCAN = 2, STOP_MEMORY = 3 };
 enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_CUTTING, SLOT_PARSED, SLOT_SCANNED, SLOT_FORMATTING,
        SLOT_READY, SLOT_STOPPED, SLOT_LENT };
@@ -1117,14 +1120,37 @@ typedef struct {
     int ints;            /* int64 cells, else float64 */
 } ParsePlan;
 
+/* A running statistic's state (cumtool/stats.py's kernels' fields): the count of
+   present values, and the op's own (cummean: the running sum in a; diff: the last
+   present value, in a or q; cumvar, cumstd: Welford's m in a, M2 in b; ewma: y in a).
+   All zeros before any value, as the kernels start. */
+typedef struct {
+    int64_t n;
+    double a, b;
+    int64_t q;
+} StatState;
+
+/* ewma's weights (Ewma.tables, settled: the last entry holds for every later count) */
+typedef struct {
+    double *old, *total;
+    int64_t last;        /* their last index */
+    double new_weight;
+} EwmaWeights;
+
 typedef struct {
     Py_ssize_t parsed;   /* its column's index among the parsed ones */
     Py_ssize_t result;   /* where its results go among a chunk's numbers: in place of its
                             column's values where it is the column's one scan */
-    int op, ints;
+    int op, ints;        /* ints: the column's cells are int64, else float64 */
+    int out_ints;        /* its results are int64, else float64 */
+    int stat;            /* a running statistic: its state is `state`, not d or q */
     double d;            /* the running value, carried from chunk to chunk */
     int64_t q;
-    void *groups;        /* --by: each group's running value (d or q: the start) */
+    StatState state;
+    int64_t ddof;        /* cumvar, cumstd */
+    EwmaWeights ewma;
+    void *groups;        /* --by: each group's running value (d or q: the start), or its
+                            StatState (zeros) */
 } ScanPlan;
 
 /* --by: the groups, numbered in the order they first come, by their key cells' bytes
@@ -1419,10 +1445,16 @@ static int64_t add_group(Pipeline *p, const Slot *s, Py_ssize_t r, uint64_t h, P
         const Py_ssize_t room = g->room ? 2 * g->room : 1024;
         for (Py_ssize_t j = 0; j < p->n_scans; j++) {  /* each scan's values, started */
             ScanPlan *scan = &p->scans[j];
-            void *values = realloc(scan->groups, (size_t)room * 8);
+            const size_t each = scan->stat ? sizeof(StatState) : 8;
+            void *values = realloc(scan->groups, (size_t)room * each);
             if (values == NULL)
                 return -1;
             scan->groups = values;
+            if (scan->stat) {
+                memset((char *)values + (size_t)g->room * each, 0,
+                       (size_t)(room - g->room) * each);
+                continue;
+            }
             for (Py_ssize_t i = g->room; i < room; i++) {
                 if (scan->ints)
                     ((int64_t *)values)[i] = scan->q;
@@ -1697,6 +1729,119 @@ static int scan_ints(int op, const int64_t *x, const unsigned char *missing, int
     return 0;
 }
 
+/* One step of a running statistic, as cumtool/stats.py's kernels compute it (the same
+   float operations in the same order): `x` the cell's 8 bytes (int64 where `ints`, else
+   float64), `y` its result's (int64 for cumcount and an int64 diff, else float64).
+   Welford's and ewma's steps are _sequential.c's own (statsteps.h). A missing cell
+   leaves the state as it was (cummean's sum adds 0.0, as the kernel's
+   np.where(present, x, 0.0) does) and its result is never written out. 1 where an int64
+   diff leaves int64 (the Python steps word it), else 0. */
+static inline int stat_step(int op, int ints, const ScanPlan *scan, StatState *st,
+                            const void *x, int missing, void *y)
+{
+    int64_t q = 0, out_q;
+    double d = 0.0, out_d;
+    if (ints)
+        memcpy(&q, x, 8);
+    else
+        memcpy(&d, x, 8);
+    switch (op) {
+    case OP_COUNT:
+        st->n += !missing;
+        memcpy(y, &st->n, 8);
+        return 0;
+    case OP_MEAN:
+        /* stats.running_sum: s + x in float64 (an int64 cell cast as numpy casts it),
+           then CumMean.output: s / n, n cast to float64 */
+        st->n += !missing;
+        st->a = st->a + (missing ? 0.0 : ints ? (double)q : d);
+        out_d = st->a / (double)st->n;
+        memcpy(y, &out_d, 8);
+        return 0;
+    case OP_VAR:
+    case OP_STD:
+        /* CumVar.states (Welford on the value as float64, its count as float64), then
+           CumVar.output: M2 / (n - ddof), NaN while n <= ddof; cumstd its sqrt */
+        if (missing) {
+            memset(y, 0, 8);
+            return 0;
+        }
+        {
+            double n = (double)st->n;
+            welford_step(ints ? (double)q : d, &n, &st->a, &st->b);
+        }
+        st->n++;
+        out_d = st->n <= scan->ddof ? NAN : st->b / (double)(st->n - scan->ddof);
+        if (op == OP_STD)
+            out_d = sqrt(out_d);
+        memcpy(y, &out_d, 8);
+        return 0;
+    case OP_EWMA:  /* Ewma.states: ewma_means' step from the count before the value */
+        if (!missing)
+            st->a = ewma_weighted(st->a, ints ? (double)q : d, st->n++,
+                                  (const char *)scan->ewma.old, 8,
+                                  (const char *)scan->ewma.total, 8, scan->ewma.last,
+                                  scan->ewma.new_weight);
+        memcpy(y, &st->a, 8);
+        return 0;
+    default:  /* OP_DIFF: Diff.states, x less the last present value (x itself at first) */
+        if (missing) {
+            memset(y, 0, 8);
+            return 0;
+        }
+        if (ints) {
+            if (st->n == 0)
+                out_q = q;
+            else if (__builtin_sub_overflow(q, st->q, &out_q))
+                return 1;
+            st->q = q;
+            memcpy(y, &out_q, 8);
+        } else {
+            out_d = st->n == 0 ? d : d - st->a;
+            st->a = d;
+            memcpy(y, &out_d, 8);
+        }
+        st->n++;
+        return 0;
+    }
+}
+
+/* A column's cells scanned by a statistic from *state (a constant op and cell type: the
+   step inlines into a loop of its own); under --by (ids) each row from its group's
+   state. 0, or 1 where stat_step found an overflow. */
+#define SCAN_STATS(OP, INTS) \
+    for (Py_ssize_t r = 0; r < rows; r++) { \
+        StatState *st = state; \
+        if (ids != NULL) { \
+            if (r + GROUPS_AHEAD < rows) \
+                __builtin_prefetch(&state[ids[r + GROUPS_AHEAD]], 1); \
+            st = &state[ids[r]]; \
+        } \
+        if (stat_step(OP, INTS, scan, st, x + (size_t)r * 8, missing[r], \
+                      y + (size_t)r * 8)) \
+            return 1; \
+    }
+
+static int scan_stats(const ScanPlan *scan, const char *x, const unsigned char *missing,
+                      char *y, Py_ssize_t rows, StatState *state, const int64_t *ids)
+{
+    switch (scan->op * 2 + !!scan->ints) {
+    case OP_COUNT * 2: SCAN_STATS(OP_COUNT, 0); break;
+    case OP_COUNT * 2 + 1: SCAN_STATS(OP_COUNT, 1); break;
+    case OP_MEAN * 2: SCAN_STATS(OP_MEAN, 0); break;
+    case OP_MEAN * 2 + 1: SCAN_STATS(OP_MEAN, 1); break;
+    case OP_DIFF * 2: SCAN_STATS(OP_DIFF, 0); break;
+    case OP_DIFF * 2 + 1: SCAN_STATS(OP_DIFF, 1); break;
+    case OP_VAR * 2: SCAN_STATS(OP_VAR, 0); break;
+    case OP_VAR * 2 + 1: SCAN_STATS(OP_VAR, 1); break;
+    case OP_STD * 2: SCAN_STATS(OP_STD, 0); break;
+    case OP_STD * 2 + 1: SCAN_STATS(OP_STD, 1); break;
+    case OP_EWMA * 2: SCAN_STATS(OP_EWMA, 0); break;
+    default: SCAN_STATS(OP_EWMA, 1); break;
+    }
+    return 0;
+}
+
 /* Scan a chunk from the carried values (one thread at a time, in chunk order); under
    --by each row from its group's running value. */
 static void chunk_scan(Pipeline *p, Slot *s)
@@ -1713,7 +1858,11 @@ static void chunk_scan(Pipeline *p, Slot *s)
         const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
         char *out = s->numbers + (size_t)scan->result * (size_t)cap * 8;
         int bad = 0;
-        if (!p->n_keys && scan->ints) {
+        if (scan->stat) {
+            bad = scan_stats(scan, in, missing, out, rows,
+                             p->n_keys ? (StatState *)scan->groups : &scan->state,
+                             p->n_keys ? ids : NULL);
+        } else if (!p->n_keys && scan->ints) {
             bad = scan_ints(scan->op, (const int64_t *)in, missing, (int64_t *)out, rows,
                             &scan->q);
         } else if (!p->n_keys) {
@@ -1753,7 +1902,8 @@ static void chunk_format(Pipeline *p, Slot *s)
     Py_ssize_t numbers = 1;  /* a row's room, but for its input cells: the line end */
     for (Py_ssize_t k = 0; k < p->n_outs; k++) {
         if (p->outs[k].column < 0) {
-            const Py_ssize_t longest = p->scans[p->outs[k].scan].ints ? 20 : NUMTEXT_FORMAT_MAX;
+            const Py_ssize_t longest = p->scans[p->outs[k].scan].out_ints ? 20
+                : NUMTEXT_FORMAT_MAX;
             numbers += (p->null_size > longest ? p->null_size : longest) + 1;
         } else {
             numbers += 3;  /* two quotes and a delimiter */
@@ -1785,7 +1935,7 @@ static void chunk_format(Pipeline *p, Slot *s)
                 if (missing[r]) {
                     memcpy(o, p->null, (size_t)p->null_size);
                     o += p->null_size;
-                } else if (scan->ints) {
+                } else if (scan->out_ints) {
                     o += int_text(((const int64_t *)values)[r], (char *)o);
                 } else {
                     o += numtext_format(((const double *)values)[r], (char *)o);
@@ -2355,8 +2505,11 @@ static void pipeline_dealloc(Pipeline *p)
         free(s->numbers); free(s->missing); free(s->out);
         free(s->hashes); free(s->group_ids);
     }
-    for (Py_ssize_t j = 0; p->scans != NULL && j < p->n_scans; j++)
+    for (Py_ssize_t j = 0; p->scans != NULL && j < p->n_scans; j++) {
         free(p->scans[j].groups);
+        free(p->scans[j].ewma.old);
+        free(p->scans[j].ewma.total);
+    }
     free_retired(p, 1);
     free(p->groups.table);
     for (char *block = p->groups.block, *before; block != NULL; block = before) {
@@ -2402,6 +2555,33 @@ static char *copy_bytes(PyObject *bytes, Py_ssize_t *size)
     }
     memcpy(copy, PyBytes_AS_STRING(bytes), (size_t)*size);
     return copy;
+}
+
+/* ewma's scan start: (the new value's weight, the old weights, the totals), two lists of
+   floats of one length, at least 2 (index 0 is never read: a first value starts y). */
+static int ewma_weights_of(EwmaWeights *w, PyObject *start)
+{
+    PyObject *old, *total;
+    if (!PyArg_ParseTuple(start, "dO!O!", &w->new_weight, &PyList_Type, &old, &PyList_Type,
+                          &total))
+        return -1;
+    const Py_ssize_t n = PyList_GET_SIZE(old);
+    if (n < 2 || PyList_GET_SIZE(total) != n) {
+        PyErr_SetString(PyExc_ValueError, "Pipeline: ewma's weights: two lists of one length");
+        return -1;
+    }
+    w->old = malloc((size_t)n * 8);
+    w->total = malloc((size_t)n * 8);
+    if (w->old == NULL || w->total == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        w->old[k] = PyFloat_AsDouble(PyList_GET_ITEM(old, k));
+        w->total[k] = PyFloat_AsDouble(PyList_GET_ITEM(total, k));
+    }
+    w->last = n - 1;
+    return PyErr_Occurred() ? -1 : 0;
 }
 
 static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
@@ -2472,15 +2652,28 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
         PyObject *start;
         if (!PyArg_ParseTuple(PyList_GET_ITEM(scans, j), "niO", &s->parsed, &s->op, &start))
             return -1;
-        if (s->parsed < 0 || s->parsed >= p->n_parse || s->op < OP_SUM || s->op > OP_LSE
+        if (s->parsed < 0 || s->parsed >= p->n_parse || s->op < OP_SUM || s->op > OP_LAST
             || (s->op == OP_LSE && p->parse[s->parsed].ints)) {
             PyErr_SetString(PyExc_ValueError, "Pipeline: a scan's column or op out of range "
                             "(log-sum-exp: float64 columns only)");
             return -1;
         }
         s->ints = p->parse[s->parsed].ints;
+        s->stat = s->op >= OP_COUNT;
+        /* cumcount counts, and an int64 column's accumulating ops and diff are int64;
+           else float64 */
+        s->out_ints = s->op == OP_COUNT || (s->ints && (!s->stat || s->op == OP_DIFF));
         s->result = -1;
-        if (s->ints) {
+        if (s->stat) {
+            memset(&s->state, 0, sizeof s->state);  /* the kernels' start */
+            if ((s->op == OP_VAR || s->op == OP_STD) && (s->ddof = PyLong_AsLongLong(start)) < 0
+                && !PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "Pipeline: ddof below 0");
+                return -1;
+            }
+            if (s->op == OP_EWMA && ewma_weights_of(&s->ewma, start) < 0)
+                return -1;
+        } else if (s->ints) {
             s->q = PyLong_AsLongLong(start);
         } else {
             s->d = PyFloat_AsDouble(start);

@@ -475,31 +475,17 @@ static int take_recurrence(Held *held, Recurrence *r, PyObject *x, PyObject *pre
     return 0;
 }
 
-/* One step of each statistic's recurrence, shared by its scan below and by fold_stats,
-   so that a distributed run's fold does the scan's operations as the scan does them. */
-static inline void welford_step(double value, double *n, double *m, double *m2)
-{
-    const double d = value - *m;
-    *n += 1.0;
-    /* The running value's NaN first, as the Python loop and numpy's accumulate keep it:
-       the compiler may swap the operands of +, and did so differently in the two loops. */
-    *m = KEEP_NAN(*m, *m + d / *n);
-    *m2 = KEEP_NAN(*m2, *m2 + d * (value - *m));
-}
+/* One step of each statistic's recurrence (welford_step, ewma_weighted), shared by its
+   scan below, by fold_stats and by _csvtext.c's compiled pipeline (statsteps.h), so
+   that a distributed run's fold and the pipeline do the scan's operations as it does. */
+#include "statsteps.h"
 
 /* y after a present value with c values before it (the weights: see ewma_means). */
 static inline double ewma_step(double y, double value, int64_t c, const Block *old,
                                const Block *total, int64_t last_weight, double new_weight)
 {
-    if (c == 0)
-        return value;
-    if (y != value) {
-        const int64_t k = c < last_weight ? c : last_weight;
-        const double kept = ITEM(*old, double, k) * y;
-        /* the kept mean's NaN first, as the Python loop's (w * y + new * x) keeps it */
-        return KEEP_NAN(kept, kept + new_weight * value) / ITEM(*total, double, k);
-    }
-    return y;
+    return ewma_weighted(y, value, c, old->base, old->row_step, total->base,
+                         total->row_step, last_weight, new_weight);
 }
 
 PyDoc_STRVAR(welford_doc,

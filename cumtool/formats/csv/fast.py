@@ -27,11 +27,12 @@ is handed to the streaming path, rerun from the start, with the bytes already wr
 skipped, so that the output and any error are the streaming path's own.
 
 The rows run in one compiled pipeline where the run fits it (`_ext/_csvtext.c`'s
-Pipeline: the plain accumulating ops on int64 and float64 to CSV): Python calls it once,
-and a pool of --threads threads cuts, parses, scans (in chunk order, the one serial
-step) and formats chunks of whole records without the GIL, which is taken only to read
-the input and hand out each chunk's output. Elsewhere (--by, --period, --share, JSON
-Lines out, the statistics) _Job.pieces runs the steps itself: cut and assemble in C
+Pipeline: the plain accumulating ops and the running statistics on int64 and float64
+to CSV, --by too): Python calls it once, and a pool of --threads threads cuts, parses,
+scans (in chunk order, the one serial step) and formats chunks of whole records without
+the GIL, which is taken only to read the input and hand out each chunk's output.
+Elsewhere (--period, --share, JSON Lines out, --exclusive, --compensated, --skipna on
+floats, ewma --times, ...) _Job.pieces runs the steps itself: cut and assemble in C
 without the GIL where built, in Python otherwise (cut_py, assemble_py). The steps are
 the pipeline's Python twin: tests/test_pipeline.py holds the two to the same bytes, and
 tests/test_fastcsv.py both to the streaming path's.
@@ -86,6 +87,15 @@ COMPILED = True  # the compiled pipeline where it fits (tests turn it off: its P
 PIPELINE_CHUNK_BYTES = 1 << 20  # the compiled pipeline's chunks: whole records, about this
 _PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3,  # _csvtext's codes
                  "logcumsumexp": 4}
+# The running statistics the pipeline's serial step computes, by _csvtext's code, with
+# the output dtype it writes (None: the column's own): cumtool/stats.py's kernels' steps
+# in C, the same float operations in the same order.
+_PIPELINE_STATS: dict[str, tuple[int, np.dtype | None]] = {
+    "cumcount": (5, _INT64), "cummean": (6, _FLOAT64), "diff": (7, None),
+    "cumvar": (8, _FLOAT64), "cumstd": (9, _FLOAT64), "ewma": (10, _FLOAT64)}
+# ewma's weights change with the count until they settle (in float64); the pipeline takes
+# them settled within this many counts (a tiny alpha takes longer: the Python steps')
+EWMA_SETTLED = 1 << 16
 
 
 def run(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes] | None]:
@@ -710,8 +720,9 @@ class _Job:
     def _compiled(self) -> dict[str, Any] | None:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
-        plain accumulating ops on int64 or float64 to CSV, --by too; else None, and pieces() runs
-        the steps itself (its Python twin: the same bytes, tests/test_pipeline.py)."""
+        plain accumulating ops and the running statistics (_compiled_stat) on int64 or
+        float64 to CSV, --by too; else None, and pieces() runs the steps itself (its
+        Python twin: the same bytes, tests/test_pipeline.py)."""
         pipeline = getattr(TEXT, "Pipeline", None)
         if (pipeline is None or not COMPILED or self.json or self.time_at is not None
                 or self.share or self.numeric_markers):
@@ -720,8 +731,14 @@ class _Job:
         scans: list[tuple[int, int, Any]] = []
         for i, op in self.scans:
             spec, _carry = self.scans[i, op]
-            code = _PIPELINE_OPS.get(spec.op)
             source = self.parse[i]
+            if spec.op in _PIPELINE_STATS:
+                stat = self._compiled_stat(spec, source)
+                if stat is None:
+                    return None
+                scans.append((parsed.index(i), *stat))
+                continue
+            code = _PIPELINE_OPS.get(spec.op)
             if (code is None or spec.is_stat or spec.exclusive or spec.indices or spec.skipna
                     or any(value for _name, value in spec.params)
                     or not spec.source_dtype == spec.in_dtype == spec.acc_dtype
@@ -734,6 +751,33 @@ class _Job:
                    for _name, column in self.columns]
         return {"parse": [(i, self.parse[i] == _INT64) for i in parsed], "scans": scans,
                 "columns": columns, "keys": list(self.keys)}
+
+    @staticmethod
+    def _compiled_stat(spec: Any, source: np.dtype) -> tuple[int, Any] | None:
+        """_csvtext's code of a running statistic the pipeline computes as its kernel
+        does, and what its scan starts from (its zeros but for: cumvar's and cumstd's
+        ddof; ewma's weights, as the kernel's tables give them); or None where the spec
+        asks for what only the kernel does: --exclusive, --skipna on floats (NaN
+        skipped: int64 has none, so it changes nothing there), --compensated, ewma
+        --times or weights that do not settle within EWMA_SETTLED counts, a --dtype
+        cast, another output dtype, --overflow wrap on an int64 diff."""
+        code, out = _PIPELINE_STATS[spec.op]
+        params = dict(spec.params)
+        if (spec.exclusive or spec.indices or (spec.skipna and source != _INT64)
+                or params.get("compensated") or params.get("halflife_ns") is not None
+                or source not in (_INT64, _FLOAT64)
+                or not spec.source_dtype == spec.in_dtype == source
+                or spec.out_dtype != (source if out is None else out)
+                or (spec.op == "diff" and source == _INT64 and spec.overflow != "error")):
+            return None
+        if spec.op in ("cumvar", "cumstd"):
+            return code, int(params["ddof"])
+        if spec.op == "ewma":
+            new, after, old, total = spec.kernel.tables(spec, EWMA_SETTLED)
+            if after.shape[0] > EWMA_SETTLED:
+                return None  # not known to have settled: the last entry would not hold
+            return code, (float(new), old.tolist(), total.tolist())
+        return code, 0
 
     def _run_compiled(self, plan: dict[str, Any]) -> Iterator[bytes]:
         """pieces() by the compiled pipeline: its chunks' output in order, the header
