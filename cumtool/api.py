@@ -288,6 +288,9 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
         keep=keep, reverse=reverse, text_na=text_na,
+        # A table comes back typed, as the CLI's Arrow and Parquet outputs write it: a
+        # column of numbers or dates read from text is one, scanned or not.
+        typed_output=True,
         period=calendar.check(period, time_column, year_start), time=time_column,
         share=bool(share), times=chosen(times, "times=")[0] if times is not None else None)
     if share:

@@ -487,3 +487,16 @@ def test_a_files_overflow_names_its_line_as_the_cli(invoke, tmp_path, op):
     cli = invoke(op, str(path), "-c", "x")
     assert cli.stderr == ("Error: " + str(caught.value).replace("overflow='wrap'",
                                                                 "--overflow wrap") + "\n")
+
+
+def test_a_files_other_columns_come_back_typed_as_the_cli_writes_arrow(invoke, tmp_path):
+    """A table is a typed output: the columns not scanned hold numbers and dates as the
+    CLI's Arrow IPC and Parquet outputs hold them, not their text (codes stay text)."""
+    path = tmp_path / "t.csv"
+    path.write_text("n,price,day,code,name\n1,1.50,2024-01-01,007,a\n2,,2024-02-29,008,b\n")
+    table = cumtool.scan(str(path), "cumsum", columns=["n"])
+    assert [str(t) for t in table.schema.types] == ["int64", "double", "date32[day]",
+                                                   "large_string", "large_string"]
+    assert table.column("price").to_pylist() == [1.5, None]
+    cli = invoke("cumsum", str(path), "-c", "n", "--to", "arrow")
+    assert table.equals(pa.ipc.open_file(pa.BufferReader(cli.stdout_bytes)).read_all())
