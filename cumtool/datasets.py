@@ -268,10 +268,11 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     fmt = request.to_format.lower() if request.to_format else chain.kind.format
     extension = f".{fmt}" if request.to_format else None
     relatives = inputs.relative_outputs(chain.files, directory, extension)
-    options = runner.table_options(request, FileKind(fmt),
-                                   text_input=chain.kind.format in DELIMITED)
+    text_input = chain.kind.format in DELIMITED
+    options = runner.table_options(request, FileKind(fmt), text_input=text_input)
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
                      state.hints(chain, resume), **request.scan_options())
+    runner.note_left_out(request, plan, text_input)
     request.check_table_output(fmt)
     finish = state.prepare(request, plan, chain, resume)
     view = View(request.op, "rows", chain.name)

@@ -240,6 +240,19 @@ def test_output_directory_gets_one_output_per_input_under_the_same_relative_name
     assert Path("out/c.csv").read_text() == "x\n10\n"
 
 
+@pytest.mark.parametrize("output", ["out.csv", "out/"])
+def test_output_directory_notes_a_column_left_out_as_one_output_does(cli, output):
+    """A column of numbers left unscanned for one text cell is said once on standard
+    error, whether the run writes one output or one per input (-o DIR/ said nothing)."""
+    write("a.csv", "x,y\n" + "".join(f"{k},{k}\n" for k in range(9)) + "9,-\n")
+    write("b.csv", "x,y\n3,4\n")
+    result = cli("cumsum", "a.csv", "b.csv", "-o", output)
+    assert result.exit_code == 0
+    assert result.stderr == ("note: column 'y' is not scanned: its first rows hold numbers, "
+                             "but row 10 (line 11) holds '-'; to scan it, pass -c x,y --na "
+                             "'NA,N/A,n/a,NULL,null,None,<NA>,#N/A,-'\n")
+
+
 def test_output_directory_with_to_changes_each_extension(cli):
     write("a.csv", "x\n1\n")
     write("b.csv", "x\n2\n")
