@@ -39,6 +39,11 @@ from cumtool.remote import is_url
 Overflow = Literal["error", "wrap"]
 
 
+def said(path: str) -> str:
+    """An input as messages name it: standard input, not '-'."""
+    return "standard input" if path == "-" else path
+
+
 # The ops --share is for: their final values are a total and counts.
 SHARE_OPS = ("cumsum", "cumcount", "cumnunique")
 
@@ -189,7 +194,7 @@ class Request:
             for op in self.ops:
                 if REGISTRY[op].distinct:
                     raise UsageError(f"{op} counts the distinct values of a table's columns "
-                                     f"(CSV, TSV, Parquet ...), and {self.input} is an array")
+                                     f"(CSV, TSV, Parquet ...), and {said(self.input)} is an array")
         # Each input whose format --from or its name tells: what it does not honour is
         # refused before any is opened (sources.open_source refuses it for the others).
         for each in self.inputs or (self.input,):
@@ -197,7 +202,7 @@ class Request:
             fmt = self.from_format.lower() if self.from_format else (
                 known.format if known else None)
             if fmt in INPUT_FORMATS:
-                self.refuse_unread(fmt, "standard input" if each == "-" else each)
+                self.refuse_unread(fmt, said(each))
         if self.sheet is not None:
             from cumtool.formats.excel import check_sheet
 

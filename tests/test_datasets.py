@@ -725,6 +725,17 @@ def test_filename_column_on_standard_input_is_a_dash(runner):
     assert result.stdout == "f,x\n-,1\n-,3\n"
 
 
+def test_filename_column_on_standard_input_names_it_in_messages(runner):
+    """The column holds '-' as given; an error names the input as every run from standard
+    input does (it said `Error: -: ...`)."""
+    result = runner.invoke(main, ["cumsum", "-", "--filename-column", "f"],
+                           input="x\n9223372036854775807\n1\n", catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.stderr == ("Error: standard input: column 'x', row 2 (line 3): cumsum "
+                             "overflows int64 (adding 1); use --overflow wrap for "
+                             "wrap-around\n")
+
+
 def test_output_directory_may_be_the_input_directory(cli):
     write("data/1.csv", "x\n1\n2\n")
     write("data/2.csv", "x\n3\n")
