@@ -410,6 +410,10 @@ def _api_keywords(job: Job) -> dict[str, Any] | None:
             if any(c in text for c in "-!") or text.isdigit():
                 return None
             keywords[declared.name] = text.split(",")
+        elif declared.complete == "columns":  # a column: the API takes its name
+            keywords[declared.name] = text
+        elif declared.parse is not None:  # --halflife: rows as a number, else a duration
+            keywords[declared.name] = declared.parse(text)
         else:
             keywords[declared.name] = {int: int, float: float}.get(declared.type, str)(text)
     return keywords
