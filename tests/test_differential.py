@@ -15,7 +15,8 @@ any other with VALUES' values, so a new option gets a setting or fails
   the large path with `--threads 1` and `--threads 3` (the small path runs on one worker
   whatever --threads says, so the large path is where threads can differ);
 - `batch7`: `--batch-rows 7`, the streaming runner (runner.scan_batches), batch by batch;
-- `stdin`: standard input (`-`), in-process as the other tests feed it;
+- `stdin`: standard input (`-`), in-process as the other tests feed it; `pipe`: through a
+  real pipe, a process each (slow);
 - `file`: `-o out.csv`; `dir`: `-o out/` (the dataset path);
 - `api`: `cumtool.scan(...)`, for settings the API has keywords for: its table's values
   and dtypes against the CLI's Arrow IPC output of the same job, its error as the CLI
@@ -46,6 +47,8 @@ import io
 import math
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +229,8 @@ PAIRS = _pairs()
 
 # The paths ----------------------------------------------------------------------------------
 
+REPO = Path(__file__).resolve().parent.parent
+
 # The input on every path but standard input, named with words as long as those of
 # "standard input": a chart's caption names the input, and the lines it wraps to take
 # the plot's height.
@@ -294,28 +299,33 @@ def _values_of(table: pa.Table) -> tuple[str, list[Any]]:
 
 def _cli(job: Job, path: str, argv: list[str], input: bytes | None = None,
          written: Path | None = None) -> Outcome:
-    """Run the command line in-process; the input and the output as messages name them
-    become `<input>` and `<output>` (each path names its own)."""
+    """Run the command line in-process (`written`: the output file or folder -o names)."""
     result = job.runner.invoke(main, argv, input=input, catch_exceptions=False)
-    stdout = result.stdout_bytes
-    stderr = result.stderr
+    return _outcome(job, path, argv, input is not None, result.exit_code,
+                    result.stdout_bytes, result.stderr, written)
+
+
+def _outcome(job: Job, path: str, argv: list[str], stdin: bool, code: int, stdout: bytes,
+             stderr: str, written: Path | None = None) -> Outcome:
+    """A run's outcome; the input and the output as messages name them become `<input>`
+    and `<output>` (each path names its own)."""
     if written is not None:
         files = sorted(p for p in written.rglob("*") if p.is_file()) if written.is_dir() else (
             [written] if written.exists() else [])
-        if result.exit_code == 0:
+        if code == 0:
             assert len(files) == 1, (path, files)
             stdout = files[0].read_bytes()
         stderr = stderr.replace(str(written / INPUT) if written.suffix == "" else
                                 str(written), "<output>")
-    stderr = _NAMES.sub(b"<input>", stderr.replace("standard output", "<output>").encode())
+    said = _NAMES.sub(b"<input>", stderr.replace("standard output", "<output>").encode())
     output = None
-    if result.exit_code == 0:
-        if input is not None and "--filename-column" in argv:
+    if code == 0:
+        if stdin and "--filename-column" in argv:
             # The column holds "each row's input path as given": '-' for standard input.
             stdout = stdout.replace(b"\n-,", b"\n" + INPUT.encode() + b",")
         output = _content(stdout if job.to in _TYPED else _NAMES.sub(b"<input>", stdout),
                           job.to)
-    return Outcome(result.exit_code, stderr.decode(), output)
+    return Outcome(code, said.decode(), output)
 
 
 @contextlib.contextmanager
@@ -369,6 +379,17 @@ def _batch7(job: Job) -> Outcome:
 def _stdin(job: Job) -> Outcome:
     return _cli(job, "stdin", [job.op, "-", *job.given("stdin")],
                 input=TABLES[job.table])
+
+
+def _pipe(job: Job) -> Outcome:
+    """Standard input through a real pipe, in a process of its own (the in-process runs
+    read a buffer in memory): this checkout's cumtool, not an installed one."""
+    argv = [job.op, "-", *job.given("pipe")]
+    done = subprocess.run([sys.executable, "-m", "cumtool", *argv], input=TABLES[job.table],
+                          capture_output=True, cwd=job.folder, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    return _outcome(job, "pipe", argv, True, done.returncode, done.stdout,
+                    done.stderr.decode())
 
 
 def _file(job: Job) -> Outcome:
@@ -483,7 +504,7 @@ def run_job(job: Job, paths: tuple[str, ...]) -> list[str]:
             continue
         if set(PATH_FLAGS.get(path, ())) & set(job.args):
             continue
-        outcome = (_dask if path == "dask" else PATHS[path])(job)
+        outcome = {**PATHS, "pipe": _pipe, "dask": _dask}[path](job)
         problem = _agree(job, path, reference, outcome)
         if problem:
             problems.append(problem)
@@ -538,6 +559,8 @@ FULL = [_job(t, op, s) for t in TABLES for s in SETTINGS for op in s.ops
         if (t == "mixed" or op in KINDS or op == s.ops[0])
         and _job_id(t, op, s) not in _QUICK_IDS]
 PAIRED = [_job("mixed", "cumsum", s) for s in PAIRS]
+# Standard input through a real pipe (a process each): every op plain on every table.
+PIPED = [p for p in QUICK if p.values[2] is _BY_ID["plain"]]
 # Found by this harness on Dask, in cumtool/distributed.py (another change's): each has
 # a test of its own below.
 _LOGCUMSUMEXP = ("distributed.py:352 folds a partition's logcumsumexp columns with the "
@@ -573,6 +596,12 @@ def test_every_path_agrees_on_the_full_matrix(table: str, op: str, setting: Sett
 def test_every_path_agrees_on_pairs(table: str, op: str, setting: Setting,
                                     tmp_path: Path) -> None:
     _check(table, op, setting, tmp_path, LOCAL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("table", "op", "setting"), PIPED)
+def test_a_real_pipe_agrees(table: str, op: str, setting: Setting, tmp_path: Path) -> None:
+    _check(table, op, setting, tmp_path, ("pipe",))
 
 
 @pytest.mark.slow
