@@ -315,6 +315,8 @@ def _outcome(job: Job, path: str, argv: list[str], stdin: bool, code: int, stdou
         if code == 0:
             assert len(files) == 1, (path, files)
             stdout = files[0].read_bytes()
+        else:  # "nothing is written" (SEMANTICS.md): no output, not even a part of one
+            assert not files, (path, files, stderr)
         stderr = stderr.replace(str(written / INPUT) if written.suffix == "" else
                                 str(written), "<output>")
     said = _NAMES.sub(b"<input>", stderr.replace("standard output", "<output>").encode())
