@@ -149,6 +149,16 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
     path = "-" if not isinstance(data, str | os.PathLike) else os.fspath(data)
     request = Request(op=op, input=path)
     cast = _dtype_argument(dtype)
+    # What the command line refuses before it opens the input (Request.check) is refused
+    # before it here too: a usage error, not the data error that reading may meet first.
+    from cumtool import periods as calendar
+    from cumtool.ops import scan_params
+    from cumtool.request import check_share
+
+    _check_arguments(op, overflow, params)
+    scanned = scan_params(op.split(","), {"indices": indices, **params}, exclusive=exclusive)
+    calendar.check(periods[0], periods[1], periods[2])
+    check_share(op.split(","), periods[3], reset=reset is not None)
     with contextlib.ExitStack() as stack:
         if path == "-":
             from cumtool.formats import peekable
@@ -168,13 +178,8 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
         if source.layout == "wide":
             raise UsageError(f"{source.name} has too many columns for cumtool.scan; use "
                              "the command line")
-        from cumtool.ops import scan_params
-
-        _check_arguments(op, overflow, params)
         options = dict(overflow=overflow, skipna=skipna, indices=indices,
-                       exclusive=exclusive, **scan_params(op.split(","),
-                                                          {"indices": indices, **params},
-                                                          exclusive=exclusive))
+                       exclusive=exclusive, **scanned)
         from cumtool.formats.registry import DELIMITED
         from cumtool.runner import text_markers
 
@@ -288,23 +293,20 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         columns=chosen(columns, "columns="), exclude=chosen(exclude, "exclude="),
         by=chosen(by, "by="), reset=chosen(reset, "reset=")[0] if reset is not None else None,
         keep=keep, reverse=reverse, text_na=text_na,
+        # A table comes back typed, as the CLI's Arrow and Parquet outputs write it: a
+        # column of numbers or dates read from text is one, scanned or not.
+        typed_output=True,
         period=calendar.check(period, time_column, year_start), time=time_column,
         share=bool(share), times=chosen(times, "times=")[0] if times is not None else None)
-    if share:
-        from cumtool.request import SHARE_OPS
+    from cumtool.request import check_share
 
-        other = [name for name in op.split(",") if name not in SHARE_OPS]
-        if other or reset is not None:
-            raise UsageError(f"share=True is for {', '.join(SHARE_OPS)}, without reset=; "
-                             f"not {other[0] if other else 'reset='}")
+    check_share(op.split(","), share, reset=reset is not None)
     if isinstance(data, SourceBase):  # a file's source
         data = cast(TableSource, data)
         schema, name, hints = data.schema, data.name, data.hints
         plan = make_plan(op, axis, dtype, schema, name, table_options, hints, **options)
         locate = data.locator  # messages name a row's line, as the CLI's (state.prepare)
-        if locate is not None:
-            for each in plan.op_plans():
-                each.where = locate
+        _locate(plan, locate)
 
         def read() -> Any:
             return data.batches(plan.parse, plan.text_unused)
@@ -314,6 +316,7 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
         batches = table if isinstance(table, pa.RecordBatchReader) else table.to_batches()
         schema, name, hints = table.schema, "the table", None
         plan = make_plan(op, axis, dtype, schema, name, table_options, **options)
+        locate = None
 
         def read() -> Any:
             return iter(batches)
@@ -325,6 +328,7 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
             held = list(read())
             first = make_plan(op, axis, dtype, schema, name, table_options, hints,
                               **{**options, "exclusive": False})
+            _locate(first, locate)  # an overflow in the first pass names its line too
             for each, found in zip(plan.op_plans(), track_finals(
                     first, iter(held), reverse, stack), strict=True):
                 each.finals = found
@@ -333,6 +337,13 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
                 return iter(held)
         scan_batches(plan, read, collected, reverse and plan.axis == 0, stack)
     return pa.Table.from_batches(collected.batches, schema=plan.schema)
+
+
+def _locate(plan: Any, locate: Any) -> None:
+    """A plan's messages name a row's line where the reader knows it (`locate`)."""
+    if locate is not None:
+        for each in plan.op_plans():
+            each.where = locate
 
 
 class _Collected:

@@ -55,20 +55,20 @@ def cast_input(spec: ScanSpec, block: np.ndarray, valid: np.ndarray | None) -> n
     src = block.dtype
     if target.kind in "iu" and src.kind in "fc":
         real = block.real if src.kind == "c" else block
-        bad = ~np.isfinite(real)
-        if valid is not None:
-            bad &= valid
-        if bad.any():
-            pos = first_position(bad)
-            raise ScanOverflowError(
-                f"value {block[pos]} cannot be cast to {target}", pos
-            )
+        unrepresentable = ~np.isfinite(real)
+        bad = unrepresentable.copy()
         if spec.overflow == "error":
             info = np.iinfo(target)
             # In float64, against exact powers of two: int64's max rounds up to 2**63.
-            whole = np.trunc(real.astype(np.float64))
-            bad = (whole < float(info.min)) | (whole >= float(int(info.max) + 1))
-            _raise_if_any(bad, valid, block, f"does not fit {target}")
+            with np.errstate(invalid="ignore"):
+                whole = np.trunc(real.astype(np.float64))
+            bad |= (whole < float(info.min)) | (whole >= float(int(info.max) + 1))
+        if valid is not None:
+            bad &= valid
+        if bad.any():  # the first bad cell, whichever its fault: so in any batch
+            pos = first_position(bad)
+            what = "cannot be cast to" if unrepresentable[pos] else "does not fit"
+            raise ScanOverflowError(f"value {block[pos]} {what} {target}", pos)
         with np.errstate(invalid="ignore"):
             return real.astype(target)
     if target.kind in "iu" and src.kind in "iub" and spec.overflow == "error":

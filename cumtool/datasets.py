@@ -80,6 +80,7 @@ class ChainSource(SourceBase):
         self.starts: list[int] = []  # the row (from 0, this run) where each file began
         # Each file's reader's own locate (row -> name, row, line), kept for messages.
         self._locators: dict[int, Any] = {}
+        self._names: dict[int, str] = {}  # each file as its source names it in messages
         self.rows_read = 0
 
     # Opening ---------------------------------------------------------------------------
@@ -176,12 +177,13 @@ class ChainSource(SourceBase):
         line it starts on where that file's reader knows it (CSV)."""
         k = max(bisect.bisect_right(self.starts, row - 1) - 1, 0)
         within = row - (self.starts[k] if self.starts else 0)
+        name = self._names.get(k, self.files[k].path)  # standard input, not '-'
         locate = self._locators.get(k)
         if locate is not None:
             found = locate(within)
             if len(found) == 3:
-                return self.files[k].path, within, found[2]
-        return self.files[k].path, within
+                return name, within, found[2]
+        return name, within
 
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: frozenset[int] | set[int] = frozenset()) -> Iterator[pa.RecordBatch]:
@@ -201,6 +203,7 @@ class ChainSource(SourceBase):
                 self._check(k, source, kind)
             self.starts.append(self.rows_read)
             self._locators[k] = source.locator
+            self._names[k] = source.name
             for batch in source.batches(own_parse, own_unused):
                 yield self._decorated(k, batch, unused)
                 self.rows_read += batch.num_rows
@@ -268,10 +271,11 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     fmt = request.to_format.lower() if request.to_format else chain.kind.format
     extension = f".{fmt}" if request.to_format else None
     relatives = inputs.relative_outputs(chain.files, directory, extension)
-    options = runner.table_options(request, FileKind(fmt),
-                                   text_input=chain.kind.format in DELIMITED)
+    text_input = chain.kind.format in DELIMITED
+    options = runner.table_options(request, FileKind(fmt), text_input=text_input)
     plan = make_plan(request.op, request.axis, dtype, chain.schema, chain.name, options,
                      state.hints(chain, resume), **request.scan_options())
+    runner.note_left_out(request, plan, text_input)
     request.check_table_output(fmt)
     finish = state.prepare(request, plan, chain, resume)
     view = View(request.op, "rows", chain.name)

@@ -149,6 +149,9 @@ def check(inputs: tuple[str, ...], output: str | None, *, reverse: bool, state: 
         raise UsageError(f"{option('wait')} must be a number of seconds, 0 or more")
     if len(inputs) > 1 and "-" in inputs:
         raise UsageError("standard input ('-') can only be the one input, not one of several")
+    if growing and "-" in inputs:  # no bytes of it are there to read again next time
+        raise UsageError(f"{option('growing')} continues input files that grow between "
+                         "runs, and standard input is new each run: give the log's path")
     if state is not None and reverse:
         raise UsageError(f"{option('state')} cannot be used with {option('reverse')}: a "
                          "reversed scan starts from the last row, so it cannot be resumed")

@@ -39,8 +39,34 @@ from cumtool.remote import is_url
 Overflow = Literal["error", "wrap"]
 
 
+def said(path: str) -> str:
+    """An input as messages name it: standard input, not '-'."""
+    return "standard input" if path == "-" else path
+
+
 # The ops --share is for: their final values are a total and counts.
 SHARE_OPS = ("cumsum", "cumcount", "cumnunique")
+
+def check_share(ops: list[str], share: bool, **given: bool) -> None:
+    """--share: for cumsum, cumcount and cumnunique, in a run that reads its input twice
+    and writes once (SEMANTICS.md, "Periods and shares"); `given`: whether each option
+    that cannot go with it is (state, line_buffered, reset, growing). The command line's
+    check (Request.check) and cumtool.scan's."""
+    if not share:
+        return
+    other = [op for op in ops if op not in SHARE_OPS]
+    if other:
+        raise UsageError(f"{option('share')} divides running totals and counts by their "
+                         f"final values: it is for {', '.join(SHARE_OPS)}, not {other[0]}")
+    for flag, on in given.items():
+        if on:
+            raise UsageError(f"{option('share')} reads the whole input before it "
+                             f"writes, and {option(flag)} "
+                             + ("writes each row as it is read" if flag == "line_buffered"
+                                else "starts runs whose final values it does not know"
+                                if flag == "reset" else "carries runs on across inputs")
+                             + "; leave one out")
+
 
 # The chart's size: least (width, height) and most, in characters and in pixels.
 CHART_CELLS = ((30, 8), 1000)
@@ -189,7 +215,7 @@ class Request:
             for op in self.ops:
                 if REGISTRY[op].distinct:
                     raise UsageError(f"{op} counts the distinct values of a table's columns "
-                                     f"(CSV, TSV, Parquet ...), and {self.input} is an array")
+                                     f"(CSV, TSV, Parquet ...), and {said(self.input)} is an array")
         # Each input whose format --from or its name tells: what it does not honour is
         # refused before any is opened (sources.open_source refuses it for the others).
         for each in self.inputs or (self.input,):
@@ -197,7 +223,7 @@ class Request:
             fmt = self.from_format.lower() if self.from_format else (
                 known.format if known else None)
             if fmt in INPUT_FORMATS:
-                self.refuse_unread(fmt, "standard input" if each == "-" else each)
+                self.refuse_unread(fmt, said(each))
         if self.sheet is not None:
             from cumtool.formats.excel import check_sheet
 
@@ -231,25 +257,9 @@ class Request:
         return periods.check(self.period, self.time, self.year_start)
 
     def _check_share(self) -> None:
-        """--share: for cumsum, cumcount and cumnunique, in a run that reads its input
-        twice and writes once (SEMANTICS.md, "Periods and shares")."""
-        if not self.share:
-            return
-        other = [op for op in self.ops if op not in SHARE_OPS]
-        if other:
-            raise UsageError(f"{option('share')} divides running totals and counts by their "
-                             f"final values: it is for {', '.join(SHARE_OPS)}, not {other[0]}")
-        for flag, given in (("state", self.state is not None),
-                            ("line_buffered", self.line_buffered),
-                            ("reset", self.reset is not None),
-                            ("growing", self.growing)):
-            if given:
-                raise UsageError(f"{option('share')} reads the whole input before it "
-                                 f"writes, and {option(flag)} "
-                                 + ("writes each row as it is read" if flag == "line_buffered"
-                                    else "starts runs whose final values it does not know"
-                                    if flag == "reset" else "carries runs on across inputs")
-                                 + "; leave one out")
+        check_share(self.ops, self.share, state=self.state is not None,
+                    line_buffered=self.line_buffered, reset=self.reset is not None,
+                    growing=self.growing)
 
     def _check_output(self) -> None:
         from cumtool.inputs import per_input_output

@@ -97,6 +97,20 @@ def rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.
             yield batch.slice(start, rows)
 
 
+def note_left_out(request: Request, plan: Any, text_input: bool) -> None:
+    """The notes of columns of numbers the default selection left out for a text cell
+    (cumtool.notes.left_out), for a table plan of delimited text: every driver of a
+    table says them (run_table, and -o DIR/'s in datasets.py)."""
+    from cumtool.tables import MultiPlan
+
+    if text_input and not request.widen:  # a rerun said it the first time
+        from cumtool.notes import left_out
+
+        single = plan.plans[0] if isinstance(plan, MultiPlan) else plan
+        left_out(request, single.names, single.hints, single.scanned,
+                 {*single.by, *([single.reset] if single.reset is not None else [])})
+
+
 def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack, resume: Resume | None = None,
                text_input: bool = False, finals: list[Any] | None = None) -> None:
@@ -104,7 +118,7 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
     missing cells in text columns too. `finals`: --share's second pass, the final value
     of each group, column and op that share_finals found."""
     from cumtool import state
-    from cumtool.tables import MultiPlan, make_plan
+    from cumtool.tables import make_plan
 
     plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
                      table_options(request, out, text_input), state.hints(source, resume),
@@ -112,12 +126,7 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
     if finals is not None:
         for each, found in zip(plan.op_plans(), finals, strict=True):
             each.finals = found
-    if text_input and not request.widen:  # a rerun said it the first time
-        from cumtool.notes import left_out
-
-        single = plan.plans[0] if isinstance(plan, MultiPlan) else plan
-        left_out(request, single.names, single.hints, single.scanned,
-                 {*single.by, *([single.reset] if single.reset is not None else [])})
+    note_left_out(request, plan, text_input)
     save_state = state.prepare(request, plan, source, resume)  # and positions in files
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)

@@ -535,8 +535,8 @@ class TablePlan:
                     results[i] = self.scan_column(i, batch.column(self.data_at.get(i, i)), runs)
                 except ScanOverflowError as error:
                     overflows.append(error)
-            if overflows:  # the first in file order, then the leftmost column
-                raise min(overflows, key=lambda error: error.position)
+            if overflows:  # the first the scan meets, then the leftmost column
+                raise min(overflows, key=self._scan_order)
             if self.options.share:
                 results = self._shares(results, runs, batch.num_rows)
         else:
@@ -632,6 +632,14 @@ class TablePlan:
             return self.name, f"row {row - self.rows_before}"
         name, row, *line = self.where(row)
         return name, f"row {row}" if not line else f"row {row} (line {line[0]})"
+
+    def _scan_order(self, error: ScanOverflowError) -> tuple[int, int]:
+        """Where the scan meets an error of _overflow's: its row in scan order (from the
+        last row with --reverse, as the batches come), then its column. By file order
+        alone, a reversed batch named its first row's error, which the batches of another
+        size meet later or not at all."""
+        row, column = error.position
+        return (-row if self.options.reverse else row), column
 
     def _overflow(self, column: int, scan_row: int,
                   error: ScanOverflowError) -> ScanOverflowError:

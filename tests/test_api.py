@@ -487,3 +487,50 @@ def test_a_files_overflow_names_its_line_as_the_cli(invoke, tmp_path, op):
     cli = invoke(op, str(path), "-c", "x")
     assert cli.stderr == ("Error: " + str(caught.value).replace("overflow='wrap'",
                                                                 "--overflow wrap") + "\n")
+
+
+def test_a_files_other_columns_come_back_typed_as_the_cli_writes_arrow(invoke, tmp_path):
+    """A table is a typed output: the columns not scanned hold numbers and dates as the
+    CLI's Arrow IPC and Parquet outputs hold them, not their text (codes stay text)."""
+    path = tmp_path / "t.csv"
+    path.write_text("n,price,day,code,name\n1,1.50,2024-01-01,007,a\n2,,2024-02-29,008,b\n")
+    table = cumtool.scan(str(path), "cumsum", columns=["n"])
+    assert [str(t) for t in table.schema.types] == ["int64", "double", "date32[day]",
+                                                   "large_string", "large_string"]
+    assert table.column("price").to_pylist() == [1.5, None]
+    cli = invoke("cumsum", str(path), "-c", "n", "--to", "arrow")
+    assert table.equals(pa.ipc.open_file(pa.BufferReader(cli.stdout_bytes)).read_all())
+
+
+@pytest.mark.parametrize(("keywords", "flags"), [
+    ({"period": "day"}, ["--period", "day"]),
+    ({"time": "x"}, ["--time", "x"]),
+    ({"year_start": "04-01"}, ["--year-start", "04-01"]),
+    ({"share": True, "op": "cummax"}, ["--share"]),
+    ({"exclusive": True, "op": "diff"}, ["--exclusive"]),
+    ({"times": "x", "alpha": 0.5, "op": "ewma"}, ["--times", "x", "--alpha", "0.5"]),
+], ids=["period", "time", "year-start", "share", "exclusive", "times"])
+def test_a_files_usage_errors_come_before_its_data_errors_as_on_the_cli(invoke, tmp_path,
+                                                                        keywords, flags):
+    """The command line refuses a misuse before it reads the input; so does the API (it
+    read the file first, and said the data error of a short row instead), in the same
+    words."""
+    path = tmp_path / "short.csv"
+    path.write_text("x,y\n1\n")
+    op = keywords.pop("op", "cumsum")
+    with pytest.raises(UsageError) as caught:
+        cumtool.scan(str(path), op, **keywords)
+    cli = invoke(op, str(path), *flags)
+    assert cli.exit_code == 2
+    assert cli.stderr == f"Error: {caught.value.cli_message()}\n"
+
+
+def test_a_files_share_overflow_names_its_line_as_the_cli(invoke, tmp_path):
+    """--share's first pass, which finds the final values, names the row's line too."""
+    path = tmp_path / "o.csv"
+    path.write_text("x\n\n9223372036854775807\n1\n")
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(str(path), "cumsum", share=True)
+    assert str(caught.value).startswith(f"{path}: column 'x', row 2 (line 4): ")
+    cli = invoke("cumsum", str(path), "--share")
+    assert cli.stderr == f"Error: {caught.value.cli_message()}\n"

@@ -342,6 +342,36 @@ def test_the_first_overflow_in_file_order_whatever_the_batch(tmp_path, op, dtype
                              "wrap-around\n")
 
 
+@pytest.mark.parametrize("batch", ["1", "2", "1000"])
+def test_a_casts_first_bad_cell_whatever_its_fault_whatever_the_batch(tmp_path, batch):
+    """-t uint8 of -1 then inf: -1 is first. A block was checked for values that are
+    not finite before values out of range, so one batch named inf at row 2."""
+    path = tmp_path / "u.csv"
+    path.write_text("x\n-1\ninf\n")
+    result = CliRunner().invoke(main, ["cumsum", str(path), "-t", "uint8",
+                                       "--batch-rows", batch])
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'x', row 1 (line 2): value -1.0 does not "
+                             "fit uint8; use --overflow wrap for wrap-around\n")
+
+
+@pytest.mark.parametrize("batch", ["1", "2", "3", "5", "7", "1000"])
+def test_a_reversed_scans_first_error_is_the_one_it_meets_first_whatever_the_batch(
+        tmp_path, batch):
+    """--reverse scans from the last row: the error named is the first the scan meets
+    (then the leftmost column). Whole, or in batches of 3 or more, it named the error of
+    the batch's first row in the file: column c's -999 at row 3 (where column a's
+    reversed total reaches 130 at row 4 too), which the scan meets after row 5's inf."""
+    path = tmp_path / "r.csv"
+    path.write_text("a,b,c\n" + "".join(f"{k},{'inf' if k == 5 else 1},"
+                                        f"{-999 if k == 3 else 1}\n" for k in range(1, 17)))
+    result = CliRunner().invoke(main, ["cumsum", str(path), "--reverse", "-t", "int8",
+                                       "--batch-rows", batch])
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'b', row 5 (line 6): value inf cannot be "
+                             "cast to int8; use --overflow wrap for wrap-around\n")
+
+
 @pytest.mark.parametrize("batch", ["1", "2", "3", "4", "1000"])
 @pytest.mark.parametrize(("dtype", "by", "row"), [
     ("int16", False, "row 4 (line 5)"), ("int32", False, "row 5 (line 6)"),

@@ -240,6 +240,19 @@ def test_output_directory_gets_one_output_per_input_under_the_same_relative_name
     assert Path("out/c.csv").read_text() == "x\n10\n"
 
 
+@pytest.mark.parametrize("output", ["out.csv", "out/"])
+def test_output_directory_notes_a_column_left_out_as_one_output_does(cli, output):
+    """A column of numbers left unscanned for one text cell is said once on standard
+    error, whether the run writes one output or one per input (-o DIR/ said nothing)."""
+    write("a.csv", "x,y\n" + "".join(f"{k},{k}\n" for k in range(9)) + "9,-\n")
+    write("b.csv", "x,y\n3,4\n")
+    result = cli("cumsum", "a.csv", "b.csv", "-o", output)
+    assert result.exit_code == 0
+    assert result.stderr == ("note: column 'y' is not scanned: its first rows hold numbers, "
+                             "but row 10 (line 11) holds '-'; to scan it, pass -c x,y --na "
+                             "'NA,N/A,n/a,NULL,null,None,<NA>,#N/A,-'\n")
+
+
 def test_output_directory_with_to_changes_each_extension(cli):
     write("a.csv", "x\n1\n")
     write("b.csv", "x\n2\n")
@@ -710,6 +723,17 @@ def test_filename_column_on_standard_input_is_a_dash(runner):
     result = ok(runner.invoke(main, ["cumsum", "-", "--filename-column", "f"],
                               input="x\n1\n2\n", catch_exceptions=False))
     assert result.stdout == "f,x\n-,1\n-,3\n"
+
+
+def test_filename_column_on_standard_input_names_it_in_messages(runner):
+    """The column holds '-' as given; an error names the input as every run from standard
+    input does (it said `Error: -: ...`)."""
+    result = runner.invoke(main, ["cumsum", "-", "--filename-column", "f"],
+                           input="x\n9223372036854775807\n1\n", catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.stderr == ("Error: standard input: column 'x', row 2 (line 3): cumsum "
+                             "overflows int64 (adding 1); use --overflow wrap for "
+                             "wrap-around\n")
 
 
 def test_output_directory_may_be_the_input_directory(cli):

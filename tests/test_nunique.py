@@ -221,6 +221,14 @@ def test_arrays_are_refused_by_name(invoke, write_file):
     assert result.stdout == ""
 
 
+def test_an_array_from_standard_input_is_refused_naming_it(invoke):
+    """As every message names it: standard input, not '-'."""
+    result = invoke("cumnunique", "-", "--from", "npy", input=b"")
+    assert (result.exit_code, result.stderr) == (2, (
+        "Error: cumnunique counts the distinct values of a table's columns (CSV, TSV, "
+        "Parquet ...), and standard input is an array\n"))
+
+
 def test_the_small_path_hands_over(invoke, write_file):
     """Without --batch-rows a small CSV may take the small path
     (cumtool/formats/csv/small.py), which hands cumnunique over to the streaming one: the

@@ -116,6 +116,15 @@ def test_a_text_input_that_has_not_grown_gives_no_new_row_in_a_new_run(cli):
     assert ok(cli(*hour, "12h")).stdout == "kwh\n7\n"
 
 
+def test_growing_standard_input_is_refused_by_name(cli):
+    """Standard input is new each run: nothing of it can be continued, and its last line
+    was written where a file's waits for the next run."""
+    result = cli("cumsum", "-", "--state", "s.json", "--growing", input="kwh\n1\n2")
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", (
+        "Error: --growing continues input files that grow between runs, and standard "
+        "input is new each run: give the log's path\n"))
+
+
 def test_a_growing_log_is_counted_once_over_five_runs(cli):
     rows = [f"m{i % 3},{i}\n" for i in range(1, 16)]
     write("log.csv", "meter,kwh\n")
