@@ -8,7 +8,8 @@ any other with VALUES' values, so a new option gets a setting or fails
 `test_every_option_has_a_setting`. Each job runs on every path a user can take to it:
 
 - `small`: the reference, a file under 1 MiB read whole (fast.try_small: fast._Job on one
-  worker); `render`: the same through small.render, the small path's own renderer;
+  worker); `render`: the same through the small path's reference renderer
+  (tests/small_reference.py) in the pipeline's place;
 - `large`: the same file taken as a large one (small.SMALL_BYTES lowered in-process), read
   in blocks of a few bytes and rows: the compiled pipeline, or fast._Job where it does not
   fit; `twin`: the same with the pipeline off (its Python twin); `threads1`, `threads3`:
@@ -57,6 +58,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import small_reference
 from click.testing import CliRunner
 
 import cumtool
@@ -357,11 +359,19 @@ def _twin(job: Job) -> Outcome:
         return _cli(job, "twin", [job.op, INPUT, *job.given("twin")])
 
 
+def _reference(request: Any, data: bytes) -> bytes | None:
+    """small_reference.render as fast.render_whole answers: None where it hands over."""
+    try:
+        return small_reference.render(request, data)
+    except (small.Handover, CumtoolError):
+        return None
+
+
 def _render(job: Job) -> Outcome:
-    """The small file through small.render, the renderer this path had before it ran
-    fast._Job on one worker (the oracle issue 35 keeps it as)."""
+    """The small file through the small path's reference renderer, the one this path
+    had before it ran fast._Job on one worker (the oracle issue 35 keeps it as)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fast, "WHOLE", False)
+        patch.setattr(fast, "render_whole", _reference)
         return _cli(job, "render", [job.op, INPUT, *job.given("render")])
 
 
@@ -652,7 +662,7 @@ def test_dask_notes_a_column_left_out_as_the_local_engine(
 def test_each_path_runs_where_it_says(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The knobs still send a plain job where each path is meant to go, so that no path
     compares the reference with itself: the small file on fast._Job's compiled pipeline
-    (one worker), `render` on small.render, the large paths on the compiled pipeline or
+    (one worker), `render` on the reference renderer, the large paths on the compiled pipeline or
     (`twin`) on its Python twin, `--batch-rows` and `-o DIR/` on the streaming runner."""
     from cumtool import runner
 
@@ -673,7 +683,7 @@ def test_each_path_runs_where_it_says(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(fast._Job, "pieces", spy_generator("job", fast._Job.pieces))
     monkeypatch.setattr(fast._Job, "_run_compiled",
                         spy_generator("compiled", fast._Job._run_compiled))
-    monkeypatch.setattr(small, "render", spy("render", small.render))
+    monkeypatch.setattr(small_reference, "render", spy("render", small_reference.render))
     monkeypatch.setattr(fast, "render_whole", spy("whole", fast.render_whole))
     monkeypatch.setattr(runner, "scan_batches", spy("runner", runner.scan_batches))
     monkeypatch.chdir(tmp_path)
