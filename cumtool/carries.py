@@ -414,16 +414,19 @@ def opened(sent: SentDistinct) -> distinct.DistinctCarry:
 
 # Folds ---------------------------------------------------------------------------------
 
-def fold(spec: ScanSpec, columns: list[tuple[np.ndarray, np.ndarray | None]],
+def fold(specs: list[ScanSpec], columns: list[tuple[np.ndarray, np.ndarray | None]],
          carries: list[Carry]) -> None:
     """Advance the carries of float64 sums, products or log-sum-exps over a partition's
-    columns of one op (`spec`'s: its op, --skipna and identity; in place): the last
-    running value of each column's scan, the same operations in the same order, without
-    the scan's output. In C where built (the columns stepped together, their chains
-    overlapping), else numpy's accumulate."""
-    xs = [cast_input(spec, values, valid) for values, valid in columns]
+    columns of one op (`specs`, a column's each: one op, one --skipna, one identity; in
+    place): the last running value of each column's scan, the same operations in the same
+    order, without the scan's output. Each column is cast as its own spec says (an int
+    column's log-sum-exp beside a float one's). In C where built (the columns stepped
+    together, their chains overlapping), else numpy's accumulate."""
+    xs = [cast_input(each, values, valid)
+          for each, (values, valid) in zip(specs, columns, strict=True)]
     if not xs or xs[0].shape[0] == 0:
         return
+    spec = specs[0]
     if SEQUENTIAL is not None:
         start = np.array([carry.value for carry in carries], dtype=np.float64)
         SEQUENTIAL.fold(_FOLDS[spec.accumulator.ufunc],
@@ -433,8 +436,8 @@ def fold(spec: ScanSpec, columns: list[tuple[np.ndarray, np.ndarray | None]],
         for carry, value in zip(carries, start, strict=True):
             carry.value = value.copy()
     else:
-        for carry, x, (_, valid) in zip(carries, xs, columns, strict=True):
-            carry.value = fold_twin(spec, x, valid, carry.value)
+        for each, carry, x, (_, valid) in zip(specs, carries, xs, columns, strict=True):
+            carry.value = fold_twin(each, x, valid, carry.value)
     for carry in carries:
         carry.offset += xs[0].shape[0]
 

@@ -356,7 +356,7 @@ def fold_partition(job: Job, part: Partition, read: Any,
             # Batch by batch: a Parquet column comes in chunks, which would be copied
             # into one array; a batch's columns are each one array, and share its rows.
             for batch in read.to_batches():
-                carries.fold(one.specs[columns[0]],
+                carries.fold([one.specs[column] for column in columns],
                              [carries.column_values(one, column, batch) for column in columns],
                              [one.carries[column] for column in columns])
         for columns in stat_folds.values():
@@ -535,7 +535,7 @@ def _job(request: Request, output_dir: str | None) -> Job:
     import numpy as np
 
     from cumtool import kernels
-    from cumtool.runner import table_options
+    from cumtool.runner import note_left_out, table_options
     from cumtool.sources import open_source
     from cumtool.tables import make_plan
 
@@ -553,6 +553,7 @@ def _job(request: Request, output_dir: str | None) -> Job:
         plan = make_plan(request.op, request.axis, dtype, table.schema, table.name, options,
                          table.hints, **request.scan_options())
         request.check_table_output(out.format)
+        note_left_out(request, plan, kind.format in DELIMITED)  # as the local engine says
         if out.format == "jsonl":
             _check_null_or_absent(table.schema, table.name)
         return Job(request, plan, table.schema, table.name, out, kind, request.batch_rows)

@@ -64,7 +64,7 @@ def test_a_fold_leaves_the_carry_a_scan_leaves(fold_path, op, skipna):
             for a, b, start in zip(folded, scanned, starts, strict=True):
                 a.value = b.value = np.float64(start)
                 a.offset = b.offset = 5
-            carries.fold(spec, columns, folded)
+            carries.fold([spec] * width, columns, folded)
             for (x, valid), carry in zip(columns, scanned, strict=True):
                 kernels.scan_block(spec, x, valid, carry)
             for a, b in zip(folded, scanned, strict=True):
@@ -89,7 +89,7 @@ def test_whole_columns_eight_at_a_time(fold_path, op, width):
             for a, b, start in zip(folded, scanned, rng.choice([0.0, -0.0, np.nan, -np.inf],
                                                                width), strict=True):
                 a.value = b.value = np.float64(start)
-            carries.fold(spec, columns, folded)
+            carries.fold([spec] * width, columns, folded)
             for (x, valid), carry in zip(columns, scanned, strict=True):
                 kernels.scan_block(spec, x, valid, carry)
             assert [_bits(a.value) for a in folded] == [_bits(b.value) for b in scanned]
@@ -104,7 +104,7 @@ def test_a_running_nan_keeps_its_sign(fold_path):
     folded.value = scanned.value = np.float64(-np.inf)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        carries.fold(spec, [(x, None)], [folded])
+        carries.fold([spec], [(x, None)], [folded])
         kernels.scan_block(spec, x, None, scanned)
     assert _bits(folded.value) == _bits(scanned.value)
 
@@ -115,7 +115,7 @@ def test_float32_and_a_dtype_cast_fold_in_float64(fold_path):
     for source, dtype in [(np.float32, None), (np.float64, np.dtype(np.float32))]:
         spec = kernels.make_spec("cumsum", np.dtype(source), dtype)
         folded, scanned = initial_carry(spec), initial_carry(spec)
-        carries.fold(spec, [(x.astype(source), None)], [folded])
+        carries.fold([spec], [(x.astype(source), None)], [folded])
         kernels.scan_block(spec, x.astype(source), None, scanned)
         assert _bits(folded.value) == _bits(scanned.value)
 

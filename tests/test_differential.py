@@ -573,22 +573,8 @@ FULL = [_job(t, op, s) for t in TABLES for s in SETTINGS for op in s.ops
 PAIRED = [_job("mixed", "cumsum", s) for s in PAIRS]
 # Standard input through a real pipe (a process each): every op plain on every table.
 PIPED = [p for p in QUICK if p.values[2] is _BY_ID["plain"]]
-# Found by this harness on Dask, in cumtool/distributed.py (another change's): each has
-# a test of its own below.
-_LOGCUMSUMEXP = ("distributed.py:352 folds a partition's logcumsumexp columns with the "
-                 "first one's spec (carries.fold casts each to its in_dtype): an int column "
-                 "first casts the float columns after it to int64")
-_NOTE = ("Dask does not say the note of a column of numbers left out for a text cell "
-         "(runner.note_left_out)")
-_DASK_BUGS = {
-    "mixed-logcumsumexp-plain": _LOGCUMSUMEXP + " (a NaN: 'value nan cannot be cast')",
-    "crlf-logcumsumexp-plain": _LOGCUMSUMEXP + " (a NaN: 'value nan cannot be cast')",
-    "quoted-logcumsumexp-plain": _LOGCUMSUMEXP + " (2.25 as 2: other values)",
-    "mixed-cumsum-na=NA,-999": _NOTE, "mixed-cumsum-na=nan,Oslo": _NOTE,
-}
 # Dask: the quick part's jobs (a cluster's round trips make each run slower).
-DASK = [pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(
-    strict=True, reason=_DASK_BUGS[str(p.id)])) if p.id in _DASK_BUGS else p for p in QUICK]
+DASK = QUICK
 
 
 @pytest.mark.parametrize(("table", "op", "setting"), QUICK)
@@ -625,7 +611,6 @@ def test_dask_agrees(table: str, op: str, setting: Setting, tmp_path: Path, sche
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=_LOGCUMSUMEXP)
 def test_dask_folds_each_logcumsumexp_column_in_its_own_dtype(
         invoke: Callable[..., Any], write_file: Callable[..., Path], scheduler: str,
         tiny_partitions: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -644,7 +629,6 @@ def test_dask_folds_each_logcumsumexp_column_in_its_own_dtype(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=_NOTE)
 def test_dask_notes_a_column_left_out_as_the_local_engine(
         invoke: Callable[..., Any], write_file: Callable[..., Path], scheduler: str,
         tiny_partitions: None) -> None:
