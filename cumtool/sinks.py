@@ -60,6 +60,14 @@ def writer_failed(output: str, error: Exception) -> OutputError:
     """A writer's own failure (not cumtool's errors, nor OSError, which the output stream
     reports itself) as one line that names the output and keeps the failure's type and
     text: what went wrong is still said, but never as a traceback."""
+    if isinstance(error, UnicodeEncodeError):  # a character --out-encoding lacks
+        from cumtool.errors import option
+
+        found = error.object[error.start:error.end]
+        codes = ", ".join(f"U+{ord(c):04X}" for c in found[:3])
+        return OutputError(f"cannot write {output}: {found[:3]!r} ({codes}) cannot be "
+                           f"written in {error.encoding} ({option('out_encoding')}); "
+                           "choose an encoding that has it, such as utf-8")
     text = " ".join(str(error).split())
     return OutputError(f"cannot write {output}: {type(error).__name__}"
                        + (f": {text}" if text else ""))

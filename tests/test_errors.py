@@ -750,3 +750,19 @@ def test_table_options_on_a_named_npy_file_are_refused_before_it_is_opened(invok
     assert result.exit_code == 2
     assert result.stderr == (f"Error: --by is for tables, not arrays; "
                              f"{tmp_path / 'missing.npy'} is read as npy\n")
+
+
+@pytest.mark.parametrize("extra", [[], ["--batch-rows", "1"]], ids=["one-batch", "batches"])
+def test_a_character_the_output_encoding_lacks_is_named(invoke: Invoke, write_file, tmp_path,
+                                                        extra):
+    """--out-encoding ascii on a cell 'é': one line naming the output, the character and
+    the option (it was Python's UnicodeEncodeError text), and no output file."""
+    path = write_file("enc.csv", "a,t\n1,x\n2,\u00e9\n".encode())
+    out = tmp_path / "out.csv"
+    result = invoke("cumsum", "--out-encoding", "ascii", *extra, str(path), "-o", str(out))
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: cannot write {out}: '\u00e9' (U+00E9) cannot be written in ascii "
+        "(--out-encoding); choose an encoding that has it, such as utf-8\n")
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == [path]
