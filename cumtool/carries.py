@@ -311,12 +311,12 @@ def advance(spec: ScanSpec, carry: Carry, summary: Summary, rows: int) -> bool:
 @dataclass
 class _TextRun:
     """Texts seen, for lookups by hash: `hashes` sorted, and where each one's text is in
-    `texts` (which keeps the order the texts came in, so that a merge of two runs moves
-    only the numbers)."""
+    `texts`, the partitions' texts as they came (chunks never copied: a merge of two
+    runs moves only the numbers)."""
 
     hashes: np.ndarray  # uint64
     at: np.ndarray  # int64
-    texts: pa.Array  # large_string
+    texts: pa.ChunkedArray  # large_string
 
 
 class DistinctUnion:
@@ -459,24 +459,24 @@ class DistinctUnion:
         if added:
             every = added == count
             self.texts += added
-            self.text_runs.append(_TextRun(hashes if every else hashes[fresh],
-                                           np.arange(added, dtype=np.int64),
-                                           texts if every else texts.filter(fresh)))
+            self.text_runs.append(_TextRun(
+                hashes if every else hashes[fresh], np.arange(added, dtype=np.int64),
+                pa.chunked_array([texts if every else texts.filter(fresh)])))
             runs = self.text_runs
             while len(runs) > 1 and runs[-2].hashes.shape[0] <= 2 * runs[-1].hashes.shape[0]:
                 last, first = runs.pop(), runs.pop()
                 # Two sorted runs: the stable sort (timsort) merges them in one pass;
-                # the texts are put end to end, where their positions say.
+                # the texts' chunks are put end to end, where their positions say.
                 both = np.concatenate([first.hashes, last.hashes])
                 merged = np.argsort(both, kind="stable")
                 at = np.concatenate([first.at, last.at + len(first.texts)])
-                runs.append(_TextRun(both[merged], at[merged],
-                                     pa.concat_arrays([first.texts, last.texts])))
+                runs.append(_TextRun(both[merged], at[merged], pa.chunked_array(
+                    first.texts.chunks + last.texts.chunks, first.texts.type)))
         return seen
 
     def _share(self, run: _TextRun, rows: np.ndarray) -> None:
         """Takes the run's entries at `rows` out of it, into `shared` (their hashes are
-        another text's too). Their texts stay in the run's buffer, unreferenced."""
+        another text's too). Their texts stay in the run's chunks, unreferenced."""
         stored = run.texts.take(run.at[rows]).to_pylist()
         for hashed, text in zip(run.hashes[rows].tolist(), stored, strict=True):
             self.shared[hashed] = {text}
