@@ -47,6 +47,9 @@ _STAT_FOLDS = {"cummean": (0, "s", None), "cumvar": (1, "m", "m2"),
 _COMPENSATED_MEAN = (3, "s", "c")  # cummean --compensated: Neumaier's s and c
 _INT64 = np.dtype(np.int64)
 _WORD = 2**64
+# _ranks merges a run with the keys where it is at most this many times as long; a longer
+# one is searched (a merge's fresh arrays cost more than its sort, past that).
+_MERGED_BELOW = 2
 
 
 # Which way a column goes ---------------------------------------------------------------
@@ -482,10 +485,10 @@ class DistinctUnion:
 def _ranks(run: np.ndarray, values: np.ndarray) -> np.ndarray:
     """How many of a sorted run's elements are at or below each of sorted `values`. A
     run not much longer than the values is merged with them (timsort's merge of two
-    sorted runs: about 2 ns a value, where a binary search a value took 13 ns); a long
-    one is searched."""
+    sorted runs: about 2 ns a value, where a binary search a value took 13 ns); a longer
+    one is searched (_MERGED_BELOW)."""
     size, count = run.shape[0], values.shape[0]
-    if size > 8 * count:
+    if size > _MERGED_BELOW * count:
         return np.searchsorted(run, values, side="right")
     order = np.argsort(np.concatenate([run, values]), kind="stable")
     # Where each value lands, in the values' own order (a stable sort keeps it), less
