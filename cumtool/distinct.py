@@ -7,9 +7,10 @@ themselves, as exact keys: text as its text, integers, booleans, dates (their in
 and decimals (their unscaled integers at the column's scale) as Python integers or
 booleans, floats as Python floats with -0.0 as 0.0 and every NaN as the one key "nan".
 Nothing is hashed into a smaller key, so no two values can collide; memory grows with the
-number of distinct values. `--state` saves each line's values, in order of first
-appearance, as a list (cumtool/state.py saves any carry's fields), and restores them
-exactly.
+number of distinct values. (A Dask partition's text keys come with 64-bit hashes, for the
+client's lookups, `text_hashes`; their texts still decide, cumtool/carries.py.)
+`--state` saves each line's values, in order of first appearance, as a list
+(cumtool/state.py saves any carry's fields), and restores them exactly.
 """
 
 from __future__ import annotations
