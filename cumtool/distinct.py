@@ -7,9 +7,10 @@ themselves, as exact keys: text as its text, integers, booleans, dates (their in
 and decimals (their unscaled integers at the column's scale) as Python integers or
 booleans, floats as Python floats with -0.0 as 0.0 and every NaN as the one key "nan".
 Nothing is hashed into a smaller key, so no two values can collide; memory grows with the
-number of distinct values. `--state` saves each line's values, in order of first
-appearance, as a list (cumtool/state.py saves any carry's fields), and restores them
-exactly.
+number of distinct values. (A Dask partition's text keys come with 64-bit hashes, for the
+client's lookups, `text_hashes`; their texts still decide, cumtool/carries.py.)
+`--state` saves each line's values, in order of first appearance, as a list
+(cumtool/state.py saves any carry's fields), and restores them exactly.
 """
 
 from __future__ import annotations
@@ -137,6 +138,9 @@ class KeyArray:
 
     values: Any  # np.ndarray, or pa.Array of text
     floats: bool = False
+    # Text's 64-bit hashes (`text_hashes`), sorted, the texts in their order; None for
+    # numbers, and for text not looked up (a scan's carry).
+    hashes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -176,7 +180,12 @@ def key_array(spec: ScanSpec, data: pa.Array, text_na: frozenset[str] = frozense
         if text_na and is_text(kind):
             present = present.filter(pc.invert(pc.is_in(
                 present, value_set=pa.array(sorted(text_na), type=kind))))
-        return KeyArray(pc.unique(present))
+        found = pc.unique(present)
+        if not pa.types.is_large_string(found.type):  # one type for every partition's keys
+            found = found.cast(pa.large_string())
+        hashes = text_hashes(found)
+        order = np.argsort(hashes)
+        return KeyArray(found.take(order), hashes=hashes[order])
     values, valid = column_to_numpy(data)
     if spec.in_dtype.kind != "O":  # a dictionary's values are not cast (no --dtype)
         values = cast_input(spec, values, valid)
@@ -191,6 +200,70 @@ def key_array(spec: ScanSpec, data: pa.Array, text_na: frozenset[str] = frozense
                 valid = ~nan if valid is None else valid & ~nan
         values = values.view(np.int64)
     return KeyArray(_sorted_once(values if valid is None else values[valid]), floats)
+
+
+# text_hashes: a polynomial hash of the UTF-8 bytes, sum of byte[j] * BASE**j, mod 2**64
+# (an odd BASE: invertible, so a text's sum is taken from prefix sums of the whole
+# buffer), with the length added and mixed by MurmurHash3's finalizer. Not a hash for
+# adversaries: texts that collide are told apart by their texts (carries.DistinctUnion).
+_BASE = np.uint64(0x9E3779B97F4A7C15)
+_BLOCK = 1 << 20  # bytes hashed at a time: the powers and sums stay small
+_powers: list[np.ndarray] = [np.ones(1, dtype=np.uint64), np.ones(1, dtype=np.uint64)]
+
+
+def _base_powers(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """BASE**j and BASE**-j for j < count (computed once, grown as needed)."""
+    if _powers[0].shape[0] < count:
+        inverse = _BASE
+        with np.errstate(over="ignore"):
+            for _ in range(6):  # Newton's steps: each doubles the correct low bits
+                inverse = inverse * (np.uint64(2) - _BASE * inverse)
+        size = max(count, _BLOCK + 1)
+        made = []
+        for base in (_BASE, inverse):
+            steps = np.full(size, base, dtype=np.uint64)
+            steps[0] = 1
+            made.append(np.cumprod(steps))  # wraps mod 2**64, as meant
+        _powers[:] = made
+    return _powers[0][:count], _powers[1][:count]
+
+
+def text_hashes(texts: pa.Array) -> np.ndarray:
+    """A 64-bit hash (uint64) of each text of a string or large_string array without
+    missing cells, in numpy from its Arrow buffers: the same on every machine."""
+    rows = len(texts)
+    _, offsets_buffer, data_buffer = texts.buffers()[:3]
+    wide = pa.types.is_large_string(texts.type)
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)[
+        texts.offset:texts.offset + rows + 1].astype(np.int64)
+    data = (np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None
+            else np.zeros(0, dtype=np.uint8))
+    out = np.empty(rows, dtype=np.uint64)
+    row = 0
+    while row < rows:
+        # The rows whose bytes fit a block (at least one row, however long).
+        end = int(np.searchsorted(offsets, offsets[row] + _BLOCK, side="right")) - 1
+        end = min(rows, max(end, row + 1))
+        first, last = int(offsets[row]), int(offsets[end])
+        powers, inverse = _base_powers(last - first + 1)
+        terms = data[first:last].astype(np.uint64)
+        terms *= powers[:last - first]
+        sums = np.zeros(last - first + 1, dtype=np.uint64)
+        np.cumsum(terms, out=sums[1:])
+        at = offsets[row:end + 1] - first
+        block = sums[at[1:]]
+        block -= sums[at[:-1]]
+        block *= inverse[at[:-1]]  # as if each text started at BASE**0
+        out[row:end] = block
+        row = end
+    lengths = np.diff(offsets).astype(np.uint64)
+    lengths *= np.uint64(0xC2B2AE3D27D4EB4F)
+    out += lengths
+    for shift, factor in ((33, 0xFF51AFD7ED558CCD), (33, 0xC4CEB9FE1A85EC53), (33, 0)):
+        out ^= out >> np.uint64(shift)
+        if factor:
+            out *= np.uint64(factor)
+    return out
 
 
 def _sorted_once(values: np.ndarray) -> np.ndarray:

@@ -350,8 +350,49 @@ def test_a_distinct_count_scanned_from_its_partitions_own_carry(kind, options):
         assert union.keys() == local.line(0).members
     if kind in "fi":  # (sorted runs, merged as they grow)
         assert union.members is None and 1 < len(union.runs) < 8
+    if kind == "text":  # (hashes in sorted runs: no Python set, no hash of two texts)
+        assert union.members is None and 1 < len(union.text_runs) < 8
+        assert not union.shared
     # Values recur across partitions (sent), and others are counted, not sent.
     assert recurring > 30 and (elsewhere > 30 or kind == "b")
+
+
+@pytest.mark.parametrize("hashed", [
+    pytest.param(lambda text: len(text) % 3, id="length-mod-3"),
+    pytest.param(lambda text: 0, id="one-hash"),
+    pytest.param(lambda text: text[1:], id="all-but-the-first"),
+])
+def test_a_text_union_whose_hashes_collide_is_exact(monkeypatch, hashed):
+    """Texts that share a hash, in one partition or across partitions, are told apart by
+    their texts: the union is the local carry's set after every partition, and each
+    partition's count is the local scan's."""
+    import zlib
+
+    import pyarrow as pa
+
+    from cumtool import distinct
+
+    def tiny(texts: pa.Array) -> np.ndarray:
+        return np.array([zlib.crc32(str(hashed(text)).encode()) for text in texts.to_pylist()],
+                        dtype=np.uint64)
+
+    monkeypatch.setattr(distinct, "text_hashes", tiny)
+    rng = np.random.default_rng(4)
+    spec = kernels.make_spec("cumnunique", np.dtype(np.float64))
+    local = distinct.DistinctCarry(1)
+    union = carries.DistinctUnion(distinct.DistinctCarry(1))
+    for step in range(40):
+        rows = int(rng.integers(0, 12))
+        data = pa.array([f"{'abc'[v % 3]}{v // 3}" for v in rng.integers(0, 4 * step + 6, rows)],
+                        mask=rng.random(rows) < 0.2)
+        sent = carries.advance_distinct(union, carries.DistinctSummary(
+            distinct.key_array(spec, data)))
+        got = distinct.scan(spec, data, carries.opened(sent))
+        want = distinct.scan(spec, data, local)
+        assert got[0].tolist() == want[0].tolist()
+        assert union.keys() == local.line(0).members
+        assert len(union) == len(local.line(0).members)
+    assert union.members is None and union.shared
 
 
 def test_a_union_of_two_kinds_of_keys_keeps_the_local_engines_equality():
@@ -366,6 +407,28 @@ def test_a_union_of_two_kinds_of_keys_keeps_the_local_engines_equality():
     assert union.split(ints).tolist() == [False, False, False]
     assert union.split(floats).tolist() == [True, False, False]
     assert union.keys() == {1, 2, 2**53 + 1, 2.5, 2.0**53}
+
+
+def test_a_union_of_text_and_numbers_keeps_the_local_engines_equality():
+    """Text and then numbers (a restored or odd carry): the text's runs go to the set too,
+    where the text "1" and the number 1 are two keys."""
+    import pyarrow as pa
+
+    from cumtool import distinct
+
+    spec = kernels.make_spec("cumnunique", np.dtype(np.float64))
+    union = carries.DistinctUnion(distinct.DistinctCarry(1))
+    texts = distinct.key_array(spec, pa.array(["1", "b", "a", None, "b"]))
+    assert sorted(texts.values.to_pylist()) == ["1", "a", "b"]
+    assert union.split(texts).tolist() == [False, False, False]
+    more = distinct.key_array(spec, pa.array(["a", "c"]))  # (in hash order)
+    assert dict(zip(more.values.to_pylist(), union.split(more).tolist(), strict=True)) == {
+        "a": True, "c": False}
+    assert union.members is None and len(union) == 4
+    ints = distinct.KeyArray(np.array([1, 2], dtype=np.int64))
+    assert union.split(ints).tolist() == [False, False]
+    assert union.keys() == {"1", "a", "b", "c", 1, 2}
+    assert union.split(texts).tolist() == [True, True, True]
 
 
 STATS = [

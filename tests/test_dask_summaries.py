@@ -7,6 +7,7 @@ in a later partition, only through the carry, and in several files."""
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -311,6 +312,111 @@ def test_distinct_counts_along_a_chain(invoke, scheduler, tmp_path, monkeypatch)
                                          "--to", "csv"])
     assert local.exit_code == 0, local.stderr
     assert built == [1]
+
+
+# Texts that look alike but are other bytes (no normalisation: the bytes decide), text
+# that reads as a number, the empty text, a NUL, long text.
+TEXTS = ["é", "e\u0301", "ß", "ss", "A", "a", "a\x00", "", " ", "\u00a0", "😀", "1", "01",
+         "1.0", "nan", "NaN", "-0", "0", "NA", "x" * 300, "x" * 299 + "y"]
+
+
+def _texts(rows: int, seed: int) -> dict[str, object]:
+    """Text columns whose values recur across row groups, with missing cells and new
+    values as the file goes on, and a column of nothing but missing cells."""
+    rng = np.random.default_rng(seed)
+    pool = [TEXTS[k] for k in rng.integers(0, len(TEXTS), rows)]
+    grows = [f"g{k // 4}" if k % 3 else f"g{rng.integers(0, k // 4 + 1)}" for k in range(rows)]
+    return {
+        "t": pa.array([None if k % 9 == 4 else v for k, v in enumerate(pool)]),
+        "g": pa.array([None if k % 13 == 6 else v for k, v in enumerate(grows)]),
+        "u": pa.array([None if k % 5 == 1 else pool[-k] + grows[k] for k in range(rows)],
+                      pa.large_string()),
+        "n": pa.array([None] * rows, pa.string()),
+    }
+
+
+def _text_args(path: Path, args: list[str], columns: str = "t,g,u,n") -> list[str]:
+    return ["cumnunique", str(path), "--to", "csv", "-c", columns, *args]
+
+
+@pytest.mark.parametrize("args", [
+    pytest.param([], id="plain"),
+    pytest.param(["--exclusive"], id="exclusive", marks=pytest.mark.slow),
+])
+def test_distinct_text_counts_give_the_local_bytes_without_a_python_set(
+        invoke, scheduler, no_chain, monkeypatch, tmp_path, args):
+    """The client's union of text is numpy's (hashes in sorted runs, each checked against
+    its text): no Python set of the values is made, and no hash is shared by two texts
+    here, so none is looked up one by one."""
+    from cumtool import carries
+
+    split = carries.DistinctUnion.split
+    texts: list[int] = []
+
+    def numpy_only(union, keys):
+        seen = split(union, keys)
+        texts.append(keys.hashes is not None)
+        assert union.members is None and not union.shared
+        return seen
+
+    monkeypatch.setattr(carries.DistinctUnion, "split", numpy_only)
+    path = _parquet(tmp_path / "t.parquet", _texts(400, 6), 17)
+    local, _ = _both(invoke, scheduler, _text_args(path, args))
+    assert local.exit_code == 0, local.stderr
+    assert no_chain == [1]
+    assert len(texts) > 3 * 20 and all(texts)
+
+
+@pytest.mark.parametrize("hashed", [
+    # "a5", "b5" and "c5" share a hash: in one partition, or one in a partition and
+    # another in a later one (a hash found whose stored text differs).
+    pytest.param(lambda text: zlib.crc32(text[1:].encode()), id="all-but-the-first"),
+    pytest.param(lambda text: len(text.encode()) % 3, id="length-mod-3",
+                 marks=pytest.mark.slow),
+    pytest.param(lambda text: 7, id="one-hash", marks=pytest.mark.slow),
+])
+def test_distinct_text_counts_whose_hashes_collide(invoke, scheduler, no_chain, monkeypatch,
+                                                   tmp_path, hashed):
+    """With a hash that many texts share, within a partition and across partitions, the
+    counts are still the local engine's: no two texts count as one, no text twice."""
+    from cumtool import carries, distinct
+
+    def tiny(texts: pa.Array) -> np.ndarray:
+        return np.array([hashed(text) for text in texts.to_pylist()], dtype=np.uint64)
+
+    monkeypatch.setattr(distinct, "text_hashes", tiny)
+    split = carries.DistinctUnion.split
+    shared: list[int] = []
+    monkeypatch.setattr(carries.DistinctUnion, "split",
+                        lambda union, keys: (split(union, keys),
+                                             shared.append(len(union.shared)))[0])
+    rng = np.random.default_rng(9)
+    table = _texts(300, 7)
+    table["c"] = pa.array([None if k % 11 == 3 else f"{'abc'[v % 3]}{v // 3}"
+                           for k, v in enumerate(rng.integers(0, 90, 300))])
+    path = _parquet(tmp_path / "t.parquet", table, 13)
+    local, _ = _both(invoke, scheduler, _text_args(path, [], "t,g,u,n,c"))
+    assert local.exit_code == 0, local.stderr
+    assert no_chain == [1]
+    assert max(shared) >= 1
+
+
+def test_distinct_text_counts_of_csv_partitions(invoke, scheduler, no_chain, monkeypatch,
+                                                tmp_path):
+    """CSV byte ranges: "NA" and empty cells are missing (--na), text that reads as a
+    number among letters is text ("1", "01" and "1.0" are three values), unicode as its
+    bytes."""
+    monkeypatch.setattr(engine, "PARTITION_BYTES", 128)
+    rng = np.random.default_rng(8)
+    cells = ["é", "e\u0301", "ß", "ss", "1", "01", "1.0", "NA", "", "nan", "😀", "a b"]
+    lines = [f"{cells[a]},{k},g{k // 5}" for k, a in
+             enumerate(rng.integers(0, len(cells), 400))]
+    path = tmp_path / "t.csv"
+    path.write_text("s,k,g\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    for args in (["-c", "s,g"], ["-c", "s", "--na", "NA,1"]):
+        local, _ = _both(invoke, scheduler, ["cumnunique", str(path), *args])
+        assert local.exit_code == 0, local.stderr
+    assert no_chain == [1, 1]
 
 
 def test_a_distinct_count_and_an_overflow_in_one_run(invoke, scheduler, no_chain, tmp_path):
