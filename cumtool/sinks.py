@@ -66,8 +66,8 @@ def writer_failed(output: str, error: Exception) -> OutputError:
         found = error.object[error.start:error.end]
         codes = ", ".join(f"U+{ord(c):04X}" for c in found[:3])
         return OutputError(f"cannot write {output}: {found[:3]!r} ({codes}) cannot be "
-                           f"written in {error.encoding} ({option('out_encoding')}); "
-                           "choose an encoding that has it, such as utf-8")
+                           f"written in {error.encoding}, the output's encoding; choose one "
+                           f"that has it ({option('out_encoding', 'utf-8')})")
     text = " ".join(str(error).split())
     return OutputError(f"cannot write {output}: {type(error).__name__}"
                        + (f": {text}" if text else ""))

@@ -762,7 +762,7 @@ def test_a_character_the_output_encoding_lacks_is_named(invoke: Invoke, write_fi
     result = invoke("cumsum", "--out-encoding", "ascii", *extra, str(path), "-o", str(out))
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: cannot write {out}: '\u00e9' (U+00E9) cannot be written in ascii "
-        "(--out-encoding); choose an encoding that has it, such as utf-8\n")
+        f"Error: cannot write {out}: '\u00e9' (U+00E9) cannot be written in ascii, the "
+        "output's encoding; choose one that has it (--out-encoding utf-8)\n")
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [path]

@@ -276,8 +276,8 @@ def test_full_disk_on_standard_output_is_an_error(tmp_path):
 
 # A writer's own failure: one line that names the output -------------------------------------
 
-_NOT_LATIN_1 = ("UnicodeEncodeError: 'latin-1' codec can't encode character '\\u20ac' in "
-                "position 2: ordinal not in range(256)")
+_NOT_LATIN_1 = ("'\u20ac' (U+20AC) cannot be written in latin-1, the output's encoding; "
+                "choose one that has it (--out-encoding utf-8)")
 
 
 @pytest.mark.parametrize("to", ["file", "folder", "standard output"])

@@ -243,8 +243,8 @@ def test_a_text_the_encoding_cannot_hold_is_the_narrow_paths_error(
     reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "--encoding",
                                        "latin-1", "--na-rep", "€"], b"a,b,c\n1,,x\n2,3,y\n")
     assert (reference.exit_code, reference.stderr) == (
-        1, "Error: cannot write standard output: UnicodeEncodeError: 'latin-1' codec can't "
-           "encode character '\\u20ac' in position 2: ordinal not in range(256)\n")
+        1, "Error: cannot write standard output: '\u20ac' (U+20AC) cannot be written in "
+           "latin-1, the output's encoding; choose one that has it (--out-encoding utf-8)\n")
     _same(reference, result)
 
 
