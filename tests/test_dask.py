@@ -672,8 +672,8 @@ def test_a_writers_failure_is_the_local_engines_line(invoke, scheduler, tmp_path
     dask = invoke(*common, "--engine", "dask", "--scheduler", scheduler)
     named = tmp_path / ("out.csv" if to == "file" else "drop/e.csv")
     assert (dask.exit_code, dask.stderr) == (local.exit_code, local.stderr) == (
-        1, f"Error: cannot write {named}: UnicodeEncodeError: 'latin-1' codec can't encode "
-           "character '\\u20ac' in position 2: ordinal not in range(256)\n")
+        1, f"Error: cannot write {named}: '\u20ac' (U+20AC) cannot be written in latin-1, "
+           "the output's encoding; choose one that has it (--out-encoding utf-8)\n")
     assert sorted(os.listdir(tmp_path)) == ["e.csv"]  # nor the folder -o DIR/ would make
 
 
