@@ -83,20 +83,31 @@ def is_text(kind: pa.DataType) -> bool:
                 or pa.types.is_string_view(kind))
 
 
+def _plain(data: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One array of the values themselves (chunks combined, a dictionary decoded)."""
+    if isinstance(data, pa.ChunkedArray):
+        data = data.combine_chunks()
+    if pa.types.is_dictionary(data.type):
+        data = data.dictionary_decode()
+    return data
+
+
+def _numeric(kind: pa.DataType) -> bool:
+    """Whether a column's keys are numbers (bools, decimals, ints, floats), not text."""
+    return bool(pa.types.is_boolean(kind) or pa.types.is_decimal(kind)
+                or pa.types.is_integer(kind) or pa.types.is_floating(kind))
+
+
 def keys(spec: ScanSpec, data: pa.Array) -> tuple[list[Any], np.ndarray | None,
                                                   np.ndarray | None]:
     """The exact key of each cell, which cells are present (None: all), and which are NaN
     (None: none), from a column as tables.py hands it over (dates as their integers,
     decimals as their unscaled integers, in --dtype's type where given)."""
-    if isinstance(data, pa.ChunkedArray):
-        data = data.combine_chunks()
-    if pa.types.is_dictionary(data.type):
-        data = data.dictionary_decode()
+    data = _plain(data)
     kind = data.type
     if pa.types.is_null(kind):
         return [None] * len(data), np.zeros(len(data), dtype=bool), None
-    if not (pa.types.is_boolean(kind) or pa.types.is_decimal(kind) or pa.types.is_integer(kind)
-            or pa.types.is_floating(kind)):
+    if not _numeric(kind):
         return data.to_pylist(), validity(data), None  # text, as written
     values, valid = column_to_numpy(data)
     if spec.in_dtype.kind != "O":  # a dictionary's values are not cast (no --dtype)
@@ -165,15 +176,11 @@ def key_array(spec: ScanSpec, data: pa.Array, text_na: frozenset[str] = frozense
     in C loops."""
     import pyarrow.compute as pc
 
-    if isinstance(data, pa.ChunkedArray):
-        data = data.combine_chunks()
-    if pa.types.is_dictionary(data.type):
-        data = data.dictionary_decode()
+    data = _plain(data)
     kind = data.type
     if pa.types.is_null(kind):
         return KeyArray(np.empty(0, dtype=np.int64))
-    if not (pa.types.is_boolean(kind) or pa.types.is_decimal(kind) or pa.types.is_integer(kind)
-            or pa.types.is_floating(kind)):
+    if not _numeric(kind):
         if pa.types.is_string_view(kind):  # (Arrow's filters and sets take no views)
             data = data.cast(kind := pa.large_string())
         present = data.drop_null()
