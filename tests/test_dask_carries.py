@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cumtool import carries, kernels
-from cumtool.blocks import initial_carry
+from cumtool.blocks import Carry, initial_carry
 from cumtool.errors import ScanOverflowError
 
 SPECIAL = [np.nan, np.inf, -np.inf, -0.0, 0.0]
@@ -36,6 +36,17 @@ def _floats(rng: np.random.Generator, rows: int, op: str) -> np.ndarray:
 
 def _valid(rng: np.random.Generator, rows: int) -> np.ndarray | None:
     return None if rng.random() < 0.4 else rng.random(rows) > 0.2
+
+
+def _scanned_alike(spec: kernels.ScanSpec, columns: list[tuple[np.ndarray, np.ndarray | None]],
+                   folded: list[Carry], scanned: list[Carry]) -> None:
+    """Scan each column from its carry in `scanned`; each must end where its fold in
+    `folded` did, bit for bit, at the same offset."""
+    for (x, valid), carry in zip(columns, scanned, strict=True):
+        kernels.scan_block(spec, x, valid, carry)
+    for a, b in zip(folded, scanned, strict=True):
+        assert _bits(a.value) == _bits(b.value)
+        assert a.offset == b.offset
 
 
 @pytest.fixture(params=["c", "twin"])
@@ -65,11 +76,7 @@ def test_a_fold_leaves_the_carry_a_scan_leaves(fold_path, op, skipna):
                 a.value = b.value = np.float64(start)
                 a.offset = b.offset = 5
             carries.fold([spec] * width, columns, folded)
-            for (x, valid), carry in zip(columns, scanned, strict=True):
-                kernels.scan_block(spec, x, valid, carry)
-            for a, b in zip(folded, scanned, strict=True):
-                assert _bits(a.value) == _bits(b.value)
-                assert a.offset == b.offset
+            _scanned_alike(spec, columns, folded, scanned)
 
 
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "logcumsumexp"])
@@ -521,8 +528,4 @@ def test_whole_columns_of_a_statistic_eight_at_a_time(op, params, width):
             for x, _ in columns[: width // 2]:
                 x[:1] = np.nan
             carries.fold_stats([spec] * width, columns, folded)
-            for (x, _), carry in zip(columns, scanned, strict=True):
-                kernels.scan_block(spec, x, None, carry)
-            for a, b in zip(folded, scanned, strict=True):
-                assert _bits(a.value) == _bits(b.value)
-                assert a.offset == b.offset
+            _scanned_alike(spec, columns, folded, scanned)
