@@ -46,6 +46,27 @@ def tiny_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def parse_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads the JSON Lines C parser's calls run on, in order (skips
+    where the parser is not built: nothing runs ahead without it)."""
+    import threading
+
+    from cumtool.formats.jsonl import jsonl
+
+    if jsonl.NATIVE is None:
+        pytest.skip("the C parser is not built: nothing runs ahead without it")
+    where: list[str] = []
+    parse = jsonl._parse_native
+
+    def recorded(*args: object) -> object:
+        where.append(threading.current_thread().name)
+        return parse(*args)
+
+    monkeypatch.setattr(jsonl, "_parse_native", recorded)
+    return where
+
+
+@pytest.fixture
 def invoke(runner: CliRunner) -> Callable[..., Result]:
     """Run `cumtool ARGS...`; `input` (bytes or str) becomes standard input.
 

@@ -218,21 +218,12 @@ def test_a_byte_order_mark_is_dropped_from_a_small_first_block(invoke, write_fil
         assert out.splitlines()[-1] == f"{sum(range(40))},{sum(range(40)) / 2}"
 
 
-def test_the_first_block_is_read_with_python_and_the_rest_parsed_ahead(invoke, write_file,
-                                                                       monkeypatch) -> None:
+def test_the_first_block_is_read_with_python_and_the_rest_parsed_ahead(
+        invoke, write_file, monkeypatch, parse_threads) -> None:
     """The C parser's calls run on the pool from the second block on: the first (small)
     block's types were learnt on the reading thread, so none waits for them."""
-    if module.NATIVE is None:
-        pytest.skip("the C parser is not built: nothing runs ahead without it")
     monkeypatch.setattr(module, "BLOCK_BYTES", 4096)
-    where: list[str] = []
-    parse = module._parse_native
-
-    def recorded(*args):
-        where.append(threading.current_thread().name)
-        return parse(*args)
-
-    monkeypatch.setattr(module, "_parse_native", recorded)
+    where = parse_threads
     source = write_file("in.jsonl", "".join(json.dumps({"a": k, "b": k / 4}) + "\n"
                                             for k in range(3000)))
     ok(invoke("cumsum", str(source), "--threads", "2"))
@@ -259,20 +250,6 @@ def test_small_blocks_give_the_bytes_of_one_thread(invoke, write_file, monkeypat
     got = ok(invoke("cumsum", str(source), "--threads", threads)).stdout_bytes
     assert got == want
     assert got.count(b"\n") == 600
-
-
-def test_a_line_too_long_is_named_at_every_thread_count(invoke, write_file,
-                                                        monkeypatch) -> None:
-    monkeypatch.setattr(module, "BLOCK_BYTES", 128)
-    rows = [json.dumps({"a": k, "b": k / 2}) for k in range(100)]
-    rows[70] = json.dumps({"a": 1, "b": "y" * 1000})
-    source = write_file("in.jsonl", "".join(r + "\n" for r in rows))
-    for threads in THREADS:
-        result = invoke("cumsum", str(source), "--max-record-size", "500", "--threads",
-                        threads)
-        assert (result.exit_code, result.stdout) == (1, ""), f"--threads {threads}"
-        assert result.stderr == (f"Error: {source}: line 71 is longer than 500 bytes; raise "
-                                 "--max-record-size if it is meant\n")
 
 
 def test_standard_input_is_read_whole(invoke, monkeypatch) -> None:

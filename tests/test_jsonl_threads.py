@@ -8,7 +8,6 @@ it)."""
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 from helpers import ok
@@ -141,35 +140,33 @@ def test_a_bad_line_mid_file_is_the_same_error_at_every_thread_count(
         assert result.stderr == f"Error: {source}: line 302 {message}\n"
 
 
-def test_a_line_too_long_mid_file_is_named_at_every_thread_count(invoke, write_file,
-                                                                  small_blocks):
-    small_blocks(200)
-    rows = [_plain(k) for k in range(300)]
-    rows[250] = json.dumps({"a": 1, "b": 2.5, "s": "x" * 500})
+@pytest.mark.parametrize(("block", "head", "rows", "line", "limit"), [
+    (200, True, [_plain(k) for k in range(300)], 251, 300),  # the C parser's blocks
+    (128, False, [json.dumps({"a": k, "b": k / 2}) for k in range(100)], 71, 500),  # Python's
+], ids=["parsed-ahead", "first-lines"])
+def test_a_line_too_long_mid_file_is_named_at_every_thread_count(
+        invoke, write_file, small_blocks, monkeypatch, block, head, rows, line, limit):
+    if head:
+        small_blocks(block)  # the C parser from the second line on
+    else:
+        monkeypatch.setattr(module, "BLOCK_BYTES", block)
+    rows = list(rows)
+    rows[line - 1] = json.dumps({"a": 1, "b": 2.5, "s": "x" * (limit + 200)})
     source = write_file("in.jsonl", "".join(r + "\n" for r in rows))
     for threads in THREADS:
-        result = invoke("cumsum", str(source), "--max-record-size", "300", "--threads",
+        result = invoke("cumsum", str(source), "--max-record-size", str(limit), "--threads",
                         threads)
         assert (result.exit_code, result.stdout) == (1, ""), f"--threads {threads}"
-        assert result.stderr == (f"Error: {source}: line 251 is longer than 300 bytes; raise "
-                                 "--max-record-size if it is meant\n")
+        assert result.stderr == (f"Error: {source}: line {line} is longer than {limit} "
+                                 "bytes; raise --max-record-size if it is meant\n")
 
 
 def test_blocks_are_parsed_on_the_reader_threads(invoke, write_file, small_blocks,
-                                                 monkeypatch):
+                                                 parse_threads):
     """More than one thread: the parser's calls run on the pool's threads, not on the
     reading one (which would make the thread count a knob that does nothing)."""
-    if module.NATIVE is None:
-        pytest.skip("the C parser is not built: nothing runs ahead without it")
     small_blocks(256)
-    where: list[str] = []
-    parse = module._parse_native
-
-    def recorded(*args):
-        where.append(threading.current_thread().name)
-        return parse(*args)
-
-    monkeypatch.setattr(module, "_parse_native", recorded)
+    where = parse_threads
     source = write_file("in.jsonl", _lines(400, _plain))
     ok(invoke("cumsum", str(source), "--threads", "3"))
     assert sum(name.startswith("cumtool-jsonl") for name in where) > 10
