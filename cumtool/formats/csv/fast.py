@@ -607,7 +607,7 @@ class _Job:
                 spec = kernels.make_spec(op, source, dtype, what=f"column {label(i)}", **scan)
                 out = spec.out_dtype
                 if out not in (_INT64, _FLOAT64) and (self.json or not (
-                        self.whole or out.kind == "i" or (out.kind == "u" and out.itemsize < 8))):
+                        self.whole or _as_int64(out))):
                     raise Handover  # not written as int64: a cell at a time, small inputs only
                 self.scans[i, op] = (spec, grouped.GroupCarry(spec)
                                      if self.keys or self.time_at is not None
@@ -979,9 +979,9 @@ class _Job:
     def _narrow(self, values: np.ndarray, missing: np.ndarray | None
                 ) -> tuple[np.ndarray, tuple[bytes, np.ndarray] | None]:
         """A result of another dtype than int64 and float64: integers as int64 (the same
-        text), where they fit; else its cells' text and offsets, as CsvSink writes them."""
-        if values.dtype.kind in "iu" and (values.dtype.kind == "i" or not values.size
-                                          or int(values.max()) <= np.iinfo(np.int64).max):
+        text), where every value fits; else its cells' text and offsets, as CsvSink writes
+        them."""
+        if _as_int64(values.dtype):
             return values.astype(np.int64), None
         null = self.null.decode()
 
@@ -1028,6 +1028,11 @@ class _Job:
             valid[r] = True
         values[~valid] = 0
         return values, valid
+
+
+def _as_int64(dtype: np.dtype) -> bool:
+    """Whether every value of an integer dtype is an int64 (written as one: the same text)."""
+    return dtype.kind == "i" or (dtype.kind == "u" and dtype.itemsize < 8)
 
 
 class _Piece(NamedTuple):
