@@ -61,17 +61,20 @@ class DistinctCarry:
         return found
 
 
+def _numeric(kind: pa.DataType) -> bool:
+    """Whether a column's keys are numbers (bools, decimals, ints, floats), not text."""
+    return bool(pa.types.is_boolean(kind) or pa.types.is_decimal(kind)
+                or pa.types.is_integer(kind) or pa.types.is_floating(kind))
+
+
 def comparable(kind: pa.DataType) -> bool:
     """Whether cumnunique compares a column of this Arrow type: numbers, booleans,
     decimals, dates and timestamps, text (and text or integer codes of a dictionary), and
     a column of nothing but missing cells."""
     if pa.types.is_dictionary(kind):
         return comparable(kind.value_type) and not pa.types.is_dictionary(kind.value_type)
-    return bool(pa.types.is_null(kind) or pa.types.is_boolean(kind)
-                or pa.types.is_integer(kind) or pa.types.is_floating(kind)
-                or pa.types.is_decimal(kind) or pa.types.is_date(kind)
-                or pa.types.is_timestamp(kind) or pa.types.is_string(kind)
-                or pa.types.is_large_string(kind) or pa.types.is_string_view(kind))
+    return bool(pa.types.is_null(kind) or _numeric(kind) or pa.types.is_date(kind)
+                or pa.types.is_timestamp(kind) or is_text(kind))
 
 
 def is_text(kind: pa.DataType) -> bool:
@@ -90,12 +93,6 @@ def _plain(data: pa.Array | pa.ChunkedArray) -> pa.Array:
     if pa.types.is_dictionary(data.type):
         data = data.dictionary_decode()
     return data
-
-
-def _numeric(kind: pa.DataType) -> bool:
-    """Whether a column's keys are numbers (bools, decimals, ints, floats), not text."""
-    return bool(pa.types.is_boolean(kind) or pa.types.is_decimal(kind)
-                or pa.types.is_integer(kind) or pa.types.is_floating(kind))
 
 
 def keys(spec: ScanSpec, data: pa.Array) -> tuple[list[Any], np.ndarray | None,
