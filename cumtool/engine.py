@@ -12,13 +12,13 @@ import contextlib
 import dataclasses
 import importlib
 import io
+from collections.abc import Iterator
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
 from cumtool import kernels, native
 from cumtool.choices import AXIS_NAMES
-from cumtool.commit import check_stop
 from cumtool.errors import DataError, LateDecimal, ScanOverflowError, UsageError, option
 from cumtool.formats import ArraySink, FileKind
 from cumtool.formats.registry import DELIMITED, ENGINES
@@ -29,12 +29,11 @@ from cumtool.pipeline import (
     BackgroundSink,
     Progress,
     ReversingArraySink,
-    aborting,
     prefetch,
     spooled_blocks,
 )
 from cumtool.request import Request
-from cumtool.runner import discarding, run_table
+from cumtool.runner import discarding, run_table, write_all
 from cumtool.sinks import array_sink
 from cumtool.sources import open_source
 from cumtool.view import View
@@ -238,61 +237,69 @@ def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileK
     progress = Progress(request.progress, shape[0] if shape else None, "rows", source.name)
     reverse = request.reverse and axis == 0 and bool(shape)
     with open_output(request.output) as stream, contextlib.closing(progress):
-        sink: ArraySink
         if len(specs) == 1:
             view = View(request.op, f"axis {axis}", source.name, rows=request.table_rows,
                         precision=request.precision)
-            sink = array_sink(request, out, stream, shape, specs[0], view, source.name)
+            sink: ArraySink = array_sink(request, out, stream, shape, specs[0], view,
+                                         source.name)
             if out.format != "table":
                 sink = BackgroundSink(sink)
-            writers = [ReversingArraySink(sink, stack) if reverse else sink]
-            sink = writers[0]
+            each: list[ArraySink] = [sink]
+            container: Any = None
         else:
             from cumtool.formats.npy.npy import NpzOfOps
 
-            npz = NpzOfOps(stream, shape, [(s.op, s.out_dtype, s.indices) for s in specs])
-            writers = [ReversingArraySink(w, stack) if reverse else w for w in npz.writers]
-            sink = _Together(writers, npz)
-        with aborting(sink):
-            carries = [kernels.initial_carry(s, shape[1:]) if shape else None for s in specs]
-            _scan_array_blocks(request, source, specs, axis, rows, carries, writers, progress)
-            sink.close()
+            container = NpzOfOps(stream, shape, [(s.op, s.out_dtype, s.indices) for s in specs])
+            each = list(container.writers)
+        if reverse:
+            each = [ReversingArraySink(w, stack) for w in each]
+        done = [0]  # rows scanned, for the progress bar
+        write_all(_Together(each, container),
+                  _array_results(request, source, specs, axis, rows, done),
+                  lambda: progress.update(done[0]))
 
 
 class _Together:
-    """The sinks of several ops, closed and aborted together, then their container."""
+    """The sinks of the ops of one run (one, or several into a .npz container): a
+    block's results, one per op, each to its sink; closed and aborted together, then
+    their container."""
 
     def __init__(self, sinks: list[ArraySink], container: Any) -> None:
         self._sinks = sinks
         self._container = container
 
-    def write(self, values: np.ndarray, indices: np.ndarray | None) -> None:
-        raise AssertionError("each op writes to its own sink")
+    def write(self, results: list[kernels.ScanResult]) -> None:
+        for sink, result in zip(self._sinks, results, strict=True):
+            sink.write(result.values, result.indices)
 
     def close(self) -> None:
         for sink in self._sinks:
             sink.close()
-        self._container.close()
+        if self._container is not None:
+            self._container.close()
 
     def abort(self) -> None:
         for sink in self._sinks:
             sink.abort()
-        self._container.abort()
+        if self._container is not None:
+            self._container.abort()
 
 
-def _scan_array_blocks(request: Request, source: Any, specs: list[kernels.ScanSpec],
-                       axis: int, rows: int, carries: list[kernels.Carry | None],
-                       sinks: list[ArraySink], progress: Progress) -> None:
-    """Scan the array block by block along axis 0, each op with its own carried state
-    and sink (one op, or several in one pass)."""
-    start = 0
-    backwards = request.reverse and axis == 0 and bool(source.shape)
+def _array_results(request: Request, source: Any, specs: list[kernels.ScanSpec],
+                   axis: int, rows: int, done: list[int]
+                   ) -> Iterator[list[kernels.ScanResult]]:
+    """The scan of the array block by block along axis 0, each op with its own carried
+    state: each block's results, one per op, for runner.write_all (the loop every local
+    run writes through). `done[0]`: the rows scanned so far."""
+    shape = source.shape
+    carries = [kernels.initial_carry(s, shape[1:]) if shape else None for s in specs]
+    backwards = request.reverse and axis == 0 and bool(shape)
     blocks = spooled_blocks(source.reversed_blocks(rows)) if backwards else source.blocks(rows)
     # Closed with the run, so a failure stops the reader thread at once.
     with contextlib.closing(prefetch(blocks)) as reader:
         for block in reader:
-            check_stop()
-            for spec, carry, sink in zip(specs, carries, sinks, strict=True):
+            results = []
+            for spec, carry in zip(specs, carries, strict=True):
                 try:
                     if block.ndim == 0:
                         result = kernels.scan_array(spec, block)
@@ -300,18 +307,18 @@ def _scan_array_blocks(request: Request, source: Any, specs: list[kernels.ScanSp
                         assert carry is not None
                         result = kernels.scan_block(spec, block, None, carry)
                         if backwards:
-                            result = kernels.flip_result(result, 0, source.shape[0])
+                            result = kernels.flip_result(result, 0, shape[0])
                     else:
                         result = kernels.scan_array(spec, block, axis, reverse=request.reverse)
                 except ScanOverflowError as error:
-                    index = array_index(error.position, axis, start)
+                    index = array_index(error.position, axis, done[0])
                     if backwards:
-                        index = (source.shape[0] - 1 - index[0], *index[1:])
+                        index = (shape[0] - 1 - index[0], *index[1:])
                     raise DataError(f"{source.name}: at index {index}: {error.raw}"
                                     f"{overflow_hint(request.overflow)}") from None
-                sink.write(result.values, result.indices)
-            start += block.shape[0] if block.ndim else 1
-            progress.update(start)
+                results.append(result)
+            done[0] += block.shape[0] if block.ndim else 1
+            yield results
 
 
 def array_index(position: tuple[int, ...], axis: int, start: int) -> tuple[int, ...]:

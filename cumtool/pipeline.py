@@ -173,16 +173,6 @@ class RenderedAhead:
             self._pool = None
 
 
-@contextlib.contextmanager
-def aborting(sink: TableSink | ArraySink) -> Iterator[None]:
-    """On failure, let a sink release its writer before the output file is discarded."""
-    try:
-        yield
-    except BaseException:
-        sink.abort()
-        raise
-
-
 class Progress:
     """A rich progress bar on stderr, shown only once a run has taken `delay` seconds."""
 

@@ -893,3 +893,40 @@ def test_a_batch_at_an_odd_address_is_written_as_any_other(fmt: str):
     aligned = pa.RecordBatch.from_arrays([ints, floats], names=["i", "f"])
     shifted = pa.RecordBatch.from_arrays([_shifted(ints), _shifted(floats)], names=["i", "f"])
     assert written(shifted) == written(aligned)
+
+
+def test_arrays_are_written_through_the_one_write_loop(invoke: Invoke, tmp_path,
+                                                       monkeypatch: pytest.MonkeyPatch):
+    """An array run's blocks go through runner.write_all, the write loop of every local
+    driver (one op, and several ops into a .npz), block by block with the carry between
+    them, and the result is the whole array's scan."""
+    from cumtool import engine
+
+    blocks: list[int] = []
+    real = engine.write_all
+
+    def counted(sink, items, done=lambda: None):
+        def each():
+            for item in items:
+                blocks.append(len(item))
+                yield item
+        return real(sink, each(), done)
+
+    monkeypatch.setattr(engine, "write_all", counted)
+    values = np.arange(1, 8, dtype=np.int64).reshape(7, 1) * np.array([[1, -2]])
+    path = tmp_path / "a.npy"
+    np.save(path, values)
+    result = invoke("cumsum", str(path), "--batch-rows", "3", "-o", str(tmp_path / "s.npy"))
+    assert result.exit_code == 0, result.output
+    assert blocks == [1, 1, 1]  # 3 + 3 + 1 rows, one op each
+    np.testing.assert_array_equal(np.load(tmp_path / "s.npy"), np.cumsum(values, axis=0))
+    blocks.clear()
+    result = invoke("cummax,cummin", str(path), "--batch-rows", "3", "--reverse",
+                    "-o", str(tmp_path / "m.npz"))
+    assert result.exit_code == 0, result.output
+    assert blocks == [2, 2, 2]
+    with np.load(tmp_path / "m.npz") as npz:
+        np.testing.assert_array_equal(
+            npz["cummax"], np.maximum.accumulate(values[::-1], axis=0)[::-1])
+        np.testing.assert_array_equal(
+            npz["cummin"], np.minimum.accumulate(values[::-1], axis=0)[::-1])
