@@ -20,6 +20,7 @@ from cumtool.choices import OVERFLOW_CHOICES
 from cumtool.engine import array_index, resolve_array_axis
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import SourceBase, TableSource
+from cumtool.options import API_KEYWORDS
 from cumtool.runner import scan_batches
 
 
@@ -58,6 +59,9 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     array. A polars or pandas Series is a one-column table and comes back as a Series of
     its own library.
     """
+    # The general options, by their declared keywords (cumtool.options: api=True), passed
+    # on as one mapping.
+    given = {name: value for name, value in locals().items() if name in API_KEYWORDS}
     from cumtool.ops import scan_params
 
     if to not in (None, "arrow", "polars", "pandas"):
@@ -65,21 +69,14 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     series = _series_library(data)
     if series is not None:
         frame = data.to_frame()
-        result = scan(frame, op, axis, dtype, overflow=overflow, skipna=skipna,
-                      indices=indices, reverse=reverse, exclusive=exclusive, by=by,
-                      reset=reset, columns=columns, keep=keep, exclude=exclude,
-                      period=period, time=time, year_start=year_start, share=share,
-                      **params)
+        result = scan(frame, op, indices=indices, **given, **params)
         if series == "polars":
             return result.to_series()
         column = result.iloc[:, 0].rename(data.name)
         column.index = data.index
         return column
     if _is_file(data):
-        return _scan_file(data, op, str(axis), dtype, to, overflow=overflow, skipna=skipna,
-                          indices=indices, reverse=reverse, exclusive=exclusive, by=by,
-                          reset=reset, columns=columns, keep=keep, exclude=exclude,
-                          params=params, periods=(period, time, year_start, share))
+        return _scan_file(data, op, to, indices, given, params)
     if to is not None:
         raise UsageError("to= is for files (a path, a URL or a binary file object)")
     _check_arguments(op, overflow, params)
@@ -138,27 +135,28 @@ def _is_file(data: Any) -> bool:
     return hasattr(data, "read") and not isinstance(data, io.TextIOBase)
 
 
-def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
-               overflow: str, skipna: bool, indices: bool, reverse: bool, exclusive: bool,
-               by: Any, reset: Any, columns: Any, keep: bool, exclude: Any,
-               params: dict[str, Any], periods: tuple[Any, Any, Any, bool]) -> Any:
-    """A file read as the CLI reads it, scanned as cumtool.scan scans tables or arrays."""
+def _scan_file(data: Any, op: str, to: str | None, indices: bool, given: dict[str, Any],
+               params: dict[str, Any]) -> Any:
+    """A file read as the CLI reads it, scanned as cumtool.scan scans tables or arrays.
+    `given`: scan()'s general keywords (options.API_KEYWORDS), by name."""
     from cumtool.request import Request
     from cumtool.sources import open_source
 
     path = "-" if not isinstance(data, str | os.PathLike) else os.fspath(data)
     request = Request(op=op, input=path)
-    cast = _dtype_argument(dtype)
+    cast = _dtype_argument(given["dtype"])
     # What the command line refuses before it opens the input (Request.check) is refused
     # before it here too: a usage error, not the data error that reading may meet first.
     from cumtool import periods as calendar
     from cumtool.ops import scan_params
     from cumtool.request import check_share
 
-    _check_arguments(op, overflow, params)
-    scanned = scan_params(op.split(","), {"indices": indices, **params}, exclusive=exclusive)
+    periods = (given["period"], given["time"], given["year_start"], given["share"])
+    _check_arguments(op, given["overflow"], params)
+    scanned = scan_params(op.split(","), {"indices": indices, **params},
+                          exclusive=given["exclusive"])
     calendar.check(periods[0], periods[1], periods[2])
-    check_share(op.split(","), periods[3], reset=reset is not None)
+    check_share(op.split(","), periods[3], reset=given["reset"] is not None)
     with contextlib.ExitStack() as stack:
         if path == "-":
             from cumtool.formats import peekable
@@ -166,25 +164,26 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
             source, kind = open_source(request, cast, stack, stdin=peekable(data))
         else:
             source, kind = open_source(request, cast, stack)
+        _refuse_unread(given, kind.format, source.name)
         if source.layout == "array":  # an array (.npy): read whole, then as an array
             if to is not None:
                 raise UsageError(f"to= is for tables; {source.name} is an array")
             read = source.array()
             blocks = list(read.blocks(max(1, read.shape[0]) if read.shape else 1))
             array = (np.concatenate(blocks) if read.shape else blocks[0])
-            return scan(array, op, axis, dtype, overflow=overflow, skipna=skipna,
-                        indices=indices, reverse=reverse, exclusive=exclusive, by=by,
-                        reset=reset, **params)
+            return scan(array, op, indices=indices, **given, **params)
         if source.layout == "wide":
             raise UsageError(f"{source.name} has too many columns for cumtool.scan; use "
                              "the command line")
-        options = dict(overflow=overflow, skipna=skipna, indices=indices,
-                       exclusive=exclusive, **scanned)
+        options = dict(overflow=given["overflow"], skipna=given["skipna"], indices=indices,
+                       exclusive=given["exclusive"], **scanned)
         from cumtool.formats.registry import DELIMITED
         from cumtool.runner import text_markers
 
-        result = _scan_table(source, op, axis, cast, options, reverse=reverse, by=by,
-                             reset=reset, columns=columns, keep=keep, exclude=exclude,
+        result = _scan_table(source, op, str(given["axis"]), cast, options,
+                             reverse=given["reverse"], by=given["by"], reset=given["reset"],
+                             columns=given["columns"], keep=given["keep"],
+                             exclude=given["exclude"],
                              text_na=text_markers(request, kind.format in DELIMITED),
                              periods=periods, times=params.get("times"))
     if to == "polars":
@@ -192,6 +191,21 @@ def _scan_file(data: Any, op: str, axis: str, dtype: Any, to: str | None, *,
 
         return pl.from_arrow(result)
     return result.to_pandas() if to == "pandas" else result
+
+
+def _refuse_unread(given: dict[str, Any], fmt: str, name: str) -> None:
+    """The command line's refusal (options.refuse_unread) of a keyword given for an input
+    whose format does not honour it: columns= on a .npy file, by name, not ignored."""
+    from cumtool.options import BY_FIELD, refuse_unread
+
+    def is_set(value: Any, default: Any) -> bool:  # `by` may be an array: no ==
+        if value is None or value is False or (isinstance(value, tuple | list)
+                                                and not value):
+            return False
+        return not (isinstance(value, str | int | float) and value == default)
+
+    refuse_unread([BY_FIELD[keyword] for keyword, value in given.items()
+                   if is_set(value, BY_FIELD[keyword].default)], fmt, name)
 
 
 def _check_arguments(op: Any, overflow: Any, params: dict[str, Any]) -> None:

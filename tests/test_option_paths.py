@@ -238,3 +238,29 @@ def test_a_runs_identity_is_what_it_was(request_: Request, identity: str) -> Non
     from cumtool import state
 
     assert state._identity(request_, []) == identity
+
+
+# A value of each table-only keyword of cumtool.scan, as Python passes it.
+API_VALUES = {"columns": ["a"], "exclude": ["a"], "by": "a", "reset": "a", "keep": True,
+              "share": True, "period": "month"}
+
+
+@pytest.mark.parametrize("declared", [pytest.param(o, id=o.name) for o in TABLE_ONLY
+                                      if o.api])
+def test_the_api_refuses_the_options_of_tables_on_an_array_file(declared: Option,
+                                                                tmp_path: Any) -> None:
+    """cumtool.scan on a .npy file refuses a table's keyword by name, as the command line
+    does, instead of scanning the array without it."""
+    import numpy as np
+
+    import cumtool
+
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(4.0))
+    values = {declared.name: API_VALUES[declared.name]}
+    if declared.name == "period":  # period= needs time=
+        values["time"] = "a"
+    with pytest.raises(UsageError) as refused:
+        cumtool.scan(path, "cumsum", **values)
+    assert str(refused.value) == (f"{declared.name}= is for tables, not arrays; {path} is "
+                                  "read as npy")
