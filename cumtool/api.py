@@ -326,9 +326,13 @@ def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,
             return data.batches(plan.parse, plan.text_unused)
     else:
         table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        # A reader (a DataFrame's stream) is read batch by batch, as a file is.
-        batches = table if isinstance(table, pa.RecordBatchReader) else table.to_batches()
-        schema, name, hints = table.schema, "the table", None
+        # A reader (a DataFrame's stream) is read batch by batch, as a file is; polars'
+        # text comes as views, read as the large types (columnar.without_views).
+        from cumtool.columnar import batch_without_views, schema_without_views
+
+        schema, name, hints = schema_without_views(table.schema), "the table", None
+        stored = table if isinstance(table, pa.RecordBatchReader) else table.to_batches()
+        batches = (batch_without_views(batch, schema) for batch in stored)
         plan = make_plan(op, axis, dtype, schema, name, table_options, **options)
         locate = None
 

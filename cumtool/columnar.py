@@ -124,3 +124,50 @@ def arrow_column(values: np.ndarray, missing: np.ndarray | None) -> pa.Array:
         return pa.Array.from_buffers(pa.bool_(), length, [bitmap, data])
     arrow_type = pa.from_numpy_dtype(values.dtype)
     return pa.Array.from_buffers(arrow_type, length, [bitmap, pa.py_buffer(values)])
+
+
+def without_views(arrow_type: pa.DataType) -> pa.DataType:
+    """`arrow_type` with its string and binary views (polars' text, in Arrow files and
+    streams it writes) as the large types, nested ones too: Arrow's take, filters and
+    sets, and every check of a text column here, know the large types."""
+    if pa.types.is_string_view(arrow_type):
+        return pa.large_string()
+    if pa.types.is_binary_view(arrow_type):
+        return pa.large_binary()
+    if arrow_type.num_fields == 0 or pa.types.is_dictionary(arrow_type):
+        return arrow_type
+    fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+    plain = [f.with_type(without_views(f.type)) for f in fields]
+    if all(p.type == f.type for p, f in zip(plain, fields, strict=True)):
+        return arrow_type
+    if pa.types.is_struct(arrow_type):
+        return pa.struct(plain)
+    if pa.types.is_large_list(arrow_type) or pa.types.is_list_view(arrow_type) \
+            or pa.types.is_large_list_view(arrow_type):
+        return pa.large_list(plain[0])
+    if pa.types.is_list(arrow_type):
+        return pa.list_(plain[0])
+    if pa.types.is_fixed_size_list(arrow_type):
+        return pa.list_(plain[0], arrow_type.list_size)
+    if pa.types.is_map(arrow_type):
+        return pa.map_(plain[0].type.field(0), plain[0].type.field(1))
+    return arrow_type  # unions and the rest: as they are
+
+
+def schema_without_views(schema: pa.Schema) -> pa.Schema:
+    """The schema with view types as the large types (without_views)."""
+    fields = [schema.field(i) for i in range(len(schema))]
+    plain = [f.with_type(without_views(f.type)) for f in fields]
+    if all(p.type == f.type for p, f in zip(plain, fields, strict=True)):
+        return schema
+    return pa.schema(plain, metadata=schema.metadata)
+
+
+def batch_without_views(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """`batch` cast to `schema` (schema_without_views of its own) where they differ: the
+    view columns' values copied once, the others shared."""
+    if batch.schema.equals(schema):
+        return batch
+    columns = [column if column.type == field.type else column.cast(field.type)
+               for column, field in zip(batch.columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)

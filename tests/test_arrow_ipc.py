@@ -183,3 +183,26 @@ def test_from_either_ipc_name_reads_what_the_bytes_are(invoke, stream, given):
     result = ok(invoke("cumsum", "--from", given, "-c", "small", "--to", "csv",
                        "--only-scanned", input=data))
     assert result.stdout == "small\n100\n127\n122\n"
+
+
+def test_an_arrow_file_of_polars_text_views(invoke, tmp_path):
+    """An Arrow file as polars writes it holds its text as string views: --reverse and a
+    chart's --x of dates read them as text (an internal error and a refusal before), and
+    the output holds them as large strings."""
+    import polars as pl
+
+    path = tmp_path / "v.arrow"
+    pl.DataFrame({"day": ["2024-01-30", "2024-01-31", "2024-02-01"],
+                  "city": ["Oslo", None, "Lima"], "n": [1, 2, 3]}).write_ipc(path)
+    assert ipc.open_file(str(path)).schema.field("day").type == pa.string_view()
+    result = ok(invoke("cumsum", str(path), "--reverse", "--to", "csv"))
+    assert result.stdout == "day,city,n\n2024-01-30,Oslo,6\n2024-01-31,,5\n2024-02-01,Lima,3\n"
+    chart = ok(invoke("cumsum", str(path), "--to", "chart", "--x", "day", "--width", "40",
+                      "--height", "10"))
+    assert "2024-01-30" in chart.stdout
+    out = tmp_path / "out.arrow"
+    ok(invoke("cumsum", str(path), "--by", "city", "-o", str(out)))
+    table = ipc.open_file(str(out)).read_all()
+    assert table.schema.field("city").type == pa.large_string()
+    assert table.to_pydict() == {"day": ["2024-01-30", "2024-01-31", "2024-02-01"],
+                                 "city": ["Oslo", None, "Lima"], "n": [1, 2, 3]}

@@ -11,6 +11,7 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from cumtool.columnar import batch_without_views, schema_without_views
 from cumtool.errors import DataError
 from cumtool.formats import SourceBase, unreadable
 from cumtool.output import DiscardableStream
@@ -44,6 +45,7 @@ class ArrowSource(SourceBase):
                 self._schema = self._stream.schema
         except _DAMAGE as error:
             raise unreadable(name, self._fmt, error) from None
+        self._schema = schema_without_views(self._schema)  # polars writes its text as views
         self.num_rows = self._rows()
 
     @property
@@ -76,6 +78,7 @@ class ArrowSource(SourceBase):
                 # The reader checks only the layout: offsets, UTF-8 and dictionary indices
                 # out of range would reach the writers (polars panics on them).
                 batch.validate(full=True)
+                batch = batch_without_views(batch, self._schema)
                 for start in range(0, max(batch.num_rows, 1), self._batch_rows):
                     yield batch.slice(start, self._batch_rows)
         except _DAMAGE as error:
