@@ -1,4 +1,4 @@
-"""The compiled CSV pipeline's --skipna (issue 34) against
+"""The compiled CSV pipeline's --skipna and --exclusive (issue 34) against
 its Python twin (fastcsv._Job's own steps, the kernels): the same bytes, messages and exit
 statuses at every thread count and chunk size, with missing cells, NaN of either sign,
 +-inf, signed zeros, --by groups, and int64 overflow mid-file; and the run took the
@@ -59,7 +59,8 @@ def _same(op: str, path: Path, options: list[str], threads: str, chunk: int, by:
 @pytest.mark.parametrize("by", [False, True], ids=["", "by"])
 @pytest.mark.parametrize("threads,chunk", [("1", 1), ("2", 29), ("3", 7), ("16", 1),
                                            ("16", 1 << 20)])
-@pytest.mark.parametrize("options", [["--skipna"]], ids=" ".join)
+@pytest.mark.parametrize("options", [["--skipna"], ["--exclusive"],
+                                     ["--skipna", "--exclusive"]], ids=" ".join)
 @pytest.mark.parametrize("op", [*PLAIN, *STATS, "logcumsumexp"])
 def test_options_give_the_twins_bytes(tmp_path, op, options, threads, chunk, by):
     # logcumsumexp: float64 columns alone (an int64 one is scanned in float64: the
@@ -92,6 +93,28 @@ def test_skipna_is_the_expected_numbers(tmp_path):
         assert _same(op, path, ["--skipna"], "2", 8, False) == out, op
 
 
+def test_exclusive_is_the_expected_numbers(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"x,t\n1.5,a\nnan,b\n,c\n2,d\n")
+    expected = {
+        # out[0] the identity; a missing cell stays missing
+        "cumsum": b"x,t\n0.0,a\n1.5,b\n,c\nNaN,d\n",
+        "cummax": b"x,t\n-inf,a\n1.5,b\n,c\nNaN,d\n",
+        "cumcount": b"x,t\n0,a\n1,b\n,c\n2,d\n",
+        # a statistic of nothing is missing
+        "cummean": b"x,t\n,a\n1.5,b\n,c\nNaN,d\n",
+        "cumvar": b"x,t\n,a\nNaN,b\n,c\nNaN,d\n",
+    }
+    for op, out in expected.items():
+        assert _same(op, path, ["--exclusive"], "3", 5, False) == out, op
+    # with --skipna: a NaN skipped at the start is its own NaN, not a missing cell
+    path.write_bytes(b"x,t\nnan,a\n3,b\nnan,c\n5,d\n")
+    assert _same("cummean", path, ["--exclusive", "--skipna"], "2", 5, False) == (
+        b"x,t\nNaN,a\n,b\nNaN,c\n3.0,d\n")
+    assert _same("cumcount", path, ["--exclusive", "--skipna"], "2", 5, False) == (
+        b"x,t\n,a\n0,b\n,c\n1,d\n")
+
+
 def test_an_int64_column_with_skipna_is_the_plain_scan(tmp_path):
     path = tmp_path / "in.csv"
     path.write_bytes(b"n,k\n1,a\n,b\n-3,a\n4,b\n")
@@ -104,6 +127,40 @@ def test_an_int64_column_with_skipna_is_the_plain_scan(tmp_path):
 def _overflowing(path: Path, rows: list[bytes]) -> Path:
     path.write_bytes(b"k,n\n" + b"".join(rows))
     return path
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_an_exclusive_overflow_stops_where_its_value_would_be_written(tmp_path, op,
+                                                                      threads):
+    """The running value that left int64 is written at the group's next present cell
+    (kernels._raise_exclusive): the error is there, rows after the overflow."""
+    big = b"%d" % (2**62)
+    rows = [b"a,2\n", b"b,1\n"] * 20 + [b"a,%s\n" % big, b"a,%s\n" % big, b"b,3\n",
+                                        b"a,\n", b"b,4\n", b"a,5\n", b"b,6\n"]
+    path = _overflowing(tmp_path / "in.csv", rows)
+    # cumsum: 60 + 2**62 + 2**62 leaves int64 at row 42, and b's 3 comes next (by a
+    # alone: a's 5, row 46); cumprod: 2**20 * 2**62 at row 41, and a's 2**62 next
+    for by, row in zip((False, True), {"cumsum": (43, 46), "cumprod": (42, 42)}[op],
+                       strict=True):
+        more = ["--exclusive", *(["--by", "k"] if by else [])]
+        (code, _out, err), statuses = _both([op, str(path), "-c", "n", *more],
+                                            pytest.MonkeyPatch(), threads, chunk=16)
+        assert code == 1
+        assert err == (f"Error: {path}: column 'n', row {row} (line {row + 1}): {op} "
+                       "overflows int64; use --overflow wrap for wrap-around\n")
+        assert statuses == [2]  # the scan stopped it; the twin's words (and bytes) follow
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+def test_an_exclusive_overflow_never_written_is_no_error(tmp_path, threads):
+    # the value past int64 would be written at a's next present cell: there is none
+    big = b"%d" % (2**62)
+    rows = [b"a,1\n", b"b,2\n"] * 30 + [b"a,%s\n" % big, b"a,%s\n" % big, b"b,3\n",
+                                        b"a,\n", b"b,4\n"]
+    path = _overflowing(tmp_path / "in.csv", rows)
+    out = _same("cumsum", path, ["--exclusive"], threads, 16, True, "n")
+    assert out.endswith(b"a,%d\nb,60\na,\nb,63\n" % (30 + 2**62))
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "16"])
@@ -122,14 +179,15 @@ def test_an_overflow_mid_file_with_skipna_is_worded_as_the_twin_words_it(tmp_pat
 
 def test_many_groups_keep_their_own_state(tmp_path):
     # more groups than the first tables hold (1,024 running values a scan), each with
-    # its own statistics
+    # its own overflow flag (--exclusive int64) and statistics
     rows = [b"g%d,%s,%s\n" % (i % 3000, b"nan" if i % 5 == 0 else b"%d.5" % (i % 17),
                              b"" if i % 7 == 0 else b"%d" % (i % 11 - 5))
             for i in range(9000)]
     path = tmp_path / "in.csv"
     path.write_bytes(b"k,x,n\n" + b"".join(rows))
     for op in ("cumsum,cummax", "cumcount,cummean,cumstd"):
-        _same(op, path, ["--skipna"], "3", 4000, True)
+        for options in (["--skipna"], ["--exclusive"], ["--skipna", "--exclusive"]):
+            _same(op, path, options, "3", 4000, True)
 
 
 _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"nan", b"-nan",
@@ -144,11 +202,13 @@ _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"na
                      min_size=1, max_size=40),
        op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "cumsum,cummin",
                            *STATS, "diff"]),
-       options=st.sampled_from([["--skipna"], []]),
+       options=st.sampled_from([["--skipna"], ["--exclusive"], ["--skipna", "--exclusive"]]),
        threads=st.sampled_from(["1", "2", "3", "16"]), chunk=st.integers(1, 200),
        by=st.booleans())
 def test_random_tables_with_options_give_the_twins_bytes(tmp_path_factory, rows, op,
                                                          options, threads, chunk, by):
+    if "--exclusive" in options and "diff" in op:
+        options = [option for option in options if option != "--exclusive"]
     path: Path = tmp_path_factory.mktemp("case") / "in.csv"
     path.write_bytes(b"k,a,b\n" + b"".join(b",".join(row) + b"\n" for row in rows))
     _both(_op(op, path, *options, *(["--by", "k"] if by else [])), pytest.MonkeyPatch(),

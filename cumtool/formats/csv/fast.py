@@ -28,10 +28,10 @@ skipped, so that the output and any error are the streaming path's own.
 
 The rows run in one compiled pipeline where the run fits it (`_ext/_csvtext.c`'s
 Pipeline: the plain accumulating ops and the running statistics on int64 and float64
-to CSV, --by and --skipna too): Python calls it once, and a pool of --threads threads
-cuts, parses, scans (in chunk order, the one serial step) and formats chunks of whole
-records without the GIL, which is taken only to read the input and hand out each chunk's
-output. Elsewhere (--period, --share, JSON Lines out, --exclusive, --compensated,
+to CSV, --by, --skipna and --exclusive too): Python calls it once, and a pool of
+--threads threads cuts, parses, scans (in chunk order, the one serial step) and formats
+chunks of whole records without the GIL, which is taken only to read the input and hand
+out each chunk's output. Elsewhere (--period, --share, JSON Lines out, --compensated,
 --overflow wrap on int64, ewma --times, a --dtype cast, ...) _Job.pieces runs the steps
 itself:
 cut and assemble in C without the GIL where built, in Python otherwise (cut_py,
@@ -726,12 +726,11 @@ class _Job:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
         plain accumulating ops and the running statistics (_compiled_stat) on int64 or
-        float64 to CSV, --by too, with --skipna; else None, and pieces() runs the steps
-        itself (its Python twin: the same bytes, tests/test_pipeline.py and
-        tests/test_pipeline_options.py). What falls back: JSON Lines out, --period,
+        float64 to CSV, --by too, with --skipna and --exclusive; else None, and pieces()
+        runs the steps itself (its Python twin: the same bytes, tests/test_pipeline.py
+        and tests/test_pipeline_options.py). What falls back: JSON Lines out, --period,
         --share, markers that read as numbers, a --dtype cast (or any other dtype),
-        cumsum --compensated, --exclusive, --overflow wrap on int64, and
-        _compiled_stat's."""
+        cumsum --compensated, --overflow wrap on int64, and _compiled_stat's."""
         pipeline = getattr(TEXT, "Pipeline", None)
         if (pipeline is None or not COMPILED or self.json or self.time_at is not None
                 or self.share or self.numeric_markers):
@@ -748,7 +747,7 @@ class _Job:
                 scans.append((parsed.index(i), *stat, _options(spec, source)))
                 continue
             code = _PIPELINE_OPS.get(spec.op)
-            if (code is None or spec.is_stat or spec.exclusive or spec.indices
+            if (code is None or spec.is_stat or spec.indices
                     or any(value for _name, value in spec.params)
                     or not spec.source_dtype == spec.in_dtype == spec.acc_dtype
                     == spec.out_dtype == source
@@ -765,14 +764,15 @@ class _Job:
     @staticmethod
     def _compiled_stat(spec: Any, source: np.dtype) -> tuple[int, Any] | None:
         """_csvtext's code of a running statistic the pipeline computes as its kernel
-        does (--skipna included: _options), and what its scan starts from (its zeros but
-        for: cumvar's and cumstd's ddof; ewma's weights, as the kernel's tables give
-        them); or None where the spec asks for what only the kernel does: --exclusive,
-        --compensated, ewma --times or weights that do not settle within EWMA_SETTLED
-        counts, a --dtype cast, another output dtype, --overflow wrap on an int64 diff."""
+        does (--skipna and --exclusive included: _options), and what its scan starts
+        from (its zeros but for: cumvar's and cumstd's ddof; ewma's weights, as the
+        kernel's tables give them); or None where the spec asks for what only the kernel
+        does: --compensated, ewma --times or weights that do not settle within
+        EWMA_SETTLED counts, a --dtype cast, another output dtype, --overflow wrap on an
+        int64 diff."""
         code, out = _PIPELINE_STATS[spec.op]
         params = dict(spec.params)
-        if (spec.exclusive or spec.indices or params.get("compensated")
+        if (spec.indices or params.get("compensated")
                 or params.get("halflife_ns") is not None
                 or source not in (_INT64, _FLOAT64)
                 or not spec.source_dtype == spec.in_dtype == source
