@@ -1,4 +1,4 @@
-"""The compiled CSV pipeline's --skipna and --exclusive (issue 34) against
+"""The compiled CSV pipeline's --skipna, --exclusive and --overflow wrap (issue 34) against
 its Python twin (fastcsv._Job's own steps, the kernels): the same bytes, messages and exit
 statuses at every thread count and chunk size, with missing cells, NaN of either sign,
 +-inf, signed zeros, --by groups, and int64 overflow mid-file; and the run took the
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -71,7 +72,7 @@ def test_options_give_the_twins_bytes(tmp_path, op, options, threads, chunk, by)
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
-@pytest.mark.parametrize("op", ["diff", "cumcount,diff"])
+@pytest.mark.parametrize("op", ["diff", "diff --overflow wrap", "cumcount,diff"])
 def test_diff_skipna_gives_the_twins_bytes(tmp_path, op, threads):
     for by in (False, True):
         _same(op, _table(tmp_path / "in.csv"), ["--skipna"], threads, 9, by)
@@ -163,6 +164,32 @@ def test_an_exclusive_overflow_never_written_is_no_error(tmp_path, threads):
     assert out.endswith(b"a,%d\nb,60\na,\nb,63\n" % (30 + 2**62))
 
 
+@pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "diff", "cumsum,cumprod,diff"])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["", "exclusive"])
+def test_overflow_wrap_gives_the_twins_bytes(tmp_path, op, exclusive, threads):
+    if exclusive and "diff" in op:
+        return  # diff refuses --exclusive
+    values = [2**63 - 1, 3, -(2**63), -1, 0, 2**62, 7, 2**63 - 1, -5, 2**62 + 1]
+    rows = [b"%s,%s\n" % (b"ab"[i % 2:i % 2 + 1], b"" if i % 7 == 3 else b"%d" % v)
+            for i, v in enumerate(values * 4)]
+    path = _overflowing(tmp_path / "in.csv", rows)
+    options = ["--overflow", "wrap", *(["--exclusive"] if exclusive else [])]
+    for by in (False, True):
+        _same(op, path, options, threads, 11, by, "n")
+
+
+def test_wrap_is_numpys_wrap_around(tmp_path):
+    values = np.array([2**63 - 1, 3, -(2**63), -1, 2**62, 5], dtype=np.int64)
+    path = _overflowing(tmp_path / "in.csv", [b"a,%d\n" % v for v in values.tolist()])
+    with np.errstate(over="ignore"):
+        sums, products = np.cumsum(values), np.cumprod(values)
+        diffs = np.concatenate([values[:1], np.diff(values)])
+    for op, expected in (("cumsum", sums), ("cumprod", products), ("diff", diffs)):
+        out = _same(op, path, ["--overflow", "wrap"], "2", 8, False, "n")
+        assert out == b"k,n\n" + b"".join(b"a,%d\n" % v for v in expected.tolist()), op
+
+
 @pytest.mark.parametrize("threads", ["1", "2", "16"])
 def test_an_overflow_mid_file_with_skipna_is_worded_as_the_twin_words_it(tmp_path,
                                                                          threads):
@@ -202,7 +229,9 @@ _CELLS = st.sampled_from([b"", b"NA", b"1", b"-2", b"3.5", b"-0.0", b"0.0", b"na
                      min_size=1, max_size=40),
        op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "cumsum,cummin",
                            *STATS, "diff"]),
-       options=st.sampled_from([["--skipna"], ["--exclusive"], ["--skipna", "--exclusive"]]),
+       options=st.sampled_from([["--skipna"], ["--exclusive"], ["--skipna", "--exclusive"],
+                                ["--overflow", "wrap"], ["--overflow", "wrap", "--skipna"],
+                                ["--overflow", "wrap", "--exclusive"]]),
        threads=st.sampled_from(["1", "2", "3", "16"]), chunk=st.integers(1, 200),
        by=st.booleans())
 def test_random_tables_with_options_give_the_twins_bytes(tmp_path_factory, rows, op,

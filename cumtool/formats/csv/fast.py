@@ -28,12 +28,11 @@ skipped, so that the output and any error are the streaming path's own.
 
 The rows run in one compiled pipeline where the run fits it (`_ext/_csvtext.c`'s
 Pipeline: the plain accumulating ops and the running statistics on int64 and float64
-to CSV, --by, --skipna and --exclusive too): Python calls it once, and a pool of
---threads threads cuts, parses, scans (in chunk order, the one serial step) and formats
-chunks of whole records without the GIL, which is taken only to read the input and hand
-out each chunk's output. Elsewhere (--period, --share, JSON Lines out, --compensated,
---overflow wrap on int64, ewma --times, a --dtype cast, ...) _Job.pieces runs the steps
-itself:
+to CSV, --by, --skipna, --exclusive and --overflow wrap too): Python calls it once, and
+a pool of --threads threads cuts, parses, scans (in chunk order, the one serial step)
+and formats chunks of whole records without the GIL, which is taken only to read the
+input and hand out each chunk's output. Elsewhere (--period, --share, JSON Lines out,
+--compensated, ewma --times, a --dtype cast, ...) _Job.pieces runs the steps itself:
 cut and assemble in C without the GIL where built, in Python otherwise (cut_py,
 assemble_py). The steps are the pipeline's Python twin: tests/test_pipeline.py and
 tests/test_pipeline_options.py hold the two to the same bytes, and tests/test_fastcsv.py
@@ -726,11 +725,11 @@ class _Job:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
         plain accumulating ops and the running statistics (_compiled_stat) on int64 or
-        float64 to CSV, --by too, with --skipna and --exclusive; else None, and pieces()
-        runs the steps itself (its Python twin: the same bytes, tests/test_pipeline.py
-        and tests/test_pipeline_options.py). What falls back: JSON Lines out, --period,
-        --share, markers that read as numbers, a --dtype cast (or any other dtype),
-        cumsum --compensated, --overflow wrap on int64, and _compiled_stat's."""
+        float64 to CSV, --by too, with --skipna, --exclusive and (int64) --overflow wrap;
+        else None, and pieces() runs the steps itself (its Python twin: the same bytes,
+        tests/test_pipeline.py and tests/test_pipeline_options.py). What falls back:
+        JSON Lines out, --period, --share, markers that read as numbers, a --dtype cast
+        (or any other dtype), cumsum --compensated, and _compiled_stat's."""
         pipeline = getattr(TEXT, "Pipeline", None)
         if (pipeline is None or not COMPILED or self.json or self.time_at is not None
                 or self.share or self.numeric_markers):
@@ -750,8 +749,7 @@ class _Job:
             if (code is None or spec.is_stat or spec.indices
                     or any(value for _name, value in spec.params)
                     or not spec.source_dtype == spec.in_dtype == spec.acc_dtype
-                    == spec.out_dtype == source
-                    or (source == _INT64 and spec.overflow != "error")):
+                    == spec.out_dtype == source):
                 return None
             scans.append((parsed.index(i), code, spec.identity.item(),
                           _options(spec, source)))
@@ -764,20 +762,18 @@ class _Job:
     @staticmethod
     def _compiled_stat(spec: Any, source: np.dtype) -> tuple[int, Any] | None:
         """_csvtext's code of a running statistic the pipeline computes as its kernel
-        does (--skipna and --exclusive included: _options), and what its scan starts
-        from (its zeros but for: cumvar's and cumstd's ddof; ewma's weights, as the
-        kernel's tables give them); or None where the spec asks for what only the kernel
-        does: --compensated, ewma --times or weights that do not settle within
-        EWMA_SETTLED counts, a --dtype cast, another output dtype, --overflow wrap on an
-        int64 diff."""
+        does (--skipna, --exclusive and diff's --overflow wrap included: _options), and
+        what its scan starts from (its zeros but for: cumvar's and cumstd's ddof; ewma's
+        weights, as the kernel's tables give them); or None where the spec asks for what
+        only the kernel does: --compensated, ewma --times or weights that do not settle
+        within EWMA_SETTLED counts, a --dtype cast, another output dtype."""
         code, out = _PIPELINE_STATS[spec.op]
         params = dict(spec.params)
         if (spec.indices or params.get("compensated")
                 or params.get("halflife_ns") is not None
                 or source not in (_INT64, _FLOAT64)
                 or not spec.source_dtype == spec.in_dtype == source
-                or spec.out_dtype != (source if out is None else out)
-                or (spec.op == "diff" and source == _INT64 and spec.overflow != "error")):
+                or spec.out_dtype != (source if out is None else out)):
             return None
         if spec.op in ("cumvar", "cumstd"):
             return code, int(params["ddof"])
