@@ -186,11 +186,9 @@ def test_int64_diffs_at_the_edges_of_int64(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("args", [
-    ["cumcount", "--exclusive"], ["cummean", "--exclusive"], ["cummean", "--compensated"],
-    ["cumcount", "--skipna"], ["cummean", "--skipna"], ["diff", "--skipna"],
-    ["diff", "--overflow", "wrap"], ["diff", "--dtype", "float32"],
-    ["cumcount,cumsum", "--exclusive"], ["cummean", "--dtype", "float32"],
-    ["cumvar", "--skipna"], ["cumstd", "--exclusive"], ["ewma", "--alpha", "0.5", "--skipna"],
+    ["cummean", "--compensated"], ["diff", "--dtype", "float32"],
+    ["cummean", "--dtype", "float32"], ["cumsum", "--compensated"],
+    ["cumcount,cumsum", "--compensated"],
     # weights that settle only after billions of values
     ["ewma", "--alpha", "1e-9"],
 ], ids=" ".join)

@@ -1112,6 +1112,8 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
 enum { OP_SUM = 0, OP_PROD, OP_MAX, OP_MIN, OP_LSE, OP_COUNT, OP_MEAN, OP_DIFF, OP_VAR,
        OP_STD, OP_EWMA, OP_LAST = OP_EWMA };
 enum { STOP_NONE = 0, STOP_HANDOVER = 1, STOP_SCAN = 2, STOP_MEMORY = 3 };
+/* a scan's options (fast.py's _SCAN_OPTIONS) */
+enum { SCAN_SKIPNA = 1, SCAN_EXCLUSIVE = 2, SCAN_WRAP = 4 };
 enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_CUTTING, SLOT_PARSED, SLOT_SCANNED, SLOT_FORMATTING,
        SLOT_READY, SLOT_STOPPED, SLOT_LENT };
 
@@ -1144,13 +1146,24 @@ typedef struct {
     int op, ints;        /* ints: the column's cells are int64, else float64 */
     int out_ints;        /* its results are int64, else float64 */
     int stat;            /* a running statistic: its state is `state`, not d or q */
+    int skipna;          /* --skipna on a float64 column: a NaN is skipped, kept in place */
+    int exclusive;       /* --exclusive: each result is the state before its cell's */
+    int wrap;            /* --overflow wrap: int64 sums, products and diffs wrap around */
+    Py_ssize_t marks;    /* the row of a chunk's missing flags its results' text follows:
+                            its column's, or its own where the scan makes cells missing
+                            that are not (a statistic of nothing before the first value
+                            with --exclusive; cumcount at a NaN --skipna skips) */
     double d;            /* the running value, carried from chunk to chunk */
     int64_t q;
+    unsigned char overflowed;  /* --exclusive int64, --overflow error: the running value
+                                  left int64 at the last present cell (an error where
+                                  another cell comes, whose result it would be) */
     StatState state;
     int64_t ddof;        /* cumvar, cumstd */
     EwmaWeights ewma;
     void *groups;        /* --by: each group's running value (d or q: the start), or its
                             StatState (zeros) */
+    unsigned char *groups_overflowed;  /* --by: each group's `overflowed`, where it is kept */
 } ScanPlan;
 
 /* --by: the groups, numbered in the order they first come, by their key cells' bytes
@@ -1211,7 +1224,8 @@ typedef struct {
     int64_t *starts, *ends;           /* kept column k's bounds of row r at [k * rows_cap + r] */
     unsigned char *flags;
     char *numbers;                    /* each parsed column's 8-byte values, then results */
-    unsigned char *missing;           /* each parsed column's missing cells */
+    unsigned char *missing;           /* each parsed column's missing cells, then the
+                                         scans' own (ScanPlan.marks) */
     char *out;                        /* the output text */
     Py_ssize_t out_size, out_capacity;
 } Slot;
@@ -1234,6 +1248,8 @@ typedef struct {
     Py_ssize_t *keys; Py_ssize_t n_keys;  /* --by: the key columns' indices among kept */
     Groups groups;
     Py_ssize_t n_numbers;             /* 8-byte arrays a chunk holds: values and results */
+    Py_ssize_t n_marks;               /* rows of missing flags a chunk holds: the parsed
+                                         columns', then the scans' own (ScanPlan.marks) */
     Scratch *scratch;                 /* one a thread, and one for the caller's */
     int n_scratch;
     Py_ssize_t batch_rows;            /* the rows a scratch holds: fewer for wide rows */
@@ -1288,7 +1304,7 @@ static int slot_reserve(Pipeline *p, Slot *s, Py_ssize_t rows)
     s->ends = malloc(kept * 8);
     s->flags = malloc(kept);
     s->numbers = malloc((size_t)rows * 8 * (size_t)p->n_numbers + 8);
-    s->missing = malloc((size_t)rows * (size_t)(p->n_parse ? p->n_parse : 1));
+    s->missing = malloc((size_t)rows * (size_t)(p->n_marks ? p->n_marks : 1));
     if (!s->starts || !s->ends || !s->flags || !s->numbers || !s->missing) {
         s->row_capacity = 0;
         return -1;
@@ -1450,6 +1466,14 @@ static int64_t add_group(Pipeline *p, const Slot *s, Py_ssize_t r, uint64_t h, P
             if (values == NULL)
                 return -1;
             scan->groups = values;
+            if (scan->groups_overflowed != NULL || (!scan->stat && scan->ints
+                                                    && scan->exclusive && !scan->wrap)) {
+                unsigned char *flags = realloc(scan->groups_overflowed, (size_t)room);
+                if (flags == NULL)
+                    return -1;
+                memset(flags + g->room, 0, (size_t)(room - g->room));
+                scan->groups_overflowed = flags;
+            }
             if (scan->stat) {
                 memset((char *)values + (size_t)g->room * each, 0,
                        (size_t)(room - g->room) * each);
@@ -1687,123 +1711,277 @@ static inline int step_int(int op, int64_t v, int64_t x, int missing, int64_t *n
     }
 }
 
-/* A column's cells scanned by one op, from *running (a constant op: the step inlines
-   into a loop of its own). 0, or 1 at an int64 overflow (*running is then past use). */
-#define SCAN_DOUBLES(OP) \
-    for (Py_ssize_t r = 0; r < rows; r++) \
-        y[r] = v = step_double(OP, v, x[r], missing[r])
+/* --skipna, --exclusive and --overflow wrap in the serial step: each a constant of a loop
+   of its own where the step is short (the plain ops), so that the plain scan runs the
+   loop it ran before. */
+#define SCAN_INLINE static inline __attribute__((always_inline))
 
-static int scan_doubles(int op, const double *x, const unsigned char *missing, double *y,
-                        Py_ssize_t rows, double *running)
+/* One cell of a float64 scan: *v steps by x (by the identity where the cell is missing,
+   or is a NaN that --skipna skips: that leaves every running value as it was), and the
+   cell's result: the running value after it, or before it (--exclusive: kernels.py's
+   inclusive scan moved down by one); a skipped NaN's result is that NaN, kept in place
+   (kernels._scan_inclusive, grouped_accumulate). */
+SCAN_INLINE double double_cell(int op, int skipna, int exclusive, double *v, double x,
+                               int missing)
 {
-    double v = *running;
-    switch (op) {
-    case OP_SUM: SCAN_DOUBLES(OP_SUM); break;
-    case OP_PROD: SCAN_DOUBLES(OP_PROD); break;
-    case OP_LSE: SCAN_DOUBLES(OP_LSE); break;
-    case OP_MAX: SCAN_DOUBLES(OP_MAX); break;
-    default: SCAN_DOUBLES(OP_MIN); break;
+    const int nan = skipna && isnan(x);  /* a missing cell holds 0.0 */
+    const double before = *v;
+    *v = step_double(op, before, x, missing || nan);
+    return nan ? x : exclusive ? before : *v;
+}
+
+/* One cell of an int64 scan (--skipna changes nothing: int64 holds no NaN), its result in
+   *y. 1 where the pipeline stops for the Python steps to word the error: where the
+   running value leaves int64 (--overflow error); with --exclusive at the next present
+   cell after that instead, whose result it would be (kernels._raise_exclusive: no error
+   where none comes). --overflow wrap keeps the low 64 bits, as numpy's accumulate. */
+SCAN_INLINE int int_cell(int op, int exclusive, int wrap, int64_t *v,
+                         unsigned char *overflowed, int64_t x, int missing, int64_t *y)
+{
+    int64_t next;
+    if (missing) {
+        *y = *v;
+        return 0;
     }
-    *running = v;
+    if (exclusive && !wrap && *overflowed)  /* the flag is kept for these alone */
+        return 1;
+    if (step_int(op, *v, x, 0, &next) && !wrap) {
+        if (!exclusive)
+            return 1;
+        *overflowed = 1;
+    }
+    *y = exclusive ? *v : next;
+    *v = next;
+    return 0;
+}
+
+/* A column's cells scanned by one op from *running; under --by (ids) each row from its
+   group's running value in running[] (constant options: the step inlines into a loop of
+   its own). */
+SCAN_INLINE void scan_doubles_as(int op, int skipna, int exclusive, const double *x,
+                                 const unsigned char *missing, double *y, Py_ssize_t rows,
+                                 double *running, const int64_t *ids)
+{
+    if (ids == NULL) {
+        double v = *running;
+        for (Py_ssize_t r = 0; r < rows; r++)
+            y[r] = double_cell(op, skipna, exclusive, &v, x[r], missing[r]);
+        *running = v;
+        return;
+    }
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        if (r + GROUPS_AHEAD < rows)
+            __builtin_prefetch(&running[ids[r + GROUPS_AHEAD]], 1);
+        y[r] = double_cell(op, skipna, exclusive, &running[ids[r]], x[r], missing[r]);
+    }
+}
+
+#define SCAN_DOUBLES(OP) \
+    case OP * 4: scan_doubles_as(OP, 0, 0, x, missing, y, rows, running, ids); break; \
+    case OP * 4 + 1: scan_doubles_as(OP, 0, 1, x, missing, y, rows, running, ids); break; \
+    case OP * 4 + 2: scan_doubles_as(OP, 1, 0, x, missing, y, rows, running, ids); break; \
+    case OP * 4 + 3: scan_doubles_as(OP, 1, 1, x, missing, y, rows, running, ids); break;
+
+static void scan_doubles(const ScanPlan *scan, const double *x, const unsigned char *missing,
+                         double *y, Py_ssize_t rows, double *running, const int64_t *ids)
+{
+    switch (scan->op * 4 + !!scan->skipna * 2 + !!scan->exclusive) {
+    SCAN_DOUBLES(OP_SUM)
+    SCAN_DOUBLES(OP_PROD)
+    SCAN_DOUBLES(OP_LSE)
+    SCAN_DOUBLES(OP_MAX)
+    SCAN_DOUBLES(OP_MIN)
+    default: break;
+    }
+}
+
+/* The same for int64 cells: 0, or 1 where int_cell stops (the running values are then
+   past use: the pipeline stops). `overflowed`: the scan's flag, or under --by each
+   group's (NULL where none is kept: no --exclusive, or --overflow wrap). */
+SCAN_INLINE int scan_ints_as(int op, int exclusive, int wrap, const int64_t *x,
+                             const unsigned char *missing, int64_t *y, Py_ssize_t rows,
+                             int64_t *running, unsigned char *overflowed, const int64_t *ids)
+{
+    unsigned char none = 0;
+    if (ids == NULL) {
+        int64_t v = *running;
+        unsigned char over = overflowed != NULL ? *overflowed : 0;
+        for (Py_ssize_t r = 0; r < rows; r++)
+            if (int_cell(op, exclusive, wrap, &v, &over, x[r], missing[r], &y[r]))
+                return 1;
+        *running = v;
+        if (overflowed != NULL)
+            *overflowed = over;
+        return 0;
+    }
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        if (r + GROUPS_AHEAD < rows)
+            __builtin_prefetch(&running[ids[r + GROUPS_AHEAD]], 1);
+        const int64_t g = ids[r];
+        if (int_cell(op, exclusive, wrap, &running[g], overflowed != NULL ? &overflowed[g]
+                     : &none, x[r], missing[r], &y[r]))
+            return 1;
+    }
     return 0;
 }
 
 #define SCAN_INTS(OP) \
-    for (Py_ssize_t r = 0; r < rows; r++) { \
-        if (step_int(OP, v, x[r], missing[r], &v)) \
-            return 1; \
-        y[r] = v; \
-    }
+    case OP * 4: return scan_ints_as(OP, 0, 0, x, missing, y, rows, running, over, ids); \
+    case OP * 4 + 1: return scan_ints_as(OP, 0, 1, x, missing, y, rows, running, over, ids); \
+    case OP * 4 + 2: return scan_ints_as(OP, 1, 0, x, missing, y, rows, running, over, ids); \
+    case OP * 4 + 3: return scan_ints_as(OP, 1, 1, x, missing, y, rows, running, over, ids);
 
-static int scan_ints(int op, const int64_t *x, const unsigned char *missing, int64_t *y,
-                     Py_ssize_t rows, int64_t *running)
+static int scan_ints(const ScanPlan *scan, const int64_t *x, const unsigned char *missing,
+                     int64_t *y, Py_ssize_t rows, int64_t *running, unsigned char *over,
+                     const int64_t *ids)
 {
-    int64_t v = *running;
-    switch (op) {
-    case OP_SUM: SCAN_INTS(OP_SUM); break;
-    case OP_PROD: SCAN_INTS(OP_PROD); break;
-    case OP_MAX: SCAN_INTS(OP_MAX); break;
-    default: SCAN_INTS(OP_MIN); break;
+    switch (scan->op * 4 + !!scan->exclusive * 2 + !!scan->wrap) {
+    SCAN_INTS(OP_SUM)
+    SCAN_INTS(OP_PROD)
+    SCAN_INTS(OP_MAX)
+    SCAN_INTS(OP_MIN)
+    default: return 0;
     }
-    *running = v;
+}
+
+/* A running statistic's result from its state (cumtool/stats.py's kernels' output()):
+   cumcount's count; cummean's sum / count, the count cast to float64; cumvar's
+   M2 / (n - ddof), NaN while n <= ddof, and cumstd its square root; ewma's y. */
+SCAN_INLINE void stat_result(int op, const ScanPlan *scan, const StatState *st, void *y)
+{
+    double out;
+    switch (op) {
+    case OP_COUNT:
+        memcpy(y, &st->n, 8);
+        return;
+    case OP_MEAN:
+        out = st->a / (double)st->n;
+        break;
+    case OP_VAR:
+    case OP_STD:
+        out = st->n <= scan->ddof ? NAN : st->b / (double)(st->n - scan->ddof);
+        if (op == OP_STD)
+            out = sqrt(out);
+        break;
+    default:  /* OP_EWMA */
+        out = st->a;
+        break;
+    }
+    memcpy(y, &out, 8);
+}
+
+/* A running statistic's state after a cell, as its kernel's states() computes it (the
+   same float operations in the same order; Welford's and ewma's steps are
+   _sequential.c's own, statsteps.h). A skipped cell (missing, or a NaN --skipna skips)
+   leaves the state as it was; cummean's sum adds 0.0 there, as the kernel's
+   np.where(present, x, 0.0) does. */
+SCAN_INLINE void stat_state_step(int op, const ScanPlan *scan, StatState *st, double value,
+                                 int skip)
+{
+    switch (op) {
+    case OP_COUNT:
+        st->n += !skip;
+        return;
+    case OP_MEAN:
+        /* stats.running_sum: s + x in float64 (an int64 cell cast as numpy casts it) */
+        st->n += !skip;
+        st->a = st->a + (skip ? 0.0 : value);
+        return;
+    case OP_VAR:
+    case OP_STD:
+        /* CumVar.states: Welford on the value as float64, its count as float64 */
+        if (!skip) {
+            double n = (double)st->n;
+            welford_step(value, &n, &st->a, &st->b);
+            st->n++;
+        }
+        return;
+    default:  /* OP_EWMA, Ewma.states: ewma_means' step from the count before the value */
+        if (!skip)
+            st->a = ewma_weighted(st->a, value, st->n++, (const char *)scan->ewma.old, 8,
+                                  (const char *)scan->ewma.total, 8, scan->ewma.last,
+                                  scan->ewma.new_weight);
+        return;
+    }
+}
+
+/* diff's step (Diff.states): x less the last present value (x itself at the first); a
+   skipped cell leaves the last value as it was, and a NaN --skipna skips is its own
+   result. 1 where an int64 diff leaves int64 with --overflow error (the Python steps word
+   it); with wrap the low 64 bits, as numpy's subtract wraps. */
+SCAN_INLINE int diff_step(int ints, int skipna, int wrap, StatState *st, int64_t q,
+                          double d, int missing, void *y)
+{
+    if (missing) {  /* never written out */
+        memset(y, 0, 8);
+        return 0;
+    }
+    if (ints) {
+        int64_t out_q = q;
+        if (st->n != 0 && __builtin_sub_overflow(q, st->q, &out_q) && !wrap)
+            return 1;
+        st->q = q;
+        memcpy(y, &out_q, 8);
+    } else {
+        if (skipna && isnan(d)) {
+            memcpy(y, &d, 8);
+            return 0;
+        }
+        const double out_d = st->n == 0 ? d : d - st->a;
+        st->a = d;
+        memcpy(y, &out_d, 8);
+    }
+    st->n++;
     return 0;
 }
 
-/* One step of a running statistic, as cumtool/stats.py's kernels compute it (the same
-   float operations in the same order): `x` the cell's 8 bytes (int64 where `ints`, else
-   float64), `y` its result's (int64 for cumcount and an int64 diff, else float64).
-   Welford's and ewma's steps are _sequential.c's own (statsteps.h). A missing cell
-   leaves the state as it was (cummean's sum adds 0.0, as the kernel's
-   np.where(present, x, 0.0) does) and its result is never written out. 1 where an int64
-   diff leaves int64 (the Python steps word it), else 0. */
-static inline int stat_step(int op, int ints, const ScanPlan *scan, StatState *st,
-                            const void *x, int missing, void *y)
+/* One step of a running statistic, as stats.scan_block computes it: `x` the cell's 8
+   bytes (int64 where `ints`, else float64), `y` its result's (int64 for cumcount and an
+   int64 diff, else float64). With --exclusive the result is the state's before the cell,
+   and a result of nothing (no value before it: cummean, cumvar, cumstd, ewma) is missing;
+   a NaN --skipna skips is its own result (cumcount's, an int64, is missing). `marked`:
+   the scan's own missing flag of the cell (missing input, or a result missing), where it
+   keeps them (ScanPlan.marks), else NULL. A missing cell's result is never written out.
+   1 where an int64 diff leaves int64 (the Python steps word it), else 0. */
+SCAN_INLINE int stat_step(int op, int ints, int skipna, int exclusive, int wrap,
+                          const ScanPlan *scan, StatState *st, const void *x, int missing,
+                          void *y, unsigned char *marked)
 {
-    int64_t q = 0, out_q;
-    double d = 0.0, out_d;
+    int64_t q = 0;
+    double d = 0.0;
     if (ints)
         memcpy(&q, x, 8);
     else
         memcpy(&d, x, 8);
-    switch (op) {
-    case OP_COUNT:
-        st->n += !missing;
-        memcpy(y, &st->n, 8);
-        return 0;
-    case OP_MEAN:
-        /* stats.running_sum: s + x in float64 (an int64 cell cast as numpy casts it),
-           then CumMean.output: s / n, n cast to float64 */
-        st->n += !missing;
-        st->a = st->a + (missing ? 0.0 : ints ? (double)q : d);
-        out_d = st->a / (double)st->n;
-        memcpy(y, &out_d, 8);
-        return 0;
-    case OP_VAR:
-    case OP_STD:
-        /* CumVar.states (Welford on the value as float64, its count as float64), then
-           CumVar.output: M2 / (n - ddof), NaN while n <= ddof; cumstd its sqrt */
-        if (missing) {
-            memset(y, 0, 8);
-            return 0;
-        }
-        {
-            double n = (double)st->n;
-            welford_step(ints ? (double)q : d, &n, &st->a, &st->b);
-        }
-        st->n++;
-        out_d = st->n <= scan->ddof ? NAN : st->b / (double)(st->n - scan->ddof);
-        if (op == OP_STD)
-            out_d = sqrt(out_d);
-        memcpy(y, &out_d, 8);
-        return 0;
-    case OP_EWMA:  /* Ewma.states: ewma_means' step from the count before the value */
-        if (!missing)
-            st->a = ewma_weighted(st->a, ints ? (double)q : d, st->n++,
-                                  (const char *)scan->ewma.old, 8,
-                                  (const char *)scan->ewma.total, 8, scan->ewma.last,
-                                  scan->ewma.new_weight);
-        memcpy(y, &st->a, 8);
-        return 0;
-    default:  /* OP_DIFF: Diff.states, x less the last present value (x itself at first) */
-        if (missing) {
-            memset(y, 0, 8);
-            return 0;
-        }
-        if (ints) {
-            if (st->n == 0)
-                out_q = q;
-            else if (__builtin_sub_overflow(q, st->q, &out_q))
-                return 1;
-            st->q = q;
-            memcpy(y, &out_q, 8);
-        } else {
-            out_d = st->n == 0 ? d : d - st->a;
-            st->a = d;
-            memcpy(y, &out_d, 8);
-        }
-        st->n++;
-        return 0;
+    if (op == OP_DIFF)  /* never --exclusive (the option refuses it): no marks */
+        return diff_step(ints, skipna, wrap, st, q, d, missing, y);
+    const int nan = skipna && !ints && isnan(d);  /* a missing cell holds 0.0 */
+    const int skip = missing || nan;
+    const double value = ints ? (double)q : d;
+    int nothing = 0;
+    if (exclusive) {
+        /* the kernels' missing_before_first: all but cumcount (a count of 0) */
+        nothing = st->n == 0 && op != OP_COUNT;
+        stat_result(op, scan, st, y);
+        stat_state_step(op, scan, st, value, skip);
+    } else {
+        stat_state_step(op, scan, st, value, skip);
+        if (skip && (op == OP_VAR || op == OP_STD))
+            memset(y, 0, 8);  /* not written out: no square root */
+        else
+            stat_result(op, scan, st, y);
     }
+    if (nan) {
+        if (op == OP_COUNT)
+            nothing = 1;
+        else {
+            memcpy(y, &d, 8);
+            nothing = 0;
+        }
+    }
+    if (marked != NULL)
+        *marked = (unsigned char)(missing | nothing);
+    return 0;
 }
 
 /* A column's cells scanned by a statistic from *state (a constant op and cell type: the
@@ -1817,14 +1995,16 @@ static inline int stat_step(int op, int ints, const ScanPlan *scan, StatState *s
                 __builtin_prefetch(&state[ids[r + GROUPS_AHEAD]], 1); \
             st = &state[ids[r]]; \
         } \
-        if (stat_step(OP, INTS, scan, st, x + (size_t)r * 8, missing[r], \
-                      y + (size_t)r * 8)) \
+        if (stat_step(OP, INTS, skipna, exclusive, wrap, scan, st, x + (size_t)r * 8, \
+                      missing[r], y + (size_t)r * 8, marked != NULL ? marked + r : NULL)) \
             return 1; \
     }
 
 static int scan_stats(const ScanPlan *scan, const char *x, const unsigned char *missing,
-                      char *y, Py_ssize_t rows, StatState *state, const int64_t *ids)
+                      unsigned char *marked, char *y, Py_ssize_t rows, StatState *state,
+                      const int64_t *ids)
 {
+    const int skipna = scan->skipna, exclusive = scan->exclusive, wrap = scan->wrap;
     switch (scan->op * 2 + !!scan->ints) {
     case OP_COUNT * 2: SCAN_STATS(OP_COUNT, 0); break;
     case OP_COUNT * 2 + 1: SCAN_STATS(OP_COUNT, 1); break;
@@ -1851,42 +2031,25 @@ static void chunk_scan(Pipeline *p, Slot *s)
         return;
     }
     const Py_ssize_t cap = s->row_capacity, rows = s->rows;
-    const int64_t *ids = s->group_ids;
+    const int64_t *ids = p->n_keys ? s->group_ids : NULL;
     for (Py_ssize_t j = 0; j < p->n_scans; j++) {
         ScanPlan *scan = &p->scans[j];
         const char *in = s->numbers + (size_t)scan->parsed * (size_t)cap * 8;
         const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
+        unsigned char *marked = scan->marks == scan->parsed ? NULL
+            : s->missing + (size_t)scan->marks * (size_t)cap;
         char *out = s->numbers + (size_t)scan->result * (size_t)cap * 8;
         int bad = 0;
-        if (scan->stat) {
-            bad = scan_stats(scan, in, missing, out, rows,
-                             p->n_keys ? (StatState *)scan->groups : &scan->state,
-                             p->n_keys ? ids : NULL);
-        } else if (!p->n_keys && scan->ints) {
-            bad = scan_ints(scan->op, (const int64_t *)in, missing, (int64_t *)out, rows,
-                            &scan->q);
-        } else if (!p->n_keys) {
-            bad = scan_doubles(scan->op, (const double *)in, missing, (double *)out, rows,
-                               &scan->d);
-        } else if (scan->ints) {
-            const int64_t *x = (const int64_t *)in;
-            int64_t *y = (int64_t *)out, *running = scan->groups;
-            for (Py_ssize_t r = 0; r < rows && !bad; r++) {
-                if (r + GROUPS_AHEAD < rows)
-                    __builtin_prefetch(&running[ids[r + GROUPS_AHEAD]], 1);
-                bad = step_int(scan->op, running[ids[r]], x[r], missing[r], &running[ids[r]]);
-                y[r] = running[ids[r]];
-            }
-        } else {
-            const double *x = (const double *)in;
-            double *y = (double *)out, *running = scan->groups;
-            for (Py_ssize_t r = 0; r < rows; r++) {
-                if (r + GROUPS_AHEAD < rows)
-                    __builtin_prefetch(&running[ids[r + GROUPS_AHEAD]], 1);
-                y[r] = running[ids[r]] = step_double(scan->op, running[ids[r]], x[r],
-                                                     missing[r]);
-            }
-        }
+        if (scan->stat)
+            bad = scan_stats(scan, in, missing, marked, out, rows,
+                             ids != NULL ? (StatState *)scan->groups : &scan->state, ids);
+        else if (scan->ints)
+            bad = scan_ints(scan, (const int64_t *)in, missing, (int64_t *)out, rows,
+                            ids != NULL ? (int64_t *)scan->groups : &scan->q,
+                            ids != NULL ? scan->groups_overflowed : &scan->overflowed, ids);
+        else
+            scan_doubles(scan, (const double *)in, missing, (double *)out, rows,
+                         ids != NULL ? (double *)scan->groups : &scan->d, ids);
         if (bad) {
             s->stop = STOP_SCAN;  /* the Python steps word the overflow */
             return;  /* the carries are past saving: the pipeline stops here */
@@ -1930,7 +2093,7 @@ static void chunk_format(Pipeline *p, Slot *s)
             const OutPlan *plan = &p->outs[k];
             if (plan->column < 0) {
                 const ScanPlan *scan = &p->scans[plan->scan];
-                const unsigned char *missing = s->missing + (size_t)scan->parsed * (size_t)cap;
+                const unsigned char *missing = s->missing + (size_t)scan->marks * (size_t)cap;
                 const char *values = s->numbers + (size_t)scan->result * (size_t)cap * 8;
                 if (missing[r]) {
                     memcpy(o, p->null, (size_t)p->null_size);
@@ -2507,6 +2670,7 @@ static void pipeline_dealloc(Pipeline *p)
     }
     for (Py_ssize_t j = 0; p->scans != NULL && j < p->n_scans; j++) {
         free(p->scans[j].groups);
+        free(p->scans[j].groups_overflowed);
         free(p->scans[j].ewma.old);
         free(p->scans[j].ewma.total);
     }
@@ -2650,16 +2814,24 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     for (Py_ssize_t j = 0; j < p->n_scans; j++) {
         ScanPlan *s = &p->scans[j];
         PyObject *start;
-        if (!PyArg_ParseTuple(PyList_GET_ITEM(scans, j), "niO", &s->parsed, &s->op, &start))
+        int options = 0;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(scans, j), "niO|i", &s->parsed, &s->op, &start,
+                              &options))
             return -1;
         if (s->parsed < 0 || s->parsed >= p->n_parse || s->op < OP_SUM || s->op > OP_LAST
-            || (s->op == OP_LSE && p->parse[s->parsed].ints)) {
-            PyErr_SetString(PyExc_ValueError, "Pipeline: a scan's column or op out of range "
-                            "(log-sum-exp: float64 columns only)");
+            || (s->op == OP_LSE && p->parse[s->parsed].ints)
+            || (options & ~(SCAN_SKIPNA | SCAN_EXCLUSIVE | SCAN_WRAP))
+            || (s->op == OP_DIFF && (options & SCAN_EXCLUSIVE))) {
+            PyErr_SetString(PyExc_ValueError, "Pipeline: a scan's column, op or options out "
+                            "of range (log-sum-exp: float64 columns only; diff: no "
+                            "--exclusive)");
             return -1;
         }
         s->ints = p->parse[s->parsed].ints;
         s->stat = s->op >= OP_COUNT;
+        s->skipna = !s->ints && (options & SCAN_SKIPNA);  /* int64 holds no NaN */
+        s->exclusive = !!(options & SCAN_EXCLUSIVE);
+        s->wrap = !!(options & SCAN_WRAP);
         /* cumcount counts, and an int64 column's accumulating ops and diff are int64;
            else float64 */
         s->out_ints = s->op == OP_COUNT || (s->ints && (!s->stat || s->op == OP_DIFF));
@@ -2690,6 +2862,14 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_ValueError, "Pipeline: an output column out of range");
             return -1;
         }
+    }
+    /* a scan that makes cells missing keeps its own flags (ScanPlan.marks) */
+    p->n_marks = p->n_parse;
+    for (Py_ssize_t j = 0; j < p->n_scans; j++) {
+        ScanPlan *s = &p->scans[j];
+        const int own = s->stat && ((s->exclusive && s->op != OP_COUNT)
+                                    || (s->skipna && s->op == OP_COUNT));
+        s->marks = own ? p->n_marks++ : s->parsed;
     }
     /* a column's one scan writes over its values; more than one, each its own */
     p->n_numbers = p->n_parse;

@@ -22,7 +22,9 @@ class Pipeline:
     def __init__(self, head: bytes, read: Callable[[int], bytes], ready: Callable[[], bool],
                  delimiter: str, width: int, out_delimiter: str,
                  parse: list[tuple[int, bool]],
-                 scans: list[tuple[int, int, int | float | tuple[float, list[float], list[float]]]],
+                 scans: list[tuple[int, int, int | float | tuple[float, list[float], list[float]]]
+                             | tuple[int, int, int | float | tuple[float, list[float], list[float]],
+                                     int]],
                  columns: list[tuple[int, int]], markers: list[bytes], null: bytes,
                  by_sink: bool, single: bool, threads: int, chunk_bytes: int,
                  max_record: int, *, readinto: Callable[[memoryview], int] | None = ...,

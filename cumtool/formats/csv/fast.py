@@ -28,14 +28,15 @@ skipped, so that the output and any error are the streaming path's own.
 
 The rows run in one compiled pipeline where the run fits it (`_ext/_csvtext.c`'s
 Pipeline: the plain accumulating ops and the running statistics on int64 and float64
-to CSV, --by too): Python calls it once, and a pool of --threads threads cuts, parses,
-scans (in chunk order, the one serial step) and formats chunks of whole records without
-the GIL, which is taken only to read the input and hand out each chunk's output.
-Elsewhere (--period, --share, JSON Lines out, --exclusive, --compensated, --skipna on
-floats, ewma --times, ...) _Job.pieces runs the steps itself: cut and assemble in C
-without the GIL where built, in Python otherwise (cut_py, assemble_py). The steps are
-the pipeline's Python twin: tests/test_pipeline.py holds the two to the same bytes, and
-tests/test_fastcsv.py both to the streaming path's.
+to CSV, --by, --skipna, --exclusive and --overflow wrap too): Python calls it once, and
+a pool of --threads threads cuts, parses, scans (in chunk order, the one serial step)
+and formats chunks of whole records without the GIL, which is taken only to read the
+input and hand out each chunk's output. Elsewhere (--period, --share, JSON Lines out,
+--compensated, ewma --times, a --dtype cast, ...) _Job.pieces runs the steps itself:
+cut and assemble in C without the GIL where built, in Python otherwise (cut_py,
+assemble_py). The steps are the pipeline's Python twin: tests/test_pipeline.py and
+tests/test_pipeline_options.py hold the two to the same bytes, and tests/test_fastcsv.py
+both to the streaming path's.
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ _PIPELINE_OPS = {"cumsum": 0, "cumprod": 1, "cummax": 2, "cummin": 3,  # _csvtex
 _PIPELINE_STATS: dict[str, tuple[int, np.dtype | None]] = {
     "cumcount": (5, _INT64), "cummean": (6, _FLOAT64), "diff": (7, None),
     "cumvar": (8, _FLOAT64), "cumstd": (9, _FLOAT64), "ewma": (10, _FLOAT64)}
+# A scan's options, as bits of _csvtext's (its SCAN_* flags): --skipna (a float64 column's
+# NaN skipped, kept in place), --exclusive, --overflow wrap (int64 sums, products, diffs)
+_SKIPNA, _EXCLUSIVE, _WRAP = 1, 2, 4
 # ewma's weights change with the count until they settle (in float64); the pipeline takes
 # them settled within this many counts (a tiny alpha takes longer: the Python steps')
 EWMA_SETTLED = 1 << 16
@@ -721,14 +725,17 @@ class _Job:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
         plain accumulating ops and the running statistics (_compiled_stat) on int64 or
-        float64 to CSV, --by too; else None, and pieces() runs the steps itself (its
-        Python twin: the same bytes, tests/test_pipeline.py)."""
+        float64 to CSV, --by too, with --skipna, --exclusive and (int64) --overflow wrap;
+        else None, and pieces() runs the steps itself (its Python twin: the same bytes,
+        tests/test_pipeline.py and tests/test_pipeline_options.py). What falls back:
+        JSON Lines out, --period, --share, markers that read as numbers, a --dtype cast
+        (or any other dtype), cumsum --compensated, and _compiled_stat's."""
         pipeline = getattr(TEXT, "Pipeline", None)
         if (pipeline is None or not COMPILED or self.json or self.time_at is not None
                 or self.share or self.numeric_markers):
             return None
         parsed = list(self.parse)
-        scans: list[tuple[int, int, Any]] = []
+        scans: list[tuple[int, int, Any, int]] = []
         for i, op in self.scans:
             spec, _carry = self.scans[i, op]
             source = self.parse[i]
@@ -736,16 +743,16 @@ class _Job:
                 stat = self._compiled_stat(spec, source)
                 if stat is None:
                     return None
-                scans.append((parsed.index(i), *stat))
+                scans.append((parsed.index(i), *stat, _options(spec, source)))
                 continue
             code = _PIPELINE_OPS.get(spec.op)
-            if (code is None or spec.is_stat or spec.exclusive or spec.indices or spec.skipna
+            if (code is None or spec.is_stat or spec.indices
                     or any(value for _name, value in spec.params)
                     or not spec.source_dtype == spec.in_dtype == spec.acc_dtype
-                    == spec.out_dtype == source
-                    or (source == _INT64 and spec.overflow != "error")):
+                    == spec.out_dtype == source):
                 return None
-            scans.append((parsed.index(i), code, spec.identity.item()))
+            scans.append((parsed.index(i), code, spec.identity.item(),
+                          _options(spec, source)))
         order = list(self.scans)
         columns = [(column, -1) if isinstance(column, int) else (-1, order.index(column))
                    for _name, column in self.columns]
@@ -755,20 +762,18 @@ class _Job:
     @staticmethod
     def _compiled_stat(spec: Any, source: np.dtype) -> tuple[int, Any] | None:
         """_csvtext's code of a running statistic the pipeline computes as its kernel
-        does, and what its scan starts from (its zeros but for: cumvar's and cumstd's
-        ddof; ewma's weights, as the kernel's tables give them); or None where the spec
-        asks for what only the kernel does: --exclusive, --skipna on floats (NaN
-        skipped: int64 has none, so it changes nothing there), --compensated, ewma
-        --times or weights that do not settle within EWMA_SETTLED counts, a --dtype
-        cast, another output dtype, --overflow wrap on an int64 diff."""
+        does (--skipna, --exclusive and diff's --overflow wrap included: _options), and
+        what its scan starts from (its zeros but for: cumvar's and cumstd's ddof; ewma's
+        weights, as the kernel's tables give them); or None where the spec asks for what
+        only the kernel does: --compensated, ewma --times or weights that do not settle
+        within EWMA_SETTLED counts, a --dtype cast, another output dtype."""
         code, out = _PIPELINE_STATS[spec.op]
         params = dict(spec.params)
-        if (spec.exclusive or spec.indices or (spec.skipna and source != _INT64)
-                or params.get("compensated") or params.get("halflife_ns") is not None
+        if (spec.indices or params.get("compensated")
+                or params.get("halflife_ns") is not None
                 or source not in (_INT64, _FLOAT64)
                 or not spec.source_dtype == spec.in_dtype == source
-                or spec.out_dtype != (source if out is None else out)
-                or (spec.op == "diff" and source == _INT64 and spec.overflow != "error")):
+                or spec.out_dtype != (source if out is None else out)):
             return None
         if spec.op in ("cumvar", "cumstd"):
             return code, int(params["ddof"])
@@ -1028,6 +1033,14 @@ class _Job:
             valid[r] = True
         values[~valid] = 0
         return values, valid
+
+
+def _options(spec: Any, source: np.dtype) -> int:
+    """A scan's options as the pipeline takes them (_SKIPNA, _EXCLUSIVE, _WRAP): --skipna
+    on a float64 column (int64 holds no NaN), --exclusive, --overflow wrap on int64."""
+    return ((_SKIPNA if spec.skipna and source == _FLOAT64 else 0)
+            | (_EXCLUSIVE if spec.exclusive else 0)
+            | (_WRAP if spec.overflow == "wrap" and source == _INT64 else 0))
 
 
 def _as_int64(dtype: np.dtype) -> bool:
