@@ -14,13 +14,20 @@ also writes the small path's floats (_csvtext.c's float_texts).
 - parse_floats: FLOAT_GRAMMAR (a sign, digits with at most one point, an
   exponent; inf, infinity, nan in any case), nothing else: no spaces, no underscores.
 - parse_ints: INT_GRAMMAR, within int64 or marked as beyond it.
+- cell_kinds, judge_bounds: what a CSV cell holds, the one rule of every path (formats/csv/
+  judge.py for the streaming and wide readers, small.py and fast.py for the small and
+  compiled ones), in C in `_csvtext.c` (its `cell_kinds` and `judge_bounds`) and in Python
+  here: the cell stripped of Unicode White_Space (polars' strip_chars), then a missing
+  marker, an integer within int64, one beyond it, a float (by the grammars below) or
+  anything else; with --decimal-comma a comma is the point, and a cell with a point is no
+  number. A number so judged is one that polars' casts and float()/int() both read.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -29,6 +36,7 @@ import numpy as np
 from cumtool._ext import load
 
 NATIVE: ModuleType | None = load("_numtext")  # None: the Python twin (cumtool._ext)
+CELLS: ModuleType | None = load("_csvtext")  # cell_kinds' and judge_bounds' C; None: Python
 
 # The cells read as numbers, by every path: a sign, digits with at most one point, an
 # exponent; inf, infinity, nan in any case. As text (the small path's cells) and as bytes.
@@ -202,3 +210,136 @@ def cells(texts: list[bytes]) -> tuple[bytes, np.ndarray, np.ndarray]:
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     ends = np.cumsum(lengths)
     return b"".join(texts), ends - lengths, ends
+
+
+# What a cell holds (cell_kinds): its kind, CELL_ZERO where it starts with a leading zero
+# ([+-]?0[0-9]: a code), CELL_EXPONENT where it is a float with an exponent or a word (inf,
+# infinity, nan). As _csvtext.c's enum.
+CELL_MISSING, CELL_INT64, CELL_BIG_INTEGER, CELL_FLOAT, CELL_OTHER = range(5)
+CELL_KIND, CELL_ZERO, CELL_EXPONENT = 7, 8, 16
+# judge_bounds' kinds of a column: (the greatest kind of its cells) - CELL_INT64
+ALL_INT64, ALL_INTEGERS, ALL_FLOATS, OTHER = range(4)
+# Unicode White_Space in UTF-8, what polars' strip_chars strips (str.strip() strips
+# U+001C..U+001F too, which the small path hands over on).
+_SPACE = re.compile(rb"[\t-\r ]|\xc2[\x85\xa0]|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]"
+                    rb"|\xe2\x81\x9f|\xe3\x80\x80")
+_WORD = re.compile(rb"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+# FLOAT_GRAMMAR's numbers with `point` for the point: (its fraction, its exponent)
+_NUMBER = {point: re.compile(rb"[+-]?(?:[0-9]+(?:%s([0-9]*))?|%s([0-9]+))([eE][+-]?[0-9]+)?"
+                             % (re.escape(point), re.escape(point)))
+           for point in (b".", b",")}
+_ZERO = re.compile(rb"[+-]?0[0-9]")
+
+
+def cell_bounds(texts: list[str | None]) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """Cells (None: missing) as (data, starts, ends, flags) for cell_kinds and
+    judge_bounds: each a quoted cell (flag 1), None an empty unquoted one (flag 0)."""
+    data, starts, ends = cells([b"" if text is None else text.encode("utf-8", "surrogatepass")
+                                for text in texts])
+    flags = np.fromiter((text is not None for text in texts), dtype=np.uint8,
+                        count=len(texts))
+    return data, starts, ends, flags
+
+
+def marker_bytes(markers: Iterable[str]) -> list[bytes]:
+    """Missing markers as cell_kinds and judge_bounds take them."""
+    return [marker.encode("utf-8", "surrogatepass") for marker in markers]
+
+
+def cell_kinds(data: bytes | bytearray | memoryview, starts: np.ndarray, ends: np.ndarray,
+               flags: np.ndarray, markers: list[bytes], *, decimal_comma: bool = False,
+               places: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """The code of each cell data[starts[r]:ends[r]] with flags[r] (0 unquoted, missing
+    where empty; 1 quoted; 2 quoted with doubled quotes, read as one), as uint8, and with
+    `places` each one's places (int64; else None). `markers`: UTF-8 bytes."""
+    starts, ends = _bounds(starts, ends)
+    flags = np.ascontiguousarray(flags, dtype=np.uint8)
+    if CELLS is None:
+        return cell_kinds_py(data, starts, ends, flags, markers, decimal_comma=decimal_comma,
+                             places=places)
+    codes = np.empty(len(flags), dtype=np.uint8)
+    counts = np.empty(len(flags), dtype=np.int64) if places else None
+    CELLS.cell_kinds(data, starts, ends, flags, markers, decimal_comma, codes, counts)
+    return codes, counts
+
+
+def cell_kinds_py(data: bytes | bytearray | memoryview, starts: np.ndarray,
+                  ends: np.ndarray, flags: np.ndarray, markers: list[bytes], *,
+                  decimal_comma: bool = False, places: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+    """cell_kinds in Python."""
+    raw = bytes(memoryview(data).cast("B"))
+    if len(flags) != len(starts) or len(ends) != len(starts):
+        raise ValueError("starts and ends 8 bytes a cell, flags one")
+    marked = set(markers)
+    codes = np.zeros(len(flags), dtype=np.uint8)
+    counts = np.zeros(len(flags), dtype=np.int64)
+    for r, (start, end, flag) in enumerate(zip(starts.tolist(), ends.tolist(),
+                                               flags.tolist(), strict=True)):
+        if not 0 <= start <= end <= len(raw):
+            raise ValueError("a cell out of the data")
+        if start == end and not flag:
+            continue
+        cell = raw[start:end]
+        if flag == 2:
+            cell = cell.replace(b'""', b'"')
+        codes[r], counts[r] = _cell_code(_stripped(cell), marked, decimal_comma)
+    return codes, (counts if places else None)
+
+
+def _stripped(cell: bytes) -> bytes:
+    """A cell without the White_Space at its ends, as the C loop strips it."""
+    while (found := _SPACE.match(cell)) is not None:
+        cell = cell[found.end():]
+    while cell:
+        size = next((k for k in (1, 2, 3) if k <= len(cell)
+                     and _SPACE.fullmatch(cell, len(cell) - k)), 0)
+        if not size:
+            break
+        cell = cell[:-size]
+    return cell
+
+
+def _cell_code(cell: bytes, markers: set[bytes], decimal_comma: bool) -> tuple[int, int]:
+    """A stripped cell's code and places."""
+    if cell in markers:
+        return CELL_MISSING, 0
+    zero = CELL_ZERO if _ZERO.match(cell) else 0
+    if decimal_comma and b"." in cell:
+        return zero | CELL_OTHER, 0
+    if _INT.fullmatch(cell):
+        digits = cell.lstrip(b"+-").lstrip(b"0")
+        value = int(digits or b"0") if len(digits) <= 19 else 1 << 64
+        fits = value <= _INT64_MAX + (1 if cell.startswith(b"-") else 0)
+        return zero | (CELL_INT64 if fits else CELL_BIG_INTEGER), 0
+    if _WORD.fullmatch(cell):
+        return zero | CELL_FLOAT | CELL_EXPONENT, 0
+    found = _NUMBER[b"," if decimal_comma else b"."].fullmatch(cell)
+    if found is None:
+        return zero | CELL_OTHER, 0
+    if found.group(3) is not None:
+        return zero | CELL_FLOAT | CELL_EXPONENT, 0
+    return zero | CELL_FLOAT, len(found.group(1) or found.group(2) or b"")
+
+
+def judge_bounds(data: bytes | bytearray | memoryview, starts: np.ndarray, ends: np.ndarray,
+                 flags: np.ndarray, markers: list[bytes]) -> tuple[int, bool, int]:
+    """Of the cells cell_kinds reads (without --decimal-comma): how many are not missing,
+    whether any of those has a leading zero, and what they all are (ALL_INT64,
+    ALL_INTEGERS, ALL_FLOATS or OTHER). In C where built."""
+    starts, ends = _bounds(starts, ends)
+    flags = np.ascontiguousarray(flags, dtype=np.uint8)
+    if CELLS is None:
+        return judge_bounds_py(data, starts, ends, flags, markers)
+    found: tuple[int, bool, int] = CELLS.judge_bounds(data, starts, ends, flags, markers)
+    return found
+
+
+def judge_bounds_py(data: bytes | bytearray | memoryview, starts: np.ndarray,
+                    ends: np.ndarray, flags: np.ndarray, markers: list[bytes]
+                    ) -> tuple[int, bool, int]:
+    """judge_bounds in Python: cell_kinds_py's codes, summed up."""
+    codes, _places = cell_kinds_py(data, starts, ends, flags, markers)
+    present = codes[codes != CELL_MISSING]
+    kind = int((present & CELL_KIND).max(initial=CELL_INT64))
+    return len(present), bool((present & CELL_ZERO).any()), kind - CELL_INT64

@@ -487,17 +487,19 @@ def _bounds(cells: list[str | None]) -> tuple[bytes, list[np.ndarray]]:
        markers=st.sampled_from([{""}, {"", "NA", "-"}, {"", "0", "nan"}, {"", "\u00e9", "1"}]),
        floats=st.booleans())
 def test_cut_columns_are_judged_as_their_text(cells, markers, floats):
-    """judge_cut (cells by their bounds, _csvtext.judge_bounds or its Python twin)
-    judges a column as judge() judges its text."""
+    """judge_cut (cells by their bounds, _csvtext.judge_bounds or its Python twin,
+    numtext.judge_bounds_py) judges a column as judge() judges its text."""
+    from cumtool import numtext
+
     data, bounds = _bounds(cells)
     expected = small_reference.judge([[cell] for cell in cells], 0, markers, floats)
     found = small.judge_cut(data, *bounds, markers, floats)
-    saved = small.TEXT
-    small.TEXT = None
+    saved = numtext.CELLS
+    numtext.CELLS = None
     try:
         twin = small.judge_cut(data, *bounds, markers, floats)
     finally:
-        small.TEXT = saved
+        numtext.CELLS = saved
     for hint in (found, twin):
         assert (hint.dtype, hint.by_default) == (expected.dtype, expected.by_default)
 

@@ -154,23 +154,48 @@ failed:
     return result;
 }
 
-/* number cells ------------------------------------------------------------------------ */
+/* what a cell is ---------------------------------------------------------------------- */
 
+/* The one rule of what a CSV cell holds, every path's (numtext.cell_kinds_py is its
+   Python twin, bit for bit; formats/csv/judge.py, small.py and fast.py all judge by it):
+   the cell stripped of Unicode White_Space at both ends (as polars' strip_chars strips),
+   then a missing marker, or by numtext's grammar (INT_GRAMMAR, FLOAT_GRAMMAR) an integer
+   within int64, an integer beyond it, a float, or other text. With --decimal-comma a
+   comma is the point, and a cell that holds a point is not a number. A cell's code is
+   its kind, CELL_ZERO where it starts with a leading zero ([+-]?0[0-9]), CELL_EXPONENT
+   where it is a float with an exponent or a word (inf, infinity, nan); its places, a
+   float's digits after its point where it ends with them and has no exponent, else 0. */
+enum { CELL_MISSING = 0, CELL_INT64 = 1, CELL_BIG_INTEGER = 2, CELL_FLOAT = 3,
+       CELL_OTHER = 4, CELL_ZERO = 8, CELL_EXPONENT = 16 };
 
-/* small._INT: [+-]?[0-9]+ */
-static int integer_text(const char *t, Py_ssize_t n)
+/* The size of the White_Space character (UTF-8) that t[:n] starts with; 0: none. */
+static Py_ssize_t space_at(const unsigned char *t, Py_ssize_t n)
 {
-    Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
-    if (i == n)
-        return 0;
-    for (; i < n; i++)
-        if (!is_digit(t[i]))
-            return 0;
-    return 1;
+    if (n >= 1 && ((t[0] >= 9 && t[0] <= 13) || t[0] == ' '))
+        return 1;
+    if (n >= 2 && t[0] == 0xC2 && (t[1] == 0x85 || t[1] == 0xA0))
+        return 2;
+    if (n >= 3 && ((t[0] == 0xE1 && t[1] == 0x9A && t[2] == 0x80)
+                   || (t[0] == 0xE2 && t[1] == 0x80 && ((t[2] >= 0x80 && t[2] <= 0x8A)
+                                                        || t[2] == 0xA8 || t[2] == 0xA9
+                                                        || t[2] == 0xAF))
+                   || (t[0] == 0xE2 && t[1] == 0x81 && t[2] == 0x9F)
+                   || (t[0] == 0xE3 && t[1] == 0x80 && t[2] == 0x80)))
+        return 3;
+    return 0;
 }
 
-/* small._int64 on an integer text: 1 with *value when it fits int64, else 0. */
-static int int64_of(const char *t, Py_ssize_t n, int64_t *value)
+/* The size of the White_Space character that t[:n] ends with; 0: none. */
+static Py_ssize_t space_before(const unsigned char *t, Py_ssize_t n)
+{
+    for (Py_ssize_t size = 1; size <= 3 && size <= n; size++)
+        if (space_at(t + n - size, size) == size)
+            return size;
+    return 0;
+}
+
+/* An integer's text ([+-]?[0-9]+) within int64. */
+static int fits_int64(const unsigned char *t, Py_ssize_t n)
 {
     int negative = t[0] == '-';
     Py_ssize_t i = t[0] == '+' || t[0] == '-';
@@ -181,252 +206,273 @@ static int int64_of(const char *t, Py_ssize_t n, int64_t *value)
     uint64_t magnitude = 0;  /* 19 digits stay below 2**64 */
     for (; i < n; i++)
         magnitude = magnitude * 10 + (uint64_t)(t[i] - '0');
-    if (negative) {
-        if (magnitude > (uint64_t)INT64_MAX + 1)
-            return 0;
-        *value = magnitude == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)magnitude;
-    } else {
-        if (magnitude > (uint64_t)INT64_MAX)
-            return 0;
-        *value = (int64_t)magnitude;
-    }
-    return 1;
+    return magnitude <= (uint64_t)INT64_MAX + (negative ? 1 : 0);
 }
 
-static int same_word(const char *t, Py_ssize_t n, const char *word)
+static int same_word(const unsigned char *t, Py_ssize_t n, const char *word)
 {
     Py_ssize_t size = (Py_ssize_t)strlen(word);
     if (n != size)
         return 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        char c = t[i] >= 'A' && t[i] <= 'Z' ? (char)(t[i] - 'A' + 'a') : t[i];
-        if (c != word[i])
+        unsigned char c = t[i] >= 'A' && t[i] <= 'Z' ? (unsigned char)(t[i] - 'A' + 'a') : t[i];
+        if (c != (unsigned char)word[i])
             return 0;
     }
     return 1;
 }
 
-/* small._FLOAT: [+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)? or a signed inf,
-   infinity or nan in any case (ASCII). */
-static int float_text(const char *t, Py_ssize_t n)
+/* The code of a cell's stripped text t[:n], not a marker; its places in *places. */
+static int number_code(const unsigned char *t, Py_ssize_t n, int comma, Py_ssize_t *places)
 {
+    *places = 0;
     Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
+    const int zero = i + 1 < n && t[i] == '0' && is_digit((char)t[i + 1]) ? CELL_ZERO : 0;
+    if (comma && n > 0 && memchr(t, '.', (size_t)n) != NULL)
+        return zero | CELL_OTHER;
+    const unsigned char point = comma ? ',' : '.';
+    Py_ssize_t j = i;
+    while (j < n && is_digit((char)t[j]))
+        j++;
+    const Py_ssize_t digits = j - i;
+    if (digits && j == n)
+        return zero | (fits_int64(t, n) ? CELL_INT64 : CELL_BIG_INTEGER);
     if (same_word(t + i, n - i, "inf") || same_word(t + i, n - i, "infinity")
         || same_word(t + i, n - i, "nan"))
-        return 1;
-    Py_ssize_t digits = 0;
-    while (i < n && is_digit(t[i])) {
-        i++;
-        digits++;
-    }
-    if (digits) {
-        if (i < n && t[i] == '.')
-            i++;
-        while (i < n && is_digit(t[i]))
-            i++;
-    } else {
-        if (!(i + 1 < n && t[i] == '.' && is_digit(t[i + 1])))
-            return 0;
-        i++;
-        while (i < n && is_digit(t[i]))
-            i++;
-    }
-    if (i < n && (t[i] == 'e' || t[i] == 'E')) {
-        Py_ssize_t j = i + 1;
-        if (j < n && (t[j] == '+' || t[j] == '-'))
+        return zero | CELL_FLOAT | CELL_EXPONENT;
+    Py_ssize_t fraction = 0;
+    int pointed = 0;
+    if (j < n && t[j] == point) {
+        pointed = 1;
+        j++;
+        while (j < n && is_digit((char)t[j])) {
             j++;
-        Py_ssize_t exponent_digits = 0;
-        while (j < n && is_digit(t[j])) {
-            j++;
-            exponent_digits++;
+            fraction++;
         }
-        if (exponent_digits)
-            i = j;
     }
-    return i == n;
-}
-
-/* small._LEADING_ZERO.match: [+-]?0[0-9] at the start of a str of any characters */
-static int leading_zero(PyObject *text)
-{
-    const Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    const int kind = PyUnicode_KIND(text);
-    const void *data = PyUnicode_DATA(text);
-    Py_UCS4 c = n > 0 ? PyUnicode_READ(kind, data, 0) : 0;
-    Py_ssize_t i = c == '+' || c == '-';
-    return i + 1 < n && PyUnicode_READ(kind, data, i) == '0'
-        && PyUnicode_READ(kind, data, i + 1) >= '0' && PyUnicode_READ(kind, data, i + 1) <= '9';
-}
-
-/* str.strip(): an exact ASCII str here (the whitespace of Py_UNICODE_ISSPACE below 128),
-   anything else by its method. A new reference to a str, or NULL with an error. */
-static PyObject *stripped(PyObject *cell)
-{
-    if (!PyUnicode_Check(cell)) {
-        PyErr_SetString(PyExc_TypeError, "a cell must be a str or None");
-        return NULL;
-    }
-    if (!PyUnicode_CheckExact(cell) || !PyUnicode_IS_ASCII(cell)) {
-        PyObject *text = PyObject_CallMethod(cell, "strip", NULL);
-        if (text != NULL && !PyUnicode_Check(text)) {
-            Py_DECREF(text);
-            PyErr_SetString(PyExc_TypeError, "a cell's strip() must return a str");
-            return NULL;
+    if (!digits && !fraction)
+        return zero | CELL_OTHER;  /* no digit before an exponent */
+    int exponent = 0;
+    if (j < n && (t[j] == 'e' || t[j] == 'E')) {
+        Py_ssize_t k = j + 1;
+        if (k < n && (t[k] == '+' || t[k] == '-'))
+            k++;
+        const Py_ssize_t start = k;
+        while (k < n && is_digit((char)t[k]))
+            k++;
+        if (k > start) {
+            j = k;
+            exponent = 1;
         }
-        return text;
     }
-    const char *t = (const char *)PyUnicode_DATA(cell);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(cell), first = 0, last = n;
-#define SPACE(c) (((c) >= 9 && (c) <= 13) || ((c) >= 28 && (c) <= 32))
-    while (first < n && SPACE(t[first]))
-        first++;
-    while (last > first && SPACE(t[last - 1]))
-        last--;
-#undef SPACE
-    if (first == 0 && last == n) {
-        Py_INCREF(cell);
-        return cell;
-    }
-    return PyUnicode_Substring(cell, first, last);
+    if (j != n)
+        return zero | CELL_OTHER;
+    if (exponent)
+        return zero | CELL_FLOAT | CELL_EXPONENT;
+    *places = pointed ? fraction : 0;
+    return zero | CELL_FLOAT;
 }
 
-enum { KIND_INT64 = 0, KIND_BIG_INTEGER = 1, KIND_FLOAT = 2, KIND_OTHER = 3 };
-
-/* What a column's cells are so far (judge_bounds). */
+/* The missing markers as UTF-8 bytes (a sequence of bytes), read once a call. */
 typedef struct {
+    PyObject *list;  /* a new reference: holds the bytes */
     Py_ssize_t count;
-    int zero, all_integer, all_int64, all_float;
-} Judged;
+} Markers;
 
-/* One cell, stripped and not a marker, of ASCII text t[:n]. */
-static void judge_ascii(Judged *j, const char *t, Py_ssize_t n)
+static int markers_of(PyObject *markers, Markers *m)
 {
-    j->count++;
-    Py_ssize_t i = n > 0 && (t[0] == '+' || t[0] == '-');
-    j->zero = j->zero || (i + 1 < n && t[i] == '0' && is_digit(t[i + 1]));
-    int integer = integer_text(t, n);
-    int64_t ignored;
-    if (!integer)
-        j->all_integer = 0;
-    else if (j->all_int64 && !int64_of(t, n, &ignored))
-        j->all_int64 = 0;
-    if (!integer && j->all_float && !float_text(t, n))
-        j->all_float = 0;  /* an integer's text is a float's too */
-}
-
-/* One cell (a str, not None): stripped, skipped if a marker. 0, or -1 with an error. */
-static int judge_text(Judged *j, PyObject *cell, PyObject *markers)
-{
-    PyObject *text = stripped(cell);
-    int marker = text == NULL ? -1 : PySet_Contains(markers, text);
-    if (marker == 0) {
-        if (PyUnicode_IS_ASCII(text)) {
-            judge_ascii(j, (const char *)PyUnicode_DATA(text), PyUnicode_GET_LENGTH(text));
-        } else {  /* the number grammar is ASCII */
-            j->count++;
-            j->zero = j->zero || leading_zero(text);
-            j->all_integer = j->all_float = 0;
+    m->list = PySequence_List(markers);
+    if (m->list == NULL)
+        return -1;
+    m->count = PyList_GET_SIZE(m->list);
+    for (Py_ssize_t k = 0; k < m->count; k++)
+        if (!PyBytes_Check(PyList_GET_ITEM(m->list, k))) {
+            PyErr_SetString(PyExc_TypeError, "the markers must be bytes");
+            Py_CLEAR(m->list);
+            return -1;
         }
-    }
-    Py_XDECREF(text);
-    return marker < 0 ? -1 : 0;
+    return 0;
 }
 
-static PyObject *judged_result(const Judged *j)
+static int is_marker(const Markers *m, const unsigned char *t, Py_ssize_t n)
 {
-    int kind = j->all_integer ? (j->all_int64 ? KIND_INT64 : KIND_BIG_INTEGER)
-                              : (j->all_float ? KIND_FLOAT : KIND_OTHER);
-    return Py_BuildValue("nOi", j->count, j->zero ? Py_True : Py_False, kind);
+    for (Py_ssize_t k = 0; k < m->count; k++) {
+        PyObject *word = PyList_GET_ITEM(m->list, k);
+        if (PyBytes_GET_SIZE(word) == n && memcmp(PyBytes_AS_STRING(word), t, (size_t)n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Cell bounds as cut cuts them: cell r is data[starts[r]:ends[r]] with flags[r] (0 an
+   unquoted cell, missing where empty; 1 a quoted one; 2 a quoted one whose doubled
+   quotes are one). */
+typedef struct {
+    Py_buffer data, starts, ends, flags;
+    Py_ssize_t rows;
+    int held;  /* how many of the buffers above are held */
+    unsigned char *scratch;
+    Py_ssize_t scratch_size;
+} Bounds;
+
+static int bounds_of(PyObject *args, PyObject **markers, int *comma, PyObject **codes,
+                     PyObject **places, Bounds *b, const char *format)
+{
+    memset(b, 0, sizeof *b);
+    if (!PyArg_ParseTuple(args, format, &b->data, &b->starts, &b->ends, &b->flags, markers,
+                          comma, codes, places))
+        return -1;
+    b->held = 4;
+    b->rows = b->flags.len;
+    if (b->starts.len != b->rows * 8 || b->ends.len != b->rows * 8) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends 8 bytes a cell, flags one");
+        return -1;
+    }
+    return 0;
+}
+
+static void bounds_release(Bounds *b)
+{
+    if (b->held) {
+        PyBuffer_Release(&b->data);
+        PyBuffer_Release(&b->starts);
+        PyBuffer_Release(&b->ends);
+        PyBuffer_Release(&b->flags);
+    }
+    PyMem_Free(b->scratch);
+}
+
+/* The code of cell r (and its places); -1 with an error. */
+static int cell_code(Bounds *b, const Markers *m, int comma, Py_ssize_t r, Py_ssize_t *places)
+{
+    const int64_t a = ((const int64_t *)b->starts.buf)[r], z = ((const int64_t *)b->ends.buf)[r];
+    const unsigned char flag = ((const unsigned char *)b->flags.buf)[r];
+    *places = 0;
+    if (a < 0 || z < a || z > b->data.len) {
+        PyErr_SetString(PyExc_ValueError, "a cell out of the data");
+        return -1;
+    }
+    if (z == a && flag == 0)
+        return CELL_MISSING;
+    const unsigned char *t = (const unsigned char *)b->data.buf + a;
+    Py_ssize_t n = (Py_ssize_t)(z - a);
+    if (flag == 2) {  /* "" read as one quote */
+        if (b->scratch_size < n) {
+            unsigned char *bigger = PyMem_Realloc(b->scratch, (size_t)n);
+            if (bigger == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            b->scratch = bigger;
+            b->scratch_size = n;
+        }
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            b->scratch[kept++] = t[i];
+            if (t[i] == '"')
+                i++;
+        }
+        t = b->scratch;
+        n = kept;
+    }
+    Py_ssize_t size;
+    while ((size = space_at(t, n)) > 0) {
+        t += size;
+        n -= size;
+    }
+    while ((size = space_before(t, n)) > 0)
+        n -= size;
+    if (is_marker(m, t, n))
+        return CELL_MISSING;
+    return number_code(t, n, comma, places);
+}
+
+PyDoc_STRVAR(cell_kinds_doc,
+"cell_kinds(data, starts, ends, flags, markers, decimal_comma, codes, places) -> None\n\n"
+"numtext.cell_kinds_py: the code of each cell data[starts[r]:ends[r]] (flags[r]: 0\n"
+"unquoted, missing where empty; 1 quoted; 2 quoted with doubled quotes) into codes[r]\n"
+"(uint8), and its places into places[r] (int64; places may be None). `markers`: the\n"
+"missing markers as UTF-8 bytes.");
+
+static PyObject *cell_kinds(PyObject *self, PyObject *args)
+{
+    Bounds b;
+    PyObject *markers, *codes_object, *places_object, *result = NULL;
+    int comma;
+    Markers m = {NULL, 0};
+    Py_buffer codes = {0}, places = {0};
+    int held = 0;
+    if (bounds_of(args, &markers, &comma, &codes_object, &places_object, &b,
+                  "y*y*y*y*OpOO") < 0 || markers_of(markers, &m) < 0)
+        goto done;
+    if (PyObject_GetBuffer(codes_object, &codes, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+        goto done;
+    held = 1;
+    if (places_object != Py_None) {
+        if (PyObject_GetBuffer(places_object, &places, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            goto done;
+        held = 2;
+    }
+    if (codes.len != b.rows || (held == 2 && places.len != b.rows * 8)) {
+        PyErr_SetString(PyExc_ValueError, "cell_kinds: codes one byte a cell, places eight");
+        goto done;
+    }
+    unsigned char *c = codes.buf;
+    int64_t *p = held == 2 ? places.buf : NULL;
+    for (Py_ssize_t r = 0; r < b.rows; r++) {
+        Py_ssize_t found;
+        const int code = cell_code(&b, &m, comma, r, &found);
+        if (code < 0)
+            goto done;
+        c[r] = (unsigned char)code;
+        if (p != NULL)
+            p[r] = (int64_t)found;
+    }
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    if (held >= 1)
+        PyBuffer_Release(&codes);
+    if (held == 2)
+        PyBuffer_Release(&places);
+    Py_XDECREF(m.list);
+    bounds_release(&b);
+    return result;
 }
 
 PyDoc_STRVAR(judge_bounds_doc,
 "judge_bounds(data, starts, ends, flags, markers) -> (cells, leading_zero, kind)\n\n"
-"small._judge_cells of one column cut by `cut`: cell r is data[starts[r]:ends[r]]\n"
-"with flag\n"
-"flags[r] (1-D int64, int64 and uint8, one entry a row), read as small.records reads\n"
-"it (an empty unquoted cell None, a quoted one's doubled quotes as one), without a str\n"
-"a cell where it is ASCII. The data are UTF-8, as cut checks them.");
+"numtext.judge_bounds_py: of the cells cell_kinds reads (without --decimal-comma), how\n"
+"many are not missing, whether any of those has a leading zero, and what they all are\n"
+"(0 integers within int64, 1 integers, 2 numbers, 3 anything else).");
 
 static PyObject *judge_bounds(PyObject *self, PyObject *args)
 {
-    Py_buffer data, starts, ends, flags;
-    PyObject *markers;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*O!", &data, &starts, &ends, &flags, &PySet_Type,
-                          &markers))
-        return NULL;
-    PyObject *result = NULL, *ascii_markers = NULL;
-    char *scratch = NULL;
-    Py_ssize_t scratch_size = 0;
-    const Py_ssize_t n = flags.len;
-    if (starts.len != n * 8 || ends.len != n * 8) {
-        PyErr_SetString(PyExc_ValueError, "judge_bounds: starts and ends 8 bytes a cell, "
-                        "flags one");
+    Bounds b;
+    PyObject *markers, *unused = NULL, *result = NULL;
+    int comma = 0;
+    Markers m = {NULL, 0};
+    if (bounds_of(args, &markers, &comma, &unused, &unused, &b, "y*y*y*y*O") < 0
+        || markers_of(markers, &m) < 0)
         goto done;
-    }
-    /* The ASCII markers, as bytes: an ASCII cell is one only if its bytes are equal.
-       Taken from a copy: a marker's __eq__ cannot change the set under the loop. */
-    ascii_markers = PyList_New(0);
-    PyObject *copy = ascii_markers == NULL ? NULL : PySequence_List(markers);
-    if (copy == NULL)
-        goto done;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(copy); k++) {
-        PyObject *marker = PyList_GET_ITEM(copy, k);
-        if (PyUnicode_CheckExact(marker) && PyUnicode_IS_ASCII(marker)
-            && PyList_Append(ascii_markers, marker) < 0) {
-            Py_DECREF(copy);
+    Py_ssize_t count = 0;
+    int zero = 0, kind = CELL_INT64;
+    for (Py_ssize_t r = 0; r < b.rows; r++) {
+        Py_ssize_t places;
+        const int code = cell_code(&b, &m, 0, r, &places);
+        if (code < 0)
             goto done;
-        }
-    }
-    Py_DECREF(copy);
-    const unsigned char *t = data.buf;
-    const int64_t *s = starts.buf, *e = ends.buf;
-    const unsigned char *f = flags.buf;
-    Judged j = {0, 0, 1, 1, 1};
-    for (Py_ssize_t r = 0; r < n; r++) {
-        const int64_t a = s[r], b = e[r];
-        if (a < 0 || b < a || b > data.len) {
-            PyErr_SetString(PyExc_ValueError, "judge_bounds: a cell out of the data");
-            goto done;
-        }
-        if (b == a && f[r] == 0)
-            continue;  /* None */
-        int ascii = f[r] != 2;
-        for (int64_t i = a; i < b && ascii; i++)
-            ascii = t[i] < 0x80;
-        if (!ascii) {  /* as a str, as small._judge_cells reads it */
-            PyObject *cell = cell_text((const char *)t + a, (Py_ssize_t)(b - a), f[r] == 2,
-                                       &scratch, &scratch_size);
-            int failed = cell == NULL || judge_text(&j, cell, markers) < 0;
-            Py_XDECREF(cell);
-            if (failed)
-                goto done;
+        if (code == CELL_MISSING)
             continue;
-        }
-        int64_t first = a, last = b;
-#define SPACE(c) (((c) >= 9 && (c) <= 13) || ((c) >= 28 && (c) <= 32))
-        while (first < last && SPACE(t[first]))
-            first++;
-        while (last > first && SPACE(t[last - 1]))
-            last--;
-#undef SPACE
-        const Py_ssize_t size = (Py_ssize_t)(last - first);
-        int marker = 0;
-        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ascii_markers) && !marker; k++) {
-            PyObject *word = PyList_GET_ITEM(ascii_markers, k);
-            marker = PyUnicode_GET_LENGTH(word) == size
-                && memcmp(PyUnicode_DATA(word), t + first, (size_t)size) == 0;
-        }
-        if (!marker)
-            judge_ascii(&j, (const char *)t + first, size);
+        count++;
+        zero = zero || (code & CELL_ZERO);
+        if ((code & 7) > kind)
+            kind = code & 7;
     }
-    result = judged_result(&j);
+    result = Py_BuildValue("nOi", count, zero ? Py_True : Py_False, kind - CELL_INT64);
 done:
-    PyMem_Free(scratch);
-    Py_XDECREF(ascii_markers);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&starts);
-    PyBuffer_Release(&ends);
-    PyBuffer_Release(&flags);
+    Py_XDECREF(m.list);
+    bounds_release(&b);
     return result;
 }
 
@@ -3039,6 +3085,7 @@ static PyTypeObject PipelineType = {
 static PyMethodDef methods[] = {
     {"records", records, METH_VARARGS, records_doc},
     {"judge_bounds", judge_bounds, METH_VARARGS, judge_bounds_doc},
+    {"cell_kinds", cell_kinds, METH_VARARGS, cell_kinds_doc},
     {"float_texts", float_texts, METH_VARARGS, float_texts_doc},
     {"cut", cut, METH_VARARGS, cut_doc},
     {"assemble", assemble, METH_VARARGS, assemble_doc},

@@ -1,24 +1,30 @@
 """What each column of delimited text holds, judged from its first rows: numbers
 (scanned by default), codes with a leading zero, flags and dates (scanned when named), or
-text. All columns are judged in one polars query over the cells in long form, so the
-time grows with the number of cells, not with a Python call per column (a file 100,000
-columns wide was judged column by column in about 50 s)."""
+text. All columns are judged in one pass over the cells in long form, so the time grows
+with the number of cells, not with a Python call per column (a file 100,000 columns wide
+was judged column by column in about 50 s).
+
+What a cell is (missing, a number and which, a leading zero) is numtext.cell_kinds' one
+rule, the small and compiled paths' too (small.py, fast.py): it reads the cells' Arrow
+buffers where they lie, in C where built. Flags and dates, which those paths hand over,
+and the summing up by column are polars'."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from cumtool import numtext
 from cumtool.formats import ColumnHint
+from cumtool.numtext import CELL_BIG_INTEGER, CELL_FLOAT, CELL_INT64, CELL_MISSING, CELL_OTHER
 
 INFER_ROWS = 10_000
 MOSTLY_NUMBERS = 0.9  # of a text column's judged cells (not missing): a note if unscanned
 TEXTS_NAMED = 5  # a mostly-numbers column's text cells named in its note's --na, at most
-_INTEGER = r"^[+-]?[0-9]+$"
-_LEADING_ZERO = r"^[+-]?0[0-9]"
 _ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 
@@ -42,46 +48,55 @@ def judge_cells(long: pl.DataFrame, width: int, position: Mapping[Any, int] | Se
     """The hints of `width` columns from their cells in long form (`column`: a key that
     `position` maps to the column's place, `cell`: its text), at most INFER_ROWS rows each.
     Very wide files are judged so: they never become a frame of one column each."""
-    cell = pl.col("cell")
-    numbers = cell.str.replace(",", ".", literal=True) if decimal_comma else cell
+    codes, places = cell_codes(long.get_column("cell"), na, decimal_comma=decimal_comma,
+                               places=decimal)
+    cell, code = pl.col("cell"), pl.col("code")
     checks = [
         pl.len().alias("present"),
-        cell.str.contains(".", literal=True).any().alias("point"),
-        numbers.str.contains(_LEADING_ZERO).any().alias("leading_zero"),
-        numbers.cast(pl.Int64, strict=False).is_not_null().all().alias("int"),
-        numbers.str.contains(_INTEGER).all().alias("integer_text"),
-        numbers.cast(pl.Float64, strict=False).is_not_null().all().alias("float"),
+        (code & numtext.CELL_KIND).max().alias("number"),
+        ((code & numtext.CELL_ZERO) != 0).any().alias("leading_zero"),
         cell.str.to_lowercase().is_in(["true", "false"]).all().alias("bool"),
         (cell.str.contains(_ISO_DATE)
          & cell.str.to_date("%Y-%m-%d", strict=False).is_not_null()).all().alias("date"),
     ]
+    added = [pl.Series("code", codes)]
     if decimal:
-        checks += [numbers.str.contains(r"[eEnN]").any().alias("exponent"),
-                   numbers.str.extract(r"\.([0-9]+)$").str.len_chars().max().alias("places")]
-    long = long.with_columns(cell.str.strip_chars()).filter(~cell.is_in(na))
+        checks += [((code & numtext.CELL_EXPONENT) != 0).any().alias("exponent"),
+                   pl.col("places").max().alias("places")]
+        added.append(pl.Series("places", places))
+    long = (long.with_columns(*added).filter(code != CELL_MISSING)
+            .with_columns(cell.str.strip_chars()))
     found = long.group_by("column").agg(checks)
     hints = [ColumnHint(pa.float64(), False, "empty")] * width
     for row in found.iter_rows(named=True):
-        hints[position[row["column"]]] = _hint(row, decimal_comma, float_columns, decimal)
+        hints[position[row["column"]]] = _hint(row, float_columns, decimal)
     return hints
 
 
-def first_non_number(cells: pl.Series, na: list[str], *, decimal_comma: bool) -> int | None:
-    """The position of the first cell of `cells` (text) that is neither missing nor a
-    number, as judge_cells reads them; None if there is none."""
-    found = _non_numbers(cells, na, decimal_comma=decimal_comma).arg_true()
-    return int(found[0]) if found.len() else None
-
-
-def _non_numbers(cells: pl.Series, na: list[str], *, decimal_comma: bool) -> pl.Series:
-    """Whether each cell of `cells` (text) is neither missing nor a number."""
-    stripped = cells.str.strip_chars()
-    numbers = stripped.str.replace(",", ".", literal=True) if decimal_comma else stripped
-    bad = (stripped.is_not_null() & ~stripped.is_in(na)
-           & numbers.cast(pl.Float64, strict=False).is_null())
-    if decimal_comma:  # 1.5 with --decimal-comma: not a number
-        bad = bad | stripped.str.contains(".", literal=True).fill_null(False)
-    return bad.fill_null(False)
+def cell_codes(cells: pl.Series, na: list[str], *, decimal_comma: bool, places: bool = False
+               ) -> tuple[np.ndarray, np.ndarray | None]:
+    """numtext.cell_kinds of text cells (a null one missing), read from their Arrow
+    buffers as they lie: each one's code, and with `places` its places."""
+    array = cells.to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.type != pa.large_string():
+        array = array.cast(pa.large_string())
+    size = len(array)
+    if not size:
+        return np.zeros(0, np.uint8), (np.zeros(0, np.int64) if places else None)
+    _validity, offsets, data = array.buffers()
+    bounds = np.frombuffer(offsets, dtype=np.int64, count=size + 1, offset=8 * array.offset)
+    starts, ends = bounds[:-1], bounds[1:]
+    if array.null_count:
+        valid = array.is_valid().to_numpy(zero_copy_only=False)
+        flags = valid.view(np.uint8)
+        ends = np.where(valid, ends, starts)  # a null cell: missing, whatever its bounds
+    else:
+        flags = np.ones(size, np.uint8)  # every cell as it is (no quotes doubled)
+    return numtext.cell_kinds(b"" if data is None else data, starts, ends, flags,
+                              numtext.marker_bytes(na), decimal_comma=decimal_comma,
+                              places=places)
 
 
 def mostly_numbers(present: int, numbers: int) -> bool:
@@ -105,19 +120,20 @@ def widened(hints: list[ColumnHint], columns: Sequence[int]) -> list[ColumnHint]
     return out
 
 
-def _hint(row: dict, decimal_comma: bool, float_columns: bool, decimal: bool) -> ColumnHint:
-    if not (decimal_comma and row["point"]):  # 1.5 with --decimal-comma: not a number
+def _hint(row: dict, float_columns: bool, decimal: bool) -> ColumnHint:
+    number = row["number"]
+    if number < CELL_OTHER:  # numbers, all of them
         by_default = not row["leading_zero"]
         kind = "int" if by_default else "code"
-        if row["int"]:
+        if number == CELL_INT64:
             return ColumnHint(pa.float64() if float_columns else pa.int64(), by_default, kind)
-        if row["integer_text"]:  # beyond int64: an id, not a count
+        if number == CELL_BIG_INTEGER:  # beyond int64: an id, not a count
             if float_columns:
                 return ColumnHint(pa.float64(), by_default, kind)
             return ColumnHint(None, False, "bigint")
-        if row["float"]:
-            return ColumnHint(_float_type(row, decimal), by_default,
-                              "float" if by_default else "code")
+        assert number == CELL_FLOAT
+        return ColumnHint(_float_type(row, decimal), by_default,
+                          "float" if by_default else "code")
     if row["bool"]:
         return ColumnHint(pa.bool_(), False, "bool")
     if row["date"]:
@@ -154,18 +170,19 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
         if hint.kind != "text":
             continue
         cells = cells_of(i)
-        bad = _non_numbers(cells, na, decimal_comma=decimal_comma)
-        found = bad.arg_true()
-        if not found.len():
+        codes, _places = cell_codes(cells, na, decimal_comma=decimal_comma)
+        bad = (codes & numtext.CELL_KIND) == CELL_OTHER
+        found = np.flatnonzero(bad)
+        if not len(found):
             continue
         at = int(found[0])
         where = row_text(first_row + at + 1, row_line(first_row + at))
-        present = int((cells.str.strip_chars().is_not_null()
-                       & ~cells.str.strip_chars().is_in(na)).sum())
-        mostly = mostly_numbers(present, present - found.len())
+        present = int(np.count_nonzero(codes != CELL_MISSING))
+        mostly = mostly_numbers(present, present - len(found))
         texts: tuple[str, ...] = ()
         if mostly:
-            distinct = cells.filter(bad).str.strip_chars().unique(maintain_order=True)
+            distinct = cells.filter(pl.Series(bad)).str.strip_chars().unique(
+                maintain_order=True)
             texts = tuple(distinct.head(TEXTS_NAMED + 1).to_list())
             if len(texts) > TEXTS_NAMED:
                 texts = ()  # too many to list: the note names --na without a list

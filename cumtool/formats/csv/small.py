@@ -9,20 +9,21 @@ does with such a file, with the same kernels (kernels.py), and writes the same b
 
 - records cut as polars cuts them (RFC 4180 quoting, CRLF or LF line ends, blank lines
   skipped, an empty unquoted cell missing and a quoted "" empty text);
-- each column judged from its first INFER_ROWS rows by the rules of judge.py (numbers,
-  codes with a leading zero, integers beyond int64, anything else not scanned), the
-  missing markers (--na) and the spaces around a number as there; a column empty in all
-  of them from INFER_ROWS rows from its first value on, as formats/csv/csv.py does;
+- each column judged from its first INFER_ROWS rows by judge.py's rules (numbers, codes
+  with a leading zero, integers beyond int64, anything else not scanned), what each cell
+  is by the one rule of every path (numtext.cell_kinds and judge_bounds: the missing
+  markers, --na, and the spaces around a number as there); a column empty in all of
+  them from INFER_ROWS rows from its first value on, as formats/csv/csv.py does;
 - numbers written as polars writes them (formats/csv/csvwrite.py's CsvSink: the shortest text that
   reads back, polars' switch to exponents, NaN, inf), text quoted where needed.
 
 It is narrow on purpose. Whatever it cannot be sure to do exactly so, it hands over to the
-streaming path before anything is written: an option it does not implement, a cell whose
-parse it cannot decide as polars' casts would (every form polars reads as a number is
-listed in _INT and _FLOAT; a cell with other characters is text), a stray quote, a lone
-CR, bytes that are not UTF-8, a NUL, and every error (a ragged row, a bad cell, an
-overflow), which the streaming path then words. tests/test_small.py checks the two paths
-against each other on random files.
+streaming path before anything is written: an option it does not implement (such as
+--decimal-comma), a stray quote, a lone CR, bytes that are not UTF-8, a NUL, a U+001C to
+U+001F (str.strip() strips them, polars' strip_chars not), and every error (a ragged
+row, a bad cell, an overflow), which the streaming path then words. tests/test_small.py
+checks the two paths against each other on random files; tests/test_cell_kinds.py holds
+the one rule of what a cell is to the parsers of both (polars' casts, float() and int()).
 
 Its loops over cells run in C (`_csvtext.c`) where that module was built, and in Python
 here otherwise: the same rules, the same bytes (tested against each other).
@@ -43,6 +44,7 @@ from typing import IO
 
 import numpy as np
 
+from cumtool import numtext
 from cumtool._ext import load
 from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
@@ -50,8 +52,10 @@ from cumtool.errors import CumtoolError, DataError
 from cumtool.formats import FileKind, PrefixedStream
 from cumtool.formats.csv import dialect
 from cumtool.formats.jsonl import NAME as JSON_LINES
-from cumtool.formats.records import cut_cell_text
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
+from cumtool.numtext import ALL_FLOATS as _ALL_FLOATS
+from cumtool.numtext import ALL_INT64 as _ALL_INT64
+from cumtool.numtext import ALL_INTEGERS as _ALL_INTEGERS
 from cumtool.numtext import FLOAT_TEXT as _FLOAT
 from cumtool.numtext import INT_TEXT as _INT
 from cumtool.numtext import float_text, layout_text
@@ -69,11 +73,6 @@ INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
 MOSTLY_NUMBERS = 0.9  # as formats.judge.MOSTLY_NUMBERS
 _BOM = b"\xef\xbb\xbf"
 
-# Every text polars' casts read as a number (checked against polars on all short strings
-# of digits, signs, points, exponents, spaces and underscores, and the words below): an
-# integer for Int64 (when in range), and those or a float for Float64.
-# ASCII: under IGNORECASE alone, the Turkish dotless and dotted i (ı, İ) match "i".
-_LEADING_ZERO = re.compile(r"[+-]?0[0-9]")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # Python's str.strip() strips these too, polars' strip_chars does not.
 _OTHER_SPACE = re.compile("[\x1c-\x1f]")
@@ -237,13 +236,8 @@ def judge_cut(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarr
     INFER_ROWS), without a Python string a cell where _csvtext is built."""
     if not flags.shape[0]:
         return _Hint(_INT64, True)
-    if TEXT is not None:
-        count, zero, kind = TEXT.judge_bounds(data, starts, ends, flags, markers)
-    else:
-        cells = [None if start == end and not flag else cut_cell_text(data, start, end, flag)
-                 for start, end, flag in zip(starts.tolist(), ends.tolist(), flags.tolist(),
-                                             strict=True)]
-        count, zero, kind = _judge_cells([[cell] for cell in cells], 0, markers)
+    count, zero, kind = numtext.judge_bounds(data, starts, ends, flags,
+                                             numtext.marker_bytes(markers))
     return _hint(count, zero, kind, float_columns)
 
 
@@ -261,21 +255,13 @@ def _hint(count: int, zero: bool, kind: int, float_columns: bool) -> _Hint:
     return _Hint(None, False)  # flags, dates, text: the streaming path scans those
 
 
-_ALL_INT64, _ALL_INTEGERS, _ALL_FLOATS, _OTHER = range(4)  # as _csvtext.judge_cells
-
-
 def _judge_cells(rows: list[list[str | None]], column: int, markers: set[str]
                  ) -> tuple[int, bool, int]:
     """Of a column's first INFER_ROWS cells, those neither None nor (stripped) a marker:
-    how many, whether any has a leading zero, and what they all are."""
-    cells = [s for row in rows[:INFER_ROWS] if (c := row[column]) is not None
-             and (s := c.strip()) not in markers]
-    zero = any(_LEADING_ZERO.match(c) for c in cells)
-    if all(_INT.fullmatch(c) for c in cells):
-        kind = _ALL_INT64 if all(_int64(c) is not None for c in cells) else _ALL_INTEGERS
-    else:
-        kind = _ALL_FLOATS if all(_FLOAT.fullmatch(c) for c in cells) else _OTHER
-    return len(cells), zero, kind
+    how many, whether any has a leading zero, and what they all are (numtext's Python
+    twin alone: the reference's)."""
+    bounds = numtext.cell_bounds([row[column] for row in rows[:INFER_ROWS]])
+    return numtext.judge_bounds_py(*bounds, numtext.marker_bytes(markers))
 
 
 def noted(request: Request, hints: list[_Hint], selected: list[int], keys: list[int],
@@ -288,9 +274,12 @@ def noted(request: Request, hints: list[_Hint], selected: list[int], keys: list[
     for j, hint in enumerate(hints):
         if hint.dtype is not None or j in chosen:
             continue
-        cells = [s for c in cells_of(j) if c is not None and (s := c.strip()) not in markers]
-        numbers = sum(1 for c in cells if _INT.fullmatch(c) or _FLOAT.fullmatch(c))
-        if 0 < numbers < len(cells) and numbers >= MOSTLY_NUMBERS * len(cells):
+        codes, _places = numtext.cell_kinds(*numtext.cell_bounds(cells_of(j)),
+                                            numtext.marker_bytes(markers))
+        present = int(np.count_nonzero(codes != numtext.CELL_MISSING))
+        numbers = present - int(np.count_nonzero(
+            (codes & numtext.CELL_KIND) == numtext.CELL_OTHER))
+        if 0 < numbers < present and numbers >= MOSTLY_NUMBERS * present:
             yield j
 
 
