@@ -379,7 +379,12 @@ class _Group:
         import polars as pl
         import pyarrow as pa
 
-        from cumtool.formats.csv.csvcells import convert, markers_parse, surprise
+        from cumtool.formats.csv.csvcells import (
+            comma_decimals,
+            convert,
+            markers_parse,
+            surprise,
+        )
 
         start = self.start
         by_type: dict[str, list[int]] = {}
@@ -394,8 +399,9 @@ class _Group:
                 out[key] = (positions, _arrow(cells))
                 continue
             numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+            given = cells
             if decimal_comma and numeric:
-                cells = cells.str.replace(",", ".", literal=True)
+                cells = comma_decimals(cells)
             parsed = convert(cells, arrow_type)
             check_all = markers_parse(self._context.source.markers, arrow_type)
             if parsed.null_count() or check_all:
@@ -420,8 +426,9 @@ class _Group:
                     where = row_text(row, self._context.source.row_line(row - 1))
                     source = self._context.source
                     raise surprise(self._name, where, source.column_names,
-                                   start + positions[column], str(kept[column * n + at]),
-                                   arrow_type, source.na_values)
+                                   start + positions[column],
+                                   str(given[column * n + at]).strip(), arrow_type,
+                                   source.na_values, decimal_comma)
                 parsed = pl.select(pl.when(slow).then(careful).otherwise(parsed)).to_series()
             out[key] = (positions, _arrow(parsed))
         return out

@@ -562,3 +562,18 @@ def test_rows_from_a_slow_producer_go_out_before_it_ends() -> None:
         for stream in (process.stdin, process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_a_late_point_with_decimal_comma_is_named_on_both_paths(
+        invoke: Callable[..., Result]) -> None:
+    """With --decimal-comma, a cell past the judged rows that holds a point (1.500: a
+    thousands separator, or a mistake) is an error naming it, on the narrow and the wide
+    path, not read as 1.5."""
+    data = b"a;b\n" + b"1,5;2\n" * 10_001 + b"1.500;3\n"
+    reference, result = _both(invoke, ["cumsum", "--decimal-comma", "-d", ";"], data)
+    _same(reference, result)
+    assert reference.exit_code == 1
+    assert reference.stderr == (
+        "Error: standard input: row 10002 (line 10003), column 'a': '1.500' is not a number "
+        "like the first rows: with --decimal-comma a number is written 1,5, and a point is "
+        "part of none\n")

@@ -44,6 +44,7 @@ from cumtool.formats import (
 from cumtool.formats.csv.csvcells import (
     RowLines,
     check_quotes,
+    comma_decimals,
     convert,
     count_records,
     dialect_hint,
@@ -554,8 +555,9 @@ class CsvSource(SourceBase):
         """A text column converted to `arrow_type`; missing markers become nulls, and a
         cell that is neither is an error naming its row and column."""
         numeric = pa.types.is_floating(arrow_type) or pa.types.is_decimal(arrow_type)
+        given = cells
         if self._options.decimal_comma and numeric:
-            cells = cells.str.replace(",", ".", literal=True)
+            cells = comma_decimals(cells)
         parsed = convert(cells, arrow_type)
         if parsed.null_count() == 0 and not markers_parse(self.markers, arrow_type):
             return parsed.to_arrow()
@@ -569,8 +571,8 @@ class CsvSource(SourceBase):
             at = int(bad.arg_true()[0])
             row = self.rows_read + at + 1
             raise surprise(self.name, row_text(row, self.row_line(row - 1)),
-                           self.column_names, position, str(kept[at]), arrow_type,
-                           self._options.na_values)
+                           self.column_names, position, str(given[at]).strip(), arrow_type,
+                           self._options.na_values, self._options.decimal_comma)
         return parsed.to_arrow()
 
 

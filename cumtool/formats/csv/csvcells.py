@@ -223,8 +223,18 @@ def type_name(arrow_type: pa.DataType) -> str:
     return "a number"
 
 
+def comma_decimals(cells: pl.Series) -> pl.Series:
+    """Cells of numbers written 1,5 (--decimal-comma) as the parsers read them, 1.5; a
+    cell with a point (1.500, a thousands separator?) becomes text no parser reads, so
+    that the careful parse names it rather than read it as 1.5 (the judged rows take no
+    point either: numtext.cell_kinds)."""
+    return pl.select(pl.when(cells.str.contains(".", literal=True)).then(pl.lit("\x00"))
+                     .otherwise(cells.str.replace(",", ".", literal=True))).to_series()
+
+
 def surprise(name: str, where: str, names: list[str], column: int, text: str,
-             arrow_type: pa.DataType, na_values: tuple[str, ...]) -> FormatError:
+             arrow_type: pa.DataType, na_values: tuple[str, ...],
+             decimal_comma: bool = False) -> FormatError:
     """The error for a cell after the judged rows that is not of its column's type (`text`:
     the cell, spaces stripped), with a hint that works: a decimal in an integer column
     asks for float64; any other text can be made a missing cell with --na, whose list
@@ -233,6 +243,9 @@ def surprise(name: str, where: str, names: list[str], column: int, text: str,
 
     message = (f"{name}: {where}, column {names[column]!r}: {text[:40]!r} is not "
                f"{type_name(arrow_type)} like the first rows")
+    if decimal_comma and "." in text:
+        return FormatError(f"{message}: with --decimal-comma a number is written 1,5, and "
+                           "a point is part of none")
     if pa.types.is_integer(arrow_type) and convert(
             pl.Series([text], dtype=pl.String), pa.float64()).is_not_null().all():
         hint = "; pass --dtype float64 if the column holds floats"
