@@ -270,8 +270,46 @@ def _same_kind(table: Any, given: Any) -> Any:
 
         return pl.from_arrow(table)
     if module == "pandas" and type(given).__name__ == "DataFrame":
-        return table.to_pandas()
+        return _pandas_types_fitting(table).to_pandas()
     return table
+
+
+def _pandas_types_fitting(table: Any) -> Any:
+    """The table, its pandas metadata (which pandas' nullable dtypes, Int64 and the like,
+    come back by) fitted to the types of its results: cummean of an Int64 column is
+    Float64, where the metadata of the input would make it Int64 (and fail on 2.5)."""
+    import json
+
+    import pyarrow as pa
+
+    meta = table.schema.metadata or {}
+    if b"pandas" not in meta:
+        return table
+    pandas = json.loads(meta[b"pandas"])
+    names = set(table.schema.names)
+    for entry in pandas.get("columns", []):
+        name, numpy_type = entry.get("field_name"), entry.get("numpy_type")
+        if name not in names or numpy_type not in _NULLABLE.values():
+            continue  # numpy's own dtypes follow the Arrow type
+        arrow_type = table.schema.field(name).type
+        nullable = _NULLABLE.get(str(arrow_type))
+        if nullable != numpy_type:
+            entry["numpy_type"] = nullable or arrow_type.to_pandas_dtype().__name__
+            entry["pandas_type"] = _PANDAS_TYPES.get(str(arrow_type), "object")
+    meta = {**meta, b"pandas": json.dumps(pandas).encode()}
+    return table.replace_schema_metadata(meta) if isinstance(table, pa.Table) else table
+
+
+# pandas' nullable dtypes by the Arrow type they hold, and pandas' names of those types
+# (its metadata's `numpy_type` and `pandas_type`).
+_NULLABLE = {**{f"int{n}": f"Int{n}" for n in (8, 16, 32, 64)},
+             **{f"uint{n}": f"UInt{n}" for n in (8, 16, 32, 64)},
+             "float": "Float32", "double": "Float64", "bool": "boolean",
+             "string": "string", "large_string": "string"}
+_PANDAS_TYPES = {**{f"int{n}": f"int{n}" for n in (8, 16, 32, 64)},
+                 **{f"uint{n}": f"uint{n}" for n in (8, 16, 32, 64)},
+                 "float": "float32", "double": "float64", "bool": "bool",
+                 "string": "unicode", "large_string": "unicode"}
 
 
 def _is_arrow(data: Any) -> bool:

@@ -187,3 +187,24 @@ def test_polars_text_columns_as_views_reverse_and_group():
     assert grouped["n"].to_list() == [4, 7, 3, 4, 5]
     counted = cumtool.scan(frame, "cumnunique", columns=["city"], reverse=True)
     assert counted["city"].to_list() == [2, 2, 2, None, 1]  # a missing cell: missing
+
+
+def test_pandas_nullable_columns_come_back_in_the_results_types():
+    """A pandas nullable column (Int64, UInt8) whose results are floats comes back
+    Float64, missing cells <NA>: the frame's own dtypes made cummean Int64 (1.5 was a
+    crash, ArrowInvalid, and 2.0 came back 2)."""
+    frame = pd.DataFrame({"a": pd.array([1, None, 4], dtype="Int64"),
+                          "c": pd.array([1, 2, 4], dtype="UInt8"), "i": [1, 2, 3]},
+                         index=pd.Index(["x", "y", "z"], name="id"))
+    mean = cumtool.scan(frame, "cummean")
+    assert dict(mean.dtypes) == {"a": pd.Float64Dtype(), "c": pd.Float64Dtype(),
+                                 "i": np.dtype("float64")}
+    assert mean["a"].tolist() == [1.0, pd.NA, 2.5]
+    assert mean["c"].tolist() == [1.0, 1.5, 7 / 3]
+    assert list(mean.index) == ["x", "y", "z"] and mean.index.name == "id"
+    share = cumtool.scan(frame, "cumsum", share=True, columns=["a"])
+    assert share["a"].tolist() == [0.2, pd.NA, 1.0]
+    sums = cumtool.scan(frame, "cumsum")  # integers stay nullable integers
+    assert dict(sums.dtypes) == {"a": pd.Int64Dtype(), "c": pd.Int64Dtype(),
+                                 "i": np.dtype("int64")}
+    assert sums["a"].tolist() == [1, pd.NA, 5]
