@@ -78,10 +78,8 @@ def test_diff_skipna_gives_the_twins_bytes(tmp_path, op, threads):
         _same(op, _table(tmp_path / "in.csv"), ["--skipna"], threads, 9, by)
 
 
-def test_skipna_is_the_expected_numbers(tmp_path):
-    path = tmp_path / "in.csv"
-    path.write_bytes(b"x,t\n1.5,a\nnan,b\n,c\n2,d\n-nan,e\ninf,f\n")
-    expected = {
+EXPECTED = {
+    "--skipna": (b"x,t\n1.5,a\nnan,b\n,c\n2,d\n-nan,e\ninf,f\n", "2", 8, {
         # a NaN is skipped and kept in place; a missing cell stays missing
         "cumsum": b"x,t\n1.5,a\nNaN,b\n,c\n3.5,d\nNaN,e\ninf,f\n",
         "cummax": b"x,t\n1.5,a\nNaN,b\n,c\n2.0,d\nNaN,e\ninf,f\n",
@@ -89,15 +87,8 @@ def test_skipna_is_the_expected_numbers(tmp_path):
         "cumcount": b"x,t\n1,a\n,b\n,c\n2,d\n,e\n3,f\n",
         "cummean": b"x,t\n1.5,a\nNaN,b\n,c\n1.75,d\nNaN,e\ninf,f\n",
         "diff": b"x,t\n1.5,a\nNaN,b\n,c\n0.5,d\nNaN,e\ninf,f\n",
-    }
-    for op, out in expected.items():
-        assert _same(op, path, ["--skipna"], "2", 8, False) == out, op
-
-
-def test_exclusive_is_the_expected_numbers(tmp_path):
-    path = tmp_path / "in.csv"
-    path.write_bytes(b"x,t\n1.5,a\nnan,b\n,c\n2,d\n")
-    expected = {
+    }),
+    "--exclusive": (b"x,t\n1.5,a\nnan,b\n,c\n2,d\n", "3", 5, {
         # out[0] the identity; a missing cell stays missing
         "cumsum": b"x,t\n0.0,a\n1.5,b\n,c\nNaN,d\n",
         "cummax": b"x,t\n-inf,a\n1.5,b\n,c\nNaN,d\n",
@@ -105,15 +96,22 @@ def test_exclusive_is_the_expected_numbers(tmp_path):
         # a statistic of nothing is missing
         "cummean": b"x,t\n,a\n1.5,b\n,c\nNaN,d\n",
         "cumvar": b"x,t\n,a\nNaN,b\n,c\nNaN,d\n",
-    }
+    }),
+    # with both: a NaN skipped at the start is its own NaN, not a missing cell
+    "--exclusive --skipna": (b"x,t\nnan,a\n3,b\nnan,c\n5,d\n", "2", 5, {
+        "cummean": b"x,t\nNaN,a\n,b\nNaN,c\n3.0,d\n",
+        "cumcount": b"x,t\n,a\n0,b\n,c\n1,d\n",
+    }),
+}
+
+
+@pytest.mark.parametrize("options", list(EXPECTED))
+def test_options_are_the_expected_numbers(tmp_path, options):
+    data, threads, chunk, expected = EXPECTED[options]
+    path = tmp_path / "in.csv"
+    path.write_bytes(data)
     for op, out in expected.items():
-        assert _same(op, path, ["--exclusive"], "3", 5, False) == out, op
-    # with --skipna: a NaN skipped at the start is its own NaN, not a missing cell
-    path.write_bytes(b"x,t\nnan,a\n3,b\nnan,c\n5,d\n")
-    assert _same("cummean", path, ["--exclusive", "--skipna"], "2", 5, False) == (
-        b"x,t\nNaN,a\n,b\nNaN,c\n3.0,d\n")
-    assert _same("cumcount", path, ["--exclusive", "--skipna"], "2", 5, False) == (
-        b"x,t\n,a\n0,b\n,c\n1,d\n")
+        assert _same(op, path, options.split(), threads, chunk, False) == out, op
 
 
 def test_an_int64_column_with_skipna_is_the_plain_scan(tmp_path):
