@@ -293,6 +293,14 @@ class Part:
         self.positions = [(s - groups_at, e - groups_at, v) for s, e, v in positions if v]
 
 
+# A part (~8 MB) goes to the file in writes of at most this size. One write of a whole part
+# cost the writer thread (a stage of its own, on no other core) 0.5-0.9 s of kernel time
+# for a 560 MB output (10M x 8), nearly all of it copying into the page cache, where 1 MiB
+# writes cost 0.11-0.13 s, run after run: 7.3 MB writes, 77 parts, 5 tries each of
+# interleaved runs, 0.65-0.72 s against 0.11-0.13 s (and 0.10-1.04 s in later rounds).
+WRITE_BYTES = 1 << 20
+
+
 class Stitcher:
     """Writes parts one after another as one Parquet file: its footer is that of the single
     writer's file of no rows with every part's row groups (their bytes as the part wrote
@@ -317,8 +325,10 @@ class Stitcher:
         self._row_groups += part.row_groups[at:]
         self._count += part.count
         self._rows += part.rows
-        self._out.write(part.data)
-        self._position += len(part.data)
+        data = part.data
+        for at in range(0, len(data), WRITE_BYTES):
+            self._out.write(data[at:at + WRITE_BYTES])
+        self._position += len(data)
 
     def finish(self) -> None:
         footer = bytearray(self.layout.before)
