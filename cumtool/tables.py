@@ -530,11 +530,13 @@ class TablePlan:
                 self.batch_times = self._times(batch)
             results = {}
             overflows = []
-            for i in self.selected:
-                try:
-                    results[i] = self.scan_column(i, batch.column(self.data_at.get(i, i)), runs)
-                except ScanOverflowError as error:
-                    overflows.append(error)
+            for i, outcome in zip(self.selected, _each_column(
+                    lambda i: self.scan_column(i, batch.column(self.data_at.get(i, i)), runs),
+                    self.selected, batch.num_rows), strict=True):
+                if isinstance(outcome, ScanOverflowError):
+                    overflows.append(outcome)
+                else:
+                    results[i] = outcome
             if overflows:  # the first the scan meets, then the leftmost column
                 raise min(overflows, key=self._scan_order)
             if self.options.share:
@@ -859,3 +861,40 @@ def make_plan(op: str, axis: str, dtype: np.dtype | None, schema: pa.Schema, nam
     if len(ops) == 1:
         return TablePlan(op, axis, dtype, schema, name, options, hints, **scan)
     return MultiPlan(ops, axis, dtype, schema, name, options, hints, **scan)
+
+
+# A batch's columns are scanned on a pool where it has at least this many cells to scan:
+# each column carries its own state, and the kernels (numpy's accumulate, the C loops)
+# let the GIL go, so the one thread that reads and writes batches is not also the one that
+# scans them all (benchmarks/RESULTS-parquet2.md). Smaller batches: a hand-off costs more.
+POOL_CELLS = 1 << 18
+_POOL: Any = None
+_POOL_SIZE = 0
+
+
+def _each_column(scan: Callable[[int], Any], columns: Sequence[int], rows: int) -> list[Any]:
+    """scan(i) of each column, in order: its result, or the ScanOverflowError it raised
+    (any other failure propagates, the leftmost first)."""
+    global _POOL, _POOL_SIZE
+    from cumtool import native
+
+    workers = native.ahead_workers(native.CORES, min(len(columns), 8))
+    if workers < 2 or rows * len(columns) < POOL_CELLS:
+        return [_outcome(scan, i) for i in columns]
+    if workers != _POOL_SIZE:  # --threads of this run
+        from concurrent.futures import ThreadPoolExecutor
+
+        if _POOL is not None:
+            _POOL.shutdown(wait=False)
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cumtool-scan")
+        _POOL_SIZE = workers
+    futures = [_POOL.submit(_outcome, scan, i) for i in columns]
+    return [future.result() for future in futures]
+
+
+def _outcome(scan: Callable[[int], Any], column: int) -> Any:
+    try:
+        return scan(column)
+    except ScanOverflowError as error:
+        return error
+
