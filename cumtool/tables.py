@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -868,28 +869,35 @@ def make_plan(op: str, axis: str, dtype: np.dtype | None, schema: pa.Schema, nam
 # let the GIL go, so the one thread that reads and writes batches is not also the one that
 # scans them all (benchmarks/RESULTS-parquet2.md). Smaller batches: a hand-off costs more.
 POOL_CELLS = 1 << 18
-_POOL: Any = None
-_POOL_SIZE = 0
+_POOLS: dict[int, Any] = {}
+_POOL_LOCK = threading.Lock()
 
 
 def _each_column(scan: Callable[[int], Any], columns: Sequence[int], rows: int) -> list[Any]:
     """scan(i) of each column, in order: its result, or the ScanOverflowError it raised
     (any other failure propagates, the leftmost first)."""
-    global _POOL, _POOL_SIZE
     from cumtool import native
 
     workers = native.ahead_workers(native.CORES, min(len(columns), 8))
     if workers < 2 or rows * len(columns) < POOL_CELLS:
         return [_outcome(scan, i) for i in columns]
-    if workers != _POOL_SIZE:  # --threads of this run
-        from concurrent.futures import ThreadPoolExecutor
+    with _POOL_LOCK:  # cumtool.scan may be called from several threads at once
+        pool = _POOLS.get(workers)  # one a size (--threads): a pool in use is never shut
+        if pool is None:
+            from concurrent.futures import ThreadPoolExecutor
 
-        if _POOL is not None:
-            _POOL.shutdown(wait=False)
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cumtool-scan")
-        _POOL_SIZE = workers
-    futures = [_POOL.submit(_outcome, scan, i) for i in columns]
-    return [future.result() for future in futures]
+            pool = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers,
+                                                        thread_name_prefix="cumtool-scan")
+    # A task a run of neighbouring columns, a few a thread: a table of many narrow
+    # columns is not a hand-off a column.
+    size = -(-len(columns) // (2 * workers))
+    futures = [pool.submit(_outcomes, scan, columns[at:at + size])
+               for at in range(0, len(columns), size)]
+    return [outcome for future in futures for outcome in future.result()]
+
+
+def _outcomes(scan: Callable[[int], Any], columns: Sequence[int]) -> list[Any]:
+    return [_outcome(scan, i) for i in columns]
 
 
 def _outcome(scan: Callable[[int], Any], column: int) -> Any:
