@@ -117,3 +117,21 @@ def test_a_column_of_formatted_numbers_left_unscanned_gets_a_note(invoke, write_
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("note: column 'amount' is not scanned")
     assert f"row 1 (line 2) holds {first!r}" in result.stderr
+
+
+@pytest.mark.parametrize(("encoding", "named"), [("utf-16", "UTF-16"), ("utf-32", "UTF-32")])
+@pytest.mark.parametrize("extra", [(), ("--from", "tsv")])
+def test_excel_unicode_text_export_is_named_utf16_with_the_command_that_converts_it(
+        invoke, write_file, encoding, named, extra):
+    """Excel's "Unicode Text" export is tab-separated UTF-16 with a byte order mark. It was
+    refused as `the header holds a NUL byte (a binary file?)`, which sends a user looking
+    for corruption; the BOM says what it is, and iconv reads it."""
+    path = write_file("export.txt", "name\tval\r\nä\t1\r\n".encode(encoding))
+    result = invoke("cumsum", str(path), *extra)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: {path}: the text is {named} (it starts with a {named} byte order mark), "
+        f"which cumtool does not read; convert it to UTF-8 on the way: iconv -f {named} "
+        f"-t UTF-8 {path} | cumtool cumsum\n")
+    converted = invoke("cumsum", "-", input=path.read_bytes().decode(encoding))
+    assert ok(converted).stdout == "name\tval\nä\t1\n"
