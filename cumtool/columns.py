@@ -202,11 +202,14 @@ INDEX_NAME = re.compile(r"^__index_level_\d+__$")
 def select(names: Sequence[str], by_default: Sequence[bool], columns: Sequence[Selection],
            exclude: Sequence[Selection], what: str, *,
            scannable: Callable[[int], bool], unscannable: Callable[[int, list[str]], str],
-           structural: Collection[int] = (), index: Collection[str] = ()) -> list[int]:
+           structural: Collection[int] = (), index: Collection[str] = (),
+           none_hint: Callable[[], str] = str) -> list[int]:
     """The positions a run scans, for every path (the table plan, the wide path, the
     small path): -c's columns, each scannable (else DataError with `unscannable`'s
     message), or else every column scanned by default that is not a --by or --reset
     column (`structural`), unnamed, or an index; less --exclude's and -c's negated ones.
+    `none_hint`: what to add where none is left (how to scan a column of numbers that is
+    not scanned by default).
     """
     def resolved(selections: Iterable[Selection]) -> list[int]:
         chosen: list[int] = []
@@ -227,7 +230,7 @@ def select(names: Sequence[str], by_default: Sequence[bool], columns: Sequence[S
     if not selected:
         dialect = delimiter_hint(names[0]) if len(names) == 1 else ""
         raise DataError(f"{what}: no numeric columns to scan; columns: "
-                        f"{listing(names)}{dialect}")
+                        f"{listing(names)}{dialect or none_hint()}")
     return selected
 
 

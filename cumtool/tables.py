@@ -131,6 +131,19 @@ def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
     return message
 
 
+def _bigint_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[[], str]:
+    """Where no column is left to scan: how to scan one of integers beyond int64 (an id
+    by default, but the user may mean a count; the -c error says the same)."""
+    def hint() -> str:
+        for name, column in zip(names, hints, strict=True):
+            if column.kind == "bigint":
+                return (f"; column {name!r} holds integers beyond int64: pass "
+                        f"{option('dtype', 'float64')} to scan them as floats")
+        return ""
+
+    return hint
+
+
 def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
                     stored: Sequence[pa.DataType], columns: Sequence[Selection],
                     exclude: Sequence[Selection], what: str, *, op: str = "",
@@ -151,7 +164,7 @@ def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
     return select(names, [hint.by_default for hint in hints], columns, exclude, what,
                   scannable=scannable,
                   unscannable=_unscannable(names, hints, stored, op, compares, what, repeated),
-                  structural=structural, index=index)
+                  structural=structural, index=index, none_hint=_bigint_hint(names, hints))
 
 
 class TablePlan:

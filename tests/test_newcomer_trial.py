@@ -135,3 +135,18 @@ def test_excel_unicode_text_export_is_named_utf16_with_the_command_that_converts
         f"-t UTF-8 {path} | cumtool cumsum\n")
     converted = invoke("cumsum", "-", input=path.read_bytes().decode(encoding))
     assert ok(converted).stdout == "name\tval\nä\t1\n"
+
+
+def test_no_numeric_column_but_one_of_integers_beyond_int64_says_how_to_scan_it(
+        invoke, write_file):
+    """A column of 20-digit integers is an id by default (not scanned); where it is the
+    only column of numbers, 'no numeric columns to scan' left a user with numbers before
+    their eyes; the -c error's hint, --dtype float64, is the way, so it is said here too."""
+    path = write_file("counts.csv", "bytes\n99999999999999999999\n1\n")
+    result = invoke("cumsum", str(path))
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (f"Error: {path}: no numeric columns to scan; columns: bytes; "
+                             "column 'bytes' holds integers beyond int64: pass --dtype "
+                             "float64 to scan them as floats\n")
+    assert ok(invoke("cumsum", str(path), "--dtype", "float64")).stdout == (
+        "bytes\n1e+20\n1e+20\n")
