@@ -126,6 +126,10 @@ def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
                  "floats" if kind == "bigint" else kind)
         culprit = hints[position].culprit
         holds = f": {culprit}" if culprit else f" ({holds})"
+        if op in REGISTRY and not REGISTRY[op].dates:  # dates are cummax's and cummin's
+            dated = {names[i] for i in range(len(names))
+                     if is_temporal(hints[i].parse_as or stored[i])}
+            numeric = [n for n in numeric if n not in dated]
         return f"{what}: column {label} is not numeric{holds}; numeric columns: {listing(numeric)}"
 
     return message

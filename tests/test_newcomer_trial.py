@@ -150,3 +150,17 @@ def test_no_numeric_column_but_one_of_integers_beyond_int64_says_how_to_scan_it(
                              "float64 to scan them as floats\n")
     assert ok(invoke("cumsum", str(path), "--dtype", "float64")).stdout == (
         "bytes\n1e+20\n1e+20\n")
+
+
+@pytest.mark.parametrize(("op", "listed"), [("cumsum", "units"), ("cummean", "units"),
+                                            ("cummax", "date, units")])
+def test_the_columns_an_op_can_scan_are_listed_without_dates_it_refuses(invoke, write_file,
+                                                                        op, listed):
+    """`-c store` names a text column; the error lists what can be scanned instead. It
+    listed `date` for cumsum, which then refuses dates (cummax and cummin take them)."""
+    path = write_file("sales.csv", "date,store,units\n2024-03-01,Riverside,3\n"
+                                   "2024-03-02,Harbor,4\n")
+    result = invoke(op, str(path), "-c", "store")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (f"Error: {path}: column 'store' is not numeric: row 1 (line 2) "
+                             f"holds 'Riverside'; numeric columns: {listed}\n")
