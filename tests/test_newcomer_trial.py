@@ -164,3 +164,25 @@ def test_the_columns_an_op_can_scan_are_listed_without_dates_it_refuses(invoke, 
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == (f"Error: {path}: column 'store' is not numeric: row 1 (line 2) "
                              f"holds 'Riverside'; numeric columns: {listed}\n")
+
+
+@pytest.mark.parametrize(("state", "inputs", "output", "role"), [
+    ("log.csv", ("log.csv",), (), "an input"),
+    ("log.csv", ("*.csv",), (), "an input"),  # a quoted glob that takes it in
+    ("out.csv", ("log.csv",), ("-o", "out.csv"), "the output"),
+])
+def test_a_state_that_is_the_data_is_refused_before_it_is_touched(invoke, tmp_path,
+                                                                  monkeypatch, state, inputs,
+                                                                  output, role):
+    """`--state log.csv` for `--state log.state`: the error was the one for a broken state
+    file, 'remove it to start afresh' -- the user's data -- and a log.csv.lock was left."""
+    monkeypatch.chdir(tmp_path)
+    Path("log.csv").write_text("kwh\n1\n2\n")
+    Path("out.csv").write_text("kept\n")
+    result = invoke("cumsum", *inputs, "--state", state, *output)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr == (f"Error: --state {state} is {role}: give the state a file of "
+                             f"its own (e.g. {state}.state)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv", "out.csv"]
+    assert (Path("log.csv").read_text(), Path("out.csv").read_text()) == ("kwh\n1\n2\n",
+                                                                          "kept\n")
