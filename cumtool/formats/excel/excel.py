@@ -12,6 +12,7 @@ fall on Excel's day 0 (1899-12-31) holds times of day. Text stays text (a code
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
@@ -25,6 +26,9 @@ from cumtool.notes import Quiet, note
 
 MAX_BATCH_ROWS = 1 << 16
 _EXACT_FLOAT = float(1 << 53)
+# The names fastexcel gives where it does not take a header cell's text as it is: an empty
+# cell, a date or a flag (`__UNNAMED__3`), a name met before (`b_1`).
+_RENAMED = re.compile(r"__UNNAMED__\d+|.*_\d+")
 
 
 def _fastexcel() -> Any:
@@ -107,6 +111,8 @@ def _header(reader: Any, index: int, names: list[str]) -> list[str]:
     """The header row's cells as the sheet shows them, as a CSV's header is kept: fastexcel
     names an empty cell `__UNNAMED__0` (so a pandas index, under an empty name, would be
     scanned), a repeated name `b_1`, and a date or a flag `__UNNAMED__N`."""
+    if not any(_RENAMED.fullmatch(name) for name in names):
+        return names  # as the cells are: the sheet is not read a second time
     first = reader.load_sheet(index, header_row=None, n_rows=1).to_arrow()
     if first.num_columns != len(names) or first.num_rows != 1:
         return names  # not the row fastexcel named the columns from: keep its names
