@@ -112,8 +112,10 @@ def names(columns: Sequence[str | int], option: str) -> Selection:
 
 
 def listing(header: Sequence[str]) -> str:
-    """Column names for a message: as they are, quoted where empty or holding a comma."""
-    return ", ".join(repr(n) if not n or "," in n else n for n in header) or "none"
+    """Column names for a message: as they are, quoted where empty, holding a comma, or
+    beginning or ending in a space (` amount `, which a user types as `amount`)."""
+    return ", ".join(repr(n) if not n or "," in n or n != n.strip() else n
+                     for n in header) or "none"
 
 
 def resolve(selection: Selection, header: Sequence[str], source: str) -> list[int]:
@@ -186,7 +188,15 @@ def _name(text: str, index: dict[str, list[int]], option: str, source: str,
                             f"columns named {match.group(1)!r}")
         return repeats[k]
     if positions is None:
-        raise DataError(f"{source}: no column {text!r}; columns: {listing(header)}")
+        # The name as typed, but for its case and the spaces around it (` Amount ` for
+        # amount): said, since the listing shows the difference poorly; spaces around a
+        # name are kept where it is quoted (`-c '" amount "'`), so it is offered so.
+        from cumtool.suggest import did_you_mean
+
+        near = dict.fromkeys(n if n == n.strip() else f'"{n}"' for n in header
+                             if n.strip().casefold() == text.strip().casefold())
+        raise DataError(f"{source}: no column {text!r}; columns: {listing(header)}"
+                        f"{'.' + did_you_mean(near) if near else ''}")
     if len(positions) > 1:
         where = ", ".join(str(p + 1) for p in positions)
         raise DataError(f"{source}: {option} {text!r} is ambiguous: the header repeats it at "

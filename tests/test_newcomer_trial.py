@@ -225,3 +225,22 @@ def test_a_growing_log_whose_header_is_being_written_waits_as_the_note_says(cli_
     assert (second.returncode, second.stderr) == (0, "")
     assert Path("out.csv").read_text() == "ts,bytes\n1,10\n3,30\n"
 
+
+
+@pytest.mark.parametrize(("typed", "message"), [
+    ("qty", "no column 'qty'; columns: id, ' amount ', Qty. Did you mean 'Qty'?"),
+    ("amount", "no column 'amount'; columns: id, ' amount ', Qty. Did you mean "
+               "'\" amount \"'?"),
+    ("price", "no column 'price'; columns: id, ' amount ', Qty"),
+])
+def test_a_column_named_but_for_its_case_or_spaces_is_offered(invoke, write_file, typed,
+                                                              message):
+    """Hand-made exports pad their headers (` amount `) and capitalise them (`Qty`). The
+    listing showed ` amount ` unquoted, its spaces invisible, and offered nothing; -c
+    strips spaces around an item, so the name is offered quoted, as it is to be typed."""
+    path = write_file("pads.csv", "id, amount ,Qty\n1,2,3\n4,5,6\n")
+    result = invoke("cumsum", str(path), "-c", typed)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", f"Error: {path}: {message}\n")
+    offered = ok(invoke("cumsum", str(path), "-c", '" amount "'))
+    assert offered.stdout == "id, amount ,Qty\n1,2,3\n4,7,6\n"
