@@ -238,14 +238,33 @@ def select(names: Sequence[str], by_default: Sequence[bool], columns: Sequence[S
                   and name and not INDEX_NAME.match(name) and name not in index]
     selected = [i for i in chosen if i not in excluded]
     if not selected:
-        dialect = delimiter_hint(names[0]) if len(names) == 1 else ""
+        dialect = (delimiter_hint(names[0]) if len(names) == 1
+                   else excel_sep_hint(names[0]) if list(names) == ["sep=", ""] else "")
         raise DataError(f"{what}: no numeric columns to scan; columns: "
                         f"{listing(names)}{dialect or none_hint()}")
     return selected
 
 
+# Excel's first line naming the delimiter (`sep=;`), which Excel and LibreOffice read so.
+_EXCEL_SEP = re.compile(r"sep=.")
+
+
+def excel_sep_hint(line: str) -> str:
+    """For a header that is Excel's `sep=X` line: read whole (`sep=;`, X not the delimiter
+    given), or split at X (`sep=`, X the delimiter given)."""
+    if line == "sep=":
+        return ("; its first line is Excel's sep= line, which names the delimiter, not a "
+                "header: skip it (tail -n +2)")
+    shown = "\\t" if line[4:] == "\t" else line[4:]
+    return (f"; its first line, {line!r}, is Excel's note of the delimiter, not a header: "
+            f"skip it (tail -n +2) and pass -d '{shown}'")
+
+
 def delimiter_hint(header: str) -> str:
-    """For a header read as one field: a ; (European), tab or | in it was the delimiter."""
+    """For a header read as one field: a ; (European), tab or | in it was the delimiter;
+    or it is Excel's `sep=;` line, which names the delimiter and comes before the header."""
+    if _EXCEL_SEP.fullmatch(header):
+        return excel_sep_hint(header)
     for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
         if delimiter in header:
             extra = " (and --decimal-comma for 1,5)" if delimiter == ";" else ""

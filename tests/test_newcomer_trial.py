@@ -244,3 +244,23 @@ def test_a_column_named_but_for_its_case_or_spaces_is_offered(invoke, write_file
         1, "", f"Error: {path}: {message}\n")
     offered = ok(invoke("cumsum", str(path), "-c", '" amount "'))
     assert offered.stdout == "id, amount ,Qty\n1,2,3\n4,7,6\n"
+
+
+@pytest.mark.parametrize(("extra", "hint"), [
+    ((), "columns: sep=;; its first line, 'sep=;', is Excel's note of the delimiter, not a "
+         "header: skip it (tail -n +2) and pass -d ';'"),
+    (("-d", ";"), "columns: sep=, ''; its first line is Excel's sep= line, which names the "
+                  "delimiter, not a header: skip it (tail -n +2)"),
+])
+def test_excel_sep_line_before_the_header_is_named_with_how_to_skip_it(invoke, write_file,
+                                                                       extra, hint):
+    """Excel writes (and reads) a first line `sep=;` naming the delimiter. Read as the
+    header it left every column text: the error suggested -d ';', after which it listed
+    the columns `sep=` and '' and said no more."""
+    path = write_file("excel.csv", "sep=;\r\nDatum;Menge\r\n01.01.2024;3\r\n02.01.2024;4\r\n")
+    result = invoke("cumsum", str(path), *extra)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == f"Error: {path}: no numeric columns to scan; {hint}\n"
+    skipped = path.read_bytes().split(b"\n", 1)[1]
+    assert ok(invoke("cumsum", "-", "-d", ";", input=skipped)).stdout == (
+        "Datum,Menge\n01.01.2024,3\n02.01.2024,7\n")  # csv output: its own delimiter
