@@ -264,3 +264,20 @@ def test_excel_sep_line_before_the_header_is_named_with_how_to_skip_it(invoke, w
     skipped = path.read_bytes().split(b"\n", 1)[1]
     assert ok(invoke("cumsum", "-", "-d", ";", input=skipped)).stdout == (
         "Datum,Menge\n01.01.2024,3\n02.01.2024,7\n")  # csv output: its own delimiter
+
+
+
+@pytest.mark.parametrize("line_buffered", [False, True])
+def test_a_late_integer_beyond_int64_is_called_one(invoke, line_buffered):
+    """A byte counter that outgrows int64 after the rows its type is judged from (10,000;
+    the first with --line-buffered): the error said '99999999999999999999' 'is not an
+    integer', which it is."""
+    rows = 1 if line_buffered else 20_000
+    text = "v\n" + "".join(f"{i}\n" for i in range(rows)) + "99999999999999999999\n5\n"
+    result = invoke("cumsum", "-", "-o", "-", *(["--line-buffered"] * line_buffered),
+                    input=text)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: standard input: row {rows + 1} (line {rows + 2}), column 'v': "
+        "'99999999999999999999' is an integer beyond int64, unlike the first rows; pass "
+        "--dtype float64 to scan the column as floats\n")

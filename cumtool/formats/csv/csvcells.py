@@ -250,7 +250,9 @@ def surprise(name: str, where: str, names: list[str], column: int, text: str,
             pl.Series([text], dtype=pl.String), pa.float64()).is_not_null().all():
         hint = "; pass --dtype float64 if the column holds floats"
         if re.fullmatch(r"[+-]?[0-9]+", text):  # beyond int64: an id, not to be rounded
-            return FormatError(message + hint)
+            return FormatError(f"{name}: {where}, column {names[column]!r}: {text[:40]!r} "
+                               "is an integer beyond int64, unlike the first rows; pass "
+                               "--dtype float64 to scan the column as floats")
         return LateDecimal(message, hint, column)
     na = na_option(na_values, [text])
     if na is None:
