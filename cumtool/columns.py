@@ -112,8 +112,10 @@ def names(columns: Sequence[str | int], option: str) -> Selection:
 
 
 def listing(header: Sequence[str]) -> str:
-    """Column names for a message: as they are, quoted where empty or holding a comma."""
-    return ", ".join(repr(n) if not n or "," in n else n for n in header) or "none"
+    """Column names for a message: as they are, quoted where empty, holding a comma, or
+    beginning or ending in a space (` amount `, which a user types as `amount`)."""
+    return ", ".join(repr(n) if not n or "," in n or n != n.strip() else n
+                     for n in header) or "none"
 
 
 def resolve(selection: Selection, header: Sequence[str], source: str) -> list[int]:
@@ -186,7 +188,15 @@ def _name(text: str, index: dict[str, list[int]], option: str, source: str,
                             f"columns named {match.group(1)!r}")
         return repeats[k]
     if positions is None:
-        raise DataError(f"{source}: no column {text!r}; columns: {listing(header)}")
+        # The name as typed, but for its case and the spaces around it (` Amount ` for
+        # amount): said, since the listing shows the difference poorly; spaces around a
+        # name are kept where it is quoted (`-c '" amount "'`), so it is offered so.
+        from cumtool.suggest import did_you_mean
+
+        near = dict.fromkeys(n if n == n.strip() else f'"{n}"' for n in header
+                             if n.strip().casefold() == text.strip().casefold())
+        raise DataError(f"{source}: no column {text!r}; columns: {listing(header)}"
+                        f"{'.' + did_you_mean(near) if near else ''}")
     if len(positions) > 1:
         where = ", ".join(str(p + 1) for p in positions)
         raise DataError(f"{source}: {option} {text!r} is ambiguous: the header repeats it at "
@@ -202,11 +212,14 @@ INDEX_NAME = re.compile(r"^__index_level_\d+__$")
 def select(names: Sequence[str], by_default: Sequence[bool], columns: Sequence[Selection],
            exclude: Sequence[Selection], what: str, *,
            scannable: Callable[[int], bool], unscannable: Callable[[int, list[str]], str],
-           structural: Collection[int] = (), index: Collection[str] = ()) -> list[int]:
+           structural: Collection[int] = (), index: Collection[str] = (),
+           none_hint: Callable[[], str] = str) -> list[int]:
     """The positions a run scans, for every path (the table plan, the wide path, the
     small path): -c's columns, each scannable (else DataError with `unscannable`'s
     message), or else every column scanned by default that is not a --by or --reset
     column (`structural`), unnamed, or an index; less --exclude's and -c's negated ones.
+    `none_hint`: what to add where none is left (how to scan a column of numbers that is
+    not scanned by default).
     """
     def resolved(selections: Iterable[Selection]) -> list[int]:
         chosen: list[int] = []
@@ -225,14 +238,33 @@ def select(names: Sequence[str], by_default: Sequence[bool], columns: Sequence[S
                   and name and not INDEX_NAME.match(name) and name not in index]
     selected = [i for i in chosen if i not in excluded]
     if not selected:
-        dialect = delimiter_hint(names[0]) if len(names) == 1 else ""
+        dialect = (delimiter_hint(names[0]) if len(names) == 1
+                   else excel_sep_hint(names[0]) if list(names) == ["sep=", ""] else "")
         raise DataError(f"{what}: no numeric columns to scan; columns: "
-                        f"{listing(names)}{dialect}")
+                        f"{listing(names)}{dialect or none_hint()}")
     return selected
 
 
+# Excel's first line naming the delimiter (`sep=;`), which Excel and LibreOffice read so.
+_EXCEL_SEP = re.compile(r"sep=.")
+
+
+def excel_sep_hint(line: str) -> str:
+    """For a header that is Excel's `sep=X` line: read whole (`sep=;`, X not the delimiter
+    given), or split at X (`sep=`, X the delimiter given)."""
+    if line == "sep=":
+        return ("; its first line is Excel's sep= line, which names the delimiter, not a "
+                "header: skip it (tail -n +2)")
+    shown = "\\t" if line[4:] == "\t" else line[4:]
+    return (f"; its first line, {line!r}, is Excel's note of the delimiter, not a header: "
+            f"skip it (tail -n +2) and pass -d '{shown}'")
+
+
 def delimiter_hint(header: str) -> str:
-    """For a header read as one field: a ; (European), tab or | in it was the delimiter."""
+    """For a header read as one field: a ; (European), tab or | in it was the delimiter;
+    or it is Excel's `sep=;` line, which names the delimiter and comes before the header."""
+    if _EXCEL_SEP.fullmatch(header):
+        return excel_sep_hint(header)
     for delimiter, shown in ((";", ";"), ("\t", "\\t"), ("|", "|")):
         if delimiter in header:
             extra = " (and --decimal-comma for 1,5)" if delimiter == ";" else ""

@@ -41,7 +41,14 @@ class Request(Protocol):
 _PLAIN_NAME = re.compile(r"[^,\"\[\]!\s](?:[^,\"\[\]]*[^,\"\[\]\s])?")
 
 
-def note(request: Request, text: str) -> None:
+class Quiet(Protocol):
+    """What note() asks of a run's options: whether notes are shown (-q: not)."""
+
+    @property
+    def notes(self) -> bool: ...
+
+
+def note(request: Quiet, text: str) -> None:
     """One `note: ...` line on standard error, unless the run is quiet."""
     if request.notes:
         from cumtool.view import printable

@@ -51,6 +51,9 @@ class InputRequest(ReadRequest, Protocol):
     @property
     def op(self) -> str: ...
 
+    @property
+    def encoding(self) -> str | None: ...
+
     def refuse_unread(self, fmt: str, name: str) -> None: ...
 
 SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
@@ -119,6 +122,9 @@ def open_source(
         kind = FileKind(fmt, kind.compression)
     elif kind.compression is None and format_named(kind.format).delimited:
         _refuse_what_is_not_a_table(name, sniff, request.op)
+    if kind.compression is None and request.encoding is None and (
+            format_named(kind.format).delimited or kind.format == "jsonl"):
+        _refuse_wide_unicode(name, sniff, request.op)
     declared = format_named(kind.format)
     # What this format does not honour (--na on Parquet, --sheet on CSV), by name.
     request.refuse_unread(kind.format, name)
@@ -171,6 +177,25 @@ def _refuse_what_is_not_a_table(name: str, head: bytes, op: str) -> None:
                           f"which cumtool reads; turn it into JSON Lines on the way: "
                           f"{command} | cumtool {op} (or jq -c . for objects one after "
                           "another)")
+
+
+# Byte order marks of the encodings that store ASCII with NUL bytes (Excel's "Unicode
+# Text" export is UTF-16 with the first): UTF-32's before UTF-16's, which they start with.
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def _refuse_wide_unicode(name: str, head: bytes, op: str) -> None:
+    """Text in UTF-16 or UTF-32, known by its byte order mark: said as such, with the
+    command that converts it, rather than met as a NUL byte in the header."""
+    for bom, encoding in _WIDE_BOMS:
+        if head.startswith(bom):
+            command = "... | iconv" if name == "standard input" else "iconv"
+            source = "" if name == "standard input" else f" {name}"
+            raise FormatError(f"{name}: the text is {encoding} (it starts with a {encoding} "
+                              "byte order mark), which cumtool does not read; convert it "
+                              f"to UTF-8 on the way: {command} -f {encoding} -t UTF-8"
+                              f"{source} | cumtool {op}")
 
 
 def open_path(path: str, stack: contextlib.ExitStack) -> IO[bytes]:

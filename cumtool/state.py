@@ -88,6 +88,7 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     folder = os.path.dirname(real)
     if not os.path.isdir(folder):  # found now, not after the output is written
         raise OutputError(f"cannot write {path}: directory {folder} does not exist")
+    _refuse_a_data_file(request, path, real)
     lock = StateLock(real, request.wait, path)
     stack.callback(lock.release)
     recover(real + RECORD_SUFFIX)  # a run killed while putting its files in place
@@ -154,6 +155,21 @@ def _read_part(request: Request, name: str, fingerprinted: Print) -> Print:
         return fingerprinted
     size, sha256 = fingerprinted.whole_lines
     return dataclasses.replace(fingerprinted, size=size, sha256=sha256, ends_line=True)
+
+
+def _refuse_a_data_file(request: Request, path: str, real: str) -> None:
+    """--state naming an input or the output (a slip for `--state data.csv.state`): the
+    state's error for a file it cannot use says to remove it, which would be the data."""
+    from cumtool import inputs, remote
+
+    given = [a for a in (request.inputs or (request.input,))
+             if a != "-" and not remote.is_url(a) and (os.path.exists(a) or inputs.is_glob(a))]
+    files = [f.path for f in inputs.expand(tuple(given))]  # globs and folders: their files
+    for role, named in (("an input", files), ("the output", [request.output])):
+        for name in named:
+            if name not in (None, "-") and os.path.realpath(str(name)) == real:
+                raise UsageError(f"{option('state')} {path} is {role}: give the state a "
+                                 f"file of its own (e.g. {path}.state)")
 
 
 def span_of(resume: Resume | None, name: str) -> Span | None:

@@ -127,9 +127,26 @@ def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
                  "floats" if kind == "bigint" else kind)
         culprit = hints[position].culprit
         holds = f": {culprit}" if culprit else f" ({holds})"
+        if op in REGISTRY and not REGISTRY[op].dates:  # dates are cummax's and cummin's
+            dated = {names[i] for i in range(len(names))
+                     if is_temporal(hints[i].parse_as or stored[i])}
+            numeric = [n for n in numeric if n not in dated]
         return f"{what}: column {label} is not numeric{holds}; numeric columns: {listing(numeric)}"
 
     return message
+
+
+def _bigint_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[[], str]:
+    """Where no column is left to scan: how to scan one of integers beyond int64 (an id
+    by default, but the user may mean a count; the -c error says the same)."""
+    def hint() -> str:
+        for name, column in zip(names, hints, strict=True):
+            if column.kind == "bigint":
+                return (f"; column {name!r} holds integers beyond int64: pass "
+                        f"{option('dtype', 'float64')} to scan them as floats")
+        return ""
+
+    return hint
 
 
 def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
@@ -152,7 +169,7 @@ def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
     return select(names, [hint.by_default for hint in hints], columns, exclude, what,
                   scannable=scannable,
                   unscannable=_unscannable(names, hints, stored, op, compares, what, repeated),
-                  structural=structural, index=index)
+                  structural=structural, index=index, none_hint=_bigint_hint(names, hints))
 
 
 class TablePlan:

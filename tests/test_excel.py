@@ -97,7 +97,7 @@ def test_several_sheets_and_no_sheet_reads_the_first_and_says_so(invoke, book):
     assert result.exit_code == 0
     assert result.stdout.splitlines()[0] == "date,code,units,price,note"
     assert result.stdout.splitlines()[1] == "2024-03-01,007,3,1.5,a"
-    assert result.stderr == (f"Note: {book} has 3 sheets; reading the first, 'Sales' (the "
+    assert result.stderr == (f"note: {book} has 3 sheets; reading the first, 'Sales' (the "
                              "others: 'Costs', '2'; choose one with --sheet)\n")
 
 

@@ -149,6 +149,9 @@ class ReadRequest(Protocol):
     def sheet(self) -> str | None: ...
 
     @property
+    def notes(self) -> bool: ...
+
+    @property
     def comment(self) -> str | None: ...
 
     @property

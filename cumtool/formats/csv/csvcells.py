@@ -51,6 +51,7 @@ def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
         raise FormatError(
             f"{name}: a quote inside an unquoted field, {where} ({text!r}); quote the "
             "whole field (\"a \"\"b\"\" c\") as CSV requires"
+            f"{_other_delimiter(chunk, delimiter) if header else ''}"
         )
     if quotes.shape[0] % 2:  # the input ends inside quotes: its last quote opened them
         at = int(quotes[-1])
@@ -59,6 +60,18 @@ def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
         where = ("the header" if header and line == 0
                  else row_text(row, lines_before + chunk.count(b"\n", 0, at) + 1))
         raise FormatError(f"{name}: cannot read as csv: {where}: a quote that is never closed")
+
+
+def _other_delimiter(chunk: bytes, delimiter: str) -> str:
+    """For a quote error in a file whose header holds no `delimiter`: the delimiter it
+    holds instead (a `;` export's `"1.234,50"` is a quoted field, not a stray quote)."""
+    from cumtool.columns import delimiter_hint
+
+    header = chunk.split(b"\n", 1)[0].decode("utf-8", "replace")
+    if delimiter in header:
+        return ""
+    hint = delimiter_hint(header)
+    return hint
 
 
 def layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
@@ -250,7 +263,9 @@ def surprise(name: str, where: str, names: list[str], column: int, text: str,
             pl.Series([text], dtype=pl.String), pa.float64()).is_not_null().all():
         hint = "; pass --dtype float64 if the column holds floats"
         if re.fullmatch(r"[+-]?[0-9]+", text):  # beyond int64: an id, not to be rounded
-            return FormatError(message + hint)
+            return FormatError(f"{name}: {where}, column {names[column]!r}: {text[:40]!r} "
+                               "is an integer beyond int64, unlike the first rows; pass "
+                               "--dtype float64 to scan the column as floats")
         return LateDecimal(message, hint, column)
     na = na_option(na_values, [text])
     if na is None:

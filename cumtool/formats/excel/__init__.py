@@ -22,7 +22,7 @@ def _read(opening: Opening) -> SourceBase:
         except (OSError, ValueError) as error:
             raise unreadable(opening.name, "a spreadsheet", error) from None
     return SpreadsheetSource(data, opening.name, opening.request.sheet,
-                             header=opening.request.header)
+                             header=opening.request.header, request=opening.request)
 
 
 # Members' names (and an .ods' mimetype, its first member) are in local headers.

@@ -12,7 +12,7 @@ fall on Excel's day 0 (1899-12-31) holds times of day. Text stays text (a code
 from __future__ import annotations
 
 import datetime
-import sys
+import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
@@ -22,9 +22,13 @@ import pyarrow.compute as pc
 
 from cumtool.errors import DataError, FormatError, extra_missing
 from cumtool.formats import SourceBase
+from cumtool.notes import Quiet, note
 
 MAX_BATCH_ROWS = 1 << 16
 _EXACT_FLOAT = float(1 << 53)
+# The names fastexcel gives where it does not take a header cell's text as it is: an empty
+# cell, a date or a flag (`__UNNAMED__3`), a name met before (`b_1`).
+_RENAMED = re.compile(r"__UNNAMED__\d+|.*_\d+")
 
 
 def _fastexcel() -> Any:
@@ -40,15 +44,15 @@ def _fastexcel() -> Any:
     return fastexcel
 
 
-def _choose(names: list[str], sheet: str | None, name: str) -> int:
+def _choose(names: list[str], sheet: str | None, name: str, request: Quiet) -> int:
     """The 0-based index of the sheet asked for. A sheet's exact name wins over a number
     (a sheet may be called `2024`)."""
     if sheet is None:
         if len(names) > 1:
             others = ", ".join(repr(n) for n in names[1:6]) + (", ..." if len(names) > 6
                                                                 else "")
-            print(f"Note: {name} has {len(names)} sheets; reading the first, {names[0]!r} "
-                  f"(the others: {others}; choose one with --sheet)", file=sys.stderr)
+            note(request, f"{name} has {len(names)} sheets; reading the first, "
+                          f"{names[0]!r} (the others: {others}; choose one with --sheet)")
         return 0
     if sheet in names:
         return names.index(sheet)
@@ -71,7 +75,7 @@ class SpreadsheetSource(SourceBase):
     """One sheet of a workbook (a path, or the bytes of one read from a pipe)."""
 
     def __init__(self, workbook: str | bytes, name: str, sheet: str | None, *,
-                 header: bool) -> None:
+                 header: bool, request: Quiet) -> None:
         fastexcel = _fastexcel()
         self.name = name
         try:
@@ -79,10 +83,12 @@ class SpreadsheetSource(SourceBase):
             names = list(reader.sheet_names)
             if not names:
                 raise FormatError(f"{name}: the workbook has no sheets")
-            index = _choose(names, sheet, name)
+            index = _choose(names, sheet, name, request)
             self.sheet = names[index]
             loaded = reader.load_sheet(index, header_row=0 if header else None)
             table = pa.Table.from_batches([loaded.to_arrow()])
+            if header:
+                table = table.rename_columns(_header(reader, index, table.column_names))
         except fastexcel.FastExcelError as error:
             reason = str(error).split("\n", 1)[0]
             raise FormatError(f"{name}: cannot read as a spreadsheet: {reason}") from None
@@ -99,6 +105,33 @@ class SpreadsheetSource(SourceBase):
                 unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
         """The sheet in slices; its columns are typed (nothing to parse)."""
         yield from self._table.to_batches(max_chunksize=MAX_BATCH_ROWS)
+
+
+def _header(reader: Any, index: int, names: list[str]) -> list[str]:
+    """The header row's cells as the sheet shows them, as a CSV's header is kept: fastexcel
+    names an empty cell `__UNNAMED__0` (so a pandas index, under an empty name, would be
+    scanned), a repeated name `b_1`, and a date or a flag `__UNNAMED__N`."""
+    if not any(_RENAMED.fullmatch(name) for name in names):
+        return names  # as the cells are: the sheet is not read a second time
+    first = reader.load_sheet(index, header_row=None, n_rows=1).to_arrow()
+    if first.num_columns != len(names) or first.num_rows != 1:
+        return names  # not the row fastexcel named the columns from: keep its names
+    return [_header_text(first.column(i)[0].as_py()) for i in range(first.num_columns)]
+
+
+def _header_text(value: object) -> str:
+    """A header cell as text: a whole number without `.0` (a year, 2024), a flag as the
+    sheet writes it (TRUE), a date-time at midnight as its date."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) <= _EXACT_FLOAT else repr(value)
+    if isinstance(value, datetime.datetime):
+        return (value.date().isoformat() if value.time() == datetime.time()
+                else value.isoformat())
+    return str(value)
 
 
 def _as_shown(table: pa.Table) -> pa.Table:
