@@ -96,8 +96,14 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
         with contextlib.suppress(DataError):  # refused already, if at all
             excluded.update(resolve(selection, names, ""))
     for i, hint in enumerate(hints):
-        if (not hint.mostly_numbers or i in selected or i in excluded or i in structural
-                or not names[i]):
+        if (not (hint.mostly_numbers or hint.formatted) or i in selected or i in excluded
+                or i in structural or not names[i]):
+            continue
+        if hint.formatted:
+            note(request, f"column {names[i]!r} is not scanned: its numbers are written as "
+                          f"a spreadsheet formats them ({hint.culprit}), with thousands "
+                          "separators, a currency or a percent sign, which cumtool does not "
+                          "read; to scan it, export it as plain numbers (1234.5)")
             continue
         # -c replaces the default selection: the columns scanned now and this one, where
         # they are few enough to list.

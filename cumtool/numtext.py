@@ -45,6 +45,21 @@ FLOAT_GRAMMAR = (r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
                  r"|[+-]?(?:inf|infinity|nan)")
 INT_TEXT = re.compile(INT_GRAMMAR, re.ASCII)
 FLOAT_TEXT = re.compile(FLOAT_GRAMMAR, re.IGNORECASE | re.ASCII)
+# A number as a spreadsheet formats it, which no parser here reads: thousands separators
+# (1,234.5 or 1.234,5), a currency sign, a percent sign, an accountant's (negative).
+_FORMATTED = re.compile(r"\(?[+-]?(?:[$\u20ac\u00a3\u00a5]\s?)?[+-]?"
+                        r"(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?"
+                        r"|[0-9]{1,3}(?:\.[0-9]{3})+(?:,[0-9]+)?"
+                        r"|[0-9]+(?:[.,][0-9]+)?)\s?%?\)?", re.ASCII)
+
+
+def formatted_number(text: str) -> bool:
+    """Whether `text` is a number written as a spreadsheet formats it ('1,234', '$1.50',
+    '15%', '(2.00)'), which cumtool does not read: a column of them gets a note."""
+    text = text.strip()
+    return (_FORMATTED.fullmatch(text) is not None
+            and text.startswith("(") == text.endswith(")")
+            and any(sign in text for sign in ",$%(\u20ac\u00a3\u00a5"))
 _INT = re.compile(INT_GRAMMAR.encode())
 _FLOAT = re.compile(FLOAT_GRAMMAR.encode(), re.IGNORECASE)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1

@@ -344,6 +344,9 @@ class ColumnHint:
     # `texts`: its judged cells that are not numbers, stripped, the first few of them.
     mostly_numbers: bool = field(default=False, compare=False)
     texts: tuple[str, ...] = field(default=(), compare=False)
+    # Text whose judged cells not numbers are all numbers as a spreadsheet formats them
+    # (numtext.formatted_number: '1,234', '$1.50', '15%'): a note too, naming `culprit`.
+    formatted: bool = field(default=False, compare=False)
 
 
 class SourceBase:

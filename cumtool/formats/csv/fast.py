@@ -466,7 +466,12 @@ class _Job:
                                        flags[j, first:judged])
             _values, ok = numtext.parse_floats(data, s, e)
             if 2 * int(np.count_nonzero(ok)) < int(np.count_nonzero(e > s)):
-                return []  # not half numbers: not mostly numbers either
+                # Not half numbers: not mostly numbers either, and not numbers as a
+                # spreadsheet formats them ('1,234') unless its first text cell is one.
+                k = int(np.flatnonzero(~ok & (e > s))[0])
+                if not numtext.formatted_number(records.cut_cell_text(
+                        data, int(s[k]), int(e[k]), int(f[k]))):
+                    return []
             return [None if a == b and not c else records.cut_cell_text(data, a, b, c)
                     for a, b, c in zip(s.tolist(), e.tolist(), f.tolist(), strict=True)]
 

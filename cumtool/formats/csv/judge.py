@@ -179,15 +179,17 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
         where = row_text(first_row + at + 1, row_line(first_row + at))
         present = int(np.count_nonzero(codes != CELL_MISSING))
         mostly = mostly_numbers(present, present - len(found))
+        formatted = all(numtext.formatted_number(str(cells[int(j)])) for j in found)
         texts: tuple[str, ...] = ()
-        if mostly:
+        if mostly and not formatted:
             distinct = cells.filter(pl.Series(bad)).str.strip_chars().unique(
                 maintain_order=True)
             texts = tuple(distinct.head(TEXTS_NAMED + 1).to_list())
             if len(texts) > TEXTS_NAMED:
                 texts = ()  # too many to list: the note names --na without a list
         out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])),
-                                     mostly_numbers=mostly, texts=texts)
+                                     mostly_numbers=mostly and not formatted, texts=texts,
+                                     formatted=formatted)
     return out
 
 
