@@ -122,6 +122,11 @@ def _run(request: Request) -> None:
             datasets.run(request, dtype, stack, resume)
             return
         span = state.span_of(resume, request.input)
+        if span is not None and request.growing and span.end == 0:
+            # A log with no whole line yet (its header being written): that line waits,
+            # as state.begin's note says; nothing is written and the state stays as it
+            # was (a run that scans nothing changes no state).
+            return
         finals = None
         if request.share:  # a first pass finds each group's final value
             from cumtool.runner import share_finals
