@@ -500,10 +500,18 @@ class TablePlan:
     def _fields(self) -> list[pa.Field]:
         if not self.options.keep:
             fields: list[pa.Field] = []
+            taken = {name for j, name in enumerate(self.names)  # the columns written
+                     if not self.options.only_scanned or j in self.scanned}
             for i in range(self.width):
                 f = self.input_schema.field(self.shown.get(i, i))
                 if i in self.scanned:
-                    fields.extend(self.result_fields(i, f.name))
+                    added = self.result_fields(i, f.name)
+                    # The result takes its column's place; an index column is added.
+                    clash = next((a.name for a in added[1:] if a.name in taken), None)
+                    if clash is not None:
+                        raise DataError(f"{self.name}: {option('indices')} would add "
+                                        f"column {clash!r}, which the input already has")
+                    fields.extend(added)
                 elif not self.options.only_scanned:
                     fields.append(f)
             return fields

@@ -295,3 +295,17 @@ def test_a_few_formatted_numbers_among_plain_ones_get_the_formatted_note(invoke,
         "or a percent sign, which cumtool does not read; to scan it, export it as plain "
         "numbers (1234.5)\n")
     assert result.stdout.splitlines()[2] == "r0,0.5,1"  # amount as it was, qty summed
+
+
+@pytest.mark.parametrize("extra", [(), ("-c", "x")])
+def test_indices_refuse_an_index_column_the_input_has(invoke, extra):
+    """cummax --indices adds x_index beside x; an input that has an x_index already got a
+    second column of that name, where --keep refuses the same clash. Written only the
+    scanned columns, there is no clash."""
+    data = "x,x_index\n3,9\n1,8\n5,7\n"
+    result = invoke("cummax", "--indices", *extra, input=data)
+    assert (result.exit_code, result.stdout, result.stderr) == (
+        1, "", "Error: standard input: --indices would add column 'x_index', which the "
+               "input already has\n")
+    alone = ok(invoke("cummax", "--indices", "-c", "x", "--only-scanned", input=data))
+    assert alone.stdout == "x,x_index\n3,0\n3,0\n5,2\n"
