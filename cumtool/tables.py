@@ -424,11 +424,11 @@ class TablePlan:
         for position in self.temporal:
             if not REGISTRY[self.op].dates and not self.distinct:
                 dated = " and ".join(name for name, op in REGISTRY.items() if op.dates)
-                raise UsageError(f"{self.op} is not defined for dates and times (column "
-                                 f"{self.label(position)}); {dated} are")
+                raise UsageError(f"{self.name}: {self.op} is not defined for dates and "
+                                 f"times (column {self.label(position)}); {dated} are")
             if dtype is not None or self.axis == 1:
-                raise UsageError(f"column {self.label(position)} holds dates: scan it down "
-                                 f"the rows, without {option('dtype')}")
+                raise UsageError(f"{self.name}: column {self.label(position)} holds dates: "
+                                 f"scan it down the rows, without {option('dtype')}")
 
     def _specs(self, dtype: np.dtype | None,
                scan: dict[str, Any]) -> dict[int, kernels.ScanSpec]:

@@ -438,8 +438,8 @@ def test_cummax_of_dates_is_the_latest_so_far(invoke, tmp_path):
 def test_cumsum_of_dates_is_a_clear_error(invoke):
     result = invoke("cumsum", "-c", "day", input="day\n2024-03-02\n")
     assert result.exit_code == 2
-    assert result.stderr == ("Error: cumsum is not defined for dates and times (column "
-                             "'day'); cummax and cummin are\n")
+    assert result.stderr == ("Error: standard input: cumsum is not defined for dates and "
+                             "times (column 'day'); cummax and cummin are\n")
 
 
 # Properties ---------------------------------------------------------------------------------

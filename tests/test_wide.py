@@ -474,7 +474,8 @@ def test_a_refused_column_names_its_culprit_as_on_the_narrow_path(
      "--dtype out"),
     (["cummax", "-c", "3", "--dtype", "float64"],
      b"a,a,b,b\n1,2,2024-01-01,1.5\n3,4,2024-01-02,1.50\n",
-     "column 'b' (column 3) holds dates: scan it down the rows, without --dtype"),
+     "standard input: column 'b' (column 3) holds dates: scan it down the rows, without "
+     "--dtype"),
 ], ids=["cumnunique-text", "dates"])
 def test_a_repeated_name_is_numbered_by_its_place_in_the_whole_header(
         invoke: Callable[..., Result], args: list[str], data: bytes, message: str) -> None:
