@@ -28,7 +28,7 @@ from cumtool.columnar import (
 )
 from cumtool.columns import Selection, listing, resolve, select
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import ColumnHint
+from cumtool.formats import HOLDS, ColumnHint
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED, REGISTRY
 
@@ -72,9 +72,12 @@ def _storage(arrow_type: pa.DataType) -> pa.DataType:
     return pa.int32() if pa.types.is_date32(arrow_type) else pa.int64()
 
 
-def stored_hint(arrow_type: pa.DataType) -> ColumnHint:
+def stored_hint(arrow_type: pa.DataType, holds: bytes | None = None) -> ColumnHint:
     """What a typed column (Parquet, Arrow) is: numbers are scanned by default; flags,
-    dates and text are not."""
+    dates and text are not. `holds`: a reader's words for what text stands for
+    (formats.HOLDS)."""
+    if holds is not None:
+        return ColumnHint(None, False, holds.decode())
     if pa.types.is_boolean(arrow_type):
         return ColumnHint(None, False, "bool")
     if is_temporal(arrow_type):
@@ -195,7 +198,8 @@ class TablePlan:
         # for a plan of some of its columns).
         self.repeated = (set(options.repeated) if options.repeated is not None else
                          {n for n, count in collections.Counter(self.names).items() if count > 1})
-        self.hints = hints or [stored_hint(f.type) for f in schema]
+        self.hints = hints or [stored_hint(f.type, (f.metadata or {}).get(HOLDS))
+                               for f in schema]
         # cumnunique compares values: any column named with -c, down the rows (distinct.py)
         self.distinct = REGISTRY[op].distinct
         if self.distinct and self.axis == 1:

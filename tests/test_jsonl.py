@@ -694,3 +694,15 @@ def test_the_c_parser_takes_typed_lines_and_rounds_floats_as_python_does():
     import numpy as np
 
     assert np.frombuffer(got[3][0][0], dtype=np.float64).tolist() == [float(t) for t in texts]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_column_of_integers_beyond_int64_is_said_so(invoke, write_file, monkeypatch, path):
+    """-c naming a column of integers beyond int64 (ids) says what it holds, not
+    'string' (it passes through as its JSON text)."""
+    _paths(monkeypatch, path)
+    source = write_file("in.jsonl", f'{{"id": {2**64 + 3}, "x": 1}}\n{{"id": 5, "x": 2}}\n')
+    result = invoke("cumsum", str(source), "-c", "id")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (f"Error: {source}: column 'id' is not numeric (integers beyond "
+                             "int64); numeric columns: x\n")

@@ -300,6 +300,9 @@ def encoding_option(name: str | None, option: str = "--encoding") -> str | None:
 
 # What R, pandas, databases and spreadsheets write for a missing cell (SEMANTICS.md).
 DEFAULT_NA = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "<NA>", "#N/A")
+# Field metadata: what a column of text stands for, in a reader's words, where its type
+# says less (JSON Lines' integers beyond int64, kept as their JSON text); messages say it.
+HOLDS = b"cumtool.holds"
 
 
 @dataclass(frozen=True)

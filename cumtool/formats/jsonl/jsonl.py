@@ -54,7 +54,7 @@ from cumtool import native
 from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
-from cumtool.formats import SourceBase
+from cumtool.formats import HOLDS, SourceBase
 from cumtool.formats.jsonl import lines
 from cumtool.formats.jsonl.lines import number_text
 from cumtool.pipeline import RenderedAhead, prefetch
@@ -165,7 +165,10 @@ def _field(name: str, key: _Key, token: str) -> pa.Field:
     # keep their JSON text; numbers stay numbers, and the writer is told row by row.
     if arrow_type is None or (has_null and key.absent
                               and arrow_type in (pa.string(), pa.bool_())):
-        return pa.field(name, pa.string(), metadata={JSON_TEXT: b"1"})
+        metadata = {JSON_TEXT: b"1"}
+        if key.wide and key.kinds - {type(None)} <= {int}:  # said as such, not "string"
+            metadata[HOLDS] = b"integers beyond int64"
+        return pa.field(name, pa.string(), metadata=metadata)
     if has_null and key.absent:
         missing = _EACH + token.encode()
     else:
