@@ -893,11 +893,12 @@ def make_plan(op: str, axis: str, dtype: np.dtype | None, schema: pa.Schema, nam
     return MultiPlan(ops, axis, dtype, schema, name, options, hints, **scan)
 
 
-# A batch's columns are scanned on a pool where it has at least this many cells to scan:
-# each column carries its own state, and the kernels (numpy's accumulate, the C loops)
-# let the GIL go, so the one thread that reads and writes batches is not also the one that
-# scans them all (benchmarks/RESULTS-parquet2.md). Smaller batches: a hand-off costs more.
-POOL_CELLS = 1 << 18
+# A batch's columns are scanned on a pool where it has at least this many rows: each
+# column carries its own state, and the kernels (numpy's accumulate, the C loops) let the
+# GIL go, so the one thread that reads and writes batches is not also the one that scans
+# them all (benchmarks/RESULTS-parquet2.md: Parquet's batches of 2^17 rows). Shorter
+# columns are not worth a hand-off (JSON Lines' 2^15 rows: 1-6% more CPU, no faster).
+POOL_ROWS = 1 << 16
 _POOLS: dict[int, Any] = {}
 _POOL_LOCK = threading.Lock()
 
@@ -908,7 +909,7 @@ def _each_column(scan: Callable[[int], Any], columns: Sequence[int], rows: int) 
     from cumtool import native
 
     workers = native.ahead_workers(native.CORES, min(len(columns), 8))
-    if workers < 2 or rows * len(columns) < POOL_CELLS:
+    if workers < 2 or rows < POOL_ROWS:
         return [_outcome(scan, i) for i in columns]
     with _POOL_LOCK:  # cumtool.scan may be called from several threads at once
         pool = _POOLS.get(workers)  # one a size (--threads): a pool in use is never shut

@@ -15,8 +15,8 @@ from cumtool import tables
 
 @pytest.fixture
 def pooled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every batch on the pool (its threshold at one cell); the threads that scanned."""
-    monkeypatch.setattr(tables, "POOL_CELLS", 1)
+    """Every batch on the pool (its threshold at one row); the threads that scanned."""
+    monkeypatch.setattr(tables, "POOL_ROWS", 1)
     names: list[str] = []
     scan = tables.TablePlan.scan_column
 
