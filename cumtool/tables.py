@@ -918,9 +918,9 @@ def _each_column(scan: Callable[[int], Any], columns: Sequence[int], rows: int) 
 
             pool = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers,
                                                         thread_name_prefix="cumtool-scan")
-    # A task a run of neighbouring columns, a few a thread: a table of many narrow
-    # columns is not a hand-off a column.
-    size = -(-len(columns) // (2 * workers))
+    # A task a run of neighbouring columns, one a thread: a table of many narrow columns
+    # is not a hand-off a column, and each hand-off is a wake (context switches).
+    size = -(-len(columns) // workers)
     futures = [pool.submit(_outcomes, scan, columns[at:at + size])
                for at in range(0, len(columns), size)]
     return [outcome for future in futures for outcome in future.result()]
