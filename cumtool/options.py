@@ -101,7 +101,9 @@ GENERAL: tuple[Option, ...] = (
            identity=False, small="hands over", dask="refuses", wide="refuses"),
     Option("--run-id", type=str, metavar="ID",
            help="With --state: name this run (e.g. $(date +%F)); a run with the last run's "
-                "ID is a retry of it (default: the options and the inputs' bytes).",
+                "ID and options (-o too) is a retry of it, and writes its rows again; "
+                "another -o only looks on, writing the rows since (default ID: the options "
+                "and the inputs' bytes).",
            inputs="all", identity=False, small="not its output", dask="honours", wide="refuses"),
     Option("--wait", type=float, least=0, metavar="SECONDS",
            help="With --state: wait up to SECONDS for another run holding the state to "
