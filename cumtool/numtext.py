@@ -60,6 +60,25 @@ def formatted_number(text: str) -> bool:
     return (_FORMATTED.fullmatch(text) is not None
             and text.startswith("(") == text.endswith(")")
             and any(sign in text for sign in ",$%(\u20ac\u00a3\u00a5"))
+
+
+MOSTLY_NUMBERS = 0.9  # of a text column's judged cells (not missing): a note if unscanned
+
+
+def left_out_numbers(codes: np.ndarray, text_of: Any) -> tuple[bool, bool]:
+    """Of a text column's judged cells (cell_kinds' `codes`; `text_of(r)`: cell r's
+    text), whether they are mostly numbers (MOSTLY_NUMBERS of those not missing), and
+    whether every one that is not a number is one as a spreadsheet formats it: either
+    way a column a note names where it is left out. Every path's one rule."""
+    others = np.flatnonzero((codes & CELL_KIND) == CELL_OTHER)
+    if not len(others):
+        return False, False
+    present = int(np.count_nonzero(codes != CELL_MISSING))
+    numbers = present - len(others)
+    mostly = numbers > 0 and numbers >= MOSTLY_NUMBERS * present
+    return mostly, all(formatted_number(str(text_of(int(r)))) for r in others)
+
+
 _INT = re.compile(INT_GRAMMAR.encode())
 _FLOAT = re.compile(FLOAT_GRAMMAR.encode(), re.IGNORECASE)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1

@@ -342,7 +342,7 @@ class ColumnHint:
     # Text: its first cell that is not a number, and where, for a message (`row 2 (line
     # 3) holds 'oops'`); what a column holds is the same without it.
     culprit: str | None = field(default=None, compare=False)
-    # Text whose judged cells are mostly numbers (judge.MOSTLY_NUMBERS of those not
+    # Text whose judged cells are mostly numbers (numtext.MOSTLY_NUMBERS of those not
     # missing): left out by default, with a note (cumtool.notes.left_out) naming `culprit`;
     # `texts`: its judged cells that are not numbers, stripped, the first few of them.
     mostly_numbers: bool = field(default=False, compare=False)

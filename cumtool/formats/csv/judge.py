@@ -23,7 +23,6 @@ from cumtool.formats import ColumnHint
 from cumtool.numtext import CELL_BIG_INTEGER, CELL_FLOAT, CELL_INT64, CELL_MISSING, CELL_OTHER
 
 INFER_ROWS = 10_000
-MOSTLY_NUMBERS = 0.9  # of a text column's judged cells (not missing): a note if unscanned
 TEXTS_NAMED = 5  # a mostly-numbers column's text cells named in its note's --na, at most
 _ISO_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
@@ -99,12 +98,6 @@ def cell_codes(cells: pl.Series, na: list[str], *, decimal_comma: bool, places: 
                               places=places)
 
 
-def mostly_numbers(present: int, numbers: int) -> bool:
-    """Whether a text column whose judged cells not missing are `present`, `numbers` of
-    them numbers, is mostly numbers (every path's one rule)."""
-    return 0 < numbers < present and numbers >= MOSTLY_NUMBERS * present
-
-
 def culprit_text(row: str, cell: str) -> str:
     """`row 2 (line 3) holds 'oops'`: where a text column's first non-number stands."""
     return f"{row} holds {cell[:40]!r}"
@@ -177,9 +170,7 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
             continue
         at = int(found[0])
         where = row_text(first_row + at + 1, row_line(first_row + at))
-        present = int(np.count_nonzero(codes != CELL_MISSING))
-        mostly = mostly_numbers(present, present - len(found))
-        formatted = all(numtext.formatted_number(str(cells[int(j)])) for j in found)
+        mostly, formatted = numtext.left_out_numbers(codes, cells.__getitem__)
         texts: tuple[str, ...] = ()
         if mostly and not formatted:
             distinct = cells.filter(pl.Series(bad)).str.strip_chars().unique(

@@ -70,7 +70,6 @@ SMALL_BYTES = 1 << 20
 STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
 SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
 INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
-MOSTLY_NUMBERS = 0.9  # as formats.judge.MOSTLY_NUMBERS
 _BOM = b"\xef\xbb\xbf"
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -274,17 +273,11 @@ def noted(request: Request, hints: list[_Hint], selected: list[int], keys: list[
     for j, hint in enumerate(hints):
         if hint.dtype is not None or j in chosen:
             continue
-        codes, _places = numtext.cell_kinds(*numtext.cell_bounds(cells_of(j)),
+        cells = cells_of(j)
+        codes, _places = numtext.cell_kinds(*numtext.cell_bounds(cells),
                                             numtext.marker_bytes(markers))
-        present = int(np.count_nonzero(codes != numtext.CELL_MISSING))
-        others = np.flatnonzero((codes & numtext.CELL_KIND) == numtext.CELL_OTHER)
-        numbers = present - len(others)
-        if 0 < numbers < present and numbers >= MOSTLY_NUMBERS * present:
+        if any(numtext.left_out_numbers(codes, cells.__getitem__)):
             yield j
-        elif len(others):  # '1,234', '$1.50': judge.with_culprits' note, theirs to say
-            cells = cells_of(j)
-            if all(numtext.formatted_number(str(cells[int(k)])) for k in others):
-                yield j
 
 
 def key_columns(request: Request, names: list[str]) -> list[int]:
