@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import re
 
 import numpy as np
 import polars as pl
@@ -15,6 +14,7 @@ import pyarrow as pa
 
 from cumtool.errors import FormatError, LateDecimal
 from cumtool.formats.csv import dialect
+from cumtool.numtext import INT_TEXT
 
 
 def check_quotes(name: str, chunk: bytes, delimiter: str, rows_before: int,
@@ -70,8 +70,7 @@ def _other_delimiter(chunk: bytes, delimiter: str) -> str:
     header = chunk.split(b"\n", 1)[0].decode("utf-8", "replace")
     if delimiter in header:
         return ""
-    hint = delimiter_hint(header)
-    return hint
+    return delimiter_hint(header)
 
 
 def layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
@@ -254,18 +253,17 @@ def surprise(name: str, where: str, names: list[str], column: int, text: str,
     replaces the default one, so the hint gives the whole list."""
     from cumtool.notes import na_option
 
-    message = (f"{name}: {where}, column {names[column]!r}: {text[:40]!r} is not "
-               f"{type_name(arrow_type)} like the first rows")
+    cell = f"{name}: {where}, column {names[column]!r}: {text[:40]!r}"
+    message = f"{cell} is not {type_name(arrow_type)} like the first rows"
     if decimal_comma and "." in text:
         return FormatError(f"{message}: with --decimal-comma a number is written 1,5, and "
                            "a point is part of none")
     if pa.types.is_integer(arrow_type) and convert(
             pl.Series([text], dtype=pl.String), pa.float64()).is_not_null().all():
         hint = "; pass --dtype float64 if the column holds floats"
-        if re.fullmatch(r"[+-]?[0-9]+", text):  # beyond int64: an id, not to be rounded
-            return FormatError(f"{name}: {where}, column {names[column]!r}: {text[:40]!r} "
-                               "is an integer beyond int64, unlike the first rows; pass "
-                               "--dtype float64 to scan the column as floats")
+        if INT_TEXT.fullmatch(text):  # beyond int64: an id, not to be rounded
+            return FormatError(f"{cell} is an integer beyond int64, unlike the first rows; "
+                               "pass --dtype float64 to scan the column as floats")
         return LateDecimal(message, hint, column)
     na = na_option(na_values, [text])
     if na is None:
