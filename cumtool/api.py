@@ -62,8 +62,6 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     # The general options, by their declared keywords (cumtool.options: api=True), passed
     # on as one mapping.
     given = {name: value for name, value in locals().items() if name in API_KEYWORDS}
-    from cumtool.ops import scan_params
-
     if to not in (None, "arrow", "polars", "pandas"):
         raise UsageError(f"to= must be 'arrow', 'polars' or 'pandas', not {to!r}")
     series = _series_library(data)
@@ -81,10 +79,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
         raise UsageError("to= is for files (a path, a URL or a binary file object)")
     _check_arguments(op, overflow, params)
     cast = _dtype_argument(dtype)
-    stat_options = scan_params(op.split(","), {"indices": indices, **params},
-                               exclusive=exclusive)
-    options = dict(overflow=overflow, skipna=skipna, indices=indices, exclusive=exclusive,
-                   **stat_options)
+    options = _kernel_options(op, given, indices, params)
     stream = None if _is_arrow(data) else _arrow_stream(data)
     if _is_arrow(data) or stream is not None:
         table = _scan_table(data if stream is None else stream, op, str(axis), cast, options,
@@ -148,13 +143,11 @@ def _scan_file(data: Any, op: str, to: str | None, indices: bool, given: dict[st
     # What the command line refuses before it opens the input (Request.check) is refused
     # before it here too: a usage error, not the data error that reading may meet first.
     from cumtool import periods as calendar
-    from cumtool.ops import scan_params
     from cumtool.request import check_share
 
     periods = (given["period"], given["time"], given["year_start"], given["share"])
     _check_arguments(op, given["overflow"], params)
-    scanned = scan_params(op.split(","), {"indices": indices, **params},
-                          exclusive=given["exclusive"])
+    options = _kernel_options(op, given, indices, params)
     calendar.check(periods[0], periods[1], periods[2])
     check_share(op.split(","), periods[3], reset=given["reset"] is not None)
     with contextlib.ExitStack() as stack:
@@ -175,8 +168,6 @@ def _scan_file(data: Any, op: str, to: str | None, indices: bool, given: dict[st
         if source.layout == "wide":
             raise UsageError(f"{source.name} has too many columns for cumtool.scan; use "
                              "the command line")
-        options = dict(overflow=given["overflow"], skipna=given["skipna"], indices=indices,
-                       exclusive=given["exclusive"], **scanned)
         from cumtool.formats.registry import DELIMITED
         from cumtool.runner import text_markers
 
@@ -206,6 +197,19 @@ def _refuse_unread(given: dict[str, Any], fmt: str, name: str) -> None:
 
     refuse_unread([BY_FIELD[keyword] for keyword, value in given.items()
                    if is_set(value, BY_FIELD[keyword].default)], fmt, name)
+
+
+def _kernel_options(op: str, given: dict[str, Any], indices: bool, params: dict[str, Any]
+                    ) -> dict[str, Any]:
+    """The scan's keywords for kernels.make_spec and tables.make_plan, from scan()'s
+    general keywords (`given`) and the ops' own (`params`, which _check_arguments
+    checked)."""
+    from cumtool.ops import scan_params
+
+    return dict(overflow=given["overflow"], skipna=given["skipna"], indices=indices,
+                exclusive=given["exclusive"],
+                **scan_params(op.split(","), {"indices": indices, **params},
+                              exclusive=given["exclusive"]))
 
 
 def _check_arguments(op: Any, overflow: Any, params: dict[str, Any]) -> None:
