@@ -178,8 +178,6 @@ def key_array(spec: ScanSpec, data: pa.Array, text_na: frozenset[str] = frozense
     if pa.types.is_null(kind):
         return KeyArray(np.empty(0, dtype=np.int64))
     if not _numeric(kind):
-        if pa.types.is_string_view(kind):  # (Arrow's filters and sets take no views)
-            data = data.cast(kind := pa.large_string())
         present = data.drop_null()
         if text_na and is_text(kind):
             present = present.filter(pc.invert(pc.is_in(

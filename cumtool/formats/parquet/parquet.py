@@ -9,6 +9,7 @@ from typing import IO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cumtool.columnar import batch_without_views, schema_without_views
 from cumtool.formats import SourceBase, unreadable
 from cumtool.formats.parquet.stitch import PartsWriter, stitches_exactly
 from cumtool.output import DiscardableStream
@@ -33,7 +34,8 @@ class ParquetSource(SourceBase):
         self.name = name
         try:
             self._file = pq.ParquetFile(stream, buffer_size=_BUFFER_BYTES, pre_buffer=False)
-            self._schema = self._file.schema_arrow
+            # Text stored as views (pyarrow keeps the Arrow schema) is read as large text.
+            self._schema = schema_without_views(self._file.schema_arrow)
             self.num_rows = int(self._file.metadata.num_rows)
             self._batch_rows = batch_rows or self._rows_per_batch()
         except _DAMAGE as error:
@@ -57,7 +59,8 @@ class ParquetSource(SourceBase):
         """Row-group batches. Parquet columns are typed: nothing is parsed or left out
         (`parse` and `unused` are for text formats)."""
         try:
-            yield from self._file.iter_batches(batch_size=self._batch_rows)
+            for batch in self._file.iter_batches(batch_size=self._batch_rows):
+                yield batch_without_views(batch, self._schema)
         except _DAMAGE as error:
             raise unreadable(self.name, "parquet", error) from None
 

@@ -49,6 +49,8 @@ class RowGroupsSource(SourceBase):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from cumtool.columnar import schema_without_views
+
         self.name = part.name
         stream = open_location(part.location, stack)
         try:
@@ -57,6 +59,9 @@ class RowGroupsSource(SourceBase):
                            if part.row_groups is not None else file.read())
         except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
             raise unreadable(part.name, "parquet", error) from None
+        plain = schema_without_views(self._table.schema)  # as ParquetSource reads it
+        if plain is not self._table.schema:
+            self._table = self._table.cast(plain)
         self.num_rows = self._table.num_rows
 
     @property
