@@ -223,6 +223,39 @@ def test_a_growing_log_whose_header_is_being_written_waits_as_the_note_says(cli_
 
 
 
+@pytest.mark.parametrize("output", [["-o", "out.csv"], ["-o", "outs/"]])
+def test_with_several_logs_one_whose_header_is_being_written_waits_too(cli_at, output):
+    """Several growing logs, one of them just created with its header half written: it
+    waits for the next run, as the note says, and the others' rows are scanned (the
+    run failed with 'the file is empty', exit 1, and scanned nothing). Where every log
+    waits, nothing is written and no state is saved."""
+    Path("a.log").write_text("ts,kb\n1,2\n")
+    Path("b.log").write_text("ts,k")
+    hour = ["cumsum", "a.log", "b.log", "--from", "csv", "--growing", "--state", "s.json",
+            *output, "--run-id"]
+    first = cli_at(*hour, "h1")
+    assert (first.returncode, first.stderr) == (0, (
+        "note: b.log: its last line has no line end yet (it is being written); it waits "
+        "for the next run\n"))
+    with open("b.log", "a") as log:
+        log.write("b\n3,4\n")
+    with open("a.log", "a") as log:
+        log.write("5,6\n")
+    second = cli_at(*hour, "h2")
+    assert (second.returncode, second.stderr) == (0, "")
+    if output == ["-o", "out.csv"]:
+        assert Path("out.csv").read_text() == "ts,kb\n6,8\n9,12\n"
+    else:  # each log's new rows to its own file, the running totals carried across
+        assert (Path("outs/a.log").read_text(), Path("outs/b.log").read_text()) == (
+            "ts,kb\n6,8\n", "ts,kb\n9,12\n")
+    Path("c.log").write_text("ts,k")
+    Path("d.log").write_text("")
+    both = cli_at("cumsum", "c.log", "d.log", "--from", "csv", "--growing", "--state",
+                  "t.json", "-o", "new.csv", "--run-id", "h1")
+    assert both.returncode == 0, both.stderr
+    assert not Path("new.csv").exists() and not Path("t.json").exists()
+
+
 @pytest.mark.parametrize(("typed", "message"), [
     ("qty", "no column 'qty'; columns: id, ' amount ', Qty. Did you mean 'Qty'?"),
     ("amount", "no column 'amount'; columns: id, ' amount ', Qty. Did you mean "
