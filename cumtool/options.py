@@ -243,7 +243,9 @@ GENERAL: tuple[Option, ...] = (
            inputs="text", small="hands over", dask="honours", wide="honours"),
     # -q sets two fields: no notes, and (with `progress`, which the CLI also gives a
     # terminal) no progress bar.
-    Option("--quiet", aliases=("-q",), keyword="notes", default=True, negates=True,
+    # Its default is Request's, where the API shows no notes; the command line's is on
+    # unless -q (Option.from_cli).
+    Option("--quiet", aliases=("-q",), keyword="notes", default=False, negates=True,
            help="No progress bar (it shows only on a terminal, for long runs) and no notes "
                 "(`note: ...` lines on stderr).",
            inputs="all", identity=False, small="honours", dask="honours", wide="honours"),
@@ -323,9 +325,11 @@ GENERAL: tuple[Option, ...] = (
            wide="honours",
                         inputs="all"),
     Option("", keyword="stdout_is_terminal", help="A table on a terminal, not CSV.",
-           inputs="all", identity=False, small="honours", dask="honours", wide="honours"),
+           default=False, inputs="all", identity=False, small="honours", dask="honours",
+           wide="honours"),
     Option("", keyword="progress", help="A progress bar on stderr (the CLI: stderr is a tty).",
-           inputs="all", identity=False, small="honours", dask="honours", wide="honours"),
+           default=False, inputs="all", identity=False, small="honours", dask="honours",
+           wide="honours"),
     Option("", keyword="widen", type=tuple, default=(),
            help="Input columns read as float64: a rerun's, after a decimal came late in an "
                 "integer column (engine.run).",

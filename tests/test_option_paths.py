@@ -171,6 +171,34 @@ def test_the_api_takes_the_general_options_declared_for_it() -> None:
         assert (parameters[name].default is False) == BY_FIELD[name].is_flag, name
 
 
+def test_each_request_fields_default_is_its_declarations() -> None:
+    """Request's defaults are filled from the declarations (request.DECLARED): the two
+    fields that cannot be are `op`, which every run gives, and `params`, a fresh dict."""
+    differ = {f.name for f in dataclasses.fields(Request)
+              if f.default is not BY_FIELD[f.name].default}
+    assert differ == {"op", "params"}
+    assert Request(op="cumsum").params == {}
+    assert BY_FIELD["op"].default is BY_FIELD["params"].default is None
+
+
+def test_a_field_or_a_declaration_alone_fails_at_import() -> None:
+    """An option declared without its Request field, or a field no option declares, stops
+    `import cumtool.request` by name."""
+    from cumtool.request import DECLARED, _declared_defaults
+
+    def request_class(names: list[str]) -> type:
+        return type("Request", (), {"__annotations__": dict.fromkeys(names, "bool"),
+                                    **dict.fromkeys(names, DECLARED)})
+
+    made = _declared_defaults(request_class(list(BY_FIELD)))
+    assert made.keep is False and made.axis == "rows"
+    with pytest.raises(RuntimeError, match=r"without a Request field: \['keep'\]"):
+        _declared_defaults(request_class([n for n in BY_FIELD if n != "keep"]))
+    with pytest.raises(RuntimeError, match=r"without a declaration in cumtool/options.py: "
+                                           r"\['example_flag'\]"):
+        _declared_defaults(request_class([*BY_FIELD, "example_flag"]))
+
+
 # A value for each flag that takes one, as typed (the others: 7).
 TYPED = {"axis": "columns", "dtype": "float32", "output": "out.csv", "from_format": "tsv",
          "to_format": "parquet", "na": "x,y", "table_rows": "all", "max_record_size": "1M",
