@@ -17,7 +17,7 @@ import click
 from cumtool.commit import STOP_SIGNALS, check_stop, committed, request_stop
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
 from cumtool.ops import OPS, REGISTRY, Option, options_of
-from cumtool.options import FLAGS
+from cumtool.options import BY_FIELD, FLAGS
 from cumtool.params import AxisType, CheckedChoice, DtypeChoice
 from cumtool.view import printable
 
@@ -139,14 +139,17 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     fields["line_buffered"] = fields["line_buffered"] or (
         given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
         and sys.stdin.isatty())
+    # The ops' own options, in Request.params; one that is a Request field (--indices of
+    # cummax and cummin) sets its field.
+    own = {declared.name: declared.from_cli(options[declared.dest])
+           for declared in options_of(op.split(","))}
+    fields.update({name: value for name, value in own.items() if name in BY_FIELD})
     request = Request(
         **fields, op=op, input=given[0] if given else "-",
         inputs=given if len(given) > 1 else (),
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
-        indices=options.get("indices", False),
-        params={declared.name: declared.from_cli(options[declared.dest])
-                for declared in options_of(op.split(",")) if declared.name != "indices"})
+        params={name: value for name, value in own.items() if name not in BY_FIELD})
     try:
         if not given and sys.stdin is not None and sys.stdin.isatty():
             # Not a wait for input no one sends: only an explicit '-' reads what is typed.

@@ -260,10 +260,11 @@ TYPED = {"axis": "columns", "dtype": "float32", "output": "out.csv", "from_forma
          "wait": "1.5", "precision": "3"}
 
 
-def _request(invoke: Any, monkeypatch: Any, path: Any, *args: str) -> Request:
+def _request(invoke: Any, monkeypatch: Any, path: Any, *args: str,
+             op: str = "cumsum") -> Request:
     made: list[Request] = []
     monkeypatch.setattr("cumtool.engine.run", made.append)
-    result = invoke("cumsum", str(path), *args)
+    result = invoke(op, str(path), *args)
     assert result.exit_code == 0, result.stderr
     (request,) = made
     return request
@@ -283,6 +284,21 @@ def test_the_command_line_sets_each_declared_field(declared: Option, invoke: Any
     changed = [f.name for f in dataclasses.fields(Request)
                if getattr(given, f.name) != getattr(plain, f.name)]
     assert changed == [declared.name], changed
+
+
+def test_an_ops_option_sets_its_request_field_or_params(invoke: Any, monkeypatch: Any,
+                                                        tmp_path: Any) -> None:
+    """cli._run: an op's option that is a Request field (--indices) sets the field, the
+    others go to Request.params by keyword."""
+    path = tmp_path / "in.csv"
+    path.write_text("a,b\n1,2\n")
+    indexed = _request(invoke, monkeypatch, path, "--indices", op="cummax")
+    assert (indexed.indices, dict(indexed.params)) == (True, {})
+    assert _request(invoke, monkeypatch, path, op="cummax").indices is False
+    smoothed = _request(invoke, monkeypatch, path, "--span", "3", op="ewma")
+    assert (smoothed.indices, dict(smoothed.params)) == (False, {
+        "span": 3.0, "alpha": None, "com": None, "halflife": None, "adjust": True,
+        "times": None})
 
 
 def test_a_runs_identity_leaves_out_what_is_declared_not_to_change_results() -> None:
