@@ -207,8 +207,8 @@ def test_a_field_or_a_declaration_alone_fails_at_import() -> None:
     with pytest.raises(RuntimeError, match=r"without a Request field: \['keep'\]"):
         _declared_defaults(request_class([n for n in BY_FIELD if n != "keep"]))
     with pytest.raises(RuntimeError, match=r"without a declaration in cumtool/options.py: "
-                                           r"\['example_flag'\]"):
-        _declared_defaults(request_class([*BY_FIELD, "example_flag"]))
+                                           r"\['undeclared_field'\]"):
+        _declared_defaults(request_class([*BY_FIELD, "undeclared_field"]))
 
 
 def test_docs_api_shows_the_signature_of_cumtool_scan() -> None:
