@@ -6,7 +6,7 @@ The Python API is the engine the command line uses: `cumtool.scan` on arrays, an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cumtool.errors import (
     CumtoolError,
@@ -17,10 +17,19 @@ from cumtool.errors import (
     UsageError,
 )
 
+if TYPE_CHECKING:
+    from cumtool.api import scan
+
 
 def __getattr__(name: str) -> Any:
     """`cumtool.__version__`, read from the installed package's metadata when asked for
-    (importlib.metadata costs tens of milliseconds at every start-up otherwise)."""
+    (importlib.metadata costs tens of milliseconds at every start-up otherwise), and
+    `cumtool.scan`, cumtool.api's own (its signature and help made from the declared
+    options), imported when first asked for: `import cumtool` loads no numpy."""
+    if name == "scan":
+        from cumtool.api import scan
+
+        return scan
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 
@@ -36,12 +45,6 @@ __all__ = [
 ]
 
 
-def scan(data: Any, op: str, axis: int | str = 0, dtype: str | None = None,
-         **options: Any) -> Any:
-    """Scan an array or an Arrow table with the CLI's rules; see README "Python API".
-
-    Options: overflow="error"|"wrap", skipna, indices, reverse, exclusive, and for tables
-    by, reset, columns, keep (full description: cumtool.api.scan)."""
-    from cumtool.api import scan as _scan
-
-    return _scan(data, op, axis=axis, dtype=dtype, **options)
+def __dir__() -> list[str]:
+    """The lazy names too, for dir() and help(cumtool)."""
+    return sorted({*globals(), "__version__", "scan"})

@@ -7,6 +7,7 @@ TablePlan as CSV and Parquet; so the API and the CLI cannot disagree.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import numbers
 import os
@@ -20,17 +21,13 @@ from cumtool.choices import OVERFLOW_CHOICES
 from cumtool.engine import array_index, resolve_array_axis
 from cumtool.errors import DataError, ScanOverflowError, UsageError
 from cumtool.formats import SourceBase, TableSource
-from cumtool.options import API_KEYWORDS
+from cumtool.options import API_DEFAULTS, API_KEYWORDS, BY_FIELD
 from cumtool.runner import scan_batches
 
 
-def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
-         overflow: str = "error", skipna: bool = False, indices: bool = False,
-         reverse: bool = False, exclusive: bool = False, by: Any = None,
-         reset: Any = None, columns: Sequence[str | int] | None = None, keep: bool = False,
-         exclude: Sequence[str | int] | None = None, to: str | None = None,
-         period: str | None = None, time: str | int | None = None,
-         year_start: str | None = None, share: bool = False, **params: Any) -> Any:
+def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
+         dtype: Any = API_DEFAULTS["dtype"], *, to: str | None = None,
+         **keywords: Any) -> Any:
     """Scan `data` along `axis` with the CLI's rules.
 
     `data` is a table: a pyarrow Table, RecordBatch or RecordBatchReader, or any
@@ -38,19 +35,16 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     read without a copy; it returns the result as a polars DataFrame for a polars one, a
     pandas DataFrame for a pandas one and a pyarrow Table otherwise, as the CLI would
     write it (`by` and `reset` name columns). Or `data` is anything numpy.asarray
-    accepts (returns
-    the result array, or `(values, indices)` with `indices=True`; there `by` and `reset`
-    are arrays with one entry per position along axis 0 of a 1-D or 2-D array).
-    Raises cumtool.UsageError for bad arguments and cumtool.DataError (ScanOverflowError)
-    for data that cannot be scanned, e.g. integer overflow without overflow="wrap".
+    accepts (returns the result array, or `(values, indices)` with `indices=True`; there
+    `by` and `reset` are arrays with one entry per position along axis 0 of a 1-D or 2-D
+    array).
+    Raises cumtool.UsageError for bad arguments (an unknown keyword too) and
+    cumtool.DataError (ScanOverflowError) for data that cannot be scanned, e.g. integer
+    overflow without overflow="wrap".
     The ops' own options are keywords of the CLI option's name (cumtool.ops): `ddof`
     (cumvar, cumstd), one of `alpha`, `span`, `com`, `halflife` and `adjust` (ewma), and
     `compensated` (cumsum of floats, cummean), `times` (ewma: a column's times, with
     `halflife` a duration such as "2 days").
-
-    Tables also take `period` ("day", "week", "month", "quarter", "year") with `time`
-    (the column of dates) and `year_start` ("04-01"), and `share=True` (cumsum,
-    cumcount, cumnunique), as the CLI's --period, --time, --year-start and --share.
 
     `data` may also be a file: a path (str or os.PathLike), a URL, or a binary file
     object, read by the CLI's readers with the CLI's rules (codes such as 007 stay text,
@@ -59,37 +53,40 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
     array. A polars or pandas Series is a one-column table and comes back as a Series of
     its own library.
     """
-    # The general options, by their declared keywords (cumtool.options: api=True), passed
-    # on as one mapping.
-    given = {name: value for name, value in locals().items() if name in API_KEYWORDS}
+    # The general options by their declared keywords (cumtool.options: api=True), each at
+    # its declared default where not given, passed on as one mapping; the rest are the
+    # ops' own.
+    given, params = _keywords({"axis": axis, "dtype": dtype, **keywords})
     if to not in (None, "arrow", "polars", "pandas"):
         raise UsageError(f"to= must be 'arrow', 'polars' or 'pandas', not {to!r}")
     series = _series_library(data)
     if series is not None:
         frame = data.to_frame()
-        result = scan(frame, op, indices=indices, **given, **params)
+        result = scan(frame, op, **given, **params)
         if series == "polars":
             return result.to_series()
         column = result.iloc[:, 0].rename(data.name)
         column.index = data.index
         return column
     if _is_file(data):
-        return _scan_file(data, op, to, indices, given, params)
+        return _scan_file(data, op, to, given, params)
     if to is not None:
         raise UsageError("to= is for files (a path, a URL or a binary file object)")
-    _check_arguments(op, overflow, params)
-    cast = _dtype_argument(dtype)
-    options = _kernel_options(op, given, indices, params)
+    _check_arguments(op, given["overflow"], params)
+    cast = _dtype_argument(given["dtype"])
+    options = _kernel_options(op, given, params)
+    reverse, by, reset = given["reverse"], given["by"], given["reset"]
     stream = None if _is_arrow(data) else _arrow_stream(data)
     if _is_arrow(data) or stream is not None:
-        table = _scan_table(data if stream is None else stream, op, str(axis), cast, options,
-                            reverse=reverse, by=by, reset=reset, columns=columns, keep=keep,
-                            exclude=exclude, periods=(period, time, year_start, share),
+        table = _scan_table(data if stream is None else stream, op, str(given["axis"]), cast,
+                            options, reverse=reverse, by=by, reset=reset,
+                            columns=given["columns"], keep=given["keep"],
+                            exclude=given["exclude"], periods=_periods(given),
                             times=params.get("times"))
         return table if stream is None else _same_kind(table, data)
-    if columns is not None or keep or exclude is not None:
+    if given["columns"] is not None or given["keep"] or given["exclude"] is not None:
         raise UsageError("columns=, exclude= and keep= are for Arrow tables")
-    if (period, time, year_start, params.get("times")) != (None,) * 4 or share:
+    if (*_periods(given)[:3], params.get("times")) != (None,) * 4 or given["share"]:
         raise UsageError("period=, time=, year_start=, share= and times= are for tables")
     try:
         array = np.asarray(data)
@@ -99,7 +96,7 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
         raise DataError("cumtool.scan needs a numeric array, not Python objects")
     spec = kernels.make_spec(op, array.dtype, cast, what="the array",
                              **options)
-    axis_number = resolve_array_axis(str(axis), array.ndim)
+    axis_number = resolve_array_axis(str(given["axis"]), array.ndim)
     if by is not None or reset is not None:
         return _scan_keyed_array(spec, array, axis_number, by, reset, reverse, cast,
                                  options)
@@ -111,8 +108,81 @@ def scan(data: Any, op: str, axis: int | str = 0, dtype: Any = None, *,
         if reverse and index:
             index = tuple(array.shape[axis_number] - 1 - i if d == axis_number else i
                           for d, i in enumerate(index))
-        raise ScanOverflowError(error.raw + kernels.overflow_hint(overflow), index) from None
-    return (result.values, result.indices) if indices else result.values
+        raise ScanOverflowError(error.raw + kernels.overflow_hint(given["overflow"]),
+                                index) from None
+    return (result.values, result.indices) if given["indices"] else result.values
+
+
+class UnknownKeyword(UsageError, TypeError):
+    """A keyword scan() does not take: a UsageError naming it, and the TypeError Python
+    raises for one, which callers may already catch."""
+
+
+def _keywords(keywords: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """scan()'s keywords split: the general options (options.API_KEYWORDS), each at its
+    declared default where not given, and the ops' own (cumtool.ops.KEYWORDS); any other
+    is refused by name, with the keywords it is close to."""
+    from cumtool.ops import KEYWORDS
+
+    given = {name: keywords.pop(name, default) for name, default in API_DEFAULTS.items()}
+    for name in keywords:
+        if name not in KEYWORDS:
+            raise UnknownKeyword(f"scan() got an unexpected keyword argument {name!r}"
+                                 + _close_keywords(name, [*API_KEYWORDS, "to", *KEYWORDS]))
+    return given, keywords
+
+
+def _close_keywords(typed: str, known: list[str]) -> str:
+    """`; did you mean reverse=?`: the keywords close to `typed`, found as the command line
+    finds close options (cumtool.suggest: spellings, and other tools' names: group= is
+    by=), or ''."""
+    from cumtool.suggest import close_options
+
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    close = close_options(flag(typed), [flag(name) for name in known])
+    named = [f"{name.removeprefix('--').replace('-', '_')}=" for name in close]
+    return f"; did you mean {' or '.join(named)}?" if named else ""
+
+
+def _periods(given: dict[str, Any]) -> tuple[Any, Any, Any, bool]:
+    """period=, time=, year_start= and share=, as _scan_table takes them."""
+    return given["period"], given["time"], given["year_start"], given["share"]
+
+
+def _signature() -> inspect.Signature:
+    """scan()'s signature as help() and inspect.signature show it: `data`, `op`, `axis`
+    and `dtype`, then every other declared keyword (options.API_KEYWORDS) with its
+    default, `to`, and the ops' own as **params."""
+    own = list(inspect.signature(scan).parameters.values())
+    declared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+                for name, default in API_DEFAULTS.items()
+                if name not in {parameter.name for parameter in own}]
+    return inspect.Signature([*own[:-2], *declared, own[-2], own[-1].replace(name="params")])
+
+
+def _keywords_help() -> str:
+    """The part of scan()'s docstring that lists the declared keywords, each with its
+    default and its help (Option.api_help, else the command line's)."""
+    import textwrap
+
+    lines = ["", "    Keywords, each the command line's option of that name (cumtool/options.py):",
+             ""]
+    for name, default in API_DEFAULTS.items():
+        declared = BY_FIELD[name]
+        lines.append(f"    {name}={default!r}")
+        text = declared.api_help or declared.help
+        if declared.choices and not declared.api_help:
+            text += f" One of {', '.join(repr(choice) for choice in declared.choices)}."
+        lines += textwrap.wrap(text, 88, initial_indent=" " * 8, subsequent_indent=" " * 8,
+                               break_on_hyphens=False)
+    return "\n".join(lines) + "\n"
+
+
+setattr(scan, "__signature__", _signature())  # noqa: B010 (mypy knows no such attribute)
+if scan.__doc__ is not None:  # None under python -OO
+    scan.__doc__ += _keywords_help()
 
 
 def _series_library(data: Any) -> str | None:
@@ -130,7 +200,7 @@ def _is_file(data: Any) -> bool:
     return hasattr(data, "read") and not isinstance(data, io.TextIOBase)
 
 
-def _scan_file(data: Any, op: str, to: str | None, indices: bool, given: dict[str, Any],
+def _scan_file(data: Any, op: str, to: str | None, given: dict[str, Any],
                params: dict[str, Any]) -> Any:
     """A file read as the CLI reads it, scanned as cumtool.scan scans tables or arrays.
     `given`: scan()'s general keywords (options.API_KEYWORDS), by name."""
@@ -147,7 +217,7 @@ def _scan_file(data: Any, op: str, to: str | None, indices: bool, given: dict[st
 
     periods = (given["period"], given["time"], given["year_start"], given["share"])
     _check_arguments(op, given["overflow"], params)
-    options = _kernel_options(op, given, indices, params)
+    options = _kernel_options(op, given, params)
     calendar.check(periods[0], periods[1], periods[2])
     check_share(op.split(","), periods[3], reset=given["reset"] is not None)
     with contextlib.ExitStack() as stack:
@@ -164,7 +234,7 @@ def _scan_file(data: Any, op: str, to: str | None, indices: bool, given: dict[st
             read = source.array()
             blocks = list(read.blocks(max(1, read.shape[0]) if read.shape else 1))
             array = (np.concatenate(blocks) if read.shape else blocks[0])
-            return scan(array, op, indices=indices, **given, **params)
+            return scan(array, op, **given, **params)
         if source.layout == "wide":
             raise UsageError(f"{source.name} has too many columns for cumtool.scan; use "
                              "the command line")
@@ -199,13 +269,14 @@ def _refuse_unread(given: dict[str, Any], fmt: str, name: str) -> None:
                    if is_set(value, BY_FIELD[keyword].default)], fmt, name)
 
 
-def _kernel_options(op: str, given: dict[str, Any], indices: bool, params: dict[str, Any]
+def _kernel_options(op: str, given: dict[str, Any], params: dict[str, Any]
                     ) -> dict[str, Any]:
     """The scan's keywords for kernels.make_spec and tables.make_plan, from scan()'s
     general keywords (`given`) and the ops' own (`params`, which _check_arguments
     checked)."""
     from cumtool.ops import scan_params
 
+    indices = given["indices"]
     return dict(overflow=given["overflow"], skipna=given["skipna"], indices=indices,
                 exclusive=given["exclusive"],
                 **scan_params(op.split(","), {"indices": indices, **params},
@@ -213,13 +284,10 @@ def _kernel_options(op: str, given: dict[str, Any], indices: bool, params: dict[
 
 
 def _check_arguments(op: Any, overflow: Any, params: dict[str, Any]) -> None:
-    """What Python and Click check on the command line: an unknown keyword is a
-    TypeError, a typo in overflow= must not wrap quietly, nor a ddof of 0.5 be taken as 0."""
+    """What Click checks on the command line (an unknown keyword: _keywords): a typo in
+    overflow= must not wrap quietly, nor a ddof of 0.5 be taken as 0."""
     from cumtool.ops import KEYWORDS
 
-    for name in params:
-        if name not in KEYWORDS or name == "indices":
-            raise TypeError(f"scan() got an unexpected keyword argument {name!r}")
     if not isinstance(op, str):
         raise UsageError(f"op= must be a string such as 'cumsum' or 'cumsum,cummax', not "
                          f"{op!r}")

@@ -17,8 +17,8 @@ import click
 from cumtool.commit import STOP_SIGNALS, check_stop, committed, request_stop
 from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
 from cumtool.ops import OPS, REGISTRY, Option, options_of
-from cumtool.options import FLAGS
-from cumtool.params import AxisType, CheckedChoice, DtypeChoice
+from cumtool.options import BY_FIELD, FLAGS
+from cumtool.params import AxisType, CheckedChoice, DtypeChoice, FloatRange, IntRange
 from cumtool.view import printable
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
@@ -43,15 +43,19 @@ def complete_columns(ctx: click.Context, param: click.Parameter, incomplete: str
 
 def _checked(parse: Callable[[Any], Any], multiple: bool) -> Callable[..., Any]:
     """A declared option's `parse` as Click's callback: its UsageError (a bad selection,
-    size or row count) is Click's usage error naming the option, before any file opens."""
+    size or row count) is Click's usage error naming the option, before any file opens;
+    once (`-c 'a,': an empty column name`), where the message names it already."""
 
-    def callback(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         try:
             if multiple:
                 return tuple(parse(text) for text in value)
             return None if value is None else parse(value)
         except CumtoolError as error:
-            raise click.BadParameter(error.cli_message()) from None
+            message = error.cli_message()
+            if any(message.startswith(name + " ") for name in param.opts):
+                raise click.UsageError(message, ctx) from None
+            raise click.BadParameter(message, ctx, param) from None
 
     return callback
 
@@ -77,7 +81,7 @@ def _click_option(declared: Option, general: bool = False) -> Callable[..., Any]
     elif declared.choices:
         kind = click.Choice(list(declared.choices))
     elif declared.least is not None or declared.most is not None:
-        kind = (click.IntRange if declared.type is int else click.FloatRange)(
+        kind = (IntRange if declared.type is int else FloatRange)(
             min=declared.least, max=declared.most)
     elif declared.parse is not None:
         callback = _checked(declared.parse, declared.multiple)
@@ -139,14 +143,17 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
     fields["line_buffered"] = fields["line_buffered"] or (
         given in ((), ("-",)) and not options["reverse"] and sys.stdin is not None
         and sys.stdin.isatty())
+    # The ops' own options, in Request.params; one that is a Request field (--indices of
+    # cummax and cummin) sets its field.
+    own = {declared.name: declared.from_cli(options[declared.dest])
+           for declared in options_of(op.split(","))}
+    fields.update({name: value for name, value in own.items() if name in BY_FIELD})
     request = Request(
         **fields, op=op, input=given[0] if given else "-",
         inputs=given if len(given) > 1 else (),
         stdout_is_terminal=sys.stdout is not None and sys.stdout.isatty(),
         progress=not options["quiet"] and sys.stderr is not None and sys.stderr.isatty(),
-        indices=options.get("indices", False),
-        params={declared.name: declared.from_cli(options[declared.dest])
-                for declared in options_of(op.split(",")) if declared.name != "indices"})
+        params={name: value for name, value in own.items() if name not in BY_FIELD})
     try:
         if not given and sys.stdin is not None and sys.stdin.isatty():
             # Not a wait for input no one sends: only an explicit '-' reads what is typed.

@@ -80,6 +80,9 @@ GENERAL: tuple[Option, ...] = (
     # Checked by Click's type, cli._PARAM_TYPES (its metavar lists the words).
     Option("--axis", aliases=("-a", "--dim"), type=str, default="rows", show_default=True,
            parse=check_axis, given_if=lambda axis: not _along_rows(axis), api=True,
+           api_default=0,
+           api_help="0, 'rows' or 'index': down each column; 1 or 'columns': across each "
+                    "row; or any integer axis of an N-d array.",
            help="rows (index, 0): down each column; columns (1): across each row; or any "
                 "integer axis of an N-d .npy array.",
            inputs="all", small="hands over", dask="refuses", wide="refuses"),
@@ -89,6 +92,8 @@ GENERAL: tuple[Option, ...] = (
            api=True,
            help=f"Cast the input to this dtype first, then scan: {', '.join(DTYPE_NAMES)}; "
                 f"or torch's {', '.join(TORCH_ALIASES)}, torch.float32, ...",
+           api_help="Cast the input to this dtype first, then scan: a name ('float32', "
+                    "'torch.float32') or what numpy takes (np.float32, float).",
            inputs="all", small="honours", dask="honours", wide="honours"),
     Option("--output", aliases=("-o",), type=str, metavar="PATH", complete="path",
            help="Write here (format from the extension); '-' or none: standard output; "
@@ -133,13 +138,16 @@ GENERAL: tuple[Option, ...] = (
            inputs="spreadsheets", small="hands over", dask="honours", wide="not its output"),
     Option("--columns", aliases=("-c",), type=str, multiple=True, default=(),
            parse=_selection("-c"), complete="columns", metavar="COLS", api=True,
-           inputs="tables",
+           api_default=None, inputs="tables",
+           api_help="Tables: the columns to scan, a name or position or a list of them "
+                    "(None: every numeric column); the others pass through.",
            help="Columns to scan (default: every numeric column); the others pass through. "
                 "Names, 1-based positions, ranges (2-4, a-c), \"quoted, names\", name[k] for "
                 "a repeated name, !COLS for all but COLS; repeat to add.",
            small="honours", dask="honours", wide="honours"),
     Option("--exclude", type=str, multiple=True, default=(), parse=_selection("--exclude"),
-           metavar="COLS", complete="columns", api=True, inputs="tables",
+           metavar="COLS", complete="columns", api=True, api_default=None, inputs="tables",
+           api_help="Tables: columns not to scan (of the default ones or `columns`).",
            help="Do not scan these columns (scan the rest of the default or -c columns); "
                 "repeat to add.",
            small="honours", dask="honours", wide="honours"),
@@ -201,26 +209,39 @@ GENERAL: tuple[Option, ...] = (
            help="Treat NaN like a missing cell: skipped by the scan, kept in place.",
            inputs="all", small="honours", dask="honours", wide="honours"),
     Option("--by", type=str, multiple=True, default=(), parse=_selection("--by"),
-           metavar="COLS", complete="columns", api=True, inputs="tables",
+           metavar="COLS", complete="columns", api=True, api_default=None, inputs="tables",
+           api_help="A separate running scan for each distinct value (or combination) of "
+                    "these key columns of a table (a name or a list), or of an array's keys, "
+                    "one per position along axis 0; rows keep their order.",
            help="Tables: a separate running scan for each distinct value (or combination) of "
                 "these key columns; rows keep their order.",
            small="honours", dask="refuses", wide="refuses"),
     Option("--reset", type=str, parse=_selection("--reset"), metavar="COL",
            complete="columns", api=True, inputs="tables",
            help="Tables: start the scan afresh at every row where COL is true or non-zero.",
+           api_help="Start the scan afresh at every row where this column of a table is true "
+                    "or non-zero; for an array, flags, one per position along axis 0.",
            small="hands over", dask="refuses", wide="refuses"),
     Option("--period", type=str, choices=("day", "week", "month", "quarter", "year"),
            api=True, inputs="tables",
+           api_help="Tables: the calendar period of `time`'s date is part of each row's "
+                    "group, as `by` columns are: a scan per 'day', ISO 'week' (Monday "
+                    "first), 'month', 'quarter' or 'year' (month-to-date, ...).",
            help="Tables: the calendar period of --time's date is part of each row's group, "
                 "as --by columns are: a scan per day, ISO week (Monday first), month, "
                 "quarter or year (month-to-date, ...).",
            small="honours", dask="refuses", wide="refuses"),
     Option("--time", type=str, parse=_selection("--time"), metavar="COL",
            complete="columns", api=True,
+           api_help="With `period`: the column of dates or times (ISO text such as "
+                    "2024-03-01 or 2024-03-01T09:30, or a date or timestamp column); not "
+                    "scanned.",
            help="With --period: the column of dates or times (ISO text such as 2024-03-01 or "
                 "2024-03-01T09:30, or a date or timestamp column); not scanned.",
            inputs="all", small="honours", dask="refuses", wide="refuses"),
     Option("--year-start", type=str, metavar="MM-DD", api=True,
+           api_help="With `period` 'year' or 'quarter': the day years start (fiscal "
+                    "'04-01', water years '10-01'); None: '01-01'.",
            help="With --period year or quarter: the day years start (fiscal 04-01, water "
                 "years 10-01); quarters start every 3 months from it [default: 01-01].",
            inputs="all", small="honours", dask="refuses", wide="refuses"),
@@ -243,7 +264,9 @@ GENERAL: tuple[Option, ...] = (
            inputs="text", small="hands over", dask="honours", wide="honours"),
     # -q sets two fields: no notes, and (with `progress`, which the CLI also gives a
     # terminal) no progress bar.
-    Option("--quiet", aliases=("-q",), keyword="notes", default=True, negates=True,
+    # Its default is Request's, where the API shows no notes; the command line's is on
+    # unless -q (Option.from_cli).
+    Option("--quiet", aliases=("-q",), keyword="notes", default=False, negates=True,
            help="No progress bar (it shows only on a terminal, for long runs) and no notes "
                 "(`note: ...` lines on stderr).",
            inputs="all", identity=False, small="honours", dask="honours", wide="honours"),
@@ -320,12 +343,16 @@ GENERAL: tuple[Option, ...] = (
            inputs="all", small="honours", dask="honours", wide="honours"),
     # The field cummax's and cummin's --indices sets, with the paths they declare.
     dataclasses.replace(OPTIONS["--indices"], flag="", keyword="indices", dask="honours",
-           wide="honours",
-                        inputs="all"),
+                        wide="honours", inputs="all", api=True,
+                        api_help="cummax, cummin: also return the position each value came "
+                                 "from: (values, indices) for an array, a <name>_index "
+                                 "column for a table."),
     Option("", keyword="stdout_is_terminal", help="A table on a terminal, not CSV.",
-           inputs="all", identity=False, small="honours", dask="honours", wide="honours"),
+           default=False, inputs="all", identity=False, small="honours", dask="honours",
+           wide="honours"),
     Option("", keyword="progress", help="A progress bar on stderr (the CLI: stderr is a tty).",
-           inputs="all", identity=False, small="honours", dask="honours", wide="honours"),
+           default=False, inputs="all", identity=False, small="honours", dask="honours",
+           wide="honours"),
     Option("", keyword="widen", type=tuple, default=(),
            help="Input columns read as float64: a rerun's, after a decimal came late in an "
                 "integer column (engine.run).",
@@ -334,8 +361,10 @@ GENERAL: tuple[Option, ...] = (
 
 FLAGS = tuple(declared for declared in GENERAL if declared.flag)
 BY_FIELD = {declared.name: declared for declared in GENERAL}
-# cumtool.scan's keywords that are general options (the ops' own are cumtool.ops.KEYWORDS).
+# cumtool.scan's keywords that are general options (the ops' own are cumtool.ops.KEYWORDS),
+# and their defaults there: api.scan's signature and help are made from these.
 API_KEYWORDS = tuple(declared.name for declared in GENERAL if declared.api)
+API_DEFAULTS = {name: BY_FIELD[name].keyword_default for name in API_KEYWORDS}
 # The options that work on tables only (arrays refuse them by name, as `refuse_unread`).
 TABLE_ONLY = tuple(declared for declared in GENERAL if declared.tables_only)
 

@@ -86,3 +86,17 @@ class AxisType(click.ParamType):
 
         return [CompletionItem(word) for word in AXIS_NAMES
                 if word.startswith(incomplete.lower())]
+
+
+class IntRange(click.IntRange):
+    """Click's, but text that is no number is "not a valid integer", as an op's integer
+    option says it, not "not a valid integer range"."""
+
+    name = "integer"
+
+
+class FloatRange(click.FloatRange):
+    """Click's, but text that is no number is "not a valid float", as an op's float
+    option says it, not "not a valid float range"."""
+
+    name = "float"

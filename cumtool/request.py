@@ -8,9 +8,10 @@ the input is opened: `cumtool cumsum missing.csv --to bogus` complains about --t
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from cumtool.columns import Selection
 from cumtool.errors import UsageError, option
@@ -33,7 +34,7 @@ from cumtool.formats.registry import (
     kind_from_name,
 )
 from cumtool.ops.decl import Option
-from cumtool.options import GENERAL, refuse_unread
+from cumtool.options import BY_FIELD, GENERAL, refuse_unread
 from cumtool.remote import is_url
 
 Overflow = Literal["error", "wrap"]
@@ -73,85 +74,112 @@ CHART_CELLS = ((30, 8), 1000)
 CHART_PIXELS = ((100, 100), 10000)
 
 
+# A field's default is its option's (cumtool/options.py), `name: type = DECLARED`: the type
+# stays here, where mypy reads it, and the value has one home.
+DECLARED: Any = object()
+
+_T = TypeVar("_T")
+
+
+def _declared_defaults(cls: type[_T]) -> type[_T]:
+    """Fill each `= DECLARED` default from the option's declaration before @dataclass reads
+    the class, and fail at import where an option declared has no field or a field no
+    declaration: neither can be forgotten."""
+    names = inspect.get_annotations(cls)
+    undeclared = [name for name in names if name not in BY_FIELD]
+    missing = [name for name in BY_FIELD if name not in names]
+    if undeclared or missing:
+        raise RuntimeError(f"Request fields without a declaration in cumtool/options.py: "
+                           f"{undeclared}; declared options without a Request field: "
+                           f"{missing}")
+    for name in names:
+        if cls.__dict__.get(name) is DECLARED:
+            setattr(cls, name, BY_FIELD[name].default)
+    return cls
+
+
 @dataclass(frozen=True)
+@_declared_defaults
 class Request:
-    """One cumtool run, as plain data: the CLI builds it from its flags."""
+    """One cumtool run, as plain data: the CLI builds it from its flags. Each field is an
+    option declared in cumtool/options.py, its default the declaration's."""
 
     op: str
-    input: str = "-"
-    output: str | None = None  # None or "-": standard output
-    from_format: str | None = None
-    to_format: str | None = None
-    axis: str = "rows"
-    dtype: str | None = None
-    columns: tuple[Selection, ...] = ()  # -c, as given (cumtool.columns.parse)
-    delimiter: str | None = None
-    header: bool = True
-    indices: bool = False
-    overflow: Overflow = "error"
-    skipna: bool = False
-    batch_rows: int | None = None  # None: sized for speed; tests use tiny batches
-    stdout_is_terminal: bool = False
-    progress: bool = False  # a progress bar on stderr for long runs (the CLI: stderr is a tty)
-    by: tuple[Selection, ...] = ()
-    reset: Selection | None = None
-    reverse: bool = False
-    exclusive: bool = False
-    keep: bool = False
-    decimal: bool = False
-    exclude: tuple[Selection, ...] = ()
-    only_scanned: bool = False
-    na: tuple[str, ...] | None = None  # missing-cell markers (None: SEMANTICS.md's list)
-    na_rep: str = ""
-    out_delimiter: str | None = None
-    decimal_comma: bool = False
-    encoding: str | None = None  # of CSV/TSV input and output (None: UTF-8)
-    table_rows: int | None = 20  # the terminal table: rows shown (first and last half); None: all
-    precision: int = 6  # the terminal table: significant digits of floats
-    max_record_size: int | None = None  # bytes in one CSV/TSV record (None: 32 MiB)
-    line_buffered: bool = False  # each row written as read; types from the first data row
-    comment: str | None = None  # CSV/TSV: lines starting with this character are skipped
-    ragged: bool = False  # CSV/TSV: rows shorter than the header end in missing cells
-    out_encoding: str | None = None  # of CSV/TSV output (None: as --encoding)
-    out_decimal: str | None = None  # "point" or "comma" in CSV/TSV output (None: as read)
-    sheet: str | None = None  # a spreadsheet's sheet: its name, or its number from 1
+    input: str = DECLARED
+    output: str | None = DECLARED  # None or "-": standard output
+    from_format: str | None = DECLARED
+    to_format: str | None = DECLARED
+    axis: str = DECLARED
+    dtype: str | None = DECLARED
+    columns: tuple[Selection, ...] = DECLARED  # -c, as given (cumtool.columns.parse)
+    delimiter: str | None = DECLARED
+    header: bool = DECLARED
+    indices: bool = DECLARED
+    overflow: Overflow = DECLARED
+    skipna: bool = DECLARED
+    batch_rows: int | None = DECLARED  # None: sized for speed; tests use tiny batches
+    stdout_is_terminal: bool = DECLARED
+    progress: bool = DECLARED  # a progress bar on stderr for long runs (the CLI: stderr is a tty)
+    by: tuple[Selection, ...] = DECLARED
+    reset: Selection | None = DECLARED
+    reverse: bool = DECLARED
+    exclusive: bool = DECLARED
+    keep: bool = DECLARED
+    decimal: bool = DECLARED
+    exclude: tuple[Selection, ...] = DECLARED
+    only_scanned: bool = DECLARED
+    na: tuple[str, ...] | None = DECLARED  # missing-cell markers (None: SEMANTICS.md's list)
+    na_rep: str = DECLARED
+    out_delimiter: str | None = DECLARED
+    decimal_comma: bool = DECLARED
+    encoding: str | None = DECLARED  # of CSV/TSV input and output (None: UTF-8)
+    # The terminal table: rows shown (the first and last half); None: all.
+    table_rows: int | None = DECLARED
+    precision: int = DECLARED  # the terminal table: significant digits of floats
+    max_record_size: int | None = DECLARED  # bytes in one CSV/TSV record (None: 32 MiB)
+    line_buffered: bool = DECLARED  # each row written as read; types from the first data row
+    comment: str | None = DECLARED  # CSV/TSV: lines starting with this character are skipped
+    ragged: bool = DECLARED  # CSV/TSV: rows shorter than the header end in missing cells
+    out_encoding: str | None = DECLARED  # of CSV/TSV output (None: as --encoding)
+    out_decimal: str | None = DECLARED  # "point" or "comma" in CSV/TSV output (None: as read)
+    sheet: str | None = DECLARED  # a spreadsheet's sheet: its name, or its number from 1
     # Every INPUT argument (files, globs, directories) when there are several or any is
     # not a plain file; `input` is then the first (cumtool.inputs, cumtool.datasets).
-    inputs: tuple[str, ...] = ()
-    state: str | None = None  # --state FILE: the carried state, loaded and saved
-    run_id: str | None = None  # --run-id ID: names the run (a retry has the last one's)
-    wait: float | None = None  # --wait SECONDS: for another run that holds the state
+    inputs: tuple[str, ...] = DECLARED
+    state: str | None = DECLARED  # --state FILE: the carried state, loaded and saved
+    run_id: str | None = DECLARED  # --run-id ID: names the run (a retry has the last one's)
+    wait: float | None = DECLARED  # --wait SECONDS: for another run that holds the state
     # --growing: inputs consumed before that have grown are continued; a last line
     # without its line end waits for the next run (SEMANTICS.md, "Resumed runs").
-    growing: bool = False
-    threads: int | None = None  # --threads N (None: CUMTOOL_THREADS, else the usable cores)
-    filename_column: str | None = None  # --filename-column NAME: each row's input path
+    growing: bool = DECLARED
+    threads: int | None = DECLARED  # --threads N (None: CUMTOOL_THREADS, else the usable cores)
+    filename_column: str | None = DECLARED  # --filename-column NAME: each row's input path
     # The ops' own options (cumtool.ops: ddof, span, compensated, ...), by API keyword, as
     # given; one not given is its default.
     params: Mapping[str, Any] = field(default_factory=dict)
-    engine: str = "local"  # or "dask": cumtool/distributed.py
-    scheduler: str | None = None  # --engine dask: a scheduler's address (None: see there)
+    engine: str = DECLARED  # or "dask": cumtool/distributed.py
+    scheduler: str | None = DECLARED  # --engine dask: a scheduler's address (None: see there)
     # The chart (--to chart, -o FILE.svg|png): the column along the horizontal axis (not
     # scanned: it joins `exclude`; None: the row number), and its size in character cells
     # on the terminal or in pixels in an image (None: the terminal's, or 1000 x 500).
-    x: Selection | None = None
-    x_format: str | None = None  # --x-format: the strftime layout of --x's dates
-    width: int | None = None
-    height: int | None = None
+    x: Selection | None = DECLARED
+    x_format: str | None = DECLARED  # --x-format: the strftime layout of --x's dates
+    width: int | None = DECLARED
+    height: int | None = DECLARED
     # One `note: ...` line on stderr where a run does what the user may not expect (a
     # column of numbers left out for one text cell); the CLI's -q silences them, the
     # Python API shows none.
-    notes: bool = False
+    notes: bool = DECLARED
     # Input columns (positions) read as float64 whatever their first rows say: a rerun's,
     # after a decimal came late in an integer column (engine.run).
-    widen: tuple[int, ...] = ()
+    widen: tuple[int, ...] = DECLARED
     # --period day|week|month|quarter|year --time COL (--year-start MM-DD): each row's
     # calendar period of COL is a key of its group (cumtool.periods).
-    period: str | None = None
-    time: Selection | None = None
-    year_start: str | None = None
+    period: str | None = DECLARED
+    time: Selection | None = DECLARED
+    year_start: str | None = DECLARED
     # --share: each running value over its group's final value (a first pass finds them).
-    share: bool = False
+    share: bool = DECLARED
 
     def check(self) -> None:
         """Raise UsageError for a bad option or combination; reads nothing."""

@@ -3,7 +3,9 @@
 The option reference is never edited by hand: `python docs/generate.py` rewrites it from
 `cumtool --help` and `cumtool OP --help` for every command the CLI has, and its table of
 which paths honour each option from the declarations (cumtool/options.py, cumtool/ops),
-so a new option or a changed help text shows up here by running one command.
+so a new option or a changed help text shows up here by running one command. It also
+writes the signature of `cumtool.scan` that opens docs/api.md (its first code block),
+from the declared keywords (cumtool.options.API_DEFAULTS).
 tests/test_docs.py fails when the file differs from what this script makes now;
 `python docs/generate.py --check` does the same check without writing. The help is
 rendered 80 columns wide whatever the terminal, so the file does not depend on who ran
@@ -25,6 +27,7 @@ from cumtool.ops.decl import Option
 from cumtool.options import FLAGS, inputs_of
 
 OPTIONS_MD = Path(__file__).resolve().parent / "options.md"
+API_MD = Path(__file__).resolve().parent / "api.md"
 WIDTH = 80
 
 HEADER = """\
@@ -131,19 +134,58 @@ def render() -> str:
     return "".join(sections)
 
 
+def api_signature() -> str:
+    """`cumtool.scan(...)` as docs/api.md shows it: each parameter with its default (the
+    declared ones' from cumtool.options), then the ops' own keywords in a comment."""
+    import inspect
+    import textwrap
+
+    import cumtool
+    from cumtool.ops import KEYWORDS
+
+    def shown(parameter: inspect.Parameter) -> str:
+        if parameter.default is parameter.empty:
+            return parameter.name
+        value = parameter.default
+        return f"{parameter.name}=" + (f'"{value}"' if isinstance(value, str) else repr(value))
+
+    parameters = list(inspect.signature(cumtool.scan).parameters.values())
+    kinds = [p.kind for p in parameters]
+    words = [shown(p) for p in parameters[:-1]]
+    words.insert(kinds.index(inspect.Parameter.KEYWORD_ONLY), "*")
+    lead = "cumtool.scan("
+    lines = textwrap.wrap(", ".join(words) + ",", 88 - len(lead), break_on_hyphens=False)
+    lines = [lead + lines[0], *(" " * len(lead) + line for line in lines[1:])]
+    last = f"{' ' * len(lead)}**{parameters[-1].name})   # "
+    own = [name for name in KEYWORDS if name not in inspect.signature(cumtool.scan).parameters]
+    comment = textwrap.wrap(f"{parameters[-1].name}: {', '.join(own)} (the ops' own options)",
+                            88 - len(last), break_on_hyphens=False)
+    lines += [last + comment[0], *(" " * (len(last) - 2) + "# " + line
+                                   for line in comment[1:])]
+    return "\n".join(lines) + "\n"
+
+
+def api_md(current: str) -> str:
+    """docs/api.md with its first code block, the signature, made now."""
+    head, rest = current.split("```python\n", 1)
+    return head + "```python\n" + api_signature() + "```" + rest.split("```", 1)[1]
+
+
 def main_script(argv: list[str]) -> int:
-    text = render()
+    made = {OPTIONS_MD: render(), API_MD: api_md(API_MD.read_text(encoding="utf-8"))}
     if argv == ["--check"]:
-        if not OPTIONS_MD.exists() or OPTIONS_MD.read_text(encoding="utf-8") != text:
-            print(f"{OPTIONS_MD} is out of date: run `python docs/generate.py`",
-                  file=sys.stderr)
-            return 1
-        return 0
+        stale = [path for path, text in made.items()
+                 if not path.exists() or path.read_text(encoding="utf-8") != text]
+        for path in stale:
+            print(f"{path} is out of date: run `python docs/generate.py`", file=sys.stderr)
+        return 1 if stale else 0
     if argv:
         print("usage: python docs/generate.py [--check]", file=sys.stderr)
         return 2
-    OPTIONS_MD.write_text(text, encoding="utf-8")
-    print(f"wrote {OPTIONS_MD}")
+    for path, text in made.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
     return 0
 
 

@@ -509,12 +509,13 @@ def test_a_mistyped_option_gets_the_option_meant(invoke, typed, meant):
 @pytest.mark.parametrize("args, message", [
     pytest.param(["-n", "x"], "Invalid value for '-n' / '--rows': 'x' is not a number of "
                  "rows or 'all'", id="rows"),
-    pytest.param(["--max-record-size", "12Q"], "Invalid value for '--max-record-size': "
-                 "--max-record-size '12Q' is not a size; give bytes or a number with K, M "
-                 "or G (e.g. 64M)", id="size"),
-    pytest.param(["--exclude", "a,"], "Invalid value for '--exclude': --exclude 'a,': an "
-                 "empty column name; quote it as '\"\"' to choose a column whose name is "
-                 "empty", id="selection"),
+    # A message that names the option (a size, a selection) names it once.
+    pytest.param(["--max-record-size", "12Q"], "--max-record-size '12Q' is not a size; give "
+                 "bytes or a number with K, M or G (e.g. 64M)", id="size"),
+    pytest.param(["--exclude", "a,"], "--exclude 'a,': an empty column name; quote it as "
+                 "'\"\"' to choose a column whose name is empty", id="selection"),
+    pytest.param(["--columns", "a,"], "-c 'a,': an empty column name; quote it as '\"\"' "
+                 "to choose a column whose name is empty", id="selection-long-spelling"),
     # A closed set with its own check (params.CheckedChoice) words itself, without a hint.
     pytest.param(["--from", "bogus"], "--from 'bogus' is not a format; choose from csv, tsv, "
                  "parquet, npy, jsonl, arrow, arrows, xlsx, xls, ods\n", id="checked-choice"),
@@ -524,6 +525,12 @@ def test_a_mistyped_option_gets_the_option_meant(invoke, typed, meant):
                  "x>=0.", id="range"),
     pytest.param(["--precision", "18"], "Invalid value for '--precision': 18 is not in the "
                  "range 1<=x<=17.", id="bounded-range"),
+    # Text that is no number, as an op's own number options say it (not "a valid integer
+    # range").
+    pytest.param(["--threads", "x"], "Invalid value for '--threads': 'x' is not a valid "
+                 "integer.", id="range-not-a-number"),
+    pytest.param(["--wait", "soon"], "Invalid value for '--wait': 'soon' is not a valid "
+                 "float.", id="float-range-not-a-number"),
 ])
 def test_a_declared_check_is_a_usage_error_naming_the_option(invoke, args, message):
     result = invoke("cumsum", "never-read.csv", *args)

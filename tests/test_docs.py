@@ -53,6 +53,17 @@ def test_options_reference_is_what_the_generator_makes_now() -> None:
         "`python docs/generate.py` (never edit it by hand) and commit the result")
 
 
+def test_api_signature_is_what_the_generator_makes_now() -> None:
+    """docs/api.md opens with cumtool.scan's signature as generate.py writes it from the
+    declared keywords."""
+    generate = _generator()
+    current = (DOCS / "api.md").read_text(encoding="utf-8")
+    assert current == generate.api_md(current), (
+        "docs/api.md's signature is not cumtool.scan's: run `python docs/generate.py`")
+    assert current.split("```python\n", 1)[1].startswith(
+        "cumtool.scan(data, op, axis=0, dtype=None, *, columns=None, exclude=None,\n")
+
+
 def test_options_reference_has_every_command_and_option() -> None:
     """A check of the generator itself: it does not lose a command or an option."""
     from cumtool.cli import main

@@ -345,7 +345,7 @@ def test_indices_is_not_an_option_of_other_ops(invoke: Invoke, sample, op):
         pytest.param(["--batch-rows", "0"], ["--batch-rows"], id="batch-rows-0"),
         pytest.param(["--batch-rows", "many"], ["--batch-rows"], id="batch-rows-word"),
         pytest.param(["--overflow", "saturate"], ["--overflow", "saturate"], id="overflow"),
-        pytest.param(["-c", "a,,b"], ["--columns", "empty column name"], id="empty-column"),
+        pytest.param(["-c", "a,,b"], ["-c 'a,,b': an empty column name"], id="empty-column"),
         pytest.param(["--frobnicate"], ["--frobnicate"], id="unknown-option"),
         pytest.param(["-a"], ["-a"], id="missing-value"),
     ],

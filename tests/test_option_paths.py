@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from cumtool import api, engines
+from cumtool import engines
 from cumtool.columns import parse
 from cumtool.errors import UsageError, word
 from cumtool.formats.csv import small
 from cumtool.ops import KEYWORDS, OPTIONS
 from cumtool.ops.decl import Option
 from cumtool.options import (
+    API_DEFAULTS,
     API_KEYWORDS,
     BY_FIELD,
     FLAGS,
@@ -161,14 +162,94 @@ def test_arrays_refuse_the_options_of_tables_by_name(declared: Option) -> None:
 
 
 def test_the_api_takes_the_general_options_declared_for_it() -> None:
-    """cumtool.scan's keywords, past `data` and `op`: the declared ones, --indices (an op's
-    option it names) and `to` (what comes back); the ops' own come as **params."""
-    parameters = inspect.signature(api.scan).parameters
+    """cumtool.scan's keywords, past `data` and `op`, as inspect.signature and help() show
+    them: the declared ones (api=True) with their declared defaults, and `to` (what comes
+    back); the ops' own come as **params."""
+    import cumtool
+
+    parameters = inspect.signature(cumtool.scan).parameters
     keywords = [name for name, p in parameters.items()
                 if name not in ("data", "op") and p.kind is not p.VAR_KEYWORD]
-    assert sorted(keywords) == sorted([*API_KEYWORDS, "indices", "to"])
+    assert sorted(keywords) == sorted([*API_KEYWORDS, "to"])
+    assert list(parameters)[:4] == ["data", "op", "axis", "dtype"]  # numpy's order
+    assert [p.kind for p in parameters.values()][-1] is inspect.Parameter.VAR_KEYWORD
+    doc = inspect.getdoc(cumtool.scan)
+    assert doc is not None
     for name in API_KEYWORDS:  # an on/off option is off unless asked for, as on the CLI
+        assert parameters[name].default == API_DEFAULTS[name], name
         assert (parameters[name].default is False) == BY_FIELD[name].is_flag, name
+        assert f"\n{name}={API_DEFAULTS[name]!r}\n" in doc, name
+    assert API_DEFAULTS["axis"] == 0 and API_DEFAULTS["columns"] is None  # the API's own
+    assert API_DEFAULTS["overflow"] == BY_FIELD["overflow"].default == "error"
+
+
+def test_each_request_fields_default_is_its_declarations() -> None:
+    """Request's defaults are filled from the declarations (request.DECLARED): the two
+    fields that cannot be are `op`, which every run gives, and `params`, a fresh dict."""
+    differ = {f.name for f in dataclasses.fields(Request)
+              if f.default is not BY_FIELD[f.name].default}
+    assert differ == {"op", "params"}
+    assert Request(op="cumsum").params == {}
+    assert BY_FIELD["op"].default is BY_FIELD["params"].default is None
+
+
+def test_a_field_or_a_declaration_alone_fails_at_import() -> None:
+    """An option declared without its Request field, or a field no option declares, stops
+    `import cumtool.request` by name."""
+    from cumtool.request import DECLARED, _declared_defaults
+
+    def request_class(names: list[str]) -> type:
+        return type("Request", (), {"__annotations__": dict.fromkeys(names, "bool"),
+                                    **dict.fromkeys(names, DECLARED)})
+
+    made = _declared_defaults(request_class(list(BY_FIELD)))
+    assert made.keep is False and made.axis == "rows"
+    with pytest.raises(RuntimeError, match=r"without a Request field: \['keep'\]"):
+        _declared_defaults(request_class([n for n in BY_FIELD if n != "keep"]))
+    with pytest.raises(RuntimeError, match=r"without a declaration in cumtool/options.py: "
+                                           r"\['undeclared_field'\]"):
+        _declared_defaults(request_class([*BY_FIELD, "undeclared_field"]))
+
+
+def test_docs_api_shows_the_signature_of_cumtool_scan() -> None:
+    """docs/api.md's first block is the signature: each keyword, in order, with its
+    default and kind."""
+    from pathlib import Path
+
+    import cumtool
+
+    text = (Path(__file__).parent.parent / "docs" / "api.md").read_text(encoding="utf-8")
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    code = " ".join(line.split("#")[0] for line in block.splitlines())
+    namespace: dict[str, Any] = {}
+    exec(code.replace("cumtool.scan(", "def shown(", 1) + ": pass", namespace)
+
+    def listed(function: Any) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default)
+                for p in inspect.signature(function).parameters.values()]
+
+    assert listed(namespace["shown"]) == listed(cumtool.scan)
+
+
+@pytest.mark.parametrize(("keywords", "message"), [
+    ({"revrse": True}, "scan() got an unexpected keyword argument 'revrse'; did you mean "
+                       "reverse=?"),
+    ({"group": "k"}, "scan() got an unexpected keyword argument 'group'; did you mean by=?"),
+    ({"spn": 3}, "scan() got an unexpected keyword argument 'spn'; did you mean span=?"),
+    ({"yearstart": "04-01"}, "scan() got an unexpected keyword argument 'yearstart'; did "
+                             "you mean year_start=?"),
+    ({"colour": "red"}, "scan() got an unexpected keyword argument 'colour'"),
+])
+def test_an_unknown_keyword_is_named_with_the_keywords_it_is_close_to(
+        keywords: dict[str, Any], message: str) -> None:
+    """A usage error (and the TypeError Python raises for an unknown keyword)."""
+    import cumtool
+
+    for data in ([1, 2], "no-such-file.csv"):  # before anything is read
+        with pytest.raises(UsageError) as refused:
+            cumtool.scan(data, "cumsum", **keywords)
+        assert isinstance(refused.value, TypeError)
+        assert str(refused.value) == message
 
 
 # A value for each flag that takes one, as typed (the others: 7).
@@ -179,10 +260,11 @@ TYPED = {"axis": "columns", "dtype": "float32", "output": "out.csv", "from_forma
          "wait": "1.5", "precision": "3"}
 
 
-def _request(invoke: Any, monkeypatch: Any, path: Any, *args: str) -> Request:
+def _request(invoke: Any, monkeypatch: Any, path: Any, *args: str,
+             op: str = "cumsum") -> Request:
     made: list[Request] = []
     monkeypatch.setattr("cumtool.engine.run", made.append)
-    result = invoke("cumsum", str(path), *args)
+    result = invoke(op, str(path), *args)
     assert result.exit_code == 0, result.stderr
     (request,) = made
     return request
@@ -202,6 +284,21 @@ def test_the_command_line_sets_each_declared_field(declared: Option, invoke: Any
     changed = [f.name for f in dataclasses.fields(Request)
                if getattr(given, f.name) != getattr(plain, f.name)]
     assert changed == [declared.name], changed
+
+
+def test_an_ops_option_sets_its_request_field_or_params(invoke: Any, monkeypatch: Any,
+                                                        tmp_path: Any) -> None:
+    """cli._run: an op's option that is a Request field (--indices) sets the field, the
+    others go to Request.params by keyword."""
+    path = tmp_path / "in.csv"
+    path.write_text("a,b\n1,2\n")
+    indexed = _request(invoke, monkeypatch, path, "--indices", op="cummax")
+    assert (indexed.indices, dict(indexed.params)) == (True, {})
+    assert _request(invoke, monkeypatch, path, op="cummax").indices is False
+    smoothed = _request(invoke, monkeypatch, path, "--span", "3", op="ewma")
+    assert (smoothed.indices, dict(smoothed.params)) == (False, {
+        "span": 3.0, "alpha": None, "com": None, "halflife": None, "adjust": True,
+        "times": None})
 
 
 def test_a_runs_identity_leaves_out_what_is_declared_not_to_change_results() -> None:

@@ -284,8 +284,8 @@ def test_a_hostile_argument_is_shown_escaped_in_one_line(tmp_path: Path):
                  "Invalid value for '--overflow': 'nope' is not one of 'error', 'wrap'.",
                  "Try 'main cumsum --help'.", id="bad-choice"),
     pytest.param(["cumsum", "{path}", "-c", "a,\x1b[2J,"],
-                 "Invalid value for '-c' / '--columns': -c 'a,\\x1b[2J,': an empty column "
-                 "name; quote it as '\"\"' to choose a column whose name is empty",
+                 "-c 'a,\\x1b[2J,': an empty column name; quote it as '\"\"' to choose a "
+                 "column whose name is empty",
                  "Try 'main cumsum --help'.", id="hostile-value"),
     pytest.param([f"no{HOSTILE}such"], f"No such command 'no{HOSTILE_SHOWN}such'.",
                  "Try 'main --help'.", id="hostile-command"),

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
 Params = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
+class _Same:
+    def __repr__(self) -> str:
+        return "SAME"
+
+
+# Option.api_default of an option whose default in cumtool.scan is its `default`.
+SAME: Any = _Same()
+
+
 # Whether a path honours an option given (a value other than Request's default):
 # "honours" it; "hands over" the run to the general path (the small and compiled CSV paths,
 # small.options_fit); "not its output" where only other writers read it (the chart, the
@@ -53,6 +62,12 @@ class Option:
     complete: Literal["", "path", "columns"] = ""  # what the shell completes
     show_default: bool = False
     api: bool = False  # a general option that cumtool.scan takes as a keyword
+    # Its default there, where it is not `default`: axis=0 as numpy's; columns=None, not
+    # the command line's empty selection, as the API takes names (None: not given).
+    api_default: Any = SAME
+    # Its entry in help(cumtool.scan), where `help` speaks of the command line (its flags,
+    # its text syntax); "": `help`.
+    api_help: str = ""
     # Whether a value is given, where differing from the default does not say it
     # (--axis: index and 0 are rows).
     given_if: Callable[[Any], bool] | None = None
@@ -100,6 +115,11 @@ class Option:
     @property
     def is_flag(self) -> bool:
         return self.type is bool
+
+    @property
+    def keyword_default(self) -> Any:
+        """Its default as a keyword of cumtool.scan (Option.api_default)."""
+        return self.default if self.api_default is SAME else self.api_default
 
     def given(self, value: Any) -> bool:
         if self.given_if is not None:
