@@ -1,20 +1,23 @@
 """The table run: reader -> batches -> plan (scan kernels with carried state) -> writer.
 
 `run_table` drives one table source (one file, or several inputs as one ChainSource) to
-one output; `scan_batches` is the loop it shares with `cumtool.scan`; `rebatch`,
-`table_progress` and `discarding` serve the other drivers (-o DIR/ in datasets.py).
+one output; `run_engine` drives a format's own engine (the CSV format's compiled
+pipeline and its Python twin, formats/csv/fast.py) through the same loop, and hands the
+run to `run_table` where that engine is unsure; `scan_batches` is the loop they share
+with `cumtool.scan`, the wide path and -o DIR/ (datasets.py); `rebatch`,
+`table_progress` and `discarding` serve the other drivers.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from cumtool.commit import Commit, check_stop
-from cumtool.errors import UsageError, option
-from cumtool.formats import FileKind, TableSink, TableSource
-from cumtool.formats.registry import TYPED_OUTPUTS
+from cumtool.errors import CumtoolError, UsageError, option
+from cumtool.formats import FileKind, Handover, TableSink, TableSource
+from cumtool.formats.registry import DELIMITED, TYPED_OUTPUTS
 from cumtool.output import open_output
 from cumtool.pipeline import (
     BackgroundSink,
@@ -215,6 +218,113 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
             yield result
 
     write_all(sink, results(), done)
+
+
+class EngineRun(Protocol):
+    """A format's own engine on one input (formats/csv/fast._Job), judged and planned
+    from the input's head: the items it reads (`pieces`), the scan of each with the
+    carried state (`apply`), and the writer of the scanned items to a stream (`sink`).
+    Any of them raises Handover where the engine is unsure; `rows_scanned` says how far
+    the scan got, in order."""
+
+    rows_scanned: int
+
+    def pieces(self) -> Generator[Any, None, None]: ...
+
+    def apply(self, item: Any, /) -> Any: ...
+
+    def sink(self, stream: IO[bytes]) -> Writer: ...
+
+    def close(self) -> None: ...
+
+
+def run_engine(request: Request, job: EngineRun,
+               replay: Callable[[int], IO[bytes] | None]) -> tuple[bool, IO[bytes] | None]:
+    """Run `job` (a format's own engine) to the output through scan_batches: (True, None)
+    when done; else (False, standard input from its start, `replay(rows scanned)`, or
+    None for a file) for run_table, which takes the run from the start. What the engine
+    is unsure of before any output is written hands the run over as if the engine had
+    never looked; later, a file output (staged) is dropped, and standard output is
+    handed over with the bytes already written skipped (`rerun_skipping`), so that the
+    output and any error are run_table's own."""
+    items = job.pieces()
+    with contextlib.closing(job), contextlib.closing(items):  # its pipeline, its pool
+        try:
+            first = next(items, None)  # the head: nothing is written yet
+        except (Handover, CumtoolError):
+            return False, replay(0)  # run_table takes it, or words the error
+        sink: Any = None
+        try:
+            with open_output(request.output) as stream, contextlib.ExitStack() as stack:
+                sink = job.sink(stream)
+                head = () if first is None else (first,)
+                scan_batches(job, lambda: _chained(head, items), sink, False, stack)
+        except Handover:
+            written = sink.written if sink is not None else 0
+            if request.output in (None, "-") and written:
+                rerun_skipping(request, written, replay(job.rows_scanned))
+                return True, None
+            # Nothing written yet, or the file output was dropped: as if never looked.
+            return False, replay(job.rows_scanned)
+    return True, None
+
+
+def _chained(head: Iterable[Any], rest: Iterator[Any]) -> Iterator[Any]:
+    yield from head
+    yield from rest
+
+
+def rerun_skipping(request: Request, skip: int, stdin: IO[bytes] | None) -> None:
+    """run_table from the start, to standard output, without the first `skip` bytes:
+    those a format's engine wrote, which are run_table's first bytes too."""
+    import sys
+
+    from cumtool import kernels, sources
+
+    dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
+    with contextlib.ExitStack() as stack:
+        finals = None
+        if request.share:  # a file (standard input with --share never comes here)
+            first, kind = sources.open_source(request, dtype, stack, None, None)
+            finals = share_finals(request, dtype, first.table(),
+                                  request.output_format(kind), stack,
+                                  text_input=kind.format in DELIMITED)
+        source, kind = sources.open_source(request, dtype, stack, stdin, None)
+        out = request.output_format(kind)
+        saved = sys.stdout
+        sys.stdout = _Stdout(_Skipping(saved.buffer, skip))
+        try:
+            run_table(request, dtype, source, out, stack, None,
+                      text_input=kind.format in DELIMITED, finals=finals)
+        finally:
+            sys.stdout = saved
+
+
+class _Skipping:
+    """A binary stream that drops its first `skip` bytes."""
+
+    def __init__(self, stream: IO[bytes], skip: int) -> None:
+        self._stream = stream
+        self._skip = skip
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        if self._skip:
+            dropped = min(self._skip, size)
+            view = view[dropped:]
+            self._skip -= dropped
+        if view.nbytes:
+            self._stream.write(view)
+        return size
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+class _Stdout:
+    def __init__(self, buffer: _Skipping) -> None:
+        self.buffer = buffer
 
 
 class Writer(Protocol):

@@ -61,9 +61,9 @@ def render(request: Request, data: bytes) -> bytes:
                 judged_from[j] = first
     keys = key_columns(request, names)
     selected = select_scanned(request, names, hints, keys)
-    if any(noted(request, hints, selected, keys,
-                 lambda j: [row[j] for row in rows[judged_from[j]:judged_from[j] + INFER_ROWS]],
-                 markers)):
+    if next(noted(request, hints, selected, keys,
+                  lambda j: [row[j] for row in rows[judged_from[j]:judged_from[j] + INFER_ROWS]],
+                  markers), None) is not None:  # column 0 too
         raise Handover  # the streaming path says which, where, and how to scan it
     ops = request.ops
     groups = None

@@ -647,7 +647,8 @@ def test_each_path_runs_where_it_says(tmp_path: Path, monkeypatch: pytest.Monkey
     """The knobs still send a plain job where each path is meant to go, so that no path
     compares the reference with itself: the small file on fast._Job's compiled pipeline
     (one worker), `render` on the reference renderer, the large paths on the compiled pipeline or
-    (`twin`) on its Python twin, `--batch-rows` and `-o DIR/` on the streaming runner."""
+    (`twin`) on its Python twin, `--batch-rows` on the streaming runner (run_table) and
+    `-o DIR/` on datasets' driver, each through runner.scan_batches."""
     from cumtool import runner
 
     went: list[str] = []
@@ -669,7 +670,12 @@ def test_each_path_runs_where_it_says(tmp_path: Path, monkeypatch: pytest.Monkey
                         spy_generator("compiled", fast._Job._run_compiled))
     monkeypatch.setattr(small_reference, "render", spy("render", small_reference.render))
     monkeypatch.setattr(fast, "render_whole", spy("whole", fast.render_whole))
-    monkeypatch.setattr(runner, "scan_batches", spy("runner", runner.scan_batches))
+    monkeypatch.setattr(runner, "scan_batches", spy("loop", runner.scan_batches))
+    from cumtool import engine
+
+    table = spy("runner", runner.run_table)
+    monkeypatch.setattr(runner, "run_table", table)
+    monkeypatch.setattr(engine, "run_table", table)  # engine's own name for it
     monkeypatch.chdir(tmp_path)
     (tmp_path / INPUT).write_bytes(TABLES["mixed"])
     job = Job("mixed", "cumsum", _BY_ID["plain"], tmp_path, CliRunner())
@@ -678,12 +684,14 @@ def test_each_path_runs_where_it_says(tmp_path: Path, monkeypatch: pytest.Monkey
         went.clear()
         assert run(job).code == 0, path
         where[path] = tuple(dict.fromkeys(went))
+    # Every path but the reference renderer runs the one loop (runner.scan_batches): the
+    # CSV engine's pieces through it, the streaming runner's batches through it.
     assert where == {
-        "small": ("whole", "job", "compiled"), "render": ("render",),
-        "large": ("job", "compiled"), "twin": ("job",), "threads1": ("job", "compiled"),
-        "threads3": ("job", "compiled"), "batch7": ("runner",),
-        "stdin": ("whole", "job", "compiled"), "file": ("whole", "job", "compiled"),
-        "dir": ("runner",)}
+        "small": ("whole", "loop", "job", "compiled"), "render": ("render",),
+        "large": ("job", "compiled", "loop"), "twin": ("job", "loop"),
+        "threads1": ("job", "compiled", "loop"), "threads3": ("job", "compiled", "loop"),
+        "batch7": ("runner", "loop"), "stdin": ("whole", "loop", "job", "compiled"),
+        "file": ("whole", "loop", "job", "compiled"), "dir": ("loop",)}
 
 
 def test_every_option_has_a_setting() -> None:

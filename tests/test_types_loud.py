@@ -61,6 +61,24 @@ def test_a_column_left_out_for_a_text_cell_gets_a_note(invoke, write_file, how):
     assert result.stderr == _note_twelve()
 
 
+@pytest.mark.parametrize("how", ["small", "batches", "stdin"])
+def test_the_first_column_left_out_gets_its_note_too(invoke, write_file, how):
+    """The first column is column 0: the small and fast paths once asked any() of the
+    noted columns' positions, and lost its note (the streaming path said it)."""
+    data = "amount,id\n5,1\ntwelve,2\n" + "".join(f"{i % 10},{i}\n" for i in range(3, 41))
+    path = write_file("a.csv", data)
+    args = ["--batch-rows", "7"] if how == "batches" else []
+    result = (invoke("cumsum", *args, input=data) if how == "stdin"
+              else invoke("cumsum", str(path), *args))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == ("amount,id\n5,1\ntwelve,3\n" + "".join(
+        f"{i % 10},{total}\n" for i, total in zip(range(3, 41), _ints(range(1, 41))[2:],
+                                                 strict=True))).encode()
+    assert result.stderr == (
+        "note: column 'amount' is not scanned: its first rows hold numbers, but row 2 "
+        f"(line 3) holds 'twelve'; to scan it, pass -c amount,id --na '{NA},twelve'\n")
+
+
 @pytest.mark.parametrize("stdin", [False, True])
 def test_a_large_input_gets_the_same_note(invoke, write_file, stdin):
     rows = 130_000  # past small.SMALL_BYTES: the fast pipeline judges it

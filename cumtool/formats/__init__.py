@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from cumtool.view import View
 
 
+class Handover(Exception):
+    """A format's own engine (Format.engine) is unsure of the input, or does not
+    implement an option: the general path takes the run from the start, and words any
+    error itself (runner.run_engine)."""
+
+
 @dataclass(frozen=True)
 class Format:
     """One format, as the rest of cumtool needs to know it. Each format package

@@ -26,17 +26,20 @@ temporary file) is dropped and the streaming path runs from the start; standard 
 is handed to the streaming path, rerun from the start, with the bytes already written
 skipped, so that the output and any error are the streaming path's own.
 
-The rows run in one compiled pipeline where the run fits it (`_ext/_csvtext.c`'s
-Pipeline: the plain accumulating ops and the running statistics on int64 and float64
-to CSV, --by, --skipna, --exclusive and --overflow wrap too): Python calls it once, and
-a pool of --threads threads cuts, parses, scans (in chunk order, the one serial step)
-and formats chunks of whole records without the GIL, which is taken only to read the
-input and hand out each chunk's output. Elsewhere (--period, --share, JSON Lines out,
---compensated, ewma --times, a --dtype cast, ...) _Job.pieces runs the steps itself:
-cut and assemble in C without the GIL where built, in Python otherwise (cut_py,
-assemble_py). The steps are the pipeline's Python twin: tests/test_pipeline.py and
-tests/test_pipeline_options.py hold the two to the same bytes, and tests/test_fastcsv.py
-both to the streaming path's.
+The run is driven by the runner's loop (runner.run_engine: the job's pieces -> apply ->
+sink, through runner.scan_batches and write_all, as every table run), which also hands
+it to the streaming path. The rows run in one compiled pipeline where the run fits it
+(`_ext/_csvtext.c`'s Pipeline: the plain accumulating ops and the running statistics on
+int64 and float64 to CSV, --by, --skipna, --exclusive and --overflow wrap too): Python
+calls it once, and a pool of --threads threads cuts, parses, scans (in chunk order, the
+one serial step) and formats chunks of whole records without the GIL, which is taken
+only to read the input and hand out each chunk's output. Elsewhere (--period, --share,
+JSON Lines out, --compensated, ewma --times, a --dtype cast, ...) the job runs the steps
+itself: its pieces cut ahead on its workers, apply scans each in order, its sink renders
+them on the workers and writes them in order; cut and assemble in C without the GIL
+where built, in Python otherwise (cut_py, assemble_py). The steps are the pipeline's
+Python twin: tests/test_pipeline.py and tests/test_pipeline_options.py hold the two to
+the same bytes, and tests/test_fastcsv.py both to the streaming path's.
 """
 
 from __future__ import annotations
@@ -45,10 +48,9 @@ import contextlib
 import io
 import os
 import stat
-import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import IO, TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
@@ -59,7 +61,6 @@ from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import dialect, small, wide
 from cumtool.formats.csv.small import TEXT, Handover
 from cumtool.formats.jsonl import lines
-from cumtool.formats.registry import DELIMITED
 from cumtool.output import open_output
 from cumtool.request import Request
 
@@ -137,13 +138,18 @@ def try_small(request: Request) -> tuple[bool, IO[bytes] | None]:
 
 
 def render_whole(request: Request, data: bytes) -> bytes | None:
-    """The output of `request` on `data` (all of the input) on one worker; None where
-    this path hands over."""
+    """The output of `request` on `data` (all of the input) on one worker, through the
+    runner's loop into memory; None where this path hands over."""
+    from cumtool import runner
+
     try:
-        job = _Job(request, io.BytesIO(data), workers=1, whole=True)
-        if request.share:  # a first pass for the final values
-            job.finals = _finals(request, io.BytesIO(data), workers=1)
-        return b"".join(job.pieces())
+        with contextlib.closing(_Job(request, io.BytesIO(data), workers=1, whole=True)
+                                ) as job, contextlib.ExitStack() as stack:
+            if request.share:  # a first pass for the final values
+                job.finals = _finals(request, io.BytesIO(data), workers=1)
+            rendered = io.BytesIO()
+            runner.scan_batches(job, job.pieces, job.sink(rendered), False, stack)
+            return rendered.getvalue()
     except (Handover, CumtoolError):
         return None
 
@@ -188,12 +194,12 @@ def _finals(request: Request, stream: IO[bytes], workers: int | None = None
     without --exclusive (the whole total); nothing is written."""
     import dataclasses
 
-    job = _Job(dataclasses.replace(request, exclusive=False), stream, workers)
-    job.tracking = True
-    for block, _paused in job._blocks(CHUNK_BYTES):
-        for piece in job._cut(block):
-            job._scan(piece)
-    return job.finals
+    with contextlib.closing(_Job(dataclasses.replace(request, exclusive=False), stream,
+                                 workers)) as job:
+        job.tracking = True
+        for piece in job.pieces():
+            job.apply(piece)
+        return job.finals
 
 
 def _from_stdin(request: Request, stdin: IO[bytes] | None
@@ -274,94 +280,19 @@ def _run(request: Request, stream: IO[bytes] | _Tee,
          replay: Callable[[int], IO[bytes] | None],
          finals: dict[tuple[int, str], np.ndarray] | None = None
          ) -> tuple[bool, IO[bytes] | None]:
-    """The run on `stream`; `replay(rows scanned)` gives standard input again, from the
-    start, when the streaming path takes over. `finals`: --share's, from _finals."""
-    written = 0
-    job = None
+    """The run on `stream`, under the runner's loop (runner.run_engine); `replay(rows
+    scanned)` gives standard input again, from the start, when the streaming path takes
+    over. `finals`: --share's, from _finals."""
+    from cumtool import runner
+
     try:
         job = _Job(request, stream)
-        if finals is not None:
-            job.finals = finals
-        job.lending = True  # each piece is written before the next is asked for
-        pieces = job.pieces()
-        first = next(pieces, b"")  # the header and the first rows: nothing written yet
     except (Handover, CumtoolError):
         return False, replay(0)  # the streaming path takes it, or words the error
-    try:
-        with open_output(request.output) as out:
-            out.write(first)
-            written = len(first)
-            # To a file, the compiled pipeline writes the rest on a thread of its own
-            # while this one reads (benchmarks/RESULTS-cores.md: the caller's writes were
-            # the serial rest at 16 cores); the pieces then end, or hand over.
-            direct = getattr(out, "write_directly", None)
-            if job.pipe is not None and direct is not None:
-                written += max(0, direct(job.pipe.write_rest) or 0)
-            for piece in pieces:
-                out.write(piece)
-                written += len(piece)
-    except (Handover, _Unsure):
-        if request.output in (None, "-"):
-            _stream_skipping(request, written, replay(job.rows_scanned))
-            return True, None
-        # the file output was dropped: the streaming path's turn
-        return False, replay(job.rows_scanned)
-    return True, None
-
-
-class _Unsure(CumtoolError):
-    """An error the kernels raised, which the streaming path words instead."""
-
-
-def _stream_skipping(request: Request, skip: int, stdin: IO[bytes] | None) -> None:
-    """The streaming path from the start, to standard output, without the first `skip`
-    bytes: those this path wrote, which are the streaming path's first bytes too."""
-    from cumtool import runner, sources
-
-    dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
-    with contextlib.ExitStack() as stack:
-        finals = None
-        if request.share:  # a file (standard input with --share never comes here)
-            first, kind = sources.open_source(request, dtype, stack, None, None)
-            finals = runner.share_finals(request, dtype, first.table(),
-                                         request.output_format(kind), stack,
-                                         text_input=kind.format in DELIMITED)
-        source, kind = sources.open_source(request, dtype, stack, stdin, None)
-        out = request.output_format(kind)
-        saved = sys.stdout
-        sys.stdout = _Stdout(_Skipping(saved.buffer, skip))
-        try:
-            runner.run_table(request, dtype, source, out, stack, None,
-                             text_input=kind.format in DELIMITED, finals=finals)
-        finally:
-            sys.stdout = saved
-
-
-class _Skipping:
-    """A binary stream that drops its first `skip` bytes."""
-
-    def __init__(self, stream: IO[bytes], skip: int) -> None:
-        self._stream = stream
-        self._skip = skip
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        view = memoryview(data).cast("B")
-        size = view.nbytes
-        if self._skip:
-            dropped = min(self._skip, size)
-            view = view[dropped:]
-            self._skip -= dropped
-        if view.nbytes:
-            self._stream.write(view)
-        return size
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-
-class _Stdout:
-    def __init__(self, buffer: _Skipping) -> None:
-        self.buffer = buffer
+    if finals is not None:
+        job.finals = finals
+    job.lending = True  # each piece is written before the next is asked for
+    return runner.run_engine(request, job, replay)
 
 
 class _Job:
@@ -384,6 +315,7 @@ class _Job:
         # next is asked for: for a caller that writes each piece at once (_run)
         self.lending = False
         self.pipe: Any = None  # the compiled pipeline, while its chunks are being asked for
+        self.pool: Any = None  # the worker threads of the Python steps (_pool)
         self.eof = False
         data = self._read()
         while len(data) < small.SNIFF_BYTES and not self.eof:  # what the general path sniffs
@@ -475,7 +407,8 @@ class _Job:
             return [None if a == b and not c else records.cut_cell_text(data, a, b, c)
                     for a, b, c in zip(s.tolist(), e.tolist(), f.tolist(), strict=True)]
 
-        if any(small.noted(request, hints, selected, self.keys, judged_cells, markers)):
+        if next(small.noted(request, hints, selected, self.keys, judged_cells, markers),
+                None) is not None:  # (column 0 is falsy: not any())
             raise Handover  # the streaming path says which, where, and how to scan it
         del starts, ends, flags
         self.groups = grouped.CellKeys(len(self.keys)) if self.keys else None
@@ -650,81 +583,85 @@ class _Job:
 
     # The rows --------------------------------------------------------------------------
 
-    def pieces(self) -> Iterator[bytes]:
-        """The output: the header with the first rows, then rows, block by block.
+    def pieces(self) -> Generator[Any, None, None]:
+        """What the runner's loop reads (runner.run_engine: pieces -> apply -> sink): the
+        compiled pipeline's chunks, cut, scanned and formatted already (_run_compiled);
+        else the input's pieces, cut and parsed, for `apply` to scan in order and the
+        sink to render.
 
         The input is split into blocks of whole records (`_blocks`); each block is cut
-        and its scanned columns parsed on a worker (`_cut`), scanned here in order (the
-        carry is chained), and written out as text on a worker (`_render`). The C loops
+        and its scanned columns parsed on a worker (`_cut`) ahead of the loop. The C loops
         release the GIL, so blocks are cut and rendered on every core at once (a worker a
-        core, and one more: 2M x 8 on 2 cores, 1.1 s wall instead of 1.3); at most two
-        blocks a worker are in flight, and MAX_IN_FLIGHT in all, which bounds memory."""
+        core, and one more: 2M x 8 on 2 cores, 1.1 s wall instead of 1.3); at most
+        MAX_IN_FLIGHT blocks are cut or rendered at once, half here and half in the sink,
+        which bounds memory. A block after which the input paused (a pipe whose producer
+        waits) is not read past until its rows are out: its last piece says so."""
         compiled = self._compiled()
         if compiled is not None:
             yield from self._run_compiled(compiled)
             return
-        pending = self.header
-        workers = self.workers
         # Each op adds a result and its text per scanned column: smaller blocks for more.
         # Blocks as on 2 cores (3 workers) at any thread count, and at most MAX_IN_FLIGHT
         # of them at once: a block costs GIL-held work and hand-offs whatever its size,
         # and blocks that shrank as workers were added multiplied that cost on many
         # cores (benchmarks/RESULTS-cores.md).
         size = max(1, min(CHUNK_BYTES,
-                          IN_FLIGHT_BYTES // (2 * min(workers, 3) * len(self.ops))))
-        flight = min(2 * workers, MAX_IN_FLIGHT)
-        if workers == 1:
-            for block, _paused in self._blocks(size):
-                for piece in self._cut(block):
-                    pending += self._render(piece, self._scan(piece))
-                    yield pending
-                    pending = b""
-            if pending:
-                yield pending
-            return
-        from concurrent.futures import ThreadPoolExecutor  # loaded only for a pool
-
-        cutting: deque[Future[list[_Piece]]] = deque()
-        rendering: deque[Future[bytes]] = deque()
+                          IN_FLIGHT_BYTES // (2 * min(self.workers, 3) * len(self.ops))))
         blocks = self._blocks(size)
+        if self.workers == 1:
+            for block, paused in blocks:
+                yield from _marked(self._cut(block), paused)
+            return
+        pool = self._pool()
+        ahead = max(1, self._flight() // 2)
+        cutting: deque[tuple[Future[list[_Piece]], bool]] = deque()
         more = True
-        paused = False  # the input paused: what is in flight goes out before reading on
-        with ThreadPoolExecutor(workers) as pool:
-            try:
-                while True:
-                    paused = paused and bool(cutting or rendering)
-                    while more and not paused and len(cutting) + len(rendering) < flight:
-                        try:
-                            block, paused = next(blocks)
-                        except StopIteration:
-                            more = False
-                        else:
-                            cutting.append(pool.submit(self._cut, block))
-                    if rendering and (rendering[0].done() or not cutting):
-                        pending += rendering.popleft().result()
-                        yield pending
-                        pending = b""
-                    elif cutting:
-                        try:
-                            cut_pieces = cutting.popleft().result()
-                        except (Handover, CumtoolError):
-                            while rendering:  # the rows before the problem go out first
-                                pending += rendering.popleft().result()
-                                yield pending
-                                pending = b""
-                            raise
-                        for piece in cut_pieces:
-                            scanned = self._scan(piece)
-                            rendering.append(pool.submit(self._render, piece, scanned))
+        try:
+            while True:
+                # Not past a block after which the input paused: its rows go out first.
+                while more and len(cutting) < ahead and not (cutting and cutting[-1][1]):
+                    try:
+                        block, paused = next(blocks)
+                    except StopIteration:
+                        more = False
                     else:
-                        break
-            finally:
-                for cut_job in cutting:
-                    cut_job.cancel()
-                for render_job in rendering:
-                    render_job.cancel()
-        if pending:
-            yield pending
+                        cutting.append((pool.submit(self._cut, block), paused))
+                if not cutting:
+                    return
+                future, paused = cutting.popleft()
+                yield from _marked(future.result(), paused)
+        finally:
+            for future, _paused in cutting:
+                future.cancel()
+
+    def apply(self, item: Any) -> Any:
+        """A piece's rows scanned with the carried state, in order (the one serial step):
+        the piece and its results, for the sink to render. The compiled pipeline's chunks
+        come scanned and written as text already."""
+        if isinstance(item, _Piece):
+            return item, self._scan(item)
+        return item
+
+    def sink(self, stream: IO[bytes]) -> _TextSink:
+        """The writer of what `apply` gives to `stream`, the header first."""
+        return _TextSink(self, stream)
+
+    def _flight(self) -> int:
+        return min(2 * self.workers, MAX_IN_FLIGHT)
+
+    def _pool(self) -> Any:
+        """The job's worker threads (cutting here, rendering in the sink); one-worker
+        jobs have none."""
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # loaded only for a pool
+
+            self.pool = ThreadPoolExecutor(self.workers)
+        return self.pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
 
     def _compiled(self) -> dict[str, Any] | None:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
@@ -790,8 +727,8 @@ class _Job:
         return code, 0
 
     def _run_compiled(self, plan: dict[str, Any]) -> Iterator[bytes]:
-        """pieces() by the compiled pipeline: its chunks' output in order, the header
-        first; Handover where it stopped on what the Python steps word or hand over."""
+        """pieces() by the compiled pipeline: its chunks' output in order; Handover
+        where it stopped on what the Python steps word or hand over."""
         head = self.data[self.begin:]
         del self.data
         stream = cast(IO[bytes], self.stream)
@@ -807,17 +744,12 @@ class _Job:
             keys=plan["keys"], flush=records.FLUSH_SECONDS, cores=native.usable_cores(),
             steady=records.input_steady(fd))
         try:
-            pending = self.header
-            self.pipe = pipe  # _run may have it write the rest to a file itself
-            for out in pipe:
-                yield pending + out if pending else out
-                pending = b""
+            self.pipe = pipe  # the sink may have it write the rest to a file itself
+            yield from pipe
             self.pipe = None
             self.rows_scanned = pipe.rows
             if pipe.status:
                 raise Handover  # the Python steps word it, from the start
-            if pending:
-                yield pending
         finally:
             pipe.close()
 
@@ -894,8 +826,8 @@ class _Job:
                     result = kernels.scan_block(spec, values, valid, carry)
                 else:
                     result = grouped.scan_runs(spec, values, valid, groups, carry, None)
-            except CumtoolError as error:
-                raise _Unsure(str(error)) from None  # the streaming path words it
+            except CumtoolError:
+                raise Handover from None  # the streaming path words it
             missing = None if valid is None else ~valid
             if result.missing is not None:
                 missing = result.missing if missing is None else missing | result.missing
@@ -1065,6 +997,68 @@ class _Piece(NamedTuple):
     numbers: dict[int, tuple[np.ndarray, np.ndarray | None]]
     # --period: the first day of each row's period (periods.cell_periods), else None
     periods: np.ndarray | None = None
+    paused: bool = False  # the input paused after these rows: they go out before more
+
+
+def _marked(pieces: list[_Piece], paused: bool) -> list[_Piece]:
+    """A block's pieces, the last marked where the input paused after the block."""
+    if paused and pieces:
+        pieces[-1] = pieces[-1]._replace(paused=True)
+    return pieces
+
+
+class _TextSink:
+    """The job's output to a stream, in order: the header, then each scanned piece
+    rendered as text (on the job's workers, up to half of MAX_IN_FLIGHT at once), or
+    each chunk the compiled pipeline wrote. To a regular file (-o, or standard output
+    redirected to one), the pipeline's own thread writes the chunks after the first
+    (Pipeline.write_rest: the caller's writes were the serial rest at 16 cores,
+    benchmarks/RESULTS-cores.md) while the caller only reads. `written`: the bytes put
+    in the stream so far."""
+
+    def __init__(self, job: _Job, stream: IO[bytes]) -> None:
+        self._job = job
+        self._stream = stream
+        self._header = job.header
+        self.written = 0
+        self._rendering: deque[Future[bytes]] = deque()
+        self._ahead = max(1, job._flight() - job._flight() // 2)
+        self._direct = getattr(stream, "write_directly", None)
+
+    def write(self, item: Any) -> None:
+        if not isinstance(item, tuple):  # the compiled pipeline's text
+            self._out(item)
+            direct = self._direct
+            self._direct = None  # asked once, after the first chunk
+            if self._job.pipe is not None and direct is not None:
+                self.written += max(0, direct(self._job.pipe.write_rest) or 0)
+            return
+        piece, results = item
+        if self._job.workers == 1:
+            self._out(self._job._render(piece, results))
+            return
+        self._rendering.append(self._job._pool().submit(self._job._render, piece, results))
+        while self._rendering and (piece.paused or len(self._rendering) > self._ahead
+                                   or self._rendering[0].done()):
+            self._out(self._rendering.popleft().result())
+
+    def _out(self, text: bytes | memoryview) -> None:
+        if self._header:
+            text = self._header + text
+            self._header = b""
+        self._stream.write(text)
+        self.written += len(text)
+
+    def close(self) -> None:
+        while self._rendering:
+            self._out(self._rendering.popleft().result())
+        if self._header:  # no rows
+            self._out(b"")
+
+    def abort(self) -> None:
+        for future in self._rendering:
+            future.cancel()
+        self._rendering.clear()
 
 
 # The loops, in Python where _csvtext is not built --------------------------------------

@@ -49,7 +49,7 @@ from cumtool._ext import load
 from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
-from cumtool.formats import FileKind, PrefixedStream
+from cumtool.formats import FileKind, Handover, PrefixedStream
 from cumtool.formats.csv import dialect
 from cumtool.formats.jsonl import NAME as JSON_LINES
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
@@ -75,10 +75,6 @@ _BOM = b"\xef\xbb\xbf"
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # Python's str.strip() strips these too, polars' strip_chars does not.
 _OTHER_SPACE = re.compile("[\x1c-\x1f]")
-
-
-class Handover(Exception):  # internal: the streaming path takes the run
-    """The small path cannot be sure to match the streaming path here."""
 
 
 def options_fit(request: Request) -> bool:
