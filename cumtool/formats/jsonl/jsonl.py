@@ -159,10 +159,14 @@ class _Key:
         return None
 
 
-def _field(name: str, key: _Key, token: str) -> pa.Field:
-    """A column's field from what its key held."""
+def _field(name: str, key: _Key, token: str, floats: bool = False) -> pa.Field:
+    """A column's field from what its key held. `floats` (a float --dtype): numbers that
+    no float64 column holds exactly (integers beyond 2^53, or beyond int64) are floats
+    too, as a CSV column of them is, rather than their JSON text (which is not scanned)."""
     has_null = type(None) in key.kinds
     arrow_type = key.parsed_type()
+    if floats and arrow_type is None and key.kinds - {type(None)} <= {int, float}:
+        arrow_type = pa.float64()
     if arrow_type == pa.null():
         arrow_type = None  # never a value: only nulls, kept as JSON text
     # A typed column cannot tell `null` from an absent key: text or flags that have both
@@ -171,7 +175,7 @@ def _field(name: str, key: _Key, token: str) -> pa.Field:
                               and arrow_type in (pa.string(), pa.bool_())):
         metadata = {JSON_TEXT: b"1"}
         if key.wide and key.kinds - {type(None)} <= {int}:  # said as such, not "string"
-            metadata[HOLDS] = b"integers beyond int64"
+            metadata[HOLDS] = b"bigint"  # as a CSV column of them: its messages alike
         return pa.field(name, pa.string(), metadata=metadata)
     if has_null and key.absent:
         missing = _EACH + token.encode()
@@ -288,7 +292,7 @@ class JsonlSource(SourceBase):
     num_rows: int  # counted as the input is read, before any batch
 
     def __init__(self, stream: IO[bytes], name: str, batch_rows: int | None,
-                 max_line: int) -> None:
+                 max_line: int, float_columns: bool = False) -> None:
         self.name = name
         self._stream = stream
         self._reread_cache: tuple[tuple[int, str] | None, list[str | None]] = (None, [])
@@ -308,7 +312,7 @@ class JsonlSource(SourceBase):
         except OSError as error:
             raise DataError(f"{self.name}: cannot read: {error.strerror or error}") from None
         self._token = f"{next(_tokens)}"
-        self._schema = pa.schema([_field(k, key, f"{self._token} {i}")
+        self._schema = pa.schema([_field(k, key, f"{self._token} {i}", float_columns)
                                   for i, (k, key) in enumerate(self._keys.items())])
         self._null_rows: _NullRows | None = None
         if any((f.metadata or {}).get(FIELD_MISSING, b"").startswith(_EACH)
@@ -780,8 +784,15 @@ class JsonlSource(SourceBase):
                             first:first + rows])
                     elif not text:
                         column = _as_json_text(column, absent)
+                elif pa.types.is_string(column.type) and pa.types.is_floating(field_.type):
+                    # JSON text of numbers (integers beyond int64), a float --dtype's
+                    column, gone = _floats(column)
+                    absent = gone if absent is None else absent
                 elif column.type != field_.type:
-                    column = column.cast(field_.type)
+                    # integers beyond 2^53 (a float --dtype's) to the nearest float, as
+                    # float() rounds them; any other cast is exact
+                    column = column.cast(field_.type, safe=not pa.types.is_floating(
+                        field_.type))
             missing = (field_.metadata or {}).get(FIELD_MISSING, b"")
             if missing.startswith(_EACH):
                 nulls = ~_valid(column)
@@ -1334,6 +1345,15 @@ def _as_json_text(column: pa.Array, absent: np.ndarray | None) -> pa.Array:
     gone = absent.tolist() if absent is not None else [False] * len(values)
     return string_array([None if g else "null" if t is None else t
                          for t, g in zip(texts, gone, strict=True)])
+
+
+def _floats(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """A spooled column of JSON text of numbers as float64 (`null` and an absent key
+    missing), and which cells were absent keys."""
+    texts = column.to_pylist()
+    gone = np.array([t is None for t in texts], dtype=bool)
+    values = [None if t is None or t == "null" else float(t) for t in texts]
+    return pa.array(values, type=pa.float64()), gone
 
 
 def string_array(values: list[str | None]) -> pa.Array:
