@@ -741,3 +741,20 @@ def test_integers_beyond_int64_are_scanned_as_floats_with_a_float_dtype(
     got = ok(invoke("cumsum", str(source), "--dtype", "float64", "--to", "csv"))
     assert got.stdout.splitlines()[4] == f"{float(2**64) + 1.0!r},{0.0 + 1 + 2 + 3!r}"
 
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_error_in_a_row_names_its_line(invoke, write_file, monkeypatch, path):
+    """A scan's error names the record's row and its line, as for CSV: blank lines (and
+    a CRLF one) are no rows but count as lines."""
+    _paths(monkeypatch, path)
+    lines = [f'{{"a": {k}, "b": {k / 2}}}' for k in range(12)]
+    lines[2:2] = ["", "  "]
+    lines[6] += "\r"
+    lines.append(f'{{"a": {2**63 - 10}, "b": 1.5}}')  # row 13, on line 15: overflows
+    lines += ['{"a": 1, "b": 2.5}', ""]
+    source = write_file("in.jsonl", "".join(line + "\n" for line in lines))
+    result = invoke("cumsum", str(source))
+    assert result.exit_code == 1  # (the rows before it may be out: a batch at a time)
+    assert result.stderr == (f"Error: {source}: column 'a', row 13 (line 15): cumsum "
+                             f"overflows int64 (adding {2**63 - 10}); use --overflow wrap "
+                             "for wrap-around\n")

@@ -325,6 +325,28 @@ class JsonlSource(SourceBase):
     def schema(self) -> pa.Schema:
         return self._schema
 
+    @property
+    def locator(self) -> Callable[[int], tuple[str, int, int] | tuple[str, int]]:
+        return self.locate
+
+    def locate(self, row: int) -> tuple[str, int, int] | tuple[str, int]:
+        """This source's name, row `row` (from 1: blank lines are no rows) and its line,
+        for a message (`row 2 (line 4)`), found again in the input (only on an error)."""
+        done = 0
+        for segment in self._segments:
+            if row <= done + segment.rows:
+                start, stop, number = segment.source
+                try:
+                    self._stream.seek(start)
+                    text = self._stream.read(stop - start)
+                except OSError:
+                    return self.name, row  # the message without its line, not another one
+                records = (k for k, line in enumerate(text.split(b"\n")) if line.strip())
+                k = next(itertools.islice(records, row - done - 1, None), None)
+                return (self.name, row) if k is None else (self.name, row, number + k)
+            done += segment.rows
+        return self.name, row
+
     # Pass 1: parse and spool -----------------------------------------------------------
 
     def _read(self, stream: IO[bytes]) -> None:
