@@ -337,9 +337,14 @@ class JsonlSource(SourceBase):
             if row <= done + segment.rows:
                 start, stop, number = segment.source
                 try:
-                    self._stream.seek(start)
-                    text = self._stream.read(stop - start)
-                except OSError:
+                    # by position where it can (the reading thread may be reading too)
+                    fd = _descriptor(self._stream)
+                    if fd is not None:
+                        text = _pread(fd, start, stop - start, self.name)
+                    else:
+                        self._stream.seek(start)
+                        text = self._stream.read(stop - start)
+                except (OSError, DataError):
                     return self.name, row  # the message without its line, not another one
                 records = (k for k, line in enumerate(text.split(b"\n")) if line.strip())
                 k = next(itertools.islice(records, row - done - 1, None), None)
