@@ -377,6 +377,10 @@ class JsonlSource(SourceBase):
             self._spooler = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="cumtool-jsonl-spool")
         ahead = _Ahead(blocks, native.CORES, self._types)
+        # The block before is let go only once the next one is read: its memory is then
+        # reused by the next block but one, not given back to the system and faulted in
+        # again (measured: 88,000 page faults more on 2M x 8 at --threads 1, 0.13 s)
+        kept: list[object] = [None]
         try:
             for (text, end, at, over), parse in ahead:
                 # the bytes are asked for only where the parse made ahead is not taken
@@ -384,6 +388,7 @@ class JsonlSource(SourceBase):
                 lines = self._native(text, 0, number, at, end, parse)
                 if lines is None:
                     lines = self._declined(_bytes(text), end, number, at)
+                kept[0] = text
                 number += lines
                 if over:
                     raise self._too_long(number)
