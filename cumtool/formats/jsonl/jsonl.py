@@ -1384,8 +1384,10 @@ def _floats(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
     missing), and which cells were absent keys."""
     texts = column.to_pylist()
     gone = np.array([t is None for t in texts], dtype=bool)
-    values = [None if t is None or t == "null" else float(t) for t in texts]
-    return pa.array(values, type=pa.float64()), gone
+    missing = np.array([t is None or t == "null" for t in texts], dtype=bool)
+    cells = np.array([0.0 if t is None or t == "null" else float(t) for t in texts],
+                     dtype=np.float64)
+    return arrow_column(cells, missing), gone
 
 
 def string_array(values: list[str | None]) -> pa.Array:
