@@ -705,4 +705,56 @@ def test_a_column_of_integers_beyond_int64_is_said_so(invoke, write_file, monkey
     result = invoke("cumsum", str(source), "-c", "id")
     assert (result.exit_code, result.stdout) == (1, "")
     assert result.stderr == (f"Error: {source}: column 'id' is not numeric (integers beyond "
-                             "int64); numeric columns: x\n")
+                             "int64; pass --dtype float64 to scan them as floats); numeric "
+                             "columns: x\n")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_integers_beyond_int64_are_scanned_as_floats_with_a_float_dtype(
+        invoke, write_file, monkeypatch, path):
+    """--dtype float64 scans a column of integers beyond int64 (or beyond 2^53 among
+    floats) as floats, each the nearest float, as a CSV column of them; its null stays
+    null and its absent key absent."""
+    _paths(monkeypatch, path)
+    values = [1, None, "absent", 2**64, 2.5, 2**60 + 1, -(2**70), 7]
+    lines = [json.dumps({"k": k} if v == "absent" else {"a": v, "k": k})
+             for k, v in enumerate(values)]
+    source = write_file("in.jsonl", "".join(line + "\n" for line in lines))
+    total = 0.0
+    want_jsonl, want_csv = [], ["a,k"]
+    for k, v in enumerate(values):
+        if v == "absent":
+            want_jsonl.append(f'{{"k":{k}}}')
+            want_csv.append(f",{k}")
+        elif v is None:
+            want_jsonl.append(f'{{"a":null,"k":{k}}}')
+            want_csv.append(f",{k}")
+        else:
+            total += float(v)
+            want_jsonl.append(f'{{"a":{total!r},"k":{k}}}')
+            want_csv.append(f"{total!r},{k}")
+    got = ok(invoke("cumsum", str(source), "-c", "a", "--dtype", "float64"))
+    assert got.stdout == "".join(line + "\n" for line in want_jsonl)
+    got = ok(invoke("cumsum", str(source), "-c", "a", "--dtype", "float64", "--to", "csv"))
+    assert got.stdout == "".join(line + "\n" for line in want_csv)
+    # without -c too: every number column is scanned
+    got = ok(invoke("cumsum", str(source), "--dtype", "float64", "--to", "csv"))
+    assert got.stdout.splitlines()[4] == f"{float(2**64) + 1.0!r},{0.0 + 1 + 2 + 3!r}"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_error_in_a_row_names_its_line(invoke, write_file, monkeypatch, path):
+    """A scan's error names the record's row and its line, as for CSV: blank lines (and
+    a CRLF one) are no rows but count as lines."""
+    _paths(monkeypatch, path)
+    lines = [f'{{"a": {k}, "b": {k / 2}}}' for k in range(12)]
+    lines[2:2] = ["", "  "]
+    lines[6] += "\r"
+    lines.append(f'{{"a": {2**63 - 10}, "b": 1.5}}')  # row 13, on line 15: overflows
+    lines += ['{"a": 1, "b": 2.5}', ""]
+    source = write_file("in.jsonl", "".join(line + "\n" for line in lines))
+    result = invoke("cumsum", str(source))
+    assert result.exit_code == 1  # (the rows before it may be out: a batch at a time)
+    assert result.stderr == (f"Error: {source}: column 'a', row 13 (line 15): cumsum "
+                             f"overflows int64 (adding {2**63 - 10}); use --overflow wrap "
+                             "for wrap-around\n")

@@ -15,7 +15,7 @@ def _read(opening: Opening) -> SourceBase:
     stream = opening.seekable()  # read twice (columns first, then batches)
     request = opening.request
     return JsonlSource(stream, opening.name, request.batch_rows,
-                       request.max_record_size or MAX_RECORD_BYTES)
+                       request.max_record_size or MAX_RECORD_BYTES, opening.float_columns)
 
 
 def _write(writing: Writing) -> TableSink:
