@@ -75,8 +75,9 @@ def test_a_failure_making_text_is_raised_in_order_and_abort_drops_the_rest() -> 
     out = io.BytesIO()
     ahead = RenderedAhead(out, 2, "test-ahead")
     ahead.put(_slow(b"a", 0.01))
-    ahead.put(failing)
     with pytest.raises(ValueError, match="no text"):
+        # raised by this put where "a" is made by then (a loaded machine), else a later one
+        ahead.put(failing)
         for _ in range(3):
             ahead.put(_slow(b"b", 0))
     assert out.getvalue() == b"a"  # what came before the failure, nothing after it

@@ -816,6 +816,82 @@ def test_cli_output_is_the_same_with_one_and_with_several_encoders(
     assert max(row_groups) <= int(batch_rows)
 
 
+
+@pytest.mark.parametrize(("threads", "usable", "encoders"),
+                         [(1, 16, 1), (2, 16, 2), (16, 16, 4), (16, 2, 2), (3, 1, 2)])
+def test_encoders_are_the_threads_asked_for_within_the_cores(monkeypatch, threads, usable,
+                                                             encoders):
+    """No more encoders than the cores (more only hold parts in memory), at most 4."""
+    from cumtool import native
+
+    monkeypatch.setattr(native, "CORES", threads)
+    monkeypatch.setattr(native, "USABLE", usable)
+    assert parquet._encoders() == encoders
+
+
+@pytest.fixture
+def arrow_threads():
+    """Arrow's pool size, given back after the test."""
+    before = pa.cpu_count()
+    yield
+    pa.set_cpu_count(before)
+
+
+def test_arrows_pool_decodes_on_the_usable_cores_and_gets_its_size_back(
+        monkeypatch, tmp_path: Path, arrow_threads):
+    """--threads 16 on 2 cores: a Parquet file is decoded on 2 of Arrow's threads, not 16
+    (each keeps memory it freed), the same batches; the pool's size comes back after the
+    file is read, and after a read given up midway."""
+    from cumtool import native
+    from cumtool.formats.parquet.parquet import ParquetSource
+
+    monkeypatch.setattr(native, "CORES", 16)
+    pa.set_cpu_count(16)
+    table = mixed_table(3000, seed=3)
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=700)
+    source = ParquetSource(str(tmp_path / "in.parquet"), "in.parquet", 500)
+
+    def read() -> tuple[set[int], pa.Table]:
+        sizes = set()
+        batches = []
+        for batch in source.batches():
+            sizes.add(pa.cpu_count())
+            batches.append(batch)
+        return sizes, pa.Table.from_batches(batches)
+
+    monkeypatch.setattr(native, "USABLE", 32)  # as many cores as threads: left as it is
+    sizes, wide = read()
+    assert sizes == {16} and wide.num_rows == 3000
+    monkeypatch.setattr(native, "USABLE", 2)
+    sizes, narrow = read()
+    assert sizes == {2} and pa.cpu_count() == 16
+    assert narrow.equals(wide)
+    batches = source.batches()
+    next(batches)
+    assert pa.cpu_count() == 2
+    batches.close()
+    assert pa.cpu_count() == 16
+
+
+def test_cli_output_is_the_same_at_16_threads_on_2_cores(invoke: Invoke, monkeypatch,
+                                                         tmp_path: Path, arrow_threads):
+    """--threads 16 on 2 cores (2 encoders, Arrow's pool held to 2 while reading) writes the
+    bytes of --threads 1 (pyarrow's single writer), several row groups in and out."""
+    from cumtool import native
+
+    monkeypatch.setattr(native, "USABLE", 2)
+    monkeypatch.setattr(parquet, "PART_BYTES", 2_000)
+    table = mixed_table(3000, seed=9).select(["f", "i", "i32", "s", "dec"])
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=900)
+    outputs = {}
+    for threads in ("1", "16"):
+        out = tmp_path / f"out-{threads}.parquet"
+        ok(invoke("cumsum", str(tmp_path / "in.parquet"), "-o", str(out), "-q",
+                  "--batch-rows", "400", "--threads", threads))
+        outputs[threads] = out.read_bytes()
+    assert outputs["16"] == outputs["1"]
+    assert pq.ParquetFile(io.BytesIO(outputs["16"])).num_row_groups == 8  # 7 x 400, 200
+
 def test_cli_no_rows(invoke: Invoke, monkeypatch, tmp_path: Path):
     pq.write_table(pa.table({"x": pa.array([], pa.float64())}), tmp_path / "in.parquet")
     assert (run_parquet(invoke, monkeypatch, tmp_path, 2)
