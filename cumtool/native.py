@@ -116,8 +116,11 @@ def threads(count: int | None) -> Iterator[None]:
         return
     saved = CORES
     CORES = count
-    os.environ["POLARS_MAX_THREADS"] = str(count)
-    os.environ["OMP_NUM_THREADS"] = str(count)  # Arrow's CPU pool, when it loads
+    # The libraries' pools take no more than the usable cores: beyond them their threads
+    # only queue, each holding the memory it works in (--threads 16 on 2 cores).
+    pools = str(min(count, USABLE))
+    os.environ["POLARS_MAX_THREADS"] = pools
+    os.environ["OMP_NUM_THREADS"] = pools  # Arrow's CPU pool, when it loads
     try:
         yield
     finally:
@@ -128,8 +131,8 @@ def _environment_to_libraries() -> None:
     """CUMTOOL_THREADS for polars and Arrow too, where the user set it."""
     count = threads_from_environment()
     if count is not None:
-        os.environ.setdefault("POLARS_MAX_THREADS", str(count))
-        os.environ.setdefault("OMP_NUM_THREADS", str(count))
+        os.environ.setdefault("POLARS_MAX_THREADS", str(min(count, USABLE)))
+        os.environ.setdefault("OMP_NUM_THREADS", str(min(count, USABLE)))
 
 
 USABLE = usable_cores()  # the cores there are, whatever --threads says

@@ -295,3 +295,17 @@ def test_buffers_the_loops_cannot_read_safely_are_refused():
         native.SEQUENTIAL.ewma_means(np.ones((2, 1)), None, np.zeros(1),
                                      np.array([-5], np.int64), np.ones(3), np.ones(3), 0.5,
                                      np.empty((2, 1)))
+
+
+@pytest.mark.parametrize(("asked", "usable", "pools"), [(16, 2, "2"), (1, 2, "1"), (3, 8, "3")])
+def test_the_libraries_pools_take_no_more_threads_than_the_cores(monkeypatch, asked, usable,
+                                                                 pools):
+    """--threads sizes polars' and Arrow's pools, but beyond the usable cores their threads
+    would only queue, each holding memory."""
+    monkeypatch.setattr(native, "USABLE", usable)
+    monkeypatch.setenv("POLARS_MAX_THREADS", "99")
+    monkeypatch.setenv("OMP_NUM_THREADS", "99")
+    with native.threads(asked):
+        assert native.CORES == asked  # cumtool's own workers: as asked
+        assert native.os.environ["POLARS_MAX_THREADS"] == pools
+        assert native.os.environ["OMP_NUM_THREADS"] == pools
