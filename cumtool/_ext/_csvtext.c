@@ -1190,6 +1190,7 @@ typedef struct {
     Py_ssize_t result;   /* where its results go among a chunk's numbers: in place of its
                             column's values where it is the column's one scan */
     int op, ints;        /* ints: the column's cells are int64, else float64 */
+    int cast;            /* the column's int64 cells scanned as float64 (log-sum-exp) */
     int out_ints;        /* its results are int64, else float64 */
     int stat;            /* a running statistic: its state is `state`, not d or q */
     int skipna;          /* --skipna on a float64 column: a NaN is skipped, kept in place */
@@ -2117,6 +2118,13 @@ static int lane_scan(Pipeline *p, const Lane *lane, Slot *s)
             : s->missing + (size_t)scan->marks * (size_t)cap;
         char *out = s->numbers + (size_t)scan->result * (size_t)cap * 8;
         int bad = 0;
+        if (scan->cast) {  /* into its results' room, scanned there in place */
+            const int64_t *q = (const int64_t *)in;
+            double *d = (double *)out;
+            for (Py_ssize_t r = 0; r < rows; r++)
+                d[r] = (double)q[r];
+            in = out;
+        }
         if (scan->stat)
             bad = scan_stats(scan, in, missing, marked, out, rows,
                              ids != NULL ? (StatState *)scan->groups : &scan->state, ids);
@@ -2947,15 +2955,15 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
                               &options))
             return -1;
         if (s->parsed < 0 || s->parsed >= p->n_parse || s->op < OP_SUM || s->op > OP_LAST
-            || (s->op == OP_LSE && p->parse[s->parsed].ints)
             || (options & ~(SCAN_SKIPNA | SCAN_EXCLUSIVE | SCAN_WRAP))
             || (s->op == OP_DIFF && (options & SCAN_EXCLUSIVE))) {
             PyErr_SetString(PyExc_ValueError, "Pipeline: a scan's column, op or options out "
-                            "of range (log-sum-exp: float64 columns only; diff: no "
-                            "--exclusive)");
+                            "of range (diff: no --exclusive)");
             return -1;
         }
-        s->ints = p->parse[s->parsed].ints;
+        /* log-sum-exp of int64 cells: of the cells as float64 (kernels.cast_input) */
+        s->cast = s->op == OP_LSE && p->parse[s->parsed].ints;
+        s->ints = p->parse[s->parsed].ints && !s->cast;
         s->stat = s->op >= OP_COUNT;
         s->skipna = !s->ints && (options & SCAN_SKIPNA);  /* int64 holds no NaN */
         s->exclusive = !!(options & SCAN_EXCLUSIVE);
