@@ -667,9 +667,10 @@ class _Job:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
         plain accumulating ops and the running statistics (_compiled_stat) on int64 or
-        float64 to CSV (logcumsumexp of int64 in float64), --by too, with --skipna, --exclusive and (int64) --overflow wrap;
-        else None, and pieces() runs the steps itself (its Python twin: the same bytes,
-        tests/test_pipeline.py and tests/test_pipeline_options.py). What falls back:
+        float64 to CSV (logcumsumexp of int64 in float64), --by too, with --skipna,
+        --exclusive and (int64) --overflow wrap; else None, and pieces() runs the steps
+        itself (its Python twin: the same bytes, tests/test_pipeline.py and
+        tests/test_pipeline_options.py). What falls back:
         JSON Lines out, --period, --share, markers that read as numbers, a --dtype cast
         (or any other dtype), cumsum --compensated, and _compiled_stat's."""
         pipeline = getattr(TEXT, "Pipeline", None)
