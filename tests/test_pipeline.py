@@ -261,9 +261,9 @@ def test_text_in_a_number_column_is_handed_over(tmp_path, monkeypatch):
     assert statuses == [1]
 
 
-# logcumsumexp and the statistics but cumcount and diff scan a column a lane (_csvtext.c's
-# Lane: any free thread scans a lane's next chunk, and lanes run at once); the plain ops,
-# cumcount and diff share one. Mixes of both, and --skipna / --exclusive.
+# logcumsumexp, cumvar, cumstd and ewma scan a column a lane (_csvtext.c's Lane: any
+# free thread scans a lane's next chunk, and lanes run at once); the plain ops,
+# cumcount, diff and cummean share one. Mixes of both, and --skipna / --exclusive.
 LANES = ["logcumsumexp", "cummean", "cumvar", "cumstd --ddof 0", "ewma --alpha 0.3",
          "logcumsumexp,cumsum,cummean", "cumcount,cumvar,diff", "cummean --skipna",
          "logcumsumexp --exclusive"]
