@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import os
 import types
 from pathlib import Path
@@ -101,11 +102,7 @@ def _op(op: str, path: Path, *more: str) -> list[str]:
 def test_mixed_cells_give_the_twins_bytes(tmp_path, monkeypatch, op, threads, chunk):
     path = tmp_path / "in.csv"
     path.write_bytes(HEADER + MIXED * 3)
-    # logcumsumexp scans an integer column in float64: the Python steps' (the pipeline
-    # reads a column in its own type only)
-    columns = ["-c", "x,y"] if op == "logcumsumexp" else []
-    (code, out, err), statuses = _both(_op(op, path, *columns), monkeypatch, threads,
-                                       chunk)
+    (code, out, err), statuses = _both(_op(op, path), monkeypatch, threads, chunk)
     assert (code, err) == (0, "")
     assert statuses == [0]  # the compiled pipeline wrote it all
     assert out.count(b"\n") == 1 + 8 * 3 + 3  # the header, the rows, 3 quoted newlines
@@ -264,6 +261,100 @@ def test_text_in_a_number_column_is_handed_over(tmp_path, monkeypatch):
     assert statuses == [1]
 
 
+# logcumsumexp, cumvar, cumstd and ewma scan a column a lane (_csvtext.c's Lane: any
+# free thread scans a lane's next chunk, and lanes run at once); the plain ops,
+# cumcount, diff and cummean share one. Mixes of both, and --skipna / --exclusive.
+LANES = ["logcumsumexp", "cummean", "cumvar", "cumstd --ddof 0", "ewma --alpha 0.3",
+         "logcumsumexp,cumsum,cummean", "cumcount,cumvar,diff", "cummean --skipna",
+         "logcumsumexp --exclusive"]
+LANE_ROWS = 400
+
+
+def _lane_table(path: Path, rows: int = LANE_ROWS, bad: bytes | None = None,
+                at: int = 300) -> Path:
+    """id (int64), n (int64, some cells missing), x (float64: NaN, missing, signed
+    zeros, infinities), a text column; `bad` as the cells of row `at` + 1 (1-based)."""
+    lines = [b"id,n,x,name"]
+    for i in range(rows):
+        if bad is not None and i == at:
+            lines.append(bad)
+            continue
+        n = b"" if i % 13 == 5 else b"%d" % ((i * 7919) % 201 - 100)
+        x = [b"nan", b"", b"-0.0", b"inf" if i > 350 else b"1.5", b"%d.%03d" % (i % 9 - 4, i)][
+            i % 17 % 5] if i % 17 < 5 else b"%.6g" % ((i * 0.618034) % 3.0 - 1.5)
+        lines.append(b"%d,%s,%s,t%d" % (i, n, x, i % 10))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize("op", LANES)
+def test_a_column_a_lane_gives_the_same_bytes_at_every_thread_count(tmp_path, monkeypatch,
+                                                                     op):
+    path = _lane_table(tmp_path / "in.csv")
+    outs = []
+    for threads in ("1", "2", "3", "16"):  # 40-byte chunks: ~250 of them, each lane's own
+        (code, out, err), statuses = _both(_op(op, path), monkeypatch, threads, chunk=40)
+        assert (code, err, statuses) == (0, "", [0])  # the pipeline wrote it all
+        outs.append(out)
+    assert outs[0].count(b"\n") == 1 + LANE_ROWS
+    assert outs[1] == outs[0] and outs[2] == outs[0] and outs[3] == outs[0]
+
+
+def test_logcumsumexp_of_an_int_column_is_of_its_values_as_float64(tmp_path, monkeypatch):
+    path = tmp_path / "in.csv"
+    values = [3, None, -2, 700, 0, None, 12]  # 700: exp overflows; the scan must not
+    path.write_bytes(b"n,k\n" + b"".join(b",k\n" if v is None else b"%d,k\n" % v
+                                        for v in values))
+    (code, out, err), statuses = _both(["logcumsumexp", str(path)], monkeypatch, "3",
+                                       chunk=4)
+    assert (code, err, statuses) == (0, "", [0])
+    lines = out.decode().split("\n")
+    assert lines[0] == "n,k" and lines[2] == ",k" and lines[6] == ",k" and lines[8] == ""
+    got = [float(lines[i].split(",")[0]) for i in (1, 3, 4, 5, 7)]
+    assert got[0] == 3.0
+    assert got[1] == pytest.approx(math.log(math.exp(3) + math.exp(-2)), rel=1e-15)
+    assert got[2] == 700.0 and got[3] == 700.0 and got[4] == 700.0  # e^-688 is below
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3", "16"])
+def test_a_stop_in_one_lane_while_the_others_run_ahead_is_worded_as_the_twin_words_it(
+        tmp_path, monkeypatch, threads):
+    # diff (the shared lane) overflows at row 302; logcumsumexp and cumvar (a lane each)
+    # may be chunks past it by then: nothing of that row's chunk or after is written
+    path = _lane_table(tmp_path / "in.csv",
+                       bad=b"300,100,1.0,t\n301,-9223372036854775808,2.0,t")
+    args = ["logcumsumexp,cumvar,diff", str(path), "-c", "n,x"]
+    (code, out, err), statuses = _both(args, monkeypatch, threads, chunk=40)
+    assert code == 1
+    assert err == (f"Error: {path}: column 'n', row 302 (line 303): diff overflows int64 "
+                   "(-9223372036854775808 - 100); use --overflow wrap for "
+                   "wrap-around\n")
+    assert statuses == [2]  # stopped by the scan
+    # what was written is the run's own over the rows before the overflow
+    head = _lane_table(tmp_path / "head.csv", rows=301,
+                       bad=b"300,100,1.0,t")
+    (_code, whole, _err), _statuses = _both([*args[:1], str(head), *args[2:]], monkeypatch,
+                                            threads, chunk=40)
+    assert whole.startswith(out)
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "16"])
+def test_text_mid_file_in_a_lane_of_its_own_is_handed_over(tmp_path, monkeypatch, threads):
+    at = small.INFER_ROWS + 100  # past the rows judged: the pipeline's cut finds it
+    path = _lane_table(tmp_path / "in.csv", rows=at + 100, bad=b"0,oops,1.0,t", at=at)
+    args = ["logcumsumexp,cummean", str(path), "-c", "n,x"]
+    (code, out, err), statuses = _both(args, monkeypatch, threads, chunk=2000)
+    assert code == 1
+    assert err == (f"Error: {path}: row {at + 1} (line {at + 2}), column 'n': 'oops' is not "
+                   "an integer like the first rows; if 'oops' means a missing cell, pass --na "
+                   "'NA,N/A,n/a,NULL,null,None,<NA>,#N/A,oops'\n")
+    assert statuses == [1]  # handed over where the cut found it
+    head = _lane_table(tmp_path / "head.csv", rows=at)
+    (_code, whole, _err), _statuses = _both([args[0], str(head), *args[2:]], monkeypatch,
+                                            threads, chunk=2000)
+    assert whole.startswith(out)
+
+
 def test_a_wide_pass_through_and_a_long_record(tmp_path, monkeypatch):
     long_cell = b'"' + b"x," * 3000 + b'"'
     path = tmp_path / "in.csv"
@@ -339,9 +430,8 @@ def test_groups_give_the_twins_bytes(tmp_path, monkeypatch, threads, op):
     rows += [b"g%d,h,%d,-0.0" % (i, i) for i in range(3000)]
     path = tmp_path / "in.csv"
     path.write_bytes(b"k1,k2,n,x\n" + b"\n".join(rows) + b"\n")
-    columns = ["-c", "x"] if op == "logcumsumexp" else []  # x alone is float
-    (code, out, err), statuses = _both(_op(op, path, "--by", "k1,k2", *columns),
-                                       monkeypatch, threads, chunk=500)
+    (code, out, err), statuses = _both(_op(op, path, "--by", "k1,k2"), monkeypatch,
+                                       threads, chunk=500)
     assert (code, err, statuses) == (0, "", [0])
     lines = out.split(b"\n")
     if op == "cumsum":  # the groups ("a","bc") and ("ab","c") are apart

@@ -667,9 +667,10 @@ class _Job:
         """The plan of the compiled pipeline (_csvtext.Pipeline: every step of pieces()
         in C, on a pool of threads that never takes the GIL), where this run fits it: the
         plain accumulating ops and the running statistics (_compiled_stat) on int64 or
-        float64 to CSV, --by too, with --skipna, --exclusive and (int64) --overflow wrap;
-        else None, and pieces() runs the steps itself (its Python twin: the same bytes,
-        tests/test_pipeline.py and tests/test_pipeline_options.py). What falls back:
+        float64 to CSV (logcumsumexp of int64 in float64), --by too, with --skipna,
+        --exclusive and (int64) --overflow wrap; else None, and pieces() runs the steps
+        itself (its Python twin: the same bytes, tests/test_pipeline.py and
+        tests/test_pipeline_options.py). What falls back:
         JSON Lines out, --period, --share, markers that read as numbers, a --dtype cast
         (or any other dtype), cumsum --compensated, and _compiled_stat's."""
         pipeline = getattr(TEXT, "Pipeline", None)
@@ -688,10 +689,13 @@ class _Job:
                 scans.append((parsed.index(i), *stat, _options(spec, source)))
                 continue
             code = _PIPELINE_OPS.get(spec.op)
+            # logcumsumexp accumulates int64 cells as float64 (kernels.to_acc; the
+            # pipeline casts them as it scans)
+            acc = _FLOAT64 if spec.op == "logcumsumexp" and source == _INT64 else source
             if (code is None or spec.is_stat or spec.indices
                     or any(value for _name, value in spec.params)
-                    or not spec.source_dtype == spec.in_dtype == spec.acc_dtype
-                    == spec.out_dtype == source):
+                    or not spec.source_dtype == spec.in_dtype == source
+                    or not spec.acc_dtype == spec.out_dtype == acc):
                 return None
             scans.append((parsed.index(i), code, spec.identity.item(),
                           _options(spec, source)))
