@@ -143,9 +143,12 @@ def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisiona
     its output and any error are the same. Pass 1's own failure is raised as it would be
     without (it comes first)."""
     held: _Held | None = None
+    staged = _staged(request.output)
 
     def hold(stream: IO[bytes]) -> IO[bytes]:
         nonlocal held
+        if staged:  # nothing is seen before the run ends well
+            return stream
         held = _Held(stream, provisional.outcome)
         return held  # type: ignore[return-value]
 
@@ -162,6 +165,24 @@ def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisiona
         provisional.stop()
         raise
     return True
+
+
+def _staged(output: str | None) -> bool:
+    """Whether the output is a file written beside its target and renamed over it only
+    once the run ends well (output.open_output): a run dropped leaves nothing of it."""
+    import os
+    import stat
+
+    from cumtool.remote import is_url
+
+    if output is None or output == "-" or is_url(output):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(output).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # open_output words it
 
 
 HOLD_BYTES = 256 << 20  # output held back while the schema may change, at most

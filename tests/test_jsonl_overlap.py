@@ -183,3 +183,22 @@ def test_a_column_not_in_the_first_block_can_be_chosen(invoke, write_file, behin
     assert behind == [False] * (len(THREADS) - 1)
     _waiting(monkeypatch)
     assert got == _runs(invoke, source, "csv", ("-c", "late"))
+
+
+@pytest.mark.parametrize("name", ["int-to-float-last", "plain"])
+def test_a_file_output_is_written_once_with_the_whole_inputs_types(invoke, write_file,
+                                                                   tmp_path, behind,
+                                                                   monkeypatch, name):
+    """-o FILE is written as the run goes (nothing held: it is renamed into place only at
+    the end); a run dropped for a type widened late leaves no file behind it."""
+    source = write_file("in.jsonl", {**WIDENED, **KEPT}[name])
+    for threads in THREADS:
+        ok(invoke("cumsum", str(source), "-o", str(tmp_path / f"out-{threads}.csv"),
+                  "--threads", threads))
+    assert behind == [name in KEPT] * (len(THREADS) - 1)
+    _waiting(monkeypatch)
+    want = ok(invoke("cumsum", str(source), "--to", "csv")).stdout_bytes
+    for threads in THREADS:
+        assert (tmp_path / f"out-{threads}.csv").read_bytes() == want, f"--threads {threads}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == \
+        sorted(["in.jsonl", *(f"out-{t}.csv" for t in THREADS)])
