@@ -202,3 +202,34 @@ def test_a_file_output_is_written_once_with_the_whole_inputs_types(invoke, write
         assert (tmp_path / f"out-{threads}.csv").read_bytes() == want, f"--threads {threads}"
     assert sorted(p.name for p in tmp_path.iterdir()) == \
         sorted(["in.jsonl", *(f"out-{t}.csv" for t in THREADS)])
+
+
+@pytest.mark.parametrize("target", ["csv", "jsonl"])
+def test_output_held_in_a_temporary_file_is_written_in_order(invoke, write_file, tmp_path,
+                                                             behind, monkeypatch, target):
+    """Beyond HOLD_BYTES the held output goes to a temporary file, and is copied out in
+    pieces (standard output) or by the kernel (a redirection to a regular file)."""
+    monkeypatch.setattr(runner, "HOLD_BYTES", 100)
+    monkeypatch.setattr(runner, "SPILL_BYTES", 333)
+    source = write_file("in.jsonl", KEPT["crlf"])
+    got = _runs(invoke, source, target)
+    assert behind == [True] * (len(THREADS) - 1)
+    _waiting(monkeypatch)
+    assert got == _runs(invoke, source, target)
+    # standard output redirected to a file: the temporary file's bytes by the kernel
+    from cumtool.output import _GuardedStream
+
+    redirected = tmp_path / "redirected"
+    sent: list[int | None] = []
+    with redirected.open("wb") as file:
+        stream = _GuardedStream(file, "standard output")
+        direct = stream.write_directly
+        monkeypatch.setattr(stream, "write_directly", lambda w: sent.append(direct(w)) or sent[-1])
+        held = runner._Held(stream, lambda wait: True if wait else None)
+        for k in range(0, len(got["2"][1]), 150):
+            held.write(memoryview(got["2"][1][k:k + 150]))
+        held.write(b"after")
+        held.flush()
+    assert redirected.read_bytes() == got["2"][1] + b"after"
+    # every piece was held in the temporary file (the first is over HOLD_BYTES already)
+    assert sent == [len(got["2"][1]) + len(b"after")]
