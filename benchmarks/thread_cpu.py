@@ -74,15 +74,17 @@ def main() -> None:
     # Where pass 1 reads behind a run started with a provisional schema (runner.run_table),
     # the source's constructor returns after the first block: pass 1 ends on its own
     # thread, and the batches come from _provisional_batches before it has.
-    read_behind = source._read_behind
-    provisional_batches = source._provisional_batches
+    read_behind = getattr(source, "_read_behind", None)  # (absent from older checkouts)
+    provisional_batches = getattr(source, "_provisional_batches", None)
 
     def timed_read_behind(self: Any, *args: Any, **kwargs: Any) -> None:
+        assert read_behind is not None
         read_behind(self, *args, **kwargs)
         mark("pass1 end, read behind (cpu: its thread's)")
 
     def timed_provisional(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         first = True
+        assert provisional_batches is not None
         for batch in provisional_batches(self, *args, **kwargs):
             if first:
                 mark("first batch, provisional")
@@ -90,10 +92,24 @@ def main() -> None:
             yield batch
         mark("last batch, provisional")
 
+    from cumtool import runner
+
+    held = getattr(runner, "_Held", None)
+    if held is not None:  # the output held back until the input's schema was known
+        copy = held._copy
+
+        def timed_copy(self: Any) -> None:
+            mark("held output copied out: start (cpu: its thread's)")
+            copy(self)
+            mark("held output copied out: end")
+
+        held._copy = timed_copy
+
     source.__init__ = timed_init  # type: ignore[method-assign]
     source.batches = timed_batches  # type: ignore[method-assign]
-    source._read_behind = timed_read_behind  # type: ignore[method-assign]
-    source._provisional_batches = timed_provisional  # type: ignore[method-assign]
+    if read_behind is not None and provisional_batches is not None:
+        source._read_behind = timed_read_behind  # type: ignore[method-assign]
+        source._provisional_batches = timed_provisional  # type: ignore[method-assign]
     atexit.register(report)
     sys.argv = ["cumtool", *sys.argv[1:]]
     from cumtool.launch import main as cumtool_main
