@@ -185,16 +185,20 @@ def _staged(output: str | None) -> bool:
         return False  # open_output words it
 
 
-HOLD_BYTES = 16 << 20  # output held in memory while the schema may change; the rest
-SPILL_BYTES = 4 << 20  # is held in a temporary file, copied out in pieces of this size
+# Output held in memory while the schema may change; the rest is held in a temporary
+# file, copied out in pieces of SPILL_BYTES. In memory it costs no CPU (the writers hand
+# over bytes objects); in the file, a copy in and one out on the ordered writer's thread
+# (2M x 8 JSON Lines, 185 MB out: that thread's CPU 0.03 s -> 0.13-0.20 s, the process's
+# +0.1-0.15 s), against a peak RSS of 250 MiB instead of 470-500 when it is all in memory.
+HOLD_BYTES = 256 << 20
+SPILL_BYTES = 4 << 20
 
 
 class _Held:
     """The output of a run with a provisional schema: held back until the input's
     schema is known (`outcome`, Provisional.outcome), then written where it is the same,
-    else dropped (Widened). Beyond HOLD_BYTES it is held in a temporary file (a 200 MB
-    output held in memory took the peak RSS from 180 MiB to 400-500); where that cannot
-    be written (a full disk), the write waits for the outcome instead."""
+    else dropped (Widened). Beyond HOLD_BYTES it is held in a temporary file; where that
+    cannot be written (a full disk), the write waits for the outcome instead."""
 
     def __init__(self, stream: IO[bytes], outcome: Callable[[bool], bool | None]) -> None:
         self._stream = stream
