@@ -56,6 +56,15 @@ def _last(change: dict[str, object]) -> str:
     return _text(records)
 
 
+def _null_and_absent_late() -> str:
+    """Column "a": a null, then a line without it, both after the first block: its
+    missing cells are then told apart row by row (null or absent) in JSON Lines."""
+    records = [_plain(k) for k in range(ROWS)]
+    records[-2] = {**records[-2], "a": None}
+    records[-1] = {"b": 1.5, "i": 7}
+    return _text(records)
+
+
 def _keyless_last() -> str:
     records = [_plain(k) for k in range(ROWS)]
     records[-1] = {"b": 1.5, "i": 7}  # "a" absent on the last line only
@@ -68,6 +77,7 @@ WIDENED = {
     "null-last": _last({"a": None}),
     "new-key-last": _last({"z": 3}),
     "beyond-int64-last": _last({"i": 2 ** 70}),
+    "null-and-absent-late": _null_and_absent_late(),
 }
 KEPT = {  # the whole input's schema is the first block's (its output is kept)
     "bigint-last": _last({"i": 2 ** 60}),  # an int64 still

@@ -941,7 +941,9 @@ class JsonlSource(SourceBase):
                     nulls &= ~absent
                 explicit[str(i)] = nulls
             arrays.append(column)
-        if self._null_rows is not None:
+        if self._null_rows is not None and schema is self._schema:
+            # (never from a provisional schema's batches: pass 1 may have made the queue
+            # for the schema it ended with while they are still being made)
             self._null_rows.put(rows, explicit)
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
