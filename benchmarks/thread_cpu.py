@@ -1,6 +1,11 @@
 """cumtool with phase timers and each thread's CPU, printed to standard error at exit:
 
     PYTHONPATH=CHECKOUT python benchmarks/thread_cpu.py cumsum in.jsonl -q --to csv > /dev/null
+    PYTHONPATH=CHECKOUT python benchmarks/thread_cpu.py --overlap-cores=2 cumsum ...
+
+--overlap-cores=N (first) sets the JSON Lines reader's OVERLAP_CORES: pass 1 read behind
+a run started with the first block's types from N cores (4 unless said; a 2-core machine
+shows the overlap with 2).
 
 The JSON Lines source's two passes (parse and spool; batches back) are marked with the wall
 time and the main thread's CPU; every thread's CPU is summed by name (pools by prefix). A
@@ -54,6 +59,10 @@ def main() -> None:
     threading.Thread.run = _counted(threading.Thread.run)  # type: ignore[method-assign]
     from cumtool.formats.jsonl import jsonl
 
+    if sys.argv[1:2] and sys.argv[1].startswith("--overlap-cores="):
+        overlap = sys.argv.pop(1).split("=", 1)[1]
+        if hasattr(jsonl, "OVERLAP_CORES"):  # (absent from older checkouts)
+            jsonl.OVERLAP_CORES = int(overlap)  # type: ignore[attr-defined]
     source = jsonl.JsonlSource
     init, batches = source.__init__, source.batches
 

@@ -22,6 +22,7 @@ ROWS = 300
 def behind(monkeypatch):
     """Small blocks (the first of a few lines: the run starts long before the input's
     end), and what each speculative run came to: True kept, False made again."""
+    monkeypatch.setattr(module, "OVERLAP_CORES", 2)  # (from 4 cores else: this may have 2)
     monkeypatch.setattr(module, "FIRST_BLOCK_BYTES", 120)
     monkeypatch.setattr(module, "BLOCK_BYTES", 700)
     monkeypatch.setattr(module, "HEAD_LINES", 1)
@@ -243,3 +244,18 @@ def test_output_held_in_a_temporary_file_is_written_in_order(invoke, write_file,
     assert redirected.read_bytes() == got["2"][1] + b"after"
     # every piece was held in the temporary file (the first is over HOLD_BYTES already)
     assert sent == [len(got["2"][1]) + len(b"after")]
+
+
+def test_few_cores_do_not_read_behind(invoke, write_file, behind, monkeypatch):
+    """Below OVERLAP_CORES (the lesser of --threads and the cores there are) the input is
+    read whole before the run starts, as at one thread."""
+    monkeypatch.setattr(module, "OVERLAP_CORES", 3)
+    monkeypatch.setattr(module.native, "USABLE", 2)
+    source = write_file("in.jsonl", KEPT["plain"])
+    ok(invoke("cumsum", str(source), "--threads", "16"))
+    assert behind == []
+    monkeypatch.setattr(module.native, "USABLE", 3)
+    ok(invoke("cumsum", str(source), "--threads", "2"))
+    assert behind == []
+    ok(invoke("cumsum", str(source), "--threads", "3"))
+    assert behind == [True]
