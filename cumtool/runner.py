@@ -119,11 +119,202 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
                text_input: bool = False, finals: list[Any] | None = None) -> None:
     """`text_input`: the input is delimited text (CSV, TSV), whose --na markers are
     missing cells in text columns too. `finals`: --share's second pass, the final value
-    of each group, column and op that share_finals found."""
+    of each group, column and op that share_finals found.
+
+    Where the source learns its schema from the whole input first (JSON Lines), the run
+    starts with the schema of its first lines (`source.provisional()`) while the rest is
+    read, its output held back until the whole input's schema is known: kept where it is
+    the same, else dropped unwritten and the run made again (`_speculate`)."""
+    if (resume is None and finals is None and not request.reverse and not request.progress
+            and out.format != "table"):
+        provisional = source.provisional()
+        if provisional is not None and _speculate(request, dtype, source, provisional, out,
+                                                  text_input):
+            return
+    _run_table(request, dtype, source, source.schema, source.batches, out, stack, resume,
+               text_input, finals)
+
+
+def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisional: Any,
+               out: FileKind, text_input: bool) -> bool:
+    """The run with the provisional schema; True once done. False (nothing written, the
+    input read to its end) where the whole input's schema is another, or anything failed
+    before the output was let go: the run is then made as if this had not been, so that
+    its output and any error are the same. Pass 1's own failure is raised as it would be
+    without (it comes first)."""
+    held: _Held | None = None
+    staged = _staged(request.output)
+
+    def hold(stream: IO[bytes]) -> IO[bytes]:
+        nonlocal held
+        if staged:  # nothing is seen before the run ends well
+            return stream
+        held = _Held(stream, provisional.outcome)
+        return held  # type: ignore[return-value]
+
+    try:
+        with contextlib.ExitStack() as own:  # its reader thread ends before any rerun
+            _run_table(request, dtype, source, provisional.schema, provisional.batches, out,
+                       own, None, text_input, None, hold)
+    except Exception:
+        if held is not None and held.released:
+            raise  # output was written, as it would have been without
+        _ = source.schema  # waits for the input's end; raises its failure
+        return False
+    except BaseException:  # a stop signal: the reading thread stops too
+        provisional.stop()
+        raise
+    return True
+
+
+def _staged(output: str | None) -> bool:
+    """Whether the output is a file written beside its target and renamed over it only
+    once the run ends well (output.open_output): a run dropped leaves nothing of it."""
+    import os
+    import stat
+
+    from cumtool.remote import is_url
+
+    if output is None or output == "-" or is_url(output):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(output).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # open_output words it
+
+
+# Output held in memory while the schema may change; the rest is held in a temporary
+# file, copied out in pieces of SPILL_BYTES. In memory it costs no CPU (the writers hand
+# over bytes objects); in the file, a copy in and one out on the ordered writer's thread
+# (2M x 8 JSON Lines, 185 MB out: that thread's CPU 0.03 s -> 0.13-0.20 s, the process's
+# +0.1-0.15 s), against a peak RSS of 250 MiB instead of 470-500 when it is all in memory.
+HOLD_BYTES = 256 << 20
+SPILL_BYTES = 4 << 20
+
+
+class _Held:
+    """The output of a run with a provisional schema: held back until the input's
+    schema is known (`outcome`, Provisional.outcome), then written where it is the same,
+    else dropped (Widened). Beyond HOLD_BYTES it is held in a temporary file; where that
+    cannot be written (a full disk), the write waits for the outcome instead."""
+
+    def __init__(self, stream: IO[bytes], outcome: Callable[[bool], bool | None]) -> None:
+        self._stream = stream
+        self._outcome = outcome
+        self._held: list[bytes] = []
+        self._size = 0
+        self._spill: IO[bytes] | None = None
+        self._spilled = 0  # bytes in the temporary file, whole writes only
+        self.released = False
+
+    def _decide(self, wait: bool) -> None:
+        from cumtool.formats import Widened
+
+        same = self._outcome(wait)
+        if same is None:
+            return
+        if not same:
+            self._held.clear()
+            self._close()
+            raise Widened()
+        for data in self._held:
+            self._stream.write(data)
+        self._held.clear()
+        if self._spill is not None:
+            self._copy()
+        self._close()
+        self.released = True
+
+    def _copy(self) -> None:
+        """The temporary file's bytes to the stream: by the kernel where the stream is a
+        regular file's (os.sendfile), else read back and written a piece at a time."""
+        import os
+
+        from cumtool.errors import OutputError
+
+        assert self._spill is not None
+        spill = self._spill.fileno()
+        total = self._spilled
+
+        def send(fd: int, _writeback: int) -> int:
+            done = 0
+            while done < total:
+                sent = os.sendfile(fd, spill, done, total - done)
+                if sent <= 0:
+                    return done if done else -1
+                done += sent
+            return done
+
+        direct = getattr(self._stream, "write_directly", None)
+        done = direct(send) if direct is not None and total else None
+        done = max(done or 0, 0)
+        while done < total:
+            try:
+                data = os.pread(spill, min(SPILL_BYTES, total - done), done)
+            except OSError as error:
+                raise OutputError(f"cannot read back the output held in $TMPDIR: "
+                                  f"{error.strerror or error}") from None
+            if not data:
+                raise OutputError("cannot read back the output held in $TMPDIR: it is "
+                                  "shorter than written")
+            self._stream.write(data)
+            done += len(data)
+
+    def _close(self) -> None:
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+
+    def _hold(self, data: bytes | bytearray | memoryview, size: int) -> bool:
+        """Hold `data`: in memory, else in the temporary file; False where it cannot be."""
+        if self._spill is None and self._size + size <= HOLD_BYTES:
+            self._held.append(bytes(data))  # the caller may reuse its buffer
+            self._size += size
+            return True
+        import os
+        import tempfile
+
+        try:
+            if self._spill is None:
+                self._spill = tempfile.TemporaryFile(prefix="cumtool-held-", buffering=0)
+            view = memoryview(data).cast("B")
+            fd = self._spill.fileno()
+            while view:
+                view = view[os.pwrite(fd, view, self._spilled + size - view.nbytes):]
+        except OSError:
+            return False  # what was written of it is beyond _spilled: never copied
+        self._spilled += size
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        size = memoryview(data).nbytes
+        if not self.released:
+            self._decide(False)
+        if not self.released and not self._hold(data, size):
+            self._decide(True)
+        if self.released:
+            return self._stream.write(data)
+        return size
+
+    def flush(self) -> None:
+        if not self.released:
+            self._decide(True)
+        self._stream.flush()
+
+
+def _run_table(request: Request, dtype: np.dtype | None, source: Any, schema: pa.Schema,
+               batches: Callable[..., Iterator[pa.RecordBatch]], out: FileKind,
+               stack: contextlib.ExitStack, resume: Resume | None, text_input: bool,
+               finals: list[Any] | None,
+               hold: Callable[[IO[bytes]], IO[bytes]] | None = None) -> None:
+    """run_table with `schema` and `batches` (the source's, or provisional ones); `hold`
+    wraps the output stream."""
     from cumtool import state
     from cumtool.tables import make_plan
 
-    plan = make_plan(request.op, request.axis, dtype, source.schema, source.name,
+    plan = make_plan(request.op, request.axis, dtype, schema, source.name,
                      table_options(request, out, text_input), state.hints(source, resume),
                      **request.scan_options())
     if finals is not None:
@@ -142,16 +333,20 @@ def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKi
     reverse = request.reverse and plan.axis == 0
     commit = resume.commit if resume is not None else None
     with open_output(request.output, commit) as stream, contextlib.closing(progress):
+        if hold is not None:
+            stream = hold(stream)
         sink = table_writer(request, out, stream, plan.schema, view, source.name)
 
         def read() -> Iterator[pa.RecordBatch]:
             # Closed with the run, so a failure stops the reader thread at once.
             reader = stack.enter_context(
-                contextlib.closing(prefetch(source.batches(plan.parse, plan.text_unused))))
+                contextlib.closing(prefetch(batches(plan.parse, plan.text_unused))))
             return rebatch(reader, request.batch_rows)
 
         scan_batches(plan, read, sink, reverse, stack,
                      lambda: progress.update(_done(source, plan)))
+        if hold is not None:
+            stream.flush()  # what was held is written, or the run is dropped
     save_state()  # only once the output is complete; puts output and state in place
 
 
@@ -368,7 +563,9 @@ def table_progress(request: Request, source: TableSource) -> Progress:
     if source.bytes_read is not None:
         total = source.total_bytes or None  # a pipe's size is no total
         return Progress(request.progress, total, "bytes", source.name)
-    return Progress(request.progress, source.num_rows, "rows", source.name)
+    # the rows are asked for only for a bar (a JSON Lines source counts them to its end)
+    return Progress(request.progress, source.num_rows if request.progress else None, "rows",
+                    source.name)
 
 
 def _done(source: TableSource, plan: Any) -> int:

@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from cumtool.view import View
 
 
+class Widened(Exception):
+    """A run made with a source's provisional schema (SourceBase.provisional) learnt, or
+    failed, as the source was read to its end: the runner drops it, unwritten, and runs
+    with the whole input's schema."""
+
+
 class Handover(Exception):
     """A format's own engine (Format.engine) is unsure of the input, or does not
     implement an option: the general path takes the run from the start, and words any
@@ -393,6 +399,29 @@ class SourceBase:
         the run are rows of the input, and lines are not known."""
         return None
 
+    def provisional(self) -> Provisional | None:
+        """A schema to start the run with while the input is still being read, where the
+        reader learns the schema from the whole input first (JSON Lines); None: `schema`
+        is known (or the reader does not offer one)."""
+        return None
+
+
+class Provisional(Protocol):
+    """A schema from an input's first lines, and its batches as they are read, in that
+    schema (runner.run_table speculates with them). `outcome`: None while the input is
+    still being read (`wait`: read to its end first); True once it is, and the whole
+    input's schema is this one; False where it is not, or the reading failed. The batches
+    raise Widened at the first batch after the outcome is known to be False."""
+
+    schema: pa.Schema
+
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None,
+                unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]: ...
+
+    def outcome(self, wait: bool) -> bool | None: ...
+
+    def stop(self) -> None: ...
+
 
 class TableSource(Protocol):
     """A table read batch by batch (SourceBase's answers, and the batches)."""
@@ -415,6 +444,8 @@ class TableSource(Protocol):
 
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]: ...
+
+    def provisional(self) -> Provisional | None: ...
 
 
 class TableSink(Protocol):

@@ -14,8 +14,11 @@ def _read(opening: Opening) -> SourceBase:
 
     stream = opening.seekable()  # read twice (columns first, then batches)
     request = opening.request
+    # read behind a run that may start with the first lines' types (runner.run_table
+    # decides); every other reader of the source waits for the whole input's
     return JsonlSource(stream, opening.name, request.batch_rows,
-                       request.max_record_size or MAX_RECORD_BYTES, opening.float_columns)
+                       request.max_record_size or MAX_RECORD_BYTES, opening.float_columns,
+                       overlap=True)
 
 
 def _write(writing: Writing) -> TableSink:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import base64
 import collections
 import concurrent.futures
+import errno
 import io
 import itertools
 import json
@@ -84,6 +85,12 @@ PARSE_AHEAD = 8
 WRITE_AHEAD = 8
 AHEAD_BYTES = 72 << 20
 SPOOL_AHEAD = 2  # blocks waiting to be spooled, at most
+# Pass 1 read behind a run started with the first block's types (`overlap`) from this many
+# cores (--threads and the cores there are): on 2, each pass alone keeps both busy, and
+# overlapping them gave no wall time (2M x 8, --threads 2: 0.81-0.84 s either way) for
+# +0.05 s of CPU and the output held back (peak RSS 180 -> 390-460 MiB); with more cores
+# than one pass's threads keep busy, pass 2 runs in the cores pass 1 leaves idle.
+OVERLAP_CORES = 4
 PIECE_BYTES = 1 << 20  # a block the C parser did not take whole is taken in such pieces
 HEAD_LINES = 1024  # lines read with Python's json first where a block is not taken whole
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
@@ -289,15 +296,18 @@ class _Segment:
 class JsonlSource(SourceBase):
     """A JSON Lines file (seekable: a file, or standard input spooled to disk)."""
 
-    num_rows: int  # counted as the input is read, before any batch
-
     def __init__(self, stream: IO[bytes], name: str, batch_rows: int | None,
-                 max_line: int, float_columns: bool = False) -> None:
+                 max_line: int, float_columns: bool = False, overlap: bool = False) -> None:
+        """`overlap`: where the input is a file and there are cores to spare, read the
+        input (pass 1) on a thread of its own after its first block, so that a run can
+        start with the schema learnt from that block (`provisional`); `schema`,
+        `num_rows` and `batches` wait for the whole input, as without."""
         self.name = name
         self._stream = stream
         self._reread_cache: tuple[tuple[int, str] | None, list[str | None]] = (None, [])
         self._batch_rows = batch_rows or BATCH_ROWS
         self._max_line = max_line
+        self._float_columns = float_columns
         self._keys: dict[str, _Key] = {}  # in order of first appearance
         self._segments: list[_Segment] = []
         self._spooler: concurrent.futures.ThreadPoolExecutor | None = None
@@ -305,25 +315,90 @@ class JsonlSource(SourceBase):
             collections.deque()
         self._spool_file = tempfile.TemporaryFile()
         weakref.finalize(self, self._spool_file.close)
-        self.num_rows = 0
+        self._rows = 0
+        self._token = f"{next(_tokens)}"
+        self._null_rows: _NullRows | None = None
+        self._schema = pa.schema([])
+        # pass 1 on a thread of its own: its end, its failure, and the schema after its
+        # first block; `_grown` is notified at each segment spooled and at the end
+        self._reading: threading.Thread | None = None
+        self._ended = False
+        self._failure: BaseException | None = None
+        self._stopping = False
+        self._grown = threading.Condition()
+        self._first: pa.Schema | None = None
+        self._first_read = threading.Event()
+        if (overlap and min(native.CORES, native.USABLE) >= OVERLAP_CORES
+                and NATIVE is not None and BY_NATIVE and _descriptor(stream) is not None):
+            self._reading = threading.Thread(target=self._read_behind, args=(stream,),
+                                             name="cumtool-jsonl-pass1", daemon=True)
+            self._reading.start()
+            self._first_read.wait()
+            if self._ended:  # read whole (a small input), or failed: as without overlap
+                self._settle()
+            return
+        self._read_whole(stream)
+
+    def _read_whole(self, stream: IO[bytes]) -> None:
         try:
             stream.seek(0)
             self._read(stream)
         except OSError as error:
             raise DataError(f"{self.name}: cannot read: {error.strerror or error}") from None
-        self._token = f"{next(_tokens)}"
-        self._schema = pa.schema([_field(k, key, f"{self._token} {i}", float_columns)
-                                  for i, (k, key) in enumerate(self._keys.items())])
-        self._null_rows: _NullRows | None = None
+        self._schema = self._schema_now()
+        self._null_rows = None
         if any((f.metadata or {}).get(FIELD_MISSING, b"").startswith(_EACH)
                for f in self._schema):
             self._null_rows = _NullRows()
             _NULL_ROWS[self._token] = self._null_rows
             weakref.finalize(self, _NULL_ROWS.pop, self._token, None)
 
+    def _schema_now(self) -> pa.Schema:
+        return pa.schema([_field(k, key, f"{self._token} {i}", self._float_columns)
+                          for i, (k, key) in enumerate(self._keys.items())])
+
+    def _read_behind(self, stream: IO[bytes]) -> None:
+        """Pass 1 on its own thread (`overlap`); its failure is raised by `_settle`."""
+        try:
+            self._read_whole(stream)
+        except BaseException as error:  # raised on the run's thread, by _settle
+            self._failure = error
+        finally:
+            with self._grown:
+                self._ended = True
+                self._grown.notify_all()
+            self._first_read.set()
+
+    def _settle(self) -> None:
+        """Wait for pass 1 to end; raise its failure."""
+        if self._reading is not None:
+            self._reading.join()
+            if self._failure is not None:
+                raise self._failure
+
+    @property
+    def num_rows(self) -> int:  # type: ignore[override]
+        """Counted as the input is read, before any batch."""
+        self._settle()
+        return self._rows
+
     @property
     def schema(self) -> pa.Schema:
+        self._settle()
         return self._schema
+
+    def provisional(self) -> _Provisional | None:
+        """The schema after the first block, and the batches as they are spooled, where
+        pass 1 is still running (`overlap`) and that schema is one they can be made in
+        without the whole input: no column of JSON text (read again from the input),
+        none whose missing cells are null or absent row by row (_NullRows)."""
+        first = self._first
+        if self._reading is None or first is None or not len(first):
+            return None
+        if any(f.metadata and (JSON_TEXT in f.metadata or (f.metadata.get(
+                FIELD_MISSING, b"")).startswith(_EACH)) for f in first):
+            return None
+        return _Provisional(self, first)
 
     @property
     def locator(self) -> Callable[[int], tuple[str, int, int] | tuple[str, int]]:
@@ -392,6 +467,12 @@ class JsonlSource(SourceBase):
                 number += lines
                 if over:
                     raise self._too_long(number)
+                if self._reading is not None:
+                    if self._first is None:  # a run may start with these types
+                        self._first = self._schema_now()
+                        self._first_read.set()
+                    if self._stopping:
+                        raise _Stopped()
             while self._spooling:
                 self._spooling.popleft().result()
         finally:
@@ -687,7 +768,7 @@ class JsonlSource(SourceBase):
             for name in record:
                 if name not in self._keys:
                     # A key first seen here was absent from every record before.
-                    self._keys[name] = _Key(absent=self.num_rows > 0)
+                    self._keys[name] = _Key(absent=self._rows > 0)
         arrays, names, layout = [], [], {}
         for i, (name, key) in enumerate(self._keys.items()):
             values = [r.get(name, _ABSENT) for r in records]
@@ -715,7 +796,7 @@ class JsonlSource(SourceBase):
                  source: tuple[int, int, int]) -> None:
         """Spool a block's columns: at once, or on the spooling thread (blocks in order,
         a few at most waiting, each failure raised at a later block's turn or the end)."""
-        self.num_rows += rows
+        self._rows += rows
         if self._spooler is None:
             self._spool(table, layout, rows, source)
             return
@@ -740,40 +821,74 @@ class JsonlSource(SourceBase):
                 raise DataError(f"{self.name}: cannot write its parsed records to a "
                                 f"temporary file in $TMPDIR: {error.strerror or error}"
                                 ) from None
-        self._segments.append(_Segment(offset, self._spool_file.tell() - offset, rows,
-                                       layout, source))
+        segment = _Segment(offset, self._spool_file.tell() - offset, rows, layout, source)
+        self._spool_file.flush()  # read back by position (os.pread), while pass 1 goes on
+        if self._reading is None:
+            self._segments.append(segment)
+            return
+        with self._grown:
+            self._segments.append(segment)
+            self._grown.notify_all()
 
     # Pass 2: the spooled blocks in the schema's types ------------------------------------
 
     def batches(self, parse: Mapping[int, pa.DataType] | None = None,
                 unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
         """Batches of records as the schema's columns (typed: nothing to parse)."""
-        import pyarrow.ipc as ipc
-
+        self._settle()
         if not len(self._schema):
-            if self.num_rows:
-                raise FormatError(f"{self.name}: its {self.num_rows} records have no keys; "
+            if self._rows:
+                raise FormatError(f"{self.name}: its {self._rows} records have no keys; "
                                   "there is no column to scan")
             return
         for segment in self._segments:
-            if not segment.columns:
-                batch = self._typed(pa.RecordBatch.from_arrays([], names=[]), segment, 0,
-                                    segment.rows)
-                for start in range(0, batch.num_rows, self._batch_rows):
-                    yield batch.slice(start, self._batch_rows)
-                continue
-            try:
-                self._spool_file.seek(segment.offset)
-                data = self._spool_file.read(segment.size)
-            except OSError as error:
-                raise DataError(f"{self.name}: cannot read back its spooled batches: "
-                                f"{error.strerror or error}") from None
-            done = 0
-            for spooled in ipc.open_stream(pa.py_buffer(data)):
-                batch = self._typed(spooled, segment, done, spooled.num_rows)
-                done += spooled.num_rows
-                for start in range(0, batch.num_rows, self._batch_rows):
-                    yield batch.slice(start, self._batch_rows)
+            yield from self._segment_batches(segment, self._schema)
+
+    def _segment_batches(self, segment: _Segment, schema: pa.Schema
+                         ) -> Iterator[pa.RecordBatch]:
+        """A spooled segment's batches in `schema`'s types."""
+        import pyarrow.ipc as ipc
+
+        if not segment.columns:
+            batch = self._typed(pa.RecordBatch.from_arrays([], names=[]), segment, 0,
+                                segment.rows, schema)
+            for start in range(0, batch.num_rows, self._batch_rows):
+                yield batch.slice(start, self._batch_rows)
+            return
+        try:
+            # by position: the spooling thread may be writing the file (`overlap`)
+            data = os.pread(self._spool_file.fileno(), segment.size, segment.offset)
+            if len(data) != segment.size:
+                raise OSError(errno.EIO, "short read")
+        except OSError as error:
+            raise DataError(f"{self.name}: cannot read back its spooled batches: "
+                            f"{error.strerror or error}") from None
+        done = 0
+        for spooled in ipc.open_stream(pa.py_buffer(data)):
+            batch = self._typed(spooled, segment, done, spooled.num_rows, schema)
+            done += spooled.num_rows
+            for start in range(0, batch.num_rows, self._batch_rows):
+                yield batch.slice(start, self._batch_rows)
+
+    def _provisional_batches(self, first: pa.Schema) -> Iterator[pa.RecordBatch]:
+        """The batches in the provisional schema `first`, each segment as soon as it is
+        spooled; Widened once pass 1 has ended with another schema, or failed."""
+        from cumtool.formats import Widened
+
+        taken = 0
+        while True:
+            with self._grown:
+                while taken == len(self._segments) and not self._ended:
+                    self._grown.wait()
+                ended = self._ended
+                segment = self._segments[taken] if taken < len(self._segments) else None
+            if ended and (self._failure is not None
+                          or not self._schema.equals(first, check_metadata=True)):
+                raise Widened()
+            if segment is None:
+                return
+            taken += 1
+            yield from self._segment_batches(segment, first)
 
     def _reread(self, segment: _Segment, name: str) -> list[str | None]:
         """The JSON text of a key's values in a segment's lines, read again from the input
@@ -795,11 +910,11 @@ class JsonlSource(SourceBase):
         return texts
 
     def _typed(self, spooled: pa.RecordBatch, segment: _Segment, first: int,
-               rows: int) -> pa.RecordBatch:
-        """Rows `first` on of a spooled segment, in the schema's types."""
+               rows: int, schema: pa.Schema) -> pa.RecordBatch:
+        """Rows `first` on of a spooled segment, in `schema`'s types."""
         arrays = []
         explicit: dict[str, np.ndarray] = {}
-        for i, field_ in enumerate(self._schema):
+        for i, field_ in enumerate(schema):
             absent: np.ndarray | None
             if i not in segment.columns:  # a key not seen yet: absent from every record
                 absent = np.ones(rows, dtype=bool)
@@ -832,9 +947,42 @@ class JsonlSource(SourceBase):
                     nulls &= ~absent
                 explicit[str(i)] = nulls
             arrays.append(column)
-        if self._null_rows is not None:
+        if self._null_rows is not None and schema is self._schema:
+            # (never from a provisional schema's batches: pass 1 may have made the queue
+            # for the schema it ended with while they are still being made)
             self._null_rows.put(rows, explicit)
-        return pa.RecordBatch.from_arrays(arrays, schema=self._schema)
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _Stopped(Exception):
+    """Pass 1 read behind (`overlap`) was stopped: the run ended without it."""
+
+
+class _Provisional:
+    """JsonlSource.provisional's answer (cumtool.formats.Provisional)."""
+
+    def __init__(self, source: JsonlSource, schema: pa.Schema) -> None:
+        self._source = source
+        self.schema = schema
+
+    def batches(self, parse: Mapping[int, pa.DataType] | None = None,
+                unused: Collection[int] = ()) -> Iterator[pa.RecordBatch]:
+        return self._source._provisional_batches(self.schema)
+
+    def outcome(self, wait: bool) -> bool | None:
+        source = self._source
+        reading = source._reading
+        assert reading is not None
+        if wait:
+            reading.join()
+        elif reading.is_alive():
+            return None
+        return source._failure is None and source._schema.equals(self.schema,
+                                                                 check_metadata=True)
+
+    def stop(self) -> None:
+        """Pass 1 ends at its next block (a stop signal, an interrupted run)."""
+        self._source._stopping = True
 
 
 _ABSENT = object()
