@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +12,17 @@ from cumtool.formats import Format, Opening, Partitioning, SourceBase, TableSink
 
 if TYPE_CHECKING:
     from cumtool.formats.partitioning import Partition, Splitting
+
+# Arrow's allocator (mimalloc) reads its options once, when pyarrow loads: this module is
+# loaded before that (with the registry), pyarrow only when a table is read or written.
+# Its arenas committed up front (its default where the kernel overcommits) kept the pages
+# its threads freed in the peak RSS: reading 10M x 8 Parquet on Arrow's 16 threads peaked
+# at 232-266 MiB against 180 committed as used; Parquet -> Parquet as if on 16 cores
+# 270-285 MiB against 337-363, at --threads 2 225-234 against 247-265, for the same CPU
+# (benchmarks/RESULTS-parquet2.md, session 7). A user's own setting is kept.
+MIMALLOC_COMMIT = "MIMALLOC_ARENA_EAGER_COMMIT"
+if "pyarrow" not in sys.modules:  # (loaded already, its allocator is set up: left alone)
+    os.environ.setdefault(MIMALLOC_COMMIT, "0")
 
 
 def _read(opening: Opening) -> SourceBase:
