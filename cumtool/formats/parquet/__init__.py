@@ -15,10 +15,10 @@ if TYPE_CHECKING:
 
 # Arrow's allocator (mimalloc) reads its options once, when pyarrow loads: this module is
 # loaded before that (with the registry), pyarrow only when a table is read or written.
-# Its arenas committed up front (its default where the kernel overcommits) kept the pages
-# its threads freed in the peak RSS: reading 10M x 8 Parquet on Arrow's 16 threads peaked
-# at 232-266 MiB against 180 committed as used; Parquet -> Parquet as if on 16 cores
-# 270-285 MiB against 337-363, at --threads 2 225-234 against 247-265, for the same CPU
+# With its arenas committed up front (its default where the kernel overcommits), the pages
+# its threads freed stayed in the peak RSS, the more so the more threads: Parquet ->
+# Parquet, 10M x 8, peaked at 335-370 MiB as if on 16 cores and 251-266 at --threads 2,
+# against 271-295 and 227-236 committed as used, for the same CPU and bytes
 # (benchmarks/RESULTS-parquet2.md, session 7). A user's own setting is kept.
 MIMALLOC_COMMIT = "MIMALLOC_ARENA_EAGER_COMMIT"
 if "pyarrow" not in sys.modules:  # (loaded already, its allocator is set up: left alone)
