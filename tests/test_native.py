@@ -306,6 +306,6 @@ def test_the_libraries_pools_take_no_more_threads_than_the_cores(monkeypatch, as
     monkeypatch.setenv("POLARS_MAX_THREADS", "99")
     monkeypatch.setenv("OMP_NUM_THREADS", "99")
     with native.threads(asked):
-        assert native.CORES == asked  # cumtool's own workers: as asked
+        assert asked == native.CORES  # cumtool's own workers: as asked
         assert native.os.environ["POLARS_MAX_THREADS"] == pools
         assert native.os.environ["OMP_NUM_THREADS"] == pools
