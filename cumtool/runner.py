@@ -189,8 +189,10 @@ def _staged(output: str | None) -> bool:
 # file, copied out in pieces of SPILL_BYTES. In memory it costs no CPU (the writers hand
 # over bytes objects); in the file, a copy in and one out on the ordered writer's thread
 # (2M x 8 JSON Lines, 185 MB out: that thread's CPU 0.03 s -> 0.13-0.20 s, the process's
-# +0.1-0.15 s), against a peak RSS of 250 MiB instead of 470-500 when it is all in memory.
-HOLD_BYTES = 256 << 20
+# +0.1-0.15 s). Memory wins: with 256 MiB held, 2M x 8 JSON Lines -> CSV peaked at 507
+# MiB on 16 cores (276 without the overlap) and 391-412 on 2 (forced); with 16 MiB, 229-237
+# on 2 (benchmarks/RESULTS-jsonl.md, session 7).
+HOLD_BYTES = 16 << 20
 SPILL_BYTES = 4 << 20
 
 
