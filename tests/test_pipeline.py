@@ -336,6 +336,7 @@ def test_a_stop_in_one_lane_while_the_others_run_ahead_is_worded_as_the_twin_wor
     (_code, whole, _err), _statuses = _both([*args[:1], str(head), *args[2:]], monkeypatch,
                                             threads, chunk=40)
     assert whole.startswith(out)
+    assert out.count(b"\n") >= 290  # the chunks before the overflow's, not nothing
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "16"])
@@ -353,6 +354,7 @@ def test_text_mid_file_in_a_lane_of_its_own_is_handed_over(tmp_path, monkeypatch
     (_code, whole, _err), _statuses = _both([args[0], str(head), *args[2:]], monkeypatch,
                                             threads, chunk=2000)
     assert whole.startswith(out)
+    assert out.count(b"\n") >= small.INFER_ROWS  # the rows before the cut's chunk
 
 
 def test_a_wide_pass_through_and_a_long_record(tmp_path, monkeypatch):
