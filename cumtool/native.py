@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from types import ModuleType
@@ -127,12 +128,25 @@ def threads(count: int | None) -> Iterator[None]:
         CORES = saved
 
 
+# Arrow's allocator (mimalloc) reads its options once, when pyarrow loads: this module is
+# loaded before that, pyarrow only when a table is read or written. With its arenas
+# committed up front (its default where the kernel overcommits), the pages its threads
+# freed stayed in the peak RSS, the more so the more threads: Parquet -> Parquet, 10M x 8,
+# peaked at 335-370 MiB as if on 16 cores and 251-266 at --threads 2, against 271-295 and
+# 227-236 committed as used, for the same CPU and bytes (benchmarks/RESULTS-parquet2.md,
+# session 7).
+MIMALLOC_COMMIT = "MIMALLOC_ARENA_EAGER_COMMIT"
+
+
 def _environment_to_libraries() -> None:
-    """CUMTOOL_THREADS for polars and Arrow too, where the user set it."""
+    """CUMTOOL_THREADS for polars and Arrow too, where the user set it; Arrow's allocator
+    committing memory as used. A user's own settings are kept."""
     count = threads_from_environment()
     if count is not None:
         os.environ.setdefault("POLARS_MAX_THREADS", str(min(count, USABLE)))
         os.environ.setdefault("OMP_NUM_THREADS", str(min(count, USABLE)))
+    if "pyarrow" not in sys.modules:  # (loaded already, its allocator is set up: left alone)
+        os.environ.setdefault(MIMALLOC_COMMIT, "0")
 
 
 USABLE = usable_cores()  # the cores there are, whatever --threads says

@@ -26,7 +26,7 @@ from click.testing import Result
 from conftest import REPO
 from helpers import ok
 
-import cumtool.formats.parquet as parquet_format
+from cumtool import native
 from cumtool.errors import OutputError
 from cumtool.formats.parquet import parquet, stitch
 from cumtool.formats.parquet.parquet import ParquetSink
@@ -992,10 +992,10 @@ def test_text_stored_as_views_is_read_as_text(invoke: Callable[..., Result],
 @pytest.mark.parametrize("user_setting, used", [(None, "0"), ("1", "1")])
 def test_arrows_allocator_commits_memory_as_used_unless_the_user_says(tmp_path, user_setting,
                                                                       used):
-    """The CLI loads the Parquet format before pyarrow, so that Arrow's mimalloc starts
-    with its arenas committed as used, not up front (freed pages otherwise stayed in the
-    peak RSS: ~60 MiB of it at --threads 16, RESULTS-parquet2.md). A user's own setting
-    wins. mimalloc says which it took when asked to be verbose."""
+    """The CLI sets the environment (native.py) before pyarrow loads, so that Arrow's
+    mimalloc starts with its arenas committed as used, not up front (freed pages otherwise
+    stayed in the peak RSS: ~60 MiB of it at --threads 16, RESULTS-parquet2.md). A user's
+    own setting wins. mimalloc says which it took when asked to be verbose."""
     if pa.default_memory_pool().backend_name != "mimalloc":
         pytest.skip("this pyarrow allocates with " + pa.default_memory_pool().backend_name)
     source, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
@@ -1003,7 +1003,7 @@ def test_arrows_allocator_commits_memory_as_used_unless_the_user_says(tmp_path, 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_")}
     env.update(PYTHONPATH=str(REPO), MIMALLOC_VERBOSE="1")
     if user_setting is not None:
-        env[parquet_format.MIMALLOC_COMMIT] = user_setting
+        env[native.MIMALLOC_COMMIT] = user_setting
     done = subprocess.run([sys.executable, "-m", "cumtool", "cumsum", str(source), "-o",
                            str(out)], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

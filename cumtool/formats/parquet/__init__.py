@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -12,17 +10,6 @@ from cumtool.formats import Format, Opening, Partitioning, SourceBase, TableSink
 
 if TYPE_CHECKING:
     from cumtool.formats.partitioning import Partition, Splitting
-
-# Arrow's allocator (mimalloc) reads its options once, when pyarrow loads: this module is
-# loaded before that (with the registry), pyarrow only when a table is read or written.
-# With its arenas committed up front (its default where the kernel overcommits), the pages
-# its threads freed stayed in the peak RSS, the more so the more threads: Parquet ->
-# Parquet, 10M x 8, peaked at 335-370 MiB as if on 16 cores and 251-266 at --threads 2,
-# against 271-295 and 227-236 committed as used, for the same CPU and bytes
-# (benchmarks/RESULTS-parquet2.md, session 7). A user's own setting is kept.
-MIMALLOC_COMMIT = "MIMALLOC_ARENA_EAGER_COMMIT"
-if "pyarrow" not in sys.modules:  # (loaded already, its allocator is set up: left alone)
-    os.environ.setdefault(MIMALLOC_COMMIT, "0")
 
 
 def _read(opening: Opening) -> SourceBase:
