@@ -220,6 +220,21 @@ def _close_quietly(stream: IO[bytes]) -> None:
         stream.close()
 
 
+def staged_output(path: str | None) -> bool:
+    """Whether open_output(path) writes a file beside its target and renames it over the
+    target only once the run ends well (`_replacing`): a run dropped leaves nothing of it.
+    Standard output and a device or pipe are written as they go; a URL counts as not
+    staged too."""
+    if path is None or path == "-" or is_url(path):
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # open_output words it
+
+
 @contextlib.contextmanager
 def open_output(path: str | None, commit: Commit | None = None) -> Iterator[IO[bytes]]:
     """Yield a binary stream for `path` ('-' or None: standard output). With `commit`, a

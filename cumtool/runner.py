@@ -18,7 +18,7 @@ from cumtool.commit import Commit, check_stop
 from cumtool.errors import CumtoolError, UsageError, option
 from cumtool.formats import FileKind, Handover, TableSink, TableSource
 from cumtool.formats.registry import DELIMITED, TYPED_OUTPUTS
-from cumtool.output import open_output
+from cumtool.output import open_output, staged_output
 from cumtool.pipeline import (
     BackgroundSink,
     Progress,
@@ -143,7 +143,7 @@ def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisiona
     its output and any error are the same. Pass 1's own failure is raised as it would be
     without (it comes first)."""
     held: _Held | None = None
-    staged = _staged(request.output)
+    staged = staged_output(request.output)
 
     def hold(stream: IO[bytes]) -> IO[bytes]:
         nonlocal held
@@ -165,24 +165,6 @@ def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisiona
         provisional.stop()
         raise
     return True
-
-
-def _staged(output: str | None) -> bool:
-    """Whether the output is a file written beside its target and renamed over it only
-    once the run ends well (output.open_output): a run dropped leaves nothing of it."""
-    import os
-    import stat
-
-    from cumtool.remote import is_url
-
-    if output is None or output == "-" or is_url(output):
-        return False
-    try:
-        return stat.S_ISREG(os.stat(output).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False  # open_output words it
 
 
 # Output held in memory while the schema may change; the rest is held in a temporary
