@@ -51,6 +51,31 @@ def test_the_twins_find_the_same_record_end(pieces):
         assert TEXT.last_record_end(data) == end
 
 
+@pytest.mark.parametrize(("data", "quoted", "end"), [
+    (b'x"\ny\n', True, 5),       # a block that starts inside a quoted field
+    (b'x"\ny\n', False, -1),     # the same bytes started outside: both LFs quoted
+    (b'x\ny"z', True, -1),        # only a LF inside quotes
+    (b'ab\n"c\n', True, 6),
+    (b'ab\n"c\n', False, 3),
+    (b'"', True, -1),
+])
+def test_where_the_last_record_of_a_block_read_at_any_offset_ends(data, quoted, end):
+    assert dialect.last_record_end(data, quoted) == end
+    if TEXT is not None:
+        assert TEXT.block_end(data, quoted) == end
+
+
+@given(st.lists(st.sampled_from([b"a", b",", b"\n", b'"', b"\r\n", b'""']), max_size=60),
+       st.booleans())
+def test_the_twins_find_a_blocks_record_end_from_either_state(pieces, quoted):
+    data = b"".join(pieces)
+    end = dialect.last_record_end(data, quoted)
+    ends = dialect.record_ends(np.frombuffer(data, dtype=np.uint8), int(quoted))
+    assert end == (int(ends[-1]) + 1 if ends.shape[0] else -1)
+    if TEXT is not None:
+        assert TEXT.block_end(data, quoted) == end
+
+
 @pytest.mark.parametrize(("text", "cut"), [
     ("a,b\n", [["a", "b"]]),
     ('"x, y",""\r\n', [["x, y", ""]]),

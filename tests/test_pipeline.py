@@ -614,3 +614,93 @@ def test_an_overflow_after_the_writer_wrote_is_the_one_thread_runs(tmp_path, to)
                              b"wrap for wrap-around\n")
     if to == "-o":
         assert results[0][2] == ["in.csv"]
+
+
+# A regular file's blocks read by the pipeline's pool (Pipeline.blocks) ------------------
+
+def _no_read(size: int) -> bytes:
+    raise AssertionError("the pool reads the file: the caller's read() is never called")
+
+
+def _file_pipeline(stream: Any, offset: int, threads: int, chunk: int,
+                   max_record: int = 1 << 20) -> Any:
+    """_pipeline's sums, the file's blocks read by the pool from `offset` on."""
+    return small.TEXT.Pipeline(b"", _no_read, lambda: True, ",", 2, ",", [(0, True)],
+                               [(0, 0, 0)], [(-1, 0), (1, -1)], [b""], b"", False, False,
+                               threads, chunk, max_record, steady=True,
+                               in_fd=stream.fileno(), in_offset=offset)
+
+
+QUOTED_ROWS = b"".join(b'%d,"say ""%d""\nand, on"\n' % (i, i) if i % 3 == 0
+                       else b"%d,plain%d\r\n" % (i, i) for i in range(400))
+
+
+@pytest.mark.parametrize("threads", [1, 3, 16])
+@pytest.mark.parametrize("chunk", [1, 7, 64, 4096])
+def test_a_files_blocks_read_by_the_pool_give_the_bytes_the_callers_reads_give(
+        tmp_path, threads, chunk):
+    # the quoted fields' LFs and quotes fall on every side of the blocks' edges
+    skipped = b'not,"a row\n"\n'  # before the offset: never read
+    path = tmp_path / "in.csv"
+    path.write_bytes(skipped + QUOTED_ROWS)
+    with open(path, "rb") as stream:
+        pipe = _file_pipeline(stream, len(skipped), threads, chunk)
+        out = b"".join(bytes(piece) for piece in pipe)
+    assert (pipe.blocks, pipe.status, pipe.rows) == (1, 0, 400)
+    twin = _pipeline(io.BytesIO(QUOTED_ROWS).read, threads, chunk)
+    assert out == b"".join(bytes(piece) for piece in twin)
+    assert twin.blocks == 0
+    assert out.startswith(b'0,"say ""0""\nand, on"\n1,plain1\n')
+    assert out.endswith(b'%d,"say ""399""\nand, on"\n' % sum(range(400)))
+
+
+def test_a_file_that_grows_while_its_blocks_are_read_is_read_to_its_new_end(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"".join(b"%d,a\n" % i for i in range(100)))
+    with open(path, "rb") as stream:
+        pipe = _file_pipeline(stream, 0, threads=1, chunk=64)  # nothing read yet
+        with open(path, "ab") as log:
+            log.write(b"".join(b"%d,b\n" % i for i in range(100, 150)))
+        out = b"".join(bytes(piece) for piece in pipe)
+    assert pipe.rows == 150
+    assert out.endswith(b"%d,b\n" % sum(range(150)))
+
+
+def test_a_record_longer_than_the_limit_across_blocks_stops_the_pipeline(tmp_path):
+    path = tmp_path / "in.csv"
+    rows = [b"%d,x\n" % i for i in range(20)]
+    rows[12] = b'12,"' + b"y" * 300 + b'"\n'
+    path.write_bytes(b"".join(rows))
+    with open(path, "rb") as stream:
+        pipe = _file_pipeline(stream, 0, threads=3, chunk=16, max_record=100)
+        out = b"".join(bytes(piece) for piece in pipe)
+    assert pipe.status == 1  # the Python steps name the record
+    assert out == b"".join(b"%d,x\n" % sum(range(i + 1)) for i in range(pipe.rows))
+    assert 9 <= pipe.rows <= 12  # the chunks before the record's, whole
+
+
+def test_a_file_is_read_by_the_pool_and_standard_input_by_the_caller(tmp_path,
+                                                                      monkeypatch):
+    made: list[Any] = []
+    real = small.TEXT
+
+    def pipeline(*a: Any, **keywords: Any) -> Any:
+        made.append(real.Pipeline(*a, **keywords))
+        return made[-1]
+
+    spy = types.SimpleNamespace(cut=real.cut, assemble=real.assemble, Pipeline=pipeline)
+    path = tmp_path / "in.csv"
+    path.write_bytes(HEADER + MIXED * 50)
+    outputs = []
+    for source, stdin in ((str(path), None), ("-", path.read_bytes())):
+        with monkeypatch.context() as patch:
+            patch.setattr(small, "SMALL_BYTES", -1)
+            patch.setattr(fastcsv, "PIPELINE_CHUNK_BYTES", 100)
+            patch.setattr(fastcsv, "TEXT", spy)
+            result = CliRunner().invoke(main, ["cumsum", source, "--threads", "3"],
+                                        input=stdin, catch_exceptions=False)
+        assert result.exit_code == 0
+        outputs.append(result.stdout_bytes)
+    assert [(pipe.blocks, pipe.status) for pipe in made] == [(1, 0), (0, 0)]
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count(b"\n") == 1 + 8 * 50 + 50  # the header, rows, quoted LFs

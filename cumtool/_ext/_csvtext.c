@@ -1131,9 +1131,10 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
 /* the compiled pipeline (formats/csv/fast.py's _Job, in one call) --------------- */
 
 /* A run's rows in C from the bytes read to the bytes written, with no GIL held but to
-   read the input and to hand out each chunk's output (docs/architecture.md, "Every
-   core"). The input comes in chunks of whole records (a LF outside quotes ends each); a
-   pool of threads cuts each chunk and parses its scanned columns, scans them with the
+   read a stream and to hand out each chunk's output (docs/architecture.md, "Every
+   core"). The input comes in chunks of whole records (a LF outside quotes ends each):
+   a regular file's blocks read by the pool at once (chain_blocks), or what the caller
+   reads (read_chunk: standard input, a pipe); a pool of threads cuts each chunk and parses its scanned columns, scans them with the
    carried values in chunk order (the one serial step, ~1 ns a cell), and writes the
    chunk's output text; the caller takes the outputs in order. Whatever the Python path
    would hand over on (a record or cell it is unsure of, an int64 overflow), stops the
@@ -1146,11 +1147,77 @@ static PyObject *last_record_end_py(PyObject *self, PyObject *args)
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #define CSV_PIPELINE 1
 #else
 #define CSV_PIPELINE 0
 #endif
+
+/* The last `c` in buf[0:n], or NULL. */
+static const char *last_byte(const char *buf, Py_ssize_t n, char c)
+{
+#if defined(__GLIBC__)
+    return n > 0 ? memrchr(buf, c, (size_t)n) : NULL;
+#else
+    while (n-- > 0)
+        if (buf[n] == c)
+            return buf + n;
+    return NULL;
+#endif
+}
+
+/* The quotes in buf[0:n]. */
+static Py_ssize_t count_quotes(const char *buf, Py_ssize_t n)
+{
+    Py_ssize_t quotes = 0;
+    for (const char *at = buf, *stop = buf + n;
+         (at = memchr(at, '"', (size_t)(stop - at))) != NULL; at++)
+        quotes++;
+    return quotes;
+}
+
+/* The end of the last record in a block read at any offset of the input (the pipeline
+   reads a file's blocks at fixed offsets, at once; count_quotes on them at once too),
+   where the block starts inside quotes (`quoted`) or not, -1 where there is none: just
+   past its last LF with an even count of quotes before it, counting `quoted` as one.
+   Backward, a stretch between quotes at a time (a stretch's LFs share one state): the
+   serial step that chains the blocks walks the last line or two. */
+static Py_ssize_t block_end(const char *buf, Py_ssize_t n, Py_ssize_t quotes, int quoted)
+{
+    Py_ssize_t end = n, after = 0;  /* after: the quotes after the stretch */
+    for (;;) {
+        const char *quote = after < quotes ? last_byte(buf, end, '"') : NULL;
+        const Py_ssize_t begin = quote != NULL ? quote - buf + 1 : 0;
+        if (((quotes - after + quoted) & 1) == 0) {  /* the stretch lies outside quotes */
+            const char *lf = last_byte(buf + begin, end - begin, '\n');
+            if (lf != NULL)
+                return lf - buf + 1;
+        }
+        if (quote == NULL)
+            return -1;
+        after++;
+        end = begin - 1;
+    }
+}
+
+PyDoc_STRVAR(block_end_doc,
+"block_end(data, quoted) -> int\n\n"
+"formats/csv/dialect.last_record_end(data, quoted) in C, walked from the end: just past\n"
+"the last LF outside quotes in data, which starts inside quotes where `quoted`, or -1.\n"
+"The pipeline finds its chunks' ends with it in the blocks of a file it reads at once.");
+
+static PyObject *block_end_py(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    int quoted;
+    if (!PyArg_ParseTuple(args, "y*p", &data, &quoted))
+        return NULL;
+    const Py_ssize_t end = block_end(data.buf, data.len, count_quotes(data.buf, data.len),
+                                     quoted);
+    PyBuffer_Release(&data);
+    return PyLong_FromSsize_t(end);
+}
 
 #if CSV_PIPELINE
 
@@ -1161,7 +1228,13 @@ enum { STOP_NONE = 0, STOP_HANDOVER = 1, STOP_SCAN = 2, STOP_MEMORY = 3 };
 /* a scan's options (fast.py's _SCAN_OPTIONS) */
 enum { SCAN_SKIPNA = 1, SCAN_EXCLUSIVE = 2, SCAN_WRAP = 4 };
 enum { SLOT_FREE = 0, SLOT_FILLED, SLOT_CUTTING, SLOT_PARSED, SLOT_SCANNED, SLOT_FORMATTING,
-       SLOT_READY, SLOT_STOPPED, SLOT_LENT };
+       SLOT_READY, SLOT_STOPPED, SLOT_LENT,
+       /* a file's block read by the pool (Pipeline.blocks): to read, being read, read and
+          waiting for the blocks before it to be chained (chain_blocks), then FILLED */
+       SLOT_WANTED, SLOT_READING, SLOT_READ };
+/* A file's block is read after this much room, where the record begun in the block
+   before it is copied (a longer one moves the block) */
+enum { BLOCK_ROOM = 1 << 16 };
 
 typedef struct {
     Py_ssize_t column;   /* the input column */
@@ -1275,8 +1348,12 @@ typedef struct {
     int state, stop, final;
     int lanes_left;                   /* the lanes that have not scanned it yet */
     long long seq;
-    char *data;                       /* the chunk's records */
+    char *data;                       /* the chunk's records (text), where they are read */
     Py_ssize_t size, capacity;
+    const char *text;                 /* its records: `size` bytes in data */
+    long long offset;                 /* a file's block: where in the file it is read */
+    Py_ssize_t block_size, quotes;    /* its bytes read (at data + BLOCK_ROOM), its quotes */
+    int block_errno;                  /* the read's error, or 0 */
     Py_ssize_t rows, row_capacity;
     uint64_t *hashes;                 /* --by: each row's key hash (the pool's) */
     int64_t *group_ids;               /* --by: each row's group (the pool's where an
@@ -1334,6 +1411,15 @@ typedef struct {
                                          no lane scans it or any after it */
     int scan_blocked, shutdown, eof, paused, finished, status;
     char *pending; Py_ssize_t pending_size, pending_capacity;  /* a record read in part */
+    /* A regular file read by the pool (`blocks`): block k of chunk_bytes at
+       in_offset + k * chunk_bytes, read at once on any thread; the chunks are found in
+       them in order (chain_blocks): at most the caller's reads of 636 MB were the serial
+       rest of a run on 16 cores. */
+    int blocks, in_fd;
+    long long in_next, in_known;      /* the next block's offset; the file's size seen */
+    long long next_chained;           /* the next block to chain */
+    int in_quoted, in_ended;          /* the quote state the next block to chain starts
+                                         in; a block came back short (the file's end) */
     Py_ssize_t rows_out;
 } Pipeline;
 
@@ -1441,7 +1527,7 @@ static int same_key(const Pipeline *p, const Slot *s, Py_ssize_t r, const char *
         if (size < 4 + n)
             return 0;
         memcpy(&stored, at, 4);
-        if (stored != (uint64_t)n || memcmp(at + 4, s->data + s->starts[c], (size_t)n) != 0)
+        if (stored != (uint64_t)n || memcmp(at + 4, s->text + s->starts[c], (size_t)n) != 0)
             return 0;
         at += 4 + n;
         size -= 4 + n;
@@ -1571,7 +1657,7 @@ static int64_t add_group(Pipeline *p, const Slot *s, Py_ssize_t r, uint64_t h, P
         const Py_ssize_t c = p->keys[k] * s->row_capacity + r;
         const uint32_t n = (uint32_t)(s->ends[c] - s->starts[c]);
         memcpy(to, &n, 4);
-        memcpy(to + 4, s->data + s->starts[c], n);
+        memcpy(to + 4, s->text + s->starts[c], n);
         to += 4 + n;
     }
     g->block_used += need;
@@ -1655,7 +1741,7 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
 {
     if (s->stop != STOP_NONE)
         return;  /* read_chunk found a record too long */
-    const unsigned char *t = (const unsigned char *)s->data;
+    const unsigned char *t = (const unsigned char *)s->text;
     Py_ssize_t lines = 1;
     for (const unsigned char *at = t, *stop = t + s->size;
          (at = memchr(at, '\n', (size_t)(stop - at))) != NULL; at++)
@@ -1665,7 +1751,7 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
         return;
     }
     const Py_ssize_t cap = s->row_capacity;
-    const char *limit = s->data + s->size;
+    const char *limit = s->text + s->size;
     Py_ssize_t begin = 0, row0 = 0;
     for (;;) {
         Py_ssize_t rows, end;
@@ -1684,7 +1770,7 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
             int64_t *integers = (int64_t *)floats;
             unsigned char *missing = s->missing + (size_t)k * (size_t)cap + row0;
             for (Py_ssize_t r = 0; r < rows; r++) {
-                const char *cell = s->data + scratch->starts[base + r];
+                const char *cell = s->text + scratch->starts[base + r];
                 const Py_ssize_t size = (Py_ssize_t)(scratch->ends[base + r]
                                                      - scratch->starts[base + r]);
                 double d = 0.0;
@@ -1732,7 +1818,7 @@ static void chunk_cut(Pipeline *p, Slot *s, Scratch *scratch)
             uint64_t h = 0x243f6a8885a308d3ull;
             for (Py_ssize_t k = 0; k < p->n_keys; k++) {
                 const Py_ssize_t c = p->keys[k] * cap + row0 + r;
-                h = key_hash(s->data + s->starts[c], s->ends[c] - s->starts[c], h);
+                h = key_hash(s->text + s->starts[c], s->ends[c] - s->starts[c], h);
             }
             s->hashes[row0 + r] = h | 1;
         }
@@ -2158,7 +2244,7 @@ static void chunk_format(Pipeline *p, Slot *s)
             numbers += 3;  /* two quotes and a delimiter */
         }
     }
-    const unsigned char *t = (const unsigned char *)s->data;
+    const unsigned char *t = (const unsigned char *)s->text;
     const unsigned char d = (unsigned char)p->out_delimiter;
     Py_ssize_t used = 0;
     for (Py_ssize_t r = 0; r < rows; r++) {
@@ -2278,8 +2364,145 @@ static void run_lane(Pipeline *p, Lane *lane)
     lane->busy = 0;
 }
 
+/* A file's block read into its slot (any thread, no lock held): chunk_bytes at its
+   offset, fewer only at the file's end, after BLOCK_ROOM; its quotes counted. */
+static void block_read(Pipeline *p, Slot *s)
+{
+    s->block_size = s->quotes = 0;
+    s->block_errno = 0;
+    if (grow_bytes(&s->data, &s->capacity, BLOCK_ROOM + p->chunk_bytes) < 0) {
+        s->block_errno = ENOMEM;
+        return;
+    }
+    char *at = s->data + BLOCK_ROOM;
+    while (s->block_size < p->chunk_bytes) {
+        const ssize_t got = pread(p->in_fd, at + s->block_size,
+                                  (size_t)(p->chunk_bytes - s->block_size),
+                                  (off_t)(s->offset + s->block_size));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            s->block_errno = errno;
+            return;
+        }
+        if (got == 0)
+            break;
+        s->block_size += got;
+    }
+    s->quotes = count_quotes(at, s->block_size);
+}
+
+/* The chunk of a block read, the blocks before it chained (the lock held): the record
+   begun before it (pending), then its records up to its last record end; the rest waits
+   for the next block. A short block is the file's end: all of it, the last chunk. */
+static void chain_block(Pipeline *p, Slot *s)
+{
+    char *block = s->data + BLOCK_ROOM;
+    s->text = s->data != NULL ? block : "";
+    s->size = 0;
+    s->final = 1;
+    if (p->in_ended)
+        return;  /* a block past a short one (a file cut meanwhile): nothing */
+    if (s->block_errno) {  /* the Python steps read again from the start and word it */
+        s->stop = s->block_errno == ENOMEM ? STOP_MEMORY : STOP_HANDOVER;
+        p->in_ended = p->eof = 1;
+        return;
+    }
+    const int last = s->block_size < p->chunk_bytes;
+    const Py_ssize_t end = last ? s->block_size
+        : block_end(block, s->block_size, s->quotes, p->in_quoted);
+    p->in_quoted ^= (int)(s->quotes & 1);
+    s->final = last;
+    if (end < 0) {  /* no record ends in it: all of it waits for the next */
+        if (grow_bytes(&p->pending, &p->pending_capacity,
+                       p->pending_size + s->block_size) < 0) {
+            s->stop = STOP_MEMORY;
+            p->in_ended = p->eof = 1;
+            return;
+        }
+        memcpy(p->pending + p->pending_size, block, (size_t)s->block_size);
+        p->pending_size += s->block_size;
+        if (p->pending_size > p->max_record) {  /* a record too long: the Python steps */
+            s->stop = STOP_HANDOVER;            /* name it; nothing after it is read */
+            p->in_ended = p->eof = 1;
+        }
+        return;
+    }
+    const Py_ssize_t before = p->pending_size, rest = s->block_size - end;
+    if (before <= BLOCK_ROOM) {
+        s->text = block - before;
+    } else {  /* a long record: the block moves after it */
+        if (grow_bytes(&s->data, &s->capacity, before + s->block_size) < 0) {
+            s->stop = STOP_MEMORY;
+            p->in_ended = p->eof = 1;
+            return;
+        }
+        memmove(s->data + before, s->data + BLOCK_ROOM, (size_t)s->block_size);
+        s->text = s->data;
+    }
+    memcpy((char *)s->text, p->pending, (size_t)before);
+    s->size = before + end;
+    if (grow_bytes(&p->pending, &p->pending_capacity, rest) < 0) {
+        s->stop = STOP_MEMORY;
+        p->in_ended = p->eof = 1;
+        return;
+    }
+    memcpy(p->pending, s->text + s->size, (size_t)rest);
+    p->pending_size = rest;
+    if (last)
+        p->in_ended = p->eof = 1;
+}
+
+/* The blocks read whose blocks before them are chained, chained in order (the lock
+   held); how many. The caller is told of the file's end. */
+static int chain_blocks(Pipeline *p)
+{
+    int chained = 0;
+    const int ended = p->eof;
+    while (p->next_chained < p->next_read) {
+        Slot *s = &p->slots[p->next_chained % p->n_slots];
+        if (s->state != SLOT_READ)
+            break;
+        chain_block(p, s);
+        s->state = SLOT_FILLED;
+        p->next_chained++;
+        chained++;
+    }
+    if (p->eof && !ended)
+        pthread_cond_broadcast(&p->done);
+    return chained;
+}
+
+/* Whether the caller may hand the pool the next block to read (the lock held): up to
+   the file's size as last seen, looked at again once past it (a file may grow) while no
+   block came back short. */
+static int block_wanted(Pipeline *p)
+{
+    if (p->in_ended)
+        return 0;
+    if (p->in_next <= p->in_known)
+        return 1;
+    struct stat info;
+    if (fstat(p->in_fd, &info) == 0 && (long long)info.st_size > p->in_known)
+        p->in_known = (long long)info.st_size;
+    return p->in_next <= p->in_known;
+}
+
+/* The next block handed to the pool to read into slot `s` (the lock held). */
+static void want_block(Pipeline *p, Slot *s)
+{
+    s->stop = STOP_NONE;
+    s->rows = 0;
+    s->seq = p->next_read;
+    s->offset = p->in_next;
+    p->in_next += p->chunk_bytes;
+    s->state = SLOT_WANTED;
+    p->next_read++;
+}
+
 /* One step of work, the lock held: scan a lane whose next chunk is cut, else format the
-   oldest scanned chunk, else cut the oldest one read. 0 where there was none. */
+   oldest scanned chunk, else cut the oldest one read, else read a file's oldest block
+   wanted. 0 where there was none. */
 static int work_once(Pipeline *p, Scratch *scratch)
 {
     Lane *lane = take_lane(p);
@@ -2287,7 +2510,7 @@ static int work_once(Pipeline *p, Scratch *scratch)
         run_lane(p, lane);
         return 1;
     }
-    Slot *cut_slot = NULL;
+    Slot *cut_slot = NULL, *read_slot = NULL;
     for (long long seq = p->next_out; seq < p->next_read; seq++) {
         Slot *s = &p->slots[seq % p->n_slots];
         if (s->state == SLOT_SCANNED && seq < p->stop_seq) {
@@ -2305,6 +2528,23 @@ static int work_once(Pipeline *p, Scratch *scratch)
         }
         if (s->state == SLOT_FILLED && cut_slot == NULL)
             cut_slot = s;
+        if (s->state == SLOT_WANTED && read_slot == NULL)
+            read_slot = s;
+    }
+    if (cut_slot == NULL && read_slot != NULL) {
+        read_slot->state = SLOT_READING;
+        pthread_mutex_unlock(&p->lock);
+        block_read(p, read_slot);
+        pthread_mutex_lock(&p->lock);
+        read_slot->state = SLOT_READ;
+        /* the chunks it let be found: this thread cuts one, a worker is woken for each
+           other */
+        for (int more = chain_blocks(p) - 1; more > 0; more--) {
+            pthread_mutex_unlock(&p->lock);
+            pthread_cond_signal(&p->work);
+            pthread_mutex_lock(&p->lock);
+        }
+        return 1;
     }
     if (cut_slot == NULL)
         return 0;
@@ -2521,7 +2761,9 @@ static int read_next(Pipeline *p, Slot *s)
     s->stop = STOP_NONE;
     s->rows = 0;
     s->seq = p->next_read;
-    return read_chunk(p, s);
+    const int filled = read_chunk(p, s);
+    s->text = s->data;
+    return filled;
 }
 
 /* The slot whose text was lent to the caller (pipeline_next's views) is free again. */
@@ -2639,7 +2881,14 @@ static PyObject *pipeline_write_rest(Pipeline *p, PyObject *args)
             break;
         }
         Slot *next = &p->slots[p->next_read % p->n_slots];
-        if (!p->eof && !p->scan_blocked && next->state == SLOT_FREE) {
+        if (p->blocks && !p->eof && !p->scan_blocked && next->state == SLOT_FREE
+            && block_wanted(p)) {
+            want_block(p, next);
+            pthread_mutex_unlock(&p->lock);
+            pthread_cond_signal(&p->work);
+            continue;
+        }
+        if (!p->blocks && !p->eof && !p->scan_blocked && next->state == SLOT_FREE) {
             pthread_mutex_unlock(&p->lock);
             const int filled = read_next(p, next);
             pthread_mutex_lock(&p->lock);
@@ -2703,7 +2952,8 @@ static PyObject *pipeline_next(Pipeline *p)
            write's time added to the run's (a disk slower than the pool). */
         const int feed = p->steady && p->n_threads > 0 && !p->eof && !p->paused
                          && p->slots[p->next_read % p->n_slots].state == SLOT_FREE
-                         && chunks_at_work(p) < p->n_threads;
+                         && chunks_at_work(p) < p->n_threads
+                         && (!p->blocks || block_wanted(p));
         if (feed) {
             ;  /* on to the read below */
         } else if (p->next_out < p->next_read) {
@@ -2749,7 +2999,14 @@ static PyObject *pipeline_next(Pipeline *p)
             }
         }
         Slot *next = &p->slots[p->next_read % p->n_slots];
-        if (!p->eof && !p->paused && next->state == SLOT_FREE) {
+        if (p->blocks && !p->eof && next->state == SLOT_FREE && block_wanted(p)) {
+            want_block(p, next);  /* the pool reads it: one thread, this one, below */
+            pthread_mutex_unlock(&p->lock);
+            if (p->n_threads > 0)
+                pthread_cond_signal(&p->work);
+            continue;
+        }
+        if (!p->blocks && !p->eof && !p->paused && next->state == SLOT_FREE) {
             pthread_mutex_unlock(&p->lock);
             const int filled = read_next(p, next);
             if (filled < 0) {
@@ -2837,6 +3094,8 @@ static void pipeline_dealloc(Pipeline *p)
     free(p->marker_sizes);
     free(p->null);
     free(p->pending);
+    if (p->blocks)
+        close(p->in_fd);
     Py_XDECREF(p->read);
     Py_XDECREF(p->ready);
     Py_XDECREF(p->readinto);
@@ -2891,24 +3150,26 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     static char *names[] = {"head", "read", "ready", "delimiter", "width", "out_delimiter",
                             "parse", "scans", "columns", "markers", "null", "by_sink",
                             "single", "threads", "chunk_bytes", "max_record", "readinto",
-                            "views", "keys", "flush", "cores", "steady", NULL};
+                            "views", "keys", "flush", "cores", "steady", "in_fd", "in_offset",
+                            NULL};
     PyObject *head, *read, *ready, *parse, *scans, *columns, *markers, *null;
     PyObject *readinto = Py_None, *keys = NULL;
-    int cores = 0;
+    int cores = 0, in_fd = -1;
+    long long in_offset = 0;
     p->flush = 0.1;
     int threads;
     if (p->slots != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Pipeline: made once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!dip", names, &head,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "SOOCnCO!O!O!O!Sppinn|$OpO!dipiL", names, &head,
                                      &read, &ready, &p->delimiter, &p->width,
                                      &p->out_delimiter, &PyList_Type, &parse, &PyList_Type,
                                      &scans, &PyList_Type, &columns, &PyList_Type, &markers,
                                      &null, &p->by_sink, &p->single, &threads,
                                      &p->chunk_bytes, &p->max_record, &readinto,
                                      &p->views, &PyList_Type, &keys, &p->flush, &cores,
-                                     &p->steady))
+                                     &p->steady, &in_fd, &in_offset))
         return -1;
     p->lent = -1;
     p->may_wait = 1;
@@ -3082,6 +3343,20 @@ static int pipeline_init(Pipeline *p, PyObject *args, PyObject *kwargs)
     }
     memcpy(p->pending, PyBytes_AS_STRING(head), (size_t)PyBytes_GET_SIZE(head));
     p->pending_size = PyBytes_GET_SIZE(head);
+    if (in_fd >= 0) {  /* a regular file, read from in_offset on by the pool */
+        struct stat info;
+        if (fstat(in_fd, &info) != 0 || !S_ISREG(info.st_mode) || in_offset < 0) {
+            PyErr_SetString(PyExc_ValueError, "Pipeline: in_fd is a regular file's, "
+                            "in_offset where its rest starts");
+            return -1;
+        }
+        if ((p->in_fd = dup(in_fd)) < 0)
+            return PyErr_SetFromErrno(PyExc_OSError), -1;
+        p->blocks = 1;
+        p->in_next = in_offset;
+        p->in_known = (long long)info.st_size;
+        p->in_quoted = (int)(count_quotes(p->pending, p->pending_size) & 1);
+    }
     /* one thread: the caller's; else a pool, and a chunk in flight a thread that can
        run (threads beyond the cores wait for one anyway), plus the one being read and
        the one being written: each costs ~4x its bytes of memory, touched once */
@@ -3148,6 +3423,9 @@ static PyMemberDef pipeline_members[] = {
      "Why it stopped: 0 the input ended, 1 a record or cell the Python path reads, 2 a "
      "scan it words (an overflow), 3 out of memory."},
     {"rows", T_PYSSIZET, offsetof(Pipeline, rows_out), READONLY, "The rows output."},
+    {"blocks", T_INT, offsetof(Pipeline, blocks), READONLY,
+     "1 where the pool reads a regular file's blocks itself (in_fd), 0 where the caller "
+     "reads the input through read()."},
     {NULL},
 };
 
@@ -3204,6 +3482,7 @@ static PyMethodDef methods[] = {
     {"cut", cut, METH_VARARGS, cut_doc},
     {"assemble", assemble, METH_VARARGS, assemble_doc},
     {"last_record_end", last_record_end_py, METH_VARARGS, last_record_end_doc},
+    {"block_end", block_end_py, METH_VARARGS, block_end_doc},
     {NULL, NULL, 0, NULL},
 };
 

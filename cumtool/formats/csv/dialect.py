@@ -110,12 +110,12 @@ def record_ends(data: np.ndarray, quoted: int = 0) -> np.ndarray:
     return newlines[outside_quotes(quotes, newlines, quoted)]
 
 
-def last_record_end(data: bytes) -> int:
-    """Just past the last LF outside quotes in `data`, which starts a record; -1 where
-    there is none (_csvtext.last_record_end is its twin)."""
+def last_record_end(data: bytes, quoted: bool = False) -> int:
+    """Just past the last LF outside quotes in `data`, which starts a record, or inside
+    quotes where `quoted` (a block read at any offset); -1 where there is none
+    (_csvtext.last_record_end and, from the end, _csvtext.block_end are its twins)."""
     best = -1
     at = 0
-    quoted = False
     while True:
         q = data.find(b'"', at)
         stop = len(data) if q < 0 else q

@@ -738,15 +738,23 @@ class _Job:
         stream = cast(IO[bytes], self.stream)
         read = getattr(stream, "read1", stream.read)
         fd = records.input_fd(stream)
+        steady = records.input_steady(fd)
+        # A file opened here (not a decompressor's stream, nor standard input's spool):
+        # the pool reads its blocks at once, from the first row on (the head's bytes are
+        # the file's up to where this stream got to), so that the head is cut into
+        # chunks like the rest.
+        whole_file = (steady and fd is not None and type(stream) is io.BufferedReader
+                      and type(stream.raw) is io.FileIO)
+        start = stream.tell() - len(head) if whole_file else 0
         assert TEXT is not None  # _compiled found it
         pipe = TEXT.Pipeline(
-            bytes(head), read, lambda: records.input_ready(fd), self.delimiter, self.width,
-            self.out_delimiter, plan["parse"], plan["scans"], plan["columns"],
-            sorted(marker.encode() for marker in self.markers), self.null, self.by_sink,
-            self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES,
+            b"" if whole_file else bytes(head), read, lambda: records.input_ready(fd),
+            self.delimiter, self.width, self.out_delimiter, plan["parse"], plan["scans"],
+            plan["columns"], sorted(marker.encode() for marker in self.markers), self.null,
+            self.by_sink, self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES,
             readinto=getattr(stream, "readinto1", None), views=self.lending,
             keys=plan["keys"], flush=records.FLUSH_SECONDS, cores=native.usable_cores(),
-            steady=records.input_steady(fd))
+            steady=steady, in_fd=fd if whole_file and fd is not None else -1, in_offset=start)
         try:
             self.pipe = pipe  # the sink may have it write the rest to a file itself
             yield from pipe
