@@ -28,7 +28,7 @@ from cumtool.columnar import (
 )
 from cumtool.columns import Selection, listing, resolve, select
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import HOLDS, ColumnHint
+from cumtool.formats import CULPRIT, HOLDS, ColumnHint
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED, REGISTRY
 
@@ -72,10 +72,14 @@ def _storage(arrow_type: pa.DataType) -> pa.DataType:
     return pa.int32() if pa.types.is_date32(arrow_type) else pa.int64()
 
 
-def stored_hint(arrow_type: pa.DataType, holds: bytes | None = None) -> ColumnHint:
+def stored_hint(arrow_type: pa.DataType, holds: bytes | None = None,
+                culprit: bytes | None = None) -> ColumnHint:
     """What a typed column (Parquet, Arrow) is: numbers are scanned by default; flags,
     dates and text are not. `holds`: a reader's words for what text stands for
-    (formats.HOLDS)."""
+    (formats.HOLDS); `culprit`: where its first value that is not a number stands
+    (formats.CULPRIT)."""
+    if culprit is not None and holds is None and pa.types.is_string(arrow_type):
+        return ColumnHint(None, False, str(arrow_type), culprit=culprit.decode())
     if holds is not None:
         return ColumnHint(None, False, holds.decode())
     if pa.types.is_boolean(arrow_type):
@@ -198,7 +202,8 @@ class TablePlan:
         # for a plan of some of its columns).
         self.repeated = (set(options.repeated) if options.repeated is not None else
                          {n for n, count in collections.Counter(self.names).items() if count > 1})
-        self.hints = hints or [stored_hint(f.type, (f.metadata or {}).get(HOLDS))
+        self.hints = hints or [stored_hint(f.type, (f.metadata or {}).get(HOLDS),
+                                           (f.metadata or {}).get(CULPRIT))
                                for f in schema]
         # cumnunique compares values: any column named with -c, down the rows (distinct.py)
         self.distinct = REGISTRY[op].distinct
@@ -246,6 +251,9 @@ class TablePlan:
         # A text reader hands unused text over as a column of nulls (pa.null(): no memory).
         given = [f.with_type(pa.null()) if hints is not None and i in self.text_unused else f
                  for i, f in enumerate(schema)]
+        # A reader's words for messages are not written out (formats.CULPRIT)
+        given = [f.with_metadata({k: v for k, v in f.metadata.items() if k != CULPRIT})
+                 if f.metadata and CULPRIT in f.metadata else f for f in given]
         self.input_schema = pa.schema(
             [*given, *(pa.field(self.names[i], t) for i, t in self.parse.items())],
             metadata=schema.metadata)

@@ -420,7 +420,7 @@ class _Group:
                 if bad.any():
                     column = int(bad.any(axis=1).argmax())
                     at = int(bad[column].argmax())
-                    from cumtool.formats.csv.csvcells import row_text
+                    from cumtool.formats import row_text
 
                     row = self.rows_done + at + 1
                     where = row_text(row, self._context.source.row_line(row - 1))
@@ -458,7 +458,7 @@ class _Group:
             except ScanOverflowError as error:
                 row, line = error.position[0], error.position[1]
                 column = self.start + columns[line]
-                from cumtool.formats.csv.csvcells import row_text
+                from cumtool.formats import row_text
 
                 at = self.rows_done + row
                 overflows.append(ScanOverflowError(

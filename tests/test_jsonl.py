@@ -226,7 +226,8 @@ def test_scanning_a_field_that_is_not_always_a_number_is_an_error(invoke, write_
     path = write_file("in.jsonl", '{"v": 1}\n{"v": "n/a"}\n')
     result = invoke("cumsum", str(path), "-c", "v")
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"Error: {path}: column 'v' is not numeric")
+    assert result.stderr == (f"Error: {path}: column 'v' is not numeric: row 2 (line 2) "
+                             "holds 'n/a'; numeric columns: none\n")
 
 
 @pytest.mark.parametrize(("before", "number"), [pytest.param("", 1, id="first"),
@@ -335,6 +336,23 @@ PATHS = [pytest.param("python", id="python"), pytest.param("native", id="native"
 
 def _numbered(records: list[str], copies: int = 1) -> bytes:
     return "".join(f"{r}\n" for r in records * copies).encode()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_text_field_named_by_c_is_an_error_naming_its_first_text_row_and_line(
+        invoke, write_file, monkeypatch, path):
+    # blank lines before it (no rows), in a block after the first: each parser says where
+    _paths(monkeypatch, path)
+    records = [f'{{"n": {i}, "t": null, "m": {i}, "f": {i}}}' for i in range(30)]
+    records[3] += "\n"
+    records[20] = '{"n": 20, "t": "late\\"text", "m": "x", "f": true}'
+    records[25] = '{"n": 25, "t": "more", "m": 25, "f": false}'
+    source = write_file("in.jsonl", _numbered(records))
+    for column, holds in (("t", "'late\"text'"), ("m", "'x'"), ("f", "'true'")):
+        result = invoke("cumsum", str(source), "-c", column)
+        assert result.exit_code == 1
+        assert result.stderr == (f"Error: {source}: column '{column}' is not numeric: "
+                                 f"row 21 (line 22) holds {holds}; numeric columns: n\n")
 
 
 @pytest.mark.parametrize("path", PATHS)

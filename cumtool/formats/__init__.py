@@ -315,6 +315,9 @@ DEFAULT_NA = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "<NA>", "#N/A")
 # Field metadata: what a column of text stands for, in a reader's words, where its type
 # says less (JSON Lines' integers beyond int64, kept as their JSON text); messages say it.
 HOLDS = b"cumtool.holds"
+# Field metadata: a text column's first value that is not a number, and where
+# (culprit_text), for the message where -c names it: ColumnHint.culprit.
+CULPRIT = b"cumtool.culprit"
 
 
 @dataclass(frozen=True)
@@ -340,6 +343,18 @@ class CsvWriteOptions:
     na_rep: str = ""  # how a missing cell is written
     decimal_comma: bool = False
     encoding: str | None = None  # None: UTF-8
+
+
+def row_text(row: int, line: int | None) -> str:
+    """A data record for a message: `row 2 (line 3)`. Rows count records from 1 (not the
+    header), lines every line of the file from 1, as an editor does (SEMANTICS.md)."""
+    return f"row {row}" if line is None else f"row {row} (line {line})"
+
+
+def culprit_text(row: str, cell: str) -> str:
+    """`row 2 (line 3) holds 'oops'`: where a text column's first non-number stands
+    (ColumnHint.culprit)."""
+    return f"{row} holds {cell[:40]!r}"
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from cumtool.formats import (
     Opening,
     SourceBase,
     delimiter_hint,
+    row_text,
     unreadable,
 )
 from cumtool.formats.csv.csvcells import (
@@ -52,7 +53,6 @@ from cumtool.formats.csv.csvcells import (
     markers_parse,
     place,
     record_lines,
-    row_text,
     surprise,
 )
 from cumtool.formats.csv.judge import (

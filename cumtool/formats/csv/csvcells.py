@@ -13,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 
 from cumtool.errors import FormatError, LateDecimal
+from cumtool.formats import row_text
 from cumtool.formats.csv import dialect
 from cumtool.numtext import INT_TEXT
 
@@ -94,12 +95,6 @@ def layout(chunk: bytes, delimiter: str) -> tuple[np.ndarray, np.ndarray]:
     carriage = data[np.clip(ends - 1, 0, data.shape[0] - 1)] == ord("\r")
     blank = (length == 0) | ((length == 1) & carriage)
     return fields, blank
-
-
-def row_text(row: int, line: int | None) -> str:
-    """A data record for a message: `row 2 (line 3)`. Rows count records from 1 (not the
-    header), lines every line of the file from 1, as an editor does (SEMANTICS.md)."""
-    return f"row {row}" if line is None else f"row {row} (line {line})"
 
 
 def dialect_hint(first_line: str, comment: str | None, ragged: bool, short: bool) -> str:

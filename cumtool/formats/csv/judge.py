@@ -19,7 +19,7 @@ import polars as pl
 import pyarrow as pa
 
 from cumtool import numtext
-from cumtool.formats import ColumnHint
+from cumtool.formats import ColumnHint, culprit_text, row_text
 from cumtool.numtext import CELL_BIG_INTEGER, CELL_FLOAT, CELL_INT64, CELL_MISSING, CELL_OTHER
 
 INFER_ROWS = 10_000
@@ -98,11 +98,6 @@ def cell_codes(cells: pl.Series, na: list[str], *, decimal_comma: bool, places: 
                               places=places)
 
 
-def culprit_text(row: str, cell: str) -> str:
-    """`row 2 (line 3) holds 'oops'`: where a text column's first non-number stands."""
-    return f"{row} holds {cell[:40]!r}"
-
-
 def widened(hints: list[ColumnHint], columns: Sequence[int]) -> list[ColumnHint]:
     """The hints, those of `columns` (integers whose later rows held a decimal) read as
     float64, scanned as they were."""
@@ -155,7 +150,6 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
     these hints (all: None)."""
     import dataclasses
 
-    from cumtool.formats.csv.csvcells import row_text
 
     out = list(hints)
     for i in range(len(hints)) if columns is None else columns:

@@ -270,7 +270,7 @@ class WideSource(SourceBase):
             raise unreadable(self.name, "csv", error) from None
         except RecordTooLong as error:
             from cumtool.errors import FormatError
-            from cumtool.formats.csv.csvcells import row_text
+            from cumtool.formats import row_text
             from cumtool.formats.records import shown_size
 
             cause = " (a quote that is never closed?)" if error.quoted else ""
@@ -281,7 +281,7 @@ class WideSource(SourceBase):
                 "the limit") from None
 
     def _where(self, line: int, first: bool, physical: int | None = None) -> str:
-        from cumtool.formats.csv.csvcells import row_text
+        from cumtool.formats import row_text
 
         if first and self._options.header and line == 0:
             return "the header"
@@ -387,7 +387,7 @@ class WideSource(SourceBase):
                 record.extend([None] * (self.width - len(record)))
             elif len(record) != self.width:
                 like = "header" if self._options.header else "first row"
-                from cumtool.formats.csv.csvcells import row_text
+                from cumtool.formats import row_text
 
                 row = self.rows_read + at + 1
                 from cumtool.formats.csv.csvcells import dialect_hint

@@ -59,7 +59,7 @@ from cumtool import native
 from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
-from cumtool.formats import HOLDS, SourceBase
+from cumtool.formats import CULPRIT, HOLDS, SourceBase, culprit_text, row_text
 from cumtool.formats.jsonl import lines
 from cumtool.formats.jsonl.lines import number_text
 from cumtool.pipeline import RenderedAhead, prefetch
@@ -149,6 +149,13 @@ class _Key:
     absent: bool = False  # some record lacks it
     big: bool = False  # an integer beyond 2^53
     wide: bool = False  # an integer beyond int64
+    culprit: str | None = None  # its first value that is not a number (culprit_text)
+
+    def learn_culprit(self, row: int, line: int | None, value: Any) -> None:
+        """Row `row` (line `line`) holds `value`, the key's first that is not a number."""
+        if self.culprit is None:
+            text = value if isinstance(value, str) else _json(value)
+            self.culprit = culprit_text(row_text(row, line), text)
 
     def parsed_type(self) -> pa.DataType | None:
         """The type pyarrow's reader is to give it, where one fits every value so far."""
@@ -178,9 +185,10 @@ def _field(name: str, key: _Key, token: str, floats: bool = False) -> pa.Field:
         arrow_type = None  # never a value: only nulls, kept as JSON text
     # A typed column cannot tell `null` from an absent key: text or flags that have both
     # keep their JSON text; numbers stay numbers, and the writer is told row by row.
+    named = {CULPRIT: key.culprit.encode()} if key.culprit is not None else {}
     if arrow_type is None or (has_null and key.absent
                               and arrow_type in (pa.string(), pa.bool_())):
-        metadata = {JSON_TEXT: b"1"}
+        metadata = {JSON_TEXT: b"1", **named}
         if key.wide and key.kinds - {type(None)} <= {int}:  # said as such, not "string"
             metadata[HOLDS] = b"bigint"  # as a CSV column of them: its messages alike
         return pa.field(name, pa.string(), metadata=metadata)
@@ -188,7 +196,7 @@ def _field(name: str, key: _Key, token: str, floats: bool = False) -> pa.Field:
         missing = _EACH + token.encode()
     else:
         missing = b"null" if has_null else b"absent"
-    return pa.field(name, arrow_type, metadata={FIELD_MISSING: missing})
+    return pa.field(name, arrow_type, metadata={FIELD_MISSING: missing, **named})
 
 
 # Null or absent, row by row -------------------------------------------------------------
@@ -757,11 +765,12 @@ class JsonlSource(SourceBase):
     def _exact(self, chunk: bytes, starts: np.ndarray, ends: np.ndarray, number: int,
                at: int) -> None:
         """Lines read with Python's json module."""
-        records = []
+        records, numbers = [], []
         for k, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
             line = chunk[start:end]
             if line.strip():
                 records.append(_record(line, number + k, self.name))
+                numbers.append(number + k)
         if not records:
             return
         for record in records:
@@ -777,6 +786,13 @@ class JsonlSource(SourceBase):
             big = any(not -_EXACT_FLOAT <= v <= _EXACT_FLOAT for v in ints)
             wide = any(not -_INT64 <= v < _INT64 for v in ints)
             has_absent = any(v is _ABSENT for v in values)
+            # A key's first value that is not a number is always met here: the typed
+            # parsers take a block only in the types learnt so far, and only this way
+            # learns a new key or kind.
+            if key.culprit is None and kinds - _NUMBER_KINDS:
+                first = next(j for j, v in enumerate(values)
+                             if v is not _ABSENT and type(v) not in _NUMBER_KINDS)
+                key.learn_culprit(self._rows + first + 1, numbers[first], values[first])
             key.kinds |= kinds
             key.big |= big
             key.wide |= wide
@@ -986,6 +1002,7 @@ class _Provisional:
 
 
 _ABSENT = object()
+_NUMBER_KINDS = {int, float, type(None)}  # a value of any other kind is not a number
 
 
 def _descriptor(stream: IO[bytes]) -> int | None:
