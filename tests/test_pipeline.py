@@ -666,6 +666,24 @@ def test_a_file_that_grows_while_its_blocks_are_read_is_read_to_its_new_end(tmp_
     assert out.endswith(b"%d,b\n" % sum(range(150)))
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_record_longer_than_the_room_before_a_block_moves_the_block(tmp_path, threads):
+    # 100 KiB of a record begun in blocks before: more than the 64 KiB kept before each
+    rows = [b"%d,x\n" % i for i in range(40)]
+    rows[20] = b'20,"' + b"y\n" * 50_000 + b'"\n'
+    data = b"".join(rows)
+    path = tmp_path / "in.csv"
+    path.write_bytes(data)
+    with open(path, "rb") as stream:
+        pipe = _file_pipeline(stream, 0, threads, chunk=4096)
+        out = b"".join(bytes(piece) for piece in pipe)
+    assert (pipe.status, pipe.rows) == (0, 40)
+    assert out == b"".join(bytes(piece) for piece in _pipeline(io.BytesIO(data).read,
+                                                                threads, 4096))
+    assert out.endswith(b"%d,x\n" % sum(range(40)))
+    assert b'210,"' + b"y\n" * 50_000 + b'"\n' in out
+
+
 def test_a_record_longer_than_the_limit_across_blocks_stops_the_pipeline(tmp_path):
     path = tmp_path / "in.csv"
     rows = [b"%d,x\n" % i for i in range(20)]
