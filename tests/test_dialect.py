@@ -62,7 +62,7 @@ def test_the_twins_find_the_same_record_end(pieces):
 def test_where_the_last_record_of_a_block_read_at_any_offset_ends(data, quoted, end):
     assert dialect.last_record_end(data, quoted) == end
     if TEXT is not None:
-        assert TEXT.block_end(data, quoted) == end
+        assert TEXT.last_record_end(data, quoted) == end
 
 
 @given(st.lists(st.sampled_from([b"a", b",", b"\n", b'"', b"\r\n", b'""']), max_size=60),
@@ -73,7 +73,7 @@ def test_the_twins_find_a_blocks_record_end_from_either_state(pieces, quoted):
     ends = dialect.record_ends(np.frombuffer(data, dtype=np.uint8), int(quoted))
     assert end == (int(ends[-1]) + 1 if ends.shape[0] else -1)
     if TEXT is not None:
-        assert TEXT.block_end(data, quoted) == end
+        assert TEXT.last_record_end(data, quoted) == end
 
 
 @pytest.mark.parametrize(("text", "cut"), [

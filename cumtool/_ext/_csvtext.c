@@ -1089,71 +1089,6 @@ done:
 
 /* the dialect's record end (formats/csv/dialect.py) ----------------------------- */
 
-/* The end of the last whole record in buf[0:n] (just past a LF outside quotes; buf
-   starts a record), or -1. */
-static Py_ssize_t last_record_end(const char *buf, Py_ssize_t n)
-{
-    Py_ssize_t best = -1, at = 0;
-    int quoted = 0;
-    while (at <= n) {
-        const char *q = at < n ? memchr(buf + at, '"', (size_t)(n - at)) : NULL;
-        const Py_ssize_t stop = q ? q - buf : n;
-        if (!quoted && stop > at) {
-            for (Py_ssize_t i = stop - 1; i >= at; i--)  /* memrchr is not everywhere */
-                if (buf[i] == '\n') {
-                    best = i + 1;
-                    break;
-                }
-        }
-        if (q == NULL)
-            break;
-        quoted = !quoted;
-        at = stop + 1;
-    }
-    return best;
-}
-
-PyDoc_STRVAR(last_record_end_doc,
-"last_record_end(data) -> int\n\n"
-"formats/csv/dialect.last_record_end in C: just past the last LF outside quotes in\n"
-"data (which starts a record), or -1. The pipeline's reader cuts chunks there.");
-
-static PyObject *last_record_end_py(PyObject *self, PyObject *args)
-{
-    Py_buffer data;
-    if (!PyArg_ParseTuple(args, "y*", &data))
-        return NULL;
-    const Py_ssize_t end = last_record_end(data.buf, data.len);
-    PyBuffer_Release(&data);
-    return PyLong_FromSsize_t(end);
-}
-
-/* the compiled pipeline (formats/csv/fast.py's _Job, in one call) --------------- */
-
-/* A run's rows in C from the bytes read to the bytes written, with no GIL held but to
-   read a stream and to hand out each chunk's output (docs/architecture.md, "Every
-   core"). The input comes in chunks of whole records (a LF outside quotes ends each):
-   a regular file's blocks read by the pool at once (chain_blocks), or what the caller
-   reads (read_chunk: standard input, a pipe); a pool of threads cuts each chunk and parses its scanned columns, scans them with the
-   carried values in chunk order (the one serial step, ~1 ns a cell), and writes the
-   chunk's output text; the caller takes the outputs in order. Whatever the Python path
-   would hand over on (a record or cell it is unsure of, an int64 overflow), stops the
-   pipeline at that chunk: every chunk before it is output, and `status` says why. */
-
-#include "logaddexp.h"
-#include "statsteps.h"
-
-#if !defined(_WIN32)
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#define CSV_PIPELINE 1
-#else
-#define CSV_PIPELINE 0
-#endif
-
 /* The last `c` in buf[0:n], or NULL. */
 static const char *last_byte(const char *buf, Py_ssize_t n, char c)
 {
@@ -1201,23 +1136,57 @@ static Py_ssize_t block_end(const char *buf, Py_ssize_t n, Py_ssize_t quotes, in
     }
 }
 
-PyDoc_STRVAR(block_end_doc,
-"block_end(data, quoted) -> int\n\n"
-"formats/csv/dialect.last_record_end(data, quoted) in C, walked from the end: just past\n"
-"the last LF outside quotes in data, which starts inside quotes where `quoted`, or -1.\n"
-"The pipeline finds its chunks' ends with it in the blocks of a file it reads at once.");
+/* The end of the last whole record in buf[0:n] (just past a LF outside quotes; buf
+   starts a record), or -1. */
+static Py_ssize_t last_record_end(const char *buf, Py_ssize_t n)
+{
+    return block_end(buf, n, count_quotes(buf, n), 0);
+}
 
-static PyObject *block_end_py(PyObject *self, PyObject *args)
+PyDoc_STRVAR(last_record_end_doc,
+"last_record_end(data, quoted=False) -> int\n\n"
+"formats/csv/dialect.last_record_end in C, walked from the end (block_end): just past\n"
+"the last LF outside quotes in data, which starts a record, or inside quotes where\n"
+"`quoted` (a block read at any offset); -1 where there is none. The pipeline's reader\n"
+"cuts chunks there.");
+
+static PyObject *last_record_end_py(PyObject *self, PyObject *args)
 {
     Py_buffer data;
-    int quoted;
-    if (!PyArg_ParseTuple(args, "y*p", &data, &quoted))
+    int quoted = 0;
+    if (!PyArg_ParseTuple(args, "y*|p", &data, &quoted))
         return NULL;
     const Py_ssize_t end = block_end(data.buf, data.len, count_quotes(data.buf, data.len),
                                      quoted);
     PyBuffer_Release(&data);
     return PyLong_FromSsize_t(end);
 }
+
+/* the compiled pipeline (formats/csv/fast.py's _Job, in one call) --------------- */
+
+/* A run's rows in C from the bytes read to the bytes written, with no GIL held but to
+   read a stream and to hand out each chunk's output (docs/architecture.md, "Every
+   core"). The input comes in chunks of whole records (a LF outside quotes ends each):
+   a regular file's blocks read by the pool at once (chain_blocks), or what the caller
+   reads (read_chunk: standard input, a pipe); a pool of threads cuts each chunk and parses its scanned columns, scans them with the
+   carried values in chunk order (the one serial step, ~1 ns a cell), and writes the
+   chunk's output text; the caller takes the outputs in order. Whatever the Python path
+   would hand over on (a record or cell it is unsure of, an int64 overflow), stops the
+   pipeline at that chunk: every chunk before it is output, and `status` says why. */
+
+#include "logaddexp.h"
+#include "statsteps.h"
+
+#if !defined(_WIN32)
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define CSV_PIPELINE 1
+#else
+#define CSV_PIPELINE 0
+#endif
 
 #if CSV_PIPELINE
 
@@ -2392,6 +2361,13 @@ static void block_read(Pipeline *p, Slot *s)
     s->quotes = count_quotes(at, s->block_size);
 }
 
+/* No block is read after `s`, which stops the pipeline (the lock held). */
+static void end_blocks(Pipeline *p, Slot *s, int stop)
+{
+    s->stop = stop;
+    p->in_ended = p->eof = 1;
+}
+
 /* The chunk of a block read, the blocks before it chained (the lock held): the record
    begun before it (pending), then its records up to its last record end; the rest waits
    for the next block. A short block is the file's end: all of it, the last chunk. */
@@ -2404,8 +2380,7 @@ static void chain_block(Pipeline *p, Slot *s)
     if (p->in_ended)
         return;  /* a block past a short one (a file cut meanwhile): nothing */
     if (s->block_errno) {  /* the Python steps read again from the start and word it */
-        s->stop = s->block_errno == ENOMEM ? STOP_MEMORY : STOP_HANDOVER;
-        p->in_ended = p->eof = 1;
+        end_blocks(p, s, s->block_errno == ENOMEM ? STOP_MEMORY : STOP_HANDOVER);
         return;
     }
     const int last = s->block_size < p->chunk_bytes;
@@ -2416,16 +2391,13 @@ static void chain_block(Pipeline *p, Slot *s)
     if (end < 0) {  /* no record ends in it: all of it waits for the next */
         if (grow_bytes(&p->pending, &p->pending_capacity,
                        p->pending_size + s->block_size) < 0) {
-            s->stop = STOP_MEMORY;
-            p->in_ended = p->eof = 1;
+            end_blocks(p, s, STOP_MEMORY);
             return;
         }
         memcpy(p->pending + p->pending_size, block, (size_t)s->block_size);
         p->pending_size += s->block_size;
-        if (p->pending_size > p->max_record) {  /* a record too long: the Python steps */
-            s->stop = STOP_HANDOVER;            /* name it; nothing after it is read */
-            p->in_ended = p->eof = 1;
-        }
+        if (p->pending_size > p->max_record)  /* a record too long: the Python steps */
+            end_blocks(p, s, STOP_HANDOVER);  /* name it; nothing after it is read */
         return;
     }
     const Py_ssize_t before = p->pending_size, rest = s->block_size - end;
@@ -2433,8 +2405,7 @@ static void chain_block(Pipeline *p, Slot *s)
         s->text = block - before;
     } else {  /* a long record: the block moves after it */
         if (grow_bytes(&s->data, &s->capacity, before + s->block_size) < 0) {
-            s->stop = STOP_MEMORY;
-            p->in_ended = p->eof = 1;
+            end_blocks(p, s, STOP_MEMORY);
             return;
         }
         memmove(s->data + before, s->data + BLOCK_ROOM, (size_t)s->block_size);
@@ -2443,14 +2414,13 @@ static void chain_block(Pipeline *p, Slot *s)
     memcpy((char *)s->text, p->pending, (size_t)before);
     s->size = before + end;
     if (grow_bytes(&p->pending, &p->pending_capacity, rest) < 0) {
-        s->stop = STOP_MEMORY;
-        p->in_ended = p->eof = 1;
+        end_blocks(p, s, STOP_MEMORY);
         return;
     }
     memcpy(p->pending, s->text + s->size, (size_t)rest);
     p->pending_size = rest;
     if (last)
-        p->in_ended = p->eof = 1;
+        end_blocks(p, s, STOP_NONE);  /* the file's end */
 }
 
 /* The blocks read whose blocks before them are chained, chained in order (the lock
@@ -3482,7 +3452,6 @@ static PyMethodDef methods[] = {
     {"cut", cut, METH_VARARGS, cut_doc},
     {"assemble", assemble, METH_VARARGS, assemble_doc},
     {"last_record_end", last_record_end_py, METH_VARARGS, last_record_end_doc},
-    {"block_end", block_end_py, METH_VARARGS, block_end_doc},
     {NULL, NULL, 0, NULL},
 };
 

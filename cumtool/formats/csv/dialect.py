@@ -113,7 +113,7 @@ def record_ends(data: np.ndarray, quoted: int = 0) -> np.ndarray:
 def last_record_end(data: bytes, quoted: bool = False) -> int:
     """Just past the last LF outside quotes in `data`, which starts a record, or inside
     quotes where `quoted` (a block read at any offset); -1 where there is none
-    (_csvtext.last_record_end and, from the end, _csvtext.block_end are its twins)."""
+    (_csvtext.last_record_end is its twin, walked from the end)."""
     best = -1
     at = 0
     while True:
