@@ -143,8 +143,9 @@ def _environment_to_libraries() -> None:
     committing memory as used. A user's own settings are kept."""
     count = threads_from_environment()
     if count is not None:
-        os.environ.setdefault("POLARS_MAX_THREADS", str(min(count, USABLE)))
-        os.environ.setdefault("OMP_NUM_THREADS", str(min(count, USABLE)))
+        pools = str(min(count, USABLE))  # as threads() gives them
+        os.environ.setdefault("POLARS_MAX_THREADS", pools)
+        os.environ.setdefault("OMP_NUM_THREADS", pools)
     if "pyarrow" not in sys.modules:  # (loaded already, its allocator is set up: left alone)
         os.environ.setdefault(MIMALLOC_COMMIT, "0")
 

@@ -743,8 +743,9 @@ class _Job:
         # the pool reads its blocks at once, from the first row on (the head's bytes are
         # the file's up to where this stream got to), so that the head is cut into
         # chunks like the rest.
-        whole_file = (steady and fd is not None and type(stream) is io.BufferedReader
-                      and type(stream.raw) is io.FileIO)
+        in_fd = (fd if fd is not None and steady and type(stream) is io.BufferedReader
+                 and type(stream.raw) is io.FileIO else -1)
+        whole_file = in_fd >= 0
         start = stream.tell() - len(head) if whole_file else 0
         assert TEXT is not None  # _compiled found it
         pipe = TEXT.Pipeline(
@@ -754,7 +755,7 @@ class _Job:
             self.by_sink, self.single, self.workers, PIPELINE_CHUNK_BYTES, records.MAX_RECORD_BYTES,
             readinto=getattr(stream, "readinto1", None), views=self.lending,
             keys=plan["keys"], flush=records.FLUSH_SECONDS, cores=native.usable_cores(),
-            steady=steady, in_fd=fd if whole_file and fd is not None else -1, in_offset=start)
+            steady=steady, in_fd=in_fd, in_offset=start)
         try:
             self.pipe = pipe  # the sink may have it write the rest to a file itself
             yield from pipe

@@ -153,9 +153,8 @@ class _Key:
 
     def learn_culprit(self, row: int, line: int | None, value: Any) -> None:
         """Row `row` (line `line`) holds `value`, the key's first that is not a number."""
-        if self.culprit is None:
-            text = value if isinstance(value, str) else _json(value)
-            self.culprit = culprit_text(row_text(row, line), text)
+        text = value if isinstance(value, str) else _json(value)
+        self.culprit = culprit_text(row_text(row, line), text)
 
     def parsed_type(self) -> pa.DataType | None:
         """The type pyarrow's reader is to give it, where one fits every value so far."""
