@@ -25,16 +25,18 @@ YYJSON = ["cumtool/_ext/yyjson/f64_to_dec.h"]
 FFC = ["cumtool/_ext/ffc/ffc.h"]  # the vendored Eisel-Lemire, which _numtext.c's reader uses
 # logcumsumexp's step, and the statistics' (Welford, ewma): the scans' and the pipeline's
 LOGADDEXP = ["cumtool/_ext/logaddexp.h", "cumtool/_ext/statsteps.h"]
+OUTROOM = "cumtool/_ext/outroom.h"  # the writers' output room (a reused bytearray)
 
 setup(ext_modules=[
     Extension("cumtool._ext._sequential", ["cumtool/_ext/_sequential.c"], extra_compile_args=FLAGS,
               depends=LOGADDEXP, optional=True),
     Extension("cumtool._ext._csvtext", ["cumtool/_ext/_csvtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"],
-              depends=["cumtool/_ext/_numtext.c", *YYJSON, *FFC, *LOGADDEXP], optional=True),
+              depends=["cumtool/_ext/_numtext.c", OUTROOM, *YYJSON, *FFC, *LOGADDEXP],
+              optional=True),
     Extension("cumtool._ext._numtext", ["cumtool/_ext/_numtext.c"], extra_compile_args=FLAGS,
               include_dirs=["cumtool/_ext"], depends=[*YYJSON, *FFC], optional=True),
     Extension("cumtool._ext._jsonl", ["cumtool/_ext/_jsonl.c"], extra_compile_args=FLAGS,
-              include_dirs=["cumtool/_ext"], depends=["cumtool/_ext/_numtext.c", *YYJSON, *FFC],
-              optional=True),
+              include_dirs=["cumtool/_ext"],
+              depends=["cumtool/_ext/_numtext.c", OUTROOM, *YYJSON, *FFC], optional=True),
 ])

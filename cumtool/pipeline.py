@@ -122,6 +122,17 @@ class BackgroundSink:
         self._sink.abort()
 
 
+def written_into(into: bytearray | None, text: bytes) -> bytes | int:
+    """A Python writer's `text` as the C writers give theirs (_ext/outroom.h): itself
+    without `into`, else its size, written at the start of `into` (grown, never shrunk)."""
+    if into is None:
+        return text
+    if len(into) < len(text):
+        into.extend(bytes(len(text) - len(into)))
+    into[:len(text)] = text
+    return len(text)
+
+
 class RenderedAhead:
     """Text made on `workers` threads a few items ahead of its turn (by calls that release
     the GIL while they work: the C writers' loops) and written to a stream in the order
@@ -133,28 +144,67 @@ class RenderedAhead:
         self._depth = workers
         self._name = name
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._queue: collections.deque[concurrent.futures.Future[Any]] = collections.deque()
+        self._spare: list[bytearray] = []  # put_into's buffers whose text is written
+        self._queue: collections.deque[tuple[concurrent.futures.Future[Any],
+                                             Callable[[Any], None] | None]] = \
+            collections.deque()
 
-    def put(self, make: Callable[[], Any]) -> None:
+    def put(self, make: Callable[[], Any],
+            written: Callable[[Any], None] | None = None) -> None:
         """Make the text of `make()` (bytes or a view) and write it after what was put
-        before."""
+        before; then `written(text)`, where given (the text's buffer may be reused)."""
         if self._depth <= 1:
-            self._stream.write(make())
+            self._write(make(), written)
             return
         if self._pool is None:
             import concurrent.futures  # loaded only where text is made ahead
 
             self._pool = concurrent.futures.ThreadPoolExecutor(self._depth,
                                                                thread_name_prefix=self._name)
-        self._queue.append(self._pool.submit(make))
+        self._queue.append((self._pool.submit(make), written))
         # what is made already goes out now (a slow input: text not held back longer)
-        while len(self._queue) > self._depth or (self._queue and self._queue[0].done()):
-            self._stream.write(self._queue.popleft().result())  # its error is raised here
+        while len(self._queue) > self._depth or (self._queue and self._queue[0][0].done()):
+            self._write_next()
+
+    def put_into(self, make: Callable[[bytearray], bytes | int]) -> None:
+        """put() for text that `make` writes into the buffer it is given, returning its
+        size (or bytes of its own): a buffer kept once its text is written, for the text
+        after it (_ext/outroom.h says why), unless a view still holds it."""
+        self.put(lambda: self._made_into(make), self._give_back)
+
+    def _made_into(self, make: Callable[[bytearray], bytes | int]) -> bytes | memoryview:
+        try:
+            into = self._spare.pop()  # (on any of the pool's threads)
+        except IndexError:
+            into = bytearray()
+        made = make(into)
+        if isinstance(made, int):
+            return memoryview(into)[:made]
+        self._spare.append(into)
+        return made
+
+    def _give_back(self, text: bytes | memoryview) -> None:
+        if isinstance(text, memoryview) and isinstance(text.obj, bytearray):
+            buffer = text.obj
+            try:
+                text.release()
+            except BufferError:  # a view of this view: the buffer is left to it
+                return
+            self._spare.append(buffer)
+
+    def _write_next(self) -> None:
+        future, written = self._queue.popleft()
+        self._write(future.result(), written)  # its error is raised here
+
+    def _write(self, text: Any, written: Callable[[Any], None] | None) -> None:
+        self._stream.write(text)
+        if written is not None:
+            written(text)
 
     def drain(self) -> None:
         """Write everything put so far (before text written otherwise)."""
         while self._queue:
-            self._stream.write(self._queue.popleft().result())
+            self._write_next()
 
     def close(self) -> None:
         """Write everything put, and end the threads."""
@@ -165,7 +215,7 @@ class RenderedAhead:
 
     def abort(self) -> None:
         """Drop what was not written; a call under way runs on, its text unused."""
-        for future in self._queue:
+        for future, _ in self._queue:
             future.cancel()
         self._queue.clear()
         if self._pool is not None:

@@ -99,6 +99,55 @@ def test_text_made_already_goes_out_at_the_next_put() -> None:
     assert out.getvalue() == b"ab"
 
 
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_text_made_into_buffers_reuses_them_once_written(workers: int) -> None:
+    """put_into: each text written in order; the buffers it is made into come back for the
+    texts after it, so that a run of 40 batches makes a few, not 40."""
+    out = io.BytesIO()
+    given: list[int] = []
+
+    def make(k: int):
+        def into_buffer(into: bytearray) -> int:
+            given.append(id(into))
+            text = b"%d," % k * (k + 1)  # longer and shorter texts: a buffer never shrinks
+            if len(into) < len(text):
+                into.extend(bytes(len(text) - len(into)))
+            into[:len(text)] = text
+            return len(text)
+        return into_buffer
+
+    ahead = RenderedAhead(out, workers, "test-ahead")
+    for k in range(40):
+        ahead.put_into(make(k if k % 3 else 40 - k))
+    ahead.close()
+    assert out.getvalue() == b"".join(b"%d," % k * (k + 1)
+                                      for k in (k if k % 3 else 40 - k for k in range(40)))
+    assert len(given) == 40
+    assert len(set(given)) <= workers + 1
+
+
+def test_a_buffer_a_view_still_holds_is_not_written_over() -> None:
+    """A stream that keeps views of what it was given (none of cumtool's: each writes or
+    copies at once) keeps what it was given: the C writers make new text elsewhere."""
+    from cumtool.formats.jsonl import lines
+
+    kept: list[memoryview] = []
+
+    class Keeping(io.RawIOBase):
+        def write(self, data) -> int:  # type: ignore[override]
+            kept.append(memoryview(data))
+            return len(kept[-1])
+
+    ahead = RenderedAhead(Keeping(), 1, "test-ahead")
+    for k in range(5):
+        column = (b'"v":', np.array([k, 10 * k], np.int64), None, None)
+        ahead.put_into(lambda into, c=column: lines.write_prepared(2, lines.prepared([c]),
+                                                                    into))
+    ahead.close()
+    assert [bytes(view) for view in kept] == [
+        b'{"v":%d}\n{"v":%d}\n' % (k, 10 * k) for k in range(5)]
+
+
 def test_line_buffered_output_makes_no_text_ahead(monkeypatch) -> None:
     from cumtool.formats import Writing
 

@@ -509,8 +509,17 @@ def test_assemble_is_assemble_py(text, delimiter, out, by_sink, single, floats, 
                (np.array(ints[:rows], np.int64), None, null),
                (np.array(ints[:rows], np.int64), missing, null)]
     assert small.TEXT is not None
-    assert small.TEXT.assemble(data, *arrays, capacity, rows, columns, out, by_sink, single) \
-        == fastcsv.assemble_py(data, *arrays, capacity, rows, columns, out, by_sink, single)
+    text = small.TEXT.assemble(data, *arrays, capacity, rows, columns, out, by_sink, single)
+    assert text == fastcsv.assemble_py(data, *arrays, capacity, rows, columns, out, by_sink,
+                                       single)
+    # into a reused buffer (CsvSink's): bigger or smaller than the text, in C and Python
+    for write in (small.TEXT.assemble, fastcsv.assemble_py):
+        for junk in (b"~" * (len(text) + 5), b"~"):
+            into = bytearray(junk)
+            assert write(data, *arrays, capacity, rows, columns, out, by_sink, single,
+                         into) == len(text)
+            assert bytes(into[:len(text)]) == text
+            assert len(into) >= len(junk)  # grown where needed, never shrunk
 
 
 @needs_c
@@ -547,6 +556,8 @@ def test_the_c_loops_refuse_what_they_cannot_read():
         text.assemble(b"a,b\n", *arrays, 4, 1, ["x"], ",", False, False)
     with pytest.raises(TypeError, match="an int, "):  # a result: numbers, or text
         text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12",)], ",", False, False)
+    with pytest.raises(TypeError, match="into must be a bytearray or None"):
+        text.assemble(b"a,b\n", *arrays, 4, 1, [0], ",", False, False, b"room")
     # a result's text: row r's cell text[offsets[r]:offsets[r + 1]], checked
     assert text.assemble(b"a,b\n", *arrays, 4, 1, [(b"12", np.array([0, 2], np.int64)), 1],
                          ",", False, False) == b"12,b\n"

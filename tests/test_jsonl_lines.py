@@ -120,6 +120,24 @@ def test_any_table_of_numbers_and_flags_as_json_dumps_and_the_twin(
     written = lines.write_lines(rows, columns)
     assert written == lines.write_lines_py(rows, columns)
     assert written == expected(rows, columns)
+    _written_into_too(rows, columns, written)
+
+
+def _written_into_too(rows: int, columns: list[lines.LineColumn], written: bytes) -> None:
+    """The same text written into a reused buffer (the writer's put_into), in C and in
+    Python: its size returned, the text at its start, what follows left as it was."""
+    assert lines.NATIVE is not None
+    with pytest.raises(TypeError, match="into must be a bytearray or None"):
+        lines.NATIVE.write_lines(rows, columns, b"room")
+    for write in (lines.NATIVE.write_lines, lambda r, c, into: lines.written_into(
+            into, lines.write_lines_py(r, c))):
+        into = bytearray(b"~" * (len(written) + 7))
+        assert write(rows, columns, into) == len(written)
+        assert bytes(into[:len(written)]) == written
+        assert len(into) >= len(written) + 7  # grown where needed, never shrunk
+        small = bytearray(b"~")
+        assert write(rows, columns, small) == len(written)
+        assert bytes(small[:len(written)]) == written
 
 
 @st.composite
@@ -150,6 +168,7 @@ def test_cells_are_the_json_strings_of_their_text_in_c_and_in_python(
     rows, columns = table
     written = lines.write_lines(rows, columns)
     assert written == lines.write_lines_py(rows, columns)
+    _written_into_too(rows, columns, written)
     _key, data, starts, ends, flags = columns[1]
     for line, start, end, flag in zip(written.decode().split("\n")[:-1], starts.tolist(),
                                       ends.tolist(), flags.tolist(), strict=True):

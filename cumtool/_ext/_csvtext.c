@@ -18,6 +18,7 @@
 #define NUMTEXT_CORE_ONLY
 #define NUMTEXT_READER
 #include "_numtext.c"
+#include "outroom.h"
 
 /* records ----------------------------------------------------------------------------- */
 
@@ -929,7 +930,11 @@ PyDoc_STRVAR(assemble_doc,
 "offsets): a result's cells written beforehand, row r's text[offsets[r]:offsets[r + 1]])\n"
 "joined by\n"
 "`delimiter`, input cells quoted as small._write quotes text (`by_sink`: CsvSink quotes\n"
-"it itself; `single`: a row's only cell). The GIL is released.");
+"it itself; `single`: a row's only cell). The GIL is released.\n\n"
+"`into`, a bytearray no view holds: the lines are written at its start (it grows, never\n"
+"shrinks) and their size is returned, so that a writer reuses one buffer instead of\n"
+"memory the system maps, faults in and unmaps batch after batch; a bytearray a view\n"
+"holds is left alone (bytes are returned, as without `into`).");
 
 static PyObject *assemble(PyObject *self, PyObject *args)
 {
@@ -937,11 +942,12 @@ static PyObject *assemble(PyObject *self, PyObject *args)
     Py_ssize_t capacity, rows;
     PyObject *columns;
     int delimiter, by_sink, single;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nnO!Cpp", &data, &starts_view, &ends_view,
+    PyObject *into = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nnO!Cpp|O", &data, &starts_view, &ends_view,
                           &flags_view, &capacity, &rows, &PyList_Type, &columns, &delimiter,
-                          &by_sink, &single))
+                          &by_sink, &single, &into))
         return NULL;
-    PyObject *out = NULL;
+    PyObject *out = NULL, *made = NULL;
     const Py_ssize_t count = PyList_GET_SIZE(columns);
     OutColumn *plan = PyMem_Calloc((size_t)(count > 0 ? count : 1), sizeof(OutColumn));
     Py_ssize_t filled = 0;
@@ -949,6 +955,8 @@ static PyObject *assemble(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
+    if (outroom_check(into, "assemble") < 0)
+        goto done;
     const Py_ssize_t cells = flags_view.len;
     if (delimiter < 0 || delimiter > 127 || rows < 0 || capacity < rows || count == 0
         || starts_view.len != cells * 8 || ends_view.len != cells * 8) {
@@ -1026,10 +1034,9 @@ static PyObject *assemble(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    out = PyBytes_FromStringAndSize(NULL, size);
-    if (out == NULL)
+    unsigned char *o = (unsigned char *)outroom_take(into, size, &made);
+    if (o == NULL)
         goto done;
-    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
     const unsigned char d = (unsigned char)delimiter;
     Py_ssize_t written = 0;
     Py_BEGIN_ALLOW_THREADS
@@ -1074,9 +1081,10 @@ static PyObject *assemble(PyObject *self, PyObject *args)
     }
     written = p - o;
     Py_END_ALLOW_THREADS
-    if (_PyBytes_Resize(&out, written) < 0)
-        out = NULL;
+    out = outroom_result(made, written);
+    made = NULL;
 done:
+    Py_XDECREF(made);
     for (Py_ssize_t k = 0; k < filled; k++)
         let_column_go(&plan[k]);
     PyMem_Free(plan);

@@ -15,7 +15,8 @@ def cut(data: bytes | bytearray | memoryview, begin: int, delimiter: str, width:
 def assemble(data: bytes | bytearray | memoryview, starts: np.ndarray, ends: np.ndarray,
              flags: np.ndarray, capacity: int, rows: int,
              columns: list[int | tuple[np.ndarray, np.ndarray | None, bytes]],
-             delimiter: str, by_sink: bool, single: bool) -> bytes: ...
+             delimiter: str, by_sink: bool, single: bool,
+             into: bytearray | None = ..., /) -> bytes | int: ...
 
 class Pipeline:
     """formats/csv/fast._Job's rows in one compiled loop on a pool of threads (not on Windows)."""

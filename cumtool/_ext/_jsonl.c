@@ -32,6 +32,7 @@
 #define NUMTEXT_CORE_ONLY
 #define NUMTEXT_DECIMAL  /* decimal_to_double, the reader's exact steps */
 #include "_numtext.c"
+#include "outroom.h"
 
 enum { K_NULL = 0, K_BOOL = 1, K_INT = 2, K_FLOAT = 3, K_STRING = 4 };
 enum { S_PRESENT = 0, S_NULL = 1, S_ABSENT = 2 };
@@ -817,7 +818,7 @@ static char *cell_string(const LineColumn *c, Py_ssize_t r, char *p)
 }
 
 PyDoc_STRVAR(write_lines_doc,
-"write_lines(rows, columns) -> bytes\n\n"
+"write_lines(rows, columns, into=None) -> bytes | int\n\n"
 "`rows` lines, each a JSON object of the `columns`, in order: tuples (key, values,\n"
 "missing, absent), `key` the key's JSON text with its colon (b'\"a\":'), `values` rows\n"
 "float64s, int64s or bools, `missing` and `absent` None or rows bools: a value is written\n"
@@ -826,13 +827,16 @@ PyDoc_STRVAR(write_lines_doc,
 "ends, flags[, missing, absent]): text cells, data[starts[i]:ends[i]], each written as\n"
 "the JSON string of its text: CSV cells as fastcsv.cut found them (flag 2: quoted, its\n"
 "quotes doubled, which are one), null where empty and unquoted (flag 0); strings with\n"
-"flag 1. The GIL is released.");
+"flag 1. The GIL is released. `into`: a bytearray the lines are written into, at its\n"
+"start, their size returned (outroom.h; one a view holds is left alone: bytes as without).");
 
 static PyObject *write_lines(PyObject *self, PyObject *args)
 {
     Py_ssize_t rows;
-    PyObject *columns;
-    if (!PyArg_ParseTuple(args, "nO!", &rows, &PyList_Type, &columns))
+    PyObject *columns, *into = Py_None;
+    if (!PyArg_ParseTuple(args, "nO!|O", &rows, &PyList_Type, &columns, &into))
+        return NULL;
+    if (outroom_check(into, "write_lines") < 0)
         return NULL;
     if (rows < 0) {
         PyErr_SetString(PyExc_ValueError, "write_lines: rows must not be negative");
@@ -840,7 +844,7 @@ static PyObject *write_lines(PyObject *self, PyObject *args)
     }
     const Py_ssize_t count = PyList_GET_SIZE(columns);
     LineColumn *plan = PyMem_Calloc((size_t)(count > 0 ? count : 1), sizeof(LineColumn));
-    PyObject *out = NULL;
+    PyObject *out = NULL, *made = NULL;
     if (plan == NULL)
         return PyErr_NoMemory();
     /* a line at most: braces and a LF; a comma, a key and its longest value a column
@@ -870,10 +874,9 @@ static PyObject *write_lines(PyObject *self, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
-    out = PyBytes_FromStringAndSize(NULL, line * rows + text);
-    if (out == NULL)
+    char *const o = outroom_take(into, line * rows + text, &made);
+    if (o == NULL)
         goto done;
-    char *const o = PyBytes_AS_STRING(out);
     char *p = o;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < rows; r++) {
@@ -908,9 +911,10 @@ static PyObject *write_lines(PyObject *self, PyObject *args)
         *p++ = '\n';
     }
     Py_END_ALLOW_THREADS
-    if (_PyBytes_Resize(&out, p - o) < 0)
-        out = NULL;
+    out = outroom_result(made, p - o);
+    made = NULL;
 done:
+    Py_XDECREF(made);
     for (Py_ssize_t k = 0; k < count; k++)
         let_line_column_go(&plan[k]);
     PyMem_Free(plan);

@@ -11,4 +11,5 @@ LineColumn = (tuple[bytes, np.ndarray, np.ndarray | None, np.ndarray | None]
               | tuple[bytes, bytes | memoryview, np.ndarray, np.ndarray, np.ndarray,
                       np.ndarray | None, np.ndarray | None])
 
-def write_lines(rows: int, columns: list[LineColumn], /) -> bytes: ...
+def write_lines(rows: int, columns: list[LineColumn], into: bytearray | None = ...,
+                /) -> bytes | int: ...

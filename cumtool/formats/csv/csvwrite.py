@@ -106,7 +106,7 @@ class CsvSink:
         plan = self._number_plan(batch)
         if plan is not None:
             rows, single = batch.num_rows, self._single
-            self._ahead.put(lambda: self._encode(self._assemble(rows, plan, single)))
+            self._ahead.put_into(lambda into: self._assemble(rows, plan, single, into))
             return
         self._ahead.drain()  # the batches before this one first
         import polars as pl
@@ -160,12 +160,18 @@ class CsvSink:
                          None if present is None else np.ascontiguousarray(~present), null))
         return plan
 
-    def _assemble(self, rows: int, plan: list[Any], single: bool) -> bytes:
-        """A number batch's lines (without the GIL)."""
+    def _assemble(self, rows: int, plan: list[Any], single: bool,
+                  into: bytearray) -> bytes | int:
+        """A number batch's lines (without the GIL): written into `into` (their size), or
+        bytes in --encoding's."""
         assert TEXT is not None
-        text: bytes = TEXT.assemble(b"", _NO_CELLS, _NO_CELLS, np.empty(0, dtype=np.uint8),
-                                    rows, rows, plan, self._options.delimiter, True, single)
-        return text
+        made: bytes | int = TEXT.assemble(b"", _NO_CELLS, _NO_CELLS,
+                                          np.empty(0, dtype=np.uint8), rows, rows, plan,
+                                          self._options.delimiter, True, single, into)
+        if self._options.encoding is None:
+            return made
+        text = memoryview(into)[:made] if isinstance(made, int) else made
+        return bytes(self._encode(text))
 
     def _quote_columns(self, frame: pl.DataFrame, text: list[str]) -> pl.DataFrame:
         """The text columns quoted where needed, stacked into one column for a single

@@ -62,6 +62,7 @@ from cumtool.formats.csv import dialect, small, wide
 from cumtool.formats.csv.small import TEXT, Handover
 from cumtool.formats.jsonl import lines
 from cumtool.output import open_output
+from cumtool.pipeline import written_into
 from cumtool.request import Request
 
 if TYPE_CHECKING:
@@ -927,9 +928,11 @@ class _Job:
                              else np.ascontiguousarray(missing), self.null))
             else:
                 plan.append(column)
-        return assemble(piece.data, piece.starts, piece.ends, piece.flags,
+        made = assemble(piece.data, piece.starts, piece.ends, piece.flags,
                         piece.starts.shape[1], piece.rows, plan, self.out_delimiter,
                         self.by_sink, self.single)
+        assert isinstance(made, bytes)
+        return made
 
     def _narrow(self, values: np.ndarray, missing: np.ndarray | None
                 ) -> tuple[np.ndarray, tuple[bytes, np.ndarray] | None]:
@@ -1183,19 +1186,27 @@ def cut_py(data: bytes, begin: int, delimiter: str, width: int, final: bool,
 
 def assemble(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
              capacity: int, rows: int, columns: list[Any], delimiter: str, by_sink: bool,
-             single: bool) -> bytes:
+             single: bool, into: bytearray | None = None) -> bytes | int:
     """_csvtext.assemble, or assemble_py."""
     if TEXT is not None:
         return TEXT.assemble(data, starts, ends, flags, capacity, rows, columns, delimiter,
-                             by_sink, single)
+                             by_sink, single, into)
     return assemble_py(data, starts, ends, flags, capacity, rows, columns, delimiter,
-                       by_sink, single)
+                       by_sink, single, into)
 
 
 def assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
                 capacity: int, rows: int, columns: list[Any], delimiter: str, by_sink: bool,
-                single: bool) -> bytes:
-    """Lines of output text (see _csvtext.assemble's doc)."""
+                single: bool, into: bytearray | None = None) -> bytes | int:
+    """Lines of output text (see _csvtext.assemble's doc): bytes, or, given `into`, their
+    size, written at its start."""
+    return written_into(into, _assemble_py(data, starts, ends, flags, capacity, rows,
+                                           columns, delimiter, by_sink, single))
+
+
+def _assemble_py(data: bytes, starts: np.ndarray, ends: np.ndarray, flags: np.ndarray,
+                 capacity: int, rows: int, columns: list[Any], delimiter: str, by_sink: bool,
+                 single: bool) -> bytes:
     s, e, f = starts.reshape(-1), ends.reshape(-1), flags.reshape(-1)
     out = delimiter.encode()
     rendered: list[list[bytes]] = []

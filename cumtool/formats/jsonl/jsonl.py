@@ -1637,7 +1637,7 @@ class JsonlSink:
         columns = self._native_columns(batch, explicit) if self._native else None
         if columns is not None:
             ready = lines.prepared(columns)
-            self._ahead.put(lambda: lines.write_prepared(rows, ready))
+            self._ahead.put_into(lambda into: lines.write_prepared(rows, ready, into))
             return
         self._ahead.drain()  # the batches before this one first
         if self._whole:

@@ -16,6 +16,7 @@ import numpy as np
 
 from cumtool._ext import load
 from cumtool.formats.records import cut_cell_text
+from cumtool.pipeline import written_into
 
 NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
@@ -48,7 +49,9 @@ def number_text(value: float) -> str:
 def write_lines(rows: int, columns: list[LineColumn]) -> bytes:
     """`rows` lines, each one JSON object of the columns in order: a value as json writes
     it, null where `missing`, and left out with its key where `absent`."""
-    return write_prepared(rows, prepared(columns))
+    text = write_prepared(rows, prepared(columns))
+    assert isinstance(text, bytes)
+    return text
 
 
 def prepared(columns: list[LineColumn]) -> list[LineColumn]:
@@ -57,12 +60,14 @@ def prepared(columns: list[LineColumn]) -> list[LineColumn]:
     return [_contiguous(column) for column in columns]
 
 
-def write_prepared(rows: int, columns: list[LineColumn]) -> bytes:
-    """write_lines of `prepared` columns (in C without the GIL, where built)."""
+def write_prepared(rows: int, columns: list[LineColumn],
+                   into: bytearray | None = None) -> bytes | int:
+    """write_lines of `prepared` columns (in C without the GIL, where built); given
+    `into`, written into it, their size returned (pipeline.RenderedAhead.put_into)."""
     if NATIVE is not None:
-        text: bytes = NATIVE.write_lines(rows, columns)
+        text: bytes | int = NATIVE.write_lines(rows, columns, into)
         return text
-    return write_lines_py(rows, columns)
+    return written_into(into, write_lines_py(rows, columns))
 
 
 def _contiguous(column: LineColumn) -> LineColumn:
