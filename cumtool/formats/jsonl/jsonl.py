@@ -69,12 +69,16 @@ if TYPE_CHECKING:
 
 NATIVE: ModuleType | None = load("_jsonl")  # None: the Python twin (cumtool._ext)
 
-BATCH_ROWS = 1 << 17  # a block's rows (8 MiB of 8 numbers a line: ~90,000) in one batch:
+BATCH_ROWS = 1 << 17  # a block's rows (4 MiB of 8 numbers a line: ~45,000) in one batch:
 # each batch is handed between the reading, scanning and writing threads
-# Text parsed at once: each block costs some ten hand-offs between threads (reading,
+# Text parsed at once. Each block costs some ten hand-offs between threads (reading,
 # parsing, spooling, scanning, writing), each a context switch where the other side waits;
-# 8 MiB blocks make 2.2 voluntary switches a MB on 2 cores at --threads 16, 4 MiB 3.2
-BLOCK_BYTES = 8 << 20
+# and each block parsed ahead, and its batch's text made ahead, is memory, up to 8 of each
+# at once on 16 cores. 2M x 8 (181 MB) to CSV, 2 cores, --threads 2: 8 MiB blocks 3.9
+# voluntary switches a MB and 202 MiB peak RSS, 4 MiB 4.5 and 139 MiB (2 MiB 10.2 and
+# 103 MiB), the same wall time or less; with 16 threads' queues (native.USABLE set to 16),
+# 350-430 MiB against 276-293 (benchmarks/RESULTS-cores.md, session 9).
+BLOCK_BYTES = 4 << 20
 FIRST_BLOCK_BYTES = 16 << 10  # the first block's: its types learnt before blocks run ahead
 # Blocks parsed at once by the reader's threads, and batches' lines made at once by the
 # writer's, at most; never more than the usable cores (native.ahead_workers: on 2 cores
