@@ -134,6 +134,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
         # then (a RuntimeError from a class's __set_name__): the stop, not a traceback.
         check_stop()
         raise
+    from cumtool import native
+
+    native.cap_malloc_arenas()  # before any thread allocates
 
     given = tuple(options["input"])
     # Click gives each general option's value, its default included ('-n all' is None).

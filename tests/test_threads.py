@@ -5,6 +5,8 @@ this process may use, bounded by a cgroup CPU quota."""
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -174,3 +176,40 @@ def test_usable_cores_are_bounded_by_the_quota(monkeypatch):
     assert native.usable_cores() == 2  # a container limited to 1.5 CPUs on 64 cores
     monkeypatch.setattr(native, "cgroup_quota", lambda: None)
     assert native.usable_cores() == 64
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's arenas: Linux")
+def test_a_command_line_run_caps_glibcs_arenas_and_a_callers_setting_is_kept(
+        tmp_path, monkeypatch):
+    """M_ARENA_MAX (-8) at MALLOC_ARENAS for the command line's run, before its threads
+    start; nothing where the user set MALLOC_ARENA_MAX, nor for a program that calls the
+    library (its allocator is its own to set)."""
+    import ctypes
+
+    import cumtool
+
+    real = ctypes.CDLL
+    calls: list[tuple[int, int]] = []
+    glibc = types.SimpleNamespace(mallopt=lambda parameter, value: calls.append(
+        (parameter, value)) or 1)
+
+    def libraries(name: object, *args: object, **keywords: object) -> object:
+        # the process's own symbols as cap_malloc_arenas asks for them; any other library
+        # (others load some during a run) as it is
+        return glibc if name is None and not args and not keywords else real(
+            name, *args, **keywords)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ctypes, "CDLL", libraries)
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    data = tmp_path / "in.csv"
+    data.write_text("a\n1\n2\n")
+    result = CliRunner().invoke(main, ["cumsum", str(data)])
+    assert (result.exit_code, result.output) == (0, "a\n1\n3\n")
+    assert calls == [(-8, native.MALLOC_ARENAS)] == [(-8, 4)]
+    scanned = cumtool.scan(str(data), "cumsum")  # a file, read and scanned by the library
+    assert scanned.column("a").to_pylist() == [1, 3]
+    assert len(calls) == 1
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "16")
+    result = CliRunner().invoke(main, ["cumsum", str(data)])
+    assert (result.exit_code, result.output) == (0, "a\n1\n3\n")
+    assert len(calls) == 1
