@@ -905,8 +905,15 @@ def make_plan(op: str, axis: str, dtype: np.dtype | None, schema: pa.Schema, nam
 # column carries its own state, and the kernels (numpy's accumulate, the C loops) let the
 # GIL go, so the one thread that reads and writes batches is not also the one that scans
 # them all (benchmarks/RESULTS-parquet2.md: Parquet's batches of 2^17 rows). Shorter
-# columns are not worth a hand-off (JSON Lines' 2^15 rows: 1-6% more CPU, no faster).
+# columns are not worth a hand-off where the cores are busy anyway (JSON Lines' 45,000
+# rows of 8 numbers on 2 cores: 0.01-0.03 s more wall and CPU on 2M rows, 7.5 voluntary
+# switches a MB instead of 4.5). From POOL_CORES usable cores (and threads) on, there are
+# cores to spare and the one thread is the run's serial part: then from POOL_ROWS_SPARE
+# rows (it takes 0.05-0.07 s of that thread's CPU off it on 2M x 8 JSON Lines,
+# benchmarks/RESULTS-cores.md, session 9).
 POOL_ROWS = 1 << 16
+POOL_ROWS_SPARE = 1 << 15
+POOL_CORES = 4
 _POOLS: dict[int, Any] = {}
 _POOL_LOCK = threading.Lock()
 
@@ -917,7 +924,8 @@ def _each_column(scan: Callable[[int], Any], columns: Sequence[int], rows: int) 
     from cumtool import native
 
     workers = native.ahead_workers(native.CORES, min(len(columns), 8))
-    if workers < 2 or rows < POOL_ROWS:
+    spare = min(native.CORES, native.USABLE) >= POOL_CORES
+    if workers < 2 or rows < (min(POOL_ROWS, POOL_ROWS_SPARE) if spare else POOL_ROWS):
         return [_outcome(scan, i) for i in columns]
     with _POOL_LOCK:  # cumtool.scan may be called from several threads at once
         pool = _POOLS.get(workers)  # one a size (--threads): a pool in use is never shut

@@ -61,3 +61,36 @@ def test_the_pool_names_the_overflow_the_scan_meets_first(invoke, tmp_path, pool
                for threads in ("1", "3", "16")]
     assert {(r.exit_code, r.stderr) for r in results} == {(1, results[0].stderr)}
     assert "row 3" in results[0].stderr and "'b'" in results[0].stderr
+
+
+@pytest.mark.parametrize("usable, threads, pool", [
+    (2, "2", False), (16, "2", False), (4, "4", True), (16, "16", True), (2, "16", False)])
+def test_shorter_batches_go_to_the_pool_where_there_are_cores_to_spare(
+        invoke, tmp_path, monkeypatch, usable, threads, pool):
+    """Batches between POOL_ROWS_SPARE and POOL_ROWS rows: scanned on the pool from
+    POOL_CORES usable cores and threads on, else on the thread that reads them; the same
+    bytes either way. Batches of POOL_ROWS rows go to the pool on 2 cores too."""
+    from cumtool import native
+
+    monkeypatch.setattr(native, "USABLE", usable)
+    monkeypatch.setattr(tables, "POOL_ROWS", 8)
+    monkeypatch.setattr(tables, "POOL_ROWS_SPARE", 4)
+    names: list[str] = []
+    scan = tables.TablePlan.scan_column
+
+    def spied(self, *arguments, **keywords):
+        names.append(threading.current_thread().name)
+        return scan(self, *arguments, **keywords)
+
+    monkeypatch.setattr(tables.TablePlan, "scan_column", spied)
+    path = _parquet(tmp_path / "in.parquet", {"a": list(range(12)), "b": [0.5] * 12})
+    want = ok(invoke("cumsum", path, "--to", "csv", "--threads", "1")).stdout
+    names.clear()
+    assert ok(invoke("cumsum", path, "--to", "csv", "--batch-rows", "5", "--threads",
+                     threads)).stdout == want
+    assert any(name.startswith("cumtool-scan") for name in names) is pool
+    names.clear()
+    assert ok(invoke("cumsum", path, "--to", "csv", "--batch-rows", "8", "--threads",
+                     threads)).stdout == want
+    assert any(name.startswith("cumtool-scan") for name in names) is (
+        native.ahead_workers(int(threads), 2) > 1)
