@@ -2274,12 +2274,20 @@ static void chunk_format(Pipeline *p, Slot *s)
     s->out_size = used;
 }
 
+/* The lane's next chunk where it is cut and before any stop, else NULL (the lock held). */
+static Slot *lane_next(const Pipeline *p, const Lane *lane)
+{
+    if (lane->next >= p->next_read || lane->next >= p->stop_seq)
+        return NULL;
+    Slot *s = &p->slots[lane->next % p->n_slots];
+    return s->state == SLOT_PARSED ? s : NULL;
+}
+
 /* Whether a thread may take the lane: its next chunk cut, before any stop (the lock
    held). */
 static int lane_ready(const Pipeline *p, const Lane *lane)
 {
-    return !lane->busy && lane->next < p->next_read && lane->next < p->stop_seq
-        && p->slots[lane->next % p->n_slots].state == SLOT_PARSED;
+    return !lane->busy && lane_next(p, lane) != NULL;
 }
 
 /* A lane that is ready, taken by this thread (run_lane lets it go), or NULL. */
@@ -2313,10 +2321,8 @@ static void stop_at(Pipeline *p, Slot *s, int stop)
 static void run_lane(Pipeline *p, Lane *lane)
 {
     int scanned = 0;
-    while (lane->next < p->next_read && lane->next < p->stop_seq) {
-        Slot *s = &p->slots[lane->next % p->n_slots];
-        if (s->state != SLOT_PARSED)
-            break;
+    Slot *s;
+    while ((s = lane_next(p, lane)) != NULL) {
         if (s->stop != STOP_NONE) {  /* the cut found it */
             stop_at(p, s, s->stop);
             break;
