@@ -330,13 +330,10 @@ def test_a_stop_in_one_lane_while_the_others_run_ahead_is_worded_as_the_twin_wor
                    "(-9223372036854775808 - 100); use --overflow wrap for "
                    "wrap-around\n")
     assert statuses == [2]  # stopped by the scan
-    # what was written is the run's own over the rows before the overflow
-    head = _lane_table(tmp_path / "head.csv", rows=301,
-                       bad=b"300,100,1.0,t")
-    (_code, whole, _err), _statuses = _both([*args[:1], str(head), *args[2:]], monkeypatch,
-                                            threads, chunk=40)
-    assert whole.startswith(out)
-    assert out.count(b"\n") >= 290  # the chunks before the overflow's, not nothing
+    # what was written is the run's own over the rows before the overflow: the chunks
+    # before the overflow's, not nothing
+    _wrote_the_start_of(out, tmp_path, monkeypatch, args, threads, 40, 290, rows=301,
+                        bad=b"300,100,1.0,t")
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "16"])
@@ -350,11 +347,20 @@ def test_text_mid_file_in_a_lane_of_its_own_is_handed_over(tmp_path, monkeypatch
                    "an integer like the first rows; if 'oops' means a missing cell, pass --na "
                    "'NA,N/A,n/a,NULL,null,None,<NA>,#N/A,oops'\n")
     assert statuses == [1]  # handed over where the cut found it
-    head = _lane_table(tmp_path / "head.csv", rows=at)
+    # the rows before the cut's chunk
+    _wrote_the_start_of(out, tmp_path, monkeypatch, args, threads, 2000, small.INFER_ROWS,
+                        rows=at)
+
+
+def _wrote_the_start_of(out: bytes, tmp_path, monkeypatch, args: list[str], threads: str,
+                        chunk: int, lines: int, **table) -> None:
+    """`out`, a stopped run's output, is the start of a whole run's over the rows before
+    the stop (the input `_lane_table(**table)` makes), and at least `lines` lines."""
+    head = _lane_table(tmp_path / "head.csv", **table)
     (_code, whole, _err), _statuses = _both([args[0], str(head), *args[2:]], monkeypatch,
-                                            threads, chunk=2000)
+                                            threads, chunk=chunk)
     assert whole.startswith(out)
-    assert out.count(b"\n") >= small.INFER_ROWS  # the rows before the cut's chunk
+    assert out.count(b"\n") >= lines
 
 
 def test_a_wide_pass_through_and_a_long_record(tmp_path, monkeypatch):
