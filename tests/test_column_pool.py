@@ -13,10 +13,8 @@ from helpers import ok
 from cumtool import tables
 
 
-@pytest.fixture
-def pooled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every batch on the pool (its threshold at one row); the threads that scanned."""
-    monkeypatch.setattr(tables, "POOL_ROWS", 1)
+def _scanning_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads that scan columns, as they scan them."""
     names: list[str] = []
     scan = tables.TablePlan.scan_column
 
@@ -26,6 +24,13 @@ def pooled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(tables.TablePlan, "scan_column", spied)
     return names
+
+
+@pytest.fixture
+def pooled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every batch on the pool (its threshold at one row); the threads that scanned."""
+    monkeypatch.setattr(tables, "POOL_ROWS", 1)
+    return _scanning_threads(monkeypatch)
 
 
 def _parquet(path, columns):
@@ -75,14 +80,7 @@ def test_shorter_batches_go_to_the_pool_where_there_are_cores_to_spare(
     monkeypatch.setattr(native, "USABLE", usable)
     monkeypatch.setattr(tables, "POOL_ROWS", 8)
     monkeypatch.setattr(tables, "POOL_ROWS_SPARE", 4)
-    names: list[str] = []
-    scan = tables.TablePlan.scan_column
-
-    def spied(self, *arguments, **keywords):
-        names.append(threading.current_thread().name)
-        return scan(self, *arguments, **keywords)
-
-    monkeypatch.setattr(tables.TablePlan, "scan_column", spied)
+    names = _scanning_threads(monkeypatch)
     path = _parquet(tmp_path / "in.parquet", {"a": list(range(12)), "b": [0.5] * 12})
     want = ok(invoke("cumsum", path, "--to", "csv", "--threads", "1")).stdout
     names.clear()
