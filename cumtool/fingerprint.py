@@ -12,11 +12,9 @@ fingerprinted, so rows appended while the run lasts are left for the next run.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +75,8 @@ def fingerprint(paths: Iterable[str], consumed: dict[str, list[int]]) -> dict[st
 
     if len(paths) <= 1:
         return {p: one(p) for p in paths}
+    from concurrent.futures import ThreadPoolExecutor  # (--state runs only)
+
     with ThreadPoolExecutor(max_workers=min(4, len(paths))) as pool:
         return dict(zip(paths, pool.map(one, paths), strict=True))
 
@@ -85,6 +85,8 @@ def _print(path: str, consumed: list[int]) -> Print:
     """One pass over the file: its hash, the hash at each size consumed before, and the
     hash up to the end of its last line (a copy of the running hash at each chunk's last
     line end: the bytes are read once)."""
+    import hashlib  # (OpenSSL: --state runs only)
+
     digest = hashlib.sha256()
     stops = sorted({n for n in consumed if n > 0})
     prefixes: dict[int, str] = {0: digest.hexdigest()}
@@ -139,6 +141,8 @@ def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:
         raise DataError("standard input is closed; give an INPUT file")
     else:
         source = sys.stdin.buffer
+    import hashlib
+
     digest = hashlib.sha256()
     try:
         spool = tempfile.TemporaryFile()

@@ -17,11 +17,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
-import hashlib
 import json
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -117,6 +115,10 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     for snapshot in (after, before):
         for consumed_path, (size, _) in _known(snapshot).items():
             sizes.setdefault(consumed_path, []).append(size)
+    # hashlib (it loads OpenSSL: 2-3 ms) and concurrent.futures (3 ms, where a run uses
+    # no pool) load for --state runs only, not at every general run's start-up
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=1) as pool:  # the hashing overlaps the imports
         printing = pool.submit(fingerprint, paths, sizes)
         _import_table_libraries()
@@ -209,6 +211,8 @@ def _identity(request: Request, prints: list[Print]) -> str:
         what["run_id"] = request.run_id
     else:
         what["inputs"] = [[p.path, p.size, p.sha256] for p in prints]
+    import hashlib
+
     text = json.dumps(what, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

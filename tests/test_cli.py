@@ -181,6 +181,33 @@ def test_a_real_run_does_import_numpy():
     assert done.stdout.strip().splitlines()[-1] == "True"
 
 
+@pytest.mark.slow
+def test_only_a_state_run_loads_hashlib(tmp_path):
+    """hashlib (OpenSSL: 2-3 ms of start-up) is --state's (fingerprints): a Parquet run,
+    which goes the general way, loads it only with --state."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"a": [1.5, 2.5]}), source)
+    code = (
+        "import sys\n"
+        "from cumtool.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code in (0, None), exit.code\n"
+        "print('LOADED=' + str('hashlib' in sys.modules))\n"
+    )
+    run = [sys.executable, "-c", code, "cumsum", str(source), "-o",
+           str(tmp_path / "o.parquet")]
+    done = subprocess.run(run, capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "LOADED=False"
+    done = subprocess.run([*run, "--state", str(tmp_path / "s.json")], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "LOADED=True"
+
+
 # Option spellings ----------------------------------------------------------------------
 
 
