@@ -259,3 +259,36 @@ def test_few_cores_do_not_read_behind(invoke, write_file, behind, monkeypatch):
     assert behind == []
     ok(invoke("cumsum", str(source), "--threads", "3"))
     assert behind == [True]
+
+
+
+def test_pass_one_behind_a_run_parses_half_the_blocks_ahead(invoke, write_file, behind,
+                                                              monkeypatch):
+    """While a run goes on from pass 1's segments (the passes overlapped), pass 1 keeps
+    half the blocks in flight that it keeps alone (pass 2's batches and text are in flight
+    beside them); once the run waits for the whole input instead, all of them. The bytes
+    are the same."""
+    monkeypatch.setattr(module.native, "USABLE", 16)
+    in_flight: list[tuple[bool, int]] = []
+    turn = module._Ahead.__iter__
+
+    def counted(self):
+        for item in turn(self):
+            in_flight.append((self._overlapped(), len(self._queue) + 1))
+            yield item
+
+    monkeypatch.setattr(module._Ahead, "__iter__", counted)
+    source = write_file("in.jsonl", _text([_plain(k) for k in range(3000)]))
+    mine = ok(invoke("cumsum", str(source), "--threads", "16")).stdout
+    assert behind == [True]
+    overlapped = [blocks for behind_a_run, blocks in in_flight if behind_a_run]
+    # the blocks read ahead before the run began are taken in turn, none more is read
+    # until fewer than half are in flight
+    settled = overlapped[module.PARSE_AHEAD:]
+    assert settled and max(settled) == module.PARSE_AHEAD // 2 + 1 == 5
+    in_flight.clear()
+    _waiting(monkeypatch)
+    assert ok(invoke("cumsum", str(source), "--threads", "16")).stdout == mine
+    # (until the run waits for the whole input, pass 1 may start as if behind a run)
+    alone = [blocks for behind_a_run, blocks in in_flight if not behind_a_run]
+    assert alone and max(alone) == module.PARSE_AHEAD + 1 == 9

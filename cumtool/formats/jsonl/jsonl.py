@@ -339,8 +339,13 @@ class JsonlSource(SourceBase):
         self._grown = threading.Condition()
         self._first: pa.Schema | None = None
         self._first_read = threading.Event()
+        # Whether a run may go on from the segments as they come (provisional), so that
+        # pass 1 keeps fewer blocks in flight (_Ahead): from the start where it reads
+        # behind, until the run waits for the whole input instead, or has ended
+        self._behind_a_run = False
         if (overlap and min(native.CORES, native.USABLE) >= OVERLAP_CORES
                 and NATIVE is not None and BY_NATIVE and _descriptor(stream) is not None):
+            self._behind_a_run = True
             self._reading = threading.Thread(target=self._read_behind, args=(stream,),
                                              name="cumtool-jsonl-pass1", daemon=True)
             self._reading.start()
@@ -382,6 +387,7 @@ class JsonlSource(SourceBase):
 
     def _settle(self) -> None:
         """Wait for pass 1 to end; raise its failure."""
+        self._behind_a_run = False  # the run waits: pass 1 alone, on every core
         if self._reading is not None:
             self._reading.join()
             if self._failure is not None:
@@ -404,10 +410,10 @@ class JsonlSource(SourceBase):
         without the whole input: no column of JSON text (read again from the input),
         none whose missing cells are null or absent row by row (_NullRows)."""
         first = self._first
-        if self._reading is None or first is None or not len(first):
-            return None
-        if any(f.metadata and (JSON_TEXT in f.metadata or (f.metadata.get(
-                FIELD_MISSING, b"")).startswith(_EACH)) for f in first):
+        if self._reading is None or first is None or not len(first) or any(
+                f.metadata and (JSON_TEXT in f.metadata or (f.metadata.get(
+                    FIELD_MISSING, b"")).startswith(_EACH)) for f in first):
+            self._behind_a_run = False
             return None
         return _Provisional(self, first)
 
@@ -462,7 +468,7 @@ class JsonlSource(SourceBase):
             # and spooled on another (the file's writes release the GIL)
             self._spooler = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="cumtool-jsonl-spool")
-        ahead = _Ahead(blocks, native.CORES, self._types)
+        ahead = _Ahead(blocks, native.CORES, self._types, lambda: self._behind_a_run)
         # The block before is let go only once the next one is read: its memory is then
         # reused by the next block but one, not given back to the system and faulted in
         # again (measured: 88,000 page faults more on 2M x 8 at --threads 1, 0.13 s)
@@ -894,20 +900,23 @@ class JsonlSource(SourceBase):
         spooled; Widened once pass 1 has ended with another schema, or failed."""
         from cumtool.formats import Widened
 
-        taken = 0
-        while True:
-            with self._grown:
-                while taken == len(self._segments) and not self._ended:
-                    self._grown.wait()
-                ended = self._ended
-                segment = self._segments[taken] if taken < len(self._segments) else None
-            if ended and (self._failure is not None
-                          or not self._schema.equals(first, check_metadata=True)):
-                raise Widened()
-            if segment is None:
-                return
-            taken += 1
-            yield from self._segment_batches(segment, first)
+        try:
+            taken = 0
+            while True:
+                with self._grown:
+                    while taken == len(self._segments) and not self._ended:
+                        self._grown.wait()
+                    ended = self._ended
+                    segment = self._segments[taken] if taken < len(self._segments) else None
+                if ended and (self._failure is not None
+                              or not self._schema.equals(first, check_metadata=True)):
+                    raise Widened()
+                if segment is None:
+                    return
+                taken += 1
+                yield from self._segment_batches(segment, first)
+        finally:
+            self._behind_a_run = False
 
     def _reread(self, segment: _Segment, name: str) -> list[str | None]:
         """The JSON text of a key's values in a segment's lines, read again from the input
@@ -1179,7 +1188,8 @@ class _Ahead:
     C parser, nothing runs ahead."""
 
     def __init__(self, blocks: Iterator[_Block], threads: int,
-                 types: Callable[[], dict[str, pa.DataType] | None]) -> None:
+                 types: Callable[[], dict[str, pa.DataType] | None],
+                 overlapped: Callable[[], bool] = lambda: False) -> None:
         self._blocks = blocks
         self._types = types
         self._queue: collections.deque[tuple[_Block, _Parse]] = \
@@ -1190,6 +1200,13 @@ class _Ahead:
         # as memory is to stay that of a few blocks
         workers = native.ahead_workers(threads, PARSE_AHEAD)
         self._depth = min(workers + 1, max(2, AHEAD_BYTES // BLOCK_BYTES))
+        # While a run goes on from the blocks parsed (`overlapped()`: pass 2 beside this
+        # pass 1), its batches and text are in flight on the other cores: half the blocks
+        # ahead. With 16 threads' queues (native.USABLE set to 16 on 2 cores), 2M x 8 to
+        # CSV peaked at 230-262 MiB at 2M lines and 270-287 at 10M with 8 blocks parsed
+        # ahead, 201 and 232-235 with 4 (benchmarks/RESULTS-cores.md, session 9).
+        self._overlapped = overlapped
+        self._half_depth = min(self._depth, max(1, workers // 2) + 1)
         if threads > 1 and NATIVE is not None and BY_NATIVE:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 min(workers, self._depth), thread_name_prefix="cumtool-jsonl")
@@ -1203,7 +1220,8 @@ class _Ahead:
         while True:
             # Until types are learnt (the first block's), no block is read ahead: a call
             # made without them is no call, and its block would wait for one at its turn.
-            depth = self._depth if self._types() is not None else 1
+            depth = 1 if self._types() is None else (
+                self._half_depth if self._overlapped() else self._depth)
             while more and len(self._queue) < depth:
                 read = next(self._blocks, None)
                 if read is None:
