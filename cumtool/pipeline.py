@@ -127,9 +127,7 @@ def written_into(into: bytearray | None, text: bytes) -> bytes | int:
     without `into`, else its size, written at the start of `into` (grown, never shrunk)."""
     if into is None:
         return text
-    if len(into) < len(text):
-        into.extend(bytes(len(text) - len(into)))
-    into[:len(text)] = text
+    into[:len(text)] = text  # (a shorter bytearray grows to the text's size)
     return len(text)
 
 

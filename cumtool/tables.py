@@ -925,7 +925,7 @@ def _each_column(scan: Callable[[int], Any], columns: Sequence[int], rows: int) 
 
     workers = native.ahead_workers(native.CORES, min(len(columns), 8))
     spare = min(native.CORES, native.USABLE) >= POOL_CORES
-    if workers < 2 or rows < (min(POOL_ROWS, POOL_ROWS_SPARE) if spare else POOL_ROWS):
+    if workers < 2 or rows < (POOL_ROWS_SPARE if spare else POOL_ROWS):
         return [_outcome(scan, i) for i in columns]
     with _POOL_LOCK:  # cumtool.scan may be called from several threads at once
         pool = _POOLS.get(workers)  # one a size (--threads): a pool in use is never shut

@@ -28,8 +28,9 @@ def _scanning_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def pooled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every batch on the pool (its threshold at one row); the threads that scanned."""
+    """Every batch on the pool (its thresholds at one row); the threads that scanned."""
     monkeypatch.setattr(tables, "POOL_ROWS", 1)
+    monkeypatch.setattr(tables, "POOL_ROWS_SPARE", 1)
     return _scanning_threads(monkeypatch)
 
 
