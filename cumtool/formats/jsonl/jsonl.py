@@ -1203,8 +1203,8 @@ class _Ahead:
         # While a run goes on from the blocks parsed (`overlapped()`: pass 2 beside this
         # pass 1), its batches and text are in flight on the other cores: half the blocks
         # ahead. With 16 threads' queues (native.USABLE set to 16 on 2 cores), 2M x 8 to
-        # CSV peaked at 230-262 MiB at 2M lines and 270-287 at 10M with 8 blocks parsed
-        # ahead, 201 and 232-235 with 4 (benchmarks/RESULTS-cores.md, session 9).
+        # CSV peaked at 230-262 MiB at 2M lines and 270-304 at 10M with 9 blocks in
+        # flight, 206-222 and 243-247 with 5 (benchmarks/RESULTS-cores.md, session 9).
         self._overlapped = overlapped
         self._half_depth = min(self._depth, max(1, workers // 2) + 1)
         if threads > 1 and NATIVE is not None and BY_NATIVE:
