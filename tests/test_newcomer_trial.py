@@ -330,6 +330,25 @@ def test_a_few_formatted_numbers_among_plain_ones_get_the_formatted_note(invoke,
     assert result.stdout.splitlines()[2] == "r0,0.5,1"  # amount as it was, qty summed
 
 
+@pytest.mark.parametrize("rows", [3, 40_000], ids=["small", "pipeline"])
+def test_missing_markers_among_formatted_numbers_do_not_hide_the_note(invoke, write_file,
+                                                                      rows):
+    """NA cells are neither numbers nor text: a column of 0s, NAs and one '1,5' is numbers
+    a spreadsheet formatted, and gets the note the general reader gives it
+    (`--batch-rows 1`), not none (the head's quick look counted the NAs as text)."""
+    body = "".join("0,0\n" if i % 3 == 0 else "0,NA\n" for i in range(rows))  # NA most
+    path = write_file("na.csv", 'a,b\n0,0\n0,NA\n0,"1,5"\n' + body)
+    result = invoke("cumsum", str(path))
+    general = invoke("cumsum", str(path), "--batch-rows", "1")
+    assert result.exit_code == general.exit_code == 0
+    assert result.stderr == general.stderr == (
+        "note: column 'b' is not scanned: its numbers are written as a spreadsheet "
+        "formats them (row 3 (line 4) holds '1,5'), with thousands "
+        "separators, a currency or a percent sign, which cumtool does not read; to scan "
+        "it, export it as plain numbers (1234.5)\n")
+    assert result.stdout == general.stdout
+
+
 @pytest.mark.parametrize("extra", [(), ("-c", "x")])
 def test_indices_refuse_an_index_column_the_input_has(invoke, extra):
     """cummax --indices adds x_index beside x; an input that has an x_index already got a

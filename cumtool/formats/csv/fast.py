@@ -397,11 +397,16 @@ class _Job:
         def judged_cells(j: int) -> list[str | None]:
             s, e, f = ahead.get(j) or (starts[j, first:judged], ends[j, first:judged],
                                        flags[j, first:judged])
-            _values, ok = numtext.parse_floats(data, s, e)
-            if 2 * int(np.count_nonzero(ok)) < int(np.count_nonzero(e > s)):
+            # the codes the rule itself reads (numtext.left_out_numbers): a missing
+            # marker (NA) is neither a number nor text there
+            codes, _places = numtext.cell_kinds(data, s, e, f,
+                                                numtext.marker_bytes(markers))
+            others = np.flatnonzero((codes & numtext.CELL_KIND) == numtext.CELL_OTHER)
+            present = int(np.count_nonzero(codes != numtext.CELL_MISSING))
+            if 2 * (present - len(others)) < present:
                 # Not half numbers: not mostly numbers either, and not numbers as a
                 # spreadsheet formats them ('1,234') unless its first text cell is one.
-                k = int(np.flatnonzero(~ok & (e > s))[0])
+                k = int(others[0])
                 if not numtext.formatted_number(records.cut_cell_text(
                         data, int(s[k]), int(e[k]), int(f[k]))):
                     return []
