@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import re
 import stat
@@ -115,6 +116,34 @@ class _GuardedStream(_WriteOnly):
 
     def tell(self) -> int:
         return self._stream.tell()
+
+    def rewind_point(self) -> int | None:
+        """Where this stream is a regular file's written at its end (not opened to
+        append, nothing after the position), that position: `rewind` can then cut the
+        file back to it, leaving it as it was. None where it cannot."""
+        try:
+            fd = self._stream.fileno()
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or not self._stream.seekable():
+                return None
+            import fcntl
+
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND:
+                return None  # others may write at its end too: never cut back
+            self.flush()
+            point = os.lseek(fd, 0, os.SEEK_CUR)
+            return point if point == os.fstat(fd).st_size else None
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return None
+
+    def rewind(self, point: int) -> None:
+        """Cut the file back to `point` (rewind_point's) and write on from there."""
+        try:
+            self._stream.flush()
+            self._stream.seek(point)
+            self._stream.truncate(point)
+        except OSError as error:
+            raise OutputError(f"cannot write {self.name}: {error.strerror or error}") from None
 
 
 # Linux's sync_file_range(2) flag: start writing the range's dirty pages, do not wait.

@@ -142,14 +142,16 @@ def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisiona
     before the output was let go: the run is then made as if this had not been, so that
     its output and any error are the same. Pass 1's own failure is raised as it would be
     without (it comes first)."""
-    held: _Held | None = None
+    held: _Held | _InPlace | None = None
     staged = staged_output(request.output)
 
     def hold(stream: IO[bytes]) -> IO[bytes]:
         nonlocal held
         if staged:  # nothing is seen before the run ends well
             return stream
-        held = _Held(stream, provisional.outcome)
+        point = getattr(stream, "rewind_point", lambda: None)()
+        held = (_Held(stream, provisional.outcome) if point is None
+                else _InPlace(stream, provisional.outcome, point))
         return held  # type: ignore[return-value]
 
     try:
@@ -159,10 +161,15 @@ def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisiona
     except Exception:
         if held is not None and held.released:
             raise  # output was written, as it would have been without
+        if held is not None:
+            held.drop()
         _ = source.schema  # waits for the input's end; raises its failure
         return False
     except BaseException:  # a stop signal: the reading thread stops too
         provisional.stop()
+        if held is not None and not held.released:
+            with contextlib.suppress(Exception):
+                held.drop()
         raise
     return True
 
@@ -286,6 +293,49 @@ class _Held:
         if not self.released:
             self._decide(True)
         self._stream.flush()
+
+    def drop(self) -> None:
+        """What is held is let go unwritten (the run is dropped)."""
+        self._held.clear()
+        self._close()
+
+
+class _InPlace:
+    """_Held's stand-in where the output is standard output redirected to a regular file
+    at its end (`point`, _GuardedStream.rewind_point): the provisional run's output is
+    written there as it comes, neither held nor copied out after pass 1 (at 16 cores that
+    copy was the serial tail: 0.09-0.18 s of 2M x 8, benchmarks/RESULTS-cores.md). Where
+    the run is dropped (`drop`), the file is cut back to `point`, as it was before."""
+
+    def __init__(self, stream: IO[bytes], outcome: Callable[[bool], bool | None],
+                 point: int) -> None:
+        self._stream = stream
+        self._outcome = outcome
+        self._point = point
+        self.released = False
+
+    def _decide(self, wait: bool) -> None:
+        from cumtool.formats import Widened
+
+        same = self._outcome(wait)
+        if same is None:
+            return
+        if not same:
+            raise Widened()  # _speculate drops the run: the file is cut back
+        self.released = True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        if not self.released:
+            self._decide(False)
+        return self._stream.write(data)
+
+    def flush(self) -> None:
+        if not self.released:
+            self._decide(True)
+        self._stream.flush()
+
+    def drop(self) -> None:
+        self._stream.rewind(self._point)  # type: ignore[attr-defined]
 
 
 def _run_table(request: Request, dtype: np.dtype | None, source: Any, schema: pa.Schema,

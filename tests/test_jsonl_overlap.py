@@ -294,3 +294,89 @@ def test_pass_one_behind_a_run_parses_half_the_blocks_ahead(invoke, write_file, 
     # (until the run says it waits, pass 1 may start as if behind a run)
     alone = [blocks for behind_a_run, blocks in in_flight if not behind_a_run]
     assert alone and max(alone) == module.PARSE_AHEAD + 1 == 9
+
+
+# Standard output redirected to a regular file: the provisional run writes there as it
+# goes (runner._InPlace), and a dropped run cuts the file back to where it began.
+_DRIVER = """
+import os, sys
+from cumtool import runner
+from cumtool.formats.jsonl import jsonl
+jsonl.OVERLAP_CORES, jsonl.FIRST_BLOCK_BYTES, jsonl.BLOCK_BYTES, jsonl.HEAD_LINES = 2, 120, 700, 1
+seen = []
+for kind in (runner._Held, runner._InPlace):
+    def made(self, *args, _init=kind.__init__, _name=kind.__name__):
+        seen.append(_name)
+        _init(self, *args)
+    kind.__init__ = made
+outcome = runner._speculate
+runner._speculate = lambda *a: seen.append(str(outcome(*a))) or seen[-1] == "True"
+import atexit
+atexit.register(lambda: open(os.environ["CUMTOOL_TEST_SEEN"], "w").write(" ".join(seen)))
+sys.argv[0] = "cumtool"
+from cumtool.launch import main
+main()
+"""
+
+
+def _to_file(source, target: str, out, mode: str, before: bytes, threads: str = "2"
+             ) -> tuple[int, bytes, str, str]:
+    """cumtool cumsum SOURCE --to TARGET with standard output a regular file holding
+    `before`, opened with `mode` ("r+b": at its end; "ab": to append; "<>": at its start,
+    `before` after the position): the exit code, the file's bytes, standard error and
+    what the run held its output in, then whether its speculation was kept."""
+    import os
+    import subprocess
+    import sys
+
+    out.write_bytes(before)
+    seen = out.with_suffix(".seen")
+    with open(out, "r+b" if mode == "<>" else mode) as stream:
+        if mode == "r+b":
+            stream.seek(0, os.SEEK_END)
+        done = subprocess.run(
+            [sys.executable, "-c", _DRIVER, "cumsum", str(source), "--to", target,
+             "--threads", threads], stdout=stream, stderr=subprocess.PIPE,
+            env={**os.environ, "CUMTOOL_TEST_SEEN": str(seen)}, timeout=120)
+    return done.returncode, out.read_bytes(), done.stderr.decode(), seen.read_text()
+
+
+@pytest.mark.parametrize("target", ["csv", "jsonl"])
+@pytest.mark.parametrize("name", ["int-to-float-last", "new-key-last", "plain", "crlf"])
+def test_standard_output_to_a_file_is_written_in_place_and_cut_back_if_dropped(
+        invoke, write_file, tmp_path, monkeypatch, name, target):
+    source = write_file("in.jsonl", {**WIDENED, **KEPT}[name])
+    _waiting(monkeypatch)
+    want = ok(invoke("cumsum", str(source), "--to", target)).stdout_bytes
+    before = b"earlier output\n"
+    code, got, error, seen = _to_file(source, target, tmp_path / "out", "r+b", before)
+    assert (code, error) == (0, "")
+    assert got == before + want
+    assert seen == f"_InPlace {name in KEPT}"
+
+
+def test_a_file_opened_to_append_or_with_bytes_after_the_position_is_held(
+        invoke, write_file, tmp_path, monkeypatch):
+    """Others may write at the end of a file opened to append, and a file written from
+    before its end has bytes that cutting back would lose: the output is held there."""
+    source = write_file("in.jsonl", WIDENED["int-to-float-last"])
+    _waiting(monkeypatch)
+    want = ok(invoke("cumsum", str(source), "--to", "csv")).stdout_bytes
+    before = b"earlier output\n"
+    code, got, error, seen = _to_file(source, "csv", tmp_path / "out", "ab", before)
+    assert (code, got, error, seen) == (0, before + want, "", "_Held False")
+    tail = b"x" * (len(want) + 100)  # longer than the output: its last bytes stay
+    code, got, error, seen = _to_file(source, "csv", tmp_path / "out", "<>", tail)
+    assert (code, got, error, seen) == (0, want + tail[len(want):], "", "_Held False")
+
+
+def test_a_bad_line_found_behind_the_run_leaves_the_file_as_it_was(write_file, tmp_path):
+    rows = [json.dumps(_plain(k)) for k in range(ROWS)]
+    rows[ROWS - 1] = '{"a": 1, "b": }'
+    source = write_file("in.jsonl", "".join(r + "\n" for r in rows))
+    before = b"earlier output\n"
+    code, got, error, seen = _to_file(source, "csv", tmp_path / "out", "r+b", before)
+    assert (code, got) == (1, before)
+    assert error == (f"Error: {source}: line {ROWS} is not JSON: Expecting value (at "
+                     "character 15)\n")
+    assert seen == "_InPlace"  # written in place; pass 1's failure raised, as without
