@@ -673,6 +673,17 @@ def _lines(draw: st.DrawFn) -> str:
     return "".join(pieces)
 
 
+def _column_bytes(result: object) -> object:
+    """parse_block's answer with each column's buffers as bytes: the C parser hands over
+    its own memory (a buffer that numpy and Arrow wrap), the twin bytes."""
+    if result is None:
+        return None
+    lines, longest, rows, columns = result  # type: ignore[misc]
+    return lines, longest, rows, [
+        tuple(part if part is None or isinstance(part, bool) else bytes(part)
+              for part in column) for column in columns]
+
+
 @settings(max_examples=400, deadline=None)
 @given(lines=st.lists(_lines(), min_size=1, max_size=6),
        kinds=st.one_of(st.just([3, 2, 4, 1, 0, 0, 4]),
@@ -687,7 +698,24 @@ def test_the_c_parser_reads_as_its_python_twin(lines, kinds, keys, start, end):
     start = min(start, len(data))
     names = tuple(k.encode() for k in _KEYS[:keys])
     args = (data, start, names, bytes(kinds[:keys]))
-    assert module.NATIVE.parse_block(*args) == module.parse_block_py(*args)
+    assert _column_bytes(module.NATIVE.parse_block(*args)) == module.parse_block_py(*args)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=40), high=st.integers(0, 39), kind=st.sampled_from(
+    ["bytes", "bytearray", "memoryview", "view-slice"]))
+def test_the_c_ascii_check_answers_as_bytes_isascii(data, high, kind):
+    """_jsonl.is_ascii (the parse threads' check, without the GIL) against its twin, a
+    byte of 128 or more put at each place of the 8-byte words it reads a time."""
+    from cumtool.formats.jsonl import jsonl as module
+
+    if module.NATIVE is None:
+        pytest.skip("the C parser is not built")
+    ascii_only = bytes(b & 0x7F for b in data)
+    for text in (data, ascii_only, ascii_only[:high] + b"\x80" + ascii_only[high:]):
+        given = {"bytes": text, "bytearray": bytearray(text), "memoryview": memoryview(text),
+                 "view-slice": memoryview(b"\x00" + text)[1:]}[kind]
+        assert module.NATIVE.is_ascii(given) is text.isascii()
 
 
 def test_the_c_parser_takes_typed_lines_and_rounds_floats_as_python_does():
@@ -708,7 +736,7 @@ def test_the_c_parser_takes_typed_lines_and_rounds_floats_as_python_does():
                    for k, t in enumerate(texts)).encode()
     args = (data, 0, (b"f", b"i", b"s", b"b"), bytes([3, 2, 4, 1]))
     got = module.NATIVE.parse_block(*args)
-    assert got is not None and got == module.parse_block_py(*args)
+    assert got is not None and _column_bytes(got) == module.parse_block_py(*args)
     import numpy as np
 
     assert np.frombuffer(got[3][0][0], dtype=np.float64).tolist() == [float(t) for t in texts]

@@ -1,6 +1,13 @@
 import numpy as np
 
-Column = tuple[bytes | None, bytes | None, bytes | None, bytes | None, bool]
+class Owned:
+    """A parsed column's memory (read-only buffer); bytes() copies it."""
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __bytes__(self) -> bytes: ...
+
+Column = tuple[Owned | None, Owned | None, Owned | None, Owned | None, bool]
+
+def is_ascii(data: bytes | bytearray | memoryview, /) -> bool: ...
 
 def parse_block(data: bytes | memoryview, start: int, keys: tuple[bytes, ...], kinds: bytes,
                 /) -> tuple[int, int, int, list[Column]] | None: ...

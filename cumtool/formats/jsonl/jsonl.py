@@ -1093,7 +1093,10 @@ _DECLINED = object()  # the parser did not take every line
 
 
 def _ascii(chunk: bytes | bytearray | memoryview) -> bool:
-    """Whether a block is ASCII alone (a view too)."""
+    """Whether a block is ASCII alone (a view too): by the C parser's module without the
+    GIL, where it was built (the parse threads call it)."""
+    if NATIVE is not None:
+        return bool(NATIVE.is_ascii(chunk))
     if isinstance(chunk, memoryview):
         data = np.frombuffer(chunk, dtype=np.uint8)
         return not len(data) or int(data.max()) < 128
