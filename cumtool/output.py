@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
 import re
 import stat
@@ -133,7 +132,7 @@ class _GuardedStream(_WriteOnly):
             self.flush()
             point = os.lseek(fd, 0, os.SEEK_CUR)
             return point if point == os.fstat(fd).st_size else None
-        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        except (OSError, ValueError, AttributeError, ImportError):  # (no fcntl: Windows)
             return None
 
     def rewind(self, point: int) -> None:
@@ -218,9 +217,9 @@ class DiscardableStream(_WriteOnly):
         self._position = 0  # while discarding: where the writer believes it is
 
     def discard(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
+        self._discarding = True  # first: a stream without tell() (output held back) too
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             self._position = self._stream.tell()
-        self._discarding = True
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if self._discarding:
