@@ -311,6 +311,15 @@ for kind in (runner._Held, runner._InPlace):
     kind.__init__ = made
 outcome = runner._speculate
 runner._speculate = lambda *a: seen.append(str(outcome(*a))) or seen[-1] == "True"
+if os.environ.get("CUMTOOL_TEST_STOP"):  # SIGTERM at the first write, pass 1 unfinished
+    import signal
+    jsonl._Provisional.outcome = lambda self, wait: None if not wait else True
+    write = runner._InPlace.write
+    def stopping(self, data):
+        done = write(self, data)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return done
+    runner._InPlace.write = stopping
 import atexit
 atexit.register(lambda: open(os.environ["CUMTOOL_TEST_SEEN"], "w").write(" ".join(seen)))
 sys.argv[0] = "cumtool"
@@ -334,8 +343,8 @@ def _content(data: bytes, target: str) -> object:
     return data
 
 
-def _to_file(source, target: str, out, mode: str, before: bytes, threads: str = "2"
-             ) -> tuple[int, bytes, str, str]:
+def _to_file(source, target: str, out, mode: str, before: bytes, threads: str = "2",
+             stop: bool = False) -> tuple[int, bytes, str, str]:
     """cumtool cumsum SOURCE --to TARGET with standard output a regular file holding
     `before`, opened with `mode` ("r+b": at its end; "ab": to append; "<>": at its start,
     `before` after the position): the exit code, the file's bytes, standard error and
@@ -352,7 +361,8 @@ def _to_file(source, target: str, out, mode: str, before: bytes, threads: str = 
         done = subprocess.run(
             [sys.executable, "-c", _DRIVER, "cumsum", str(source), "--to", target,
              "--threads", threads], stdout=stream, stderr=subprocess.PIPE,
-            env={**os.environ, "CUMTOOL_TEST_SEEN": str(seen)}, timeout=120)
+            env={**os.environ, "CUMTOOL_TEST_SEEN": str(seen),
+                 "CUMTOOL_TEST_STOP": "1" if stop else ""}, timeout=120)
     return done.returncode, out.read_bytes(), done.stderr.decode(), seen.read_text()
 
 
@@ -402,3 +412,15 @@ def test_a_bad_line_found_behind_the_run_leaves_the_file_as_it_was(write_file, t
     assert error == (f"Error: {source}: line {ROWS} is not JSON: Expecting value (at "
                      "character 15)\n")
     assert seen == "_InPlace"  # written in place; pass 1's failure raised, as without
+
+
+def test_a_stop_signal_before_the_schema_is_known_cuts_the_file_back(write_file, tmp_path):
+    """SIGTERM while the provisional run writes in place: the run ends with its one line
+    and status, and the file is as it was before (nothing of a run whose types were not
+    yet known), as where the output is held back."""
+    source = write_file("in.jsonl", KEPT["plain"])
+    before = b"earlier output\n"
+    code, got, error, seen = _to_file(source, "csv", tmp_path / "out", "r+b", before,
+                                      stop=True)
+    assert (code, got, error) == (143, before, "Error: terminated\n")
+    assert seen == "_InPlace"
