@@ -142,7 +142,7 @@ def _speculate(request: Request, dtype: np.dtype | None, source: Any, provisiona
     before the output was let go: the run is then made as if this had not been, so that
     its output and any error are the same. Pass 1's own failure is raised as it would be
     without (it comes first)."""
-    held: _Held | _InPlace | None = None
+    held: _Speculative | None = None
     staged = staged_output(request.output)
 
     def hold(stream: IO[bytes]) -> IO[bytes]:
@@ -185,19 +185,14 @@ HOLD_BYTES = 16 << 20
 SPILL_BYTES = 4 << 20
 
 
-class _Held:
-    """The output of a run with a provisional schema: held back until the input's
-    schema is known (`outcome`, Provisional.outcome), then written where it is the same,
-    else dropped (Widened). Beyond HOLD_BYTES it is held in a temporary file; where that
-    cannot be written (a full disk), the write waits for the outcome instead."""
+class _Speculative:
+    """The output of a run with a provisional schema, let go (`released`) once the
+    input's schema is known (`outcome`, Provisional.outcome) to be that one, else dropped
+    (`drop`, then Widened: _speculate makes the run again)."""
 
     def __init__(self, stream: IO[bytes], outcome: Callable[[bool], bool | None]) -> None:
         self._stream = stream
         self._outcome = outcome
-        self._held: list[bytes] = []
-        self._size = 0
-        self._spill: IO[bytes] | None = None
-        self._spilled = 0  # bytes in the temporary file, whole writes only
         self.released = False
 
     def _decide(self, wait: bool) -> None:
@@ -207,16 +202,42 @@ class _Held:
         if same is None:
             return
         if not same:
-            self._held.clear()
-            self._close()
+            self.drop()
             raise Widened()
+        self._release()
+        self.released = True
+
+    def _release(self) -> None:
+        """What the schema being known lets go."""
+
+    def drop(self) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        if not self.released:
+            self._decide(True)
+        self._stream.flush()
+
+
+class _Held(_Speculative):
+    """The output held back until the input's schema is known, then written where it is
+    the same, else dropped. Beyond HOLD_BYTES it is held in a temporary file; where that
+    cannot be written (a full disk), the write waits for the outcome instead."""
+
+    def __init__(self, stream: IO[bytes], outcome: Callable[[bool], bool | None]) -> None:
+        super().__init__(stream, outcome)
+        self._held: list[bytes] = []
+        self._size = 0
+        self._spill: IO[bytes] | None = None
+        self._spilled = 0  # bytes in the temporary file, whole writes only
+
+    def _release(self) -> None:
         for data in self._held:
             self._stream.write(data)
         self._held.clear()
         if self._spill is not None:
             self._copy()
         self._close()
-        self.released = True
 
     def _copy(self) -> None:
         """The temporary file's bytes to the stream: by the kernel where the stream is a
@@ -289,18 +310,13 @@ class _Held:
             return self._stream.write(data)
         return size
 
-    def flush(self) -> None:
-        if not self.released:
-            self._decide(True)
-        self._stream.flush()
-
     def drop(self) -> None:
         """What is held is let go unwritten (the run is dropped)."""
         self._held.clear()
         self._close()
 
 
-class _InPlace:
+class _InPlace(_Speculative):
     """_Held's stand-in where the output is standard output redirected to a regular file
     at its end (`point`, _GuardedStream.rewind_point): the provisional run's output is
     written there as it comes, neither held nor copied out after pass 1 (at 16 cores that
@@ -309,30 +325,13 @@ class _InPlace:
 
     def __init__(self, stream: IO[bytes], outcome: Callable[[bool], bool | None],
                  point: int) -> None:
-        self._stream = stream
-        self._outcome = outcome
+        super().__init__(stream, outcome)
         self._point = point
-        self.released = False
-
-    def _decide(self, wait: bool) -> None:
-        from cumtool.formats import Widened
-
-        same = self._outcome(wait)
-        if same is None:
-            return
-        if not same:
-            raise Widened()  # _speculate drops the run: the file is cut back
-        self.released = True
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         if not self.released:
             self._decide(False)
         return self._stream.write(data)
-
-    def flush(self) -> None:
-        if not self.released:
-            self._decide(True)
-        self._stream.flush()
 
     def drop(self) -> None:
         self._stream.rewind(self._point)  # type: ignore[attr-defined]
