@@ -208,6 +208,28 @@ def test_only_a_state_run_loads_hashlib(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "LOADED=True"
 
 
+def test_the_command_collects_again_after_its_modules_load(tmp_path):
+    """The command loads its modules with Python's collector off and leaves their
+    objects out of later collections (gc.freeze): the collector is on again for the run,
+    and a library importer's collector is left as it was."""
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    code = (
+        "import gc, sys\n"
+        "import cumtool.cli\n"
+        "seen = []\n"
+        "cumtool.cli.main = lambda *a: seen.append((gc.isenabled(), gc.get_freeze_count()))\n"
+        "from cumtool.launch import main\n"
+        "assert gc.isenabled() and gc.get_freeze_count() == 0\n"
+        "sys.argv = ['cumtool', 'cumsum', sys.argv[1]]\n"
+        "main()\n"
+        "print(seen[0][0], seen[0][1] > 1000)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(source)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.split() == ["True", "True"]
+
+
 # Option spellings ----------------------------------------------------------------------
 
 
