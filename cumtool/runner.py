@@ -187,8 +187,8 @@ SPILL_BYTES = 4 << 20
 
 class _Speculative:
     """The output of a run with a provisional schema, let go (`released`) once the
-    input's schema is known (`outcome`, Provisional.outcome) to be that one, else dropped
-    (`drop`, then Widened: _speculate makes the run again)."""
+    input's schema is known (`outcome`, Provisional.outcome) to be that one, else Widened:
+    _speculate then drops it (`drop`) and makes the run again."""
 
     def __init__(self, stream: IO[bytes], outcome: Callable[[bool], bool | None]) -> None:
         self._stream = stream
@@ -202,8 +202,7 @@ class _Speculative:
         if same is None:
             return
         if not same:
-            self.drop()
-            raise Widened()
+            raise Widened()  # _speculate drops the output, as on any failure before
         self._release()
         self.released = True
 
