@@ -559,17 +559,7 @@ static int owned_getbuffer(Owned *self, Py_buffer *view, int flags)
                              self->size, 1, flags);
 }
 
-static PyObject *owned_bytes(Owned *self, PyObject *Py_UNUSED(ignored))
-{
-    return PyBytes_FromStringAndSize(self->data ? self->data : "", self->size);
-}
-
 static PyBufferProcs owned_buffer = {(getbufferproc)owned_getbuffer, NULL};
-
-static PyMethodDef owned_methods[] = {
-    {"__bytes__", (PyCFunction)owned_bytes, METH_NOARGS, "A copy of the buffer's bytes."},
-    {NULL, NULL, 0, NULL},
-};
 
 static PyTypeObject OwnedType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -579,7 +569,6 @@ static PyTypeObject OwnedType = {
     .tp_as_buffer = &owned_buffer,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A parsed column's bytes (the buffer protocol; bytes() copies them).",
-    .tp_methods = owned_methods,
 };
 
 /* `*memory` (size bytes) as an Owned, which then frees it (*memory is left NULL). */

@@ -3,7 +3,6 @@ import numpy as np
 class Owned:
     """A parsed column's memory (read-only buffer); bytes() copies it."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
-    def __bytes__(self) -> bytes: ...
 
 Column = tuple[Owned | None, Owned | None, Owned | None, Owned | None, bool]
 
