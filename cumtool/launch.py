@@ -29,9 +29,9 @@ def main() -> None:
     for number in STOP_SIGNALS:
         signal.signal(number, _stop)
     # The modules' objects live as long as the process: no collection while they load,
-    # then they are left out of every later one (gc.freeze). A 4-row CSV 0.169 -> 0.155 s,
-    # JSON Lines 2M x 8 -> CSV 0.698 -> 0.635 s, Parquet 2M 0.445 -> 0.428 s on 2 cores
-    # (benchmarks/RESULTS-cores.md, session 10). The library's importers keep their own.
+    # then they are left out of every later one (gc.freeze). A 4-row CSV 0.161 -> 0.152 s,
+    # Parquet 2M -> Parquet 0.403 -> 0.384 s, JSON Lines 2M -> CSV 0.663 -> 0.647 s on 2
+    # cores (benchmarks/RESULTS-cores.md, session 10). The library's importers keep theirs.
     gc.disable()
     try:
         from cumtool.cli import main as cli_main
