@@ -22,7 +22,12 @@ _DAMAGE = (pa.ArrowException, OSError, UnicodeDecodeError)
 # Column chunks are read through a buffer of this size, not whole: one row group of a
 # few hundred MB must not be held in memory at once.
 _BUFFER_BYTES = 1 << 20
-BATCH_BYTES = 8 << 20  # a batch's size in memory, about (row count from the metadata)
+# A batch's size in memory, about (row count from the metadata). A run holds ~14 batches
+# in flight (read ahead, scanned, in the encoders and encoded), so this sets its memory:
+# 10M x 8 floats -> Parquet peaked at 258-283 MiB with 8 MiB at 16 threads (Arrow's pool
+# of 16 and 4 encoders, reproduced on 2 cores), 221-234 with 6, at no cost in time on 1
+# or 2 threads (RESULTS-cores.md, session 11).
+BATCH_BYTES = 6 << 20
 MAX_BATCH_ROWS = 1 << 17
 
 
@@ -99,7 +104,7 @@ def _encoders() -> int:
 
 # Batches are encoded in parts of at least this many bytes (in memory): a part costs a
 # writer and a footer to read and check (0.5 ms for 8 columns, against 0.14 ms for a row
-# group in the single writer), which a part of 8 MiB (the readers' batch) repays many
+# group in the single writer), which a part of 6 MiB (the readers' batch) repays many
 # times over, and a part of one small batch would not.
 PART_BYTES = 4 << 20
 # Threads only where the first batch holds at least this much a Parquet column (leaf):
@@ -107,8 +112,9 @@ PART_BYTES = 4 << 20
 # small chunks lose. Threads against the single writer, cumsum of N float and int
 # columns, paired whole runs on 2 cores: 8 columns (1 MiB chunks) wall 0.83x; 16 (512
 # KiB) 0.88x; 32 (256 KiB) 1.06x; CPU 1.01x-1.09x. In-process, 2000 columns of 3 KiB
-# chunks (a wide table's 8 MiB batch) took 3.7 s against 0.8 s.
-MIN_CHUNK_BYTES = 512 << 10
+# chunks (a wide table's 8 MiB batch) took 3.7 s against 0.8 s. 384 KiB keeps the threads
+# for tables of up to 16 columns in 6 MiB batches, as 512 did in 8 MiB ones.
+MIN_CHUNK_BYTES = 384 << 10
 
 
 def _leaves(data_type: pa.DataType) -> int:
