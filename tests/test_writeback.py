@@ -93,3 +93,98 @@ def test_the_call_is_found_on_linux() -> None:
 def test_standard_output_and_plain_streams_have_none() -> None:
     with open(os.devnull, "wb") as null:
         assert _GuardedStream(null, "null")._writeback is None
+
+
+# Standard output redirected to a regular file that a shell's `>` cut to nothing: a thread
+# starts its pages' disk writes behind the writers (_writeback_behind), so that the file
+# system's flush at close (ext4's auto_da_alloc) is not left to our exit.
+
+def _stdout_on(path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    import io
+    import sys
+
+    raw = io.FileIO(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "wb")
+    text = io.TextIOWrapper(io.BufferedWriter(raw))
+    monkeypatch.setattr(sys, "stdout", text)
+    return text
+
+
+def _written_to_stdout(path: Path, monkeypatch: pytest.MonkeyPatch, calls: Calls,
+                       pieces: int, wait_for: int) -> bytes:
+    import time
+
+    monkeypatch.setattr(cumtool.output, "_BEHIND_SECONDS", 0.001)
+    text = _stdout_on(path, monkeypatch)
+    data = b"".join(bytes([i]) * PIECE for i in range(pieces))
+    with open_output(None) as stream:
+        for i in range(pieces):
+            stream.write(data[i * PIECE:(i + 1) * PIECE])
+        deadline = time.monotonic() + 10
+        while sum(size for _, size, _ in calls.ranges) < wait_for \
+                and time.monotonic() < deadline:
+            time.sleep(0.005)
+    text.close()
+    return data
+
+
+def test_a_truncated_file_is_written_out_behind_the_writers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: Calls) -> None:
+    import time
+
+    target = tmp_path / "out.csv"
+    target.write_bytes(b"the last run's output\n")
+    time.sleep(0.05)  # the truncation's time must differ from the birth's (clock ticks)
+    step = cumtool.output._WRITEBACK_BYTES
+    # The thread asks once a step is written and not yet asked for: it ends past the
+    # last whole step.
+    data = _written_to_stdout(target, monkeypatch, calls, 9, wait_for=9 * PIECE - step + 1)
+    assert target.read_bytes() == data
+    assert calls.ranges, "no disk writes were started"
+    at = 0
+    for (offset, size, flags), kernel_size in zip(calls.ranges, calls.sizes_seen, strict=True):
+        assert (offset, flags) == (at, 2)  # from the start, in order; do not wait
+        assert size >= step
+        at += size
+        assert kernel_size >= at
+    assert len(data) - step < at <= len(data)
+
+
+def test_a_new_file_is_left_to_the_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          calls: Calls) -> None:
+    target = tmp_path / "new.csv"
+    data = _written_to_stdout(target, monkeypatch, calls, 9, wait_for=0)
+    assert target.read_bytes() == data
+    assert calls.ranges == []
+
+
+def test_one_thread_starts_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                calls: Calls) -> None:
+    import threading
+
+    from cumtool import native
+
+    target = tmp_path / "out.csv"
+    target.write_bytes(b"old\n")
+    monkeypatch.setattr(native, "CORES", 1)
+    before = threading.active_count()
+    _stdout_on(target, monkeypatch)
+    with open_output(None) as stream:
+        assert threading.active_count() == before
+        stream.write(b"x" * (9 * PIECE))
+    assert calls.ranges == []
+
+
+def test_birth_before_the_cut_tells_truncated_from_new(tmp_path: Path) -> None:
+    import time
+
+    fresh = os.open(tmp_path / "new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    (tmp_path / "old").write_bytes(b"abc")
+    time.sleep(0.05)
+    cut = os.open(tmp_path / "old", os.O_WRONLY | os.O_TRUNC)
+    try:
+        assert not cumtool.output._cut_to_nothing(fresh, os.fstat(fresh).st_mtime_ns)
+        assert cumtool.output._cut_to_nothing(cut, os.fstat(cut).st_mtime_ns) is (
+            os.uname().sysname == "Linux")
+    finally:
+        os.close(fresh)
+        os.close(cut)
