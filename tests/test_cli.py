@@ -230,6 +230,56 @@ def test_the_command_collects_again_after_its_modules_load(tmp_path):
     assert done.stdout.split() == ["True", "True"]
 
 
+_ENDS = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print('registered before the command: ran'))\n"
+    "if sys.argv[1] == 'traced':\n"
+    "    sys.settrace(lambda *a: None)\n"
+    "import cumtool.cli\n"
+    "def command(*a):\n"
+    "    atexit.register(lambda: print('registered by the command: ran'))\n"
+    "    print('buffered, not yet flushed', end='')\n"
+    "    sys.exit(3)\n"
+    "cumtool.cli.main = command\n"
+    "from cumtool.launch import main\n"
+    "main()\n"
+)
+
+
+def test_the_command_ends_without_the_interpreters_teardown():
+    """Once the command has ended with a status, the process ends after every exit
+    handler registered since it started (a library's, its own) with that status and its
+    output flushed, skipping the interpreter's teardown; handlers from before it (none
+    in the command; a coverage tool's) are left to that teardown, and are skipped too."""
+    done = subprocess.run([sys.executable, "-c", _ENDS, "plain"], capture_output=True,
+                          text=True)
+    assert done.returncode == 3
+    assert done.stdout == "buffered, not yet flushedregistered by the command: ran\n"
+    assert done.stderr == ""
+
+
+def test_a_tracer_keeps_the_interpreters_exit():
+    """Under a tracer (coverage, a debugger), which may have work of its own at exit,
+    the interpreter ends the process as usual: every handler runs."""
+    done = subprocess.run([sys.executable, "-c", _ENDS, "traced"], capture_output=True,
+                          text=True)
+    assert done.returncode == 3
+    assert done.stdout == ("buffered, not yet flushedregistered by the command: ran\n"
+                           "registered before the command: ran\n")
+
+
+def test_a_table_to_a_pipe_arrives_whole(tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    done = subprocess.run([sys.executable, "-m", "cumtool", "cumsum", str(source), "--to",
+                           "table"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[-1].startswith(f"cumsum along rows of {source}, 2 rows x 1 ")
+    assert [line.split()[1:4] for line in lines if line.startswith("│")] == [
+        ["1", "│", "1"], ["2", "│", "3"]]
+
+
 # Option spellings ----------------------------------------------------------------------
 
 
