@@ -6,6 +6,7 @@ place, a stop signal no longer counts: the run has done its work (cumtool.commit
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import os
 import signal
@@ -21,31 +22,40 @@ from cumtool.commit import (
 )
 from cumtool.errors import EXIT_INTERRUPTED, Stopped
 
-# The run's exit status, once the command has ended with one (_leave).
-_status: list[int] = []
 
-
-def _leave() -> None:
-    """The last exit handler (registered first, run last): once the command has ended
-    with a status, and every other handler has run (a library's, threads joined), the
-    process ends here, without the interpreter's teardown of its modules and memory,
-    which only gives back what the process's end gives back anyway. That teardown took
-    6-8 ms of a 4-row CSV's 0.095 s, and 0.1-0.3 s of Parquet 10M x 8 -> Parquet
-    (benchmarks/RESULTS-cores.md, session 11). Left to Python where a tracer or monitor
-    (coverage, a debugger) may still have work at exit, or a flush fails (Python's own
-    exit then says it, as before)."""
-    if not _status or sys.gettrace() is not None or sys.getprofile() is not None:
+def _leave(status: int) -> None:
+    """End the process with `status` once the command has ended with it, as Python's
+    exit would, but without its teardown of the modules and memory, which only gives
+    back what the process's end gives back anyway: threads are joined and every exit
+    handler runs (threading's and atexit's, last registered first), standard output and
+    error are flushed, and the process ends (os._exit). That teardown took 6-8 ms of a
+    4-row CSV's 0.095 s, and 0.1-0.3 s of Parquet 10M x 8 -> Parquet
+    (benchmarks/RESULTS-cores.md, session 11). Returns, leaving it all to Python, under
+    a tracer or monitor (a debugger, coverage: theirs may come after), or where this
+    Python has no such steps to call."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
         return
     monitoring = getattr(sys, "monitoring", None)
     if monitoring is not None and any(monitoring.get_tool(tool) for tool in range(6)):
         return
+    import threading
+
+    # The first steps of the interpreter's exit (Py_FinalizeEx), in its order.
+    join_threads = getattr(threading, "_shutdown", None)
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if join_threads is None or run_handlers is None:
+        return
+    join_threads()
+    run_handlers()
     try:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()
-    except (OSError, ValueError):
-        return
-    os._exit(_status[0])
+    except (OSError, ValueError) as error:  # Python would say it with a traceback, 120
+        with contextlib.suppress(OSError, ValueError):
+            os.write(2, f"Error: cannot write standard output: {error}\n".encode())
+        status = status or 1  # an I/O error (cumtool.errors)
+    os._exit(status)
 
 
 def _stop(number: int, _frame: object) -> None:
@@ -54,7 +64,6 @@ def _stop(number: int, _frame: object) -> None:
 
 
 def main() -> None:
-    atexit.register(_leave)
     for number in STOP_SIGNALS:
         signal.signal(number, _stop)
     # The modules' objects live as long as the process: no collection while they load,
@@ -83,17 +92,18 @@ def main() -> None:
         gc.freeze()
         gc.enable()
     leave_when_committed.set()
+    status = None  # a caller that main() returns to may have more to do: left to it
     try:
         cli_main()
     except SystemExit as ended:
         code = 0 if ended.code is None else ended.code
         if isinstance(code, int) and not isinstance(code, bool):
-            _status.append(code)
+            status = code
         raise
-    else:
-        _status.append(0)
     finally:
         if committed.is_set():  # until the process is gone
             for number in STOP_SIGNALS:
                 signal.signal(number, signal.SIG_IGN)
         fault("exit")
+        if status is not None:
+            _leave(status)

@@ -231,41 +231,45 @@ def test_the_command_collects_again_after_its_modules_load(tmp_path):
 
 
 _ENDS = (
-    "import atexit, sys\n"
+    "import atexit, sys, types\n"
+    "holder = sys.modules['holder'] = types.ModuleType('holder')\n"
+    "holder.left = open(sys.argv[2], 'w')  # written out when the teardown destroys it\n"
+    "holder.left.write('torn down')\n"
+    "del holder\n"
     "atexit.register(lambda: print('registered before the command: ran'))\n"
     "if sys.argv[1] == 'traced':\n"
     "    sys.settrace(lambda *a: None)\n"
-    "import cumtool.cli\n"
+    "import cumtool.cli, threading, time\n"
     "def command(*a):\n"
     "    atexit.register(lambda: print('registered by the command: ran'))\n"
-    "    print('buffered, not yet flushed', end='')\n"
+    "    threading.Thread(target=lambda: time.sleep(0.2) or print('thread joined')).start()\n"
+    "    print('buffered, not yet flushed', end='; ')\n"
     "    sys.exit(3)\n"
     "cumtool.cli.main = command\n"
     "from cumtool.launch import main\n"
     "main()\n"
 )
+_ENDED = ("buffered, not yet flushed; thread joined\nregistered by the command: ran\n"
+          "registered before the command: ran\n")
 
 
-def test_the_command_ends_without_the_interpreters_teardown():
-    """Once the command has ended with a status, the process ends after every exit
-    handler registered since it started (a library's, its own) with that status and its
-    output flushed, skipping the interpreter's teardown; handlers from before it (none
-    in the command; a coverage tool's) are left to that teardown, and are skipped too."""
-    done = subprocess.run([sys.executable, "-c", _ENDS, "plain"], capture_output=True,
-                          text=True)
-    assert done.returncode == 3
-    assert done.stdout == "buffered, not yet flushedregistered by the command: ran\n"
-    assert done.stderr == ""
+def test_the_command_ends_without_the_interpreters_teardown(tmp_path):
+    """Once the command has ended with a status, the process ends as Python's exit
+    would (threads joined, then every exit handler, last registered first; output
+    flushed; that status) but skips the interpreter's teardown of modules and memory."""
+    done = subprocess.run([sys.executable, "-c", _ENDS, "plain", tmp_path / "left"],
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (3, _ENDED, "")
+    assert (tmp_path / "left").read_text() == ""
 
 
-def test_a_tracer_keeps_the_interpreters_exit():
-    """Under a tracer (coverage, a debugger), which may have work of its own at exit,
-    the interpreter ends the process as usual: every handler runs."""
-    done = subprocess.run([sys.executable, "-c", _ENDS, "traced"], capture_output=True,
-                          text=True)
-    assert done.returncode == 3
-    assert done.stdout == ("buffered, not yet flushedregistered by the command: ran\n"
-                           "registered before the command: ran\n")
+def test_a_tracer_keeps_the_interpreters_exit(tmp_path):
+    """Under a tracer (a debugger, coverage), which may have work at exit, the
+    interpreter ends the process as usual, teardown included."""
+    done = subprocess.run([sys.executable, "-c", _ENDS, "traced", tmp_path / "left"],
+                          capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (3, _ENDED, "")
+    assert (tmp_path / "left").read_text() == "torn down"
 
 
 def test_a_table_to_a_pipe_arrives_whole(tmp_path):
