@@ -47,14 +47,14 @@ def _leave(status: int) -> None:
         return
     join_threads()
     run_handlers()
-    try:
-        for stream in (sys.stdout, sys.stderr):
+    for name, stream in (("standard output", sys.stdout), ("standard error", sys.stderr)):
+        try:
             if stream is not None:
                 stream.flush()
-    except (OSError, ValueError) as error:  # Python would say it with a traceback, 120
-        with contextlib.suppress(OSError, ValueError):
-            os.write(2, f"Error: cannot write standard output: {error}\n".encode())
-        status = status or 1  # an I/O error (cumtool.errors)
+        except (OSError, ValueError) as error:  # Python would print a traceback, exit 120
+            with contextlib.suppress(OSError, ValueError):
+                os.write(2, f"Error: cannot write {name}: {error}\n".encode())
+            status = status or 1  # an I/O error (cumtool.errors)
     os._exit(status)
 
 

@@ -249,6 +249,7 @@ _ENDS = (
     "from cumtool.launch import main\n"
     "main()\n"
 )
+_BUFFERED = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
 _ENDED = ("buffered, not yet flushed; thread joined\nregistered by the command: ran\n"
           "registered before the command: ran\n")
 
@@ -258,7 +259,7 @@ def test_the_command_ends_without_the_interpreters_teardown(tmp_path):
     would (threads joined, then every exit handler, last registered first; output
     flushed; that status) but skips the interpreter's teardown of modules and memory."""
     done = subprocess.run([sys.executable, "-c", _ENDS, "plain", tmp_path / "left"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=_BUFFERED)
     assert (done.returncode, done.stdout, done.stderr) == (3, _ENDED, "")
     assert (tmp_path / "left").read_text() == ""
 
@@ -267,9 +268,31 @@ def test_a_tracer_keeps_the_interpreters_exit(tmp_path):
     """Under a tracer (a debugger, coverage), which may have work at exit, the
     interpreter ends the process as usual, teardown included."""
     done = subprocess.run([sys.executable, "-c", _ENDS, "traced", tmp_path / "left"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=_BUFFERED)
     assert (done.returncode, done.stdout, done.stderr) == (3, _ENDED, "")
     assert (tmp_path / "left").read_text() == "torn down"
+
+
+def test_a_flush_that_fails_at_the_end_is_one_error_line():
+    """What is still buffered when the command ends is flushed before the process ends;
+    where that fails (the reader has left), one `Error:` line and status 1, not
+    Python's traceback and 120."""
+    code = ("import sys, cumtool.cli\n"
+            "def command(*a):\n"
+            "    sys.stdout.write('buffered')\n"
+            "    sys.stdin.read()  # until the reader has gone\n"
+            "    sys.exit(0)\n"
+            "cumtool.cli.main = command\n"
+            "from cumtool.launch import main\n"
+            "main()\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_BUFFERED)
+    child.stdout.close()
+    child.stdin.close()
+    assert child.wait(timeout=60) == 1
+    assert child.stderr.read().decode().splitlines() == [
+        "Error: cannot write standard output: [Errno 32] Broken pipe"]
+    child.stderr.close()
 
 
 def test_a_table_to_a_pipe_arrives_whole(tmp_path):
