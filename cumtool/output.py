@@ -170,9 +170,7 @@ class _Writeback:
         self._pending += size
         if self._off or self._pending < _WRITEBACK_BYTES:
             return
-        call = _Writeback._call
-        if call is None:
-            call = _Writeback._call = _sync_file_range()
+        call = _sync_call()
         try:
             fd = self._stream.fileno()
         except (OSError, ValueError, AttributeError):
@@ -242,9 +240,7 @@ def _writeback_behind(stream: IO[bytes]) -> Iterator[None]:
                     truncated = _cut_to_nothing(fd, info.st_mtime_ns)
                     if not truncated:
                         return
-                call = _Writeback._call
-                if call is None:
-                    call = _Writeback._call = _sync_file_range()
+                call = _sync_call()
                 if not call or call(fd, started, size - started, _SYNC_FILE_RANGE_WRITE) != 0:
                     return  # not tried again: nothing here is needed for the output
                 started = size
@@ -287,6 +283,14 @@ def _cut_to_nothing(fd: int, changed_ns: int) -> bool:
         return False
     seconds, nanoseconds = struct.unpack_from("=qI", found.raw, 80)  # stx_btime
     return seconds * 1_000_000_000 + nanoseconds < changed_ns
+
+
+def _sync_call() -> Any:
+    """libc's sync_file_range, looked up once for the process (_Writeback._call, which
+    the tests replace), or False where there is none."""
+    if _Writeback._call is None:
+        _Writeback._call = _sync_file_range()
+    return _Writeback._call
 
 
 def _sync_file_range() -> Any:
