@@ -15,13 +15,17 @@ from typing import Any
 import click
 
 from cumtool.commit import STOP_SIGNALS, check_stop, committed, request_stop
-from cumtool.errors import EXIT_INTERRUPTED, CumtoolError, Stopped, UsageError
+from cumtool.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    CumtoolError,
+    Stopped,
+    UsageError,
+)
 from cumtool.ops import OPS, REGISTRY, Option, options_of
 from cumtool.options import BY_FIELD, FLAGS
 from cumtool.params import AxisType, CheckedChoice, DtypeChoice, FloatRange, IntRange
 from cumtool.view import printable
-
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
 
 # Bare `cumtool` shows the help as an error (Click 8.2 and later).
 _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())

@@ -2,7 +2,7 @@
 
 Exit statuses: 0 success, 1 data or I/O error, 2 usage error, 75 the --state file is held
 by another run (cumtool.commit; see README); a run stopped by a signal exits with 128 + its
-number.
+number, and one whose output pipe was closed early 141, quietly.
 """
 
 from __future__ import annotations
@@ -104,6 +104,7 @@ class ScanOverflowError(DataError):
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as other Unix tools report a closed pipe
 # The stop signals by number (SIGHUP, SIGINT, SIGTERM are 1, 2 and 15 on every POSIX
 # system): numbers, so that the entry point can name them before `signal` is imported.
 STOP_WORDS = {1: "hung up", 2: "interrupted", 15: "terminated"}

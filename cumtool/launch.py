@@ -20,7 +20,7 @@ from cumtool.commit import (
     leave_when_committed,
     request_stop,
 )
-from cumtool.errors import EXIT_INTERRUPTED, Stopped
+from cumtool.errors import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, Stopped
 
 
 def _leave(status: int) -> None:
@@ -47,13 +47,18 @@ def _leave(status: int) -> None:
         return
     join_threads()
     run_handlers()
+    # Where a flush fails, Python would print a traceback and exit 120; the command's
+    # own ways instead (cli: a reader gone is quiet, 141; else one Error line, 1).
     for name, stream in (("standard output", sys.stdout), ("standard error", sys.stderr)):
         try:
             if stream is not None:
                 stream.flush()
-        except (OSError, ValueError) as error:  # Python would print a traceback, exit 120
+        except BrokenPipeError:
+            status = status or EXIT_BROKEN_PIPE
+        except (OSError, ValueError) as error:
             with contextlib.suppress(OSError, ValueError):
-                os.write(2, f"Error: cannot write {name}: {error}\n".encode())
+                message = getattr(error, "strerror", None) or error
+                os.write(2, f"Error: cannot write {name}: {message}\n".encode())
             status = status or 1  # an I/O error (cumtool.errors)
     os._exit(status)
 

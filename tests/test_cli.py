@@ -273,26 +273,38 @@ def test_a_tracer_keeps_the_interpreters_exit(tmp_path):
     assert (tmp_path / "left").read_text() == "torn down"
 
 
-def test_a_flush_that_fails_at_the_end_is_one_error_line():
+_FLUSHED_AT_THE_END = (
+    "import sys, cumtool.cli\n"
+    "def command(*a):\n"
+    "    sys.stdout.write('buffered')\n"
+    "    sys.stdin.read()  # until the reader has gone\n"
+    "    sys.exit(0)\n"
+    "cumtool.cli.main = command\n"
+    "from cumtool.launch import main\n"
+    "main()\n")
+
+
+def test_a_reader_gone_before_the_last_flush_is_quiet_141():
     """What is still buffered when the command ends is flushed before the process ends;
-    where that fails (the reader has left), one `Error:` line and status 1, not
-    Python's traceback and 120."""
-    code = ("import sys, cumtool.cli\n"
-            "def command(*a):\n"
-            "    sys.stdout.write('buffered')\n"
-            "    sys.stdin.read()  # until the reader has gone\n"
-            "    sys.exit(0)\n"
-            "cumtool.cli.main = command\n"
-            "from cumtool.launch import main\n"
-            "main()\n")
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_BUFFERED)
+    where the reader has gone, the command's own way (README's exit statuses): quiet,
+    141, not Python's traceback and 120."""
+    child = subprocess.Popen([sys.executable, "-c", _FLUSHED_AT_THE_END],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=_BUFFERED)
     child.stdout.close()
     child.stdin.close()
-    assert child.wait(timeout=60) == 1
-    assert child.stderr.read().decode().splitlines() == [
-        "Error: cannot write standard output: [Errno 32] Broken pipe"]
+    assert child.wait(timeout=60) == 141
+    assert child.stderr.read() == b""
     child.stderr.close()
+
+
+def test_a_last_flush_into_a_full_device_is_one_error_line():
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, "-c", _FLUSHED_AT_THE_END],
+                              stdin=subprocess.DEVNULL, stdout=full,
+                              stderr=subprocess.PIPE, env=_BUFFERED, text=True)
+    assert (done.returncode, done.stderr) == (
+        1, "Error: cannot write standard output: No space left on device\n")
 
 
 def test_a_table_to_a_pipe_arrives_whole(tmp_path):
