@@ -296,6 +296,65 @@ def test_pass_one_behind_a_run_parses_half_the_blocks_ahead(invoke, write_file, 
     assert alone and max(alone) == module.PARSE_AHEAD + 1 == 9
 
 
+@pytest.mark.parametrize("name", ["plain", "int-to-float-last", "null-and-absent-late"])
+@pytest.mark.parametrize("kept", [0, 1, 4])
+def test_the_run_behind_takes_segments_from_memory_up_to_a_bound(invoke, write_file, behind,
+                                                                 monkeypatch, name, kept):
+    """The run reading behind pass 1 takes each segment's columns as they were spooled,
+    from memory, for the newest CACHED_SEGMENTS; one it is too far behind to find there
+    is read back from the spool (0: every one). The bytes are those of the run that
+    waits, kept or made again."""
+    monkeypatch.setattr(module, "CACHED_SEGMENTS", kept)
+    source = write_file("in.jsonl", {**WIDENED, **KEPT}[name])
+    taken: list[bool] = []
+    take = module._Cache.take
+
+    def counted(self, segment):
+        table = take(self, segment)
+        taken.append(table is not None)
+        assert len(self._kept) <= kept
+        return table
+
+    monkeypatch.setattr(module._Cache, "take", counted)
+    got = {t: invoke("cumsum", str(source), "--to", "jsonl", "--threads", t) for t in "13"}
+    assert behind == [name in KEPT]
+    if kept == 0:
+        assert taken and not any(taken)
+    if name in KEPT:  # (a widened run may end before it has taken them all)
+        assert len(taken) > 10  # (blocks of 700 bytes)
+        # the last segment at least: the run had caught up with pass 1 by then
+        assert any(taken) == (kept > 0)
+    _waiting(monkeypatch)
+    for threads, result in got.items():
+        want = invoke("cumsum", str(source), "--to", "jsonl", "--threads", threads)
+        assert (result.exit_code, result.stdout_bytes) == (0, want.stdout_bytes)
+
+
+def test_segments_kept_for_a_run_are_let_go_once_it_ends(write_file, monkeypatch):
+    """Once no run reads behind pass 1 (it ended, or waits for the whole input), no
+    segment's columns stay in memory: the spool holds them."""
+    monkeypatch.setattr(module, "OVERLAP_CORES", 2)
+    monkeypatch.setattr(module, "FIRST_BLOCK_BYTES", 120)
+    monkeypatch.setattr(module, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(module.native, "CORES", 2)
+    monkeypatch.setattr(module.native, "USABLE", 2)
+    path = write_file("in.jsonl", KEPT["plain"])
+    with open(path, "rb") as stream:
+        source = module.JsonlSource(stream, "in.jsonl", None, 1 << 20, overlap=True)
+        provisional = source.provisional()
+        assert provisional is not None
+        batches = provisional.batches()
+        first = next(batches)
+        assert first.num_rows > 0
+        batches.close()  # the run stopped after its first batch
+        assert source.num_rows == ROWS  # (pass 1 read on to the end)
+        assert len(source._segments) > 5
+        assert all(segment.table is None for segment in source._segments)
+        assert not source._cache._kept
+        rows = sum(batch.num_rows for batch in source.batches())
+        assert rows == ROWS
+
+
 # Standard output redirected to a regular file: the provisional run writes there as it
 # goes (runner._InPlace), and a dropped run cuts the file back to where it began.
 _DRIVER = """

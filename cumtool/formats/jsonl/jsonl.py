@@ -89,6 +89,13 @@ PARSE_AHEAD = 8
 WRITE_AHEAD = 8
 AHEAD_BYTES = 72 << 20
 SPOOL_AHEAD = 2  # blocks waiting to be spooled, at most
+# Segments whose columns are kept in memory for the run reading behind pass 1, at most
+# (`_Cache`): it takes them from there, not read back from the spool. Reading them back
+# (a copy out of the file and Arrow's IPC reader, on the run's one thread) was 0.1 s of
+# CPU on 2M x 8 -> CSV with 16 threads' queues (RESULTS-cores.md, session 12). More
+# than this many waiting means the run is behind: the oldest goes back to being read
+# from the spool, so that memory stays that of a few blocks.
+CACHED_SEGMENTS = 4
 # Pass 1 read behind a run started with the first block's types (`overlap`) from this many
 # cores (--threads and the cores there are): on 2, each pass alone keeps both busy, and
 # overlapping them gave no wall time (2M x 8, --threads 2: 0.81-0.84 s either way) for
@@ -302,6 +309,9 @@ class _Segment:
     rows: int
     columns: dict[int, tuple[bool, bool]]
     source: tuple[int, int, int]  # its lines in the input: from, to, the first's number
+    # its columns as spooled, kept in memory for a run going on from the segments as
+    # they come (`_provisional_batches`) until it takes them (`_Cache`)
+    table: pa.Table | None = field(default=None, repr=False)
 
 
 class JsonlSource(SourceBase):
@@ -325,6 +335,7 @@ class JsonlSource(SourceBase):
         self._spooling: collections.deque[concurrent.futures.Future[None]] = \
             collections.deque()
         self._spool_file = tempfile.TemporaryFile()
+        self._cache = _Cache()
         weakref.finalize(self, self._spool_file.close)
         self._rows = 0
         self._token = f"{next(_tokens)}"
@@ -387,7 +398,7 @@ class JsonlSource(SourceBase):
 
     def _settle(self) -> None:
         """Wait for pass 1 to end; raise its failure."""
-        self._behind_a_run = False  # the run waits: pass 1 alone, on every core
+        self._not_behind()  # the run waits: pass 1 alone, on every core
         if self._reading is not None:
             self._reading.join()
             if self._failure is not None:
@@ -413,7 +424,7 @@ class JsonlSource(SourceBase):
         if self._reading is None or first is None or not len(first) or any(
                 f.metadata and (JSON_TEXT in f.metadata or (f.metadata.get(
                     FIELD_MISSING, b"")).startswith(_EACH)) for f in first):
-            self._behind_a_run = False
+            self._not_behind()
             return None
         return _Provisional(self, first)
 
@@ -852,6 +863,8 @@ class JsonlSource(SourceBase):
             self._segments.append(segment)
             return
         with self._grown:
+            if self._behind_a_run and table.num_columns:
+                self._cache.keep(segment, table)
             self._segments.append(segment)
             self._grown.notify_all()
 
@@ -869,9 +882,11 @@ class JsonlSource(SourceBase):
         for segment in self._segments:
             yield from self._segment_batches(segment, self._schema)
 
-    def _segment_batches(self, segment: _Segment, schema: pa.Schema
-                         ) -> Iterator[pa.RecordBatch]:
-        """A spooled segment's batches in `schema`'s types."""
+    def _segment_batches(self, segment: _Segment, schema: pa.Schema,
+                         table: pa.Table | None = None) -> Iterator[pa.RecordBatch]:
+        """A spooled segment's batches in `schema`'s types; from `table`, its columns as
+        they were spooled, where given (the batches the spool's stream holds: one a
+        chunk), else read back from the spool."""
         import pyarrow.ipc as ipc
 
         if not segment.columns:
@@ -880,18 +895,22 @@ class JsonlSource(SourceBase):
             for start in range(0, batch.num_rows, self._batch_rows):
                 yield batch.slice(start, self._batch_rows)
             return
-        try:
-            # by position: the spooling thread may be writing the file (`overlap`)
-            data = os.pread(self._spool_file.fileno(), segment.size, segment.offset)
-            if len(data) != segment.size:
-                raise OSError(errno.EIO, "short read")
-        except OSError as error:
-            raise DataError(f"{self.name}: cannot read back its spooled batches: "
-                            f"{error.strerror or error}") from None
+        if table is not None:
+            spooled: Iterator[pa.RecordBatch] = iter(table.to_batches())
+        else:
+            try:
+                # by position: the spooling thread may be writing the file (`overlap`)
+                data = os.pread(self._spool_file.fileno(), segment.size, segment.offset)
+                if len(data) != segment.size:
+                    raise OSError(errno.EIO, "short read")
+            except OSError as error:
+                raise DataError(f"{self.name}: cannot read back its spooled batches: "
+                                f"{error.strerror or error}") from None
+            spooled = iter(ipc.open_stream(pa.py_buffer(data)))
         done = 0
-        for spooled in ipc.open_stream(pa.py_buffer(data)):
-            batch = self._typed(spooled, segment, done, spooled.num_rows, schema)
-            done += spooled.num_rows
+        for part in spooled:
+            batch = self._typed(part, segment, done, part.num_rows, schema)
+            done += part.num_rows
             for start in range(0, batch.num_rows, self._batch_rows):
                 yield batch.slice(start, self._batch_rows)
 
@@ -908,15 +927,22 @@ class JsonlSource(SourceBase):
                         self._grown.wait()
                     ended = self._ended
                     segment = self._segments[taken] if taken < len(self._segments) else None
+                    table = self._cache.take(segment) if segment is not None else None
                 if ended and (self._failure is not None
                               or not self._schema.equals(first, check_metadata=True)):
                     raise Widened()
                 if segment is None:
                     return
                 taken += 1
-                yield from self._segment_batches(segment, first)
+                yield from self._segment_batches(segment, first, table)
         finally:
+            self._not_behind()
+
+    def _not_behind(self) -> None:
+        """No run goes on from the segments as they come (any more)."""
+        with self._grown:
             self._behind_a_run = False
+            self._cache.clear()
 
     def _reread(self, segment: _Segment, name: str) -> list[str | None]:
         """The JSON text of a key's values in a segment's lines, read again from the input
@@ -980,6 +1006,32 @@ class JsonlSource(SourceBase):
             # for the schema it ended with while they are still being made)
             self._null_rows.put(rows, explicit)
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _Cache:
+    """Segments' columns kept in memory, as spooled, for the run reading behind pass 1:
+    the newest CACHED_SEGMENTS at most (a run further behind reads the older ones back
+    from the spool). Used under the source's `_grown` lock."""
+
+    def __init__(self) -> None:
+        self._kept: collections.deque[_Segment] = collections.deque()
+
+    def keep(self, segment: _Segment, table: pa.Table) -> None:
+        segment.table = table
+        self._kept.append(segment)
+        while len(self._kept) > CACHED_SEGMENTS:
+            self._kept.popleft().table = None
+
+    def take(self, segment: _Segment) -> pa.Table | None:
+        """The segment's columns, if kept (then no longer: each is read once)."""
+        table, segment.table = segment.table, None
+        if table is not None:
+            self._kept.remove(segment)
+        return table
+
+    def clear(self) -> None:
+        while self._kept:
+            self._kept.popleft().table = None
 
 
 class _Stopped(Exception):
