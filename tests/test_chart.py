@@ -91,7 +91,7 @@ def test_a_chart_into_a_pipe_is_plain_text_of_the_asked_size(invoke, tmp_path: P
         "            2                4\n"
         "━━ v\n"
         "cumsum along rows of s.csv, 4\n"
-        "rows x 1 columns; scanned: v\n")
+        "rows x 1 column; scanned: v\n")
 
 
 def test_without_a_size_a_pipe_gets_80_by_24(invoke) -> None:

@@ -130,7 +130,7 @@ def test_caption_names_six_scanned_columns_and_counts_the_rest(invoke: Invoke, w
     path = write_file("n.csv", ",".join(names) + "\n" + ",".join("1" * 9) + "\n")
     text = render(invoke, "cumsum", str(path))
     assert text.rstrip("\n").splitlines()[-1] == (
-        f"cumsum along rows of {path}, 1 rows x 9 columns; "
+        f"cumsum along rows of {path}, 1 row x 9 columns; "
         "scanned: v0, v1, v2, v3, v4, v5 and 3 more")
 
 
@@ -146,14 +146,14 @@ def test_a_long_caption_stays_on_one_line(invoke: Invoke, tmp_path):
     path = deep / "quarterly_revenue_by_region_and_product_line.csv"
     path.write_text("a\n1\n2\n")
     text = render(invoke, "cumsum", str(path))
-    caption = f"cumsum along rows of {path}, 2 rows x 1 columns; scanned: a"
+    caption = f"cumsum along rows of {path}, 2 rows x 1 column; scanned: a"
     assert len(caption) > 120
     assert caption in text.splitlines()
 
 
 def test_caption_from_standard_input(invoke: Invoke):
     text = render(invoke, "cumsum", input="a\n1\n")
-    assert "cumsum along rows of standard input, 1 rows x 1 columns; scanned: a" in text
+    assert "cumsum along rows of standard input, 1 row x 1 column; scanned: a" in text
 
 
 def test_output_file_holds_the_same_text(invoke: Invoke, write_file, tmp_path):
@@ -188,7 +188,7 @@ def test_a_1000_row_result_shows_first_and_last_rows(invoke: Invoke, write_file)
     assert rows[:10] == [[str(i + 1), str(v)] for i, v in enumerate(want[:10])]
     assert rows[10] == [f"{ELLIPSIS} 980 rows {ELLIPSIS}"]
     assert rows[11:] == [[str(i + 991), str(v)] for i, v in enumerate(want[-10:])]
-    assert "1000 rows x 1 columns" in text
+    assert "1000 rows x 1 column" in text
 
 
 def test_the_rows_line_spans_the_table(invoke: Invoke, write_file):
@@ -245,7 +245,7 @@ def test_not_on_a_terminal_every_column_shows(invoke: Invoke, write_file):
     assert header(text) == (names, ["int64"] * 30)
     assert table_rows(text) == [[str(i) for i in range(30)]]
     assert "more column" not in text
-    assert "1 rows x 30 columns" in text
+    assert "1 row x 30 columns" in text
 
 
 def test_not_on_a_terminal_columns_are_bounded(invoke: Invoke, write_file):

@@ -127,7 +127,7 @@ def test_the_table_fits_the_terminal_and_shows_the_results_first(tmp_path: Path)
     # 60, the scanned c25 first, then from the left; shown in input order.
     assert header_names(text) == ["c00", "c01", "c02", "c03", "c25"]
     assert lines[-2] == f"{ELLIPSIS} 25 more columns not shown: c04, c05, c06, c07, c08, {ELLIPSIS}"
-    assert lines[-1] == f"cumsum along rows of {path}, 1 rows x 30 columns; scanned: c25"
+    assert lines[-1] == f"cumsum along rows of {path}, 1 row x 30 columns; scanned: c25"
 
 
 def test_a_wider_terminal_shows_more_columns(tmp_path: Path):
@@ -167,7 +167,7 @@ def test_a_file_name_that_is_not_utf8(tmp_path: Path):
     done = cumtool("cumsum", path, tmp_path=tmp_path)
     assert done.status == 0, done.err
     assert plain(done.text).splitlines()[-1] == (
-        f"cumsum along rows of {tmp_path}/caf\\xe9.csv, 2 rows x 1 columns; scanned: a")
+        f"cumsum along rows of {tmp_path}/caf\\xe9.csv, 2 rows x 1 column; scanned: a")
     into_a_pipe = cumtool("cumsum", path, "--to", "table", tmp_path=tmp_path,
                           stdout_terminal=False)
     assert into_a_pipe.status == 0, into_a_pipe.err
@@ -260,7 +260,7 @@ def test_piped_input_is_read_while_the_output_is_a_terminal(tmp_path: Path):
     done = cumtool("cumsum", tmp_path=tmp_path, stdin_path=path)
     assert done.status == 0, done.err
     assert plain(done.text).splitlines()[-1] == (
-        "cumsum along rows of standard input, 2 rows x 1 columns; scanned: a")
+        "cumsum along rows of standard input, 2 rows x 1 column; scanned: a")
 
 
 # Click's messages ----------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from cumtool.errors import DataError
 from cumtool.formats.chart import dates, ticks
 from cumtool.formats.chart.decimate import Decimator
 from cumtool.formats.chart.figure import Chart, Drawn, Panel
-from cumtool.formats.layout import Cells
+from cumtool.formats.layout import Cells, plural
 from cumtool.view import View, printable
 
 MAX_LINES = 8
@@ -358,7 +358,8 @@ class ChartSink:
             raise self._ambiguous()
         legend, panels, notes = self._panels()
         infinite = sum(line.infinite for panel in panels for line in panel.lines)
-        caption = self._view.caption(f"{self._rows} rows x {self._columns} columns")
+        caption = self._view.caption(
+            f"{plural(self._rows, 'row')} x {plural(self._columns, 'column')}")
         if infinite:
             caption += (f"; {infinite} infinite {'value' if infinite == 1 else 'values'} "
                         "clipped to the frame")

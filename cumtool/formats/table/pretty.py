@@ -230,7 +230,7 @@ class PrettySink:
         for batch in tail_batches:
             self._add_rows(frame, batch, first, places)
             first += batch.num_rows
-        size = f"{self._rows} rows x {len(schema)} columns"
+        size = f"{plural(self._rows, 'row')} x {plural(len(schema), 'column')}"
         return [frame], schema.names, size
 
     def _add_rows(self, frame: Frame, batch: pa.RecordBatch, first: int,
