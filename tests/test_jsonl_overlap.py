@@ -355,6 +355,45 @@ def test_segments_kept_for_a_run_are_let_go_once_it_ends(write_file, monkeypatch
         assert rows == ROWS
 
 
+def test_the_run_behind_does_not_wait_for_the_spool(write_file, monkeypatch):
+    """Behind pass 1, the run is handed each segment at its turn, before it is spooled:
+    with the spool held until the run has taken two segments, the run takes them (the
+    spool then catches up, and a run made again reads it all)."""
+    monkeypatch.setattr(module, "OVERLAP_CORES", 2)
+    monkeypatch.setattr(module, "FIRST_BLOCK_BYTES", 120)
+    monkeypatch.setattr(module, "BLOCK_BYTES", 700)
+    monkeypatch.setattr(module.native, "CORES", 2)
+    monkeypatch.setattr(module.native, "USABLE", 2)
+    import threading
+
+    taken_two = threading.Event()
+    waited: list[bool] = []
+    spool = module.JsonlSource._spool
+
+    def held(self, segment, table, add):
+        if not taken_two.is_set():
+            waited.append(taken_two.wait(10))
+        spool(self, segment, table, add)
+
+    monkeypatch.setattr(module.JsonlSource, "_spool", held)
+    path = write_file("in.jsonl", KEPT["plain"])
+    with open(path, "rb") as stream:
+        source = module.JsonlSource(stream, "in.jsonl", None, 1 << 20, overlap=True)
+        provisional = source.provisional()
+        assert provisional is not None
+        rows = []
+        for batch in provisional.batches():
+            rows.append(batch.num_rows)
+            if len(rows) == 2:
+                taken_two.set()
+        assert sum(rows) == ROWS
+        assert waited and all(waited)  # no spool write timed out
+        assert provisional.outcome(True) is True
+        assert all(segment.spooled for segment in source._segments)
+        again = [batch.to_pydict() for batch in source.batches()]
+    assert sum(len(b["i"]) for b in again) == ROWS
+
+
 # Standard output redirected to a regular file: the provisional run writes there as it
 # goes (runner._InPlace), and a dropped run cuts the file back to where it began.
 _DRIVER = """

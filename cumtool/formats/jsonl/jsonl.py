@@ -90,11 +90,12 @@ WRITE_AHEAD = 8
 AHEAD_BYTES = 72 << 20
 SPOOL_AHEAD = 2  # blocks waiting to be spooled, at most
 # Segments whose columns are kept in memory for the run reading behind pass 1, at most
-# (`_Cache`): it takes them from there, not read back from the spool. Reading them back
-# (a copy out of the file and Arrow's IPC reader, on the run's one thread) was 0.1 s of
-# CPU on 2M x 8 -> CSV with 16 threads' queues (RESULTS-cores.md, session 12). More
-# than this many waiting means the run is behind: the oldest goes back to being read
-# from the spool, so that memory stays that of a few blocks.
+# (`_Cache`): it is handed each at the block's turn and takes its columns from there, not
+# waiting for the spool and reading them back (a copy out of the temporary file and
+# Arrow's IPC reader on its thread: 0.046-0.059 s of that thread's CPU on 2M x 8 -> CSV
+# with 16 threads' queues, 0.024-0.040 after; RESULTS-cores.md, session 12). A run more
+# than this many behind reads the older ones back from the spool, so that memory stays
+# that of a few blocks.
 CACHED_SEGMENTS = 4
 # Pass 1 read behind a run started with the first block's types (`overlap`) from this many
 # cores (--threads and the cores there are): on 2, each pass alone keeps both busy, and
@@ -312,6 +313,7 @@ class _Segment:
     # its columns as spooled, kept in memory for a run going on from the segments as
     # they come (`_provisional_batches`) until it takes them (`_Cache`)
     table: pa.Table | None = field(default=None, repr=False)
+    spooled: bool = False  # its columns are in the spool at `offset` (and `size` long)
 
 
 class JsonlSource(SourceBase):
@@ -831,20 +833,30 @@ class JsonlSource(SourceBase):
     def _spooled(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
                  source: tuple[int, int, int]) -> None:
         """Spool a block's columns: at once, or on the spooling thread (blocks in order,
-        a few at most waiting, each failure raised at a later block's turn or the end)."""
+        a few at most waiting, each failure raised at a later block's turn or the end).
+        Behind a run (`overlap`) the segment is handed to it now, its columns kept in
+        memory (`_Cache`), not once spooled: the run does not wait on the spool."""
         self._rows += rows
+        segment = _Segment(-1, 0, rows, layout, source)
         if self._spooler is None:
-            self._spool(table, layout, rows, source)
+            self._spool(segment, table, True)
             return
-        self._spooling.append(self._spooler.submit(self._spool, table, layout, rows, source))
+        handed = self._reading is not None
+        if handed:
+            with self._grown:
+                if self._behind_a_run and table.num_columns:
+                    self._cache.keep(segment, table)
+                self._segments.append(segment)
+                self._grown.notify_all()
+        self._spooling.append(self._spooler.submit(self._spool, segment, table, not handed))
         while len(self._spooling) > SPOOL_AHEAD:
             self._spooling.popleft().result()
 
-    def _spool(self, table: pa.Table, layout: dict[int, tuple[bool, bool]], rows: int,
-               source: tuple[int, int, int]) -> None:
+    def _spool(self, segment: _Segment, table: pa.Table, add: bool) -> None:
         """Spool a block's columns (none: records without keys, absent from every one),
         straight into the file (an IPC buffer first cost a copy, and page faults: 0.1 s of
-        CPU on 2M x 8)."""
+        CPU on 2M x 8); `add`: the segment is added to the list now (else it was at its
+        turn)."""
         import pyarrow.ipc as ipc
 
         offset = self._spool_file.tell()
@@ -857,15 +869,17 @@ class JsonlSource(SourceBase):
                 raise DataError(f"{self.name}: cannot write its parsed records to a "
                                 f"temporary file in $TMPDIR: {error.strerror or error}"
                                 ) from None
-        segment = _Segment(offset, self._spool_file.tell() - offset, rows, layout, source)
         self._spool_file.flush()  # read back by position (os.pread), while pass 1 goes on
         if self._reading is None:
+            segment.offset, segment.size, segment.spooled = (
+                offset, self._spool_file.tell() - offset, True)
             self._segments.append(segment)
             return
         with self._grown:
-            if self._behind_a_run and table.num_columns:
-                self._cache.keep(segment, table)
-            self._segments.append(segment)
+            segment.offset, segment.size, segment.spooled = (
+                offset, self._spool_file.tell() - offset, True)
+            if add:
+                self._segments.append(segment)
             self._grown.notify_all()
 
     # Pass 2: the spooled blocks in the schema's types ------------------------------------
@@ -923,7 +937,10 @@ class JsonlSource(SourceBase):
             taken = 0
             while True:
                 with self._grown:
-                    while taken == len(self._segments) and not self._ended:
+                    # the next segment, once its columns are kept or spooled
+                    while not self._ended and (taken == len(self._segments) or not (
+                            self._segments[taken].spooled
+                            or self._segments[taken].table is not None)):
                         self._grown.wait()
                     ended = self._ended
                     segment = self._segments[taken] if taken < len(self._segments) else None
@@ -933,6 +950,8 @@ class JsonlSource(SourceBase):
                     raise Widened()
                 if segment is None:
                     return
+                # (pass 1 ended well: every segment was spooled)
+                assert table is not None or segment.spooled
                 taken += 1
                 yield from self._segment_batches(segment, first, table)
         finally:
