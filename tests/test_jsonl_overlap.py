@@ -394,6 +394,46 @@ def test_the_run_behind_does_not_wait_for_the_spool(write_file, monkeypatch):
     assert sum(len(b["i"]) for b in again) == ROWS
 
 
+@pytest.mark.parametrize("threads", ["3", "16"])
+def test_a_full_disk_for_the_spool_behind_a_run_is_one_error_line(invoke, write_file, behind,
+                                                                   monkeypatch, threads):
+    """The spool fails (a full $TMPDIR) after the run behind pass 1 has taken segments
+    from memory: nothing is written, and the error is the one line of the run that
+    waits."""
+    import errno
+    import tempfile
+
+    made = tempfile.TemporaryFile
+
+    class Full:
+        def __init__(self) -> None:
+            self._file = made()
+            self._writes = 0
+
+        def write(self, data):
+            self._writes += 1
+            if self._writes > 40:  # past a few segments (each a few writes)
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self._file.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self._file, name)
+
+    monkeypatch.setattr(module.tempfile, "TemporaryFile", Full)
+    taken: list[bool] = []
+    take = module._Cache.take
+    monkeypatch.setattr(module._Cache, "take",
+                        lambda self, segment: taken.append(True) or take(self, segment))
+    path = write_file("in.jsonl", KEPT["plain"])
+    result = invoke("cumsum", str(path), "--threads", threads)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (f"Error: {path}: cannot write its parsed records to a "
+                             "temporary file in $TMPDIR: No space left on device\n")
+    # the run went on from segments in memory; pass 1's failure is raised from the
+    # speculating run as it would be without it (so it recorded no outcome)
+    assert taken and behind == []
+
+
 # Standard output redirected to a regular file: the provisional run writes there as it
 # goes (runner._InPlace), and a dropped run cuts the file back to where it began.
 _DRIVER = """
