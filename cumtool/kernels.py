@@ -231,9 +231,9 @@ def _scan_accumulate(
 
 def _native_rows(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
                  start: np.ndarray) -> np.ndarray | None:
-    """A float64 cumsum or cumprod of a block of several lines in C, row by row, where
-    it is built (numpy's accumulate down axis 0 walks a C-order block once per line);
-    None where it does not apply."""
+    """A float64 cumsum or cumprod of a block in C, row by row, where it is built
+    (numpy's accumulate down axis 0 walks a C-order block once per line, and reads each
+    running value back from memory); None where it does not apply."""
     native_loop = spec.accumulator.native
     if native_loop not in ("sum", "product") or skip is not None \
             or spec.acc_dtype != np.float64:  # x's dtype and shape: native checks them

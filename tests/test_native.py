@@ -92,6 +92,31 @@ def test_c_and_python_paths_give_the_same_bits(op, rows, lines, seed, scale,
 
 
 @needs_c
+@settings(max_examples=60, deadline=None)
+@given(op=st.sampled_from(["cumsum", "cumprod", "cumvar"]), rows=st.integers(1, 300),
+       seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-3, 1.0, 50.0, 1e200]),
+       specials=st.floats(0, 0.3), cuts=st.lists(st.integers(1, 299), max_size=4))
+def test_one_column_in_c_and_python_gives_the_same_bits(op, rows, seed, scale, specials,
+                                                         cuts):
+    """A table's column (1-D): the C loop's running value in a register, numpy's
+    accumulate through memory: the same bits, across batches."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(rows) * scale
+    special = rng.random(rows) < specials
+    x[special] = rng.choice(SPECIALS, size=int(special.sum()))
+    fast, slow = both_paths(op, x, None, sorted(c for c in set(cuts) if c < rows))
+    assert fast.shape == slow.shape == (rows,)
+    assert same_bits(fast, slow)
+    start = np.array([rng.standard_normal() * scale])
+    for product in (False, True):
+        ufunc = np.multiply if product else np.add
+        with np.errstate(over="ignore", invalid="ignore"):
+            by_c = native.accumulate_rows(product, x, start)
+            by_numpy = ufunc.accumulate(np.concatenate([ufunc(start, x[:1]), x[1:]]))
+        assert by_c is not None and same_bits(by_c, by_numpy)
+
+
+@needs_c
 @pytest.mark.parametrize("op", sorted(OPTIONS))
 def test_a_long_line_across_threads_and_batches(op):
     """Big enough for logcumsumexp to split its lines over threads; 3-D, scanned down

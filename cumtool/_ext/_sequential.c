@@ -207,6 +207,17 @@ static PyObject *accumulate_rows(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
+    if (x.lines == 1) {
+        /* One line (a table's column): the running value stays in a register, not read
+           back from out at every row (the same operations, the same order). */
+        double s = ITEM(start, double, 0);
+        if (op == 0)
+            for (Py_ssize_t row = 0; row < x.rows; row++)
+                AT(out, double, row, 0) = s = s + AT(x, double, row, 0);
+        else
+            for (Py_ssize_t row = 0; row < x.rows; row++)
+                AT(out, double, row, 0) = s = s * AT(x, double, row, 0);
+    } else
     for (Py_ssize_t row = 0; row < x.rows; row++) {
         for (Py_ssize_t line = 0; line < x.lines; line++) {
             const double before = row ? AT(out, double, row - 1, line)
