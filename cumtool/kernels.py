@@ -191,6 +191,10 @@ def _scan_accumulate(
     spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None, carry: Carry
 ) -> np.ndarray:
     ufunc = getattr(np, spec.accumulator.ufunc)
+    summed = _native_int64(spec, x, skip, carry.value)
+    if summed is not None:  # checked in C where --overflow error asks
+        carry.value = summed[-1].copy()
+        return summed
     by_rows = _native_rows(spec, x, skip, carry.value)
     acc = by_rows if by_rows is not None else to_acc(spec, x, skip)
     exact_check = spec.acc_dtype == _INT64 and spec.overflow == "error"
@@ -241,6 +245,19 @@ def _native_rows(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
     from cumtool import native
 
     return native.accumulate_rows(native_loop == "product", x, start)
+
+
+def _native_int64(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
+                  start: np.ndarray) -> np.ndarray | None:
+    """An int64 column's cumsum in C, where it is built and nothing else is asked of the
+    sum (no missing cell, no --exclusive, int64 out): None where it does not apply, or
+    where the sum overflows int64 with --overflow error (the way below names it)."""
+    if (spec.accumulator.native != "sum" or skip is not None or spec.exclusive
+            or spec.acc_dtype != _INT64 or spec.out_dtype != _INT64):
+        return None  # x's dtype and shape: native checks them
+    from cumtool import native
+
+    return native.accumulate_int64(x, start, spec.overflow == "error")
 
 
 def _native_logaddexp(acc: np.ndarray, start: np.ndarray) -> bool:

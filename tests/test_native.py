@@ -116,6 +116,61 @@ def test_one_column_in_c_and_python_gives_the_same_bits(op, rows, seed, scale, s
         assert by_c is not None and same_bits(by_c, by_numpy)
 
 
+def int64_column_in_batches(x: np.ndarray, cuts: list[int], overflow: str
+                            ) -> tuple[list[np.ndarray], tuple[str, tuple[int, ...]] | None]:
+    """cumsum of an int64 column batch by batch: the batches' values up to the first
+    overflow, and that overflow's message and position in its batch (None: none)."""
+    spec = kernels.make_spec("cumsum", x.dtype, overflow=overflow)
+    carry = kernels.initial_carry(spec, ())
+    parts = []
+    for lo, hi in zip([0, *cuts], [*cuts, x.shape[0]], strict=True):
+        try:
+            parts.append(kernels.scan_block(spec, x[lo:hi], None, carry).values)
+        except ScanOverflowError as error:
+            return parts, (str(error), error.position)
+    return parts, None
+
+
+@needs_c
+@settings(max_examples=80, deadline=None)
+@given(rows=st.integers(1, 300), seed=st.integers(0, 2**32 - 1),
+       scale=st.sampled_from([1000, 2**40, 2**58, 2**62]),
+       overflow=st.sampled_from(["error", "wrap"]),
+       cuts=st.lists(st.integers(1, 299), max_size=4))
+def test_an_int64_column_in_c_and_numpy_gives_the_same_sums_and_errors(rows, seed, scale,
+                                                                      overflow, cuts):
+    """An int64 column's cumsum, the running value in a register in C, and numpy's way:
+    the same values across batches, wrapped the same, and with --overflow error the same
+    first overflow (the C loop leaves a block that overflows to numpy, which names it)."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-scale, scale, rows, dtype=np.int64)
+    cut = sorted(c for c in set(cuts) if c < rows)
+    fast = int64_column_in_batches(x, cut, overflow)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native, "SEQUENTIAL", None)
+        slow = int64_column_in_batches(x, cut, overflow)
+    assert fast[1] == slow[1]
+    assert [p.dtype for p in fast[0]] == [p.dtype for p in slow[0]]
+    assert [p.tobytes() for p in fast[0]] == [p.tobytes() for p in slow[0]]
+    if overflow == "wrap" or fast[1] is None:
+        assert len(fast[0]) == len(cut) + 1
+        assert np.concatenate(fast[0]).tobytes() == np.add.accumulate(x).tobytes()
+
+
+@needs_c
+def test_the_int64_loop_stops_at_the_first_overflow():
+    assert native.SEQUENTIAL is not None
+    x = np.array([1, 2**62, 2**62, -5, 7], dtype=np.int64)
+    out = np.zeros(5, dtype=np.int64)
+    assert native.SEQUENTIAL.accumulate_int64(x, np.array([0]), out, True) == 2
+    assert native.SEQUENTIAL.accumulate_int64(x, np.array([2**63 - 1]), out, True) == 0
+    assert native.SEQUENTIAL.accumulate_int64(x, np.array([0]), out, False) == -1
+    assert out.tolist() == np.add.accumulate(x).tolist()
+    assert native.accumulate_int64(x, np.array(0), checked=True) is None
+    with pytest.raises(TypeError):
+        native.SEQUENTIAL.accumulate_int64(x.astype(np.float64), np.array([0]), out, True)
+
+
 @needs_c
 @pytest.mark.parametrize("op", sorted(OPTIONS))
 def test_a_long_line_across_threads_and_batches(op):

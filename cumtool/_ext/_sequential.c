@@ -818,6 +818,52 @@ static inline int mul_overflows(int64_t a, int64_t b, int64_t *result)
 #endif
 }
 
+PyDoc_STRVAR(accumulate_int64_doc,
+"accumulate_int64(x, start, out, checked)\n--\n\n"
+"The running sum of the int64 vector x from start[0] into out (of x's length; it may\n"
+"be x itself): out[0] = start[0] + x[0], then out[i] = out[i - 1] + x[i], wrapped to\n"
+"64 bits as numpy's add wraps. Returns -1; with `checked`, the first row whose sum\n"
+"leaves int64 instead (out is unfinished from there). The running value stays in a\n"
+"register: numpy's accumulate reads it back from memory at every row.");
+
+static PyObject *accumulate_int64(PyObject *self, PyObject *args)
+{
+    PyObject *x_obj, *start_obj, *out_obj;
+    int checked;
+    if (!PyArg_ParseTuple(args, "OOOp", &x_obj, &start_obj, &out_obj, &checked))
+        return NULL;
+    Block x, start, out;
+    Held held = {0};
+    if (hold(&held, x_obj, &x, 1, 'q', 0, "x") < 0
+        || hold(&held, start_obj, &start, 1, 'q', 0, "start") < 0
+        || hold(&held, out_obj, &out, 1, 'q', 1, "out") < 0
+        || check_lines(&x, &start, "start") < 0 || check_shape(&x, &out, "out") < 0) {
+        let_go(&held);
+        return NULL;
+    }
+    Py_ssize_t bad = -1;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t s = ITEM(start, int64_t, 0);
+    if (checked) {
+        for (Py_ssize_t row = 0; row < x.rows; row++) {
+            if (add_overflows(s, ITEM(x, int64_t, row), &s)) {
+                bad = row;
+                break;
+            }
+            ITEM(out, int64_t, row) = s;
+        }
+    } else {
+        uint64_t u = (uint64_t)s;
+        for (Py_ssize_t row = 0; row < x.rows; row++) {
+            u += (uint64_t)ITEM(x, int64_t, row);
+            ITEM(out, int64_t, row) = (int64_t)u;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    let_go(&held);
+    return PyLong_FromSsize_t(bad);
+}
+
 PyDoc_STRVAR(grouped_accumulate_doc,
 "grouped_accumulate(op, wrap, values, present, groups, resets, state, out, exclusive=False,\n"
 "                   skipna=False)\n--\n\n"
@@ -1417,6 +1463,7 @@ static PyTypeObject KeyTableType = {
 static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
     {"accumulate_rows", accumulate_rows, METH_VARARGS, accumulate_rows_doc},
+    {"accumulate_int64", accumulate_int64, METH_VARARGS, accumulate_int64_doc},
     {"fold", fold, METH_VARARGS, fold_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
