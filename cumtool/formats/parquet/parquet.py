@@ -26,13 +26,27 @@ _BUFFER_BYTES = 1 << 20
 # in flight (read ahead, scanned, in the encoders and encoded), so this sets its memory:
 # 10M x 8 floats -> Parquet peaked at 258-283 MiB with 8 MiB at 16 threads (Arrow's pool
 # of 16 and 4 encoders, reproduced on 2 cores), 221-234 with 6, at no cost in time on 1
-# or 2 threads (RESULTS-cores.md, session 11).
+# or 2 threads (RESULTS-cores.md, session 11). From MANY_THREADS running threads on,
+# batches of BATCH_BYTES_MANY: once the scan kept up with the encoders (its loops in C),
+# their queues stayed fuller, and the same run peaked at 236-258 MiB with 6, 219-232 with
+# 5; on 2 cores 5 MiB cost 4% of Parquet 2M's time (session 12).
 BATCH_BYTES = 6 << 20
+BATCH_BYTES_MANY = 5 << 20
+MANY_THREADS = 8
 MAX_BATCH_ROWS = 1 << 17
 
 
+def batch_bytes() -> int:
+    """BATCH_BYTES, or BATCH_BYTES_MANY where MANY_THREADS threads or more run (--threads,
+    no more than the usable cores: beyond them the pools are held to those)."""
+    from cumtool import native
+
+    running = min(native.CORES, native.USABLE)
+    return BATCH_BYTES_MANY if running >= MANY_THREADS else BATCH_BYTES
+
+
 class ParquetSource(SourceBase):
-    """A Parquet file read in batches of about BATCH_BYTES. Parquet keeps its footer at the
+    """A Parquet file read in batches of about batch_bytes(). Parquet keeps its footer at the
     end: a non-seekable stream (standard input, .parquet.zst) comes spooled to a file."""
 
     def __init__(self, stream: IO[bytes] | str, name: str, batch_rows: int | None) -> None:
@@ -47,13 +61,13 @@ class ParquetSource(SourceBase):
             raise unreadable(name, "parquet", error) from None
 
     def _rows_per_batch(self) -> int:
-        """Rows of about BATCH_BYTES, from the sizes the metadata gives (uncompressed)."""
+        """Rows of about batch_bytes(), from the sizes the metadata gives (uncompressed)."""
         metadata = self._file.metadata
         rows = max(int(metadata.num_rows), 1)
         stored = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
         # Arrow holds at least 8 bytes a cell (values or offsets) whatever the encoding.
         row_bytes = max(stored / rows, 8 * max(len(self._schema), 1))
-        return int(min(MAX_BATCH_ROWS, max(1, BATCH_BYTES // row_bytes)))
+        return int(min(MAX_BATCH_ROWS, max(1, batch_bytes() // row_bytes)))
 
     @property
     def schema(self) -> pa.Schema:
@@ -112,9 +126,10 @@ PART_BYTES = 4 << 20
 # small chunks lose. Threads against the single writer, cumsum of N float and int
 # columns, paired whole runs on 2 cores: 8 columns (1 MiB chunks) wall 0.83x; 16 (512
 # KiB) 0.88x; 32 (256 KiB) 1.06x; CPU 1.01x-1.09x. In-process, 2000 columns of 3 KiB
-# chunks (a wide table's 8 MiB batch) took 3.7 s against 0.8 s. 384 KiB keeps the threads
-# for tables of up to 16 columns in 6 MiB batches, as 512 did in 8 MiB ones.
-MIN_CHUNK_BYTES = 384 << 10
+# chunks (a wide table's 8 MiB batch) took 3.7 s against 0.8 s. 320 KiB keeps the threads
+# for tables of up to 16 columns in batches of BATCH_BYTES_MANY (5 MiB), as 512 did in
+# 8 MiB ones (and up to 19 in 6 MiB ones).
+MIN_CHUNK_BYTES = 320 << 10
 
 
 def _leaves(data_type: pa.DataType) -> int:
