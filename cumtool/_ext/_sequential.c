@@ -117,6 +117,21 @@ static int check_shape(const Block *x, const Block *other, const char *what)
     return 0;
 }
 
+/* A scan's x, its start (a value a line) and out (x's shape, written), all of `kind`,
+   held together; -1 (all let go, the error set) where one does not fit. */
+static int hold_scan(Held *held, PyObject *x_obj, PyObject *start_obj, PyObject *out_obj,
+                     int ndim, char kind, Block *x, Block *start, Block *out)
+{
+    if (hold(held, x_obj, x, ndim, kind, 0, "x") < 0
+        || hold(held, start_obj, start, 1, kind, 0, "start") < 0
+        || hold(held, out_obj, out, ndim, kind, 1, "out") < 0
+        || check_lines(x, start, "start") < 0 || check_shape(x, out, "out") < 0) {
+        let_go(held);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_range(const Block *x, Py_ssize_t lo, Py_ssize_t hi)
 {
     if (lo < 0 || hi > x->lines || lo > hi) {
@@ -199,13 +214,8 @@ static PyObject *accumulate_rows(PyObject *self, PyObject *args)
     }
     Block x, start, out;
     Held held = {0};
-    if (hold(&held, x_obj, &x, 2, 'd', 0, "x") < 0
-        || hold(&held, start_obj, &start, 1, 'd', 0, "start") < 0
-        || hold(&held, out_obj, &out, 2, 'd', 1, "out") < 0
-        || check_lines(&x, &start, "start") < 0 || check_shape(&x, &out, "out") < 0) {
-        let_go(&held);
+    if (hold_scan(&held, x_obj, start_obj, out_obj, 2, 'd', &x, &start, &out) < 0)
         return NULL;
-    }
     Py_BEGIN_ALLOW_THREADS
     if (x.lines == 1) {
         /* One line (a table's column): the running value stays in a register, not read
@@ -834,13 +844,8 @@ static PyObject *accumulate_int64(PyObject *self, PyObject *args)
         return NULL;
     Block x, start, out;
     Held held = {0};
-    if (hold(&held, x_obj, &x, 1, 'q', 0, "x") < 0
-        || hold(&held, start_obj, &start, 1, 'q', 0, "start") < 0
-        || hold(&held, out_obj, &out, 1, 'q', 1, "out") < 0
-        || check_lines(&x, &start, "start") < 0 || check_shape(&x, &out, "out") < 0) {
-        let_go(&held);
+    if (hold_scan(&held, x_obj, start_obj, out_obj, 1, 'q', &x, &start, &out) < 0)
         return NULL;
-    }
     Py_ssize_t bad = -1;
     Py_BEGIN_ALLOW_THREADS
     int64_t s = ITEM(start, int64_t, 0);
