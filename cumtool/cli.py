@@ -45,6 +45,11 @@ def complete_columns(ctx: click.Context, param: click.Parameter, incomplete: str
     return completion.complete_columns(ctx, param, incomplete)
 
 
+def _whole(bound: float | None) -> int | None:
+    """An integer option's bound (declared as a number) as click's IntRange takes it."""
+    return None if bound is None else int(bound)
+
+
 def _checked(parse: Callable[[Any], Any], multiple: bool) -> Callable[..., Any]:
     """A declared option's `parse` as Click's callback: its UsageError (a bad selection,
     size or row count) is Click's usage error naming the option, before any file opens;
@@ -84,9 +89,10 @@ def _click_option(declared: Option, general: bool = False) -> Callable[..., Any]
         kind = CheckedChoice(declared.choices, declared.parse)
     elif declared.choices:
         kind = click.Choice(list(declared.choices))
+    elif declared.type is int and (declared.least is not None or declared.most is not None):
+        kind = IntRange(min=_whole(declared.least), max=_whole(declared.most))
     elif declared.least is not None or declared.most is not None:
-        kind = (IntRange if declared.type is int else FloatRange)(
-            min=declared.least, max=declared.most)
+        kind = FloatRange(min=declared.least, max=declared.most)
     elif declared.parse is not None:
         callback = _checked(declared.parse, declared.multiple)
     return click.option(*names, type=kind, default=declared.default if general else None,
