@@ -239,25 +239,32 @@ def _native_rows(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
     (numpy's accumulate down axis 0 walks a C-order block once per line, and reads each
     running value back from memory); None where it does not apply."""
     native_loop = spec.accumulator.native
-    if native_loop not in ("sum", "product") or skip is not None \
-            or spec.acc_dtype != np.float64:  # x's dtype and shape: native checks them
-        return None
+    if native_loop not in ("sum", "product") or spec.acc_dtype != np.float64:
+        return None  # x's dtype and shape: native checks them
     from cumtool import native
 
-    return native.accumulate_rows(native_loop == "product", x, start)
+    if native.SEQUENTIAL is None:
+        return None
+    # skipped cells (missing, or NaN with --skipna) as the identity first, as below
+    return native.accumulate_rows(native_loop == "product",
+                                  x if skip is None else to_acc(spec, x, skip), start)
 
 
 def _native_int64(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
                   start: np.ndarray) -> np.ndarray | None:
     """An int64 column's cumsum in C, where it is built and nothing else is asked of the
-    sum (no missing cell, no --exclusive, int64 out): None where it does not apply, or
-    where the sum overflows int64 with --overflow error (the way below names it)."""
-    if (spec.accumulator.native != "sum" or skip is not None or spec.exclusive
+    sum (no --exclusive, int64 out): None where it does not apply, or where the sum
+    overflows int64 with --overflow error (the way below names it)."""
+    if (spec.accumulator.native != "sum" or spec.exclusive
             or spec.acc_dtype != _INT64 or spec.out_dtype != _INT64):
         return None  # x's dtype and shape: native checks them
     from cumtool import native
 
-    return native.accumulate_int64(x, start, spec.overflow == "error")
+    if native.SEQUENTIAL is None:
+        return None
+    # skipped (missing) cells as the identity first, as below
+    return native.accumulate_int64(x if skip is None or x.dtype != _INT64 else
+                                   to_acc(spec, x, skip), start, spec.overflow == "error")
 
 
 def _native_logaddexp(acc: np.ndarray, start: np.ndarray) -> bool:

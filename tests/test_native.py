@@ -95,16 +95,18 @@ def test_c_and_python_paths_give_the_same_bits(op, rows, lines, seed, scale,
 @settings(max_examples=60, deadline=None)
 @given(op=st.sampled_from(["cumsum", "cumprod", "cumvar"]), rows=st.integers(1, 300),
        seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-3, 1.0, 50.0, 1e200]),
-       specials=st.floats(0, 0.3), cuts=st.lists(st.integers(1, 299), max_size=4))
+       specials=st.floats(0, 0.3), missing=st.sampled_from([0.0, 0.1, 0.6]),
+       cuts=st.lists(st.integers(1, 299), max_size=4))
 def test_one_column_in_c_and_python_gives_the_same_bits(op, rows, seed, scale, specials,
-                                                         cuts):
-    """A table's column (1-D): the C loop's running value in a register, numpy's
-    accumulate through memory: the same bits, across batches."""
+                                                         missing, cuts):
+    """A table's column (1-D), with missing cells or none: the C loop's running value in
+    a register, numpy's accumulate through memory: the same bits, across batches."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(rows) * scale
     special = rng.random(rows) < specials
     x[special] = rng.choice(SPECIALS, size=int(special.sum()))
-    fast, slow = both_paths(op, x, None, sorted(c for c in set(cuts) if c < rows))
+    valid = None if missing == 0 else rng.random(rows) >= missing
+    fast, slow = both_paths(op, x, valid, sorted(c for c in set(cuts) if c < rows))
     assert fast.shape == slow.shape == (rows,)
     assert same_bits(fast, slow)
     start = np.array([rng.standard_normal() * scale])
@@ -116,7 +118,8 @@ def test_one_column_in_c_and_python_gives_the_same_bits(op, rows, seed, scale, s
         assert by_c is not None and same_bits(by_c, by_numpy)
 
 
-def int64_column_in_batches(x: np.ndarray, cuts: list[int], overflow: str
+def int64_column_in_batches(x: np.ndarray, valid: np.ndarray | None, cuts: list[int],
+                            overflow: str
                             ) -> tuple[list[np.ndarray], tuple[str, tuple[int, ...]] | None]:
     """cumsum of an int64 column batch by batch: the batches' values up to the first
     overflow, and that overflow's message and position in its batch (None: none)."""
@@ -125,7 +128,8 @@ def int64_column_in_batches(x: np.ndarray, cuts: list[int], overflow: str
     parts = []
     for lo, hi in zip([0, *cuts], [*cuts, x.shape[0]], strict=True):
         try:
-            parts.append(kernels.scan_block(spec, x[lo:hi], None, carry).values)
+            parts.append(kernels.scan_block(spec, x[lo:hi], None if valid is None else
+                                            valid[lo:hi], carry).values)
         except ScanOverflowError as error:
             return parts, (str(error), error.position)
     return parts, None
@@ -135,23 +139,28 @@ def int64_column_in_batches(x: np.ndarray, cuts: list[int], overflow: str
 @settings(max_examples=80, deadline=None)
 @given(rows=st.integers(1, 300), seed=st.integers(0, 2**32 - 1),
        scale=st.sampled_from([1000, 2**40, 2**58, 2**62]),
-       overflow=st.sampled_from(["error", "wrap"]),
+       overflow=st.sampled_from(["error", "wrap"]), missing=st.sampled_from([0.0, 0.3]),
        cuts=st.lists(st.integers(1, 299), max_size=4))
 def test_an_int64_column_in_c_and_numpy_gives_the_same_sums_and_errors(rows, seed, scale,
-                                                                      overflow, cuts):
+                                                                      overflow, missing,
+                                                                      cuts):
     """An int64 column's cumsum, the running value in a register in C, and numpy's way:
-    the same values across batches, wrapped the same, and with --overflow error the same
-    first overflow (the C loop leaves a block that overflows to numpy, which names it)."""
+    the same values across batches (missing cells add nothing), wrapped the same, and
+    with --overflow error the same first overflow (the C loop leaves a block that
+    overflows to numpy, which names it)."""
     rng = np.random.default_rng(seed)
     x = rng.integers(-scale, scale, rows, dtype=np.int64)
+    valid = None if missing == 0 else rng.random(rows) >= missing
     cut = sorted(c for c in set(cuts) if c < rows)
-    fast = int64_column_in_batches(x, cut, overflow)
+    fast = int64_column_in_batches(x, valid, cut, overflow)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(native, "SEQUENTIAL", None)
-        slow = int64_column_in_batches(x, cut, overflow)
+        slow = int64_column_in_batches(x, valid, cut, overflow)
     assert fast[1] == slow[1]
     assert [p.dtype for p in fast[0]] == [p.dtype for p in slow[0]]
     assert [p.tobytes() for p in fast[0]] == [p.tobytes() for p in slow[0]]
+    if valid is not None:
+        x = np.where(valid, x, 0)
     if overflow == "wrap" or fast[1] is None:
         assert len(fast[0]) == len(cut) + 1
         assert np.concatenate(fast[0]).tobytes() == np.add.accumulate(x).tobytes()
