@@ -19,7 +19,8 @@ from cumtool.errors import ScanOverflowError
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
                              reason="cumtool._ext._sequential is not built (no C compiler)")
 
-OPTIONS = {"cumsum": {}, "cumprod": {}, "logcumsumexp": {}, "cumvar": {}, "cumstd": {"ddof": 0},
+OPTIONS = {"cumsum": {}, "cumprod": {}, "logcumsumexp": {}, "cummean": {}, "cumvar": {},
+           "cumstd": {"ddof": 0},
            "ewma": {"com": 1 / 0.35 - 1}, "ewma-unadjusted": {"com": 3.0, "adjust": False},
            "ewma-slow": {"com": 2000.0}, "cumsum-compensated": {"compensated": True},
            "cummean-compensated": {"compensated": True}}
@@ -93,7 +94,8 @@ def test_c_and_python_paths_give_the_same_bits(op, rows, lines, seed, scale,
 
 @needs_c
 @settings(max_examples=60, deadline=None)
-@given(op=st.sampled_from(["cumsum", "cumprod", "cumvar"]), rows=st.integers(1, 300),
+@given(op=st.sampled_from(["cumsum", "cumprod", "cummean", "cumvar"]),
+       rows=st.integers(1, 300),
        seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-3, 1.0, 50.0, 1e200]),
        specials=st.floats(0, 0.3), missing=st.sampled_from([0.0, 0.1, 0.6]),
        cuts=st.lists(st.integers(1, 299), max_size=4))
