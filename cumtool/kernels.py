@@ -356,6 +356,14 @@ def _scan_extreme(
     positions: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """cummax/cummin: a NaN wins and stays; ties and NaNs take the latest index."""
+    if not spec.indices and skip is None and x.dtype == spec.acc_dtype:
+        from cumtool import native
+
+        # a column in C, where it is built: the same values as below
+        values = native.running_extreme(spec.accumulator.ufunc == "minimum", x, carry.value)
+        if values is not None:
+            carry.value = values[-1].copy()
+            return values, None
     ufunc = getattr(np, spec.accumulator.ufunc)
     values = to_acc(spec, x, skip)
     ufunc(carry.value[np.newaxis], values[:1], out=values[:1])

@@ -223,6 +223,21 @@ def accumulate_int64(x: np.ndarray, start: np.ndarray, checked: bool) -> np.ndar
     return None if SEQUENTIAL.accumulate_int64(x, first, out, checked) >= 0 else out
 
 
+def running_extreme(high: bool, x: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+    """A new array: the running maximum (`high`: minimum) of the float64 or int64 column
+    x from start, with torch's ties (the later element; a NaN wins and stays). None,
+    having done nothing, when the C loop is not there or does not apply."""
+    if SEQUENTIAL is None or x.ndim != 1 or not len(x) or x.dtype not in (
+            np.dtype(np.float64), np.dtype(np.int64)):
+        return None
+    first = np.ascontiguousarray(start, dtype=x.dtype).reshape(-1)
+    if first.shape != (1,):
+        return None
+    out = np.empty(len(x), dtype=x.dtype)
+    SEQUENTIAL.running_extreme(x, first, out, high, x.dtype == np.int64)
+    return out
+
+
 def logaddexp_accumulate(acc: np.ndarray, start: np.ndarray) -> bool:
     """In place: acc[0] = logaddexp(start, acc[0]), then logaddexp.accumulate down axis 0,
     on a float64 block, with the lines split over the cores (the C loop releases the GIL).

@@ -19,8 +19,8 @@ from cumtool.errors import ScanOverflowError
 needs_c = pytest.mark.skipif(native.SEQUENTIAL is None,
                              reason="cumtool._ext._sequential is not built (no C compiler)")
 
-OPTIONS = {"cumsum": {}, "cumprod": {}, "logcumsumexp": {}, "cummean": {}, "cumvar": {},
-           "cumstd": {"ddof": 0},
+OPTIONS = {"cumsum": {}, "cumprod": {}, "cummax": {}, "cummin": {}, "logcumsumexp": {},
+           "cummean": {}, "cumvar": {}, "cumstd": {"ddof": 0},
            "ewma": {"com": 1 / 0.35 - 1}, "ewma-unadjusted": {"com": 3.0, "adjust": False},
            "ewma-slow": {"com": 2000.0}, "cumsum-compensated": {"compensated": True},
            "cummean-compensated": {"compensated": True}}
@@ -94,7 +94,7 @@ def test_c_and_python_paths_give_the_same_bits(op, rows, lines, seed, scale,
 
 @needs_c
 @settings(max_examples=60, deadline=None)
-@given(op=st.sampled_from(["cumsum", "cumprod", "cummean", "cumvar"]),
+@given(op=st.sampled_from(["cumsum", "cumprod", "cummax", "cummin", "cummean", "cumvar"]),
        rows=st.integers(1, 300),
        seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-3, 1.0, 50.0, 1e200]),
        specials=st.floats(0, 0.3), missing=st.sampled_from([0.0, 0.1, 0.6]),
@@ -166,6 +166,32 @@ def test_an_int64_column_in_c_and_numpy_gives_the_same_sums_and_errors(rows, see
     if overflow == "wrap" or fast[1] is None:
         assert len(fast[0]) == len(cut) + 1
         assert np.concatenate(fast[0]).tobytes() == np.add.accumulate(x).tobytes()
+
+
+@needs_c
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_running_extremes_in_c_keep_the_later_tie_and_the_nan(op, dtype):
+    """cummax and cummin of a column in C: a tie takes the later element (-0.0 after 0.0),
+    a NaN wins and stays, a carry from the batch before counts, as numpy's way with
+    torch's ties gives; int64 columns near their limits too."""
+    rng = np.random.default_rng(11)
+    if dtype is np.float64:
+        x = rng.choice([0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, 2.0], 400)
+        x[[150, 320]] = np.nan
+    else:
+        x = rng.choice([0, -1, 2**63 - 1, -(2**63), 7], 400).astype(np.int64)
+    x = x.astype(dtype)
+    cuts = [1, 2, 77, 151, 152, 399]
+    fast, slow = both_paths(op, x, None, cuts)
+    assert same_bits(fast, slow)
+    if dtype is np.float64:
+        assert np.isnan(fast[150:]).all() and not np.isnan(fast[:150]).any()
+        zero = np.flatnonzero(fast[:150] == 0)
+        signs = np.signbit(fast[zero])
+        # each zero out is the sign of the latest zero in, where no other value won
+        assert signs.tolist() == [bool(np.signbit(x[:k + 1][x[:k + 1] == 0][-1]))
+                                  for k in zero]
 
 
 @needs_c

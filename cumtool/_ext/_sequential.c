@@ -828,6 +828,59 @@ static inline int mul_overflows(int64_t a, int64_t b, int64_t *result)
 #endif
 }
 
+PyDoc_STRVAR(running_extreme_doc,
+"running_extreme(x, start, out, high, integer)\n--\n\n"
+"The running maximum (`high` false) or minimum of the float64 (or, with `integer`,\n"
+"int64) vector x from start[0] into out (of x's length): as numpy's maximum (minimum)\n"
+"accumulate, with torch's ties: a tie takes the later element (-0.0 after 0.0), and a\n"
+"NaN wins and stays. The running value stays in a register.");
+
+static PyObject *running_extreme(PyObject *self, PyObject *args)
+{
+    PyObject *x_obj, *start_obj, *out_obj;
+    int high, integer;
+    if (!PyArg_ParseTuple(args, "OOOpp", &x_obj, &start_obj, &out_obj, &high, &integer))
+        return NULL;
+    Block x, start, out;
+    Held held = {0};
+    if (hold_scan(&held, x_obj, start_obj, out_obj, 1, integer ? 'q' : 'd', &x, &start,
+                  &out) < 0)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    if (integer) {
+        int64_t s = ITEM(start, int64_t, 0);
+        if (high)
+            for (Py_ssize_t row = 0; row < x.rows; row++) {
+                const int64_t v = ITEM(x, int64_t, row);
+                ITEM(out, int64_t, row) = s = v < s ? v : s;
+            }
+        else
+            for (Py_ssize_t row = 0; row < x.rows; row++) {
+                const int64_t v = ITEM(x, int64_t, row);
+                ITEM(out, int64_t, row) = s = v > s ? v : s;
+            }
+    } else {
+        double s = ITEM(start, double, 0);
+        if (high)
+            for (Py_ssize_t row = 0; row < x.rows; row++) {
+                const double v = ITEM(x, double, row);
+                if (!isnan(s) && (isnan(v) || v <= s))
+                    s = v;
+                ITEM(out, double, row) = s;
+            }
+        else
+            for (Py_ssize_t row = 0; row < x.rows; row++) {
+                const double v = ITEM(x, double, row);
+                if (!isnan(s) && (isnan(v) || v >= s))
+                    s = v;
+                ITEM(out, double, row) = s;
+            }
+    }
+    Py_END_ALLOW_THREADS
+    let_go(&held);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(accumulate_int64_doc,
 "accumulate_int64(x, start, out, checked)\n--\n\n"
 "The running sum of the int64 vector x from start[0] into out (of x's length; it may\n"
@@ -1469,6 +1522,7 @@ static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
     {"accumulate_rows", accumulate_rows, METH_VARARGS, accumulate_rows_doc},
     {"accumulate_int64", accumulate_int64, METH_VARARGS, accumulate_int64_doc},
+    {"running_extreme", running_extreme, METH_VARARGS, running_extreme_doc},
     {"fold", fold, METH_VARARGS, fold_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
