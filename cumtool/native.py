@@ -220,7 +220,8 @@ def accumulate_int64(x: np.ndarray, start: np.ndarray, checked: bool) -> np.ndar
     if first.shape != (1,):
         return None
     out = np.empty(len(x), dtype=np.int64)
-    return None if SEQUENTIAL.accumulate_int64(x, first, out, checked) >= 0 else out
+    return None if SEQUENTIAL.scan_column(x, first, out, 3 if checked else 2, True) >= 0 \
+        else out
 
 
 def running_extreme(high: bool, x: np.ndarray, start: np.ndarray) -> np.ndarray | None:
@@ -234,7 +235,7 @@ def running_extreme(high: bool, x: np.ndarray, start: np.ndarray) -> np.ndarray 
     if first.shape != (1,):
         return None
     out = np.empty(len(x), dtype=x.dtype)
-    SEQUENTIAL.running_extreme(x, first, out, high, x.dtype == np.int64)
+    SEQUENTIAL.scan_column(x, first, out, 1 if high else 0, x.dtype == np.int64)
     return out
 
 

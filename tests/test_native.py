@@ -199,13 +199,16 @@ def test_the_int64_loop_stops_at_the_first_overflow():
     assert native.SEQUENTIAL is not None
     x = np.array([1, 2**62, 2**62, -5, 7], dtype=np.int64)
     out = np.zeros(5, dtype=np.int64)
-    assert native.SEQUENTIAL.accumulate_int64(x, np.array([0]), out, True) == 2
-    assert native.SEQUENTIAL.accumulate_int64(x, np.array([2**63 - 1]), out, True) == 0
-    assert native.SEQUENTIAL.accumulate_int64(x, np.array([0]), out, False) == -1
+    scan = native.SEQUENTIAL.scan_column
+    assert scan(x, np.array([0]), out, 3, True) == 2  # checked
+    assert scan(x, np.array([2**63 - 1]), out, 3, True) == 0
+    assert scan(x, np.array([0]), out, 2, True) == -1  # wrapped
     assert out.tolist() == np.add.accumulate(x).tolist()
     assert native.accumulate_int64(x, np.array(0), checked=True) is None
     with pytest.raises(TypeError):
-        native.SEQUENTIAL.accumulate_int64(x.astype(np.float64), np.array([0]), out, True)
+        scan(x.astype(np.float64), np.array([0]), out, 3, True)
+    with pytest.raises(ValueError):
+        scan(x.astype(np.float64), np.array([0.0]), out.astype(np.float64), 3, False)
 
 
 @needs_c

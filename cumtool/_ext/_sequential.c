@@ -828,81 +828,44 @@ static inline int mul_overflows(int64_t a, int64_t b, int64_t *result)
 #endif
 }
 
-PyDoc_STRVAR(running_extreme_doc,
-"running_extreme(x, start, out, high, integer)\n--\n\n"
-"The running maximum (`high` false) or minimum of the float64 (or, with `integer`,\n"
-"int64) vector x from start[0] into out (of x's length): as numpy's maximum (minimum)\n"
-"accumulate, with torch's ties: a tie takes the later element (-0.0 after 0.0), and a\n"
-"NaN wins and stays. The running value stays in a register.");
+PyDoc_STRVAR(scan_column_doc,
+"scan_column(x, start, out, step, integer)\n--\n\n"
+"A column's running value from start[0] into out (of x's length; it may be x itself),\n"
+"kept in a register: numpy's accumulate reads it back from memory at every row. x and\n"
+"out are int64 with `integer`, else float64. step 0: cummax, 1: cummin, with torch's\n"
+"ties (the later element: -0.0 after 0.0; a NaN wins and stays); 2: cumsum of int64,\n"
+"wrapped to 64 bits as numpy's add wraps; 3: the same, checked. Returns -1, or with\n"
+"step 3 the first row whose sum leaves int64 (out is unfinished from there).");
 
-static PyObject *running_extreme(PyObject *self, PyObject *args)
+enum { COLUMN_MAX, COLUMN_MIN, COLUMN_SUM, COLUMN_SUM_CHECKED };
+
+static PyObject *scan_column(PyObject *self, PyObject *args)
 {
     PyObject *x_obj, *start_obj, *out_obj;
-    int high, integer;
-    if (!PyArg_ParseTuple(args, "OOOpp", &x_obj, &start_obj, &out_obj, &high, &integer))
+    int step, integer;
+    if (!PyArg_ParseTuple(args, "OOOip", &x_obj, &start_obj, &out_obj, &step, &integer))
         return NULL;
+    if (step < COLUMN_MAX || step > COLUMN_SUM_CHECKED || (step >= COLUMN_SUM && !integer)) {
+        PyErr_SetString(PyExc_ValueError, "step must be 0 to 3 (2 and 3: int64 only)");
+        return NULL;
+    }
     Block x, start, out;
     Held held = {0};
     if (hold_scan(&held, x_obj, start_obj, out_obj, 1, integer ? 'q' : 'd', &x, &start,
                   &out) < 0)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    if (integer) {
-        int64_t s = ITEM(start, int64_t, 0);
-        if (high)
-            for (Py_ssize_t row = 0; row < x.rows; row++) {
-                const int64_t v = ITEM(x, int64_t, row);
-                ITEM(out, int64_t, row) = s = v < s ? v : s;
-            }
-        else
-            for (Py_ssize_t row = 0; row < x.rows; row++) {
-                const int64_t v = ITEM(x, int64_t, row);
-                ITEM(out, int64_t, row) = s = v > s ? v : s;
-            }
-    } else {
-        double s = ITEM(start, double, 0);
-        if (high)
-            for (Py_ssize_t row = 0; row < x.rows; row++) {
-                const double v = ITEM(x, double, row);
-                if (!isnan(s) && (isnan(v) || v <= s))
-                    s = v;
-                ITEM(out, double, row) = s;
-            }
-        else
-            for (Py_ssize_t row = 0; row < x.rows; row++) {
-                const double v = ITEM(x, double, row);
-                if (!isnan(s) && (isnan(v) || v >= s))
-                    s = v;
-                ITEM(out, double, row) = s;
-            }
-    }
-    Py_END_ALLOW_THREADS
-    let_go(&held);
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(accumulate_int64_doc,
-"accumulate_int64(x, start, out, checked)\n--\n\n"
-"The running sum of the int64 vector x from start[0] into out (of x's length; it may\n"
-"be x itself): out[0] = start[0] + x[0], then out[i] = out[i - 1] + x[i], wrapped to\n"
-"64 bits as numpy's add wraps. Returns -1; with `checked`, the first row whose sum\n"
-"leaves int64 instead (out is unfinished from there). The running value stays in a\n"
-"register: numpy's accumulate reads it back from memory at every row.");
-
-static PyObject *accumulate_int64(PyObject *self, PyObject *args)
-{
-    PyObject *x_obj, *start_obj, *out_obj;
-    int checked;
-    if (!PyArg_ParseTuple(args, "OOOp", &x_obj, &start_obj, &out_obj, &checked))
-        return NULL;
-    Block x, start, out;
-    Held held = {0};
-    if (hold_scan(&held, x_obj, start_obj, out_obj, 1, 'q', &x, &start, &out) < 0)
-        return NULL;
     Py_ssize_t bad = -1;
     Py_BEGIN_ALLOW_THREADS
-    int64_t s = ITEM(start, int64_t, 0);
-    if (checked) {
+    if (!integer) {
+        double s = ITEM(start, double, 0);
+        for (Py_ssize_t row = 0; row < x.rows; row++) {
+            const double v = ITEM(x, double, row);
+            if (!isnan(s) && (isnan(v) || (step == COLUMN_MIN ? v <= s : v >= s)))
+                s = v;
+            ITEM(out, double, row) = s;
+        }
+    } else if (step == COLUMN_SUM_CHECKED) {
+        int64_t s = ITEM(start, int64_t, 0);
         for (Py_ssize_t row = 0; row < x.rows; row++) {
             if (add_overflows(s, ITEM(x, int64_t, row), &s)) {
                 bad = row;
@@ -910,11 +873,19 @@ static PyObject *accumulate_int64(PyObject *self, PyObject *args)
             }
             ITEM(out, int64_t, row) = s;
         }
-    } else {
-        uint64_t u = (uint64_t)s;
+    } else if (step == COLUMN_SUM) {
+        uint64_t u = (uint64_t)ITEM(start, int64_t, 0);
         for (Py_ssize_t row = 0; row < x.rows; row++) {
             u += (uint64_t)ITEM(x, int64_t, row);
             ITEM(out, int64_t, row) = (int64_t)u;
+        }
+    } else {
+        int64_t s = ITEM(start, int64_t, 0);
+        for (Py_ssize_t row = 0; row < x.rows; row++) {
+            const int64_t v = ITEM(x, int64_t, row);
+            if (step == COLUMN_MIN ? v < s : v > s)
+                s = v;
+            ITEM(out, int64_t, row) = s;
         }
     }
     Py_END_ALLOW_THREADS
@@ -1521,8 +1492,7 @@ static PyTypeObject KeyTableType = {
 static PyMethodDef methods[] = {
     {"logaddexp_accumulate", logaddexp_accumulate, METH_VARARGS, logaddexp_accumulate_doc},
     {"accumulate_rows", accumulate_rows, METH_VARARGS, accumulate_rows_doc},
-    {"accumulate_int64", accumulate_int64, METH_VARARGS, accumulate_int64_doc},
-    {"running_extreme", running_extreme, METH_VARARGS, running_extreme_doc},
+    {"scan_column", scan_column, METH_VARARGS, scan_column_doc},
     {"fold", fold, METH_VARARGS, fold_doc},
     {"welford", welford, METH_VARARGS, welford_doc},
     {"ewma_means", ewma_means, METH_VARARGS, ewma_means_doc},
