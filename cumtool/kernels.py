@@ -263,8 +263,9 @@ def _native_int64(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
     if native.SEQUENTIAL is None:
         return None
     # skipped (missing) cells as the identity first, as below
-    return native.accumulate_int64(x if skip is None or x.dtype != _INT64 else
-                                   to_acc(spec, x, skip), start, spec.overflow == "error")
+    step = native.COLUMN_SUM_CHECKED if spec.overflow == "error" else native.COLUMN_SUM
+    return native.scan_column(step, x if skip is None or x.dtype != _INT64 else
+                              to_acc(spec, x, skip), start)
 
 
 def _native_logaddexp(acc: np.ndarray, start: np.ndarray) -> bool:
@@ -360,7 +361,8 @@ def _scan_extreme(
         from cumtool import native
 
         # a column in C, where it is built: the same values as below
-        values = native.running_extreme(spec.accumulator.ufunc == "minimum", x, carry.value)
+        step = native.COLUMN_MIN if spec.accumulator.ufunc == "minimum" else native.COLUMN_MAX
+        values = native.scan_column(step, x, carry.value)
         if values is not None:
             carry.value = values[-1].copy()
             return values, None

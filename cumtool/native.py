@@ -208,35 +208,27 @@ def accumulate_rows(product: bool, x: np.ndarray, start: np.ndarray) -> np.ndarr
     return out.reshape(x.shape)
 
 
-def accumulate_int64(x: np.ndarray, start: np.ndarray, checked: bool) -> np.ndarray | None:
-    """A new int64 array: start + x[0], then the running sum of the int64 column x,
-    wrapped to 64 bits as numpy's add wraps. None, having done nothing, when the C loop
-    is not there, or (`checked`) where the sum leaves int64: numpy's way then finds and
-    names the overflow. 0.9 ns a cell against ~5 for a copy, a bound (min and max) and
-    numpy's accumulate."""
-    if SEQUENTIAL is None or x.dtype != np.int64 or x.ndim != 1 or not len(x):
-        return None
-    first = np.ascontiguousarray(start, dtype=np.int64).reshape(-1)
-    if first.shape != (1,):
-        return None
-    out = np.empty(len(x), dtype=np.int64)
-    return None if SEQUENTIAL.scan_column(x, first, out, 3 if checked else 2, True) >= 0 \
-        else out
+# scan_column's steps (_sequential.c): a column's running value kept in a register,
+# 0.7-1.5 ns a cell against 3.4-3.7 for numpy's accumulate, which reads it back from
+# memory (and, for an int64 sum, ~10 with its copies and overflow bound).
+COLUMN_MAX, COLUMN_MIN, COLUMN_SUM, COLUMN_SUM_CHECKED = range(4)
 
 
-def running_extreme(high: bool, x: np.ndarray, start: np.ndarray) -> np.ndarray | None:
-    """A new array: the running maximum (`high`: minimum) of the float64 or int64 column
-    x from start, with torch's ties (the later element; a NaN wins and stays). None,
-    having done nothing, when the C loop is not there or does not apply."""
-    if SEQUENTIAL is None or x.ndim != 1 or not len(x) or x.dtype not in (
-            np.dtype(np.float64), np.dtype(np.int64)):
+def scan_column(step: int, x: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+    """A new array: the running value of the column x from start, by `step`: cummax or
+    cummin (float64 or int64, torch's ties: the later element; a NaN wins and stays), or
+    an int64 cumsum wrapped to 64 bits as numpy's add wraps (COLUMN_SUM_CHECKED: None
+    where it leaves int64, for numpy's way to name the overflow). None, having done
+    nothing, when the C loop is not there or does not apply."""
+    integer = x.dtype == np.int64
+    if SEQUENTIAL is None or x.ndim != 1 or not len(x) or not (
+            integer or (x.dtype == np.float64 and step in (COLUMN_MAX, COLUMN_MIN))):
         return None
     first = np.ascontiguousarray(start, dtype=x.dtype).reshape(-1)
     if first.shape != (1,):
         return None
     out = np.empty(len(x), dtype=x.dtype)
-    SEQUENTIAL.scan_column(x, first, out, 1 if high else 0, x.dtype == np.int64)
-    return out
+    return None if SEQUENTIAL.scan_column(x, first, out, step, integer) >= 0 else out
 
 
 def logaddexp_accumulate(acc: np.ndarray, start: np.ndarray) -> bool:

@@ -204,7 +204,7 @@ def test_the_int64_loop_stops_at_the_first_overflow():
     assert scan(x, np.array([2**63 - 1]), out, 3, True) == 0
     assert scan(x, np.array([0]), out, 2, True) == -1  # wrapped
     assert out.tolist() == np.add.accumulate(x).tolist()
-    assert native.accumulate_int64(x, np.array(0), checked=True) is None
+    assert native.scan_column(native.COLUMN_SUM_CHECKED, x, np.array(0)) is None
     with pytest.raises(TypeError):
         scan(x.astype(np.float64), np.array([0]), out, 3, True)
     with pytest.raises(ValueError):
