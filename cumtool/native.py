@@ -181,6 +181,12 @@ CORES = threads_from_environment() or USABLE
 _environment_to_libraries()
 
 
+def running_threads() -> int:
+    """Threads that run at once: --threads (CORES), no more than the usable cores (beyond
+    them the pools are held to those)."""
+    return min(CORES, USABLE)
+
+
 def ahead_workers(threads: int, cap: int) -> int:
     """Threads for work made ahead of its turn and taken in order (blocks parsed, batches'
     text made): `threads` (--threads), but no more than the usable cores (more only queue

@@ -924,7 +924,7 @@ def _each_column(scan: Callable[[int], Any], columns: Sequence[int], rows: int) 
     from cumtool import native
 
     workers = native.ahead_workers(native.CORES, min(len(columns), 8))
-    spare = min(native.CORES, native.USABLE) >= POOL_CORES
+    spare = native.running_threads() >= POOL_CORES
     if workers < 2 or rows < (POOL_ROWS_SPARE if spare else POOL_ROWS):
         return [_outcome(scan, i) for i in columns]
     with _POOL_LOCK:  # cumtool.scan may be called from several threads at once

@@ -356,7 +356,7 @@ class JsonlSource(SourceBase):
         # pass 1 keeps fewer blocks in flight (_Ahead): from the start where it reads
         # behind, until the run waits for the whole input instead, or has ended
         self._behind_a_run = False
-        if (overlap and min(native.CORES, native.USABLE) >= OVERLAP_CORES
+        if (overlap and native.running_threads() >= OVERLAP_CORES
                 and NATIVE is not None and BY_NATIVE and _descriptor(stream) is not None):
             self._behind_a_run = True
             self._reading = threading.Thread(target=self._read_behind, args=(stream,),

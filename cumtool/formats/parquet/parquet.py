@@ -41,8 +41,7 @@ def batch_bytes() -> int:
     no more than the usable cores: beyond them the pools are held to those)."""
     from cumtool import native
 
-    running = min(native.CORES, native.USABLE)
-    return BATCH_BYTES_MANY if running >= MANY_THREADS else BATCH_BYTES
+    return BATCH_BYTES_MANY if native.running_threads() >= MANY_THREADS else BATCH_BYTES
 
 
 class ParquetSource(SourceBase):
