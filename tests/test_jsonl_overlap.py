@@ -370,10 +370,10 @@ def test_the_run_behind_does_not_wait_for_the_spool(write_file, monkeypatch):
     waited: list[bool] = []
     spool = module.JsonlSource._spool
 
-    def held(self, segment, table, add):
+    def held(self, segment, table):
         if not taken_two.is_set():
             waited.append(taken_two.wait(10))
-        spool(self, segment, table, add)
+        spool(self, segment, table)
 
     monkeypatch.setattr(module.JsonlSource, "_spool", held)
     path = write_file("in.jsonl", KEPT["plain"])

@@ -344,7 +344,8 @@ class JsonlSource(SourceBase):
         self._null_rows: _NullRows | None = None
         self._schema = pa.schema([])
         # pass 1 on a thread of its own: its end, its failure, and the schema after its
-        # first block; `_grown` is notified at each segment spooled and at the end
+        # first block; `_grown` is notified at each segment listed, and spooled, and at
+        # the end
         self._reading: threading.Thread | None = None
         self._ended = False
         self._failure: BaseException | None = None
@@ -834,29 +835,26 @@ class JsonlSource(SourceBase):
                  source: tuple[int, int, int]) -> None:
         """Spool a block's columns: at once, or on the spooling thread (blocks in order,
         a few at most waiting, each failure raised at a later block's turn or the end).
-        Behind a run (`overlap`) the segment is handed to it now, its columns kept in
-        memory (`_Cache`), not once spooled: the run does not wait on the spool."""
+        The segment is listed now, and behind a run (`overlap`) handed to it with its
+        columns kept in memory (`_Cache`): the run does not wait on the spool."""
         self._rows += rows
         segment = _Segment(-1, 0, rows, layout, source)
+        with self._grown:
+            if self._behind_a_run and table.num_columns:
+                self._cache.keep(segment, table)
+            self._segments.append(segment)
+            self._grown.notify_all()
         if self._spooler is None:
-            self._spool(segment, table, True)
+            self._spool(segment, table)
             return
-        handed = self._reading is not None
-        if handed:
-            with self._grown:
-                if self._behind_a_run and table.num_columns:
-                    self._cache.keep(segment, table)
-                self._segments.append(segment)
-                self._grown.notify_all()
-        self._spooling.append(self._spooler.submit(self._spool, segment, table, not handed))
+        self._spooling.append(self._spooler.submit(self._spool, segment, table))
         while len(self._spooling) > SPOOL_AHEAD:
             self._spooling.popleft().result()
 
-    def _spool(self, segment: _Segment, table: pa.Table, add: bool) -> None:
+    def _spool(self, segment: _Segment, table: pa.Table) -> None:
         """Spool a block's columns (none: records without keys, absent from every one),
         straight into the file (an IPC buffer first cost a copy, and page faults: 0.1 s of
-        CPU on 2M x 8); `add`: the segment is added to the list now (else it was at its
-        turn)."""
+        CPU on 2M x 8), and say where they lie."""
         import pyarrow.ipc as ipc
 
         offset = self._spool_file.tell()
@@ -870,16 +868,9 @@ class JsonlSource(SourceBase):
                                 f"temporary file in $TMPDIR: {error.strerror or error}"
                                 ) from None
         self._spool_file.flush()  # read back by position (os.pread), while pass 1 goes on
-        if self._reading is None:
-            segment.offset, segment.size, segment.spooled = (
-                offset, self._spool_file.tell() - offset, True)
-            self._segments.append(segment)
-            return
         with self._grown:
             segment.offset, segment.size, segment.spooled = (
                 offset, self._spool_file.tell() - offset, True)
-            if add:
-                self._segments.append(segment)
             self._grown.notify_all()
 
     # Pass 2: the spooled blocks in the schema's types ------------------------------------
