@@ -316,6 +316,12 @@ def test_the_run_behind_takes_segments_from_memory_up_to_a_bound(invoke, write_f
         return table
 
     monkeypatch.setattr(module._Cache, "take", counted)
+    # whether pass 1 had read the whole (small) input by the time the run asked for its
+    # provisional schema (a loaded machine): the source then settled, keeping nothing
+    ended_first: list[bool] = []
+    provisional = module.JsonlSource.provisional
+    monkeypatch.setattr(module.JsonlSource, "provisional",
+                        lambda self: ended_first.append(self._ended) or provisional(self))
     got = {t: invoke("cumsum", str(source), "--to", "jsonl", "--threads", t) for t in "13"}
     assert behind == [name in KEPT]
     if kept == 0:
@@ -323,7 +329,7 @@ def test_the_run_behind_takes_segments_from_memory_up_to_a_bound(invoke, write_f
     if name in KEPT:  # (a widened run may end before it has taken them all)
         assert len(taken) > 10  # (blocks of 700 bytes)
         # the last segment at least: the run had caught up with pass 1 by then
-        assert any(taken) == (kept > 0)
+        assert any(taken) == (kept > 0 and not ended_first[-1])
     _waiting(monkeypatch)
     for threads, result in got.items():
         want = invoke("cumsum", str(source), "--to", "jsonl", "--threads", threads)
