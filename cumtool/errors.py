@@ -8,6 +8,7 @@ number, and one whose output pipe was closed early 141, quietly.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _MARK = "\x1f"  # brackets an option named in a message, for each front end to word
 _OPTION = re.compile(f"{_MARK}([a-z_]+)(?:=([^{_MARK}]*))?{_MARK}")
@@ -101,6 +102,10 @@ class ScanOverflowError(DataError):
     def __init__(self, message: str, position: tuple[int, ...] = ()) -> None:
         super().__init__(message)
         self.position = position
+        # A table's scan: the error's row in its batch, and what the rows before it give
+        # (their results, then their output batch), so that those rows are written.
+        self.batch_row: int | None = None
+        self.before: Any = None
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT

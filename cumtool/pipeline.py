@@ -74,6 +74,14 @@ def prefetch(items: Iterator[T], depth: int = QUEUE_DEPTH) -> Generator[T, None,
         thread.join(timeout=1.0)
 
 
+def drain(sink: Any) -> None:
+    """Have `sink` write what it holds of the rows given so far (what its threads made
+    ahead, or queued), where it holds any; a wrapper passes the call on."""
+    call = getattr(sink, "drain", None)
+    if call is not None:
+        call()
+
+
 class BackgroundSink:
     """Runs a sink's writes in a thread, in order; `close` waits for them to finish."""
 
@@ -113,6 +121,16 @@ class BackgroundSink:
         self._queue.put(_DONE)
         self._thread.join()
         self._raise_pending()
+
+    def drain(self) -> None:
+        """Write what is queued (and what the sink made ahead), then stop: a run that
+        failed on its input keeps the rows before the failure, however far the writes
+        had got (abort follows). A write's failure is raised here."""
+        if self._thread.is_alive():
+            self._queue.put(_DONE)
+            self._thread.join()
+        self._raise_pending()
+        drain(self._sink)
 
     def abort(self) -> None:
         if self._thread.is_alive():

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from cumtool.commit import Commit, check_stop
-from cumtool.errors import CumtoolError, UsageError, option
+from cumtool.errors import CumtoolError, DataError, ScanOverflowError, UsageError, option
 from cumtool.formats import FileKind, Handover, TableSink, TableSource
 from cumtool.formats.registry import DELIMITED, TYPED_OUTPUTS
 from cumtool.output import open_output, staged_output
@@ -23,6 +23,7 @@ from cumtool.pipeline import (
     BackgroundSink,
     Progress,
     ReversingSink,
+    drain,
     prefetch,
     reversed_batches,
 )
@@ -440,7 +441,12 @@ def scan_batches(plan: Any, read: Callable[[], Iterator[pa.RecordBatch]], sink: 
         if reverse:
             plan.reverse_total, batches = reversed_batches(batches, stack)
         for batch in batches:
-            result = plan.apply(batch)
+            try:
+                result = plan.apply(batch)
+            except ScanOverflowError as error:
+                if error.before is not None:  # the rows before it (TablePlan.apply), first
+                    yield error.before
+                raise
             del batch  # not held while the next is read (wide batches are large)
             yield result
 
@@ -575,9 +581,20 @@ def write_all(sink: Writer, items: Iterable[Any], done: Callable[[], None] = lam
             sink.write(item)
             done()
         sink.close()
-    except BaseException:
+    except BaseException as error:
+        if isinstance(error, DataError):
+            _drain(sink)
         sink.abort()
         raise
+
+
+def _drain(sink: Writer) -> None:
+    """The rows scanned before a failure in the input or the scan written out, whatever
+    the writing threads had got to, so that standard output holds the same rows at every
+    thread count (a file output is dropped anyway). A failure to write them is not the
+    run's to report: the data error is."""
+    with contextlib.suppress(Exception):
+        drain(sink)
 
 
 def table_writer(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,

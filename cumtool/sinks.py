@@ -14,6 +14,7 @@ from cumtool import kernels
 from cumtool.errors import CumtoolError, OutputError, UsageError
 from cumtool.formats import ArraySink, FileKind, TableSink, WriteRequest, Writing
 from cumtool.formats.registry import format_named
+from cumtool.pipeline import drain
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -100,6 +101,10 @@ class Reporting:
         with reporting(self._output):
             self._sink.close()
 
+    def drain(self) -> None:
+        with reporting(self._output):
+            drain(self._sink)
+
     def abort(self) -> None:
         self._sink.abort()
 
@@ -120,6 +125,9 @@ class _Converting:
 
     def close(self) -> None:
         self._sink.close()
+
+    def drain(self) -> None:
+        drain(self._sink)
 
     def abort(self) -> None:
         self._sink.abort()
@@ -190,6 +198,9 @@ class ArrayToTable:
 
     def close(self) -> None:
         self._sink.close()
+
+    def drain(self) -> None:
+        drain(self._sink)
 
     def abort(self) -> None:
         self._sink.abort()

@@ -541,7 +541,17 @@ class TablePlan:
     # Scanning --------------------------------------------------------------------------
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        results = self.results(batch)
+        try:
+            results = self.results(batch)
+        except ScanOverflowError as error:
+            if error.before is not None:  # the rows before the overflow, as output
+                rows, before = error.before
+                error.before = self._output(batch.slice(0, rows), before)
+            raise
+        return self._output(batch, results)
+
+    def _output(self, batch: pa.RecordBatch,
+                results: dict[int, tuple[pa.Array, pa.Array | None]]) -> pa.RecordBatch:
         arrays: list[pa.Array] = []
         if self.options.keep:
             arrays = self.kept_arrays(batch)
@@ -576,13 +586,41 @@ class TablePlan:
                 else:
                     results[i] = outcome
             if overflows:  # the first the scan meets, then the leftmost column
-                raise min(overflows, key=self._scan_order)
+                first = min(overflows, key=self._scan_order)
+                if not self.options.reverse and not self.options.share:
+                    first.before = self._before_overflow(batch, first, results, runs)
+                raise first
             if self.options.share:
                 results = self._shares(results, runs, batch.num_rows)
         else:
             results = self._scan_across(batch)
         self.rows_done += batch.num_rows
         return results
+
+    def _before_overflow(self, batch: pa.RecordBatch, error: ScanOverflowError,
+                         results: dict[int, tuple[pa.Array, pa.Array | None]],
+                         runs: Any) -> Any:
+        """The results of a batch's rows before the overflow `error` (with their count):
+        the other columns' cut short, and each column that overflowed scanned again up
+        to there, in its groups (a scan that overflows leaves its carry as it was). None
+        where that fails: then only the batches before are written."""
+        rows = error.batch_row
+        if not rows:
+            return None
+        before = {}
+        try:
+            for i in self.selected:
+                if i in results:
+                    result, index = results[i]
+                    before[i] = (result.slice(0, rows),
+                                 None if index is None else index.slice(0, rows))
+                else:
+                    data = batch.column(self.data_at.get(i, i)).slice(0, rows)
+                    before[i] = self.scan_column(i, data,
+                                                 None if runs is None else runs.prefix(rows))
+        except Exception:  # the overflow is the error to report
+            return None
+        return rows, before
 
     def _shares(self, results: dict[int, tuple[pa.Array, pa.Array | None]], runs: Any,
                 rows: int) -> dict[int, tuple[pa.Array, pa.Array | None]]:
@@ -713,7 +751,9 @@ class TablePlan:
             else:
                 result = self._scan_runs(column, values, valid, runs)
         except ScanOverflowError as error:
-            raise self._overflow(column, self.rows_done + error.position[0], error) from None
+            found = self._overflow(column, self.rows_done + error.position[0], error)
+            found.batch_row = error.position[0]
+            raise found from None
         missing = _missing_out(valid, result.missing)
         indices = None
         if result.indices is not None:

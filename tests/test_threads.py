@@ -9,11 +9,15 @@ import sys
 import types
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from cumtool import native
 from cumtool.cli import main
+from cumtool.formats.csv import csv as csvsource
 from cumtool.formats.csv import fast as fastcsv
 from cumtool.formats.csv import small
 
@@ -29,7 +33,8 @@ def _rows(count: int) -> bytes:
 
 
 def _run(args: list[str], monkeypatch: pytest.MonkeyPatch, small_blocks: bool = True,
-         env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
+         env: dict[str, str] | None = None, stdin: bytes | None = None
+         ) -> tuple[int, bytes, str]:
     """cumtool in this process with the small path off and small blocks, so that a few
     thousand rows cross many blocks and batches."""
     with monkeypatch.context() as patch:
@@ -40,7 +45,7 @@ def _run(args: list[str], monkeypatch: pytest.MonkeyPatch, small_blocks: bool = 
             patch.setattr(fastcsv, "PIPELINE_CHUNK_BYTES", 6000)
         for name, value in (env or {}).items():
             patch.setenv(name, value)
-        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        result = CliRunner().invoke(main, args, input=stdin, catch_exceptions=False)
     return result.exit_code, result.stdout_bytes, result.stderr
 
 
@@ -58,20 +63,68 @@ def test_every_thread_count_writes_the_same_bytes(tmp_path, monkeypatch, op):
     assert all(grouped[t] == grouped["1"] for t in THREADS)
 
 
-def test_an_error_mid_file_is_the_same_at_every_thread_count(tmp_path, monkeypatch):
-    # A decimal in an integer column, after the rows its type is judged from.
-    data = _rows(10500).replace(b"\r\n10300,", b"\r\n10300.5,", 1)
-    path = tmp_path / "in.csv"
-    path.write_bytes(data)
-    outcomes = {t: _run(["cumsum", str(path), "-c", "id", "--threads", t], monkeypatch)
-                for t in THREADS}
+_BAD_ROWS = {  # row 10301 (k = 10300), after the rows the columns are judged from
+    "decimal": b"10300.5,plain4,300.00,2",  # in the integer column id
+    "text": b"10300,plain4,lots,2",
+    "ragged": b"10300,plain4,300.00,2,9",
+    "quote": b'10300,plain"4,300.00,2',
+    "overflow": b"9223372036854775000,plain4,300.00,2",
+}
+
+
+@pytest.mark.parametrize("how", ["file", "stdin", "jsonl"])
+@pytest.mark.parametrize("kind", sorted(_BAD_ROWS))
+def test_an_error_mid_file_comes_after_every_row_before_it(tmp_path, monkeypatch, kind, how):
+    # Standard output holds every row before the bad one, as a run over those rows alone
+    # writes them, at every thread count: not what a chunk or a writing thread had got to
+    # (the chunks of the general reader are small here too).
+    data = _rows(10500)
+    at = data.index(b"\r\n10300,") + 2
+    bad = data[:at] + _BAD_ROWS[kind] + data[data.index(b"\r\n", at):]
+    (tmp_path / "in.csv").write_bytes(bad)
+    (tmp_path / "head.csv").write_bytes(data[:at])
+    monkeypatch.setattr(csvsource, "CHUNK_BYTES", 20000)
+    monkeypatch.setattr(csvsource, "MIN_CHUNK_BYTES", 20000)
+    extra = ["-c", "id,amount"] + (["--to", "jsonl"] if how == "jsonl" else [])
+    _, expected, _ = _run(["cumsum", str(tmp_path / "head.csv"), *extra], monkeypatch)
+    assert expected.count(b"\n") > 10000
+    outcomes = {}
+    for t in THREADS:
+        if how == "stdin":
+            outcomes[t] = _run(["cumsum", *extra, "--threads", t], monkeypatch, stdin=bad)
+        else:
+            outcomes[t] = _run(["cumsum", str(tmp_path / "in.csv"), *extra, "--threads", t],
+                               monkeypatch)
     status, _, message = outcomes["1"]
-    assert status == 1
-    assert "row 10301 (line " in message and "'id'" in message
-    for t in THREADS:  # the same message, and the rows before it byte for byte
-        assert outcomes[t][0] == 1 and outcomes[t][2] == message
-        shorter, longer = sorted((outcomes[t][1], outcomes["1"][1]), key=len)
-        assert longer.startswith(shorter)
+    assert status == 1 and "row 10301 (line " in message, message
+    for t in THREADS:
+        assert outcomes[t] == (1, expected, message), t
+
+
+@pytest.mark.parametrize("case", ["by", "parquet"])
+def test_an_overflow_comes_after_every_row_before_it(tmp_path, monkeypatch, case):
+    # In its groups (--by: the overflowing column is scanned again up to the bad row, the
+    # others cut there) and from a typed input: the rows before the overflow, and no more.
+    rows = 4000
+    values = [k % 7 for k in range(rows)]
+    values[3000] = 9223372036854775000
+    table = pa.table({"g": [f"k{k % 5}" for k in range(rows)],
+                      "a": [k % 1000 + 0.25 for k in range(rows)], "b": values})
+    if case == "parquet":
+        pq.write_table(table, tmp_path / "in.parquet", row_group_size=700)
+        pq.write_table(table.slice(0, 3000), tmp_path / "head.parquet", row_group_size=700)
+        args, name = ["--to", "csv", "--batch-rows", "512"], "{}.parquet"
+    else:
+        for stem, part in (("in", table), ("head", table.slice(0, 3000))):
+            pa_csv.write_csv(part, tmp_path / f"{stem}.csv")
+        args, name = ["--by", "g", "--batch-rows", "512"], "{}.csv"
+    _, expected, _ = _run(["cumsum", str(tmp_path / name.format("head")), *args], monkeypatch)
+    assert expected.count(b"\n") == 3001
+    for t in THREADS:
+        status, out, message = _run(["cumsum", str(tmp_path / name.format("in")), *args,
+                                     "--threads", t], monkeypatch)
+        assert (status, out) == (1, expected), t
+        assert "column 'b', row 3001" in message and "overflows int64" in message
 
 
 def test_state_runs_are_the_same_at_every_thread_count(tmp_path, monkeypatch):

@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cumtool.errors import FormatError
+from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
     ColumnHint,
     CsvReadOptions,
@@ -42,6 +42,7 @@ from cumtool.formats import (
     row_text,
     unreadable,
 )
+from cumtool.formats.csv import dialect
 from cumtool.formats.csv.csvcells import (
     RowLines,
     check_quotes,
@@ -131,6 +132,7 @@ class CsvSource(SourceBase):
         self._line = 0
         self._chunk_line = 0
         self._rows_at = RowLines()
+        self._held = b""  # records read after the first frame, for the next chunk
         sample = b""
         line_buffered = options.line_buffered
         wanted = (1 if line_buffered else INFER_ROWS) + (1 if options.header else 0)
@@ -172,15 +174,22 @@ class CsvSource(SourceBase):
         self._line = self._chunk_line = lines - _count_byte(sample, "\n")
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")
-        self._check_nul(sample, first=True)
-        check_quotes(name, sample, options.delimiter, 0, header=options.header,
-                     lines_before=self._line)
         self._first_line = sample.split(b"\n", 1)[0].decode(options.encoding or "utf-8",
                                                             "replace")
         if wide:  # read column group by column group
+            self._first_checks(sample)
             raise WideInput(self._chunker, sample, self._line)
-        self._width = 0
-        frame = self._strings(sample, first=True)
+        try:
+            frame = self._first_frame(sample)
+        except DataError:
+            # A bad record after the rows the columns are judged from: those rows are the
+            # first frame, and the rest is read as the next chunk, so that every row
+            # before the bad one is written (batches()). One among them: its own error.
+            parts = self._judged_part(sample, wanted)
+            if parts is None:
+                raise
+            sample, self._held = parts
+            frame = self._first_frame(sample)
         self._width = frame.width
         self._text_schema = {f"c{i}": pl.String() for i in range(self._width)}
         if options.header:
@@ -218,6 +227,28 @@ class CsvSource(SourceBase):
                 hints[i] = self._judge_from(i, first_row, float_columns, decimal)
         self.hints = widened(hints, widen)
 
+    def _first_checks(self, sample: bytes) -> None:
+        self._check_nul(sample, first=True)
+        check_quotes(self.name, sample, self._options.delimiter, 0,
+                     header=self._options.header, lines_before=self._line)
+
+    def _first_frame(self, sample: bytes) -> pl.DataFrame:
+        """The first chunk (the header and the rows to judge) read, checked first."""
+        self._first_checks(sample)
+        self._width = 0
+        return self._strings(sample, first=True)
+
+    def _judged_part(self, sample: bytes, wanted: int) -> tuple[bytes, bytes] | None:
+        """The first chunk cut after its first `wanted` records (blank lines aside), and
+        the rest; None where it holds no more."""
+        ends = dialect.record_ends(np.frombuffer(sample, dtype=np.uint8)) + 1
+        _fields, blank = layout(sample, self._options.delimiter)
+        kept = np.flatnonzero(~blank[:ends.shape[0]])
+        if kept.shape[0] <= wanted:
+            return None
+        cut = int(ends[kept[wanted - 1]])
+        return sample[:cut], sample[cut:]
+
     def _look_ahead(self, empty: list[int], judged: int, read: int) -> dict[int, int]:
         """The rows after the judged ones, read on (and kept for batches()) until each
         column of `empty` (empty or missing in every judged row) holds a value and
@@ -242,7 +273,7 @@ class CsvSource(SourceBase):
                                                       for r in first.values())) \
                         or read >= AHEAD_LIMIT:
                     break
-                chunk = self._chunker.take(SAMPLE_BYTES)
+                chunk, self._held = self._held or self._chunker.take(SAMPLE_BYTES), b""
                 if not chunk:
                     break
                 read += len(chunk)
@@ -299,24 +330,84 @@ class CsvSource(SourceBase):
             and not markers_parse(self.markers, t)}
         schema: dict[str, pl.DataType] = dict(self._text_schema)
         schema.update((f"c{i}", t) for i, t in typed.items())
+        read_as = schema if typed else None
         try:
-            frames = (self._strings(chunk, first=False, typed=schema if typed else None)
-                      for chunk in self._chunker.chunks())
-            ahead, self._ahead = self._ahead, []
-            items = _prepend(ahead, frames)
+            # The frames read ahead (to judge the columns), the records held after them
+            # (_held), then the chunks read on.
+            ahead: list[pl.DataFrame | bytes] = [*self._ahead]
+            if self._held:
+                ahead.append(self._held)
+            self._ahead, self._held = [], b""
+            items: Iterator[pl.DataFrame | bytes] = _prepend(ahead, self._chunker.chunks())
             del ahead
-            for frame in items:
-                batch = self._batch(frame, parse, unused)
+            for item in items:
+                frame = item if isinstance(item, pl.DataFrame) else None
+                chunk = item if isinstance(item, bytes) else b""
+                del item
+                try:
+                    if frame is None:
+                        frame = self._strings(chunk, first=False, typed=read_as)
+                    batch = self._batch(frame, parse, unused)
+                except DataError as error:
+                    yield from self._rows_before(error, chunk, frame, read_as, parse, unused)
+                    raise  # (_rows_before raises)
                 self.rows_read += frame.height
                 # Hold neither the text frame nor the batch while the consumer works and
                 # the next chunk is read: a wide table costs about 1 kB a column in each.
-                del frame
+                del frame, chunk
                 yield batch
                 del batch
         except (OSError, pa.ArrowException) as error:
             raise unreadable(self.name, "csv", error) from None
         except RecordTooLong as error:
             raise self._too_long(error, b"", first=False) from None
+
+    def _rows_before(self, error: DataError, chunk: bytes, frame: pl.DataFrame | None,
+                     read_as: dict[str, pl.DataType] | None, parse: Mapping[int, pa.DataType],
+                     unused: Collection[int]) -> Iterator[pa.RecordBatch]:
+        """For a chunk (or a frame read ahead) that failed: a batch of its rows before its
+        first bad record, then that record's error (`error` where that record alone reads
+        well). So every row before an error is written, however the input was cut into
+        chunks: at every thread count, and whether the input came fast or slowly."""
+        if frame is not None:  # its records were read: a cell is not its column's type
+            def rows(count: int) -> pa.RecordBatch:
+                return self._batch(frame.slice(0, count), parse, unused)
+
+            good = _longest(rows, frame.height)
+            if good:
+                batch = rows(good)
+                self.rows_read += good
+                yield batch
+            self._batch(frame.slice(good, 1), parse, unused)
+            raise error
+        ends = dialect.record_ends(np.frombuffer(chunk, dtype=np.uint8)) + 1
+        if not ends.shape[0] or ends[-1] < len(chunk):  # (a stray quote: the rest, one)
+            ends = np.append(ends, len(chunk))
+
+        def records(count: int) -> tuple[pl.DataFrame, pa.RecordBatch]:
+            text = self._strings(chunk[:int(ends[count - 1])], first=False, typed=read_as)
+            return text, self._batch(text, parse, unused)
+
+        def trial(count: int) -> object:
+            saved = self._line, self._chunk_line, self._rows_at.saved()
+            try:
+                return records(count)
+            finally:
+                self._line, self._chunk_line = saved[0], saved[1]
+                self._rows_at.restore(saved[2])
+
+        good = _longest(trial, ends.shape[0])
+        start = 0
+        if good:
+            text, batch = records(good)
+            del text
+            self.rows_read += batch.num_rows
+            start = int(ends[good - 1])
+            yield batch
+        if good < ends.shape[0]:
+            text = self._strings(chunk[start:int(ends[good])], first=False, typed=read_as)
+            self._batch(text, parse, unused)
+        raise error
 
     def _too_long(self, error: RecordTooLong, sample: bytes, first: bool) -> FormatError:
         """The cap on one record was passed: name the row, at once (the rest is unread)."""
@@ -574,6 +665,21 @@ class CsvSource(SourceBase):
                            self.column_names, position, str(given[at]).strip(), arrow_type,
                            self._options.na_values, self._options.decimal_comma)
         return parsed.to_arrow()
+
+
+def _longest(trial: Callable[[int], object], count: int) -> int:
+    """The most records (fewer than `count`, which failed) that `trial` reads without a
+    DataError: a bad record fails every run of records that holds it."""
+    good, bad = 0, count
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        try:
+            trial(middle)
+        except DataError:
+            bad = middle
+        else:
+            good = middle
+    return good
 
 
 def _one_chunk(column: pa.ChunkedArray) -> pa.Array:

@@ -130,6 +130,13 @@ class RowLines:
         self._first_rows.append(first_row)
         self._spans.append((first_line, lines))
 
+    def saved(self) -> tuple[list[int], list[tuple[int, np.ndarray | None]]]:
+        """What restore() takes back to (a chunk read on trial)."""
+        return list(self._first_rows), list(self._spans)
+
+    def restore(self, saved: tuple[list[int], list[tuple[int, np.ndarray | None]]]) -> None:
+        self._first_rows, self._spans = list(saved[0]), list(saved[1])
+
     def line(self, row: int) -> int | None:
         """The line row `row` (from 0) starts on, if known."""
         k = bisect.bisect_right(self._first_rows, row) - 1

@@ -25,7 +25,7 @@ from cumtool.errors import UsageError
 from cumtool.formats.csv import dialect
 from cumtool.native import ahead_workers
 from cumtool.output import DiscardableStream
-from cumtool.pipeline import RenderedAhead
+from cumtool.pipeline import RenderedAhead, drain
 
 if TYPE_CHECKING:
     import polars as pl
@@ -208,6 +208,10 @@ class CsvSink:
         if self._header_due:
             self.write(pa.RecordBatch.from_pylist([], schema=self._schema))
 
+    def drain(self) -> None:
+        """Write the text made ahead (a failed run's rows before the failure)."""
+        self._ahead.drain()
+
     def abort(self) -> None:
         self._ahead.abort()
 
@@ -238,6 +242,9 @@ class CompressingSink:
         self._sink.close()
         if self._compressor is not None:
             self._compressor.close()
+
+    def drain(self) -> None:
+        drain(self._sink)
 
     def abort(self) -> None:
         # text made ahead is dropped, not written (a writer that failed to start, or

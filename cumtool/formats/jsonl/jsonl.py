@@ -1838,6 +1838,10 @@ class JsonlSink:
     def close(self) -> None:
         self._ahead.close()  # the stream is the run's: it is not closed here
 
+    def drain(self) -> None:
+        """Write the text made ahead (a failed run's rows before the failure)."""
+        self._ahead.drain()
+
     def abort(self) -> None:
         self._ahead.abort()
 
