@@ -26,22 +26,17 @@ _BUFFER_BYTES = 1 << 20
 # in flight (read ahead, scanned, in the encoders and encoded), so this sets its memory:
 # 10M x 8 floats -> Parquet peaked at 258-283 MiB with 8 MiB at 16 threads (Arrow's pool
 # of 16 and 4 encoders, reproduced on 2 cores), 221-234 with 6, at no cost in time on 1
-# or 2 threads (RESULTS-cores.md, session 11). From MANY_THREADS running threads on,
-# batches of BATCH_BYTES_MANY: once the scan kept up with the encoders (its loops in C),
-# their queues stayed fuller, and the same run peaked at 236-258 MiB with 6, 219-232 with
-# 5; on 2 cores 5 MiB cost 4% of Parquet 2M's time (session 12).
+# or 2 threads (RESULTS-cores.md, session 11); 236-258 with 6 once the scan's loops were
+# in C, 219-232 with 5, which cost 4% of Parquet 2M's time on 2 cores (session 12). The
+# same at every thread count: a Parquet output's row groups are its batches, and the
+# thread count never changes a bit of the output (5 MiB from 8 threads on made 25 row
+# groups of 81,920 rows where 7 made 21 of 98,304).
 BATCH_BYTES = 6 << 20
-BATCH_BYTES_MANY = 5 << 20
-MANY_THREADS = 8
 MAX_BATCH_ROWS = 1 << 17
 
 
 def batch_bytes() -> int:
-    """BATCH_BYTES, or BATCH_BYTES_MANY where MANY_THREADS threads or more run (--threads,
-    no more than the usable cores: beyond them the pools are held to those)."""
-    from cumtool import native
-
-    return BATCH_BYTES_MANY if native.running_threads() >= MANY_THREADS else BATCH_BYTES
+    return BATCH_BYTES
 
 
 class ParquetSource(SourceBase):
@@ -126,8 +121,8 @@ PART_BYTES = 4 << 20
 # columns, paired whole runs on 2 cores: 8 columns (1 MiB chunks) wall 0.83x; 16 (512
 # KiB) 0.88x; 32 (256 KiB) 1.06x; CPU 1.01x-1.09x. In-process, 2000 columns of 3 KiB
 # chunks (a wide table's 8 MiB batch) took 3.7 s against 0.8 s. 320 KiB keeps the threads
-# for tables of up to 16 columns in batches of BATCH_BYTES_MANY (5 MiB), as 512 did in
-# 8 MiB ones (and up to 19 in 6 MiB ones).
+# for tables of up to 19 columns in batches of BATCH_BYTES (6 MiB), as 512 did in 8 MiB
+# ones.
 MIN_CHUNK_BYTES = 320 << 10
 
 
