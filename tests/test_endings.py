@@ -447,6 +447,22 @@ def test_a_full_temporary_directory_is_one_error_line(tmp_path: Path, tiny_disk:
     assert list(tiny_disk.iterdir()) == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("threads", ["1", "16"])
+def test_a_full_temporary_directory_under_json_lines_is_one_error_line(
+        tmp_path: Path, tiny_disk: Path, threads: str) -> None:
+    # The spool's file, closed when its source goes, must not report the full disk again
+    # ("Exception ignored in: <finalize object ...>" and a traceback, once).
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(f'{{"a": {k}, "b": {k / 2}}}\n' for k in range(60000)))
+    done = subprocess.run([*CUMTOOL, "cumsum", str(source), "--threads", threads],
+                          capture_output=True, timeout=TIMEOUT,
+                          env={**os.environ, "TMPDIR": str(tiny_disk)})
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+        1, b"", f"Error: {source}: cannot write its parsed records to a temporary file in "
+                f"$TMPDIR: {ENOSPC}\n")
+
+
 def test_a_full_disk_in_the_results_spool_of_reverse(invoke: Invoke, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """--reverse on a table spools twice: the input, then the results (to put them back in

@@ -38,6 +38,7 @@ from __future__ import annotations
 import base64
 import collections
 import concurrent.futures
+import contextlib
 import errno
 import io
 import itertools
@@ -338,7 +339,7 @@ class JsonlSource(SourceBase):
             collections.deque()
         self._spool_file = tempfile.TemporaryFile()
         self._cache = _Cache()
-        weakref.finalize(self, self._spool_file.close)
+        weakref.finalize(self, _close_spool, self._spool_file)
         self._rows = 0
         self._token = f"{next(_tokens)}"
         self._null_rows: _NullRows | None = None
@@ -1217,6 +1218,14 @@ def _parse_native(chunk: bytes | bytearray | memoryview, start: int, stop: int,
         layout[i] = (False, has_absent)
     table = pa.Table.from_arrays(arrays, names=names)
     return _NativeBlock(lines, longest, rows, end, learnt, table, layout)
+
+
+def _close_spool(spool: IO[bytes]) -> None:
+    """Close a spool file that is no longer read. Its buffer's last bytes are not needed:
+    where they cannot be written (a full $TMPDIR, the error the run has reported), the
+    file is closed all the same, without a second report."""
+    with contextlib.suppress(OSError, ValueError):
+        spool.close()
 
 
 def _parse_ahead(text: bytes | bytearray | memoryview | _Text, end: int,
