@@ -347,6 +347,14 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, schema: pa
     from cumtool import state
     from cumtool.tables import make_plan
 
+    if resume is not None and not schema.names:
+        # No column: JSON Lines with no new whole line (a quiet log, a writer caught
+        # mid-line). Nothing is scanned or written, and the state stays as it was: a run
+        # that scans no new row changes no state (its output, empty, is put in place).
+        with open_output(request.output, resume.commit):
+            pass
+        resume.commit.apply()
+        return
     plan = make_plan(request.op, request.axis, dtype, schema, source.name,
                      table_options(request, out, text_input), state.hints(source, resume),
                      **request.scan_options())

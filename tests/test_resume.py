@@ -155,6 +155,32 @@ def test_a_growing_json_lines_log_is_continued(cli):
         '{"n":13}\n')
 
 
+def test_a_json_lines_log_with_no_new_whole_line_changes_nothing(cli):
+    """A quiet hour, then a writer caught mid-line: runs that scan no row exit 0 with
+    nothing written and the state as it was, so that a retry of the run before them is
+    still known as one (they used to fail: no numeric columns to scan; columns: none)."""
+    write("log.jsonl", '{"n": 1}\n{"n": 2}\n')
+    ok(cli("cumsum", "log.jsonl", "--state", "s.json", "--growing", "--run-id", "h1"))
+    state = Path("s.json").read_bytes()
+    quiet = cli("cumsum", "log.jsonl", "--state", "s.json", "--growing", "--run-id", "h2",
+                "-o", "out.jsonl")
+    assert (quiet.exit_code, quiet.stdout, quiet.stderr) == (0, "", "")
+    assert Path("out.jsonl").read_bytes() == b""
+    with open("log.jsonl", "a") as log:
+        log.write('{"n": ')
+    cut = cli("cumsum", "log.jsonl", "--state", "s.json", "--growing", "--run-id", "h3")
+    assert (cut.exit_code, cut.stdout) == (0, "")
+    assert cut.stderr == ("note: log.jsonl: its last line has no line end yet (it is being "
+                          "written); it waits for the next run\n")
+    assert Path("s.json").read_bytes() == state
+    retry = cli("cumsum", "log.jsonl", "--state", "s.json", "--growing", "--run-id", "h1")
+    assert (retry.exit_code, retry.stdout) == (0, '{"n":1}\n{"n":3}\n')
+    with open("log.jsonl", "a") as log:
+        log.write('10}\n')
+    assert ok(cli("cumsum", "log.jsonl", "--state", "s.json", "--growing", "--run-id",
+                  "h4")).stdout == '{"n":13}\n'
+
+
 def test_an_input_whose_earlier_bytes_changed_is_a_new_input(cli):
     write("log.csv", "kwh\n1\n2\n")
     ok(cli("cumsum", "log.csv", "--state", "s.json"))
