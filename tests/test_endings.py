@@ -463,6 +463,21 @@ def test_a_full_temporary_directory_under_json_lines_is_one_error_line(
                 f"$TMPDIR: {ENOSPC}\n")
 
 
+@pytest.mark.slow
+def test_a_full_temporary_directory_under_json_lines_on_standard_input(
+        tmp_path: Path, tiny_disk: Path) -> None:
+    # Standard input is kept in $TMPDIR while its kind is told: where it cannot be, the
+    # error is the disk's, not a hand-over to "the general CSV reader" of a JSON input.
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(f'{{"a": {k}, "b": {k / 2}}}\n' for k in range(20000)))
+    with open(source, "rb") as stdin:
+        done = subprocess.run([*CUMTOOL, "cumsum"], stdin=stdin, capture_output=True,
+                              timeout=TIMEOUT, env={**os.environ, "TMPDIR": str(tiny_disk)})
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+        1, b"", f"Error: cannot write a temporary file in {tiny_disk}: {ENOSPC} (TMPDIR "
+                "chooses where temporary files go)\n")
+
+
 def test_a_full_disk_in_the_results_spool_of_reverse(invoke: Invoke, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """--reverse on a table spools twice: the input, then the results (to put them back in

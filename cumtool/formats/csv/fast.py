@@ -61,7 +61,7 @@ from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import dialect, small, wide
 from cumtool.formats.csv.small import TEXT, Handover
 from cumtool.formats.jsonl import lines
-from cumtool.output import open_output
+from cumtool.output import open_output, spool_error
 from cumtool.pipeline import written_into
 from cumtool.request import Request
 
@@ -224,8 +224,11 @@ def _from_stdin(request: Request, stdin: IO[bytes] | None
         if not tee.dropped:
             try:
                 spool.flush()
-            except OSError:  # what the buffer held could not be written either
-                tee.dropped = True
+            except OSError as error:  # what the buffer held could not be written either
+                tee.dropped, tee.failure = True, error
+        if tee.dropped and tee.failure is not None and not rows:
+            # before a row was scanned (another format's input, say): the disk's failure
+            raise spool_error(tee.failure)
         if tee.dropped:
             raise DataError(
                 f"standard input: a record after row {rows:,} needs the general CSV reader, "
@@ -250,6 +253,7 @@ class _Tee:
         self._spool = spool
         self._kept = 0
         self.dropped = False
+        self.failure: OSError | None = None  # why the spool could not be written
 
     def read(self, size: int) -> bytes:
         return self._keep(self._stream.read(size))
@@ -270,8 +274,8 @@ class _Tee:
             self._kept += len(data)
             try:
                 self._spool.write(data)
-            except OSError:  # a full disk, a file size limit: the run goes on without it
-                self.dropped = True
+            except OSError as error:  # a full disk, a file size limit: on without it
+                self.dropped, self.failure = True, error
                 with contextlib.suppress(OSError):
                     self._spool.close()
         return data
