@@ -196,8 +196,12 @@ def test_csv_to_jsonl_keeps_text_as_strings(invoke, write_file):
                   "enclosed in double quotes (at character 9)", id="bad-json"),
      pytest.param(b'{"v": 1}\n\n[1, 2]\n', "line 3 is an array, not a JSON object",
                   id="array"),
-     pytest.param(b'{"v": 1}\n7\n', "line 2 is the value b'7', not a JSON object",
+     pytest.param(b'{"v": 1}\n7\n', "line 2 is the value 7, not a JSON object",
                   id="number"),
+     pytest.param(b'{"v": 1}\n"h\\u00e9"\n', 'line 2 is the value "h\\u00e9", not a JSON '
+                  "object", id="text"),
+     pytest.param(b'{"v": 1}\nnull\n', "line 2 is the value null, not a JSON object",
+                  id="null"),
      pytest.param(b'{"v": 1}\n{"v": "\xff"}\n', "line 2 is not UTF-8 text", id="utf8")])
 def test_a_bad_line_is_an_error_naming_it(invoke, write_file, text, message):
     path = write_file("in.jsonl", text)

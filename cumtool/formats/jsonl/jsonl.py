@@ -296,7 +296,8 @@ def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
     except RecursionError:
         raise DataError(f"{name}: line {number} is nested too deeply to read") from None
     if not isinstance(value, dict):
-        kind = "an array" if isinstance(value, list) else f"the value {line.strip()[:40]!r}"
+        text = line.decode("utf-8").strip()  # as written in the file: "h\u00e9", null
+        kind = "an array" if isinstance(value, list) else f"the value {text[:40]}"
         raise DataError(f"{name}: line {number} is {kind}, not a JSON object")
     return value
 
