@@ -404,7 +404,7 @@ class CsvSource(SourceBase):
             self.rows_read += batch.num_rows
             start = int(ends[good - 1])
             yield batch
-        if good < ends.shape[0]:
+        if good < ends.shape[0] and b"\0" not in chunk:  # (a NUL: a binary file, first)
             text = self._strings(chunk[start:int(ends[good])], first=False, typed=read_as)
             self._batch(text, parse, unused)
         raise error
