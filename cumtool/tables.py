@@ -923,7 +923,36 @@ class MultiPlan:
             plan.reverse_total = rows
 
     def apply(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        results = [plan.results(batch) for plan in self.plans]
+        results: list[dict[int, tuple[pa.Array, pa.Array | None]]] = []
+        for plan in self.plans:
+            try:
+                results.append(plan.results(batch))
+            except ScanOverflowError as error:
+                if error.before is not None:  # the rows before the overflow, as output
+                    rows, before = error.before
+                    error.before = self._before(batch, rows, results, before)
+                raise
+        return self._output(batch, results)
+
+    def _before(self, batch: pa.RecordBatch, rows: int,
+                done: list[dict[int, tuple[pa.Array, pa.Array | None]]],
+                before: dict[int, tuple[pa.Array, pa.Array | None]]) -> Any:
+        """The output of a batch's rows before an overflow in the plan after `done`: the
+        earlier plans' results cut short, the later plans' scanned up to there. None where
+        that fails (then only the batches before are written)."""
+        head = batch.slice(0, rows)
+        try:
+            results = [{i: (result.slice(0, rows), None if index is None
+                            else index.slice(0, rows)) for i, (result, index) in each.items()}
+                       for each in done]
+            results.append(before)
+            results.extend(plan.results(head) for plan in self.plans[len(results):])
+            return self._output(head, results)
+        except Exception:  # the overflow is the error to report
+            return None
+
+    def _output(self, batch: pa.RecordBatch,
+                results: list[dict[int, tuple[pa.Array, pa.Array | None]]]) -> pa.RecordBatch:
         arrays = self.plans[0].kept_arrays(batch)
         for i in self.selected:
             for result in results:

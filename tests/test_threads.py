@@ -101,10 +101,11 @@ def test_an_error_mid_file_comes_after_every_row_before_it(tmp_path, monkeypatch
         assert outcomes[t] == (1, expected, message), t
 
 
-@pytest.mark.parametrize("case", ["by", "parquet"])
+@pytest.mark.parametrize("case", ["by", "parquet", "ops"])
 def test_an_overflow_comes_after_every_row_before_it(tmp_path, monkeypatch, case):
     # In its groups (--by: the overflowing column is scanned again up to the bad row, the
-    # others cut there) and from a typed input: the rows before the overflow, and no more.
+    # others cut there), from a typed input, and with several ops (cummax's results cut
+    # there): the rows before the overflow, and no more.
     rows = 4000
     values = [k % 7 for k in range(rows)]
     values[3000] = 9223372036854775000
@@ -117,11 +118,13 @@ def test_an_overflow_comes_after_every_row_before_it(tmp_path, monkeypatch, case
     else:
         for stem, part in (("in", table), ("head", table.slice(0, 3000))):
             pa_csv.write_csv(part, tmp_path / f"{stem}.csv")
-        args, name = ["--by", "g", "--batch-rows", "512"], "{}.csv"
-    _, expected, _ = _run(["cumsum", str(tmp_path / name.format("head")), *args], monkeypatch)
+        args, name = (["cummax,cumsum"] if case == "ops" else ["--by", "g"]), "{}.csv"
+        args.extend(["--batch-rows", "512"])
+    op = args.pop(0) if case == "ops" else "cumsum"
+    _, expected, _ = _run([op, str(tmp_path / name.format("head")), *args], monkeypatch)
     assert expected.count(b"\n") == 3001
     for t in THREADS:
-        status, out, message = _run(["cumsum", str(tmp_path / name.format("in")), *args,
+        status, out, message = _run([op, str(tmp_path / name.format("in")), *args,
                                      "--threads", t], monkeypatch)
         assert (status, out) == (1, expected), t
         assert "column 'b', row 3001" in message and "overflows int64" in message
