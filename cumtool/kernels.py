@@ -255,17 +255,16 @@ def _native_int64(spec: ScanSpec, x: np.ndarray, skip: np.ndarray | None,
     """An int64 column's cumsum in C, where it is built and nothing else is asked of the
     sum (no --exclusive, int64 out): None where it does not apply, or where the sum
     overflows int64 with --overflow error (the way below names it)."""
-    if (spec.accumulator.native != "sum" or spec.exclusive
+    if (spec.accumulator.native != "sum" or spec.exclusive or x.dtype != _INT64
             or spec.acc_dtype != _INT64 or spec.out_dtype != _INT64):
-        return None  # x's dtype and shape: native checks them
+        return None  # x's shape: native checks it
     from cumtool import native
 
     if native.SEQUENTIAL is None:
         return None
     # skipped (missing) cells as the identity first, as below
     step = native.COLUMN_SUM_CHECKED if spec.overflow == "error" else native.COLUMN_SUM
-    return native.scan_column(step, x if skip is None or x.dtype != _INT64 else
-                              to_acc(spec, x, skip), start)
+    return native.scan_column(step, x if skip is None else to_acc(spec, x, skip), start)
 
 
 def _native_logaddexp(acc: np.ndarray, start: np.ndarray) -> bool:

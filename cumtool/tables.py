@@ -607,14 +607,10 @@ class TablePlan:
         rows = error.batch_row
         if not rows:
             return None
-        before = {}
+        before = _first_rows(results, rows)
         try:
             for i in self.selected:
-                if i in results:
-                    result, index = results[i]
-                    before[i] = (result.slice(0, rows),
-                                 None if index is None else index.slice(0, rows))
-                else:
+                if i not in results:
                     data = batch.column(self.data_at.get(i, i)).slice(0, rows)
                     before[i] = self.scan_column(i, data,
                                                  None if runs is None else runs.prefix(rows))
@@ -942,9 +938,7 @@ class MultiPlan:
         that fails (then only the batches before are written)."""
         head = batch.slice(0, rows)
         try:
-            results = [{i: (result.slice(0, rows), None if index is None
-                            else index.slice(0, rows)) for i, (result, index) in each.items()}
-                       for each in done]
+            results = [_first_rows(each, rows) for each in done]
             results.append(before)
             results.extend(plan.results(head) for plan in self.plans[len(results):])
             return self._output(head, results)
@@ -958,6 +952,13 @@ class MultiPlan:
             for result in results:
                 arrays.extend(a for a in result[i] if a is not None)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _first_rows(results: dict[int, tuple[pa.Array, pa.Array | None]],
+                rows: int) -> dict[int, tuple[pa.Array, pa.Array | None]]:
+    """A batch's results (and indices) of its first `rows` rows."""
+    return {i: (result.slice(0, rows), None if index is None else index.slice(0, rows))
+            for i, (result, index) in results.items()}
 
 
 def make_plan(op: str, axis: str, dtype: np.dtype | None, schema: pa.Schema, name: str,

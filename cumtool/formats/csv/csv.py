@@ -384,29 +384,26 @@ class CsvSource(SourceBase):
         if not ends.shape[0] or ends[-1] < len(chunk):  # (a stray quote: the rest, one)
             ends = np.append(ends, len(chunk))
 
-        def records(count: int) -> tuple[pl.DataFrame, pa.RecordBatch]:
-            text = self._strings(chunk[:int(ends[count - 1])], first=False, typed=read_as)
-            return text, self._batch(text, parse, unused)
+        def records(start: int, stop: int) -> pa.RecordBatch:
+            text = self._strings(chunk[start:stop], first=False, typed=read_as)
+            return self._batch(text, parse, unused)
 
         def trial(count: int) -> object:
             saved = self._line, self._chunk_line, self._rows_at.saved()
             try:
-                return records(count)
+                return records(0, int(ends[count - 1]))
             finally:
                 self._line, self._chunk_line = saved[0], saved[1]
                 self._rows_at.restore(saved[2])
 
         good = _longest(trial, ends.shape[0])
-        start = 0
+        start = int(ends[good - 1]) if good else 0
         if good:
-            text, batch = records(good)
-            del text
+            batch = records(0, start)
             self.rows_read += batch.num_rows
-            start = int(ends[good - 1])
             yield batch
-        if good < ends.shape[0] and b"\0" not in chunk:  # (a NUL: a binary file, first)
-            text = self._strings(chunk[start:int(ends[good])], first=False, typed=read_as)
-            self._batch(text, parse, unused)
+        if b"\0" not in chunk:  # (a NUL: a binary file, named first)
+            records(start, int(ends[good]))
         raise error
 
     def _too_long(self, error: RecordTooLong, sample: bytes, first: bool) -> FormatError:

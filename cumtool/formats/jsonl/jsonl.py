@@ -287,7 +287,8 @@ def _read_into(stream: IO[bytes], view: memoryview) -> int:
 
 def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
     try:
-        value = _decode(line.decode("utf-8"))
+        text = line.decode("utf-8")
+        value = _decode(text)
     except UnicodeDecodeError:
         raise DataError(f"{name}: line {number} is not UTF-8 text") from None
     except json.JSONDecodeError as error:
@@ -296,8 +297,8 @@ def _record(line: bytes, number: int, name: str) -> dict[str, Any]:
     except RecursionError:
         raise DataError(f"{name}: line {number} is nested too deeply to read") from None
     if not isinstance(value, dict):
-        text = line.decode("utf-8").strip()  # as written in the file: "h\u00e9", null
-        kind = "an array" if isinstance(value, list) else f"the value {text[:40]}"
+        shown = text.strip()[:40]  # as written in the file: "h\u00e9", null
+        kind = "an array" if isinstance(value, list) else f"the value {shown}"
         raise DataError(f"{name}: line {number} is {kind}, not a JSON object")
     return value
 

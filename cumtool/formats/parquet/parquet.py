@@ -35,12 +35,8 @@ BATCH_BYTES = 6 << 20
 MAX_BATCH_ROWS = 1 << 17
 
 
-def batch_bytes() -> int:
-    return BATCH_BYTES
-
-
 class ParquetSource(SourceBase):
-    """A Parquet file read in batches of about batch_bytes(). Parquet keeps its footer at the
+    """A Parquet file read in batches of about BATCH_BYTES. Parquet keeps its footer at the
     end: a non-seekable stream (standard input, .parquet.zst) comes spooled to a file."""
 
     def __init__(self, stream: IO[bytes] | str, name: str, batch_rows: int | None) -> None:
@@ -55,13 +51,13 @@ class ParquetSource(SourceBase):
             raise unreadable(name, "parquet", error) from None
 
     def _rows_per_batch(self) -> int:
-        """Rows of about batch_bytes(), from the sizes the metadata gives (uncompressed)."""
+        """Rows of about BATCH_BYTES, from the sizes the metadata gives (uncompressed)."""
         metadata = self._file.metadata
         rows = max(int(metadata.num_rows), 1)
         stored = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
         # Arrow holds at least 8 bytes a cell (values or offsets) whatever the encoding.
         row_bytes = max(stored / rows, 8 * max(len(self._schema), 1))
-        return int(min(MAX_BATCH_ROWS, max(1, batch_bytes() // row_bytes)))
+        return int(min(MAX_BATCH_ROWS, max(1, BATCH_BYTES // row_bytes)))
 
     @property
     def schema(self) -> pa.Schema:
