@@ -31,7 +31,10 @@ class Print:
     SHA-256 of the prefixes past runs consumed (`has_prefix`: whether those are still
     its first bytes). `lines` and `lines_sha256`: its bytes up to the end of its last
     line (all of them where the last byte ends a line), for a growing log whose last line
-    is still being written (--growing: that line waits for the next run)."""
+    is still being written (--growing: that line waits for the next run). `records` and
+    `records_sha256`: the same up to the last line end outside quotes (the quote state
+    being the parity of the quotes before it, as the CSV reader keeps it): a CSV log's
+    writer caught inside a quoted field that holds a line end leaves its record open."""
 
     path: str
     size: int
@@ -39,6 +42,8 @@ class Print:
     ends_line: bool = True  # the last byte ends a line (or the file is empty)
     lines: int = -1  # -1: as `size`
     lines_sha256: str = ""  # "": as `sha256`
+    records: int = -1  # -1: as `lines`
+    records_sha256: str = ""
     # Prefixes asked for (`also`): their size -> the SHA-256 of the file's first bytes.
     prefixes: tuple[tuple[int, str], ...] = ()
 
@@ -48,6 +53,13 @@ class Print:
         if self.lines < 0:
             return self.size, self.sha256
         return self.lines, self.lines_sha256
+
+    @property
+    def whole_records(self) -> tuple[int, str]:
+        """The size and SHA-256 of the bytes up to the last line end outside quotes."""
+        if self.records < 0:
+            return self.whole_lines
+        return self.records, self.records_sha256
 
     def has_prefix(self, size: int, sha256: str) -> bool:
         """Whether the file's first `size` bytes are those a past run hashed."""
@@ -83,8 +95,8 @@ def fingerprint(paths: Iterable[str], consumed: dict[str, list[int]]) -> dict[st
 
 def _print(path: str, consumed: list[int]) -> Print:
     """One pass over the file: its hash, the hash at each size consumed before, and the
-    hash up to the end of its last line (a copy of the running hash at each chunk's last
-    line end: the bytes are read once)."""
+    hash up to the end of its last line and of its last line outside quotes (copies of
+    the running hash at each chunk's last such ends: the bytes are read once)."""
     import hashlib  # (OpenSSL: --state runs only)
 
     digest = hashlib.sha256()
@@ -92,6 +104,8 @@ def _print(path: str, consumed: list[int]) -> Print:
     prefixes: dict[int, str] = {0: digest.hexdigest()}
     size = 0
     line_size, line_digest = 0, digest.copy()
+    record_size, record_digest = 0, digest.copy()
+    odd = False  # an odd number of quotes so far: inside a quoted field
     try:
         with open(path, "rb", buffering=0) as stream:
             while True:
@@ -99,14 +113,20 @@ def _print(path: str, consumed: list[int]) -> Print:
                 chunk = stream.read(room)
                 if not chunk:
                     break
-                end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+                view = memoryview(chunk)
+                done = 0
+                end = _last_line_end(chunk, len(chunk))
                 if end >= 0:
-                    view = memoryview(chunk)
-                    digest.update(view[:end + 1])
+                    record = _last_record_end(chunk, end, odd)
+                    if record >= 0:
+                        digest.update(view[:record + 1])
+                        record_size, record_digest = size + record + 1, digest.copy()
+                        done = record + 1
+                    digest.update(view[done:end + 1])
                     line_size, line_digest = size + end + 1, digest.copy()
-                    digest.update(view[end + 1:])
-                else:
-                    digest.update(chunk)
+                    done = end + 1
+                digest.update(view[done:])
+                odd ^= chunk.count(_QUOTE) % 2 == 1
                 size += len(chunk)
                 if stops and size == stops[0]:
                     prefixes[stops.pop(0)] = digest.hexdigest()
@@ -114,8 +134,41 @@ def _print(path: str, consumed: list[int]) -> Print:
         raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
     whole = digest.hexdigest()
     ends = size == line_size
+    if ends and not odd:
+        record_size, record_digest = size, digest
     return Print(path, size, whole, ends, line_size,
-                 whole if ends else line_digest.hexdigest(), tuple(prefixes.items()))
+                 whole if ends else line_digest.hexdigest(), record_size,
+                 record_digest.hexdigest(), tuple(prefixes.items()))
+
+
+_QUOTE = b'"'
+# A walk back over the quotes of a chunk inside a quoted field stops here: a file whose
+# quotes are wrong from some line on (which the reader then reports) costs no more.
+_WALK = 256
+
+
+def _last_line_end(chunk: bytes, stop: int) -> int:
+    return max(chunk.rfind(b"\n", 0, stop), chunk.rfind(b"\r", 0, stop))
+
+
+def _last_record_end(chunk: bytes, end: int, odd: bool) -> int:
+    """The last line end at or before `end` (the chunk's last) outside quotes, the chunk
+    starting inside quotes where `odd`; -1 where none is found. Walked back quote by
+    quote: just before the last quote at or before a line end inside quotes, the state
+    is outside."""
+    if odd == (chunk.count(_QUOTE, 0, end + 1) % 2 == 1):
+        return end
+    outside = chunk.rfind(_QUOTE, 0, end + 1)  # the state is outside just before it
+    for _ in range(_WALK):
+        if outside < 0:
+            return -1
+        line = _last_line_end(chunk, outside)
+        if line < 0:
+            return -1
+        if chunk.count(_QUOTE, line + 1, outside) % 2 == 0:
+            return line
+        outside = chunk.rfind(_QUOTE, 0, line)
+    return -1
 
 
 def spool_stdin(path: str | None) -> tuple[io.BufferedRandom, Print]:

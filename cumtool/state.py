@@ -156,7 +156,39 @@ def _read_part(request: Request, name: str, fingerprinted: Print) -> Print:
             and _continuable(request, name)):
         return fingerprinted
     size, sha256 = fingerprinted.whole_lines
+    if _open_record(request, name, fingerprinted):
+        size, sha256 = fingerprinted.whole_records
     return dataclasses.replace(fingerprinted, size=size, sha256=sha256, ends_line=True)
+
+
+# A tail longer than this is no record being written but quotes gone wrong: the reader
+# names them.
+_OPEN_RECORD_LIMIT = 4 << 20
+
+
+def _open_record(request: Request, name: str, fingerprinted: Print) -> bool:
+    """Whether a growing CSV or TSV log ends in a record its writer is still writing:
+    after its last line end outside quotes, one record whose quoted field holds a line end
+    and is not closed yet (the quote would close it as RFC 4180 allows). Its lines wait
+    with it; a quote that is wrong anyway is left to the reader's error."""
+    start = fingerprinted.whole_records[0]
+    if (fingerprinted.whole_lines[0] == start or _format_of(request, name) == "jsonl"
+            or fingerprinted.size - start > _OPEN_RECORD_LIMIT):
+        return False
+    fmt = _format_of(request, name) or "csv"
+    options = request.csv_read(fmt)
+    encoding = options.encoding or "utf-8"
+    try:
+        if '"\n'.encode(encoding) != b'"\n':
+            return False  # (the quote parity is counted in ASCII bytes)
+        with open(name, "rb") as stream:
+            stream.seek(start)
+            tail = stream.read(fingerprinted.size - start).decode(encoding, "replace")
+    except (OSError, LookupError):
+        return False
+    from cumtool.formats.csv import dialect
+
+    return dialect.records(tail + dialect.QUOTE, options.delimiter) is not None
 
 
 def _refuse_a_data_file(request: Request, path: str, real: str) -> None:
@@ -277,13 +309,32 @@ def _spans(request: Request, names: list[str], prints: list[Print], read: list[P
         if end < whole.size and request.growing and path not in until:
             from cumtool.notes import note
 
-            note(request, f"{name}: its last line has no line end yet (it is being "
-                          "written); it waits for the next run")
+            if end < whole.whole_lines[0]:
+                note(request, f"{name}: its last record, from line {_line_of(path, end)}, "
+                              "is inside a quoted field not closed yet (it is being "
+                              "written); it waits for the next run")
+            else:
+                note(request, f"{name}: its last line has no line end yet (it is being "
+                              "written); it waits for the next run")
         header = b""
         if start and request.header and _format_of(request, name) != "jsonl":
             header = header_record(name, request.comment)
         spans[path] = Span(start, end, header)
     return spans, list(consumed.values())
+
+
+def _line_of(path: str, at: int) -> int:
+    """The line number (from 1) of byte `at`: the line ends (LF, or a lone CR) before it,
+    counted a block at a time."""
+    line = 1
+    last = b""
+    with open(path, "rb") as stream:
+        while at > 0 and (block := stream.read(min(at, 1 << 20))):
+            at -= len(block)
+            line += (block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+                     - (last == b"\r" and block[:1] == b"\n"))
+            last = block[-1:]
+    return line
 
 
 def _record(path: str, size: int, sha256: str, ends_line: bool) -> dict[str, Any]:

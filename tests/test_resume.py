@@ -242,6 +242,40 @@ def test_a_last_line_being_written_waits_for_the_next_run(cli):
     assert Path("out.csv").read_text() == "t,m,v\nt3,M1,13.75\nt4,M1,14.75\n"
 
 
+def test_a_record_being_written_inside_a_quoted_field_waits_for_the_next_run(cli):
+    """A CSV log's writer caught after a line end inside a quoted field (a message of
+    several lines): that record is not scanned, written or consumed, one note names its
+    line, and the next run counts it whole. It used to fail: a quote that is never
+    closed, exit 1."""
+    write("log.csv", 'id,msg,v\n1,"ok",1\n2,"two\nlines",2\n3,"trace:\n  at ""f""\n')
+    run = ["cumsum", "log.csv", "-c", "v", "--state", "s.json", "-o", "out.csv", "--growing"]
+    result = cli(*run)
+    assert (result.exit_code, result.stderr) == (0, (
+        "note: log.csv: its last record, from line 5, is inside a quoted field not closed "
+        "yet (it is being written); it waits for the next run\n"))
+    assert Path("out.csv").read_text() == 'id,msg,v\n1,ok,1\n2,"two\nlines",3\n'
+    with open("log.csv", "a") as log:
+        log.write('  at g",3\n4,"",4\n')
+    assert ok(cli(*run)).stderr == ""
+    assert Path("out.csv").read_text() == (
+        'id,msg,v\n3,"trace:\n  at ""f""\n  at g",6\n4,"",10\n')
+
+
+@pytest.mark.parametrize("log", [
+    'id,v\n1,1\n5",1\n6,2\n',  # a quote inside an unquoted field
+    'id,v\n1,1\n"5"x,1\n6,2\n',  # a quoted field that goes on after its quote
+])
+def test_a_growing_log_with_a_stray_quote_is_refused_not_held(cli, log):
+    """Only a record a quote would close waits: quotes that are wrong anyway are the
+    reader's error, not a note that would hold the log back at every run."""
+    write("log.csv", log)
+    result = cli("cumsum", "log.csv", "--state", "s.json", "--growing", "-o", "out.csv")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: log.csv: ")
+    assert "row 2 (line 3)" in result.stderr
+    assert not Path("s.json").exists() and not Path("out.csv").exists()
+
+
 @pytest.mark.parametrize("cuts", [[3, 9, 14], [1, 2], [5]])
 def test_a_log_cut_mid_number_on_each_of_several_days_is_counted_as_one_run(cli, cuts):
     """Each day's run catches the writer at another byte, inside a number; the days'
