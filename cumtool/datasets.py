@@ -47,6 +47,7 @@ class ChainSource(SourceBase):
         self.files = files
         self._first, self.kind = self._open(0, stack)
         first = self._first
+        self.cut_by_time = first.cut_by_time
         self.name = first.name
         self._own = first.schema
         self._hinted = first.hints is not None
@@ -307,7 +308,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
             raise OutputError(f"cannot write {target}: {error.strerror or error}") from None
         with open_output(staged) as stream, contextlib.ExitStack() as this_file:
             sink = runner.table_writer(request, out, stream, plan.schema, view,
-                                       chain.files[k].path, target)
+                                       chain.files[k].path, target, chain.cut_by_time)
 
             def read(k: int = k, this_file: contextlib.ExitStack = this_file
                      ) -> Iterator[pa.RecordBatch]:

@@ -140,6 +140,56 @@ class BackgroundSink:
         self._sink.abort()
 
 
+class Regrouped:
+    """A sink fed batches of `rows` rows each (the last one fewer), whatever rows the
+    batches given hold: where a format's bytes follow its batches (Format.grouped) and
+    the input's batches end where reads end. A group that spans batches is copied into
+    one batch; one inside a batch is a slice of it."""
+
+    def __init__(self, sink: TableSink, rows: int) -> None:
+        self._sink = sink
+        self._rows = rows
+        self._held: list[pa.RecordBatch] = []
+        self._count = 0  # the rows held
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        start = 0
+        while batch.num_rows - start >= self._rows - self._count:
+            take = self._rows - self._count
+            piece = batch.slice(start, take)
+            start += take
+            if self._held:
+                self._held.append(piece)
+                piece = self._joined()
+            self._sink.write(piece)
+        if start < batch.num_rows:
+            self._held.append(batch.slice(start))
+            self._count += batch.num_rows - start
+
+    def _joined(self) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        joined = pa.Table.from_batches(self._held).combine_chunks().to_batches()
+        self._held, self._count = [], 0
+        return joined[0]
+
+    def _rest(self) -> None:
+        if self._held:
+            self._sink.write(self._joined())
+
+    def close(self) -> None:
+        self._rest()
+        self._sink.close()
+
+    def drain(self) -> None:
+        self._rest()
+        drain(self._sink)
+
+    def abort(self) -> None:
+        self._held = []
+        self._sink.abort()
+
+
 def written_into(into: bytearray | None, text: bytes) -> bytes | int:
     """A Python writer's `text` as the C writers give theirs (_ext/outroom.h): itself
     without `into`, else its size, written at the start of `into` (grown, never shrunk)."""

@@ -16,12 +16,13 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from cumtool.commit import Commit, check_stop
 from cumtool.errors import CumtoolError, DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import FileKind, Handover, TableSink, TableSource
-from cumtool.formats.registry import DELIMITED, TYPED_OUTPUTS
+from cumtool.formats import FileKind, Handover, TableSink, TableSource, group_rows
+from cumtool.formats.registry import DELIMITED, TYPED_OUTPUTS, format_named
 from cumtool.output import open_output, staged_output
 from cumtool.pipeline import (
     BackgroundSink,
     Progress,
+    Regrouped,
     ReversingSink,
     drain,
     prefetch,
@@ -376,7 +377,8 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, schema: pa
     with open_output(request.output, commit) as stream, contextlib.closing(progress):
         if hold is not None:
             stream = hold(stream)
-        sink = table_writer(request, out, stream, plan.schema, view, source.name)
+        sink = table_writer(request, out, stream, plan.schema, view, source.name,
+                            cut_by_time=source.cut_by_time)
 
         def read() -> Iterator[pa.RecordBatch]:
             # Closed with the run, so a failure stops the reader thread at once.
@@ -606,12 +608,19 @@ def _drain(sink: Writer) -> None:
 
 
 def table_writer(request: Request, out: FileKind, stream: IO[bytes], schema: pa.Schema,
-                 view: View | None, name: str, output: str | None = None) -> TableSink:
+                 view: View | None, name: str, output: str | None = None,
+                 cut_by_time: bool = False) -> TableSink:
     """The output format's writer, fed by a background thread that overlaps writing
     with the scan; the terminal table only gathers rows (it prints on close). `output`:
-    the output as messages name it (default: --output)."""
+    the output as messages name it (default: --output). `cut_by_time`: the input's
+    batches end where reads end (SourceBase.cut_by_time), so a format whose bytes follow
+    its batches is written in fixed groups."""
     sink = table_sink(request, out, stream, schema, view, name, output)
-    return sink if out.format == "table" else BackgroundSink(sink)
+    if out.format == "table":
+        return sink
+    if cut_by_time and format_named(out.format).grouped:
+        sink = Regrouped(sink, group_rows(len(schema)))
+    return BackgroundSink(sink)
 
 
 

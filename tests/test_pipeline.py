@@ -728,3 +728,47 @@ def test_a_file_is_read_by_the_pool_and_standard_input_by_the_caller(tmp_path,
     assert [(pipe.blocks, pipe.status) for pipe in made] == [(1, 0), (0, 0)]
     assert outputs[0] == outputs[1]
     assert outputs[0].count(b"\n") == 1 + 8 * 50 + 50  # the header, rows, quoted LFs
+
+
+class _Gathering:
+    def __init__(self) -> None:
+        self.batches: list[Any] = []
+        self.ends: list[str] = []
+
+    def write(self, batch: Any) -> None:
+        self.batches.append(batch)
+
+    def close(self) -> None:
+        self.ends.append("close")
+
+    def drain(self) -> None:
+        self.ends.append("drain")
+
+    def abort(self) -> None:
+        self.ends.append("abort")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_regrouped_batches_hold_fixed_rows_however_they_came(seed):
+    import random
+
+    import pyarrow as pa
+
+    from cumtool.pipeline import Regrouped
+
+    rng = random.Random(seed)
+    table = pa.table({"x": list(range(1000)), "s": [f"r{k}" for k in range(1000)]})
+    cuts = [*sorted(rng.sample(range(1, 1000), 30)), 1000]
+    for end in ("close", "drain"):
+        inner = _Gathering()
+        sink = Regrouped(inner, 64)
+        start = 0
+        for cut in cuts:
+            sink.write(pa.RecordBatch.from_pylist(table.slice(start, cut - start).to_pylist(),
+                                                  schema=table.schema))
+            start = cut
+        sink.write(pa.RecordBatch.from_pylist([], schema=table.schema))  # an empty batch
+        getattr(sink, end)()
+        assert [b.num_rows for b in inner.batches] == [64] * 15 + [40]
+        assert pa.Table.from_batches(inner.batches).equals(table)
+        assert inner.ends == [end]

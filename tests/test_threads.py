@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -128,6 +129,51 @@ def test_an_overflow_comes_after_every_row_before_it(tmp_path, monkeypatch, case
                                      "--threads", t], monkeypatch)
         assert (status, out) == (1, expected), t
         assert "column 'b', row 3001" in message and "overflows int64" in message
+
+
+def _ipc_batches(path: Path) -> list[pa.RecordBatch]:
+    if path.suffix == ".arrows":
+        return list(ipc.open_stream(path))
+    read = ipc.open_file(path)
+    return [read.get_batch(i) for i in range(read.num_record_batches)]
+
+
+@pytest.mark.parametrize("to", ["parquet", "arrow", "arrows"])
+def test_csv_to_a_grouped_format_writes_the_same_bytes_however_reads_are_cut(
+        tmp_path, monkeypatch, to):
+    """Parquet's row groups and Arrow's record batches are the batches written, and a
+    CSV read's batches end where reads end (a pipe's pause, a slow disk, a chunk's
+    size): rows go out in groups fixed by the table's width, so the bytes never vary.
+    (Arrow writes a text column's buffer padded where it is a slice of a longer one, so
+    only Parquet's bytes are the same with --batch-rows too; Arrow's groups are.)"""
+    path = tmp_path / "in.csv"
+    path.write_bytes(_rows(3000))
+    monkeypatch.setattr("cumtool.formats.MAX_GROUP_ROWS", 400)
+    outputs = set()
+    groups = set()
+    for chunk, batch_rows in [(64 << 10, []), (1500, []), (4000, ["--batch-rows", "7"])]:
+        for how in ("file", "stdin"):
+            with monkeypatch.context() as patch:
+                patch.setattr(csvsource, "CHUNK_BYTES", chunk)
+                patch.setattr(csvsource, "MIN_CHUNK_BYTES", chunk)
+                out = tmp_path / f"out.{to}"
+                given = [str(path)] if how == "file" else ["--from", "csv"]
+                status, _, message = _run(
+                    ["cumsum", *given, "-o", str(out), *batch_rows], monkeypatch,
+                    stdin=path.read_bytes() if how == "stdin" else None)
+            assert (status, message) == (0, "")
+            if to == "parquet" or not batch_rows:
+                outputs.add(out.read_bytes())
+            if to != "parquet":
+                groups.add(tuple(batch.num_rows for batch in _ipc_batches(out)))
+    assert len(outputs) == 1
+    assert groups <= {(400,) * 7 + (200,)}
+    if to == "parquet":
+        metadata = pq.ParquetFile(tmp_path / "out.parquet").metadata
+        assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == (
+            [400] * 7 + [200])
+        assert pq.read_table(tmp_path / "out.parquet").column("n").to_pylist()[-1] == sum(
+            k % 7 - 3 for k in range(3000))
 
 
 def test_state_runs_are_the_same_at_every_thread_count(tmp_path, monkeypatch):

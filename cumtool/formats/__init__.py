@@ -39,6 +39,18 @@ class Handover(Exception):
     error itself (runner.run_engine)."""
 
 
+# A group's rows where Format.grouped writes fixed groups: about 6 MiB of 8-byte cells,
+# as a Parquet input's batches hold (formats/parquet/parquet.py's BATCH_BYTES), and no
+# more rows than its MAX_BATCH_ROWS.
+GROUP_BYTES = 6 << 20
+MAX_GROUP_ROWS = 1 << 17
+
+
+def group_rows(columns: int) -> int:
+    """The rows of each group of a table of `columns` columns, fixed by its width alone."""
+    return max(1, min(MAX_GROUP_ROWS, GROUP_BYTES // (8 * max(columns, 1))))
+
+
 @dataclass(frozen=True)
 class Format:
     """One format, as the rest of cumtool needs to know it. Each format package
@@ -67,6 +79,10 @@ class Format:
     # Text for people and spreadsheets: JSON Lines' nested values are written as their
     # JSON text (strings as themselves), where typed formats keep them as strings.
     nested_as_text: bool = False
+    # Its bytes follow the batches written (Parquet's row groups, Arrow's record batches):
+    # where the input's batches end where reads end, rows are written in fixed groups
+    # (group_rows), so that a pipe's pauses or a slow disk change no byte.
+    grouped: bool = False
     # The reader: the source of an opened input (None: not an input format).
     reader: Callable[[Opening], SourceBase] | None = field(default=None, compare=False)
     # The table writer: a TableSink (None: not an output format).
@@ -392,6 +408,9 @@ class SourceBase:
     total_bytes: int | None = None  # the input's size as stored, where known
     num_rows: int | None = None  # the rows the input holds, where its file says so
     width: int | None = None  # columns, where known before reading (a wide CSV's header)
+    # Its batches end where reads end (a pipe that pauses, a read that takes long), so
+    # their rows vary from run to run; the values never do (Format.grouped).
+    cut_by_time: bool = False
 
     def table(self) -> TableSource:
         """This source as what it is when its layout is "table"."""

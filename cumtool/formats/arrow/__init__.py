@@ -49,7 +49,7 @@ def _write(writing: Writing) -> TableSink:
 
 FORMATS = (
     Format("arrow", (".arrow", ".feather"), rank=60, typed=True, binary=True,
-           magic=(FILE_MAGIC,), by_magic=True, reader=_read, writer=_write),
+           magic=(FILE_MAGIC,), by_magic=True, grouped=True, reader=_read, writer=_write),
     Format("arrows", (".arrows",), rank=70, typed=True, binary=True, magic=(STREAM_MAGIC,),
-           by_magic=True, reader=_read, writer=_write),
+           by_magic=True, grouped=True, reader=_read, writer=_write),
 )

@@ -110,6 +110,8 @@ class CsvSource(SourceBase):
     column, what its cells parse to when it is scanned and whether it is scanned by
     default. `batches(parse)` converts the columns the plan scans."""
 
+    cut_by_time = True  # records.Chunker: a chunk ends early where the input pauses
+
     def __init__(
         self, stream: IO[bytes], name: str, options: CsvReadOptions, *,
         compression: str | None = None, float_columns: bool = False, decimal: bool = False,

@@ -48,6 +48,6 @@ ROW_GROUPS = Partitioning("row groups", _split, _open_partition)
 
 FORMATS = (
     Format("parquet", (".parquet", ".pq"), rank=30, typed=True, binary=True,
-           magic=(b"PAR1",), trailer=b"PAR1", by_magic=True, seekable=True,
+           magic=(b"PAR1",), trailer=b"PAR1", by_magic=True, seekable=True, grouped=True,
            reader=_read, writer=_write, partitioning=ROW_GROUPS),
 )
