@@ -367,12 +367,23 @@ def track_finals(finals: np.ndarray | None, count: int, ids: np.ndarray,
                  values: np.ndarray, present: np.ndarray | None) -> np.ndarray:
     """--share's first pass: `finals` (one float64 a group, NaN for none yet; grown to
     `count`) with each group's last present running value among `values` (rows in scan
-    order, `ids` their groups) put in."""
+    order, `ids` their groups) put in. A row --skipna skipped (NaN in, NaN out in place)
+    is not present: the running value goes on past it."""
     finals = grown(finals, count)
     rows = np.arange(values.shape[0]) if present is None else np.flatnonzero(present)
     groups, last = np.unique(ids[rows][::-1], return_index=True)
     finals[groups] = values[rows][::-1][last].astype(np.float64)
     return finals
+
+
+def scanned_rows(present: np.ndarray | None, data: np.ndarray, skipna: bool
+                 ) -> np.ndarray | None:
+    """The rows whose running value --share may take as a group's last: the present ones,
+    less those whose input --skipna skipped (a NaN, which stays NaN in the output)."""
+    if not skipna or data.dtype.kind not in "fc":
+        return present
+    scanned = ~np.isnan(data)
+    return scanned if present is None else present & scanned
 
 
 def shares(finals: np.ndarray, ids: np.ndarray, values: np.ndarray,

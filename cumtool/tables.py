@@ -591,7 +591,7 @@ class TablePlan:
                     first.before = self._before_overflow(batch, first, results, runs)
                 raise first
             if self.options.share:
-                results = self._shares(results, runs, batch.num_rows)
+                results = self._shares(results, runs, batch)
         else:
             results = self._scan_across(batch)
         self.rows_done += batch.num_rows
@@ -619,14 +619,14 @@ class TablePlan:
         return rows, before
 
     def _shares(self, results: dict[int, tuple[pa.Array, pa.Array | None]], runs: Any,
-                rows: int) -> dict[int, tuple[pa.Array, pa.Array | None]]:
+                batch: pa.RecordBatch) -> dict[int, tuple[pa.Array, pa.Array | None]]:
         """--share. The first pass (`tracking`) keeps each group's last running value in
         scan order; the second divides each running value by its group's, in float64.
         A missing result stays missing, and so does every share of a group whose final
         value is 0 (no share of nothing)."""
         from cumtool import periods
 
-        ids = runs.ids if runs is not None else np.zeros(rows, dtype=np.int64)
+        ids = runs.ids if runs is not None else np.zeros(batch.num_rows, dtype=np.int64)
         count = self.group_keys.count if self.group_keys is not None else 1
         out = {}
         for i, (result, _) in results.items():
@@ -634,8 +634,12 @@ class TablePlan:
                 result = decimal_to_float(result)
             values, valid = column_to_numpy(result)
             if self.tracking:
+                present = valid
+                if self.specs[i].skipna and self.specs[i].source_dtype.kind == "f":
+                    data, _ = column_to_numpy(batch.column(self.data_at.get(i, i)))
+                    present = periods.scanned_rows(valid, data, True)
                 self.finals[i] = periods.track_finals(self.finals.get(i), count, ids,
-                                                      values, valid)
+                                                      values, present)
                 out[i] = (result, None)
                 continue
             finals = self.finals[i] = periods.grown(self.finals.get(i), count)

@@ -693,3 +693,33 @@ def test_fast_path_shares_equal_streaming(invoke: Invoke, write_file: Write,
         units, keys, exclusive=exclusive)
     assert [None if r[4] == "" else float(r[4]) for r in rows_out] == shares(
         units, keys, "cumcount", exclusive=exclusive)
+
+
+@pytest.mark.parametrize("rows", [4, 70000])  # read whole; and past small.SMALL_BYTES
+def test_share_under_skipna_divides_by_the_last_scanned_value(invoke: Invoke, write_file: Write,
+                                                              rows: int) -> None:
+    """A NaN --skipna skipped stays NaN in its row, and is not the group's final value:
+    the last rows of each group here are NaN (all shares were NaN)."""
+    rng = random.Random(rows)
+    keys = [rng.choice("ab") for _ in range(rows - 2)] + ["a", "b"]
+    values = [1.5, math.nan, 2.0, math.nan] if rows == 4 else [
+        math.nan if rng.random() < 0.3 else rng.randrange(1, 9) / 4 for _ in range(rows - 2)
+    ] + [math.nan, math.nan]
+    if rows == 4:
+        keys = ["a"] * 4
+    text = "g,y\n" + "".join(f"{k},{v}\n" for k, v in zip(keys, values, strict=True))
+    path = write_file("n.csv", text)
+    totals: dict[str, float] = {}
+    running_of: list[float] = []
+    for k, v in zip(keys, values, strict=True):
+        if not math.isnan(v):
+            totals[k] = totals.get(k, 0.0) + v
+        running_of.append(math.nan if math.isnan(v) else totals[k])
+    expected = [r / totals[k] for r, k in zip(running_of, keys, strict=True)]
+    for extra in ([], ["--batch-rows", "4999"], ["--threads", "3"]):
+        out = ok(invoke("cumsum", str(path), "--by", "g", "--skipna", "--share", "-c", "y",
+                        *extra)).stdout
+        got = [float(r[1]) for r in csv_rows(out)]
+        assert [repr(v) for v in got] == [repr(v) for v in expected], extra
+    if rows == 4:
+        assert out == "g,y\na,0.42857142857142855\na,NaN\na,1.0\na,NaN\n"

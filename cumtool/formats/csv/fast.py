@@ -857,12 +857,12 @@ class _Job:
             results[i, op] = result.values, missing
             if self.share:
                 results[i, op] = self._shares((i, op), result.values, missing, groups,
-                                              count)
+                                              count, values if spec.skipna else None)
         return results
 
     def _shares(self, key: tuple[int, str], values: np.ndarray, missing: np.ndarray | None,
-                groups: grouped.BatchGroups | None, count: int
-                ) -> tuple[np.ndarray, np.ndarray | None]:
+                groups: grouped.BatchGroups | None, count: int,
+                skipped_in: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """--share (cumtool.periods): the first pass keeps each group's last value, the
         second divides by it."""
         from cumtool import periods
@@ -870,6 +870,8 @@ class _Job:
         ids = groups.ids if groups is not None else np.zeros(values.shape[0], np.int64)
         present = None if missing is None else ~missing
         if self.tracking:
+            if skipped_in is not None:  # --skipna: the input, whose NaN were skipped
+                present = periods.scanned_rows(present, skipped_in, True)
             self.finals[key] = periods.track_finals(self.finals.get(key), count, ids,
                                                     values, present)
             return values, missing
