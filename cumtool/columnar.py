@@ -171,3 +171,26 @@ def batch_without_views(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBa
     columns = [column if column.type == field.type else column.cast(field.type)
                for column, field in zip(batch.columns, schema, strict=True)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def fixed_offset(zone: str | None) -> int | None:
+    """A timestamp zone that is a fixed offset from UTC (`+05:30`, `-0800`, as pandas
+    writes a `datetime.timezone`), in seconds east; None for a named zone or none.
+    polars takes named zones only, so such columns are read and written here."""
+    import re
+
+    found = re.fullmatch(r"([+-])(\d{2}):?(\d{2})", zone or "")
+    if found is None:
+        return None
+    seconds = int(found.group(2)) * 3600 + int(found.group(3)) * 60
+    return -seconds if found.group(1) == "-" else seconds
+
+
+def local_stamps(column: pa.Array, offset: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """A fixed-offset timestamp column's stored integers moved to its wall clock (in its
+    own unit), and which rows are missing (None: none)."""
+    per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[column.type.unit]
+    stored = column.view(pa.int64())
+    missing = np.asarray(stored.is_null().to_numpy(zero_copy_only=False))
+    values = np.asarray(stored.fill_null(0).to_numpy()).astype(np.int64) + offset * per_second
+    return values, (missing if missing.any() else None)

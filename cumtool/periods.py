@@ -83,9 +83,12 @@ def check(period: str | None, time: object, year_start: str | None) -> Period | 
 
 
 def time_type_ok(arrow_type: pa.DataType) -> bool:
-    """Whether a column of this type can hold --time's values."""
+    """Whether a column of this type can hold --time's values (a dictionary's values:
+    pandas writes a categorical column so)."""
     import pyarrow as pa
 
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
     return bool(pa.types.is_date(arrow_type) or pa.types.is_timestamp(arrow_type)
                 or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
                 or pa.types.is_string_view(arrow_type) or pa.types.is_null(arrow_type))
@@ -120,10 +123,18 @@ def days(column: pa.Array, missing_text: frozenset[str],
     import polars as pl
     import pyarrow as pa
 
+    from cumtool.columnar import fixed_offset, local_stamps
+
     column = _decoded(column)
     kind = column.type
     if pa.types.is_null(kind):
         return _no_times(len(column))
+    if pa.types.is_timestamp(kind) and (offset := fixed_offset(kind.tz)) is not None:
+        # A fixed offset (+05:30): its wall clock's date, in integers (polars takes named
+        # zones only).
+        local, absent = local_stamps(column, offset)
+        per_day = 86_400 * 10**9 // _NANOSECONDS[kind.unit]
+        return np.floor_divide(local, per_day), absent
     series = pl.Series(column)
     if pa.types.is_date(kind) or pa.types.is_timestamp(kind):
         # A timestamp with a zone: polars gives the date of the zone's calendar.
@@ -304,10 +315,11 @@ def key_column(period: Period, column: pa.Array, missing_text: frozenset[str],
 
 
 def instants(column: pa.Array, missing_text: frozenset[str],
-             bad: Callable[[int, str], DataError]) -> tuple[np.ndarray, np.ndarray | None]:
+             bad: Callable[..., DataError]) -> tuple[np.ndarray, np.ndarray | None]:
     """ewma --times: each row's time as nanoseconds since 1970-01-01 (a time with a zone
     as its instant, one without as if in UTC; a date at its midnight), and which rows have
-    none (None: all have). `bad(row, cell)` is the error for a cell that is no time."""
+    none (None: all have). `bad(row, cell)` is the error for a cell that is no time,
+    `bad(row, cell, why)` for one beyond what 64 bits of nanoseconds hold."""
     import datetime as dt
 
     import polars as pl
@@ -317,25 +329,29 @@ def instants(column: pa.Array, missing_text: frozenset[str],
     kind = column.type
     if pa.types.is_null(kind):
         return _no_times(len(column))
-    series = pl.Series(column)
     if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        stamps = (series.cast(pl.Datetime("ns")) if pa.types.is_date(kind)
-                  else series.dt.cast_time_unit("ns").dt.replace_time_zone(None)
-                  if kind.tz is None
-                  else series.dt.convert_time_zone("UTC").dt.replace_time_zone(None)
-                  .dt.cast_time_unit("ns"))
-        missing = stamps.is_null()
-        values = stamps.cast(pl.Int64).fill_null(0).to_numpy()
-        return values.astype(np.int64), (missing.to_numpy() if missing.any() else None)
+        # The stored integers (a zone's instants are stored in UTC), checked, then scaled.
+        unit = "D" if pa.types.is_date32(kind) else "ms" if pa.types.is_date64(kind) else (
+            kind.unit)
+        scale = _NANOSECONDS[unit]
+        stored = column.view(pa.int32() if unit == "D" else pa.int64())
+        absent = np.asarray(stored.is_null().to_numpy(zero_copy_only=False))
+        values = np.asarray(stored.fill_null(0).to_numpy()).astype(np.int64)
+        beyond = np.flatnonzero((values < -(_NS_HIGH // scale)) | (values > _NS_HIGH // scale))
+        if beyond.shape[0]:
+            row = int(beyond[0])
+            raise bad(row, str(column[row]), _BEYOND)
+        return values * scale, (absent if absent.any() else None)
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
             or pa.types.is_string_view(kind)):
         raise bad(0, str(column[0]))
-    text = _time_text(series, missing_text)
+    text = _time_text(pl.Series(column), missing_text)
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
     known: dict[str, int] = {}
     for cell in text.drop_nulls().unique(maintain_order=True).to_list():
         try:
-            if not re.match(_ISO, cell):
+            found = re.match(_ISO, cell)
+            if found is None:
                 raise ValueError(cell)
             when = dt.datetime.fromisoformat(cell.replace("Z", "+00:00"))
         except ValueError:
@@ -344,11 +360,26 @@ def instants(column: pa.Array, missing_text: frozenset[str],
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.timezone.utc)
         delta = when - epoch
-        known[cell] = ((delta.days * 86400 + delta.seconds) * 10**9
-                       + delta.microseconds * 1000)
+        # The fraction as written, to the nanosecond (Python's datetime keeps microseconds);
+        # a zone moves whole minutes, so it leaves the fraction as it is.
+        fraction = found.group(6) or ".0"
+        nanoseconds = ((delta.days * 86400 + delta.seconds) * 10**9
+                       + int(fraction[1:].ljust(9, "0")))
+        if not _NS_LOW <= nanoseconds <= _NS_HIGH:
+            row = int((text == cell).arg_max() or 0)
+            raise bad(row, cell, _BEYOND)
+        known[cell] = nanoseconds
     missing = text.is_null()
     values = text.replace_strict(known, default=0, return_dtype=pl.Int64).to_numpy()
     return values.astype(np.int64), (missing.to_numpy() if missing.any() else None)
+
+
+_NANOSECONDS = {"D": 86_400 * 10**9, "s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+# ewma --times carries times as int64 nanoseconds (as pandas' datetime64[ns] does).
+_NS_HIGH = 2**63 - 1
+_NS_LOW = -_NS_HIGH
+_BEYOND = ("is outside 1677-09-21 to 2262-04-11, the times ewma --times can hold "
+           "(nanoseconds in 64 bits)")
 
 
 # --share: a group's final value, and each running value over it ------------------------

@@ -391,13 +391,13 @@ class TablePlan:
                                 else option("axis", "columns")))
         return positions[0]
 
-    def _bad_time(self, position: int, what: str) -> Callable[[int, str], DataError]:
-        def bad(row: int, cell: str) -> DataError:
+    def _bad_time(self, position: int, what: str) -> Callable[..., DataError]:
+        def bad(row: int, cell: str, why: str | None = None) -> DataError:
             name, where = self._place(self._input_row(self.rows_done + row))
-            return DataError(f"{name}: column {self.label(position)}, {where}: "
-                             f"{cell!r} is not a date or time as {option(what)} reads "
-                             "them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
-                             "2024-03-01 09:30:00+02:00)")
+            return DataError(f"{name}: column {self.label(position)}, {where}: {cell!r} "
+                             + (why or f"is not a date or time as {option(what)} reads "
+                                       "them (ISO 8601: 2024-03-01, 2024-03-01T09:30, "
+                                       "2024-03-01 09:30:00+02:00)"))
         return bad
 
     def _times(self, batch: pa.RecordBatch) -> np.ndarray:

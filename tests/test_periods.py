@@ -723,3 +723,103 @@ def test_share_under_skipna_divides_by_the_last_scanned_value(invoke: Invoke, wr
         assert [repr(v) for v in got] == [repr(v) for v in expected], extra
     if rows == 4:
         assert out == "g,y\na,0.42857142857142855\na,NaN\na,1.0\na,NaN\n"
+
+
+def test_ewma_times_depend_on_the_gaps_between_rows_only(invoke: Invoke,
+                                                         write_file: Write) -> None:
+    """The same gaps (to the microsecond) in 1970 and in 2024 give the same bits: the
+    time between rows is taken exactly, as pandas 3 takes times in their column's unit,
+    not as the difference of two float64 counts of nanoseconds since 1970, which rounds
+    2024's to 256 ns."""
+    rng = random.Random(3)
+    gaps = [dt.timedelta(microseconds=rng.randrange(1, 10**10)) for _ in range(120)]
+    values = [rng.uniform(-5, 5) for _ in gaps]
+    outputs = []
+    for start in (dt.datetime(1970, 1, 1), dt.datetime(2024, 3, 1, 9, 17, 13, 489784)):
+        times, now = [], start
+        for gap in gaps:
+            now += gap
+            times.append(now)
+        text = "t,v\n" + "".join(f"{t.isoformat()},{v!r}\n"
+                                 for t, v in zip(times, values, strict=True))
+        out = ok(invoke("ewma", str(write_file("g.csv", text)), "--times", "t",
+                        "--halflife", "3 hours", "-c", "v")).stdout
+        outputs.append([row[1] for row in csv_rows(out)])
+    assert outputs[0] == outputs[1]
+
+
+def test_ewma_times_lets_nan_spread_and_skipna_skips_it(invoke: Invoke,
+                                                        write_file: Write) -> None:
+    path = write_file("n.csv", "t,x\n2024-01-01,1\n2024-01-02,nan\n2024-01-03,3\n"
+                               "2024-01-04,\n")
+    flags = ("--times", "t", "--halflife", "1 day", "-c", "x")
+    assert ok(invoke("ewma", str(path), *flags)).stdout == (
+        "t,x\n2024-01-01,1.0\n2024-01-02,NaN\n2024-01-03,NaN\n2024-01-04,\n")
+    # (3 + 1/4) / (1 + 1/4) = 2.6: the NaN's row decays the weight as a missing one does.
+    assert ok(invoke("ewma", str(path), *flags, "--skipna")).stdout == (
+        "t,x\n2024-01-01,1.0\n2024-01-02,NaN\n2024-01-03,2.6\n2024-01-04,\n")
+
+
+@pytest.mark.parametrize(("cells", "row", "cell"), [
+    (["2300-01-01", "2300-01-02"], "row 1 (line 2)", "2300-01-01"),
+    (["2024-01-01", "0001-01-01"], "row 2 (line 3)", "0001-01-01"),
+])
+def test_ewma_times_beyond_nanoseconds_are_named(invoke: Invoke, write_file: Write,
+                                                 tmp_path: Path, cells: list[str],
+                                                 row: str, cell: str) -> None:
+    """They gave 1.5 with no word (2300), or an internal error (year 1)."""
+    path = write_file("f.csv", "t,x\n" + "".join(f"{c},{k}\n" for k, c in enumerate(cells)))
+    result = invoke("ewma", str(path), "--times", "t", "--halflife", "1d")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: {path}: column 't', {row}: {cell!r} is outside 1677-09-21 "
+        "to 2262-04-11, the times ewma --times can hold (nanoseconds in 64 bits)\n")
+    typed = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"t": pa.array([dt.date.fromisoformat(c) for c in cells]),
+                             "x": [0, 1]}), typed)
+    result = invoke("ewma", str(typed), "--times", "t", "--halflife", "1d", "--to", "csv")
+    assert result.exit_code == 1
+    assert "is outside 1677-09-21 to 2262-04-11" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_ewma_times_keep_nanoseconds_and_long_unit_names(invoke: Invoke,
+                                                         write_file: Write) -> None:
+    path = write_file("ns.csv", "t,x\n2024-01-01T00:00:00.000000001,1\n"
+                                "2024-01-01T00:00:00.000000999,2\n")
+    means = {}
+    for halflife in ("1ns", "1 nanosecond", "3 nanoseconds", "2 microseconds", "2us",
+                     "1 millisecond", "1ms"):
+        out = ok(invoke("ewma", str(path), "--times", "t", "--halflife", halflife)).stdout
+        means[halflife] = csv_rows(out)[1][1]
+    assert means["1ns"] == means["1 nanosecond"] == "2.0"  # 998 half-lives apart
+    assert means["2 microseconds"] == means["2us"] != means["3 nanoseconds"]
+    assert means["1 millisecond"] == means["1ms"]
+
+
+def test_fixed_offset_zones_and_categorical_dates(invoke: Invoke, tmp_path: Path) -> None:
+    """pandas writes a datetime.timezone as a fixed offset (+05:30), which polars does not
+    take: --period, --times and CSV output failed with an internal error."""
+    stamps = [dt.datetime(2024, 3, 1, 2, 0), dt.datetime(2024, 3, 1, 23, 0),
+              dt.datetime(2024, 3, 2, 0, 30)]
+    zone = dt.timezone(dt.timedelta(hours=5, minutes=30))
+    utc = [s.replace(tzinfo=zone).astimezone(dt.timezone.utc).replace(tzinfo=None)
+           for s in stamps]
+    path = tmp_path / "o.parquet"
+    pq.write_table(pa.table({"t": pa.array(utc, pa.timestamp("us", tz="+05:30")),
+                             "x": [1, 2, 4]}), path)
+    assert ok(invoke("cumsum", str(path), "--period", "day", "--time", "t", "--to",
+                     "csv")).stdout == (
+        "t,x\n2024-03-01T02:00:00.000000+0530,1\n2024-03-01T23:00:00.000000+0530,3\n"
+        "2024-03-02T00:30:00.000000+0530,4\n")
+    out = ok(invoke("ewma", str(path), "--times", "t", "--halflife", "1h", "--to", "csv",
+                    "-c", "x")).stdout
+    # 21 h later the old weight is 2**-21: the mean is nearly the new value.
+    assert [float(row[1]) for row in csv_rows(out)][:2] == [
+        1.0, (2**-21 * 1.0 + 2.0) / (2**-21 + 1)]
+    categorical = tmp_path / "c.parquet"
+    dates = pa.array(["2024-01-31", "2024-02-01", "2024-02-03"]).dictionary_encode()
+    pq.write_table(pa.table({"d": dates, "x": [1, 2, 4]}), categorical)
+    assert ok(invoke("cumsum", str(categorical), "--period", "month", "--time", "d",
+                     "--to", "csv")).stdout == (
+        "d,x\n2024-01-31,1\n2024-02-01,2\n2024-02-03,6\n")

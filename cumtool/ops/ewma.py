@@ -91,7 +91,8 @@ def _rows_or_text(text: str) -> float | str:
 
 
 # A duration's units, in nanoseconds, by the names pandas' Timedelta reads too.
-_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "sec": 10**9, "second": 10**9,
+_UNITS = {"ns": 1, "nanosecond": 1, "us": 10**3, "microsecond": 10**3, "ms": 10**6,
+          "millisecond": 10**6, "s": 10**9, "sec": 10**9, "second": 10**9,
           "m": 60 * 10**9, "min": 60 * 10**9, "minute": 60 * 10**9,
           "h": 3600 * 10**9, "hr": 3600 * 10**9, "hour": 3600 * 10**9,
           "d": 86400 * 10**9, "day": 86400 * 10**9, "w": 7 * 86400 * 10**9,
@@ -163,26 +164,34 @@ def timed_means(spec: ScanSpec, values: np.ndarray, present: np.ndarray, times: 
     """ewma with --times, row by row, as pandas' ewm(halflife=..., times=...).mean()
     (ignore_na=False) computes it: at each row after a group's first, once it has a
     value, the old weight decays by 0.5 ** (dt / half-life), dt from the group's last row
-    (times as float64 nanoseconds, as pandas takes them); a value then moves the mean.
+    (the exact count of nanoseconds between them, then float64: as pandas 3 takes times
+    in their column's unit, where they are exact; pandas 2 rounded nanoseconds since
+    1970 to float64 first, which can move the last bits); a value then moves the mean.
     --no-adjust (pandas adjust=False): y = k y + (1 - k) x, k = 0.5 ** (dt / half-life),
     dt from the group's last value. A missing value's mean is missing (pandas repeats
-    the last)."""
+    the last). A NaN spreads, as in every op: the group's mean is NaN from there on (its
+    weight NaN marks it); --skipna makes it a missing cell, kept in place as NaN."""
     decay_base = 1.0 - 1.0 / (1.0 + float(spec.param("com")))
     adjust = bool(spec.param("adjust"))
     new = 1.0
     halflife = float(spec.param("halflife_ns"))
     out = np.full(values.shape[0], np.nan)
     ys, ws, ts, seen = carry.y, carry.w, carry.t, carry.seen
+    skipna = spec.skipna
     for i, (x, ok, now, g) in enumerate(zip(values.tolist(), present.tolist(),
                                             times.tolist(), groups.tolist(), strict=True)):
         y = float(ys[g])
+        if (ok and x != x and not skipna) or ws[g] != ws[g]:
+            seen[g] = True
+            ys[g] = ws[g] = np.nan  # a NaN met: the mean is NaN from here on
+            continue  # (out[i] is NaN already; a missing cell stays missing)
         observed = ok and x == x
         if not seen[g]:
             seen[g] = True
             if observed:
                 y = x
         elif y == y and adjust:
-            w = float(ws[g]) * decay_base ** ((float(now) - float(ts[g])) / halflife)
+            w = float(ws[g]) * decay_base ** (float(now - int(ts[g])) / halflife)
             if observed:
                 if y != x:
                     y = (w * y + new * x) / (w + new)
@@ -191,7 +200,7 @@ def timed_means(spec: ScanSpec, values: np.ndarray, present: np.ndarray, times: 
         elif y == y:
             if not observed:
                 continue  # pandas: the recursive form decays from the last value's time
-            kept = decay_base ** ((float(now) - float(ts[g])) / halflife)
+            kept = decay_base ** (float(now - int(ts[g])) / halflife)
             if y != x:
                 y = kept * y + (1.0 - kept) * x
         elif observed:

@@ -39,8 +39,10 @@ _NO_CELLS = np.empty(0, dtype=np.int64)
 
 
 def polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """polars has no float16: print those as their own shortest text instead."""
-    if not any(pa.types.is_float16(field.type) for field in batch.schema):
+    """polars has no float16, and takes no zone that is a fixed offset (+05:30, as pandas
+    writes a datetime.timezone): print those as their own text instead, float16 as its
+    shortest, a timestamp as polars prints one with a zone (its wall clock, then +0530)."""
+    if not any(_as_text(field.type) for field in batch.schema):
         return batch
     columns = []
     for column in batch.columns:
@@ -50,8 +52,39 @@ def polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
             values, valid = column_to_numpy(column)
             text = [np.format_float_positional(v, unique=True, trim="0") for v in values]
             column = pa.array(text, mask=None if valid is None else ~valid)
+        elif _as_text(column.type):
+            column = _offset_stamps_text(column)
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
+
+
+def _as_text(kind: pa.DataType) -> bool:
+    """A number or a time that polars_compatible writes as text (not quoted as text is)."""
+    from cumtool.columnar import fixed_offset
+
+    return pa.types.is_float16(kind) or (
+        pa.types.is_timestamp(kind) and fixed_offset(kind.tz) is not None)
+
+
+# polars' text of a time with a zone, by unit (it holds seconds as milliseconds).
+_STAMP_FORMATS = {"s": "%Y-%m-%dT%H:%M:%S%.3f", "ms": "%Y-%m-%dT%H:%M:%S%.3f",
+                  "us": "%Y-%m-%dT%H:%M:%S%.6f", "ns": "%Y-%m-%dT%H:%M:%S%.9f"}
+
+
+def _offset_stamps_text(column: pa.Array) -> pa.Array:
+    import polars as pl
+
+    from cumtool.columnar import fixed_offset, local_stamps
+
+    offset = fixed_offset(column.type.tz)
+    assert offset is not None
+    local, missing = local_stamps(column, offset)
+    sign = "-" if offset < 0 else "+"
+    zone = f"{sign}{abs(offset) // 3600:02d}{abs(offset) % 3600 // 60:02d}"
+    clock = pa.array(local, type=pa.timestamp(column.type.unit),
+                     mask=missing)
+    text = pl.Series(clock).dt.to_string(_STAMP_FORMATS[column.type.unit]) + zone
+    return text.to_arrow()
 
 
 class CsvSink:
@@ -125,7 +158,7 @@ class CsvSink:
             # float16 comes as text (polars_compatible) but is a number: a missing one
             # is --na-rep, as in any other scanned column.
             halves = {f"c{i}" for i, field in enumerate(batch.schema)
-                      if pa.types.is_float16(field.type)}
+                      if _as_text(field.type)}
             text = [n for n, dtype in frame.schema.items() if n not in halves and (
                 dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum))]
             if text:
