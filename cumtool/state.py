@@ -169,8 +169,9 @@ _OPEN_RECORD_LIMIT = 4 << 20
 def _open_record(request: Request, name: str, fingerprinted: Print) -> bool:
     """Whether a growing CSV or TSV log ends in a record its writer is still writing:
     after its last line end outside quotes, one record whose quoted field holds a line end
-    and is not closed yet (the quote would close it as RFC 4180 allows). Its lines wait
-    with it; a quote that is wrong anyway is left to the reader's error."""
+    and is not closed yet (the quote would close it as RFC 4180 allows), or is closed but
+    has no line end after it yet. Its lines wait with it; a quote that is wrong anyway is
+    left to the reader's error."""
     start = fingerprinted.whole_records[0]
     if (fingerprinted.whole_lines[0] == start or _format_of(request, name) == "jsonl"
             or fingerprinted.size - start > _OPEN_RECORD_LIMIT):
@@ -188,7 +189,8 @@ def _open_record(request: Request, name: str, fingerprinted: Print) -> bool:
         return False
     from cumtool.formats.csv import dialect
 
-    return dialect.records(tail + dialect.QUOTE, options.delimiter) is not None
+    return (dialect.records(tail + dialect.QUOTE, options.delimiter) is not None
+            or dialect.records(tail, options.delimiter) is not None)
 
 
 def _refuse_a_data_file(request: Request, path: str, real: str) -> None:
@@ -311,8 +313,8 @@ def _spans(request: Request, names: list[str], prints: list[Print], read: list[P
 
             if end < whole.whole_lines[0]:
                 note(request, f"{name}: its last record, from line {_line_of(path, end)}, "
-                              "is inside a quoted field not closed yet (it is being "
-                              "written); it waits for the next run")
+                              "has no end yet (a quoted field holds its line ends; it is "
+                              "being written); it waits for the next run")
             else:
                 note(request, f"{name}: its last line has no line end yet (it is being "
                               "written); it waits for the next run")

@@ -251,14 +251,30 @@ def test_a_record_being_written_inside_a_quoted_field_waits_for_the_next_run(cli
     run = ["cumsum", "log.csv", "-c", "v", "--state", "s.json", "-o", "out.csv", "--growing"]
     result = cli(*run)
     assert (result.exit_code, result.stderr) == (0, (
-        "note: log.csv: its last record, from line 5, is inside a quoted field not closed "
-        "yet (it is being written); it waits for the next run\n"))
+        "note: log.csv: its last record, from line 5, has no end yet (a quoted field holds "
+        "its line ends; it is being written); it waits for the next run\n"))
     assert Path("out.csv").read_text() == 'id,msg,v\n1,ok,1\n2,"two\nlines",3\n'
     with open("log.csv", "a") as log:
         log.write('  at g",3\n4,"",4\n')
     assert ok(cli(*run)).stderr == ""
     assert Path("out.csv").read_text() == (
         'id,msg,v\n3,"trace:\n  at ""f""\n  at g",6\n4,"",10\n')
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n"])
+def test_a_record_whose_quoted_field_is_closed_but_not_its_line_waits(cli, end):
+    """The writer has closed a field of several lines, not yet written the line end."""
+    write("log.csv", f'x,note{end}1,"two{end}lines"')
+    run = ["cumsum", "log.csv", "--state", "s.json", "-o", "out.csv", "--growing", "-c", "x"]
+    result = cli(*run)
+    assert (result.exit_code, result.stderr) == (0, (
+        "note: log.csv: its last record, from line 2, has no end yet (a quoted field holds "
+        "its line ends; it is being written); it waits for the next run\n"))
+    assert Path("out.csv").read_text() == "x,note\n"
+    with open("log.csv", "a", newline="") as log:
+        log.write(f"{end}2,b{end}")
+    assert ok(cli(*run)).stderr == ""
+    assert Path("out.csv").read_text() == 'x,note\n1,"two\nlines"\n3,b\n'
 
 
 @pytest.mark.parametrize("log", [
