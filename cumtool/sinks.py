@@ -49,6 +49,10 @@ def _table_sink(request: WriteRequest, out: FileKind, stream: IO[bytes], schema:
         plain = declared.writer(Writing(stream, pa.schema(fields, metadata=schema.metadata),
                                         out, request, view, source_name))
         return _Converting(plain, cell_text)
+    if declared.typed:
+        from cumtool.formats.jsonl import stored_schema
+
+        schema = stored_schema(schema)
     return declared.writer(Writing(stream, schema, out, request, view, source_name))
 
 

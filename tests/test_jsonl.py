@@ -89,7 +89,9 @@ def test_every_value_type_round_trips_through_arrow_and_parquet(invoke, tmp_path
     ok(invoke("cumsum", str(arrow), "-c", "x", "--exclusive", "-o", str(parquet)))
     back = records_of(invoke("cummax", str(parquet), "--to", "jsonl", "-c", "x"))
     for record, got in zip(RECORDS, back, strict=True):
-        assert list(got) == [k for k in COLUMNS if k in record]
+        # flag is a typed column (bool), which holds an absent key as null, as a number
+        # column does; nested and mixed values keep their JSON text, absent keys and all.
+        assert list(got) == [k for k in COLUMNS if k in record or k == "flag"]
         for key, value in record.items():
             if key != "x":
                 assert same_json(got[key], value), (key, value, got[key])
@@ -136,12 +138,13 @@ def test_parquet_output_has_exact_types(invoke, tmp_path, write_file):
     schema = pq.read_schema(out)
     types = {f.name: f.type for f in schema}
     assert types == {"id": pa.string(), "x": pa.int64(), "text": pa.string(),
-                     "flag": pa.string(), "nested": pa.string(), "list": pa.string(),
+                     "flag": pa.bool_(), "nested": pa.string(), "list": pa.string(),
                      "mixed": pa.string(), "big": pa.string(), "unicode": pa.string(),
                      "float": pa.float64(), "nothing": pa.string(), "extra": pa.string()}
-    # flag has true, false, null and absent keys: its JSON text keeps them apart.
+    # flag has true, false, null and absent keys: flags, both missing ones null (as in a
+    # number column; JSON Lines output tells them apart row by row).
     table = pq.read_table(out)
-    assert table.column("flag").to_pylist() == ["true", "false", None, None, "null"]
+    assert table.column("flag").to_pylist() == [True, False, None, None, None]
     assert table.column("x").to_pylist() == [1, 3, 6, None, 11]
     assert schema.field("nested").metadata == {b"cumtool.json": b"1"}
 
@@ -266,7 +269,8 @@ def test_arrow_stream_output_keeps_json_text_for_a_jsonl_round_trip(invoke, writ
     assert ipc.open_stream(io.BytesIO(stream)).read_all().num_rows == len(RECORDS)
     again = records_of(invoke("cumsum", "--to", "jsonl", "-c", "x", "--exclusive",
                               input=stream))
-    assert [list(r) for r in again] == [[k for k in COLUMNS if k in r] for r in RECORDS]
+    assert [list(r) for r in again] == [[k for k in COLUMNS if k in r or k == "flag"]
+                                        for r in RECORDS]
 
 
 # CSV -> jsonl -> Arrow -> CSV keeps unscanned columns as they were ------------------------
@@ -808,3 +812,17 @@ def test_an_error_in_a_row_names_its_line(invoke, write_file, monkeypatch, path)
     assert result.stderr == (f"Error: {source}: column 'a', row 13 (line 15): cumsum "
                              f"overflows int64 (adding {2**63 - 10}); use --overflow wrap "
                              "for wrap-around\n")
+
+
+def test_null_and_absent_strings_are_missing_cells_for_keys_times_and_distinct(invoke,
+                                                                              write_file):
+    """A text column with both null and absent keys was JSON text: null the text "null",
+    strings with their quotes."""
+    path = write_file("j.jsonl", '{"d":"2024-01-31","x":1}\n{"d":null,"x":4}\n{"x":8}\n'
+                                 '{"d":null,"x":16}\n')
+    assert ok(invoke("cumsum", str(path), "--period", "month", "--time", "d")).stdout == (
+        '{"d":"2024-01-31","x":1}\n{"d":null,"x":4}\n{"x":12}\n{"d":null,"x":28}\n')
+    assert ok(invoke("cumsum", str(path), "--by", "d", "--to", "csv")).stdout == (
+        "d,x\n2024-01-31,1\n,4\n,12\n,28\n")
+    assert ok(invoke("cumnunique", str(path), "-c", "d")).stdout == (
+        '{"d":1,"x":1}\n{"d":null,"x":4}\n{"x":8}\n{"d":null,"x":16}\n')

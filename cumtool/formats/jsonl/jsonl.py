@@ -61,7 +61,7 @@ from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import CULPRIT, HOLDS, SourceBase, culprit_text, row_text
-from cumtool.formats.jsonl import lines
+from cumtool.formats.jsonl import EACH, FIELD_MISSING, lines
 from cumtool.formats.jsonl.lines import number_text
 from cumtool.pipeline import RenderedAhead, prefetch
 
@@ -110,8 +110,7 @@ BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
 JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
-FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
-_EACH = b"each "  # FIELD_MISSING b"each TOKEN KEY": null or absent, row by row (_NullRows)
+_EACH = EACH  # (FIELD_MISSING and EACH: formats/jsonl/__init__.py, stored_schema's too)
 _EXACT_FLOAT = 1 << 53  # integers beyond this are not exact as float64
 _INT64 = 1 << 63
 
@@ -198,8 +197,7 @@ def _field(name: str, key: _Key, token: str, floats: bool = False) -> pa.Field:
     # A typed column cannot tell `null` from an absent key: text or flags that have both
     # keep their JSON text; numbers stay numbers, and the writer is told row by row.
     named = {CULPRIT: key.culprit.encode()} if key.culprit is not None else {}
-    if arrow_type is None or (has_null and key.absent
-                              and arrow_type in (pa.string(), pa.bool_())):
+    if arrow_type is None:
         metadata = {JSON_TEXT: b"1", **named}
         if key.wide and key.kinds - {type(None)} <= {int}:  # said as such, not "string"
             metadata[HOLDS] = b"bigint"  # as a CSV column of them: its messages alike
