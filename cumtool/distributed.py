@@ -563,10 +563,10 @@ def _check_null_or_absent(schema: pa.Schema, name: str) -> None:
     """JSON Lines to JSON Lines: a column whose missing cells are some an explicit null,
     some an absent key, is written back so row by row from what its reader saw, which
     stays in the worker's process; refused by name rather than written otherwise."""
-    from cumtool.formats.jsonl.jsonl import FIELD_MISSING
+    from cumtool.formats.jsonl.missing import EACH, FIELD_MISSING
 
     for field in schema:
-        if (field.metadata or {}).get(FIELD_MISSING, b"").startswith(b"each "):
+        if (field.metadata or {}).get(FIELD_MISSING, b"").startswith(EACH):
             raise UsageError(f"{name}: column {field.name!r} holds both null and absent "
                              f"values, which {option('engine', 'dask')} cannot write back "
                              "to JSON Lines row by row; run it on the local engine "

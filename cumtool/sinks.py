@@ -50,7 +50,7 @@ def _table_sink(request: WriteRequest, out: FileKind, stream: IO[bytes], schema:
                                         out, request, view, source_name))
         return _Converting(plain, cell_text)
     if declared.typed:
-        from cumtool.formats.jsonl import stored_schema
+        from cumtool.formats.jsonl.missing import stored_schema
 
         schema = stored_schema(schema)
     return declared.writer(Writing(stream, schema, out, request, view, source_name))

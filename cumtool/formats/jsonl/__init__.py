@@ -3,16 +3,9 @@ pyarrow, only when used)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
 NAME = "jsonl"
-FIELD_MISSING = b"cumtool.json.missing"  # b"null": a missing cell is written as null
-EACH = b"each "  # FIELD_MISSING b"each TOKEN KEY": null or absent, row by row (_NullRows)
 
 
 def _read(opening: Opening) -> SourceBase:
@@ -33,20 +26,6 @@ def _write(writing: Writing) -> TableSink:
 
     assert writing.schema is not None
     return JsonlSink(writing.stream, writing.schema, writing.threads())
-
-
-def stored_schema(schema: pa.Schema) -> pa.Schema:
-    """A schema as a typed file (Parquet, Arrow) stores it: a column that tells null from
-    an absent key row by row does so through this run's memory (EACH's token), which a
-    file cannot carry, so there its missing cells are nulls."""
-    import pyarrow as pa
-
-    fields = []
-    for f in schema:
-        if (f.metadata or {}).get(FIELD_MISSING, b"").startswith(EACH):
-            f = f.with_metadata({**f.metadata, FIELD_MISSING: b"null"})
-        fields.append(f)
-    return pa.schema(fields, metadata=schema.metadata)
 
 
 def _first_line_is_object(head: bytes) -> bool:
