@@ -48,6 +48,7 @@ from cumtool.engines import not_for_dask
 from cumtool.errors import (
     CumtoolError,
     DataError,
+    LateDecimal,
     UsageError,
     extra_missing,
     option,
@@ -204,7 +205,8 @@ def _located(error: CumtoolError, part: Partition, rows_before: int,
     """A reader's error with its row counted from the file's start, not the partition's."""
     if part.first_of_file or not rows_before:
         return error
-    text = error.raw
+    # A late decimal keeps its hint and column: the local engine's rerun needs them.
+    text = error.where if isinstance(error, LateDecimal) else error.raw
     prefix = f"{part.name}: "
     if not text.startswith(prefix):
         return error
@@ -219,6 +221,8 @@ def _located(error: CumtoolError, part: Partition, rows_before: int,
                   rest, count=1).replace(" ,", ",").replace(" :", ":")
     if not has_header:  # its first record stood in as the header of the partition
         rest = rest.replace("like the header", "like the first row")
+    if isinstance(error, LateDecimal):
+        return LateDecimal(prefix + rest, error.hint, error.column)
     return type(error)(prefix + rest)
 
 

@@ -53,12 +53,12 @@ def run(request: Request) -> None:
 
 
 def _run_with_reruns(request: Request) -> None:
-    if request.engine == "dask":  # dask loads only here
-        from cumtool import distributed
-
-        return distributed.run(request)
     while True:
         try:
+            if request.engine == "dask":  # dask loads only here
+                from cumtool import distributed
+
+                return distributed.run(request)
             return _run(request)
         except LateDecimal as late:
             # A decimal after the judged rows of an integer column: where the output is a

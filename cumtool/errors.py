@@ -76,7 +76,12 @@ class LateDecimal(FormatError):
     def __init__(self, where: str, hint: str, column: int) -> None:
         super().__init__(where + hint)
         self.where = where
+        self.hint = hint
         self.column = column
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, int]]:
+        # As its arguments, not its message: a Dask worker's pickles it to the client.
+        return (type(self), (self.where, self.hint, self.column))
 
 
 class OutputError(CumtoolError):

@@ -855,3 +855,29 @@ def test_two_inputs_of_one_name_are_refused_as_the_local_engine_refuses_them(
         f"Error: -o {tmp_path / 'out'}/ would write z.csv twice: from "
         f"{tmp_path / 'a' / 'z.csv'} and from {tmp_path / 'b' / 'z.csv'}\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_late_decimal_is_scanned_again_as_locally(invoke, scheduler, small_partitions,
+                                                    tmp_path):
+    """A decimal after the judged rows, in a later partition: to a file, the run scans the
+    input again with that column as float64, as the local engine does; to standard
+    output, the local error. It was a Dask task's TypeError (the error could not be
+    rebuilt with its row counted from the file's start), naming no row or column."""
+    path = tmp_path / "late.csv"
+    path.write_text("x\n" + "1\n" * 10000 + "1.5\n")
+    outputs = {}
+    for engine_flags in ([], ["--engine", "dask", "--scheduler", scheduler]):
+        target = tmp_path / f"out{len(engine_flags)}.csv"
+        result = invoke("cumsum", str(path), "-o", str(target), *engine_flags)
+        assert (result.exit_code, result.stderr) == (0, (
+            f"note: {path}: row 10001 (line 10002), column 'x': '1.5' is not an integer "
+            "like the first rows; scanning the input again with that column read as "
+            "float64\n"))
+        outputs[len(engine_flags)] = target.read_bytes()
+        piped = invoke("cumsum", str(path), *engine_flags)
+        assert piped.exit_code == 1
+        assert piped.stderr == (
+            f"Error: {path}: row 10001 (line 10002), column 'x': '1.5' is not an integer "
+            "like the first rows; pass --dtype float64 if the column holds floats\n")
+    assert outputs[0] == outputs[4]
+    assert outputs[0].endswith(b"\n10000.0\n10001.5\n")
