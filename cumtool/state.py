@@ -308,6 +308,10 @@ def _spans(request: Request, names: list[str], prints: list[Print], read: list[P
                     "after them cannot be told from that line's end. Give the file whole "
                     "to a new state file, or restore the state from before that run")
             end = max(end, start)
+        elif path in until and whole.has_prefix(*until[path]):
+            # A retry of a first run by --run-id: the rows that run read, not those since.
+            end = until[path][0]
+            consumed[path] = _record(path, end, until[path][1], True)
         if end < whole.size and request.growing and path not in until:
             from cumtool.notes import note
 

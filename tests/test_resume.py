@@ -333,6 +333,22 @@ def test_a_retry_by_run_id_writes_the_last_runs_rows_and_appended_rows_wait(cli)
     assert Path("out.csv").read_bytes() == b"kwh\n31\n"
 
 
+def test_a_retry_of_the_first_run_by_run_id_reads_what_it_read(cli):
+    """The log grew between the first run (no state before it) and its retry: the retry
+    wrote 1, 3, 13 and consumed the new row, where the first run wrote 1, 3."""
+    write("log.csv", "kwh\n1\n2\n")
+    run = ["cumsum", "log.csv", "--state", "s.json", "--growing", "-o", "out.csv"]
+    ok(cli(*run, "--run-id", "h1"))
+    committed, state = Path("out.csv").read_bytes(), Path("s.json").read_bytes()
+    assert committed == b"kwh\n1\n3\n"
+    with open("log.csv", "a") as log:
+        log.write("10\n")
+    ok(cli(*run, "--run-id", "h1"))
+    assert (Path("out.csv").read_bytes(), Path("s.json").read_bytes()) == (committed, state)
+    ok(cli(*run, "--run-id", "h2"))
+    assert Path("out.csv").read_bytes() == b"kwh\n13\n"
+
+
 def test_a_look_at_the_output_between_a_run_and_its_retry_changes_nothing(cli):
     """The issue's third case: after a finished run, the same run to standard output (a
     peek) and to another -o scan no new row, so they leave the state as it was, and the
