@@ -308,6 +308,13 @@ def _spans(request: Request, names: list[str], prints: list[Print], read: list[P
                     "after them cannot be told from that line's end. Give the file whole "
                     "to a new state file, or restore the state from before that run")
             end = max(end, start)
+        elif record is not None and request.growing and whole.size < record["size"]:
+            from cumtool.notes import note
+
+            # logrotate's copytruncate, or a log started again: a new input, said so.
+            note(request, f"{name}: it is shorter than the {record['size']:,} bytes the "
+                          "state consumed before (rotated or truncated?); it is read "
+                          "whole, as a new input")
         elif path in until and whole.has_prefix(*until[path]):
             # A retry of a first run by --run-id: the rows that run read, not those since.
             end = until[path][0]

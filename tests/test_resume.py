@@ -725,3 +725,17 @@ def test_a_grown_file_with_crlf_and_a_quoted_header_is_continued(cli):
         log.write(b"4,c\r\n")
     assert ok(cli("cumsum", "log.csv", "--state", "s.json", "--growing")).stdout_bytes == (
         b'"kw\r\nh",site\n7,c\n')
+
+
+def test_a_log_truncated_under_growing_is_said_to_be_read_as_a_new_input(cli):
+    """logrotate's copytruncate: the log shrinks below what the state consumed, then
+    grows again. It was read as a new input without a word (and, headless, failed)."""
+    write("log.csv", "kwh\n1\n2\n")
+    run = ["cumsum", "log.csv", "--state", "s.json", "--growing", "-o", "out.csv"]
+    ok(cli(*run))
+    write("log.csv", "kwh\n10\n")
+    result = cli(*run)
+    assert (result.exit_code, result.stderr) == (0, (
+        "note: log.csv: it is shorter than the 8 bytes the state consumed before (rotated "
+        "or truncated?); it is read whole, as a new input\n"))
+    assert Path("out.csv").read_text() == "kwh\n13\n"
