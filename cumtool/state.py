@@ -863,7 +863,20 @@ def _restore_object(path: str, obj: Any, saved: dict[str, Any], widen: bool = Fa
 
 def _widened(path: str, name: str, decoded: Any, template: Any) -> Any:
     """An integer carried value as float64, where this run adds --dtype float64 to a
-    state made without: only when every value converts exactly (|v| <= 2**53)."""
+    state made without: only when every value converts exactly (|v| <= 2**53). A record
+    of fields (diff's count, last value and output) converts field by field."""
+    names = getattr(getattr(template, "dtype", None), "names", None)
+    if (names and isinstance(decoded, np.ndarray | np.generic)
+            and decoded.dtype.names == names and decoded.dtype != template.dtype):
+        record = np.asarray(decoded)
+        widened_record = np.empty(record.shape, dtype=template.dtype)
+        for field in names:
+            column = record[field]
+            wanted = template.dtype[field]
+            if wanted.kind == "f" and column.dtype.kind in "iub":
+                column = _widened(path, f"{name}.{field}", column, np.empty(0, wanted))
+            widened_record[field] = column
+        return widened_record if isinstance(decoded, np.ndarray) else widened_record[()]
     if not (isinstance(template, np.ndarray | np.generic) and template.dtype.kind == "f"
             and isinstance(decoded, np.ndarray | np.generic) and decoded.dtype.kind in "iub"):
         return decoded

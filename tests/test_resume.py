@@ -603,6 +603,23 @@ def test_dtype_float64_may_be_added_to_a_state_of_integers(cli):
     assert result.stdout == "meter,kwh\nsouth,3.0\n"
 
 
+@pytest.mark.parametrize("ops", ["diff", "cumsum,diff"])
+def test_dtype_float64_may_be_added_to_a_diff_state_of_integers(cli, ops):
+    """diff carries a record (count, last value, output): following the error's advice
+    failed with "not a cumtool state file that this version can use"."""
+    write("d1.csv", "x\n1\n2\n")
+    write("d2.csv", "x\n2.5\n")
+    write("all.csv", "x\n1\n2\n2.5\n")
+    ok(cli(ops, "d1.csv", "--state", "s.json"))
+    result = cli(ops, "d2.csv", "--state", "s.json")
+    assert result.exit_code == 1
+    assert "add --dtype float64 to go on in float64" in result.stderr
+    day2 = ok(cli(ops, "d2.csv", "--state", "s.json", "--dtype", "float64")).stdout
+    whole = ok(cli(ops, "all.csv", "--dtype", "float64")).stdout
+    assert day2.splitlines() == [whole.splitlines()[0], whole.splitlines()[-1]]
+    assert day2.splitlines()[-1].endswith(",0.5") or day2 == "x\n0.5\n"
+
+
 def test_dtype_float64_is_refused_for_integers_beyond_2_to_the_53(cli):
     write("d1.csv", f"kwh\n{2**53 + 1}\n")
     write("d2.csv", "kwh\n0.5\n")
