@@ -534,3 +534,18 @@ def test_a_files_share_overflow_names_its_line_as_the_cli(invoke, tmp_path):
     assert str(caught.value).startswith(f"{path}: column 'x', row 2 (line 4): ")
     cli = invoke("cumsum", str(path), "--share")
     assert cli.stderr == f"Error: {caught.value.cli_message()}\n"
+
+
+def test_the_modules_api_md_names_are_reached_from_a_plain_import(tmp_path):
+    """`cumtool.engine.run(...)` after `import cumtool` alone, as docs/api.md writes it
+    (a fresh interpreter: in this one another test has imported them already)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "in.csv").write_text("a\n1\n2\n")
+    code = ("import cumtool; cumtool.engine.run(cumtool.engine.Request(op='cumsum', "
+            "input='in.csv', output='out.csv')); print(cumtool.columns.parse.__name__)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "parse\n", "")
+    assert (tmp_path / "out.csv").read_text() == "a\n1\n3\n"
