@@ -72,6 +72,15 @@ class GroupKeys:
         self._keys, self._restored, self._restored_count = None, known, count
 
 
+class KeysChanged(Exception):
+    """A batch's key `index` is of another type than the keys saved by a run before
+    (--state): a CSV's text where Parquet's integers were, say. The plan words it."""
+
+    def __init__(self, index: int, saved: str, now: str) -> None:
+        super().__init__(index, saved, now)
+        self.index, self.saved, self.now = index, saved, now
+
+
 class _JoinedKeys:
     """Group ids by polars joins of each batch's keys with the keys seen so far."""
 
@@ -88,6 +97,12 @@ class _JoinedKeys:
         on = keys.columns
         if self._known is None:
             self._known = keys.head(0).with_columns(pl.lit(0, pl.Int64).alias(_GROUP))
+        for index in range(len(columns)):
+            name = f"key{index}"
+            saved, now = self._known.schema.get(name), keys.schema.get(name)
+            if saved != now or ((name + _NAN) in self._known.schema) != (
+                    (name + _NAN) in keys.schema):
+                raise KeysChanged(index, str(saved), str(now))
         # Known keys are unique, so a left join keeps one row per batch row, in order.
         found = keys.join(self._known, on=on, how="left", nulls_equal=True,
                           maintain_order="left").get_column(_GROUP)

@@ -659,7 +659,7 @@ class TablePlan:
         if self.group_keys is None and self.reset is None:
             return None
         n = batch.num_rows
-        group_ids = (self.group_keys.ids(batch) if self.group_keys is not None
+        group_ids = (self._group_ids(batch) if self.group_keys is not None
                      else np.zeros(n, dtype=np.int64))
         count = self.group_keys.count if self.group_keys is not None else 1
         resets = None
@@ -676,6 +676,22 @@ class TablePlan:
         from cumtool import grouped
 
         return grouped.BatchGroups(group_ids, resets)
+
+    def _group_ids(self, batch: pa.RecordBatch) -> np.ndarray:
+        from cumtool import groups
+
+        assert self.group_keys is not None
+        try:
+            return self.group_keys.ids(batch)
+        except groups.KeysChanged as changed:
+            keys = [self.label(p) for p in self.group_keys.positions]
+            what = (keys[changed.index] if changed.index < len(keys)
+                    else f"{option('period')}'s key")
+            raise DataError(
+                f"{option('by')} column {what} holds {_polars_type(changed.now)} values, "
+                f"but the keys {option('state')} saved are {_polars_type(changed.saved)}: "
+                "give the runs that go on inputs of one format (a CSV's keys are text), "
+                "or start a new state file") from None
 
     def _reverse_resets(self, group_ids: np.ndarray, resets: np.ndarray,
                         count: int) -> np.ndarray:
@@ -1026,3 +1042,8 @@ def _outcome(scan: Callable[[int], Any], column: int) -> Any:
     except ScanOverflowError as error:
         return error
 
+
+def _polars_type(name: str) -> str:
+    """A key type as a message names it: text, not polars' String."""
+    return {"String": "text", "Int64": "int64", "Float64": "float64", "Date": "date",
+            "Boolean": "bool", "None": "no"}.get(name, name.lower())

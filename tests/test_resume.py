@@ -756,3 +756,27 @@ def test_a_log_truncated_under_growing_is_said_to_be_read_as_a_new_input(cli):
         "note: log.csv: it is shorter than the 8 bytes the state consumed before (rotated "
         "or truncated?); it is read whole, as a new input\n"))
     assert Path("out.csv").read_text() == "kwh\n13\n"
+
+
+@pytest.mark.parametrize(("second", "now", "saved"), [
+    ("parquet", "int64", "text"),  # a CSV's keys are text
+    ("float", "float64", "text"),
+])
+def test_keys_of_another_type_than_the_state_saved_are_refused_in_one_line(cli, second,
+                                                                           now, saved):
+    """It was an internal error from polars' join (a SchemaError, or a missing column)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    write("day1.csv", "g,v\n1,10\n2,20\n")
+    ok(cli("cumsum", "day1.csv", "--by", "g", "--state", "s.json", "-o", "out.csv"))
+    state, output = Path("s.json").read_bytes(), Path("out.csv").read_bytes()
+    keys = [1, 2] if second == "parquet" else [1.0, 2.0]
+    pq.write_table(pa.table({"g": keys, "v": [1, 2]}), "day2.parquet")
+    result = cli("cumsum", "day2.parquet", "--by", "g", "--state", "s.json", "-o", "out.csv")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: --by column 'g' holds {now} values, but the keys --state saved are "
+        f"{saved}: give the runs that go on inputs of one format (a CSV's keys are text), "
+        "or start a new state file\n")
+    assert (Path("s.json").read_bytes(), Path("out.csv").read_bytes()) == (state, output)
