@@ -96,8 +96,19 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
         with contextlib.suppress(DataError):  # refused already, if at all
             excluded.update(resolve(selection, names, ""))
     for i, hint in enumerate(hints):
-        if (not (hint.mostly_numbers or hint.formatted) or i in selected or i in excluded
-                or i in structural or not names[i]):
+        if i in selected or i in excluded or i in structural or not names[i]:
+            continue
+        if hint.kind == "empty" and getattr(request, "line_buffered", False):
+            note(request, f"column {names[i]!r} is not scanned: --line-buffered judges "
+                          "each column from the first row, where it is empty; to scan it, "
+                          f"pass {column_option(names, sorted({*selected, i}))}")
+            continue
+        if not (hint.mostly_numbers or hint.formatted):
+            continue
+        if hint.formatted and _decimal_comma(hint.culprit):
+            note(request, f"column {names[i]!r} is not scanned: its numbers are written "
+                          f"with a decimal comma ({hint.culprit}); to scan it, pass "
+                          "--decimal-comma")
             continue
         if hint.formatted:
             note(request, f"column {names[i]!r} is not scanned: its numbers are written as "
@@ -114,3 +125,11 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
                else f"{how}, once its text cells are missing cells (--na)")
         note(request, f"column {names[i]!r} is not scanned: its first rows hold numbers, "
                       f"but {hint.culprit}; to scan it, pass {how}")
+
+
+def _decimal_comma(culprit: str | None) -> bool:
+    """Whether a formatted number's cell (`... holds '1,5'`) reads as a decimal comma: a
+    comma followed by other than three digits ('1,234' is a thousands separator)."""
+    found = re.search(r"holds '([^']*)'$", culprit or "")
+    return found is not None and re.fullmatch(r"[+-]?[0-9]+,([0-9]{1,2}|[0-9]{4,})",
+                                              found.group(1).strip()) is not None

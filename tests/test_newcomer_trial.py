@@ -133,6 +133,31 @@ def test_a_column_of_formatted_numbers_left_unscanned_gets_a_note(invoke, write_
     assert f"row 1 (line 2) holds {first!r}" in result.stderr
 
 
+def test_a_column_with_decimal_commas_gets_a_note_naming_decimal_comma(invoke, write_file):
+    """'1,5' is a decimal comma, not a thousands separator: the note said to export plain
+    numbers, where --decimal-comma reads them."""
+    path = write_file("sc.csv", "n;v\n1;1,5\n2;2,25\n")
+    result = invoke("cumsum", str(path), "-d", ";")
+    assert (result.exit_code, result.stderr) == (0, (
+        "note: column 'v' is not scanned: its numbers are written with a decimal comma "
+        "(row 1 (line 2) holds '1,5'); to scan it, pass --decimal-comma\n"))
+    assert ok(invoke("cumsum", str(path), "-d", ";", "--decimal-comma")).stdout == (
+        "n;v\n1;1,5\n3;3,75\n")
+
+
+def test_a_column_empty_in_the_first_row_under_line_buffered_gets_a_note(invoke):
+    """--line-buffered judges the columns from the first row: one empty there was left
+    out with no word, and a `tail -f` pipeline never summed it."""
+    result = invoke("cumsum", "-", "--line-buffered", input="a,b\n1,\n2,3\n4,5.5\n")
+    assert (result.exit_code, result.stdout) == (0, "a,b\n1,\n3,3\n7,5.5\n")
+    assert result.stderr == (
+        "note: column 'b' is not scanned: --line-buffered judges each column from the first "
+        "row, where it is empty; to scan it, pass -c a,b\n")
+    scanned = invoke("cumsum", "-", "--line-buffered", "-c", "a,b",
+                     input="a,b\n1,\n2,3\n4,5.5\n")
+    assert (scanned.exit_code, scanned.stdout) == (0, "a,b\n1,\n3,3.0\n7,8.5\n")
+
+
 @pytest.mark.parametrize(("encoding", "named"), [("utf-16", "UTF-16"), ("utf-32", "UTF-32")])
 @pytest.mark.parametrize("extra", [(), ("--from", "tsv")])
 def test_excel_unicode_text_export_is_named_utf16_with_the_command_that_converts_it(
@@ -342,10 +367,8 @@ def test_missing_markers_among_formatted_numbers_do_not_hide_the_note(invoke, wr
     general = invoke("cumsum", str(path), "--batch-rows", "1")
     assert result.exit_code == general.exit_code == 0
     assert result.stderr == general.stderr == (
-        "note: column 'b' is not scanned: its numbers are written as a spreadsheet "
-        "formats them (row 3 (line 4) holds '1,5'), with thousands "
-        "separators, a currency or a percent sign, which cumtool does not read; to scan "
-        "it, export it as plain numbers (1234.5)\n")
+        "note: column 'b' is not scanned: its numbers are written with a decimal comma "
+        "(row 3 (line 4) holds '1,5'); to scan it, pass --decimal-comma\n")
     assert result.stdout == general.stdout
 
 
