@@ -53,19 +53,22 @@ _FORMATTED = re.compile(r"\(?[+-]?(?:[$\u20ac\u00a3\u00a5]\s?)?[+-]?"
                         r"|[0-9]+(?:[.,][0-9]+)?)\s?%?\)?", re.ASCII)
 
 
-def formatted_number(text: str) -> bool:
+def formatted_number(text: str, decimal_comma: bool = False) -> bool:
     """Whether `text` is a number written as a spreadsheet formats it ('1,234', '$1.50',
-    '15%', '(2.00)'), which cumtool does not read: a column of them gets a note."""
+    '15%', '(2.00)'), which cumtool does not read: a column of them gets a note. With
+    --decimal-comma a point is such a sign too ('1.000' is a thousand there)."""
     text = text.strip()
+    signs = ",$%(\u20ac\u00a3\u00a5" + ("." if decimal_comma else "")
     return (_FORMATTED.fullmatch(text) is not None
             and text.startswith("(") == text.endswith(")")
-            and any(sign in text for sign in ",$%(\u20ac\u00a3\u00a5"))
+            and any(sign in text for sign in signs))
 
 
 MOSTLY_NUMBERS = 0.9  # of a text column's judged cells (not missing): a note if unscanned
 
 
-def left_out_numbers(codes: np.ndarray, text_of: Any) -> tuple[bool, bool]:
+def left_out_numbers(codes: np.ndarray, text_of: Any,
+                     decimal_comma: bool = False) -> tuple[bool, bool]:
     """Of a text column's judged cells (cell_kinds' `codes`; `text_of(r)`: cell r's
     text), whether they are mostly numbers (MOSTLY_NUMBERS of those not missing), and
     whether every one that is not a number is one as a spreadsheet formats it: either
@@ -76,7 +79,7 @@ def left_out_numbers(codes: np.ndarray, text_of: Any) -> tuple[bool, bool]:
     present = int(np.count_nonzero(codes != CELL_MISSING))
     numbers = present - len(others)
     mostly = numbers > 0 and numbers >= MOSTLY_NUMBERS * present
-    return mostly, all(formatted_number(str(text_of(int(r)))) for r in others)
+    return mostly, all(formatted_number(str(text_of(int(r))), decimal_comma) for r in others)
 
 
 _INT = re.compile(INT_GRAMMAR.encode())

@@ -145,6 +145,20 @@ def test_a_column_with_decimal_commas_gets_a_note_naming_decimal_comma(invoke, w
         "n;v\n1;1,5\n3;3,75\n")
 
 
+def test_thousands_points_under_decimal_comma_get_the_note(invoke, write_file):
+    """With --decimal-comma, '1.000' is a thousand as a spreadsheet writes it: the column
+    was left out with no word."""
+    path = write_file("m.csv", "Konto;Betrag;Menge\n1;1,5;1.000\n2;2,25;2.500\n")
+    result = invoke("cumsum", str(path), "-d", ";", "--decimal-comma")
+    assert (result.exit_code, result.stdout) == (
+        0, "Konto;Betrag;Menge\n1;1,5;1.000\n3;3,75;2.500\n")
+    assert result.stderr == (
+        "note: column 'Menge' is not scanned: its numbers are written as a spreadsheet "
+        "formats them (row 1 (line 2) holds '1.000'), with thousands separators, a "
+        "currency or a percent sign, which cumtool does not read; to scan it, export it "
+        "as plain numbers (1234.5)\n")
+
+
 def test_a_column_empty_in_the_first_row_under_line_buffered_gets_a_note(invoke):
     """--line-buffered judges the columns from the first row: one empty there was left
     out with no word, and a `tail -f` pipeline never summed it."""

@@ -164,7 +164,8 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
             continue
         at = int(found[0])
         where = row_text(first_row + at + 1, row_line(first_row + at))
-        mostly, formatted = numtext.left_out_numbers(codes, cells.__getitem__)
+        mostly, formatted = numtext.left_out_numbers(codes, cells.__getitem__,
+                                                     decimal_comma)
         texts: tuple[str, ...] = ()
         if mostly and not formatted:
             distinct = cells.filter(pl.Series(bad)).str.strip_chars().unique(

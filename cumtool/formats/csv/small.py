@@ -272,7 +272,7 @@ def noted(request: Request, hints: list[_Hint], selected: list[int], keys: list[
         cells = cells_of(j)
         codes, _places = numtext.cell_kinds(*numtext.cell_bounds(cells),
                                             numtext.marker_bytes(markers))
-        if any(numtext.left_out_numbers(codes, cells.__getitem__)):
+        if any(numtext.left_out_numbers(codes, cells.__getitem__, request.decimal_comma)):
             yield j
 
 
