@@ -225,6 +225,9 @@ def resolve_array_axis(text: str, ndim: int) -> int:
 
 def _run_array(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,
                stack: contextlib.ExitStack) -> None:
+    from cumtool.options import refuse_unwritten
+
+    refuse_unwritten(request.given(), out.format)
     shape: tuple[int, ...] = source.shape
     axis = resolve_array_axis(request.axis, len(shape))
     kernels.refuse_zero_d(request.ops, len(shape), source.name)

@@ -30,6 +30,7 @@ from cumtool.choices import (
 )
 from cumtool.errors import UsageError, option
 from cumtool.formats.registry import (
+    DELIMITED,
     INPUT_FORMATS,
     INPUT_GROUPS,
     OUTPUT_FORMATS,
@@ -40,6 +41,9 @@ from cumtool.ops import OPTIONS
 from cumtool.ops.decl import Option
 
 ENGINE_NAMES = ("local", "dask")  # --engine; engines.ENGINES checks each
+
+# What the output text options (--na-rep, --out-delimiter, ...) are written in.
+TEXT_OUTPUTS = DELIMITED
 
 
 def _selection(flag: str) -> Any:
@@ -162,14 +166,16 @@ GENERAL: tuple[Option, ...] = (
            help="The output's field delimiter (default: ',' for csv, tab for tsv; ';' for "
                 "csv with --decimal-comma): one ASCII character that cannot be part of a "
                 "number.",
-           inputs="all", small="honours", dask="honours", wide="honours"),
+           inputs="all", outputs=TEXT_OUTPUTS,
+           small="honours", dask="honours", wide="honours"),
     Option("--na", type=str, metavar="LIST", parse=lambda text: tuple(text.split(",")),
            help="Comma-separated cell texts that mean a missing cell, replacing the default "
                 "NA,N/A,n/a,NULL,null,None,<NA>,#N/A (an empty cell is always missing).",
            inputs="text", small="honours", dask="honours", wide="honours"),
     Option("--na-rep", type=str, default="", metavar="TEXT",
            help="How a missing cell is written in csv/tsv output (default: empty).",
-           inputs="all", small="honours", dask="honours", wide="honours"),
+           inputs="all", outputs=TEXT_OUTPUTS,
+           small="honours", dask="honours", wide="honours"),
     Option("--encoding", type=str, metavar="ENC",
            help="CSV/TSV text encoding (latin-1, cp1252, ...) of the input, and of csv/tsv "
                 "output (default: UTF-8).",
@@ -182,11 +188,13 @@ GENERAL: tuple[Option, ...] = (
     Option("--out-encoding", type=str, metavar="ENC",
            help="The text encoding of csv/tsv output (default: --encoding's, so unscanned "
                 "cells come out byte for byte).",
-           inputs="all", small="hands over", dask="honours", wide="honours"),
+           inputs="all", outputs=TEXT_OUTPUTS,
+           small="hands over", dask="honours", wide="honours"),
     Option("--out-decimal", type=str, choices=("point", "comma"),
            help="The decimal mark of numbers in csv/tsv output (default: comma with "
                 "--decimal-comma, else point).",
-           inputs="all", small="hands over", dask="honours", wide="honours"),
+           inputs="all", outputs=TEXT_OUTPUTS,
+           small="hands over", dask="honours", wide="honours"),
     Option("--no-header", keyword="header", default=True, negates=True,
            help="CSV has no header row: columns are named 1, 2, ... and the output has no "
                 "header either.",
@@ -404,6 +412,21 @@ def inputs_said(declared: Option) -> str:
     if isinstance(declared.inputs, str):
         return INPUT_GROUPS[declared.inputs][0]
     return input_group(inputs_of(declared)) if inputs_of(declared) else "no input"
+
+
+def refuse_unwritten(given: Iterable[Option], fmt: str) -> None:
+    """The one refusal of an option given for an output whose format does not honour it
+    (Option.outputs), by name: `--na-rep is for csv and tsv output; this run writes
+    parquet`. The terminal's table and chart are views of the rows, not an output in a
+    format: the command tried there before it goes into a pipe or a cron job keeps them."""
+    from cumtool.formats.registry import format_named
+
+    if format_named(fmt).kind == "view":
+        return
+    for declared in given:
+        if declared.outputs is not None and fmt not in declared.outputs:
+            raise UsageError(f"{named(declared)} is for {' and '.join(declared.outputs)} "
+                             f"output; this run writes {fmt}")
 
 
 def refuse_unread(given: Iterable[Option], fmt: str, name: str) -> None:

@@ -381,8 +381,12 @@ class Request:
         return FileKind(input_kind.format if input_kind.format in OUTPUT_FORMATS else "csv")
 
     def check_table_output(self, output_format: str) -> None:
-        """What a table's output cannot hold, refused once for every driver: .npy holds
-        one array, not a table's results beside their indices."""
+        """What a table's output cannot hold, refused once for every driver: an option of
+        another output's (Option.outputs: --na-rep of Parquet); .npy holds one array, not
+        a table's results beside their indices."""
+        from cumtool.options import refuse_unwritten
+
+        refuse_unwritten(self.given(), output_format)
         if output_format == "npy" and self.indices:
             raise UsageError("--indices with .npy output needs .npy input; write csv or "
                              "parquet")

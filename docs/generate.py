@@ -88,7 +88,11 @@ refuses the option by name; none ignores it. The local engine honours every opti
 batches, read column group by column group (widerun). *Inputs*: the input formats that
 honour it (blank: every one); any other input refuses it by name, before it is read
 (`--na is for CSV and TSV input; t.parquet is read as parquet`), whether its format is
-known by `--from`, its name or its first bytes, or it is one file of a dataset.
+known by `--from`, its name or its first bytes, or it is one file of a dataset. The
+options of text output (`--na-rep`, `--out-delimiter`, `--out-decimal`,
+`--out-encoding`) are refused by name by any other output (`--na-rep is for csv and tsv
+output; this run writes parquet`); the terminal's table and chart, views of the rows,
+keep them.
 
 | option | `cumtool.scan` | small CSVs | wide CSVs | `--engine dask` | inputs |
 |---|---|---|---|---|---|

@@ -373,3 +373,35 @@ def test_sheet_and_table_options_on_a_spreadsheet(invoke: Any, tmp_path: Path) -
     path = _file(tmp_path, "xlsx")
     assert _ok(invoke("cumsum", str(path), "--sheet", "1", "--by", "k", "--to", "csv")) == (
         b"k,a\nx,1\ny,2\nx,4\n")
+
+
+_OUTPUT_TEXT = [("--na-rep", "NA"), ("--out-delimiter", ";"), ("--out-decimal", "comma"),
+                ("--out-encoding", "latin-1")]
+
+
+@pytest.mark.parametrize(("flag", "value"), _OUTPUT_TEXT)
+@pytest.mark.parametrize("to", ["parquet", "jsonl", "arrow"])
+def test_an_output_text_option_is_refused_by_a_format_that_does_not_write_text(
+        invoke: Any, write_file: Any, tmp_path: Path, flag: str, value: str,
+        to: str) -> None:
+    """They were ignored without a word (options.md: "none ignores it")."""
+    path = write_file("a.csv", "a,b\n1,\n2,3\n")
+    target = tmp_path / f"out.{to}"
+    result = invoke("cumsum", str(path), flag, value, "-o", str(target))
+    assert (result.exit_code, result.stderr) == (
+        2, f"Error: {flag} is for csv and tsv output; this run writes {to}\n")
+    assert not target.exists()
+
+
+def test_output_text_options_are_kept_for_text_and_for_the_terminals_views(
+        invoke: Any, write_file: Any, tmp_path: Path) -> None:
+    path = write_file("a.csv", "a,b\n1,\n2,3\n")
+    assert invoke("cumsum", str(path), "--na-rep", "NA", "--to", "tsv").stdout == (
+        "a\tb\n1\tNA\n3\t3\n")
+    table = invoke("cumsum", str(path), "--na-rep", "NA", "--to", "table")
+    assert (table.exit_code, table.stderr) == (0, "")
+    arrays = tmp_path / "a.npy"
+    np.save(arrays, np.arange(3.0))
+    result = invoke("cumsum", str(arrays), "--na-rep", "NA", "-o", str(tmp_path / "b.npy"))
+    assert (result.exit_code, result.stderr) == (
+        2, "Error: --na-rep is for csv and tsv output; this run writes npy\n")

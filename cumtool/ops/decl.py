@@ -83,6 +83,10 @@ class Option:
     # dataset's. An op's option left None is a parameter of its kernel, which reads every
     # input; a general option must say (tests/test_option_paths.py).
     inputs: str | tuple[str, ...] | None = None
+    # Which output formats honour it (format names); None: every one. Any other table
+    # output refuses it by name (options.refuse_unwritten): --na-rep means nothing to
+    # Parquet, whose missing cells are nulls.
+    outputs: tuple[str, ...] | None = None
     # Said after that refusal, where another option does what the user may have meant
     # (--encoding of a Parquet input: --out-encoding sets the output's).
     elsewhere: str = ""

@@ -166,6 +166,7 @@ def output_kind(request: Request, kind: FileKind, json_lines: bool = False) -> F
     """The output's format (Request.output_format); csv or tsv (or, where `json_lines`,
     jsonl), uncompressed, or Handover."""
     out = request.output_format(kind)
+    request.check_table_output(out.format)  # what that output refuses, as run_table does
     if out.compression is not None or not (
             out.format in DELIMITED or (json_lines and out.format == JSON_LINES)):
         raise Handover
