@@ -135,9 +135,10 @@ class StateLock:
                 holder = _holder(fd)
                 os.close(fd)
                 waited = "" if wait is None else f" for {wait:g} s"
+                advice = (f"give {option('wait')} SECONDS to wait for it" if wait is None
+                          else f"give a longer {option('wait')}")
                 raise StateBusy(f"{option('state', shown)} is in use by another cumtool "
-                                f"run{holder}{waited}; try again later, or give "
-                                f"{option('wait')} SECONDS to wait for it")
+                                f"run{holder}{waited}; try again later, or {advice}")
             time.sleep(min(0.05, max(deadline - time.monotonic(), 0.0)))
         self._fd = fd
         with contextlib.suppress(OSError):

@@ -418,7 +418,9 @@ def test_a_second_run_on_a_held_state_fails_at_once_with_75(cli):
             "later, or give --wait SECONDS to wait for it\n")
         result = cli("cumsum", "e.csv", "--state", "s.json", "--wait", "0.2")
         assert result.exit_code == 75
-        assert "(pid 4242) for 0.2 s;" in result.stderr
+        assert result.stderr == (
+            "Error: --state s.json is in use by another cumtool run (pid 4242) for 0.2 s; "
+            "try again later, or give a longer --wait\n")
     finally:
         os.close(holder)
     assert not Path("out.csv").exists()
