@@ -134,11 +134,14 @@ def _run(request: Request) -> None:
             stdin = _spooled(request, stdin, stack)
             source, kind = open_source(request, dtype, stack, _again(stdin), span)
             if source.layout != "table":
+                from cumtool.formats.csv.wide import WIDE_COLUMNS
+
                 raise UsageError(f"{option('share')} works on tables (CSV, TSV, Parquet) "
                                  "read as a whole; "
                                  + (f"{source.name} is an array" if source.layout == "array"
                                     else f"{source.name} is read column group by column "
-                                         "group: scan fewer columns with -c"))
+                                         f"group: select at most {WIDE_COLUMNS:,} columns "
+                                         "first (e.g. with xsv select or cut)"))
             finals = share_finals(request, dtype, source.table(),
                                   request.output_format(kind), stack,
                                   text_input=kind.format in DELIMITED)

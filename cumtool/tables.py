@@ -271,8 +271,8 @@ class TablePlan:
 
             if self.times_at is None:
                 raise UsageError(f"{option('times')} needs a table read whole, not a file "
-                                 "read column group by column group; scan fewer columns "
-                                 "with -c")
+                                 "read column group by column group; select fewer columns "
+                                 "first (e.g. with xsv select or cut)")
             if scan.get("exclusive"):
                 raise UsageError(f"{option('times')} with {option('exclusive')} is not "
                                  "supported: each mean is that of the rows up to its own")

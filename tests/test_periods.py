@@ -823,3 +823,16 @@ def test_fixed_offset_zones_and_categorical_dates(invoke: Invoke, tmp_path: Path
     assert ok(invoke("cumsum", str(categorical), "--period", "month", "--time", "d",
                      "--to", "csv")).stdout == (
         "d,x\n2024-01-31,1\n2024-02-01,2\n2024-02-03,6\n")
+
+
+def test_share_on_a_csv_too_wide_to_read_whole_names_what_to_do(invoke: Invoke,
+                                                                write_file: Write) -> None:
+    """Its hint was "scan fewer columns with -c", which the same refusal met again: the
+    width is the file's, so the columns are to be selected before cumtool reads it."""
+    names = [f"v{k}" for k in range(8300)]
+    path = write_file("wide.csv", ",".join(names) + "\n" + ",".join(["1"] * 8300) + "\n")
+    result = invoke("cumsum", str(path), "--share", "-c", "v1")
+    assert (result.exit_code, result.stderr) == (2, (
+        f"Error: --share works on tables (CSV, TSV, Parquet) read as a whole; {path} is "
+        "read column group by column group: select at most 8,192 columns first (e.g. "
+        "with xsv select or cut)\n"))
