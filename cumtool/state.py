@@ -727,10 +727,15 @@ def _restore_plan(path: str, plan: Any, saved: dict[str, Any], widen: bool) -> N
                             or np.dtype(held).kind not in "iub" or value != "float64"
                             else f"add {option('dtype', 'float64')} to go on in float64 "
                                  "(the saved values convert exactly up to 2**53)")
+                    # --decimal holds a column as scaled int64: said as its decimal type.
+                    before = record.get("decimal_scale")
+                    now = plan.decimal_scale.get(position)
                     raise DataError(
                         f"{option('state', path)} was made when column "
-                        f"{plan.label(position)} held {held}, and it holds {value} now; "
-                        f"{hint}")
+                        f"{plan.label(position)} held "
+                        f"{held if before is None else f'decimals of {before} places'}, "
+                        f"and it holds {value if now is None else f'decimals of {now} places'}"
+                        f" now; {hint}")
                 raise _refuse(path, key, saved_value, value)
         if record.get("decimal_scale") != plan.decimal_scale.get(position):
             raise DataError(f"{option('state', path)} was made when column "

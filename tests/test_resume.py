@@ -782,3 +782,14 @@ def test_keys_of_another_type_than_the_state_saved_are_refused_in_one_line(cli, 
         f"{saved}: give the runs that go on inputs of one format (a CSV's keys are text), "
         "or start a new state file\n")
     assert (Path("s.json").read_bytes(), Path("out.csv").read_bytes()) == (state, output)
+
+
+def test_a_decimal_column_is_named_as_decimals_when_its_type_changed(cli):
+    """--decimal holds a column as scaled int64, which the message named ("int64")."""
+    write("e1.csv", "b\nnan\n")
+    write("e2.csv", "b\n2.25\n")
+    ok(cli("cumsum", "e1.csv", "--decimal", "--state", "s.json"))
+    result = cli("cumsum", "e2.csv", "--decimal", "--state", "s.json")
+    assert (result.exit_code, result.stderr) == (1, (
+        "Error: --state s.json was made when column 'b' held float64, and it holds "
+        "decimals of 2 places now; the inputs must keep their types\n"))
