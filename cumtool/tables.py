@@ -130,8 +130,7 @@ def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
             return (f"{what}: column {label} holds {held}, which {op} cannot compare; "
                     f"columns it can scan: {listing(numeric)}")
         kind = hints[position].kind
-        holds = (f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
-                 "floats" if kind == "bigint" else kind)
+        holds = _BIG_NUMBERS.get(kind, kind)
         culprit = hints[position].culprit
         holds = f": {culprit}" if culprit else f" ({holds})"
         if op in REGISTRY and not REGISTRY[op].dates:  # dates are cummax's and cummin's
@@ -143,14 +142,23 @@ def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
     return message
 
 
+# Numbers read as their text, by default (formats.HOLDS), and how to scan them.
+_BIG_NUMBERS = {
+    "bigint": f"integers beyond int64; pass {option('dtype', 'float64')} to scan them as "
+              "floats",
+    "bigfloat": f"integers beyond 2**53 among floats, which float64 does not hold exactly; "
+                f"pass {option('dtype', 'float64')} to scan them as the nearest floats",
+}
+
+
 def _bigint_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[[], str]:
     """Where no column is left to scan: how to scan one of integers beyond int64 (an id
     by default, but the user may mean a count; the -c error says the same)."""
     def hint() -> str:
         for name, column in zip(names, hints, strict=True):
-            if column.kind == "bigint":
-                return (f"; column {name!r} holds integers beyond int64: pass "
-                        f"{option('dtype', 'float64')} to scan them as floats")
+            if column.kind in _BIG_NUMBERS:
+                held, how = _BIG_NUMBERS[column.kind].split("; ", 1)
+                return f"; column {name!r} holds {held}: {how}"
         return ""
 
     return hint

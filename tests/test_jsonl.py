@@ -419,9 +419,15 @@ def test_an_integer_beyond_2_53_late_in_a_float_column_is_found(invoke, write_fi
     rows = [f'{{"f": {k}.5}}' for k in range(20)] + [f'{{"f": {2**60}}}', '{"f": 1e300}']
     source = write_file("in.jsonl", _numbered(rows))
     result = invoke("cumsum", str(source), "--to", "jsonl")
-    # The column is JSON text: nothing to scan, as with every line read by Python.
+    # The column is JSON text: nothing to scan, as with every line read by Python; the
+    # error says why, and what scans it (it said only "columns: f").
     assert result.exit_code == 1
-    assert result.stderr == f"Error: {source}: no numeric columns to scan; columns: f\n"
+    assert result.stderr == (
+        f"Error: {source}: no numeric columns to scan; columns: f; column 'f' holds "
+        "integers beyond 2**53 among floats, which float64 does not hold exactly: pass "
+        "--dtype float64 to scan them as the nearest floats\n")
+    floats = ok(invoke("cumsum", str(source), "--to", "jsonl", "--dtype", "float64"))
+    assert floats.stdout.splitlines()[-1] == '{"f":1e+300}'
 
 
 @pytest.mark.parametrize(("line", "message"), [

@@ -202,6 +202,8 @@ def _field(name: str, key: _Key, token: str, floats: bool = False) -> pa.Field:
         metadata = {JSON_TEXT: b"1", **named}
         if key.wide and key.kinds - {type(None)} <= {int}:  # said as such, not "string"
             metadata[HOLDS] = b"bigint"  # as a CSV column of them: its messages alike
+        elif key.big and key.kinds - {type(None)} <= {int, float}:
+            metadata[HOLDS] = b"bigfloat"  # integers float64 cannot hold, among floats
         return pa.field(name, pa.string(), metadata=metadata)
     if has_null and key.absent:
         missing = _EACH + token.encode()
