@@ -195,6 +195,10 @@ def _name(text: str, index: dict[str, list[int]], option: str, source: str,
 
         near = dict.fromkeys(n if n == n.strip() else f'"{n}"' for n in header
                              if n.strip().casefold() == text.strip().casefold())
+        if not near:
+            from cumtool.suggest import close_names
+
+            near = dict.fromkeys(close_names(text, header))
         raise DataError(f"{source}: no column {text!r}; columns: {listing(header)}"
                         f"{'.' + did_you_mean(near) if near else ''}")
     if len(positions) > 1:

@@ -60,6 +60,20 @@ def close_options(typed: str, options: Iterable[str]) -> list[str]:
     return [o for o in unique if o != typed][:_MOST]
 
 
+def close_names(typed: str, names: Iterable[str]) -> list[str]:
+    """The column names `typed` may have meant, where none is it but for case and spaces:
+    those it begins (`stor`: store), then those one or two edits away (`unit`, `reveune`),
+    compared without case. A header of more names than a person types is not searched."""
+    names = list(dict.fromkeys(names))
+    if len(names) > 10_000:
+        return []
+    key = typed.strip().casefold()
+    found = [n for n in names if len(key) >= 3 and n.casefold().startswith(key)]
+    distances = ((_distance(key, n.casefold()), n) for n in names)
+    found += [n for d, n in sorted(distances) if d <= _tolerance(key) - (len(key) < 4)]
+    return [n for n in dict.fromkeys(found) if n != typed][:_MOST]
+
+
 def _tolerance(typed: str) -> int:
     """Edits allowed between a typed option and one it may mean: one for a short name
     (--fro: --from), two from eight letters on (--delimetre: --delimiter)."""

@@ -1076,3 +1076,21 @@ def test_exclusive_overflow_is_an_error_once_the_total_is_output(invoke, batch_r
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: standard input: column 'x', row ")
     assert "overflows int64" in result.stderr
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("stor", "store"), ("unit", "units"),
+                                             ("dat", "date"), ("reveune", "revenue")])
+def test_a_mistyped_column_is_offered_the_names_close_to_it(invoke, write_file, typed,
+                                                            meant):
+    path = write_file("sales.csv", "date,store,units,revenue\n2024-01-01,a,1,2.5\n")
+    result = invoke("cumsum", str(path), "--by", typed)
+    assert (result.exit_code, result.stderr) == (1, (
+        f"Error: {path}: no column {typed!r}; columns: date, store, units, revenue. Did "
+        f"you mean {meant!r}?\n"))
+
+
+def test_a_name_far_from_every_column_is_offered_none(invoke, write_file):
+    path = write_file("sales.csv", "date,store,units,revenue\n2024-01-01,a,1,2.5\n")
+    result = invoke("cumsum", str(path), "-c", "x")
+    assert result.stderr == (f"Error: {path}: no column 'x'; columns: date, store, units, "
+                             "revenue\n")
