@@ -59,6 +59,10 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
     given, params = _keywords({"axis": axis, "dtype": dtype, **keywords})
     if to not in (None, "arrow", "polars", "pandas"):
         raise UsageError(f"to= must be 'arrow', 'polars' or 'pandas', not {to!r}")
+    if _dask_frame(data):
+        # Its partitions gathered into the pandas frame they make (numpy.asarray would
+        # give one float array, NaN spreading and integers made floats): a pandas result.
+        return scan(data.compute(), op, to=to, **given, **params)
     series = _series_library(data)
     if series is not None:
         frame = data.to_frame()
@@ -183,6 +187,12 @@ def _keywords_help() -> str:
 setattr(scan, "__signature__", _signature())  # noqa: B010 (mypy knows no such attribute)
 if scan.__doc__ is not None:  # None under python -OO
     scan.__doc__ += _keywords_help()
+
+
+def _dask_frame(data: Any) -> bool:
+    """A Dask DataFrame or Series (dask.dataframe), which computes to a pandas one."""
+    return (type(data).__module__.split(".")[0] == "dask"
+            and type(data).__name__ in ("DataFrame", "Series") and hasattr(data, "compute"))
 
 
 def _series_library(data: Any) -> str | None:

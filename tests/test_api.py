@@ -549,3 +549,17 @@ def test_the_modules_api_md_names_are_reached_from_a_plain_import(tmp_path):
                           text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "parse\n", "")
     assert (tmp_path / "out.csv").read_text() == "a\n1\n3\n"
+
+
+def test_a_dask_dataframe_is_scanned_as_the_pandas_frame_it_computes_to():
+    """numpy.asarray made it one float array: NaN spread, integers became floats."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [1, 2, 3, 4, 5], "b": [0.5, None, 1.5, 2.0, float("inf")]})
+    result = cumtool.scan(dd.from_pandas(frame, npartitions=3), "cumsum")
+    assert isinstance(result, pd.DataFrame)
+    assert result.equals(cumtool.scan(frame, "cumsum"))
+    assert result["a"].tolist() == [1, 3, 6, 10, 15]
+    column = cumtool.scan(dd.from_pandas(frame, npartitions=2)["a"], "cumsum")
+    assert column.tolist() == [1, 3, 6, 10, 15]
