@@ -28,7 +28,7 @@ from cumtool.columnar import (
 )
 from cumtool.columns import Selection, listing, resolve, select
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import CULPRIT, HOLDS, ColumnHint
+from cumtool.formats import CULPRIT, HOLDS, JSON_TEXT, ColumnHint
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED, REGISTRY
 
@@ -213,6 +213,9 @@ class TablePlan:
         self.hints = hints or [stored_hint(f.type, (f.metadata or {}).get(HOLDS),
                                            (f.metadata or {}).get(CULPRIT))
                                for f in schema]
+        # JSON Lines columns of mixed kinds, held as each value's JSON text.
+        self.json_text = {i for i, f in enumerate(schema)
+                          if (f.metadata or {}).get(JSON_TEXT) == b"1"}
         # cumnunique compares values: any column named with -c, down the rows (distinct.py)
         self.distinct = REGISTRY[op].distinct
         if self.distinct and self.axis == 1:
@@ -414,7 +417,7 @@ class TablePlan:
 
         assert self.times_at is not None
         bad = self._bad_time(self.times_at, "times")
-        values, missing = periods.instants(batch.column(self.times_at),
+        values, missing = periods.instants(self._time_cells(batch, self.times_at),
                                            self.options.text_na, bad)
         if missing is not None:
             row = int(np.argmax(missing))
@@ -429,8 +432,20 @@ class TablePlan:
 
         assert self.time is not None
         bad = self._bad_time(self.time, "time")
-        return periods.key_column(self.options.period, batch.column(self.time),
+        return periods.key_column(self.options.period, self._time_cells(batch, self.time),
                                   self.options.text_na, bad)
+
+    def _time_cells(self, batch: pa.RecordBatch, position: int) -> pa.Array:
+        """A time column's cells; JSON text (a JSON Lines column of mixed kinds) as the
+        strings it holds, the other values as their JSON, which is no time."""
+        column = batch.column(position)
+        if position not in self.json_text:
+            return column
+        import json
+
+        return pa.array([None if text in (None, "null") else
+                         json.loads(text) if text.startswith('"') else text
+                         for text in column.to_pylist()], pa.string())
 
     def _select(self, schema: pa.Schema) -> list[int]:
         structural = {*self.by, *(i for i in (self.reset, self.time, self.times_at)

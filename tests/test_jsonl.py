@@ -832,3 +832,17 @@ def test_null_and_absent_strings_are_missing_cells_for_keys_times_and_distinct(i
         "d,x\n2024-01-31,1\n,4\n,12\n,28\n")
     assert ok(invoke("cumnunique", str(path), "-c", "d")).stdout == (
         '{"d":1,"x":1}\n{"d":null,"x":4}\n{"x":8}\n{"d":null,"x":16}\n')
+
+
+def test_a_time_column_of_mixed_kinds_names_the_value_that_is_no_time(invoke, write_file):
+    """Held as JSON text, its strings kept their quotes: the first row was named, with
+    '"2024-01-31"', not the row that holds 5."""
+    path = write_file("mk.jsonl", '{"d":"2024-01-31","x":1}\n{"d":"2024-02-01","x":2}\n'
+                                  '{"d":5,"x":4}\n')
+    result = invoke("cumsum", str(path), "--period", "month", "--time", "d")
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith(
+        f"Error: {path}: column 'd', row 3 (line 3): '5' is not a date or time as --time "
+        "reads them")
+    times = invoke("ewma", str(path), "--times", "d", "--halflife", "1 day")
+    assert times.stderr.startswith(f"Error: {path}: column 'd', row 3 (line 3): '5' is not")

@@ -331,6 +331,8 @@ DEFAULT_NA = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "<NA>", "#N/A")
 # Field metadata: what a column of text stands for, in a reader's words, where its type
 # says less (JSON Lines' integers beyond int64, kept as their JSON text); messages say it.
 HOLDS = b"cumtool.holds"
+# Field metadata of a JSON Lines column of mixed kinds: it holds each value's JSON text.
+JSON_TEXT = b"cumtool.json"
 # Field metadata: a text column's first value that is not a number, and where
 # (culprit_text), for the message where -c names it: ColumnHint.culprit.
 CULPRIT = b"cumtool.culprit"

@@ -60,7 +60,7 @@ from cumtool import native
 from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
-from cumtool.formats import CULPRIT, HOLDS, SourceBase, culprit_text, row_text
+from cumtool.formats import CULPRIT, HOLDS, JSON_TEXT, SourceBase, culprit_text, row_text
 from cumtool.formats.jsonl import lines
 from cumtool.formats.jsonl.lines import number_text
 from cumtool.formats.jsonl.missing import EACH, FIELD_MISSING
@@ -110,7 +110,6 @@ HEAD_LINES = 1024  # lines read with Python's json first where a block is not ta
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
-JSON_TEXT = b"cumtool.json"  # field metadata: the column holds each value's JSON text
 _EACH = EACH
 _EXACT_FLOAT = 1 << 53  # integers beyond this are not exact as float64
 _INT64 = 1 << 63
