@@ -53,15 +53,20 @@ _FORMATTED = re.compile(r"\(?[+-]?(?:[$\u20ac\u00a3\u00a5]\s?)?[+-]?"
                         r"|[0-9]+(?:[.,][0-9]+)?)\s?%?\)?", re.ASCII)
 
 
+_THOUSANDS_POINTS = re.compile(r"[+-]?[0-9]{1,3}(?:\.[0-9]{3})+", re.ASCII)
+
+
 def formatted_number(text: str, decimal_comma: bool = False) -> bool:
     """Whether `text` is a number written as a spreadsheet formats it ('1,234', '$1.50',
     '15%', '(2.00)'), which cumtool does not read: a column of them gets a note. With
-    --decimal-comma a point is such a sign too ('1.000' is a thousand there)."""
+    --decimal-comma, points between groups of three digits are too ('1.000' is a
+    thousand there; '1.5' is no such number)."""
     text = text.strip()
-    signs = ",$%(\u20ac\u00a3\u00a5" + ("." if decimal_comma else "")
+    if decimal_comma and _THOUSANDS_POINTS.fullmatch(text) is not None:
+        return True
     return (_FORMATTED.fullmatch(text) is not None
             and text.startswith("(") == text.endswith(")")
-            and any(sign in text for sign in signs))
+            and any(sign in text for sign in ",$%(\u20ac\u00a3\u00a5"))
 
 
 MOSTLY_NUMBERS = 0.9  # of a text column's judged cells (not missing): a note if unscanned

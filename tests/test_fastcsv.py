@@ -250,7 +250,7 @@ def test_json_lines_output_of_text_cells_is_the_streaming_paths(tmp_path, args, 
     ["cumsum"], ["cumsum,cummax"], ["cumprod", "--exclusive"], ["logcumsumexp"],
     ["cummean"], ["cumvar", "--ddof", "0"], ["cumcount"], ["ewma", "--alpha", "0.5"],
     ["diff"], ["cumsum", "--by", "t"], ["cummean,cumprod", "--by", "t,a"], ["cumsum", "-c", "a"],
-    ["cumsum", "--na-rep", "NA"], ["cumsum", "--keep"], ["cumsum", "--na", "x"],
+    ["cumsum", "--exclusive"], ["cumsum", "--keep"], ["cumsum", "--na", "x"],
 ], ids=lambda args: " ".join(args))
 @pytest.mark.parametrize("output", [None, "out.jsonl"])
 def test_json_lines_output_is_taken(tmp_path, args, output):
