@@ -186,11 +186,22 @@ def fixed_offset(zone: str | None) -> int | None:
     return -seconds if found.group(1) == "-" else seconds
 
 
+def stored_integers(column: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    """A date or timestamp column's stored integers (days, or its unit since 1970; a
+    zone's instants are stored in UTC) as a new int64 array, 0 where missing, and which
+    rows are missing (None: none)."""
+    values, valid = column_to_numpy(column.view(
+        pa.int32() if pa.types.is_date32(column.type) else pa.int64()))
+    values = values.astype(np.int64)  # (a copy: the zeros below)
+    if valid is None:
+        return values, None
+    values[~valid] = 0
+    return values, ~valid
+
+
 def local_stamps(column: pa.Array, offset: int) -> tuple[np.ndarray, np.ndarray | None]:
     """A fixed-offset timestamp column's stored integers moved to its wall clock (in its
     own unit), and which rows are missing (None: none)."""
     per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[column.type.unit]
-    stored = column.view(pa.int64())
-    missing = np.asarray(stored.is_null().to_numpy(zero_copy_only=False))
-    values = np.asarray(stored.fill_null(0).to_numpy()).astype(np.int64) + offset * per_second
-    return values, (missing if missing.any() else None)
+    values, missing = stored_integers(column)
+    return values + offset * per_second, missing

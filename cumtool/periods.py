@@ -325,23 +325,23 @@ def instants(column: pa.Array, missing_text: frozenset[str],
     import polars as pl
     import pyarrow as pa
 
+    from cumtool.columnar import stored_integers
+
     column = _decoded(column)
     kind = column.type
     if pa.types.is_null(kind):
         return _no_times(len(column))
     if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        # The stored integers (a zone's instants are stored in UTC), checked, then scaled.
+        # The stored integers, checked, then scaled.
         unit = "D" if pa.types.is_date32(kind) else "ms" if pa.types.is_date64(kind) else (
             kind.unit)
         scale = _NANOSECONDS[unit]
-        stored = column.view(pa.int32() if unit == "D" else pa.int64())
-        absent = np.asarray(stored.is_null().to_numpy(zero_copy_only=False))
-        values = np.asarray(stored.fill_null(0).to_numpy()).astype(np.int64)
+        values, absent = stored_integers(column)
         beyond = np.flatnonzero((values < -(_NS_HIGH // scale)) | (values > _NS_HIGH // scale))
         if beyond.shape[0]:
             row = int(beyond[0])
             raise bad(row, str(column[row]), _BEYOND)
-        return values * scale, (absent if absent.any() else None)
+        return values * scale, absent
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)
             or pa.types.is_string_view(kind)):
         raise bad(0, str(column[0]))
@@ -407,11 +407,11 @@ def track_finals(finals: np.ndarray | None, count: int, ids: np.ndarray,
     return finals
 
 
-def scanned_rows(present: np.ndarray | None, data: np.ndarray, skipna: bool
-                 ) -> np.ndarray | None:
-    """The rows whose running value --share may take as a group's last: the present ones,
-    less those whose input --skipna skipped (a NaN, which stays NaN in the output)."""
-    if not skipna or data.dtype.kind not in "fc":
+def scanned_rows(present: np.ndarray | None, data: np.ndarray) -> np.ndarray | None:
+    """Under --skipna, the rows whose running value --share may take as a group's last:
+    the present ones, less those whose input was skipped (a NaN, which stays NaN in the
+    output)."""
+    if data.dtype.kind not in "fc":
         return present
     scanned = ~np.isnan(data)
     return scanned if present is None else present & scanned

@@ -173,10 +173,10 @@ def _open_record(request: Request, name: str, fingerprinted: Print) -> bool:
     has no line end after it yet. Its lines wait with it; a quote that is wrong anyway is
     left to the reader's error."""
     start = fingerprinted.whole_records[0]
-    if (fingerprinted.whole_lines[0] == start or _format_of(request, name) == "jsonl"
+    fmt = _format_of(request, name) or "csv"
+    if (fingerprinted.whole_lines[0] == start or fmt == "jsonl"
             or fingerprinted.size - start > _OPEN_RECORD_LIMIT):
         return False
-    fmt = _format_of(request, name) or "csv"
     options = request.csv_read(fmt)
     encoding = options.encoding or "utf-8"
     try:

@@ -660,7 +660,7 @@ class TablePlan:
                 present = valid
                 if self.specs[i].skipna and self.specs[i].source_dtype.kind == "f":
                     data, _ = column_to_numpy(batch.column(self.data_at.get(i, i)))
-                    present = periods.scanned_rows(valid, data, True)
+                    present = periods.scanned_rows(valid, data)
                 self.finals[i] = periods.track_finals(self.finals.get(i), count, ids,
                                                       values, present)
                 out[i] = (result, None)

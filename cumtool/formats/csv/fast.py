@@ -871,7 +871,7 @@ class _Job:
         present = None if missing is None else ~missing
         if self.tracking:
             if skipped_in is not None:  # --skipna: the input, whose NaN were skipped
-                present = periods.scanned_rows(present, skipped_in, True)
+                present = periods.scanned_rows(present, skipped_in)
             self.finals[key] = periods.track_finals(self.finals.get(key), count, ids,
                                                     values, present)
             return values, missing
