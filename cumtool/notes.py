@@ -81,10 +81,12 @@ def na_option(na_values: Sequence[str] | None, texts: Sequence[str]) -> str | No
 
 
 def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint],
-             selected: Collection[int], structural: Collection[int] = ()) -> None:
+             selected: Collection[int], structural: Collection[int] = (),
+             typed: bool = False) -> None:
     """A note for each column the default selection (no -c) left out though its judged
     cells are mostly numbers (ColumnHint.mostly_numbers): named, with its first text cell
-    and how to scan it."""
+    and how to scan it. `typed`: the input's values have types (JSON Lines), so --na
+    makes none of them missing."""
     if not request.notes or any(not s.negated for s in request.columns):
         return
     from cumtool.columns import resolve
@@ -105,7 +107,7 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
             continue
         if not (hint.mostly_numbers or hint.formatted):
             continue
-        if hint.formatted and _decimal_comma(hint.culprit):
+        if hint.comma_decimal:
             note(request, f"column {names[i]!r} is not scanned: its numbers are written "
                           f"with a decimal comma ({hint.culprit}); to scan it, pass "
                           "--decimal-comma")
@@ -120,16 +122,14 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
         # they are few enough to list.
         chosen = sorted({*selected, i}) if len(selected) < _LISTED else [i]
         how = column_option(names, chosen)
+        if typed:
+            note(request, f"column {names[i]!r} is not scanned: its first rows hold numbers, "
+                          f"but {hint.culprit}; to scan it, write its values that are not "
+                          f"numbers as null and pass {how}")
+            continue
         na = na_option(request.na, hint.texts) if hint.texts else None
         how = (f"{how} {na}" if na is not None
                else f"{how}, once its text cells are missing cells (--na)")
         note(request, f"column {names[i]!r} is not scanned: its first rows hold numbers, "
                       f"but {hint.culprit}; to scan it, pass {how}")
 
-
-def _decimal_comma(culprit: str | None) -> bool:
-    """Whether a formatted number's cell (`... holds '1,5'`) reads as a decimal comma: a
-    comma followed by other than three digits ('1,234' is a thousands separator)."""
-    found = re.search(r"holds '([^']*)'$", culprit or "")
-    return found is not None and re.fullmatch(r"[+-]?[0-9]+,([0-9]{1,2}|[0-9]{4,})",
-                                              found.group(1).strip()) is not None

@@ -69,6 +69,14 @@ def formatted_number(text: str, decimal_comma: bool = False) -> bool:
             and any(sign in text for sign in ",$%(\u20ac\u00a3\u00a5"))
 
 
+def comma_decimal(text: str) -> bool:
+    """Whether a formatted number's text ('1,5') reads as a decimal comma: a comma followed
+    by other than three digits ('1,234' is a thousands separator): --decimal-comma reads it."""
+    return _COMMA_DECIMAL.fullmatch(text.strip()) is not None
+
+
+_COMMA_DECIMAL = re.compile(r"[+-]?[0-9]+,([0-9]{1,2}|[0-9]{4,})")
+
 MOSTLY_NUMBERS = 0.9  # of a text column's judged cells (not missing): a note if unscanned
 
 

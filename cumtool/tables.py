@@ -28,7 +28,7 @@ from cumtool.columnar import (
 )
 from cumtool.columns import Selection, listing, resolve, select
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import CULPRIT, HOLDS, JSON_TEXT, ColumnHint
+from cumtool.formats import CULPRIT, HOLDS, JSON_TEXT, MOSTLY, ColumnHint
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED, REGISTRY
 
@@ -73,13 +73,14 @@ def _storage(arrow_type: pa.DataType) -> pa.DataType:
 
 
 def stored_hint(arrow_type: pa.DataType, holds: bytes | None = None,
-                culprit: bytes | None = None) -> ColumnHint:
+                culprit: bytes | None = None, mostly: bool = False) -> ColumnHint:
     """What a typed column (Parquet, Arrow) is: numbers are scanned by default; flags,
     dates and text are not. `holds`: a reader's words for what text stands for
     (formats.HOLDS); `culprit`: where its first value that is not a number stands
-    (formats.CULPRIT)."""
+    (formats.CULPRIT); `mostly`: its first rows hold numbers (formats.MOSTLY)."""
     if culprit is not None and holds is None and pa.types.is_string(arrow_type):
-        return ColumnHint(None, False, str(arrow_type), culprit=culprit.decode())
+        return ColumnHint(None, False, str(arrow_type), culprit=culprit.decode(),
+                          mostly_numbers=mostly)
     if holds is not None:
         return ColumnHint(None, False, holds.decode())
     if pa.types.is_boolean(arrow_type):
@@ -211,7 +212,8 @@ class TablePlan:
         self.repeated = (set(options.repeated) if options.repeated is not None else
                          {n for n, count in collections.Counter(self.names).items() if count > 1})
         self.hints = hints or [stored_hint(f.type, (f.metadata or {}).get(HOLDS),
-                                           (f.metadata or {}).get(CULPRIT))
+                                           (f.metadata or {}).get(CULPRIT),
+                                           (f.metadata or {}).get(MOSTLY) == b"1")
                                for f in schema]
         # JSON Lines columns of mixed kinds, held as each value's JSON text.
         self.json_text = {i for i, f in enumerate(schema)
@@ -262,8 +264,9 @@ class TablePlan:
         # A text reader hands unused text over as a column of nulls (pa.null(): no memory).
         given = [f.with_type(pa.null()) if hints is not None and i in self.text_unused else f
                  for i, f in enumerate(schema)]
-        # A reader's words for messages are not written out (formats.CULPRIT)
-        given = [f.with_metadata({k: v for k, v in f.metadata.items() if k != CULPRIT})
+        # A reader's words for messages are not written out (formats.CULPRIT, MOSTLY)
+        given = [f.with_metadata({k: v for k, v in f.metadata.items()
+                                  if k not in (CULPRIT, MOSTLY)})
                  if f.metadata and CULPRIT in f.metadata else f for f in given]
         self.input_schema = pa.schema(
             [*given, *(pa.field(self.names[i], t) for i, t in self.parse.items())],

@@ -400,3 +400,78 @@ def test_a_wide_file_reruns_a_late_decimal(invoke, write_file, tmp_path):
         f"note: {path}: row 81 (line 82), column 'c1': '0.25' is not an integer like the "
         "first rows; scanning the input again with that column read as float64\n")
     assert out.read_bytes() == _wide_result(_floats(column))
+
+
+# (a') JSON Lines: a key of numbers with a text value -------------------------------------
+
+def _jsonl_twelve(rows: int, at: int = 2, every: int = 0) -> str:
+    """Records {"id": i, "amount": i % 10}, with "twelve" as row `at`'s amount (and each
+    `every`th row's after it, where `every`)."""
+    lines = []
+    for i in range(1, rows + 1):
+        text = i == at or (every and i > at and i % every == 0)
+        lines.append(f'{{"id":{i},"amount":{chr(34) + "twelve" + chr(34) if text else i % 10}}}\n')
+    return "".join(lines)
+
+
+_JSONL_NOTE = ("note: column 'amount' is not scanned: its first rows hold numbers, but row {row} "
+               "(line {row}) holds 'twelve'; to scan it, write its values that are not numbers "
+               "as null and pass -c id,amount\n")
+
+
+@pytest.mark.parametrize("rows, at", [(40, 2), (200_000, 150_000)])
+def test_a_json_lines_key_of_numbers_left_out_for_a_text_value_gets_a_note(
+        invoke, write_file, rows, at):
+    """As a CSV column does: the key is left out (it is JSON text), but not silently. The
+    large input's text is blocks after its first, typed as numbers until then."""
+    data = _jsonl_twelve(rows, at)
+    result = invoke("cumsum", str(write_file("a.jsonl", data)))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == _JSONL_NOTE.format(row=at)
+    lines = result.stdout.splitlines()
+    assert len(lines) == rows
+    assert lines[at - 1] == f'{{"id":{at * (at + 1) // 2},"amount":"twelve"}}'
+
+
+def test_no_note_for_a_json_lines_key_of_text_with_some_numbers(invoke, write_file):
+    # 32 numbers of 40 values: 80%, under the 90% that makes a column mostly numbers.
+    result = invoke("cumsum", str(write_file("a.jsonl", _jsonl_twelve(40, 5, every=5))))
+    assert result.exit_code == 0
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("args", [["-q"], ["-c", "id"], ["--exclude", "amount"]])
+def test_json_lines_note_is_quiet_where_asked_or_chosen(invoke, write_file, args):
+    result = invoke("cumsum", str(write_file("a.jsonl", _jsonl_twelve(40))), *args)
+    assert result.exit_code == 0
+    assert result.stderr == ""
+
+
+def test_the_json_lines_notes_advice_scans_the_key(invoke, write_file):
+    data = _jsonl_twelve(40)
+    note = invoke("cumsum", str(write_file("a.jsonl", data))).stderr
+    hinted = shlex.split(note.split(" and pass ", 1)[1])
+    assert hinted == ["-c", "id,amount"]
+    refused = invoke("cumsum", str(write_file("a.jsonl", data)), *hinted)
+    assert refused.exit_code == 1
+    assert refused.stderr == (f"Error: {write_file('a.jsonl', data)}: column 'amount' is not "
+                              "numeric: row 2 (line 2) holds 'twelve'; numeric columns: id\n")
+    fixed = data.replace('"twelve"', "null")
+    result = invoke("cumsum", str(write_file("b.jsonl", fixed)), *hinted)
+    assert result.exit_code == 0, result.stderr
+    amounts = list(itertools.accumulate(0 if i == 2 else i % 10 for i in range(1, 41)))
+    expected = [f'{{"id":{i * (i + 1) // 2},"amount":{"null" if i == 2 else amounts[i - 1]}}}'
+                for i in range(1, 41)]
+    assert result.stdout.splitlines() == expected
+    assert result.stderr == ""
+
+
+def test_the_json_lines_note_is_no_field_of_the_output(invoke, write_file, tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "out.parquet"
+    result = invoke("cumsum", str(write_file("a.jsonl", _jsonl_twelve(40))), "-o", str(out))
+    assert result.exit_code == 0
+    assert result.stderr == _JSONL_NOTE.format(row=2)
+    metadata = pq.read_schema(out).field("amount").metadata
+    assert metadata == {b"cumtool.json": b"1"}

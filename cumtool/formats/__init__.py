@@ -336,6 +336,10 @@ JSON_TEXT = b"cumtool.json"
 # Field metadata: a text column's first value that is not a number, and where
 # (culprit_text), for the message where -c names it: ColumnHint.culprit.
 CULPRIT = b"cumtool.culprit"
+# Field metadata of a JSON Lines column of mixed kinds whose first rows hold numbers
+# (numtext.MOSTLY_NUMBERS of the values around its first other one): left out with a
+# note, as a CSV column of them is (ColumnHint.mostly_numbers).
+MOSTLY = b"cumtool.mostly"
 
 
 @dataclass(frozen=True)
@@ -395,6 +399,9 @@ class ColumnHint:
     # Text whose judged cells not numbers are all numbers as a spreadsheet formats them
     # (numtext.formatted_number: '1,234', '$1.50', '15%'): a note too, naming `culprit`.
     formatted: bool = field(default=False, compare=False)
+    # Formatted, and its first such cell has a decimal comma ('1,5': numtext.comma_decimal):
+    # the note names --decimal-comma.
+    comma_decimal: bool = field(default=False, compare=False)
 
 
 class SourceBase:

@@ -175,7 +175,8 @@ def with_culprits(hints: list[ColumnHint], cells_of: Callable[[int], pl.Series],
                 texts = ()  # too many to list: the note names --na without a list
         out[i] = dataclasses.replace(hint, culprit=culprit_text(where, str(cells[at])),
                                      mostly_numbers=mostly and not formatted, texts=texts,
-                                     formatted=formatted)
+                                     formatted=formatted, comma_decimal=formatted
+                                     and numtext.comma_decimal(str(cells[at])))
     return out
 
 

@@ -60,10 +60,19 @@ from cumtool import native
 from cumtool._ext import load
 from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
 from cumtool.errors import DataError, FormatError
-from cumtool.formats import CULPRIT, HOLDS, JSON_TEXT, SourceBase, culprit_text, row_text
+from cumtool.formats import (
+    CULPRIT,
+    HOLDS,
+    JSON_TEXT,
+    MOSTLY,
+    SourceBase,
+    culprit_text,
+    row_text,
+)
 from cumtool.formats.jsonl import lines
 from cumtool.formats.jsonl.lines import number_text
 from cumtool.formats.jsonl.missing import EACH, FIELD_MISSING
+from cumtool.numtext import MOSTLY_NUMBERS
 from cumtool.pipeline import RenderedAhead, prefetch
 
 if TYPE_CHECKING:
@@ -162,6 +171,7 @@ class _Key:
     big: bool = False  # an integer beyond 2^53
     wide: bool = False  # an integer beyond int64
     culprit: str | None = None  # its first value that is not a number (culprit_text)
+    mostly: bool = False  # numbers came first, and are most of the values around `culprit`
 
     def learn_culprit(self, row: int, line: int | None, value: Any) -> None:
         """Row `row` (line `line`) holds `value`, the key's first that is not a number."""
@@ -197,6 +207,8 @@ def _field(name: str, key: _Key, token: str, floats: bool = False) -> pa.Field:
     # A typed column cannot tell `null` from an absent key: text or flags that have both
     # keep their JSON text; numbers stay numbers, and the writer is told row by row.
     named = {CULPRIT: key.culprit.encode()} if key.culprit is not None else {}
+    if key.mostly:
+        named[MOSTLY] = b"1"
     if arrow_type is None:
         metadata = {JSON_TEXT: b"1", **named}
         if key.wide and key.kinds - {type(None)} <= {int}:  # said as such, not "string"
@@ -819,6 +831,7 @@ class JsonlSource(SourceBase):
                 first = next(j for j, v in enumerate(values)
                              if v is not _ABSENT and type(v) not in _NUMBER_KINDS)
                 key.learn_culprit(self._rows + first + 1, numbers[first], values[first])
+                key.mostly = _mostly_numbers(values, first, bool(key.kinds - {type(None)}))
             key.kinds |= kinds
             key.big |= big
             key.wide |= wide
@@ -1080,6 +1093,18 @@ class _Provisional:
 
 _ABSENT = object()
 _NUMBER_KINDS = {int, float, type(None)}  # a value of any other kind is not a number
+
+
+def _mostly_numbers(values: list[Any], first: int, before: bool) -> bool:
+    """Whether a key whose first value that is not a number is `values[first]` looks like
+    a column of numbers, as a CSV column is judged (numtext.MOSTLY_NUMBERS): numbers came
+    before it (in this block, or in blocks before: `before`, all numbers), and they are
+    most of the block's values that are not null."""
+    present = [v for v in values if v is not _ABSENT and v is not None]
+    numbers = sum(1 for v in present if type(v) in _NUMBER_KINDS)
+    came_first = before or any(type(v) in _NUMBER_KINDS and v is not None
+                               for v in values[:first])
+    return came_first and numbers >= MOSTLY_NUMBERS * len(present)
 
 
 def _descriptor(stream: IO[bytes]) -> int | None:
