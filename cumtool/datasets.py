@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from cumtool import inputs, runner, staging, state
 from cumtool.errors import DataError, OutputError, UsageError, option
-from cumtool.formats import ColumnHint, FileKind, SourceBase
+from cumtool.formats import JSON_TEXT, ColumnHint, FileKind, SourceBase
 from cumtool.formats.csv import wide
 from cumtool.formats.registry import DELIMITED, kind_from_name
 from cumtool.request import Request
@@ -83,6 +83,7 @@ class ChainSource(SourceBase):
         self._locators: dict[int, Any] = {}
         self._names: dict[int, str] = {}  # each file as its source names it in messages
         self.rows_read = 0
+        self._as_text: set[int] = set()  # columns the file read now gives as JSON text
 
     # Opening ---------------------------------------------------------------------------
 
@@ -146,8 +147,10 @@ class ChainSource(SourceBase):
                     nulls.remove(i)
         return schema
 
-    def _check(self, k: int, source: Any, kind: FileKind) -> None:
-        """A later file must be a table of the same format and columns as the first."""
+    def _check(self, k: int, source: Any, kind: FileKind) -> set[int]:
+        """A later file must be a table of the same format and columns as the first. The
+        columns it is to give as JSON text, as the first has them (JSON Lines' of mixed
+        kinds), are returned."""
         import pyarrow as pa
 
         first, path = self.files[0].path, self.files[k].path
@@ -161,11 +164,20 @@ class ChainSource(SourceBase):
                             f"({_difference(theirs.names, self._own.names)}); the inputs "
                             "must share a schema")
         if self._hinted:
-            return  # text: each run converts the columns the first file says
-        for mine, other in zip(self._own, theirs, strict=True):
-            if mine.type != other.type and not pa.types.is_null(other.type):
+            return set()  # text: each run converts the columns the first file says
+        as_text: set[int] = set()
+        for i, (mine, other) in enumerate(zip(self._own, theirs, strict=True)):
+            if _json_text(mine):  # values of mixed kinds: any other file's as JSON text
+                as_text.update(() if _json_text(other) else (i,))
+            elif _json_text(other):
+                raise DataError(f"{path}: column {mine.name!r} holds values of mixed kinds, "
+                                f"but in {first} it is {mine.type}; the inputs must share a "
+                                f"schema (give {path} first: a column of mixed kinds in the "
+                                "first input takes the others' values as they are)")
+            elif mine.type != other.type and not pa.types.is_null(other.type):
                 raise DataError(f"{path}: column {mine.name!r} is {other.type}, but in "
                                 f"{first} it is {mine.type}; the inputs must share a schema")
+        return as_text
 
     # Reading ---------------------------------------------------------------------------
 
@@ -199,9 +211,12 @@ class ChainSource(SourceBase):
         own_unused = {i - shift for i in unused if shift <= i < shift + width}
         with contextlib.ExitStack() as stack:
             source = self._first
+            self._as_text = set()
             if k:
                 source, kind = self._open(k, stack)
-                self._check(k, source, kind)
+                as_text = self._check(k, source, kind)
+                if as_text and not source.as_json_text(as_text):
+                    self._as_text = as_text
             self.starts.append(self.rows_read)
             self._locators[k] = source.locator
             self._names[k] = source.name
@@ -227,6 +242,11 @@ class ChainSource(SourceBase):
             return pa.array([text] * n, pa.string())
 
         own = list(columns[:self._width])
+        if self._as_text:
+            from cumtool.formats.jsonl.jsonl import as_json_text
+
+            own = [as_json_text(c, None) if i in self._as_text else c
+                   for i, c in enumerate(own)]
         extra = list(columns[self._width:])
         own_names, extra_names = names[:self._width], names[self._width:]
         keys = self.files[k].partition
@@ -238,6 +258,11 @@ class ChainSource(SourceBase):
             arrays.insert(0, constant(0, self.files[k].path))
             labels.insert(0, self._filename)
         return pa.RecordBatch.from_arrays(arrays, names=labels)
+
+
+def _json_text(field_: pa.Field) -> bool:
+    """Whether a column holds each value's JSON text (formats.JSON_TEXT)."""
+    return bool(field_.metadata) and JSON_TEXT in field_.metadata
 
 
 def _difference(theirs: list[str], mine: list[str]) -> str:

@@ -4,7 +4,7 @@ groups are grouped.py's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from cumtool import native
+from cumtool.columnar import json_values_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -31,8 +32,14 @@ class GroupKeys:
     compare the tables with). Both give the same ids and the same known() frame."""
 
     def __init__(self, positions: list[int], empty_is_missing: bool = False,
-                 derived: Callable[[pa.RecordBatch], pa.Array] | None = None) -> None:
+                 derived: Callable[[pa.RecordBatch], pa.Array] | None = None,
+                 json_text: Collection[int] = ()) -> None:
         self.positions = positions
+        # Key columns of JSON text (a JSON Lines column of mixed kinds): keyed by their
+        # values' text (columnar.json_values_text), so that `null` is a missing key, as an
+        # absent key is, and "a" the key a column of strings holds (another input's,
+        # a resumed run's).
+        self.json_text = frozenset(json_text)
         # A key made from each batch after the columns' (--period's: cumtool.periods).
         self.derived = derived
         self.empty_is_missing = empty_is_missing  # text read from CSV: "" is an empty cell
@@ -45,7 +52,8 @@ class GroupKeys:
         return self._keys.count if self._keys is not None else self._restored_count
 
     def ids(self, batch: pa.RecordBatch) -> np.ndarray:
-        columns = [batch.column(i) for i in self.positions]
+        columns = [json_values_text(batch.column(i)) if i in self.json_text
+                   else batch.column(i) for i in self.positions]
         if self.derived is not None:
             columns.append(self.derived(batch))
         keys = self._keys

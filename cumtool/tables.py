@@ -24,6 +24,7 @@ from cumtool.columnar import (
     column_to_numpy,
     decimal_to_float,
     int64_to_decimal,
+    json_values_text,
     numpy_dtype,
 )
 from cumtool.columns import Selection, listing, resolve, select
@@ -299,7 +300,7 @@ class TablePlan:
 
             derived = self._period_key if self.time is not None else None
             self.group_keys = (groups.GroupKeys(self.by, empty_is_missing=hints is not None,
-                                                derived=derived)
+                                                derived=derived, json_text=self.json_text)
                                if self.by or derived is not None else None)
             self.group_carries = {
                 i: distinct.DistinctCarry() if self.distinct else grouped.GroupCarry(s)
@@ -442,13 +443,7 @@ class TablePlan:
         """A time column's cells; JSON text (a JSON Lines column of mixed kinds) as the
         strings it holds, the other values as their JSON, which is no time."""
         column = batch.column(position)
-        if position not in self.json_text:
-            return column
-        import json
-
-        return pa.array([None if text in (None, "null") else
-                         json.loads(text) if text.startswith('"') else text
-                         for text in column.to_pylist()], pa.string())
+        return column if position not in self.json_text else json_values_text(column)
 
     def _select(self, schema: pa.Schema) -> list[int]:
         structural = {*self.by, *(i for i in (self.reset, self.time, self.times_at)
@@ -782,8 +777,10 @@ class TablePlan:
                 data = data.view(_storage(data.type))
             if self.distinct:
                 carry = self.carries[column] if runs is None else self.group_carries[column]
-                counts, missing = distinct.scan(spec, data, carry, runs,
-                                                self.options.text_na)
+                # JSON text's `null` is a missing cell (a string "null" is '"null"').
+                text_na = (self.options.text_na | {"null"} if column in self.json_text
+                           else self.options.text_na)
+                counts, missing = distinct.scan(spec, data, carry, runs, text_na)
                 return arrow_column(counts, missing), None
             values, valid = column_to_numpy(data)
             if column in self.timed:

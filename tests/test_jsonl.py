@@ -846,3 +846,61 @@ def test_a_time_column_of_mixed_kinds_names_the_value_that_is_no_time(invoke, wr
         "reads them")
     times = invoke("ewma", str(path), "--times", "d", "--halflife", "1 day")
     assert times.stderr.startswith(f"Error: {path}: column 'd', row 3 (line 3): '5' is not")
+
+
+_MIXED = '{"k":1,"v":1}\n{"k":"a","v":2}\n{"k":null,"v":3}\n{"v":4}\n'
+_STRINGS = '{"k":null,"v":5}\n{"v":6}\n{"k":"a","v":7}\n'
+
+
+def test_a_key_of_mixed_kinds_groups_null_with_absent_and_a_string_as_itself(invoke,
+                                                                            write_file):
+    """Held as JSON text, `null` was a key apart from an absent key, and "a" was another
+    key than a column of strings' a (the next input's, a resumed run's)."""
+    path = write_file("m.jsonl", _MIXED + _STRINGS.replace('"k":"a"', '"k":2'))
+    assert ok(invoke("cumsum", str(path), "--by", "k")).stdout == (
+        '{"k":1,"v":1}\n{"k":"a","v":2}\n{"k":null,"v":3}\n{"v":7}\n{"k":null,"v":12}\n'
+        '{"v":18}\n{"k":2,"v":7}\n')
+    assert ok(invoke("cumnunique", str(path), "-c", "k")).stdout == (
+        '{"k":1,"v":1}\n{"k":2,"v":2}\n{"k":null,"v":3}\n{"k":null,"v":4}\n'
+        '{"k":null,"v":5}\n{"k":null,"v":6}\n{"k":3,"v":7}\n')
+
+
+def test_a_key_of_mixed_kinds_goes_on_across_inputs_and_resumed_runs(invoke, write_file,
+                                                                     tmp_path):
+    mixed, strings = write_file("a.jsonl", _MIXED), write_file("b.jsonl", _STRINGS)
+    expected = ('{"k":1,"v":1}\n{"k":"a","v":2}\n{"k":null,"v":3}\n{"v":7}\n'
+                '{"k":null,"v":12}\n{"v":18}\n{"k":"a","v":9}\n')
+    # The second input's strings were written as JSON text unquoted ({"k":a}), its null
+    # as an absent key.
+    assert ok(invoke("cumsum", str(mixed), str(strings), "--by", "k")).stdout == expected
+    state = str(tmp_path / "s.state")
+    first = ok(invoke("cumsum", str(mixed), "--by", "k", "--state", state)).stdout
+    second = ok(invoke("cumsum", str(strings), "--by", "k", "--state", state)).stdout
+    assert first + second == expected
+
+
+def test_a_key_of_mixed_kinds_in_a_later_input_is_refused_by_name(invoke, write_file,
+                                                                  tmp_path):
+    mixed, strings = write_file("a.jsonl", _MIXED), write_file("b.jsonl", _STRINGS)
+    out = tmp_path / "out" / "o.jsonl"
+    out.parent.mkdir()
+    result = invoke("cumsum", str(strings), str(mixed), "--by", "k", "-o", str(out))
+    assert result.exit_code == 1
+    assert list(out.parent.iterdir()) == []
+    assert result.stderr == (
+        f"Error: {mixed}: column 'k' holds values of mixed kinds, but in {strings} it is "
+        f"string; the inputs must share a schema (give {mixed} first: a column of mixed "
+        "kinds in the first input takes the others' values as they are)\n")
+
+
+def test_a_parquet_input_goes_on_from_one_whose_column_was_of_mixed_kinds(invoke,
+                                                                          write_file,
+                                                                          tmp_path):
+    """cumtool's Parquet keeps a JSON Lines column of mixed kinds as JSON text; another
+    Parquet file's strings after it are values as well, not JSON text. (v: each file's
+    row count, 1 on.)"""
+    mixed, plain = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    ok(invoke("cumcount", str(write_file("a.jsonl", _MIXED)), "-o", str(mixed)))
+    ok(invoke("cumcount", str(write_file("b.jsonl", _STRINGS)), "-o", str(plain)))
+    assert ok(invoke("cumsum", str(mixed), str(plain), "--by", "k", "-c", "v",
+                     "--to", "csv")).stdout == "k,v\n1,1\na,2\n,3\n,7\n,8\n,10\na,5\n"

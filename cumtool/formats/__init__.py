@@ -421,6 +421,12 @@ class SourceBase:
     # their rows vary from run to run; the values never do (Format.grouped).
     cut_by_time: bool = False
 
+    def as_json_text(self, positions: Collection[int]) -> bool:
+        """Give these columns as JSON text (JSON_TEXT), as the run's first input has them
+        (a JSON Lines column of mixed kinds): True where this reader does so itself (JSON
+        Lines, keeping `null` and an absent key apart); else the run converts the values."""
+        return False
+
     def table(self) -> TableSource:
         """This source as what it is when its layout is "table"."""
         assert self.layout == "table", f"{self.name} is read as {self.layout}"

@@ -58,7 +58,14 @@ import pyarrow as pa
 
 from cumtool import native
 from cumtool._ext import load
-from cumtool.columnar import arrow_column, as_int64_or_float64, column_to_numpy, validity
+from cumtool.columnar import (
+    arrow_column,
+    as_int64_or_float64,
+    column_to_numpy,
+    json_values_text,
+    string_array,
+    validity,
+)
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
     CULPRIT,
@@ -432,6 +439,16 @@ class JsonlSource(SourceBase):
     def schema(self) -> pa.Schema:
         self._settle()
         return self._schema
+
+    def as_json_text(self, positions: Collection[int]) -> bool:
+        """The columns at `positions` as JSON text, each value as its line has it
+        (_typed converts a typed column's spooled values)."""
+        self._settle()
+        fields = list(self._schema)
+        for i in positions:
+            fields[i] = pa.field(fields[i].name, pa.string(), metadata={JSON_TEXT: b"1"})
+        self._schema = pa.schema(fields, metadata=self._schema.metadata)
+        return True
 
     def provisional(self) -> _Provisional | None:
         """The schema after the first block, and the batches as they are spooled, where
@@ -1010,7 +1027,7 @@ class JsonlSource(SourceBase):
                         column = string_array(self._reread(segment, field_.name)[
                             first:first + rows])
                     elif not text:
-                        column = _as_json_text(column, absent)
+                        column = as_json_text(column, absent)
                 elif pa.types.is_string(column.type) and pa.types.is_floating(field_.type):
                     # JSON text of numbers (integers beyond int64), a float --dtype's
                     column, gone = _floats(column)
@@ -1655,10 +1672,10 @@ def _array(values: list[Any], kinds: set[type], big: bool, wide: bool) -> tuple[
     return arrow_column(cells, missing), False
 
 
-def _as_json_text(column: pa.Array, absent: np.ndarray | None) -> pa.Array:
-    """A typed spooled column (integers, strings, flags or nulls: floats are read again
-    from their lines) as JSON text: a missing cell `null`, or null where the key was
-    absent."""
+def as_json_text(column: pa.Array, absent: np.ndarray | None) -> pa.Array:
+    """A typed column (integers, strings, flags or nulls; a spooled one's floats are read
+    again from their lines) as JSON text: a missing cell `null`, or null where the key
+    was absent."""
     values = column.to_pylist()
     texts = [None if v is None else _json(v) for v in values]
     gone = absent.tolist() if absent is not None else [False] * len(values)
@@ -1677,33 +1694,13 @@ def _floats(column: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return arrow_column(cells, missing), gone
 
 
-def string_array(values: list[str | None]) -> pa.Array:
-    """A string array from Python strings, built from its buffers (pa.array imports
-    pandas: half a second)."""
-    encoded = [b"" if v is None else v.encode("utf-8", "surrogatepass") for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in encoded], out=offsets[1:])
-    missing = np.array([v is None for v in values], dtype=bool)
-    validity = None
-    if missing.any():
-        validity = pa.py_buffer(np.packbits(~missing, bitorder="little"))
-    if offsets[-1] >= (1 << 31):
-        raise DataError(f"a batch of {len(values)} records holds over 2 GiB of text in one "
-                        "column; give a smaller --batch-rows")
-    data = pa.py_buffer(b"".join(encoded))
-    return pa.Array.from_buffers(pa.string(), len(values),
-                                 [validity, pa.py_buffer(offsets.astype(np.int32)), data])
-
-
 def cell_text(batch: pa.RecordBatch) -> pa.RecordBatch:
     """For CSV, TSV and the table: a JSON-text column's strings as their text (`"a"` is
     a), `null` as a missing cell, and other values (numbers, objects) as their JSON."""
     arrays = []
     for field_, column in zip(batch.schema, batch.columns, strict=True):
         if field_.metadata and JSON_TEXT in field_.metadata:
-            texts = column.to_pylist()
-            column = string_array([None if t is None or t == "null" else
-                                   json.loads(t) if t.startswith('"') else t for t in texts])
+            column = json_values_text(column)
         arrays.append(column)
     fields = [f.remove_metadata() for f in batch.schema]
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields, batch.schema.metadata))
