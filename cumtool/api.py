@@ -112,7 +112,7 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
         if reverse and index:
             index = tuple(array.shape[axis_number] - 1 - i if d == axis_number else i
                           for d, i in enumerate(index))
-        raise ScanOverflowError(error.raw + kernels.overflow_hint(given["overflow"]),
+        raise ScanOverflowError(error.raw + kernels.overflow_hint(given["overflow"], error),
                                 index) from None
     return (result.values, result.indices) if given["indices"] else result.values
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from cumtool.errors import DataError, ScanOverflowError
+from cumtool.errors import DataError, ScanOverflowError, option
 
 _ARROW_FLOAT_NAMES = {"halffloat": "float16", "float": "float32", "double": "float64"}
 
@@ -88,7 +88,8 @@ def _decimal_to_int64(column: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
         wide &= valid
     if wide.any():
         row = int(np.flatnonzero(wide)[0])
-        raise ScanOverflowError(f"decimal {column[row]} does not fit 64 bits", (row,))
+        raise ScanOverflowError(f"decimal {column[row]} does not fit 64 bits", (row,),
+                                hint=f"; scan it as floats with {option('dtype', 'float64')}")
     return low.copy() if valid is None else np.where(valid, low, 0), valid
 
 

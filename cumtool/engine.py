@@ -326,7 +326,7 @@ def _array_results(request: Request, source: Any, specs: list[kernels.ScanSpec],
                     if backwards:
                         index = (shape[0] - 1 - index[0], *index[1:])
                     raise DataError(f"{source.name}: at index {index}: {error.raw}"
-                                    f"{overflow_hint(request.overflow)}") from None
+                                    f"{overflow_hint(request.overflow, error)}") from None
                 results.append(result)
             done[0] += block.shape[0] if block.ndim else 1
             yield results

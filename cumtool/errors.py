@@ -104,9 +104,13 @@ def extra_missing(what: str, extra: str) -> ExtraMissing:
 class ScanOverflowError(DataError):
     """An integer result does not fit its dtype; `position` indexes the scanned block."""
 
-    def __init__(self, message: str, position: tuple[int, ...] = ()) -> None:
+    def __init__(self, message: str, position: tuple[int, ...] = (),
+                 hint: str | None = None) -> None:
         super().__init__(message)
         self.position = position
+        # The advice that ends its message where --overflow wrap is no help (a value too
+        # wide to be read at all): kernels.overflow_hint.
+        self.hint = hint
         # A table's scan: the error's row in its batch, and what the rows before it give
         # (their results, then their output batch), so that those rows are written.
         self.batch_row: int | None = None

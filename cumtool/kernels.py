@@ -45,8 +45,11 @@ _WIDER_FLOAT: dict[np.dtype, np.dtype] = {
 }
 
 
-def overflow_hint(overflow: str) -> str:
-    """The advice that ends an integer-overflow error message."""
+def overflow_hint(overflow: str, error: ScanOverflowError) -> str:
+    """The advice that ends an integer-overflow error message: the error's own, where
+    wrapping is no help."""
+    if error.hint is not None:
+        return error.hint
     return f"; use {option('overflow', 'wrap')} for wrap-around" if overflow == "error" else ""
 
 

@@ -762,7 +762,7 @@ class TablePlan:
         name, row = self._place(self._input_row(scan_row))
         return ScanOverflowError(
             f"{name}: column {self.label(column)}, {row}: "
-            f"{error.raw}{overflow_hint(self.overflow)}",
+            f"{error.raw}{overflow_hint(self.overflow, error)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
     def scan_column(self, column: int, data: pa.Array,
@@ -895,7 +895,7 @@ class TablePlan:
             name, row_in_file = self._place(row)
             raise ScanOverflowError(
                 f"{name}: {row_in_file}, column {self.label(self.selected[at_column])}: "
-                f"{error.raw}{overflow_hint(self.overflow)}", (row - 1, at_column)) from None
+                f"{error.raw}{overflow_hint(self.overflow, error)}", (row - 1, at_column)) from None
         out: dict[int, tuple[pa.Array, pa.Array | None]] = {}
         for i, column in enumerate(self.selected):
             missing = _missing_out(None if valid is None else valid[i],

@@ -464,7 +464,7 @@ class _Group:
                 overflows.append(ScanOverflowError(
                     f"{self._name}: column {context.label(column)}, "
                     f"{row_text(at + 1, context.source.row_line(at))}: {error.raw}"
-                    f"{overflow_hint(context.request.overflow)}",
+                    f"{overflow_hint(context.request.overflow, error)}",
                     (self.rows_done + row, context.rank[column])))
                 continue
             flat = result.values.T.reshape(-1)

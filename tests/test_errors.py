@@ -767,3 +767,12 @@ def test_a_character_the_output_encoding_lacks_is_named(invoke: Invoke, write_fi
         "output's encoding; choose one that has it (--out-encoding utf-8)\n")
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [path]
+
+
+def test_a_character_map_encoding_is_named_as_given(invoke: Invoke):
+    """cp1252's codec names itself "charmap", which the message said."""
+    result = invoke("cumsum", "-", "--out-encoding", "cp1252", input="name,v\n\u5317,1\n")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: cannot write standard output: '\u5317' (U+5317) cannot be written in "
+        "cp1252, the output's encoding; choose one that has it (--out-encoding utf-8)\n")

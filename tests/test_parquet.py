@@ -1025,3 +1025,38 @@ def test_arrows_allocator_commits_memory_as_used_unless_the_user_says(tmp_path, 
     assert done.returncode == 0, done.stderr
     assert f"option 'arena_eager_commit': {used}" in done.stderr
     assert pq.read_table(out).to_pydict() == {"x": [1.0, 3.5, 7.5], "n": [1, 3, 6]}
+
+
+@pytest.mark.parametrize("to, na", [("csv", ""), ("tsv", "NA")])
+def test_a_passed_through_decimal256_is_written_as_text_with_its_scale(invoke, tmp_path,
+                                                                        to, na):
+    """polars takes no decimal256 (precision over 38, BigQuery's BIGNUMERIC): CSV output
+    was its panic and a traceback, after the header."""
+    path = tmp_path / "d.parquet"
+    digits = decimal.Decimal("12345678901234567890123456789012345678.5")
+    pq.write_table(pa.table({
+        "x": [1, 2, 3],
+        "d": pa.array([decimal.Decimal("1.5"), None, digits], pa.decimal256(40, 2))}), path)
+    args = ["--na-rep", na] if na else []
+    result = ok(invoke("cumsum", str(path), "-c", "x", "--to", to, *args))
+    sep = "," if to == "csv" else "\t"
+    assert result.stdout == (f"x{sep}d\n1{sep}1.50\n3{sep}{na}\n"
+                             f"6{sep}12345678901234567890123456789012345678.50\n")
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("overflow", ["error", "wrap"])
+def test_a_decimal_wider_than_64_bits_is_told_to_scan_as_floats(invoke, tmp_path, overflow):
+    """The hint was --overflow wrap, which then failed with the same error: the value
+    cannot be read as 64 bits at all. --dtype float64 scans it."""
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"d": pa.array(
+        [decimal.Decimal("1.5"), decimal.Decimal("123456789012345678901.25")],
+        pa.decimal128(38, 2))}), path)
+    result = invoke("cummax", str(path), "--to", "csv", "--overflow", overflow)
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'd', row 2: decimal "
+                             "123456789012345678901.25 does not fit 64 bits; scan it as "
+                             "floats with --dtype float64\n")
+    floats = ok(invoke("cummax", str(path), "--to", "csv", "--dtype", "float64"))
+    assert floats.stdout == "d\n1.5\n1.2345678901234568e+20\n"

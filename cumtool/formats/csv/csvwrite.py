@@ -39,9 +39,11 @@ _NO_CELLS = np.empty(0, dtype=np.int64)
 
 
 def polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """polars has no float16, and takes no zone that is a fixed offset (+05:30, as pandas
-    writes a datetime.timezone): print those as their own text instead, float16 as its
-    shortest, a timestamp as polars prints one with a zone (its wall clock, then +0530)."""
+    """polars has no float16 and no decimal256 (precision over 38: BigQuery's BIGNUMERIC),
+    and takes no zone that is a fixed offset (+05:30, as pandas writes a
+    datetime.timezone): print those as their own text instead, float16 as its shortest, a
+    decimal with its scale's digits, a timestamp as polars prints one with a zone (its
+    wall clock, then +0530)."""
     if not any(_as_text(field.type) for field in batch.schema):
         return batch
     columns = []
@@ -52,6 +54,8 @@ def polars_compatible(batch: pa.RecordBatch) -> pa.RecordBatch:
             values, valid = column_to_numpy(column)
             text = [np.format_float_positional(v, unique=True, trim="0") for v in values]
             column = pa.array(text, mask=None if valid is None else ~valid)
+        elif pa.types.is_decimal256(column.type):
+            column = column.cast(pa.string())  # as polars writes a decimal: 1.50
         elif _as_text(column.type):
             column = _offset_stamps_text(column)
         columns.append(column)
@@ -62,7 +66,7 @@ def _as_text(kind: pa.DataType) -> bool:
     """A number or a time that polars_compatible writes as text (not quoted as text is)."""
     from cumtool.columnar import fixed_offset
 
-    return pa.types.is_float16(kind) or (
+    return pa.types.is_float16(kind) or pa.types.is_decimal256(kind) or (
         pa.types.is_timestamp(kind) and fixed_offset(kind.tz) is not None)
 
 
@@ -224,7 +228,14 @@ class CsvSink:
         """UTF-8 as rendered, or --encoding's: cells read in it come out byte for byte."""
         if self._options.encoding is None:
             return text  # a view: no copy of the rendered text
-        return bytes(text).decode("utf-8").encode(self._options.encoding)
+        try:
+            return bytes(text).decode("utf-8").encode(self._options.encoding)
+        except UnicodeEncodeError as error:
+            if error.encoding != "charmap":
+                raise
+            # cp1252's codec (a character map) names itself "charmap": name it as given
+            raise UnicodeEncodeError(self._options.encoding, error.object, error.start,
+                                     error.end, error.reason) from None
 
     def _quoted(self, cells: pl.Expr) -> pl.Expr:
         import polars as pl
