@@ -582,3 +582,90 @@ def test_a_late_point_with_decimal_comma_is_named_on_both_paths(
         "Error: standard input: row 10002 (line 10003), column 'a': '1.500' is not a number "
         "like the first rows: with --decimal-comma a number is written 1,5, and a point is "
         "part of none\n")
+
+
+# Judged past the first chunk ------------------------------------------------------------
+
+@pytest.fixture
+def _short_first_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first chunk of a few rows (a wide file's first MiB holds a few dozen of them): the
+    rows after it are read on to be judged, as the narrow path judges them."""
+    from cumtool.formats import records
+    from cumtool.formats.csv import csv as csvreader
+
+    monkeypatch.setattr(csvreader, "SAMPLE_BYTES", 64)
+    monkeypatch.setattr(csvreader, "JUDGED_BYTES", 64)
+    monkeypatch.setattr(records, "READ_BYTES", 32)
+
+
+def _zips(late: int, rows: int = 40) -> bytes:
+    """Codes of five digits, the first with a leading zero at row `late`."""
+    body = "".join(f"{'02134' if i == late else 10001 + i},{i},t{i}\n" for i in range(1, rows))
+    return ("zip,n,label\n" + body).encode()
+
+
+@pytest.mark.usefixtures("_short_first_chunk")
+@pytest.mark.parametrize("late", [2, 13, 39])
+def test_a_code_past_the_first_chunk_is_judged_a_code(invoke: Callable[..., Result],
+                                                        late: int) -> None:
+    """Judged from the first MiB only, a wide file's ZIP codes were summed (10001, 12135,
+    ...) where a narrow file's are left as they are."""
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv"], _zips(late))
+    _same(reference, result)
+    lines = result.stdout.splitlines()
+    assert lines[late] == f"02134,{late * (late + 1) // 2},t{late}"
+    assert lines[1] == "10002,1,t1"
+
+
+@pytest.mark.usefixtures("_short_first_chunk")
+@pytest.mark.parametrize("args", [[], ["--ragged"], ["--batch-rows", "3"]])
+def test_rows_read_on_to_judge_are_written_once_in_order(invoke: Callable[..., Result],
+                                                          args: list[str]) -> None:
+    rows = [f"{i},{i * 2},{'' if i % 7 == 0 else i}" for i in range(1, 60)]
+    data = ("a,b,c\n" + "\n".join(rows) + "\n").encode()
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", *args], data)
+    _same(reference, result)
+    assert len(result.stdout.splitlines()) == 60
+
+
+@pytest.mark.usefixtures("_short_first_chunk")
+@pytest.mark.parametrize("data", [
+    b"a,b,c\n" + b"1,2,3\n" * 20 + b"4,5\n" + b"6,7,8\n",
+    b"a,b,c\n" + b"1,2,3\n" * 20 + b'4,"5,6\n',
+    b"a,b,c\n" + b"1,2,3\n" * 20 + b"4,\xff,6\n",
+], ids=["ragged", "open-quote", "not-utf8"])
+def test_a_bad_record_among_the_rows_read_on_is_named_as_on_the_narrow_path(
+        invoke: Callable[..., Result], data: bytes) -> None:
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv"], data)
+    assert reference.exit_code == 1
+    _same(reference, result)
+
+
+@pytest.mark.usefixtures("_short_first_chunk")
+def test_rows_past_the_judged_bytes_are_not_judged_on_either_path(
+        invoke: Callable[..., Result], monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most JUDGE_LIMIT bytes are judged (16 MiB, the narrow path's SAMPLE_LIMIT):
+    text past it stops the column on both paths, with the same message."""
+    from cumtool.formats.csv import csv as csvreader
+
+    monkeypatch.setattr(csvreader, "SAMPLE_LIMIT", 300)
+    monkeypatch.setattr(wide, "JUDGE_LIMIT", 300)
+    data = ("a,b\n" + "".join(f"{i},{i}\n" for i in range(1, 80)) + "x,1\n").encode()
+    reference, result = _both(invoke, ["cumsum", "-", "--from", "csv", "-o", "-"], data)
+    assert reference.exit_code == 1
+    assert "row 80 (line 81), column 'a': 'x' is not an integer" in reference.stderr
+    _same(reference, result)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("_short_first_chunk")
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(table=tables(), op=st.sampled_from(["cumsum", "cummax", "cummean", "cumnunique"]),
+       options=_OPTIONS, group=st.integers(2, 4))
+def test_rows_judged_past_the_first_chunk_give_the_narrow_paths_bytes(
+        invoke: Callable[..., Result], table: tuple[bytes, str, int], op: str,
+        options: list[list[str]], group: int) -> None:
+    data, delimiter, _width = table
+    reference, result = _both(invoke, _args(op, delimiter, options), data, group)
+    _same(reference, result)

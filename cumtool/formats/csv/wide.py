@@ -9,20 +9,26 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from cumtool.formats import SourceBase
 from cumtool.formats.csv import dialect
 
 if TYPE_CHECKING:
+    import polars as pl
 
     from cumtool.formats import ColumnHint, CsvReadOptions
     from cumtool.formats.records import Chunker, CountingReader
 
 WIDE_COLUMNS = 8192  # a header with more fields than this takes the wide path
 GROUP_COLUMNS = 4096  # columns scanned and written together
-JUDGED_BYTES = 1 << 20  # the rows of a wide file's first MiB judge its columns
+JUDGED_BYTES = 1 << 20  # the first rows of a wide file, cut into cells and held
+# Its columns are judged from INFER_ROWS rows within this much input (SEMANTICS.md), as a
+# narrow file's: the rows after the first MiB are judged a chunk at a time and held as
+# their bytes (Python strings would be twenty times their size), cut again when written.
+JUDGE_LIMIT = 16 << 20
+JUDGE_CELLS = 1 << 17  # cells judged at once: a group of columns' (their checks copy them)
 # A column empty in every judged row: read on (cells held as Python strings, about twenty
 # times their bytes) until it holds a value and INFER_ROWS rows from there, up to this.
 AHEAD_BYTES = 4 << 20
@@ -109,24 +115,45 @@ class WideSource(SourceBase):
         self.batch_rows = max(1, BATCH_CELLS // width)
         per_record = len(sample) / max(len(rows) + (1 if options.header else 0), 1)
         self._chunker.chunk_bytes = int(max(64 << 10, per_record * self.batch_rows))
-        # Judged: the rows within the first JUDGED_BYTES (at least one), the same rows
-        # however the input arrives (the sample was read whole, pauses or not); with
-        # --line-buffered, the first row.
+        # Judged: the first INFER_ROWS rows within JUDGE_LIMIT bytes (at least one), the
+        # same rows however the input arrives (the sample was read whole, pauses or not,
+        # and _judge_on reads on alike); with --line-buffered, the first row.
         from cumtool.formats.csv.csvcells import count_records
 
-        within = count_records(sample, options.delimiter, JUDGED_BYTES)
+        within = count_records(sample, options.delimiter, JUDGE_LIMIT)
         judged = rows[:1 if options.line_buffered else
                       max(1, min(INFER_ROWS, within - (1 if options.header else 0)))]
+        # Chunks read on to judge more rows, as their bytes; whether each was read as the
+        # batches read one (checked, its lines noted), or is to be read then (one that
+        # failed: the batches before it are written first, and it names the fault).
+        self._held: list[tuple[bytes, bool, bool]] = []
+        self._held_error: BaseException | None = None  # met reading on: raised in turn
         if judged:
             import numpy as np
 
-            long = pl.DataFrame({
-                "column": pl.Series(np.tile(np.arange(width, dtype=np.int32), len(judged))),
-                "cell": pl.Series([cell for row in judged for cell in row], dtype=pl.String)})
-            hints = judge_cells(long, width, range(width), self.markers,
-                                decimal_comma=options.decimal_comma,
-                                float_columns=float_columns, decimal=decimal)
-            self.hints = self._culprits(judged, hints)
+            cells = [pl.Series([cell for row in judged for cell in row], dtype=pl.String)]
+            if not options.line_buffered and len(judged) == len(rows) < INFER_ROWS:
+                cells += self._judge_on(INFER_ROWS - len(judged), len(sample))
+            # Judged a group of columns at a time: the checks' copies of the cells are a
+            # group's, not the whole width's.
+            hints = []
+            columns = max(1, JUDGE_CELLS // (sum(map(len, cells)) // width))
+            for low in range(0, width, columns):
+                group = np.arange(low, min(width, low + columns), dtype=np.int64)
+                part = pl.concat([piece.gather((np.arange(len(piece) // width, dtype=np.int64)
+                                                [:, None] * width + group).ravel())
+                                  for piece in cells])
+                long = pl.DataFrame({
+                    "column": pl.Series(np.tile(group.astype(np.int32),
+                                                len(part) // len(group))),
+                    "cell": part})
+                del part
+                hints += judge_cells(long, len(group), {int(c): int(c) - low for c in group},
+                                     self.markers, decimal_comma=options.decimal_comma,
+                                     float_columns=float_columns, decimal=decimal)
+                del long
+            self.hints = self._culprits(cells, hints)
+            del cells
             empty = [i for i, hint in enumerate(self.hints) if hint.kind == "empty"]
             if empty and not options.line_buffered:
                 for i, first_row in self._look_ahead(empty, len(judged)).items():
@@ -140,6 +167,79 @@ class WideSource(SourceBase):
         from cumtool.formats.csv.judge import widened
 
         self.hints = widened(self.hints, widen)
+
+    def _judge_on(self, wanted: int, read: int) -> list[pl.Series]:
+        """The cells, row by row, of up to `wanted` rows after the first chunk, read on
+        (kept in self._held) until they are in, the input ends, or JUDGE_LIMIT bytes in
+        all were read, however the input comes (a pipe that pauses judges as a file). A
+        chunk that does not read (a bad record) ends them."""
+        import polars as pl
+        import pyarrow as pa
+
+        from cumtool.errors import CumtoolError
+        from cumtool.formats.csv.csvcells import check_quotes, count_records
+        from cumtool.formats.records import RecordTooLong
+
+        cells: list[pl.Series] = []
+        while wanted > 0 and read < JUDGE_LIMIT:
+            try:
+                chunk = self._chunker.take(self._chunker.chunk_bytes)
+            except (OSError, pa.ArrowException, RecordTooLong) as error:
+                self._held_error = error  # the batches raise it after the rows before it
+                break
+            if not chunk:
+                break
+            paused = self._chunker.short
+            limit = JUDGE_LIMIT - read  # its records that end within JUDGE_LIMIT are judged
+            read += len(chunk)
+            try:
+                self._check_nul(chunk)
+                check_quotes(self.name, chunk, self._delimiter, self.rows_read,
+                             lines_before=self._line)
+                text = self._decode(chunk, first=False)
+                records, starts = self._cut(text, first=False)
+                self._check_widths(records, first=False)
+            except CumtoolError:
+                self._held.append((chunk, paused, False))
+                break
+            self._chunk_line = self._line
+            self._note_lines(text, starts, first=False)
+            self.rows_read += len(records)
+            self._held.append((chunk, paused, True))
+            taken = records[:min(wanted, count_records(chunk, self._delimiter, limit))]
+            wanted -= len(taken)
+            cells.append(pl.Series([cell for row in taken for cell in row], dtype=pl.String))
+            del records, taken, text
+        return cells
+
+    def _held_records(self) -> Iterator[tuple[list[list[str | None]], bool]]:
+        """The records of the chunks read on to judge the columns, each once."""
+        while self._held:
+            chunk, paused, read = self._held.pop(0)
+            if read:  # checked, and its lines noted, when it was read
+                records = self._cut(self._decode(chunk, first=False), first=False)[0]
+                if self._options.ragged:
+                    self._check_widths(records, first=False)  # its short records filled
+            else:
+                records = self._read_chunk(chunk)
+            del chunk
+            yield records, paused
+        if self._held_error is not None:
+            error, self._held_error = self._held_error, None
+            raise error
+
+    def _read_chunk(self, chunk: bytes) -> list[list[str | None]]:
+        """A chunk read after the first: checked, its lines noted, cut into records."""
+        from cumtool.formats.csv.csvcells import check_quotes
+
+        self._chunk_line = self._line
+        self._check_nul(chunk)
+        check_quotes(self.name, chunk, self._delimiter, self.rows_read,
+                     lines_before=self._line)
+        records = self._records(self._decode(chunk, first=False), first=False)
+        self._check_widths(records, first=False)
+        self.rows_read += len(records)
+        return records
 
     def _look_ahead(self, empty: list[int], at: int) -> dict[int, int]:
         """As CsvSource._look_ahead: the rows after the `at` judged ones, read on (and kept
@@ -157,6 +257,15 @@ class WideSource(SourceBase):
         na = set(self.markers)
         first: dict[int, int] = {}
         read = 0
+        held = [entry for entry in self._held if entry[2]]  # read on to judge, and read
+        del self._held[:len(held)]
+        for chunk, paused, _read in held:
+            records = self._cut(self._decode(chunk, first=False), first=False)[0]
+            if self._options.ragged:
+                self._check_widths(records, first=False)
+            rows.extend(records)
+            read += len(chunk)
+            self._first_paused = paused
         while True:
             for i in empty:
                 if i not in first:
@@ -168,8 +277,10 @@ class WideSource(SourceBase):
             at = len(rows)
             if (len(first) == len(empty) and all(r + INFER_ROWS <= len(rows)
                                                   for r in first.values())) \
-                    or read >= AHEAD_BYTES:
-                return first
+                    or read >= AHEAD_BYTES or self._held:
+                return first  # (a chunk held unread: the batches read it, and name its fault)
+            if self._held_error is not None:
+                return first  # the batches raise it, after the rows before it
             try:
                 chunk = self._chunker.take(self._chunker.chunk_bytes)
             except (OSError, pa.ArrowException) as error:
@@ -204,14 +315,16 @@ class WideSource(SourceBase):
                          float_columns=float_columns, decimal=decimal,
                          row_line=self.row_line, first_row=first_row)
 
-    def _culprits(self, judged: list[list[str | None]], hints: list[Any]) -> list[Any]:
-        """The hints, each text column's with its first cell that is not a number."""
+    def _culprits(self, cells: list[pl.Series], hints: list[Any]) -> list[Any]:
+        """The hints, each text column's with its first cell that is not a number
+        (`cells`: the judged rows' cells, row by row, in pieces of whole rows)."""
         import polars as pl
 
         from cumtool.formats.csv.judge import with_culprits
 
         return with_culprits(
-            hints, lambda i: pl.Series([row[i] for row in judged], dtype=pl.String),
+            hints, lambda i: pl.concat([piece.gather_every(self.width, offset=i)
+                                        for piece in cells]),
             self.markers, decimal_comma=self._options.decimal_comma, row_line=self.row_line)
 
     @property
@@ -249,6 +362,7 @@ class WideSource(SourceBase):
         yield first, self._first_paused
         del first
         try:
+            yield from self._held_records()
             # Bytes are read (and decompressed) a chunk ahead in a thread; the cells are
             # cut here, so a single batch of them is in memory at a time.
             chunker = self._chunker
@@ -330,7 +444,14 @@ class WideSource(SourceBase):
                 "file's encoding (latin-1, cp1252, ...)") from None
 
     def _records(self, text: str, first: bool) -> list[list[str | None]]:
-        """The records of `text` cut into cells; blank lines dropped."""
+        """The records of `text` cut into cells; blank lines dropped; their lines noted."""
+        records, starts = self._cut(text, first)
+        self._note_lines(text, starts, first)
+        return records
+
+    def _cut(self, text: str, first: bool) -> tuple[list[list[str | None]], list[int]]:
+        """The records of `text` cut into cells (blank lines dropped), and where each
+        starts in it."""
         from cumtool.errors import FormatError
 
         match = self._pattern.match
@@ -360,8 +481,7 @@ class WideSource(SourceBase):
             row.append(None)
             records.append(row)
             starts.append(start)
-        self._note_lines(text, starts, first)
-        return records
+        return records, starts
 
     def _note_lines(self, text: str, starts: list[int], first: bool) -> None:
         """Where the records of a chunk (starting at `starts` in its `text`) stand in the
