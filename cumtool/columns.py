@@ -111,11 +111,17 @@ def names(columns: Sequence[str | int], option: str) -> Selection:
     return Selection(tuple(items), option=option)
 
 
+_LISTED = 50  # the most names a message lists (a file of 100,000 columns has a header)
+
+
 def listing(header: Sequence[str]) -> str:
     """Column names for a message: as they are, quoted where empty, holding a comma, or
-    beginning or ending in a space (` amount `, which a user types as `amount`)."""
-    return ", ".join(repr(n) if not n or "," in n or n != n.strip() else n
-                     for n in header) or "none"
+    beginning or ending in a space (` amount `, which a user types as `amount`); the
+    first _LISTED of them, and how many more."""
+    shown = ", ".join(repr(n) if not n or "," in n or n != n.strip() else n
+                      for n in header[:_LISTED]) or "none"
+    more = len(header) - _LISTED
+    return shown if more <= 0 else f"{shown} and {more:,} more"
 
 
 def resolve(selection: Selection, header: Sequence[str], source: str) -> list[int]:
