@@ -46,11 +46,17 @@ FLOAT_GRAMMAR = (r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 INT_TEXT = re.compile(INT_GRAMMAR, re.ASCII)
 FLOAT_TEXT = re.compile(FLOAT_GRAMMAR, re.IGNORECASE | re.ASCII)
 # A number as a spreadsheet formats it, which no parser here reads: thousands separators
-# (1,234.5 or 1.234,5), a currency sign, a percent sign, an accountant's (negative).
-_FORMATTED = re.compile(r"\(?[+-]?(?:[$\u20ac\u00a3\u00a5]\s?)?[+-]?"
+# (1,234.5 or 1.234,5; a space, a no-break space or an apostrophe: 10 000, 1'234.50), a
+# currency sign before or after (12,50 €), a percent sign, an accountant's (negative).
+_CURRENCY = "$\u20ac\u00a3\u00a5"
+_SPACES = " \u00a0\u202f"  # a space, a no-break space, a narrow one (French)
+_FORMATTED = re.compile(rf"\(?[+-]?(?:[{_CURRENCY}][{_SPACES}]?)?[+-]?"
                         r"(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?"
                         r"|[0-9]{1,3}(?:\.[0-9]{3})+(?:,[0-9]+)?"
-                        r"|[0-9]+(?:[.,][0-9]+)?)\s?%?\)?", re.ASCII)
+                        rf"|[0-9]{{1,3}}(?:[{_SPACES}'][0-9]{{3}})+(?:[.,][0-9]+)?"
+                        r"|[0-9]+(?:[.,][0-9]+)?)"
+                        rf"[{_SPACES}]?(?:%|[{_CURRENCY}])?\)?")
+_GROUPED = re.compile(rf"[0-9][{_SPACES}'][0-9]{{3}}")  # digits in groups of three
 
 
 _THOUSANDS_POINTS = re.compile(r"[+-]?[0-9]{1,3}(?:\.[0-9]{3})+", re.ASCII)
@@ -66,7 +72,8 @@ def formatted_number(text: str, decimal_comma: bool = False) -> bool:
         return True
     return (_FORMATTED.fullmatch(text) is not None
             and text.startswith("(") == text.endswith(")")
-            and any(sign in text for sign in ",$%(\u20ac\u00a3\u00a5"))
+            and (any(sign in text for sign in ",%(" + _CURRENCY)
+                 or _GROUPED.search(text) is not None))
 
 
 def comma_decimal(text: str) -> bool:

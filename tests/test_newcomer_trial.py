@@ -114,6 +114,12 @@ def test_a_stray_quote_in_a_file_read_with_its_own_delimiter_gets_no_delimiter_h
     (('"1,234"', '"2,000"', '"12,500.75"'), "1,234"),  # Excel's thousands, quoted
     (("$1.50", "$2.00", "$3.25"), "$1.50"),  # a currency format
     (("15%", "20%", "7.5%"), "15%"),  # a percent format
+    # European formats: a currency after the number, thousands in groups of three
+    # apart (a space, a no-break space, a narrow one), a Swiss apostrophe.
+    (('"12,50 \u20ac"', '"3,00 \u20ac"', '"1 000,00 \u20ac"'), "12,50 \u20ac"),
+    (("10 000", "20 000", "1 250 000"), "10 000"),
+    (('"1\u00a0234,50"', "2\u00a0000", '"7\u202f500,25"'), "1\u00a0234,50"),
+    (("1'234.50", "2'000", "12'500.75"), "1'234.50"),
 ])
 def test_a_column_of_formatted_numbers_left_unscanned_gets_a_note(invoke, write_file, cells,
                                                                    first):
