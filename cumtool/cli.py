@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from cumtool.commit import STOP_SIGNALS, check_stop, committed, request_stop
+from cumtool.commit import check_stop, committed, handled_signals, request_stop, stop_now
 from cumtool.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
@@ -239,16 +239,16 @@ def _stopping_on_signals() -> Iterator[None]:
     stopped = False
     committed.clear()
 
-    def stop(number: int, _frame: object) -> None:
+    def stop(number: int, frame: object) -> None:
         nonlocal stopped
-        if not stopped and request_stop(number):
+        if not stopped and request_stop(number) and stop_now(frame):
             stopped = True
             raise Stopped(number)
 
     if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
         yield  # no SIGHUP on Windows; handlers can be set from the main thread only
         return
-    previous = {number: signal.signal(number, stop) for number in STOP_SIGNALS}
+    previous = {number: signal.signal(number, stop) for number in handled_signals()}
     try:
         check_stop()  # a signal that came while the modules loaded, its exception lost
         yield

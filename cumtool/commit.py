@@ -73,6 +73,46 @@ def request_stop(number: int) -> bool:
     return True
 
 
+def handled_signals() -> tuple[int, ...]:
+    """The stop signals a run handles: those not ignored (`nohup`, a shell's background
+    job's SIGINT), which stay ignored, as in any other tool."""
+    return tuple(n for n in STOP_SIGNALS if signal.getsignal(n) is not signal.SIG_IGN)
+
+
+def stop_now(frame: object) -> bool:
+    """For a stop-signal handler that request_stop told to stop: whether to raise Stopped
+    now. Not while Python runs its import machinery (a module loading, or a native
+    library importing one): an exception raised there is lost in a callback, with a
+    traceback, or turns into another (a panic). The stop is raised once Python is out of
+    it, by a timer that comes back until then (SIGALRM), or at the run's next check_stop."""
+    if not _in_import(frame):
+        return True
+    _retry_soon()
+    return False
+
+
+def _in_import(frame: object) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):  # type: ignore[attr-defined]
+            return True
+        frame = frame.f_back  # type: ignore[attr-defined]
+    return False
+
+
+def _retry_soon() -> None:
+    if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGALRM, _retry)
+        signal.setitimer(signal.ITIMER_REAL, 0.02)
+
+
+def _retry(_number: int, frame: object) -> None:
+    if _requested and not committed.is_set():
+        if _in_import(frame):
+            _retry_soon()
+        else:
+            check_stop()
+
+
 def check_stop() -> None:
     """Raise the stop a signal asked for if its exception was lost on the way (the run
     calls this as it starts, at each batch and before it puts files in place)."""

@@ -558,6 +558,47 @@ def test_a_signal_ends_the_run_cleanly(tmp_path: Path, number: int, status: int,
     assert sorted(os.listdir(tmp_path)) == [name]
 
 
+@pytest.mark.parametrize("number", [signal.SIGHUP, signal.SIGINT], ids=["nohup", "bg-SIGINT"])
+def test_an_ignored_stop_signal_stays_ignored(tmp_path: Path, number: int) -> None:
+    """`nohup cumtool ... &` (SIGHUP ignored) and a script's background job (SIGINT
+    ignored) were stopped all the same: cumtool set its handler over the ignoring."""
+    process = subprocess.Popen([*CUMTOOL, "cumsum", "-", "-o", "out.csv"], cwd=tmp_path,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(number, signal.SIG_IGN))
+    assert process.stdin is not None
+    process.stdin.write(b"a\n1\n")
+    process.stdin.flush()
+    time.sleep(1.0)  # started, its handlers set, waiting for more input
+    process.send_signal(number)
+    _, stderr = process.communicate(b"2\n", timeout=TIMEOUT)
+    assert (process.returncode, stderr) == (0, b"")
+    assert (tmp_path / "out.csv").read_bytes() == b"a\n1\n3\n"
+
+
+def test_a_stop_while_a_module_loads_is_raised_once_it_has_loaded(tmp_path: Path) -> None:
+    """Raised inside the import machinery, the stop was lost in one of its callbacks (a
+    traceback, "Exception ignored in"), or a native library's import turned it into a
+    panic: it waits until the module has loaded."""
+    (tmp_path / "slow_module.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\n"
+        "end = time.monotonic() + 0.2\nwhile time.monotonic() < end:\n    pass\n"
+        "LOADED = True\n")
+    script = (
+        "import signal, sys, time\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from cumtool import launch\nfrom cumtool.commit import handled_signals\n"
+        "from cumtool.errors import Stopped\n"
+        "for number in handled_signals():\n    signal.signal(number, launch._stop)\n"
+        "try:\n    import slow_module\n    print('loaded', slow_module.LOADED)\n"
+        "    end = time.monotonic() + 5\n    while time.monotonic() < end:\n"
+        "        time.sleep(0.01)\n    print('never stopped')\n"
+        "except Stopped as stop:\n    print('stopped', stop.exit_code)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert (done.stdout, done.stderr) == ("loaded True\nstopped 143\n", "")
+
+
 def test_help_lists_every_exit_status(invoke: Invoke) -> None:
     text = " ".join(invoke("--help").output.split())
     assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 75 --state held "
