@@ -283,7 +283,8 @@ GENERAL: tuple[Option, ...] = (
                 "the cores this process may use: its CPU affinity and cgroup quota].",
            inputs="all", identity=False, small="honours", dask="honours", wide="honours"),
     # Batches asked for are the streaming path's own (and tests').
-    Option("--batch-rows", type=int, least=1, metavar="N",
+    # (at most a 32-bit count: more rows than a batch can hold are no batch)
+    Option("--batch-rows", type=int, least=1, most=2**31 - 1, metavar="N",
            help="Rows per batch (default: sized for speed and memory).",
            inputs="all", identity=False, small="hands over", dask="honours", wide="honours"),
     Option("--rows", aliases=("-n",), keyword="table_rows", type=str, default=20,

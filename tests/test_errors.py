@@ -776,3 +776,45 @@ def test_a_character_map_encoding_is_named_as_given(invoke: Invoke):
     assert result.stderr == (
         "Error: cannot write standard output: '\u5317' (U+5317) cannot be written in "
         "cp1252, the output's encoding; choose one that has it (--out-encoding utf-8)\n")
+
+
+def test_a_batch_rows_beyond_a_batch_is_a_usage_error(invoke: Invoke, tmp_path):
+    """Past 2**63 it was an internal error from pyarrow's readers (a C long)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": [1, 2, 3]}), path)
+    result = invoke("cumsum", str(path), "--batch-rows", str(2**63), "--to", "csv")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: Invalid value for '--batch-rows': {2**63} is not "
+                                    "in the range 1<=x<=2147483647.\n")
+    assert invoke("cumsum", str(path), "--batch-rows", str(2**31 - 1),
+                  "--to", "csv").stdout == "a\n1\n3\n6\n"
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_a_ddof_beyond_any_count_gives_nan(invoke: Invoke, tmp_path, suffix):
+    """Past 2**64 it was an internal error (an int too big to convert)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / f"t.{suffix}"
+    if suffix == "csv":
+        path.write_text("a\n1\n2\n3\n")
+    else:
+        pq.write_table(pa.table({"a": [1, 2, 3]}), path)
+    result = invoke("cumvar", str(path), "--ddof", "99999999999999999999", "--to", "csv")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "a\nNaN\nNaN\nNaN\n", "")
+
+
+def test_a_tiny_halflife_warns_nothing(write_file):
+    """numpy's overflow warning was printed with its source line (a process of its own:
+    pytest keeps warnings from standard error)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "cumtool", "ewma",
+                           str(write_file("t.csv", "a\n1\n2\n3\n")), "--halflife", "1e-320"],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "a\n1.0\n2.0\n3.0\n", "")

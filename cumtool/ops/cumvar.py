@@ -27,7 +27,8 @@ def params(given: Mapping[str, Any]) -> dict[str, Any]:
     ddof = 1 if given["ddof"] is None else given["ddof"]
     if ddof < 0:
         raise UsageError(f"{option('ddof', str(ddof))} is out of range: it needs N >= 0")
-    return {"ddof": int(ddof)}
+    # Beyond any count of rows every result is NaN, as at 2**63 - 1, which C loops hold.
+    return {"ddof": min(int(ddof), 2**63 - 1)}
 
 
 def _welford_means(values: list[float], m: float, n: int) -> list[float]:

@@ -73,8 +73,9 @@ def center_of_mass(com: float | None = None, span: float | None = None,
     if name == "halflife":
         import numpy as np  # numpy's exp and log, as pandas: not for `cumtool --help`
 
-        decay = 1 - np.exp(np.log(0.5) / value)
-        return float(1 / decay - 1)
+        with np.errstate(over="ignore", divide="ignore"):  # a tiny H: decay 1, com 0
+            decay = 1 - np.exp(np.log(0.5) / value)
+            return float(1 / decay - 1)
     return (1 - value) / value
 
 
