@@ -587,15 +587,22 @@ def _read(path: str) -> dict[str, Any]:
             document = json.load(stream)
     except OSError as error:
         raise DataError(f"{path}: cannot read: {error.strerror or error}") from None
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise _damaged(path, f"not JSON: {error}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise _damaged(path, f"no \"format\": \"{FORMAT}\"")
     if document.get("version") not in (1, VERSION):
         raise _damaged(path, f"version {document.get('version')!r}, this cumtool reads "
                              f"versions 1 and {VERSION}")
-    _check_document(path, document)
+    try:
+        _check_document(path, document)
+    except _DECODING as error:  # a field of another shape than the checks name
+        raise _damaged(path, f"{type(error).__name__}: {error}") from None
     return document
+
+
+# What a field of the wrong shape or size raises as it is read back.
+_DECODING = (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError)
 
 
 def _field(path: str, where: str, why: str) -> DataError:
@@ -631,6 +638,8 @@ def _check_document(path: str, document: dict[str, Any]) -> None:
             raise _field(path, f"{prefix}plans", "is not a list of plans")
         for k, plan in enumerate(plans):
             _check_plan(path, f"{prefix}plans[{k}]", plan, rows)
+        if not isinstance(snapshot.get("inputs", []), list):
+            raise _field(path, f"{prefix}inputs", "is not a list")
         for k, record in enumerate(snapshot.get("inputs", [])):
             where = f"{prefix}inputs[{k}]"
             if not (isinstance(record, dict) and isinstance(record.get("path"), str)
@@ -701,7 +710,7 @@ def _load(path: str, base: dict[str, Any], plans: list[Any], widen: bool) -> Non
             _restore_plan(path, plan, saved, widen)
             plan.rows_done = rows
             plan.rows_before = rows
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
+    except _DECODING as error:
         raise _damaged(path, f"{type(error).__name__}: {error}") from None
 
 

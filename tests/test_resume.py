@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -497,6 +498,10 @@ def _bad_input(document: dict) -> None:
     document["inputs"][0]["sha256"] = "abc"
 
 
+def _inputs_not_a_list(document: dict) -> None:
+    document["inputs"] = 5
+
+
 @pytest.mark.parametrize("change, field, why", [
     (_drop_a_carry, "plans[0].columns[0].group_carry.value",
      "holds 2 groups, and groups.count is 3"),
@@ -507,10 +512,11 @@ def _bad_input(document: dict) -> None:
     (_negative_rows, "rows", "is not a count of rows"),
     (_bad_identity, "last_run.identity", "is not a text"),
     (_bad_input, "inputs[0]", "is not a path, a size and a SHA-256"),
+    (_inputs_not_a_list, "inputs", "is not a list"),
     (_position_past_the_rows, "plans[0].columns[0].group_carry.index",
      "holds a position outside rows 0 to 2"),
 ], ids=["fewer-carries", "repeated-key", "group-out-of-range", "count", "rows",
-        "identity", "input", "position"])
+        "identity", "input", "inputs", "position"])
 def test_a_state_that_contradicts_itself_is_refused_naming_the_field(cli, change, field,
                                                                      why):
     _grouped_state(cli)
@@ -523,6 +529,36 @@ def test_a_state_that_contradicts_itself_is_refused_naming_the_field(cli, change
         "by hand, or damaged): remove it to start afresh, or give another --state file\n")
     assert Path("s.json").read_bytes() == state
     assert not Path("out.csv").exists()
+
+
+def _a_carry_of(values: list) -> Callable[[dict], None]:
+    def change(document: dict) -> None:
+        document["plans"][0]["columns"][0]["group_carry"]["value"]["values"] = values
+    return change
+
+
+@pytest.mark.parametrize("change, why", [
+    (_a_carry_of([1e400] * 3), "OverflowError: cannot convert float infinity to integer"),
+    (_a_carry_of([2**70] * 3), "OverflowError: Python int too large to convert to C long"),
+], ids=["infinity", "beyond-int64"])
+def test_a_carry_that_does_not_read_is_one_line(cli, change, why):
+    """They were internal errors, with their Python exception."""
+    _grouped_state(cli)
+    _edit(change)
+    result = cli("cumsum", "d2.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: s.json: not a cumtool state file that this version can use ({why}); "
+        "remove it to start afresh, or give another --state file\n")
+
+
+def test_a_state_nested_past_any_depth_is_one_line(cli):
+    _grouped_state(cli)
+    Path("s.json").write_text("[" * 100_000 + "]" * 100_000)
+    result = cli("cumsum", "d2.csv", "--by", "meter", "--state", "s.json", "-o", "out.csv")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: s.json: not a cumtool state file that this "
+                                    "version can use (not JSON: maximum recursion depth")
 
 
 def test_a_version_1_state_is_still_read(cli):
