@@ -172,6 +172,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
             # Not a wait for input no one sends: only an explicit '-' reads what is typed.
             raise UsageError(f"no input: give a file, or pipe data into cumtool (cumtool "
                              f"{op} data.csv, or ... | cumtool {op})")
+        from cumtool.inputs import check_not_standard_output
+
+        check_not_standard_output(given, request.output)
         with _stopping_on_signals():
             run(request)
     except BrokenPipeError:

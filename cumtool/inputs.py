@@ -180,6 +180,31 @@ def check(inputs: tuple[str, ...], output: str | None, *, reverse: bool, state: 
                              "terminal")
 
 
+def check_not_standard_output(inputs: tuple[str, ...], output: str | None) -> None:
+    """The command line's input may not be the file its standard output appends to
+    (`cumtool cumsum a.csv >> a.csv`): the run would read back the rows it writes. As
+    `cat a >> a` says, before anything is read."""
+    if output not in (None, "-"):
+        return
+    import stat
+
+    try:
+        out = os.fstat(1)
+    except OSError:
+        return
+    if not stat.S_ISREG(out.st_mode):
+        return
+    for path in inputs:
+        try:
+            found = os.stat(path)
+        except OSError:
+            continue  # a pattern, a URL, standard input: their own checks
+        if (found.st_dev, found.st_ino) == (out.st_dev, out.st_ino):
+            raise UsageError(f"{path} is also standard output: the run would read back "
+                             "what it writes; write to another file, or use -o "
+                             f"{path} to replace it")
+
+
 def output_names(files: list[InputFile], directory: str, extension: str | None) -> list[str]:
     """Where each input's output goes under `directory` (`relative_outputs`, joined)."""
     return [os.path.join(directory, name)

@@ -599,6 +599,20 @@ def test_a_stop_while_a_module_loads_is_raised_once_it_has_loaded(tmp_path: Path
     assert (done.stdout, done.stderr) == ("loaded True\nstopped 143\n", "")
 
 
+def test_an_input_that_is_standard_output_is_refused(tmp_path: Path) -> None:
+    """`cumtool cumsum a.csv >> a.csv` read back the rows it appended, then failed on the
+    header among them, the input doubled."""
+    path = tmp_path / "a.csv"
+    path.write_bytes(b"a\n1\n2\n")
+    with open(path, "ab") as appended:
+        done = subprocess.run([*CUMTOOL, "cumsum", str(path)], stdout=appended,
+                              stderr=subprocess.PIPE, timeout=TIMEOUT)
+    assert (done.returncode, done.stderr.decode()) == (
+        2, f"Error: {path} is also standard output: the run would read back what it "
+           f"writes; write to another file, or use -o {path} to replace it\n")
+    assert path.read_bytes() == b"a\n1\n2\n"
+
+
 def test_help_lists_every_exit_status(invoke: Invoke) -> None:
     text = " ".join(invoke("--help").output.split())
     assert ("Exit status: 0 success, 1 data or I/O error, 2 usage error, 75 --state held "
