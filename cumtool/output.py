@@ -433,7 +433,9 @@ def _replacing(path: str, info: os.stat_result | None, commit: Commit | None
     target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
     directory, base = os.path.split(target)
     if not os.path.isdir(directory):
-        raise OutputError(f"cannot write {path}: directory {directory} does not exist")
+        raise OutputError(f"cannot write {path}: {directory} is not a directory"
+                          if os.path.exists(directory) else
+                          f"cannot write {path}: directory {directory} does not exist")
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise OutputError(f"cannot write {path}: it is a directory")
     if info is not None and not _may_write(target):

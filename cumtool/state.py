@@ -85,7 +85,9 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     real = os.path.realpath(path)
     folder = os.path.dirname(real)
     if not os.path.isdir(folder):  # found now, not after the output is written
-        raise OutputError(f"cannot write {path}: directory {folder} does not exist")
+        raise OutputError(f"cannot write {path}: {folder} is not a directory"
+                          if os.path.exists(folder) else
+                          f"cannot write {path}: directory {folder} does not exist")
     _refuse_a_data_file(request, path, real)
     lock = StateLock(real, request.wait, path)
     stack.callback(lock.release)

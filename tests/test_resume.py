@@ -825,3 +825,12 @@ def test_a_decimal_column_is_named_as_decimals_when_its_type_changed(cli):
     assert (result.exit_code, result.stderr) == (1, (
         "Error: --state s.json was made when column 'b' held float64, and it holds "
         "decimals of 2 places now; the inputs must keep their types\n"))
+
+
+def test_a_state_under_a_file_says_it_is_not_a_directory(cli):
+    Path("afile").write_text("x")
+    Path("d.csv").write_text("a\n1\n")
+    result = cli("cumsum", "d.csv", "--state", "afile/s.json")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: cannot write afile/s.json: {Path('afile').resolve()} "
+                             "is not a directory\n")
