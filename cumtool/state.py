@@ -640,6 +640,7 @@ def _check_document(path: str, document: dict[str, Any]) -> None:
             raise _field(path, f"{prefix}plans", "is not a list of plans")
         for k, plan in enumerate(plans):
             _check_plan(path, f"{prefix}plans[{k}]", plan, rows)
+        _check_made_with(path, prefix, document.get("made_with"), plans)
         if not isinstance(snapshot.get("inputs", []), list):
             raise _field(path, f"{prefix}inputs", "is not a list")
         for k, record in enumerate(snapshot.get("inputs", [])):
@@ -649,6 +650,34 @@ def _check_document(path: str, document: dict[str, Any]) -> None:
                     and isinstance(record.get("sha256"), str)
                     and len(record["sha256"]) == 64):
                 raise _field(path, where, "is not a path, a size and a SHA-256")
+
+
+def _check_made_with(path: str, prefix: str, made: Any, plans: list[Any]) -> None:
+    """The plans are those of the ops and columns the state says it was made with: each
+    op's, in order, each of the columns named (an edited name would carry one column's
+    values into another)."""
+    if not isinstance(made, dict) or not isinstance(made.get("op"), str):
+        return  # said where the run compares them (`_refuse`)
+    ops = made["op"].split(",")
+    if len(ops) != len(plans):
+        raise _field(path, f"{prefix}plans", f"holds {len(plans)} ops, and made_with.op "
+                                             f"names {len(ops)}")
+    columns = made.get("columns")
+    for k, (op, plan) in enumerate(zip(ops, plans, strict=True)):
+        if plan.get("op") != op:
+            raise _field(path, f"{prefix}plans[{k}].op", f"is not {op!r}, as made_with.op "
+                                                          "says")
+        if made.get("axis") != "rows" or not isinstance(columns, list):
+            continue
+        for c, column in enumerate(plan["columns"]):
+            name = column.get("name") if isinstance(column, dict) else None
+            if name not in columns:
+                raise _field(path, f"{prefix}plans[{k}].columns[{c}].name",
+                             "is not one of made_with.columns")
+            spec = column.get("spec")
+            if isinstance(spec, dict) and spec.get("op") != op:
+                raise _field(path, f"{prefix}plans[{k}].columns[{c}].spec.op",
+                             f"is not {op!r}, as made_with.op says")
 
 
 def _check_plan(path: str, where: str, plan: Any, rows: int) -> None:

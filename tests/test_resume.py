@@ -502,6 +502,14 @@ def _inputs_not_a_list(document: dict) -> None:
     document["inputs"] = 5
 
 
+def _another_column(document: dict) -> None:
+    document["plans"][0]["columns"][0]["name"] = "zz"
+
+
+def _another_op(document: dict) -> None:
+    document["plans"][0]["op"] = "cumprod"
+
+
 @pytest.mark.parametrize("change, field, why", [
     (_drop_a_carry, "plans[0].columns[0].group_carry.value",
      "holds 2 groups, and groups.count is 3"),
@@ -513,10 +521,12 @@ def _inputs_not_a_list(document: dict) -> None:
     (_bad_identity, "last_run.identity", "is not a text"),
     (_bad_input, "inputs[0]", "is not a path, a size and a SHA-256"),
     (_inputs_not_a_list, "inputs", "is not a list"),
+    (_another_column, "plans[0].columns[0].name", "is not one of made_with.columns"),
+    (_another_op, "plans[0].op", "is not 'cumsum', as made_with.op says"),
     (_position_past_the_rows, "plans[0].columns[0].group_carry.index",
      "holds a position outside rows 0 to 2"),
 ], ids=["fewer-carries", "repeated-key", "group-out-of-range", "count", "rows",
-        "identity", "input", "inputs", "position"])
+        "identity", "input", "inputs", "column-name", "op", "position"])
 def test_a_state_that_contradicts_itself_is_refused_naming_the_field(cli, change, field,
                                                                      why):
     _grouped_state(cli)

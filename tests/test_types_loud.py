@@ -389,7 +389,12 @@ def test_a_wide_file_judges_an_empty_column_from_its_first_values(invoke, write_
     assert invoke("cumsum", input=data).stdout_bytes == result.stdout_bytes
 
 
-def test_a_wide_file_reruns_a_late_decimal(invoke, write_file, tmp_path):
+def test_a_wide_file_reruns_a_late_decimal(invoke, write_file, tmp_path, monkeypatch):
+    # Rows are judged within 16 MiB (a thousand of these): here within 1 MiB, so that a
+    # small file has a decimal past them.
+    from cumtool.formats.csv import wide
+
+    monkeypatch.setattr(wide, "JUDGE_LIMIT", 1 << 20)
     column = [str(r % 3) for r in range(WIDE_ROWS)]
     column[80] = "0.25"
     path = write_file("w.csv", _wide(column))
