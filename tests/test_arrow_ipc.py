@@ -206,3 +206,26 @@ def test_an_arrow_file_of_polars_text_views(invoke, tmp_path):
     assert table.schema.field("city").type == pa.large_string()
     assert table.to_pydict() == {"day": ["2024-01-30", "2024-01-31", "2024-02-01"],
                                  "city": ["Oslo", None, "Lima"], "n": [1, 2, 3]}
+
+
+def test_a_file_cut_short_while_it_is_read_is_an_error(tmp_path):
+    """Memory-mapped, the batches past the new end were a SIGBUS: the run died with no
+    word, its temporary file left."""
+    import pyarrow.ipc as ipc
+    import pytest
+
+    from cumtool.errors import CumtoolError
+    from cumtool.formats.arrow.arrow_ipc import ArrowSource
+
+    path = tmp_path / "a.arrow"
+    table = pa.table({"a": list(range(30_000))})
+    with ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table, max_chunksize=10_000)
+    source = ArrowSource(str(path), str(path), file_format=True, batch_rows=None)
+    assert source.num_rows == 30_000
+    batches = source.batches()
+    assert next(batches).num_rows == 10_000
+    with open(path, "r+b") as cut:
+        cut.truncate(100_000)
+    with pytest.raises(CumtoolError, match=f"^{path}: "):
+        list(batches)

@@ -25,7 +25,7 @@ MAX_BATCH_ROWS = 1 << 17
 
 
 class ArrowSource(SourceBase):
-    """An Arrow IPC file (`stream=False`: random access, memory-mapped when it is a path)
+    """An Arrow IPC file (`stream=False`: random access, read by position when it is a path)
     or stream, read batch by batch. A file read from a pipe comes spooled to disk."""
 
     def __init__(self, stream: IO[bytes] | str, name: str, *, file_format: bool,
@@ -36,7 +36,9 @@ class ArrowSource(SourceBase):
         self._file: Any = None
         self._stream: Any = None
         try:
-            source: Any = pa.memory_map(stream) if isinstance(stream, str) else stream
+            # Read by position, not memory-mapped: a file cut short while it is read is
+            # an error here, where a mapped page past its end kills the run (SIGBUS).
+            source: Any = pa.OSFile(stream) if isinstance(stream, str) else stream
             if file_format:
                 self._file = ipc.open_file(source)
                 self._schema = self._file.schema
@@ -57,8 +59,7 @@ class ArrowSource(SourceBase):
         if self._file is None:
             return None
         try:
-            return int(sum(self._file.get_batch(i).num_rows
-                           for i in range(self._file.num_record_batches)))
+            return int(self._file.count_rows())  # from the batches' headers only
         except _DAMAGE:
             return None
 

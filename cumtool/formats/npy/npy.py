@@ -92,7 +92,8 @@ def _check_dtype(dtype: np.dtype, name: str) -> None:
 
 
 class NpySource(SourceBase):
-    """A .npy array from a file (memory-mapped) or a stream (read block by block)."""
+    """A .npy array from a file (read by position; memory-mapped in Fortran order) or a
+    stream (read block by block)."""
 
     layout = "array"
 
@@ -123,6 +124,7 @@ class NpySource(SourceBase):
         self._stream = stream
         self._offset = stream.tell() if stream.seekable() else 0
         self._array: np.ndarray | None = None
+        self._fd: int | None = None  # a file's, its rows read by position (`_rows`)
         expected = math.prod(self.shape) * dtype.itemsize
         if path is not None:
             size = stream.seek(0, 2)
@@ -131,10 +133,16 @@ class NpySource(SourceBase):
                     f"{name}: .npy is truncated: header promises {expected} data bytes, "
                     f"file has {size - self._offset}"
                 )
-            self._array = np.memmap(
-                path, dtype=dtype, mode="r", offset=self._offset, shape=self.shape,
-                order="F" if fortran else "C",
-            ) if expected else np.empty(self.shape, dtype)
+            if expected and self.shape and not fortran:
+                # Its rows read by position (os.preadv), not memory-mapped: a file cut
+                # short while it is read is an error, where a mapped page past its end
+                # kills the run (SIGBUS).
+                self._fd = stream.fileno()
+            else:
+                self._array = np.memmap(
+                    path, dtype=dtype, mode="r", offset=self._offset, shape=self.shape,
+                    order="F" if fortran else "C",
+                ) if expected else np.empty(self.shape, dtype)
         elif fortran:
             # Its rows are scattered through the data: spool it to disk, not to memory.
             self._array = self._spooled(expected)
@@ -154,6 +162,25 @@ class NpySource(SourceBase):
                 return np.empty(self.shape, self.dtype)
             # The mapping keeps the file's data after it is closed.
             return np.memmap(spool, dtype=self.dtype, mode="r", shape=self.shape, order="F")
+
+    def _rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows `start` to `stop` of a file's array, read by position."""
+        assert self._fd is not None
+        block = np.empty((stop - start, *self.shape[1:]), self.dtype)
+        view = block.data.cast("B")
+        at = self._offset + start * (view.nbytes // max(stop - start, 1))
+        done = 0
+        while done < view.nbytes:
+            try:
+                got = os.preadv(self._fd, [view[done:]], at + done)
+            except OSError as error:
+                raise FormatError(f"{self.name}: cannot read: {error.strerror or error}"
+                                  ) from None
+            if not got:
+                raise FormatError(f"{self.name}: .npy is truncated: it was cut short while "
+                                  f"it was read (no data at byte {at + done})")
+            done += got
+        return block
 
     def _read_exact(self, size: int) -> np.ndarray:
         # In pieces: one read() of what a (corrupt) header promises would allocate it all
@@ -181,7 +208,9 @@ class NpySource(SourceBase):
         row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
         for start in range(0, total, rows):
             stop = min(start + rows, total)
-            if self._array is not None:
+            if self._fd is not None:
+                yield self._rows(start, stop)
+            elif self._array is not None:
                 yield np.ascontiguousarray(self._array[start:stop])
                 _drop_pages(self._array)
             else:
@@ -191,6 +220,10 @@ class NpySource(SourceBase):
     def reversed_blocks(self, rows: int) -> Iterator[np.ndarray]:
         """Blocks from the last row to the first, each with its rows reversed. A stream is
         spooled to a temporary file first (memory stays bounded)."""
+        if self._fd is not None:
+            for stop in range(self.shape[0], 0, -rows):
+                yield np.ascontiguousarray(self._rows(max(0, stop - rows), stop)[::-1])
+            return
         if self._array is None:
             with tempfile.TemporaryFile(suffix=".cumtool-spool") as spool:
                 for block in self.blocks(rows):

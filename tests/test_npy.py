@@ -1,0 +1,28 @@
+""".npy input read by position."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_file_cut_short_while_it_is_read_is_an_error(tmp_path, reverse):
+    """Memory-mapped, the rows past the new end were a SIGBUS: the run died with no word,
+    its temporary file left."""
+    from cumtool.errors import FormatError
+    from cumtool.formats.npy.npy import NpySource
+
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(30_000, dtype=np.float64))
+    with open(path, "rb") as stream:
+        source = NpySource(stream, str(path), str(path))
+        blocks = source.reversed_blocks(10_000) if reverse else source.blocks(10_000)
+        first = next(blocks)
+        expected = np.arange(20_000, 30_000)[::-1] if reverse else np.arange(10_000)
+        assert first.tolist() == expected.tolist()
+        with open(path, "r+b") as cut:
+            cut.truncate(128 + 8 * 5_000)
+        with pytest.raises(FormatError, match=rf"^{path}: \.npy is truncated: it was cut "
+                                              r"short while it was read \(no data at byte "):
+            list(blocks)
