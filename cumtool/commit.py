@@ -174,7 +174,7 @@ class StateLock:
             if deadline is None or time.monotonic() >= deadline:
                 holder = _holder(fd)
                 os.close(fd)
-                waited = "" if wait is None else f" for {wait:g} s"
+                waited = "" if wait is None else f", still after {wait:g} s of waiting"
                 advice = (f"give {option('wait')} SECONDS to wait for it" if wait is None
                           else f"give a longer {option('wait')}")
                 raise StateBusy(f"{option('state', shown)} is in use by another cumtool "

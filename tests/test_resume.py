@@ -416,8 +416,8 @@ def test_a_second_run_on_a_held_state_fails_at_once_with_75(cli):
         result = cli("cumsum", "e.csv", "--state", "s.json", "--wait", "0.2")
         assert result.exit_code == 75
         assert result.stderr == (
-            "Error: --state s.json is in use by another cumtool run (pid 4242) for 0.2 s; "
-            "try again later, or give a longer --wait\n")
+            "Error: --state s.json is in use by another cumtool run (pid 4242), still after "
+            "0.2 s of waiting; try again later, or give a longer --wait\n")
     finally:
         os.close(holder)
     assert not Path("out.csv").exists()
