@@ -166,6 +166,20 @@ def _bigint_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[
     return hint
 
 
+def _in_decimals(raw: str, scale: int) -> str:
+    """An int64 overflow's message (kernels: `cumsum overflows int64 (adding N)`) of a
+    decimal column, held as int64 counts of 10**-scale: in its decimals' words and value."""
+    import decimal
+    import re
+
+    def value(found: re.Match[str]) -> str:
+        number = decimal.Decimal(int(found.group(2))).scaleb(-scale)
+        return f"({found.group(1)} {number:f})"
+
+    raw = re.sub(r"\((adding|multiplying by) (-?[0-9]+)\)", value, raw)
+    return raw.replace("overflows int64", "overflows the 64 bits a decimal is held in")
+
+
 def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
                     stored: Sequence[pa.DataType], columns: Sequence[Selection],
                     exclude: Sequence[Selection], what: str, *, op: str = "",
@@ -760,9 +774,12 @@ class TablePlan:
                   error: ScanOverflowError) -> ScanOverflowError:
         # position: the input row (from 0) and the column's place among the scanned ones
         name, row = self._place(self._input_row(scan_row))
+        raw = error.raw
+        if column in self.decimal_scale:  # scanned as int64 counts of its last place
+            raw = _in_decimals(raw, self.decimal_scale[column])
         return ScanOverflowError(
             f"{name}: column {self.label(column)}, {row}: "
-            f"{error.raw}{overflow_hint(self.overflow, error)}",
+            f"{raw}{overflow_hint(self.overflow, error)}",
             (self._input_row(scan_row) - 1, self.selected.index(column)))
 
     def scan_column(self, column: int, data: pa.Array,

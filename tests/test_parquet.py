@@ -1060,3 +1060,15 @@ def test_a_decimal_wider_than_64_bits_is_told_to_scan_as_floats(invoke, tmp_path
                              "floats with --dtype float64\n")
     floats = ok(invoke("cummax", str(path), "--to", "csv", "--dtype", "float64"))
     assert floats.stdout == "d\n1.5\n1.2345678901234568e+20\n"
+
+
+def test_a_decimal_sum_past_64_bits_is_said_in_decimals(invoke, tmp_path):
+    """It said `cumsum overflows int64 (adding 5000000000000000000)`: the scaled count."""
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"d": pa.array([decimal.Decimal("50000000000000000.00")] * 3,
+                                           pa.decimal128(20, 2))}), path)
+    result = invoke("cumsum", str(path), "--to", "csv")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 'd', row 2: cumsum overflows the 64 "
+                             "bits a decimal is held in (adding 50000000000000000.00); use "
+                             "--overflow wrap for wrap-around\n")
