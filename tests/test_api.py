@@ -563,3 +563,16 @@ def test_a_dask_dataframe_is_scanned_as_the_pandas_frame_it_computes_to():
     assert result["a"].tolist() == [1, 3, 6, 10, 15]
     column = cumtool.scan(dd.from_pandas(frame, npartitions=2)["a"], "cumsum")
     assert column.tolist() == [1, 3, 6, 10, 15]
+
+
+def test_a_closed_file_object_is_a_usage_error():
+    """It was the file's bare ValueError, not one of cumtool's errors."""
+    import io
+
+    from cumtool.errors import UsageError
+
+    given = io.BytesIO(b"a\n1\n")
+    given.close()
+    with pytest.raises(UsageError, match="^the file object given is closed: give it open, "
+                                         "or its path$"):
+        cumtool.scan(given, "cumsum")
