@@ -104,15 +104,17 @@ def rebatch(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.
 
 def note_left_out(request: Request, plan: Any, text_input: bool) -> None:
     """The notes of columns of numbers the default selection left out for a text cell
-    (cumtool.notes.left_out), for a table plan of delimited text, or of JSON Lines (a
-    typed input's hints name none): every driver of a table says them (run_table, and -o
-    DIR/'s in datasets.py)."""
+    (cumtool.notes.left_out), for a table plan of delimited text, or of JSON Lines (whose
+    hints say mostly_numbers; other typed inputs' never do, and load no notes): every
+    driver of a table says them (run_table, and -o DIR/'s in datasets.py)."""
     from cumtool.tables import MultiPlan
 
+    single = plan.plans[0] if isinstance(plan, MultiPlan) else plan
+    if not text_input and not any(hint.mostly_numbers for hint in single.hints):
+        return  # (nor its module loaded)
     if not request.widen:  # a rerun said it the first time
         from cumtool.notes import left_out
 
-        single = plan.plans[0] if isinstance(plan, MultiPlan) else plan
         left_out(request, single.names, single.hints, single.scanned,
                  {*single.by, *([single.reset] if single.reset is not None else [])},
                  typed=not text_input)
