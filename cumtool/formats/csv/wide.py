@@ -249,7 +249,6 @@ class WideSource(SourceBase):
         import pyarrow as pa
 
         from cumtool.formats import unreadable
-        from cumtool.formats.csv.csvcells import check_quotes
         from cumtool.formats.csv.judge import INFER_ROWS
         from cumtool.formats.records import RecordTooLong
 
@@ -290,14 +289,7 @@ class WideSource(SourceBase):
             if not chunk:
                 return first
             read += len(chunk)
-            self._chunk_line = self._line
-            self._check_nul(chunk)
-            check_quotes(self.name, chunk, self._delimiter, self.rows_read,
-                         lines_before=self._line)
-            records = self._records(self._decode(chunk, first=False), first=False)
-            self._check_widths(records, first=False)
-            self.rows_read += len(records)
-            rows.extend(records)
+            rows.extend(self._read_chunk(chunk))
             self._first_paused = self._chunker.short
 
     def _judge_from(self, position: int, first_row: int, float_columns: bool,
@@ -354,7 +346,6 @@ class WideSource(SourceBase):
         import pyarrow as pa
 
         from cumtool.formats import unreadable
-        from cumtool.formats.csv.csvcells import check_quotes
         from cumtool.formats.records import RecordTooLong
         from cumtool.pipeline import prefetch
 
@@ -370,14 +361,8 @@ class WideSource(SourceBase):
             read = ((chunk, chunker.short) for chunk in chunker.chunks())
             with contextlib.closing(prefetch(read, depth=1)) as chunks:
                 for chunk, paused in chunks:
-                    self._chunk_line = self._line
-                    self._check_nul(chunk)
-                    check_quotes(self.name, chunk, self._delimiter, self.rows_read,
-                                 lines_before=self._line)
-                    records = self._records(self._decode(chunk, first=False), first=False)
+                    records = self._read_chunk(chunk)
                     del chunk
-                    self._check_widths(records, first=False)
-                    self.rows_read += len(records)
                     yield records, paused
                     del records
         except (OSError, pa.ArrowException) as error:
