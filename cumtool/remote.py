@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
-from cumtool.errors import DataError, OutputError, UsageError, extra_missing
+from cumtool.errors import CumtoolError, DataError, OutputError, UsageError, extra_missing
 
 # A scheme of two letters or more: `C:\data.csv` is a Windows path, not a URL.
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
@@ -59,6 +59,12 @@ def _reason(error: BaseException) -> str:
     return " ".join(str(text).split())[:300]
 
 
+def _failure(error: Exception) -> str:
+    """A storage library's own failure, its type named (`NoCredentialsError: Unable to
+    locate credentials`): configuration to fix, not a bug of cumtool's."""
+    return f"{type(error).__name__}: {_reason(error)}"
+
+
 def open_input(url: str, stack: contextlib.ExitStack) -> IO[bytes]:
     """A seekable binary stream of the object at `url`, closed with `stack`."""
     fs, path = filesystem(url)
@@ -72,6 +78,10 @@ def open_input(url: str, stack: contextlib.ExitStack) -> IO[bytes]:
         raise DataError(f"{url}: cannot read: {_reason(error)}") from None
     except OSError as error:
         raise DataError(f"{url}: cannot read: {_reason(error)}") from None
+    except CumtoolError:
+        raise
+    except Exception as error:  # the store's own (botocore's NoCredentialsError, ...)
+        raise DataError(f"{url}: cannot read: {_failure(error)}") from None
     return stack.enter_context(stream)
 
 
@@ -103,6 +113,8 @@ def upload(fs: Any, local: str, path: str, url: str) -> None:
         fs.put_file(local, path)
     except (OSError, ValueError) as error:  # s3fs: ValueError for a bad bucket name
         raise OutputError(f"cannot write {url}: {_reason(error)}") from None
+    except Exception as error:  # the store's own (botocore's NoCredentialsError, ...)
+        raise OutputError(f"cannot write {url}: {_failure(error)}") from None
 
 
 def join(base: str, name: str) -> str:

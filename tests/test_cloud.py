@@ -159,3 +159,22 @@ def test_state_with_a_url_input_knows_a_retry_by_its_bytes(invoke, s3, tmp_path)
     s3.pipe(f"{bucket}/day.csv", b"kwh\n10\n")
     assert ok(invoke("cumsum", f"s3://{bucket}/day.csv", "--state", state)).stdout_bytes == (
         b"kwh\n13\n")
+
+
+def test_no_credentials_is_one_line_naming_the_url(invoke, write_file, monkeypatch):
+    """botocore's NoCredentialsError was an internal error ("a bug in cumtool")."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE",
+                 "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    s3fs.S3FileSystem.clear_instance_cache()
+    result = invoke("cumsum", "s3://no-such-bucket/x.csv")
+    assert (result.exit_code, result.stderr) == (
+        1, "Error: s3://no-such-bucket/x.csv: cannot read: NoCredentialsError: Unable to "
+           "locate credentials\n")
+    result = invoke("cumsum", str(write_file("a.csv", TABLE)), "-o", "s3://no-such-bucket/t.csv")
+    assert (result.exit_code, result.stderr) == (
+        1, "Error: cannot write s3://no-such-bucket/t.csv: NoCredentialsError: Unable to "
+           "locate credentials\n")
