@@ -451,6 +451,7 @@ class TableToNpy:
                 )
             dtypes.append(dtype)
         self._sink = sink_type(stream, schema.names, np.result_type(*dtypes))
+        self._rows = 0  # written so far
 
     def write(self, batch: pa.RecordBatch) -> None:
         import pyarrow as pa
@@ -463,12 +464,14 @@ class TableToNpy:
                 column = decimal_to_float(column)
             values, valid = column_to_numpy(column)
             if valid is not None:
-                row = int(np.flatnonzero(~valid)[0]) + 1
-                raise DataError(f"column {name!r} has a missing cell (row {row} of a batch), "
-                                "which .npy cannot hold; write csv or parquet instead")
+                row = self._rows + int(np.flatnonzero(~valid)[0]) + 1
+                raise DataError(f"column {name!r} has a missing cell at row {row} of the "
+                                "output, which .npy cannot hold; write csv or parquet "
+                                "instead")
             columns.append(values)
         if columns:
             self._sink.write_rows(np.column_stack(columns))
+        self._rows += batch.num_rows
 
     def close(self) -> None:
         self._sink.close()
