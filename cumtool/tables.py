@@ -161,6 +161,19 @@ def _bigint_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[
             if column.kind in _BIG_NUMBERS:
                 held, how = _BIG_NUMBERS[column.kind].split("; ", 1)
                 return f"; column {name!r} holds {held}: {how}"
+        for name, column in zip(names, hints, strict=True):
+            # As the note says of such a column where another one is scanned.
+            if column.comma_decimal:
+                return (f"; column {name!r} holds numbers with a decimal comma "
+                        f"({column.culprit}): pass --decimal-comma")
+            if column.formatted:
+                return (f"; column {name!r} holds numbers as a spreadsheet formats them "
+                        f"({column.culprit}): export them as plain numbers (1234.5)")
+            if column.mostly_numbers:
+                how = ("its text cells missing (--na)" if column.kind == "text" else
+                       "its values that are not numbers null")
+                return (f"; column {name!r} holds numbers, but {column.culprit}: to scan it, "
+                        f"name it with -c, {how}")
         return ""
 
     return hint

@@ -480,3 +480,28 @@ def test_the_json_lines_note_is_no_field_of_the_output(invoke, write_file, tmp_p
     assert result.stderr == _JSONL_NOTE.format(row=2)
     metadata = pq.read_schema(out).field("amount").metadata
     assert metadata == {b"cumtool.json": b"1"}
+
+
+@pytest.mark.parametrize("name, data, said", [
+    ("few.csv", "k\n" + "".join(f"{'x' if i == 5 else i}\n" for i in range(20)),
+     "column 'k' holds numbers, but row 6 (line 7) holds 'x': to scan it, name it with -c, "
+     "its text cells missing (--na)"),
+    ("few.jsonl", "".join(f'{{"k":{chr(34) + "x" + chr(34) if i == 5 else i}}}\n'
+                          for i in range(20)),
+     "column 'k' holds numbers, but row 6 (line 6) holds 'x': to scan it, name it with -c, "
+     "its values that are not numbers null"),
+    ("comma.csv", 'k\n"1,5"\n"2,5"\n',
+     "column 'k' holds numbers with a decimal comma (row 1 (line 2) holds '1,5'): pass "
+     "--decimal-comma"),
+    ("money.csv", "k\n$1.50\n$2\n",
+     "column 'k' holds numbers as a spreadsheet formats them (row 1 (line 2) holds '$1.50'): "
+     "export them as plain numbers (1234.5)"),
+], ids=["text-cell", "json-text", "decimal-comma", "formatted"])
+def test_no_column_to_scan_but_one_that_looks_numeric_says_why(invoke, write_file, name,
+                                                                data, said):
+    """The note that names such a column comes with a plan: where no column was left to
+    scan, the error named none of it."""
+    path = write_file(name, data)
+    result = invoke("cumsum", str(path))
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {path}: no numeric columns to scan; columns: k; {said}\n"
