@@ -315,13 +315,15 @@ class _Cli(click.Group):
             error.show()
             status = error.exit_code
         except click.ClickException as error:
-            message = (_no_such_option(error) if isinstance(error, click.NoSuchOption)
-                       else error.format_message())
-            click.echo(f"Error: {printable(message)}", err=True)
+            message = printable(_no_such_option(error) if isinstance(error, click.NoSuchOption)
+                                else error.format_message())
             ctx = getattr(error, "ctx", None)
             if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+                # The help to read, on the same line: every error is one line.
                 help_name = max(ctx.command.get_help_option_names(ctx), key=len)
-                click.echo(f"Try '{printable(ctx.command_path)} {help_name}'.", err=True)
+                message += ("" if message.endswith((".", "?")) else ".") + (
+                    f" Try '{printable(ctx.command_path)} {help_name}'.")
+            click.echo(f"Error: {message}", err=True)
             status = error.exit_code
         except click.Abort:  # Ctrl-C while Click parsed the command line
             click.echo("Error: interrupted", err=True)

@@ -85,3 +85,9 @@ def along_axis(array: np.ndarray, axis: int,
 # comes first on PATH.
 _SCRIPT = Path(sys.executable).with_name("cumtool")
 CUMTOOL = str(_SCRIPT) if _SCRIPT.exists() else "cumtool"
+
+
+def usage_error(message: str, command: str = "main cumsum") -> str:
+    """A Click usage error as cumtool prints it: one line, the help to read at its end."""
+    end = "" if message.endswith((".", "?")) else "."
+    return f"Error: {message}{end} Try '{command} --help'.\n"

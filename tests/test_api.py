@@ -573,6 +573,6 @@ def test_a_closed_file_object_is_a_usage_error():
 
     given = io.BytesIO(b"a\n1\n")
     given.close()
-    with pytest.raises(UsageError, match="^the file object given is closed: give it open, "
-                                         "or its path$"):
+    with pytest.raises(UsageError, match=r"^the file object given is closed: give it open, "
+                                         r"or its path$"):
         cumtool.scan(given, "cumsum")

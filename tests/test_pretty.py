@@ -235,7 +235,7 @@ def test_rows_option_refuses_what_is_not_a_count(invoke: Invoke, write_file):
     result = invoke("cumsum", str(write_file("n.csv", "v\n1\n")), "-n", "-3")
     assert result.exit_code == 2
     assert result.stderr == ("Error: Invalid value for '-n' / '--rows': '-3' is not a number "
-                             "of rows or 'all'\nTry 'main cumsum --help'.\n")
+                             "of rows or 'all'. Try 'main cumsum --help'.\n")
 
 
 def test_not_on_a_terminal_every_column_shows(invoke: Invoke, write_file):
@@ -619,7 +619,7 @@ def test_precision_out_of_range_is_a_usage_error(invoke: Invoke, write_file):
     result = invoke("cumsum", str(write_file("f.csv", "x\n1\n")), "--precision", "0")
     assert result.exit_code == 2
     assert result.stderr == ("Error: Invalid value for '--precision': 0 is not in the range "
-                             "1<=x<=17.\nTry 'main cumsum --help'.\n")
+                             "1<=x<=17. Try 'main cumsum --help'.\n")
 
 
 @pytest.mark.parametrize(("value", "precision", "shown"), [

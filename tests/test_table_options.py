@@ -854,7 +854,7 @@ def test_empty_by_name_is_a_usage_error(invoke):
     result = invoke("cumsum", "--by", "k,", input="k,x\na,1\n")
     assert result.exit_code == 2
     assert result.stderr == ("Error: --by 'k,': an empty column name; quote it as '\"\"' to "
-                             "choose a column whose name is empty\nTry 'main cumsum --help'.\n")
+                             "choose a column whose name is empty. Try 'main cumsum --help'.\n")
 
 
 def test_keys_alone_leave_nothing_to_scan(invoke):

@@ -290,14 +290,14 @@ def test_a_hostile_argument_is_shown_escaped_in_one_line(tmp_path: Path):
     pytest.param([f"no{HOSTILE}such"], f"No such command 'no{HOSTILE_SHOWN}such'.",
                  "Try 'main --help'.", id="hostile-command"),
 ])
-def test_usage_errors_are_one_line_and_a_hint(invoke, tmp_path: Path, args: list[str],
+def test_usage_errors_are_one_line_with_a_hint(invoke, tmp_path: Path, args: list[str],
                                               error: str, hint: str):
     path = tmp_path / "t.csv"
     path.write_text("a\n1\n")
     result = invoke(*(arg.format(path=path) if arg == "{path}" else arg for arg in args))
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert result.stderr == f"Error: {error}\n{hint}\n"
+    assert result.stderr == f"Error: {error}{'' if error.endswith('.') else '.'} {hint}\n"
 
 
 def test_a_usage_error_without_a_command_has_no_hint(invoke, tmp_path: Path):
