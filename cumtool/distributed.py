@@ -470,13 +470,20 @@ def connect(request: Request) -> Iterator[Any]:
         with client:
             yield client
         return
+    import dask
+
     from cumtool import native
 
     workers = native.CORES  # --threads, CUMTOOL_THREADS, or the usable cores
     with contextlib.ExitStack() as stack:
         try:
-            cluster = stack.enter_context(LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, **QUIET_CLUSTER))
+            # No sampling profiler in the workers (handed their config by the nannies):
+            # a command's run has no dashboard to show it, and it walks the frames of
+            # the running task 100 times a second.
+            with dask.config.set({"distributed.worker.profile.enabled": False}):
+                cluster = stack.enter_context(LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True,
+                    **QUIET_CLUSTER))
         except (RuntimeError, OSError) as error:  # "Nanny failed to start": see the hint
             raise DataError(f"cannot start a local Dask cluster ({error}); worker processes "
                             "import the main module again, so a script must guard its "

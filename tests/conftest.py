@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -9,6 +10,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cumtool.cli import main
+
+# The test clusters' workers are threads of this process, and distributed's sampling
+# profiler walks their frames from a thread of its own: under CPython 3.11 that crashed
+# a worker once in thousands of tasks (a segfault in distributed/profile.py, taking the
+# pytest worker with it). cumtool's own clusters run without it too (distributed.connect).
+# Read by dask's config when it is imported.
+os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = REPO / "sample_data"
