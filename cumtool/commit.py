@@ -106,7 +106,9 @@ def _retry_soon() -> None:
 
 
 def _retry(_number: int, frame: object) -> None:
-    if _requested and not committed.is_set():
+    # Not while the run puts its files in place, nor after: then its work is done, and a
+    # stop that came before is dropped, as one that comes then is (may_stop).
+    if _requested and not committed.is_set() and not _putting_in_place.is_set():
         if _in_import(frame):
             _retry_soon()
         else:
