@@ -326,7 +326,8 @@ def recover(record: str) -> bool:
     except FileNotFoundError:
         return False
     except (OSError, ValueError) as error:
-        raise OutputError(f"cannot read the commit record {record}: {error}; it is left by "
+        why = getattr(error, "strerror", None) or error  # not Python's "[Errno 21] ..."
+        raise OutputError(f"cannot read the commit record {record}: {why}; it is left by "
                           "a run that was killed while putting its files in place") from None
     try:
         renames = [(str(a), str(b)) for a, b in document["renames"]]

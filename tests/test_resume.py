@@ -844,3 +844,13 @@ def test_a_state_under_a_file_says_it_is_not_a_directory(cli):
     assert result.exit_code == 1
     assert result.stderr == (f"Error: cannot write afile/s.json: {Path('afile').resolve()} "
                              "is not a directory\n")
+
+
+def test_a_commit_record_that_is_a_directory_is_named_without_pythons_errno(cli):
+    Path("d.csv").write_text("a\n1\n")
+    Path("s.json.commit").mkdir()
+    result = cli("cumsum", "d.csv", "--state", "s.json")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: cannot read the commit record "
+                             f"{Path('s.json.commit').resolve()}: Is a directory; it is left "
+                             "by a run that was killed while putting its files in place\n")
