@@ -293,6 +293,12 @@ def run(request: Request, dtype: np.dtype | None, stack: contextlib.ExitStack,
                          resume, text_input=chain.kind.format in DELIMITED)
 
 
+def _consumed_whole(resume: Resume | None, path: str) -> bool:
+    """Whether a --state run reads nothing of an input: past runs consumed it all."""
+    span = state.span_of(resume, path)
+    return span is not None and span.start > 0 and span.end <= span.start
+
+
 def _nothing_whole(resume: Resume | None, path: str) -> bool:
     span = state.span_of(resume, path)
     return span is not None and span.end == 0
@@ -322,7 +328,16 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     stage = stack.enter_context(staging.stage(directory))
     from cumtool.output import open_output
 
+    written = []
     for k, relative in enumerate(relatives):
+        if _consumed_whole(resume, chain.files[k].path):
+            # An earlier run of the state scanned all of it, and it has not grown: no row
+            # of it is new, and its output of then stays as it is (a header-only file
+            # replaced it, every earlier day's output of a daily job).
+            for batch in chain.file_batches(k, plan.parse, plan.text_unused):
+                assert not batch.num_rows, "a consumed input gave rows"
+            continue
+        written.append(relative)
         target, staged = stage.target(relative), stage.staged(relative)
         kind = kind_from_name(target)
         out = FileKind(fmt, kind.compression if kind is not None and kind.format == fmt
@@ -344,10 +359,10 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
             runner.scan_batches(plan, read, sink, False, this_file)
     # Every output is complete: only now do they replace what was there, all together.
     if resume is not None:
-        stage.put_in_place(relatives, resume.commit)
+        stage.put_in_place(written, resume.commit)
         finish()  # writes the state, then commits everything
     else:
-        stage.put_in_place(relatives)
+        stage.put_in_place(written)
 
 
 def is_dataset(request: Request) -> bool:

@@ -225,6 +225,26 @@ def test_several_npy_inputs_are_refused(cli):
 
 # -o DIR/: one output per input ---------------------------------------------------------
 
+def test_a_daily_state_run_into_a_directory_keeps_the_earlier_days_outputs(cli):
+    """Each day's run rewrote the earlier days' outputs as their header alone: their rows
+    were consumed, so none was written."""
+    write("days/1.csv", "v\n1\n2\n")
+    ok(cli("cumsum", "days", "--state", "s.json", "-o", "out/"))
+    assert Path("out/1.csv").read_text() == "v\n1\n3\n"
+    write("days/2.csv", "v\n5\n")
+    ok(cli("cumsum", "days", "--state", "s.json", "-o", "out/"))
+    assert Path("out/1.csv").read_text() == "v\n1\n3\n"
+    assert Path("out/2.csv").read_text() == "v\n8\n"
+    ok(cli("cumsum", "days", "--state", "s.json", "-o", "out/"))  # a retry: the same
+    assert (Path("out/1.csv").read_text(), Path("out/2.csv").read_text()) == (
+        "v\n1\n3\n", "v\n8\n")
+    write("days/3.csv", "v\n7\n")
+    ok(cli("cumsum", "days", "--state", "s.json", "-o", "out/"))
+    assert [Path(f"out/{d}.csv").read_text() for d in (1, 2, 3)] == [
+        "v\n1\n3\n", "v\n8\n", "v\n15\n"]
+    assert sorted(p.name for p in Path("out").iterdir()) == ["1.csv", "2.csv", "3.csv"]
+
+
 def test_output_directory_gets_one_output_per_input_under_the_same_relative_names(cli):
     write("in/2026/a.csv", "x\n1\n2\n")
     write("in/2026/b.csv.gz", "")  # replaced below by real gzip
