@@ -520,6 +520,16 @@ def test_money_shows_the_places_its_cells_have(invoke: Invoke):
                                          "16170.74", "16433.03"]
 
 
+@pytest.mark.parametrize("op, cells, shown", [
+    ("cumsum", "1e-20", ["1e-20"]),  # it was 0.0: one place "fitted" a tiny value
+    ("cumsum", "0.1\n0.2\n-0.3", ["0.1", "0.3", "0.0"]),  # 5.6e-17 is the sum's rounding
+    ("cumsum", "1.0000000000000002e-12\n0.001", ["1e-12", "0.001"]),  # numpy's "1.e-12"
+], ids=["tiny", "rounding-residue", "scientific"])
+def test_a_float_column_shows_its_tiny_values(invoke: Invoke, op, cells, shown):
+    text = render(invoke, op, "-", input="p\n" + cells + "\n")
+    assert [row[-1] for row in table_rows(text)] == shown
+
+
 def test_a_column_that_is_not_scanned_is_labelled_as_read(invoke: Invoke):
     text = render(invoke, "cumsum", "-c", "amount", "-",
                   input="year,amount,code,flag\n2024,1.5,007,true\n2025,2.5,008,false\n")

@@ -61,6 +61,7 @@ class Cells:
         digits = self.precision
         scientific = np.format_float_scientific(value, precision=digits - 1, unique=True,
                                                 trim="-", exp_digits=2)
+        scientific = scientific.replace(".e", "e")  # numpy leaves 1.e-12 where it rounds
         exponent = int(scientific.rsplit("e", 1)[1])
         if -4 <= exponent < digits:
             # "2.0" and "16433.0" (16432.9999... to 6 digits) end in a digit that is
@@ -94,12 +95,13 @@ def decimal_places(values: np.ndarray, precision: int) -> int | None:
     if not finite.shape[0] or np.abs(finite).max() >= 1e15:
         return None
     # The rounding of a running total, never a digit of the value: a value that needs
-    # more places than the precision (a log, a mean) keeps its significant digits.
-    tolerance = 1e-13
+    # more places than the precision (a log, a mean) keeps its significant digits. What
+    # is rounding is told by the column's largest value (0.1 + 0.2 - 0.3 leaves 5.6e-17
+    # beside 0.3), not by the places: a column of 1e-20 has none of them.
+    tolerance = 1e-13 * np.maximum(np.abs(finite), np.abs(finite).max())
     for places in range(1, precision + 1):
-        scale = 10.0 ** -places
         rounded = np.round(finite, places)
-        if np.all(np.abs(rounded - finite) <= tolerance * np.maximum(np.abs(finite), scale)):
+        if np.all(np.abs(rounded - finite) <= tolerance):
             return places
     return None
 
