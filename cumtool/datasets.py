@@ -85,6 +85,15 @@ class ChainSource(SourceBase):
         self.rows_read = 0
         self._as_text: set[int] = set()  # columns the file read now gives as JSON text
 
+    @property
+    def shown_name(self) -> str:
+        """What was given (a folder, a glob, the files), not the first file's name."""
+        given = self._request.inputs or (self._request.input,)
+        if len(given) == 1:
+            return given[0]
+        return (" and ".join(given) if len(given) == 2
+                else f"{given[0]} and {len(given) - 1:,} more")
+
     # Opening ---------------------------------------------------------------------------
 
     def _open(self, k: int, stack: contextlib.ExitStack) -> tuple[Any, FileKind]:
@@ -322,7 +331,7 @@ def _run_per_input(request: Request, dtype: np.dtype | None, chain: ChainSource,
     runner.note_left_out(request, plan, text_input)
     request.check_table_output(fmt)
     finish = state.prepare(request, plan, chain, resume)
-    view = View(request.op, "rows", chain.name)
+    view = View(request.op, "rows", chain.shown_name)
     # The outputs are written into a staging folder in the directory, and all put in
     # place together (with the state, if any) only once all succeeded (cumtool.staging).
     stage = stack.enter_context(staging.stage(directory))

@@ -371,7 +371,7 @@ def _run_table(request: Request, dtype: np.dtype | None, source: Any, schema: pa
     # The table view shows the scanned columns and their results before the others.
     scanned = set(plan.selected)
     passing = {name for i, name in enumerate(plan.names) if i not in scanned}
-    view = View(request.op, "rows" if plan.axis == 0 else "columns", source.name,
+    view = View(request.op, "rows" if plan.axis == 0 else "columns", source.shown_name,
                 tuple(plan.names[i] for i in plan.selected),
                 frozenset(plan.schema.names) - passing, request.table_rows, request.precision)
     request.check_table_output(out.format)

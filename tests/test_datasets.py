@@ -773,3 +773,18 @@ def test_an_overflow_in_a_later_input_names_its_file_row_and_line(cli):
     assert result.stderr == (
         "Error: a2.csv: column 'x', row 1 (line 3): cumsum overflows int64 (adding "
         "9223372036854775807); use --overflow wrap for wrap-around\n")
+
+
+@pytest.mark.parametrize("given, named", [
+    (["in"], "in"), (["in/*.csv"], "in/*.csv"), (["in/a.csv", "in/b.csv"],
+                                                   "in/a.csv and in/b.csv"),
+    (["in/a.csv", "in/b.csv", "in/c.csv"], "in/a.csv and 2 more"),
+], ids=["folder", "glob", "two", "three"])
+def test_the_tables_caption_names_what_was_given(cli, given, named):
+    """It named the first file, with the rows of all of them."""
+    for name, value in (("a", 1), ("b", 2), ("c", 3)):
+        write(f"in/{name}.csv", f"x\n{value}\n")
+    result = ok(cli("cumsum", *given, "--to", "table"))
+    rows = 3 if len(given) != 2 else 2
+    assert result.stdout.splitlines()[-1] == (
+        f"cumsum along rows of {named}, {rows} rows x 1 column; scanned: x")

@@ -421,6 +421,11 @@ class SourceBase:
     # their rows vary from run to run; the values never do (Format.grouped).
     cut_by_time: bool = False
 
+    @property
+    def shown_name(self) -> str:
+        """How the terminal's table and chart name the input in their caption."""
+        return self.name
+
     def as_json_text(self, positions: Collection[int]) -> bool:
         """Give these columns as JSON text (JSON_TEXT), as the run's first input has them
         (a JSON Lines column of mixed kinds): True where this reader does so itself (JSON
