@@ -276,7 +276,7 @@ def _json_text(field_: pa.Field) -> bool:
 
 def _difference(theirs: list[str], mine: list[str]) -> str:
     if len(theirs) != len(mine):
-        return f"{len(theirs)} columns, not {len(mine)}"
+        return f"{len(theirs)} column{'' if len(theirs) == 1 else 's'}, not {len(mine)}"
     at = next(i for i, (a, b) in enumerate(zip(theirs, mine, strict=True)) if a != b)
     return f"column {at + 1} is {theirs[at]!r}, not {mine[at]!r}"
 

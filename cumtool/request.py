@@ -359,10 +359,11 @@ class Request:
                              f"{'--x' if self.x is not None else '--by'} column the chart "
                              "needs; leave --only-scanned out")
         image = self.chart_image() is not None
-        low, high, unit = ((CHART_PIXELS[0], CHART_PIXELS[1], "pixels") if image
-                           else (CHART_CELLS[0], CHART_CELLS[1], "characters"))
-        for flag, value, least in (("--width", self.width, low[0]),
-                                   ("--height", self.height, low[1])):
+        low, high = ((CHART_PIXELS[0], CHART_PIXELS[1]) if image
+                     else (CHART_CELLS[0], CHART_CELLS[1]))
+        for flag, value, least, unit in (
+                ("--width", self.width, low[0], "pixels" if image else "characters"),
+                ("--height", self.height, low[1], "pixels" if image else "lines")):
             if value is not None and not least <= value <= high:
                 raise UsageError(f"{flag} {value}: {'an image' if image else 'a terminal'} "
                                  f"chart takes {least} to {high} {unit}")
