@@ -80,6 +80,8 @@ def main() -> None:
     gc.disable()
     try:
         from cumtool.cli import main as cli_main
+
+        check_stop()  # one that came while they loaded (commit.stop_now waited), now
     except Stopped as stop:
         sys.stderr.write(f"Error: {stop.message()}\n")
         sys.exit(stop.exit_code)
