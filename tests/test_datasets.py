@@ -141,7 +141,7 @@ def test_a_later_csv_with_other_columns_is_an_error_naming_both_files(cli):
                              "'z', not 'y'); the inputs must share a schema\n")
     assert not os.path.exists("out.csv")
     result = cli("cumsum", "a.csv", "c.csv")
-    assert result.stderr.endswith("Error: c.csv: its columns differ from a.csv's (1 columns, "
+    assert result.stderr.endswith("Error: c.csv: its columns differ from a.csv's (1 column, "
                                   "not 2); the inputs must share a schema\n")
 
 
