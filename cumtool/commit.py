@@ -86,6 +86,7 @@ def stop_now(frame: object) -> bool:
     traceback, or turns into another (a panic). The stop is raised once Python is out of
     it, by a timer that comes back until then (SIGALRM), or at the run's next check_stop."""
     if not _in_import(frame):
+        disarm()
         return True
     _retry_soon()
     return False
@@ -99,10 +100,24 @@ def _in_import(frame: object) -> bool:
     return False
 
 
+_armed: list[bool] = []  # the timer of _retry_soon is set
+
+
 def _retry_soon() -> None:
     if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGALRM, _retry)
         signal.setitimer(signal.ITIMER_REAL, 0.02)
+        _armed[:] = [True]
+
+
+def disarm() -> None:
+    """The timer of a stop that waited is off, and SIGALRM ignored: as the interpreter
+    exits it sets the signals with Python handlers back to their default, and SIGALRM's
+    would end the process (status -14) after its own line and status were given."""
+    if _armed and threading.current_thread() is threading.main_thread():
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        _armed.clear()
 
 
 def _retry(_number: int, frame: object) -> None:
@@ -111,8 +126,10 @@ def _retry(_number: int, frame: object) -> None:
     if _requested and not committed.is_set() and not _putting_in_place.is_set():
         if _in_import(frame):
             _retry_soon()
-        else:
-            check_stop()
+            return
+        disarm()
+        check_stop()
+    disarm()
 
 
 def check_stop() -> None:
@@ -123,6 +140,7 @@ def check_stop() -> None:
     if _requested and not committed.is_set():
         number = _requested[0]
         _requested.clear()
+        disarm()
         raise Stopped(number)
 
 

@@ -16,6 +16,7 @@ from cumtool.commit import (
     STOP_SIGNALS,
     check_stop,
     committed,
+    disarm,
     fault,
     handled_signals,
     leave_when_committed,
@@ -110,6 +111,7 @@ def main() -> None:
             status = code
         raise
     finally:
+        disarm()  # a stop's timer, if one waited for an import
         if committed.is_set():  # until the process is gone
             for number in STOP_SIGNALS:
                 signal.signal(number, signal.SIG_IGN)
