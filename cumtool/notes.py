@@ -81,12 +81,10 @@ def na_option(na_values: Sequence[str] | None, texts: Sequence[str]) -> str | No
 
 
 def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint],
-             selected: Collection[int], structural: Collection[int] = (),
-             typed: bool = False) -> None:
+             selected: Collection[int], structural: Collection[int] = ()) -> None:
     """A note for each column the default selection (no -c) left out though its judged
     cells are mostly numbers (ColumnHint.mostly_numbers): named, with its first text cell
-    and how to scan it. `typed`: the input's values have types (JSON Lines), so --na
-    makes none of them missing."""
+    and how to scan it."""
     if not request.notes or any(not s.negated for s in request.columns):
         return
     from cumtool.columns import resolve
@@ -122,7 +120,7 @@ def left_out(request: Request, names: Sequence[str], hints: Sequence[ColumnHint]
         # they are few enough to list.
         chosen = sorted({*selected, i}) if len(selected) < _LISTED else [i]
         how = column_option(names, chosen)
-        if typed:
+        if hint.kind != "text":  # a typed input's (JSON Lines): --na makes none missing
             note(request, f"column {names[i]!r} is not scanned: its first rows hold numbers, "
                           f"but {hint.culprit}; to scan it, write its values that are not "
                           f"numbers as null and pass {how}")

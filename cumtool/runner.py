@@ -116,8 +116,7 @@ def note_left_out(request: Request, plan: Any, text_input: bool) -> None:
         from cumtool.notes import left_out
 
         left_out(request, single.names, single.hints, single.scanned,
-                 {*single.by, *([single.reset] if single.reset is not None else [])},
-                 typed=not text_input)
+                 {*single.by, *([single.reset] if single.reset is not None else [])})
 
 
 def run_table(request: Request, dtype: np.dtype | None, source: Any, out: FileKind,

@@ -153,9 +153,10 @@ _BIG_NUMBERS = {
 }
 
 
-def _bigint_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[[], str]:
+def _nothing_to_scan_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[[], str]:
     """Where no column is left to scan: how to scan one of integers beyond int64 (an id
-    by default, but the user may mean a count; the -c error says the same)."""
+    by default, but the user may mean a count; the -c error says the same), or one that
+    looks numeric but was left out (what notes.left_out says where another is scanned)."""
     def hint() -> str:
         for name, column in zip(names, hints, strict=True):
             if column.kind in _BIG_NUMBERS:
@@ -213,7 +214,7 @@ def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
     return select(names, [hint.by_default for hint in hints], columns, exclude, what,
                   scannable=scannable,
                   unscannable=_unscannable(names, hints, stored, op, compares, what, repeated),
-                  structural=structural, index=index, none_hint=_bigint_hint(names, hints))
+                  structural=structural, index=index, none_hint=_nothing_to_scan_hint(names, hints))
 
 
 class TablePlan:
