@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from cumtool import inputs, runner, staging, state
 from cumtool.errors import DataError, OutputError, UsageError, option
-from cumtool.formats import JSON_TEXT, ColumnHint, FileKind, SourceBase
+from cumtool.formats import ColumnHint, FileKind, SourceBase, holds_json_text
 from cumtool.formats.csv import wide
 from cumtool.formats.registry import DELIMITED, kind_from_name
 from cumtool.request import Request
@@ -176,9 +176,9 @@ class ChainSource(SourceBase):
             return set()  # text: each run converts the columns the first file says
         as_text: set[int] = set()
         for i, (mine, other) in enumerate(zip(self._own, theirs, strict=True)):
-            if _json_text(mine):  # values of mixed kinds: any other file's as JSON text
-                as_text.update(() if _json_text(other) else (i,))
-            elif _json_text(other):
+            if holds_json_text(mine):  # values of mixed kinds: any other file's as JSON text
+                as_text.update(() if holds_json_text(other) else (i,))
+            elif holds_json_text(other):
                 raise DataError(f"{path}: column {mine.name!r} holds values of mixed kinds, "
                                 f"but in {first} it is {mine.type}; the inputs must share a "
                                 f"schema (give {path} first: a column of mixed kinds in the "
@@ -267,11 +267,6 @@ class ChainSource(SourceBase):
             arrays.insert(0, constant(0, self.files[k].path))
             labels.insert(0, self._filename)
         return pa.RecordBatch.from_arrays(arrays, names=labels)
-
-
-def _json_text(field_: pa.Field) -> bool:
-    """Whether a column holds each value's JSON text (formats.JSON_TEXT)."""
-    return bool(field_.metadata) and JSON_TEXT in field_.metadata
 
 
 def _difference(theirs: list[str], mine: list[str]) -> str:

@@ -12,7 +12,14 @@ import numpy as np
 
 from cumtool import kernels
 from cumtool.errors import CumtoolError, OutputError, UsageError
-from cumtool.formats import ArraySink, FileKind, TableSink, WriteRequest, Writing
+from cumtool.formats import (
+    ArraySink,
+    FileKind,
+    TableSink,
+    WriteRequest,
+    Writing,
+    holds_json_text,
+)
 from cumtool.formats.registry import format_named
 from cumtool.pipeline import drain
 
@@ -114,7 +121,7 @@ class Reporting:
 
 
 def _has_json_text(schema: pa.Schema) -> bool:
-    return any(f.metadata and b"cumtool.json" in f.metadata for f in schema)
+    return any(holds_json_text(f) for f in schema)
 
 
 class _Converting:

@@ -29,7 +29,7 @@ from cumtool.columnar import (
 )
 from cumtool.columns import Selection, listing, resolve, select
 from cumtool.errors import DataError, ScanOverflowError, UsageError, option
-from cumtool.formats import CULPRIT, HOLDS, JSON_TEXT, MOSTLY, ColumnHint
+from cumtool.formats import CULPRIT, HOLDS, MOSTLY, ColumnHint, holds_json_text
 from cumtool.kernels import overflow_hint
 from cumtool.ops import INDEXED, REGISTRY
 
@@ -245,8 +245,7 @@ class TablePlan:
                                            (f.metadata or {}).get(MOSTLY) == b"1")
                                for f in schema]
         # JSON Lines columns of mixed kinds, held as each value's JSON text.
-        self.json_text = {i for i, f in enumerate(schema)
-                          if (f.metadata or {}).get(JSON_TEXT) == b"1"}
+        self.json_text = {i for i, f in enumerate(schema) if holds_json_text(f)}
         # cumnunique compares values: any column named with -c, down the rows (distinct.py)
         self.distinct = REGISTRY[op].distinct
         if self.distinct and self.axis == 1:

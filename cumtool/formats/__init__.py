@@ -333,6 +333,12 @@ DEFAULT_NA = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "<NA>", "#N/A")
 HOLDS = b"cumtool.holds"
 # Field metadata of a JSON Lines column of mixed kinds: it holds each value's JSON text.
 JSON_TEXT = b"cumtool.json"
+
+
+def holds_json_text(field_: pa.Field) -> bool:
+    """Whether a column holds each value's JSON text (JSON_TEXT)."""
+    return bool(field_.metadata) and JSON_TEXT in field_.metadata
+
 # Field metadata: a text column's first value that is not a number, and where
 # (culprit_text), for the message where -c names it: ColumnHint.culprit.
 CULPRIT = b"cumtool.culprit"

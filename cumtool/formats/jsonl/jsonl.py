@@ -74,6 +74,7 @@ from cumtool.formats import (
     MOSTLY,
     SourceBase,
     culprit_text,
+    holds_json_text,
     row_text,
 )
 from cumtool.formats.jsonl import lines
@@ -1020,7 +1021,7 @@ class JsonlSource(SourceBase):
                 text, masked = segment.columns[i]
                 column = spooled.column(str(i))
                 absent = column_to_numpy(spooled.column(f"{i}!"))[0] if masked else None
-                if field_.metadata and JSON_TEXT in field_.metadata:
+                if holds_json_text(field_):
                     if pa.types.is_floating(column.type):
                         # A float column read as such (its integers too: 0 read 0.0)
                         # that turned out to mix kinds: its values as the lines have them.
@@ -1699,7 +1700,7 @@ def cell_text(batch: pa.RecordBatch) -> pa.RecordBatch:
     a), `null` as a missing cell, and other values (numbers, objects) as their JSON."""
     arrays = []
     for field_, column in zip(batch.schema, batch.columns, strict=True):
-        if field_.metadata and JSON_TEXT in field_.metadata:
+        if holds_json_text(field_):
             column = json_values_text(column)
         arrays.append(column)
     fields = [f.remove_metadata() for f in batch.schema]
@@ -1882,7 +1883,7 @@ class JsonlSink:
 def _polars_writes(field_: pa.Field) -> bool:
     """Whether polars' NDJSON writer writes a column's cells as Python's json module
     would (floats but for the rows `_odd_rows` finds)."""
-    if field_.metadata and JSON_TEXT in field_.metadata:
+    if holds_json_text(field_):
         return False
     arrow_type = field_.type
     if pa.types.is_dictionary(arrow_type):
@@ -1896,7 +1897,7 @@ def _polars_writes(field_: pa.Field) -> bool:
 def _written_natively(field_: pa.Field) -> bool:
     """Whether lines.write_lines writes a column: numbers, flags, strings or nothing but
     nulls."""
-    if field_.metadata and JSON_TEXT in field_.metadata:
+    if holds_json_text(field_):
         return False
     arrow_type = field_.type
     return (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
@@ -1935,7 +1936,7 @@ def _json_text(field_: pa.Field, column: pa.Array, name: str,
     import polars as pl
 
     cells = pl.col(name)
-    if field_.metadata and JSON_TEXT in field_.metadata:
+    if holds_json_text(field_):
         columns[name] = _series(column.cast(pa.string()))
         return cells
     arrow_type = column.type
