@@ -425,6 +425,13 @@ def _special_file(path: str) -> Iterator[IO[bytes]]:
         raise _failed(path, error) from None
 
 
+def no_directory(path: str, directory: str) -> OutputError:
+    """The error of an output `path` whose `directory` is not there, or is a file."""
+    return OutputError(f"cannot write {path}: {directory} is not a directory"
+                       if os.path.exists(directory) else
+                       f"cannot write {path}: directory {directory} does not exist")
+
+
 @contextlib.contextmanager
 def _replacing(path: str, info: os.stat_result | None, commit: Commit | None
                ) -> Iterator[IO[bytes]]:
@@ -433,9 +440,7 @@ def _replacing(path: str, info: os.stat_result | None, commit: Commit | None
     target = os.path.realpath(path)  # through a symlink: replace the file, keep the link
     directory, base = os.path.split(target)
     if not os.path.isdir(directory):
-        raise OutputError(f"cannot write {path}: {directory} is not a directory"
-                          if os.path.exists(directory) else
-                          f"cannot write {path}: directory {directory} does not exist")
+        raise no_directory(path, directory)
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise OutputError(f"cannot write {path}: it is a directory")
     if info is not None and not _may_write(target):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from cumtool.commit import RECORD_SUFFIX, Commit, StateLock, recover, remove_leftovers
-from cumtool.errors import DataError, OutputError, UsageError, option
+from cumtool.errors import DataError, UsageError, option
 from cumtool.fingerprint import Print, Span, fingerprint, header_record, spool_stdin
 from cumtool.kernels import ScanSpec
 from cumtool.options import GENERAL
@@ -85,9 +85,9 @@ def begin(request: Request, stack: contextlib.ExitStack) -> Resume | None:
     real = os.path.realpath(path)
     folder = os.path.dirname(real)
     if not os.path.isdir(folder):  # found now, not after the output is written
-        raise OutputError(f"cannot write {path}: {folder} is not a directory"
-                          if os.path.exists(folder) else
-                          f"cannot write {path}: directory {folder} does not exist")
+        from cumtool.output import no_directory
+
+        raise no_directory(path, folder)
     _refuse_a_data_file(request, path, real)
     lock = StateLock(real, request.wait, path)
     stack.callback(lock.release)

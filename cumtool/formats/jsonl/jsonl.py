@@ -127,7 +127,6 @@ HEAD_LINES = 1024  # lines read with Python's json first where a block is not ta
 BY_POLARS = True  # polars' reader first (else pyarrow's alone)
 BY_NATIVE = True  # the C block parser (_jsonl.c) before polars', where it was built
 _PARSE_BLOCK = 1 << 20  # pyarrow's unit of work (its threads take blocks of this size)
-_EACH = EACH
 _EXACT_FLOAT = 1 << 53  # integers beyond this are not exact as float64
 _INT64 = 1 << 63
 
@@ -225,7 +224,7 @@ def _field(name: str, key: _Key, token: str, floats: bool = False) -> pa.Field:
             metadata[HOLDS] = b"bigfloat"  # integers float64 cannot hold, among floats
         return pa.field(name, pa.string(), metadata=metadata)
     if has_null and key.absent:
-        missing = _EACH + token.encode()
+        missing = EACH + token.encode()
     else:
         missing = b"null" if has_null else b"absent"
     return pa.field(name, arrow_type, metadata={FIELD_MISSING: missing, **named})
@@ -400,7 +399,7 @@ class JsonlSource(SourceBase):
             raise DataError(f"{self.name}: cannot read: {error.strerror or error}") from None
         self._schema = self._schema_now()
         self._null_rows = None
-        if any((f.metadata or {}).get(FIELD_MISSING, b"").startswith(_EACH)
+        if any((f.metadata or {}).get(FIELD_MISSING, b"").startswith(EACH)
                for f in self._schema):
             self._null_rows = _NullRows()
             _NULL_ROWS[self._token] = self._null_rows
@@ -459,7 +458,7 @@ class JsonlSource(SourceBase):
         first = self._first
         if self._reading is None or first is None or not len(first) or any(
                 f.metadata and (JSON_TEXT in f.metadata or (f.metadata.get(
-                    FIELD_MISSING, b"")).startswith(_EACH)) for f in first):
+                    FIELD_MISSING, b"")).startswith(EACH)) for f in first):
             self._not_behind()
             return None
         return _Provisional(self, first)
@@ -1039,7 +1038,7 @@ class JsonlSource(SourceBase):
                     column = column.cast(field_.type, safe=not pa.types.is_floating(
                         field_.type))
             missing = (field_.metadata or {}).get(FIELD_MISSING, b"")
-            if missing.startswith(_EACH):
+            if missing.startswith(EACH):
                 nulls = ~_valid(column)
                 if absent is not None:
                     nulls &= ~absent
@@ -1732,8 +1731,8 @@ class JsonlSink:
         self._null_rows: dict[int, tuple[_NullRows, str]] = {}
         for i, f in enumerate(self._fields):
             missing = (f.metadata or {}).get(FIELD_MISSING, b"")
-            if missing.startswith(_EACH):
-                token, key = missing[len(_EACH):].decode().split(" ")
+            if missing.startswith(EACH):
+                token, key = missing[len(EACH):].decode().split(" ")
                 rows = _NULL_ROWS.get(token)
                 if rows is not None:
                     rows.wanted = True
