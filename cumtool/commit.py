@@ -100,21 +100,21 @@ def _in_import(frame: object) -> bool:
     return False
 
 
-_armed: list[bool] = []  # the timer of _retry_soon is set
+_armed = threading.Event()  # the timer of _retry_soon is set
 
 
 def _retry_soon() -> None:
     if hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGALRM, _retry)
         signal.setitimer(signal.ITIMER_REAL, 0.02)
-        _armed[:] = [True]
+        _armed.set()
 
 
 def disarm() -> None:
     """The timer of a stop that waited is off, and SIGALRM ignored: as the interpreter
     exits it sets the signals with Python handlers back to their default, and SIGALRM's
     would end the process (status -14) after its own line and status were given."""
-    if _armed and threading.current_thread() is threading.main_thread():
+    if _armed.is_set() and threading.current_thread() is threading.main_thread():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, signal.SIG_IGN)
         _armed.clear()
@@ -123,13 +123,12 @@ def disarm() -> None:
 def _retry(_number: int, frame: object) -> None:
     # Not while the run puts its files in place, nor after: then its work is done, and a
     # stop that came before is dropped, as one that comes then is (may_stop).
-    if _requested and not committed.is_set() and not _putting_in_place.is_set():
-        if _in_import(frame):
-            _retry_soon()
-            return
+    if not _requested or committed.is_set() or _putting_in_place.is_set():
         disarm()
-        check_stop()
-    disarm()
+    elif _in_import(frame):
+        _retry_soon()
+    else:
+        check_stop()  # (which disarms the timer as it raises)
 
 
 def check_stop() -> None:
