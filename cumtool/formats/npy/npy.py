@@ -168,7 +168,7 @@ class NpySource(SourceBase):
         assert self._fd is not None
         block = np.empty((stop - start, *self.shape[1:]), self.dtype)
         view = block.data.cast("B")
-        at = self._offset + start * (view.nbytes // max(stop - start, 1))
+        at = self._offset + start * math.prod(self.shape[1:]) * self.dtype.itemsize
         done = 0
         while done < view.nbytes:
             try:
