@@ -903,3 +903,35 @@ def test_indices_into_npy_is_refused_once_for_every_driver(invoke, tmp_path, fol
     assert result.stderr == ("Error: --indices with .npy output needs .npy input; write csv "
                              "or parquet\n")
     assert not (tmp_path / "out.npy").exists() and not (tmp_path / "out").exists()
+
+
+_REOPENS = (
+    "import os, sys, cumtool.cli\n"
+    "seen = []\n"
+    "real_open = os.open\n"
+    "def recording(path, flags, *rest):\n"
+    "    seen.append((path, flags & os.O_ACCMODE))\n"
+    "    if sys.argv[1] == 'refused':\n"
+    "        raise PermissionError(13, 'Permission denied')\n"
+    "    return real_open(path, flags, *rest)\n"
+    "os.open = recording\n"
+    "cumtool.cli.main = lambda *a: sys.stderr.write(repr(seen))\n"
+    "from cumtool.launch import main\n"
+    "main()\n")
+
+
+@pytest.mark.parametrize("case", ["file", "refused", "pipe"])
+def test_standard_output_over_an_existing_file_is_written_as_a_new_one(tmp_path, case):
+    """Standard output redirected over an existing file: before a byte is written, the
+    command opens and closes it once more, read-only, so that ext4 does not make the
+    process place every page it wrote at its exit (launch._written_as_a_new_file). A pipe
+    is left alone, and a file it may not read is written as before."""
+    target = tmp_path / "out.csv"
+    target.write_text("the last run's output\n")
+    with open(target, "w") as out:
+        stdout = subprocess.PIPE if case == "pipe" else out
+        done = subprocess.run([sys.executable, "-c", _REOPENS, case], stdout=stdout,
+                              stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 0
+    wanted = [] if case == "pipe" else [("/proc/self/fd/1", os.O_RDONLY)]
+    assert done.stderr == repr(wanted)
