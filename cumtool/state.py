@@ -893,6 +893,10 @@ def _restore_object(path: str, obj: Any, saved: dict[str, Any], widen: bool = Fa
             _restore_object(path, template, value["object"], widen)
             continue
         decoded = _decode_value(value)
+        if isinstance(template, int) and not isinstance(template, bool) and not (
+                isinstance(decoded, int) and not isinstance(decoded, bool)
+                and 0 <= decoded < 2**63):  # a carry's positions scanned (offset)
+            raise _damaged(path, f"field {name!r} is not a count of positions")
         if widen:
             decoded = _widened(path, name, decoded, template)
         if isinstance(template, np.ndarray | np.generic) and (

@@ -519,6 +519,23 @@ def test_a_state_file_with_a_negative_count_is_an_error_not_a_crash(cli, op):
                                     "version can use (field 'value' holds a count below 0)")
 
 
+@pytest.mark.parametrize("offset", [-5, "3", 1.5, True, 2**63])
+def test_a_state_file_with_an_edited_offset_is_an_error_not_a_crash(cli, offset):
+    """A carry's positions scanned (offset), edited to text or below 0, once gave an
+    internal error in the next run, or carried on from a position never scanned."""
+    write("d.csv", "x\n1\n2\n")
+    write("next.csv", "x\n3\n")
+    ok(cli("cummax", "d.csv", "--state", "s.json", "--indices"))
+    state = json.loads(Path("s.json").read_text())
+    state["plans"][0]["columns"][0]["carry"]["offset"] = offset
+    Path("s.json").write_text(json.dumps(state))
+    result = cli("cummax", "next.csv", "--state", "s.json", "--indices")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: s.json: not a cumtool state file that this "
+                                    "version can use (field 'offset' is not a count of "
+                                    "positions)")
+
+
 def _float_bits(values: list[float | None]) -> list[bytes | None]:
     return [None if v is None else struct.pack("<d", v) for v in values]
 
