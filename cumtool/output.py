@@ -188,103 +188,6 @@ class _Writeback:
         self._pending = 0
 
 
-_BEHIND_SECONDS = 0.02
-
-
-@contextlib.contextmanager
-def _writeback_behind(stream: IO[bytes]) -> Iterator[None]:
-    """Where standard output is a regular file that a shell's `>` cut to nothing (not one
-    it made), a thread of its own starts the disk's writes of what the run writes, every
-    _WRITEBACK_BYTES behind the writers (who write to the descriptor, in C too: the
-    file's size says how far they are).
-
-    Why: ext4 (auto_da_alloc, on by default; XFS and btrfs alike) writes all the dirty
-    pages of a file truncated to nothing out when it is closed, in the closing process:
-    at our exit, on one thread, after the work. 10M x 8 CSV to CSV (1.3 GB) over the
-    last run's file took 2.31 s against 1.72 s to a new file on 2 cores, 1.88 s with
-    this thread; on 16 cores the flush made standard output 1.3 s against 0.7 s
-    (benchmarks/RESULTS-cores.md). A new file has no such flush, and the thread would
-    only move the kernel's later writes into the run (+0.1 s there): it is not started.
-    The pages go to disk as the flush would have sent them; nothing waits for the disk."""
-    try:
-        fd = stream.fileno()
-        info = os.fstat(fd)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    if not stat.S_ISREG(info.st_mode) or info.st_size != 0 or _Writeback._call is False:
-        yield
-        return
-    import threading
-
-    from cumtool import native
-
-    if native.CORES <= 1:  # --threads 1 runs on one thread (and one core has no other)
-        yield
-        return
-
-    done = threading.Event()
-
-    def behind() -> None:
-        started = 0
-        truncated: bool | None = None  # asked once there is enough to write out
-        while not done.wait(_BEHIND_SECONDS):
-            try:
-                size = os.fstat(fd).st_size
-            except OSError:
-                return
-            if size < started:  # cut back (a run dropped and made again): from there
-                started = size
-            elif size - started >= _WRITEBACK_BYTES:
-                if truncated is None:
-                    truncated = _cut_to_nothing(fd, info.st_mtime_ns)
-                    if not truncated:
-                        return
-                call = _sync_call()
-                if not call or call(fd, started, size - started, _SYNC_FILE_RANGE_WRITE) != 0:
-                    return  # not tried again: nothing here is needed for the output
-                started = size
-
-    thread = threading.Thread(target=behind, daemon=True, name="cumtool-writeback")
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()  # not joined: a call under way only starts writes, and ends alone
-
-
-_STATX_MTIME = 0x40
-_STATX_BTIME = 0x800
-_AT_EMPTY_PATH = 0x1000
-
-
-def _cut_to_nothing(fd: int, changed_ns: int) -> bool:
-    """Whether the empty file behind `fd`, last changed at `changed_ns` (its mtime when
-    the run began), was cut to nothing after it was made: it was born before that change
-    (statx's birth time; a file made by the open that gave it to us was born then).
-    False where that cannot be told (no statx, no birth time in this file system)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-        import struct
-
-        statx = ctypes.CDLL(None).statx
-        statx.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint,
-                          ctypes.c_char_p]
-        statx.restype = ctypes.c_int
-        found = ctypes.create_string_buffer(256)  # struct statx
-        if statx(fd, b"", _AT_EMPTY_PATH, _STATX_BTIME | _STATX_MTIME, found) != 0:
-            return False
-    except (OSError, AttributeError):
-        return False
-    mask = struct.unpack_from("=I", found.raw, 0)[0]
-    if mask & _STATX_BTIME == 0:
-        return False
-    seconds, nanoseconds = struct.unpack_from("=qI", found.raw, 80)  # stx_btime
-    return seconds * 1_000_000_000 + nanoseconds < changed_ns
-
-
 def _sync_call() -> Any:
     """libc's sync_file_range, looked up once for the process (_Writeback._call, which
     the tests replace), or False where there is none."""
@@ -376,9 +279,8 @@ def open_output(path: str | None, commit: Commit | None = None) -> Iterator[IO[b
             raise OutputError("cannot write standard output: it is closed")
         # Flushed at every write so that a pipeline's next stage sees rows as they come.
         stdout = _GuardedStream(sys.stdout.buffer, "standard output", flush_each=True)
-        with _writeback_behind(sys.stdout.buffer):
-            yield stdout  # type: ignore[misc]
-            stdout.flush()
+        yield stdout  # type: ignore[misc]
+        stdout.flush()
         return
     if is_url(path):  # uploaded from a local temporary file once complete
         from cumtool.remote import uploading
