@@ -374,8 +374,10 @@ def _scan_extreme(
     ufunc.accumulate(values, axis=0, out=values)
     indices = None
     # numpy's maximum/minimum pick either zero when -0.0 ties 0.0 (float16 the first, the
-    # others by platform); torch keeps the last tied element, so zeros are re-read below.
-    zero_ties = x.dtype.kind == "f" and not values.all()
+    # others by platform) and keep the first NaN; torch keeps the last tied element and
+    # takes each NaN as it comes (its sign and payload), so those are re-read below.
+    zero_ties = x.dtype.kind == "f" and values.size > 0 and (
+        not values.all() or bool(np.isnan(values[-1]).any()))
     if spec.indices or zero_ties:
         prev = np.concatenate([carry.value[np.newaxis], values[:-1]])
         compare = getattr(np, str(spec.accumulator.takes_over))

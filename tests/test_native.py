@@ -178,7 +178,7 @@ def test_running_extremes_in_c_keep_the_later_tie_and_the_nan(op, dtype):
     rng = np.random.default_rng(11)
     if dtype is np.float64:
         x = rng.choice([0.0, -0.0, 1.5, -1.5, np.inf, -np.inf, 2.0], 400)
-        x[[150, 320]] = np.nan
+        x[150], x[320] = np.nan, -np.nan  # each NaN takes over with its own sign (torch)
     else:
         x = rng.choice([0, -1, 2**63 - 1, -(2**63), 7], 400).astype(np.int64)
     x = x.astype(dtype)
@@ -187,6 +187,7 @@ def test_running_extremes_in_c_keep_the_later_tie_and_the_nan(op, dtype):
     assert same_bits(fast, slow)
     if dtype is np.float64:
         assert np.isnan(fast[150:]).all() and not np.isnan(fast[:150]).any()
+        assert np.signbit(fast[150:]).tolist() == [False] * 170 + [True] * 80
         zero = np.flatnonzero(fast[:150] == 0)
         signs = np.signbit(fast[zero])
         # each zero out is the sign of the latest zero in, where no other value won

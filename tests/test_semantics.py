@@ -512,6 +512,37 @@ def test_cummax_cummin_nan_and_tie_rules(op, data, values, indices):
     assert_exact(got_indices, indices, "int64")
 
 
+@pytest.mark.parametrize("op", ["cummax", "cummin"])
+@pytest.mark.parametrize("how", ["plain", "indices", "by", "float32", "batches"])
+def test_each_later_nan_takes_over_with_its_own_bits(op, how, tmp_path):
+    """torch's loop takes every NaN as it comes (`out = curr_elem`), so the running value
+    holds the latest NaN, sign and payload, as its index says; numpy's accumulate kept
+    the first, and only a block holding a zero (re-read) or --indices gave torch's."""
+    data = np.array([2.0, np.nan, 1.0, -np.nan, 3.0], dtype="float32" if how == "float32"
+                    else "float64")
+    if how == "batches":  # a file read in batches of 2 rows: the carry holds the NaN
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"x": data}), tmp_path / "in.parquet")
+        import subprocess
+        import sys
+
+        subprocess.run([sys.executable, "-m", "cumtool", op, str(tmp_path / "in.parquet"),
+                        "--batch-rows", "2", "-o", str(tmp_path / "out.parquet")], check=True)
+        got = pq.read_table(tmp_path / "out.parquet")["x"].to_numpy()
+    elif how == "by":
+        got = cumtool.scan(data, op, by=[0, 1, 0, 1, 1])  # 2, 1 | nan, -nan, 3
+    else:
+        got = cumtool.scan(data, op, indices=how == "indices")
+        if how == "indices":
+            got, places = got
+            assert places.tolist() == [0, 1, 1, 3, 3]
+    signs = np.signbit(got).tolist()
+    assert np.isnan(got).tolist() == [False, True, how != "by", True, True]
+    assert signs == [False, False, False, True, True]
+
+
 @pytest.mark.parametrize(
     ("op", "data", "dtype", "indices"),
     [

@@ -833,7 +833,8 @@ PyDoc_STRVAR(scan_column_doc,
 "A column's running value from start[0] into out (of x's length; it may be x itself),\n"
 "kept in a register: numpy's accumulate reads it back from memory at every row. x and\n"
 "out are int64 with `integer`, else float64. step 0: cummax, 1: cummin, with torch's\n"
-"ties (the later element: -0.0 after 0.0; a NaN wins and stays); 2: cumsum of int64,\n"
+"ties (the later element: -0.0 after 0.0; a NaN wins and stays, each later NaN taking\n"
+"over with its own bits); 2: cumsum of int64,\n"
 "wrapped to 64 bits as numpy's add wraps; 3: the same, checked. Returns -1, or with\n"
 "step 3 the first row whose sum leaves int64 (out is unfinished from there).");
 
@@ -860,7 +861,7 @@ static PyObject *scan_column(PyObject *self, PyObject *args)
         double s = ITEM(start, double, 0);
         for (Py_ssize_t row = 0; row < x.rows; row++) {
             const double v = ITEM(x, double, row);
-            if (!isnan(s) && (isnan(v) || (step == COLUMN_MIN ? v <= s : v >= s)))
+            if (isnan(v) || (!isnan(s) && (step == COLUMN_MIN ? v <= s : v >= s)))
                 s = v;
             ITEM(out, double, row) = s;
         }
