@@ -153,10 +153,26 @@ _BIG_NUMBERS = {
 }
 
 
-def _nothing_to_scan_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> Callable[[], str]:
+# What -c scans that no default does (tables.md): flags, codes and, for the ops that
+# compare, dates and times.
+_NAMED_ONLY = {"bool": "booleans", "code": "codes with leading zeros", "date": "dates"}
+_DATES_TAKE = ("cummax", "cummin")
+
+
+def _nothing_to_scan_hint(names: Sequence[str], hints: Sequence[ColumnHint], op: str = "",
+                          compares: bool = False) -> Callable[[], str]:
     """Where no column is left to scan: how to scan one of integers beyond int64 (an id
-    by default, but the user may mean a count; the -c error says the same), or one that
-    looks numeric but was left out (what notes.left_out says where another is scanned)."""
+    by default, but the user may mean a count; the -c error says the same), one that
+    looks numeric but was left out (what notes.left_out says where another is scanned),
+    or one that only -c scans (booleans, codes, and dates where the op takes them)."""
+    def named_only() -> str:
+        for name, column in zip(names, hints, strict=True):
+            if column.kind in _NAMED_ONLY and (
+                    column.kind != "date" or compares or op in _DATES_TAKE):
+                return (f"; column {name!r} holds {_NAMED_ONLY[column.kind]}, scanned only "
+                        f"where named: {option('columns', name)}")
+        return ""
+
     def hint() -> str:
         for name, column in zip(names, hints, strict=True):
             if column.kind in _BIG_NUMBERS:
@@ -175,7 +191,7 @@ def _nothing_to_scan_hint(names: Sequence[str], hints: Sequence[ColumnHint]) -> 
                        "its values that are not numbers null")
                 return (f"; column {name!r} holds numbers, but {column.culprit}: to scan it, "
                         f"name it with -c, {how}")
-        return ""
+        return named_only()
 
     return hint
 
@@ -214,7 +230,8 @@ def scanned_columns(names: Sequence[str], hints: Sequence[ColumnHint],
     return select(names, [hint.by_default for hint in hints], columns, exclude, what,
                   scannable=scannable,
                   unscannable=_unscannable(names, hints, stored, op, compares, what, repeated),
-                  structural=structural, index=index, none_hint=_nothing_to_scan_hint(names, hints))
+                  structural=structural, index=index,
+                  none_hint=_nothing_to_scan_hint(names, hints, op, compares))
 
 
 class TablePlan:

@@ -236,7 +236,9 @@ def test_columns_are_judged_from_10000_rows_however_long(invoke, tmp_path, pad, 
                                                         f"7002.5,{'p' * pad}"]
     else:  # a code: x is text, and there is nothing to scan
         assert result.exit_code == 1
-        assert result.stderr == f"Error: {path}: no numeric columns to scan; columns: x, t\n"
+        assert result.stderr == (f"Error: {path}: no numeric columns to scan; columns: x, t; "
+                                 "column 'x' holds codes with leading zeros, scanned only "
+                                 "where named: -c x\n")
 
 
 def test_na_replaces_the_markers(invoke):

@@ -482,6 +482,28 @@ def test_the_json_lines_note_is_no_field_of_the_output(invoke, write_file, tmp_p
     assert metadata == {b"cumtool.json": b"1"}
 
 
+@pytest.mark.parametrize("op, data, said", [
+    ("cumsum", "flag\ntrue\nfalse\n", "column 'flag' holds booleans, scanned only where "
+     "named: -c flag"),
+    ("cumsum", "flag\n007\n010\n", "column 'flag' holds codes with leading zeros, scanned "
+     "only where named: -c flag"),
+    ("cummax", "flag\n2024-01-01\n2024-01-03\n", "column 'flag' holds dates, scanned only "
+     "where named: -c flag"),
+], ids=["booleans", "codes", "dates"])
+def test_no_column_to_scan_but_one_that_only_c_scans_says_so(invoke, write_file, op, data,
+                                                             said):
+    """Booleans, codes and dates are scanned only where -c names them (tables.md); where
+    nothing else was left to scan, the error named none of that."""
+    path = write_file("only.csv", data)
+    result = invoke(op, str(path))
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: no numeric columns to scan; columns: flag; "
+                             f"{said}\n")
+    if op == "cummax":  # cumsum takes no dates: nothing to say it would scan
+        result = invoke("cumsum", str(path))
+        assert result.stderr == f"Error: {path}: no numeric columns to scan; columns: flag\n"
+
+
 @pytest.mark.parametrize("name, data, said", [
     ("few.csv", "k\n" + "".join(f"{'x' if i == 5 else i}\n" for i in range(20)),
      "column 'k' holds numbers, but row 6 (line 7) holds 'x': to scan it, name it with -c, "
