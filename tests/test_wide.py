@@ -672,3 +672,53 @@ def test_rows_judged_past_the_first_chunk_give_the_narrow_paths_bytes(
         invoke: Callable[..., Result], table: tuple[bytes, str, int], op: str,
         options: list[list[str]], group: int) -> None:
     _wide_as_narrow(invoke, table, op, options, group)
+
+
+def _mixed_table(width: int, rows: int) -> str:
+    kinds = [lambda r: str(r), lambda r: f"{r % 7:03d}", lambda r: f"{r / 8}",
+             lambda r: "yes" if r % 2 else "no", lambda r: "true" if r % 3 else "false",
+             lambda r: f"2024-01-{r % 28 + 1:02d}", lambda r: "", lambda r: f"{r}" if r else "x"]
+    head = ",".join(f"c{j}" for j in range(width))
+    return head + "\n" + "".join(
+        ",".join(kinds[j % len(kinds)](r) for j in range(width)) + "\n" for r in range(rows))
+
+
+def test_columns_judged_a_group_at_a_time_are_judged_as_all_at_once(monkeypatch):
+    """A table's columns are judged a group of JUDGE_CELLS cells at a time (800 columns of
+    10,000 rows at once took the peak memory to 972 MiB): the same hints as all at once."""
+    import polars as pl
+
+    from cumtool.formats.csv import judge
+
+    frame = pl.read_csv(_mixed_table(40, 60).encode(), infer_schema=False)
+    whole = judge.judge_columns(frame, ["", "NA"], decimal_comma=False, float_columns=False,
+                                decimal=False)
+    monkeypatch.setattr(judge, "JUDGE_CELLS", 3 * 60)
+    grouped = judge.judge_columns(frame, ["", "NA"], decimal_comma=False,
+                                  float_columns=False, decimal=False)
+    assert grouped == whole
+    assert {hint.kind for hint in whole} == {"int", "code", "float", "text", "bool", "date",
+                                            "empty"}
+
+
+def test_the_rows_read_to_judge_are_scanned_in_batches_of_bounded_cells(
+        invoke, write_file, monkeypatch):
+    """The rows read to judge the columns (up to 10,000) go on as batches of about
+    _CHUNK_CELLS cells, as the chunks read after them do, not as one batch (10,000 rows of
+    800 columns held 8M cells' numbers and output at once): the same bytes."""
+    from cumtool.formats.csv import csv as csvformat
+
+    path = write_file("mixed.csv", _mixed_table(40, 3_000))
+    monkeypatch.setattr(fastcsv, "HEAD_CELLS", 0)  # a head this wide: the streaming path
+    whole = ok(invoke("cumsum", str(path), "-q")).stdout
+    heights: list[int] = []
+    batch = csvformat.CsvSource._batch
+
+    def counted(self: Any, frame: Any, *rest: Any) -> Any:
+        heights.append(frame.height)
+        return batch(self, frame, *rest)
+
+    monkeypatch.setattr(csvformat, "_CHUNK_CELLS", 40 * 200)
+    monkeypatch.setattr(csvformat.CsvSource, "_batch", counted)
+    assert ok(invoke("cumsum", str(path), "-q")).stdout == whole
+    assert sum(heights) == 3_000 and max(heights) == 200

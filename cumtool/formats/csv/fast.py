@@ -359,6 +359,8 @@ class _Job:
             wanted -= rows
             if status == CUT_UNSURE or end > HEAD_LIMIT:
                 raise Handover
+            if (head_rows - wanted) * self.width > HEAD_CELLS:
+                raise Handover  # a wide head (below): known before it is all cut
             if status == CUT_DONE:
                 if self.eof:
                     break

@@ -28,7 +28,6 @@ JUDGED_BYTES = 1 << 20  # the first rows of a wide file, cut into cells and held
 # narrow file's: the rows after the first MiB are judged a chunk at a time and held as
 # their bytes (Python strings would be twenty times their size), cut again when written.
 JUDGE_LIMIT = 16 << 20
-JUDGE_CELLS = 1 << 17  # cells judged at once: a group of columns' (their checks copy them)
 # A column empty in every judged row: read on (cells held as Python strings, about twenty
 # times their bytes) until it holds a value and INFER_ROWS rows from there, up to this.
 AHEAD_BYTES = 4 << 20
@@ -76,7 +75,7 @@ class WideSource(SourceBase):
                  total_bytes: int | None = None, widen: tuple[int, ...] = ()) -> None:
         import polars as pl
 
-        from cumtool.formats.csv.judge import INFER_ROWS, judge_cells
+        from cumtool.formats.csv.judge import INFER_ROWS, JUDGE_CELLS, judge_cells
 
         self.name = name
         self.total_bytes = total_bytes
