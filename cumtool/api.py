@@ -219,8 +219,6 @@ def _scan_file(data: Any, op: str, to: str | None, given: dict[str, Any],
 
     path = "-" if not isinstance(data, str | os.PathLike) else os.fspath(data)
     if path == "-" and getattr(data, "closed", False):
-        from cumtool.errors import UsageError
-
         raise UsageError("the file object given is closed: give it open, or its path")
     request = Request(op=op, input=path)
     cast = _dtype_argument(given["dtype"])

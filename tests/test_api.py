@@ -576,3 +576,23 @@ def test_a_closed_file_object_is_a_usage_error():
     with pytest.raises(UsageError, match=r"^the file object given is closed: give it open, "
                                          r"or its path$"):
         cumtool.scan(given, "cumsum")
+
+
+def test_to_on_an_npy_path_is_the_usage_error_it_says(tmp_path):
+    """It was an UnboundLocalError: a local import of UsageError in the same function."""
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(3))
+    with pytest.raises(UsageError) as caught:
+        cumtool.scan(str(path), "cumsum", to="pandas")
+    assert str(caught.value) == f"to= is for tables; {path} is an array"
+    assert cumtool.scan(str(path), "cumsum").tolist() == [0, 1, 3]
+
+
+def test_a_csv_too_wide_for_the_api_is_the_usage_error_it_says(tmp_path):
+    """The same UnboundLocalError, for a CSV of more columns than the API reads."""
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(f"c{i}" for i in range(9000)) + "\n" + ",".join("1" * 9000)
+                    + "\n")
+    with pytest.raises(UsageError, match=r"has too many columns for cumtool\.scan; use the "
+                                         r"command line$"):
+        cumtool.scan(str(path), "cumsum")
