@@ -57,6 +57,7 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
     # its declared default where not given, passed on as one mapping; the rest are the
     # ops' own.
     given, params = _keywords({"axis": axis, "dtype": dtype, **keywords})
+    _check_flags(given, params)
     if to not in (None, "arrow", "polars", "pandas"):
         raise UsageError(f"to= must be 'arrow', 'polars' or 'pandas', not {to!r}")
     if _dask_frame(data):
@@ -134,6 +135,20 @@ def _keywords(keywords: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
             raise UnknownKeyword(f"scan() got an unexpected keyword argument {name!r}"
                                  + _close_keywords(name, [*API_KEYWORDS, "to", *KEYWORDS]))
     return given, keywords
+
+
+def _check_flags(given: dict[str, Any], params: dict[str, Any]) -> None:
+    """The flags (reverse=, keep=, adjust=...) are True or False: "false" or "no" is truthy
+    and would turn them on, None off. numpy's bools are taken as Python's."""
+    from cumtool.ops import KEYWORDS
+
+    for keywords, declared in ((given, BY_FIELD), (params, KEYWORDS)):
+        for name, value in keywords.items():
+            if declared[name].type is not bool:
+                continue
+            if not isinstance(value, bool | np.bool_):
+                raise UsageError(f"{name}= must be True or False, not {value!r}")
+            keywords[name] = bool(value)
 
 
 def _close_keywords(typed: str, known: list[str]) -> str:

@@ -596,3 +596,28 @@ def test_a_csv_too_wide_for_the_api_is_the_usage_error_it_says(tmp_path):
     with pytest.raises(UsageError, match=r"has too many columns for cumtool\.scan; use the "
                                          r"command line$"):
         cumtool.scan(str(path), "cumsum")
+
+
+@pytest.mark.parametrize(("keywords", "message"), [
+    ({"reverse": "false"}, "reverse= must be True or False, not 'false'"),
+    ({"exclusive": "no"}, "exclusive= must be True or False, not 'no'"),
+    ({"skipna": 1}, "skipna= must be True or False, not 1"),
+    ({"indices": "no", "op": "cummax"}, "indices= must be True or False, not 'no'"),
+    ({"keep": "no", "data": pa.table({"x": [1.0]})}, "keep= must be True or False, not 'no'"),
+    ({"share": "no", "data": pa.table({"x": [1.0]})},
+     "share= must be True or False, not 'no'"),
+    ({"adjust": None, "op": "ewma", "alpha": 0.5}, "adjust= must be True or False, not None"),
+    ({"compensated": "yes"}, "compensated= must be True or False, not 'yes'"),
+])
+def test_flags_take_true_or_false_only(keywords, message) -> None:
+    """Any truthy value was taken as True ("false" reversed the scan) and adjust=None as
+    False, where pandas refuses skipna="false"."""
+    data = keywords.pop("data", [1.0, 2.0])
+    with pytest.raises(UsageError) as caught:
+        cumtool.scan(data, keywords.pop("op", "cumsum"), **keywords)
+    assert str(caught.value) == message
+
+
+def test_numpys_bools_are_flags() -> None:
+    assert cumtool.scan([1.0, 2.0], "cumsum", reverse=np.True_).tolist() == [3.0, 2.0]
+    assert cumtool.scan([1.0, 2.0], "cumsum", reverse=np.False_).tolist() == [1.0, 3.0]
