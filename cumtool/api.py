@@ -88,7 +88,7 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
                             columns=given["columns"], keep=given["keep"],
                             exclude=given["exclude"], periods=_periods(given),
                             times=params.get("times"))
-        return table if stream is None else _same_kind(table, data)
+        return table if stream is None else _same_kind(table, data, op)
     if given["columns"] is not None or given["keep"] or given["exclude"] is not None:
         raise UsageError("columns=, exclude= and keep= are for Arrow tables")
     if (*_periods(given)[:3], params.get("times")) != (None,) * 4 or given["share"]:
@@ -360,7 +360,7 @@ def _arrow_stream(data: Any) -> Any:
         return None
 
 
-def _same_kind(table: Any, given: Any) -> Any:
+def _same_kind(table: Any, given: Any, op: str) -> Any:
     """The result as the kind of object given: polars and pandas DataFrames as such,
     anything else as the pyarrow Table."""
     module = type(given).__module__.split(".")[0]
@@ -369,14 +369,46 @@ def _same_kind(table: Any, given: Any) -> Any:
 
         return pl.from_arrow(table)
     if module == "pandas" and type(given).__name__ == "DataFrame":
-        return _pandas_types_fitting(table).to_pandas()
+        return _pandas_frame(table, given, op.split(","))
     return table
 
 
-def _pandas_types_fitting(table: Any) -> Any:
+def _pandas_frame(table: Any, given: Any, ops: list[str]) -> Any:
+    """The result table as a pandas DataFrame: dtypes by _pandas_types_fitting, and the
+    given frame's column labels where they are not text (pd.DataFrame(array)'s 0, 1, or
+    tuples of a MultiIndex): pandas' metadata would read an added column's name,
+    '0_cumsum', as such a label and fail. Those keep their labels; the added columns are
+    labelled by their names (text)."""
+    import json
+
+    pandas = json.loads((table.schema.metadata or {}).get(b"pandas", b"{}"))
+    levels = pandas.get("column_indexes", [])
+    fields = [entry.get("field_name") for entry in pandas.get("columns", [])]
+    table = _pandas_types_fitting(table, ops)
+    if not set(table.schema.names) - set(fields) or (len(levels) <= 1 and all(
+            level.get("pandas_type") in ("unicode", "string") for level in levels)):
+        return table.to_pandas()
+    import pandas as pd
+
+    labels = dict(zip(fields, given.columns, strict=False))  # its columns come first
+    pandas = json.loads(table.schema.metadata[b"pandas"])
+    del pandas["column_indexes"]
+    table = table.replace_schema_metadata({**table.schema.metadata,
+                                           b"pandas": json.dumps(pandas).encode()})
+    frame = table.to_pandas()
+    frame.columns = pd.Index([labels.get(name, name) for name in frame.columns],
+                             dtype=object, tupleize_cols=False,
+                             name=given.columns.name if len(levels) == 1 else None)
+    return frame
+
+
+def _pandas_types_fitting(table: Any, ops: list[str]) -> Any:
     """The table, its pandas metadata (which pandas' nullable dtypes, Int64 and the like,
     come back by) fitted to the types of its results: cummean of an Int64 column is
-    Float64, where the metadata of the input would make it Int64 (and fail on 2.5)."""
+    Float64, where the metadata of the input would make it Int64 (and fail on 2.5);
+    cumnunique of a `str` column (pandas 3's text) int64, not its counts as text. The
+    results added for a nullable column (keep=True, several ops, indices=True) are of
+    the nullable dtype of their type too (Int64, not float64 with NaN)."""
     import json
 
     import pyarrow as pa
@@ -386,15 +418,38 @@ def _pandas_types_fitting(table: Any) -> Any:
         return table
     pandas = json.loads(meta[b"pandas"])
     names = set(table.schema.names)
+    nullable_sources = []
     for entry in pandas.get("columns", []):
         name, numpy_type = entry.get("field_name"), entry.get("numpy_type")
-        if name not in names or numpy_type not in _NULLABLE.values():
-            continue  # numpy's own dtypes follow the Arrow type
+        if name not in names:
+            continue
         arrow_type = table.schema.field(name).type
+        if numpy_type == "str" and not pa.types.is_string(arrow_type) \
+                and not pa.types.is_large_string(arrow_type):
+            # pandas 3's text (NaN for missing, not nullable): a numpy dtype, as pandas
+            # gives for its counts.
+            entry["numpy_type"] = arrow_type.to_pandas_dtype().__name__
+            entry["pandas_type"] = _PANDAS_TYPES.get(str(arrow_type), "object")
+            continue
+        if numpy_type not in _NULLABLE.values():
+            continue  # numpy's own dtypes follow the Arrow type
+        nullable_sources.append(name)
         nullable = _NULLABLE.get(str(arrow_type))
         if nullable != numpy_type:
             entry["numpy_type"] = nullable or arrow_type.to_pandas_dtype().__name__
             entry["pandas_type"] = _PANDAS_TYPES.get(str(arrow_type), "object")
+    known = {entry.get("field_name") for entry in pandas.get("columns", [])}
+    for source in nullable_sources:
+        suffixes = ["index", *ops, *(f"{op}_index" for op in ops)]
+        for name in (f"{source}_{suffix}" for suffix in suffixes):
+            nullable = (_NULLABLE.get(str(table.schema.field(name).type))
+                        if name in names and name not in known else None)
+            if nullable is not None:
+                pandas["columns"].append({"name": name, "field_name": name,
+                                          "pandas_type": _PANDAS_TYPES[str(
+                                              table.schema.field(name).type)],
+                                          "numpy_type": nullable, "metadata": None})
+                known.add(name)
     meta = {**meta, b"pandas": json.dumps(pandas).encode()}
     return table.replace_schema_metadata(meta) if isinstance(table, pa.Table) else table
 

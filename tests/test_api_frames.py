@@ -208,3 +208,52 @@ def test_pandas_nullable_columns_come_back_in_the_results_types():
     assert dict(sums.dtypes) == {"a": pd.Int64Dtype(), "c": pd.Int64Dtype(),
                                  "i": np.dtype("int64")}
     assert sums["a"].tolist() == [1, pd.NA, 5]
+
+
+def test_cumnunique_of_pandas_text_is_int64_not_text():
+    """pandas 3's default `str` dtype was put back on the counts: '1', '2', '2'."""
+    out = cumtool.scan(pd.DataFrame({"s": ["a", "b", "a"], "t": ["x", None, "x"]}),
+                       "cumnunique", columns=["s", "t"])
+    assert out["s"].dtype == np.dtype("int64") and out["s"].tolist() == [1, 2, 2]
+    # Not a nullable column (pandas' str holds NaN): its missing count is NaN.
+    assert out["t"].dtype == np.dtype("float64")
+    assert out["t"].isna().tolist() == [False, True, False] and out["t"][2] == 1
+
+
+def test_columns_added_for_nullable_columns_are_nullable():
+    """They came back float64 with NaN: only the columns of the input were fitted."""
+    frame = pd.DataFrame({"b": pd.array([1, None, 3], dtype="Int64"),
+                          "f": pd.array([1.5, None, 0.5], dtype="Float64"),
+                          "n": [3, 1, 2]})
+    out = cumtool.scan(frame, "cumsum,cummax", indices=True)
+    assert dict(out.dtypes.astype(str)) == {
+        "b": "Int64", "f": "Float64", "n": "int64",
+        "b_cumsum": "Int64", "b_cummax": "Int64", "b_cummax_index": "Int64",
+        "f_cumsum": "Float64", "f_cummax": "Float64", "f_cummax_index": "Int64",
+        "n_cumsum": "int64", "n_cummax": "int64", "n_cummax_index": "int64"}
+    assert out["b_cumsum"].tolist() == [1, pd.NA, 4]
+    assert out["b_cummax_index"].tolist() == [0, pd.NA, 2]
+    kept = cumtool.scan(frame[["b"]], "cummean", keep=True)
+    assert kept.dtypes.astype(str).tolist() == ["Int64", "Float64"]
+    assert kept["b_cummean"].tolist() == [1.0, pd.NA, 2.0]
+    indexed = cumtool.scan(frame[["b"]], "cummax", indices=True)
+    assert indexed.dtypes.astype(str).tolist() == ["Int64", "Int64"]
+    assert indexed["b_index"].tolist() == [0, pd.NA, 2]
+
+
+def test_a_pandas_frame_labelled_by_numbers_gains_named_columns():
+    """pd.DataFrame(array)'s columns are 0, 1: pandas read '0_cumsum' as such a label, a
+    raw ValueError. The labels stay; the added columns are named as for text labels."""
+    frame = pd.DataFrame(np.array([[1, 2], [3, 4]]), index=[7, 8])
+    frame.columns.name = "lab"
+    out = cumtool.scan(frame, "cumsum", keep=True)
+    assert out.columns.tolist() == [0, 1, "0_cumsum", "1_cumsum"]
+    assert out.columns.name == "lab" and out.index.tolist() == [7, 8]
+    assert out[0].tolist() == [1, 3] and out["1_cumsum"].tolist() == [2, 6]
+    assert cumtool.scan(frame, "cummax", indices=True).columns.tolist() == [
+        0, "0_index", 1, "1_index"]
+    assert cumtool.scan(frame, "cumsum").columns.tolist() == [0, 1]  # as before
+    tuples = pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples([("a", "x"),
+                                                                      ("a", "y")]))
+    assert cumtool.scan(tuples, "cumsum", keep=True).columns.tolist() == [
+        ("a", "x"), ("a", "y"), "('a', 'x')_cumsum", "('a', 'y')_cumsum"]
