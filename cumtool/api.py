@@ -51,7 +51,8 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
     NA markers are missing cells). A table comes back as a pyarrow Table, or as a
     polars or pandas DataFrame with `to="polars"` or `to="pandas"`; a .npy file as an
     array. A polars or pandas Series is a one-column table and comes back as a Series of
-    its own library.
+    its own library; with `keep`, several ops or `indices`, as that one-column table's
+    result, a DataFrame of its library.
     """
     # The general options by their declared keywords (cumtool.options: api=True), each at
     # its declared default where not given, passed on as one mapping; the rest are the
@@ -67,12 +68,16 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
     series = _series_library(data)
     if series is not None:
         frame = data.to_frame()
-        result = scan(frame, op, **given, **params)
+        result = scan(frame, op, to=to, **given, **params)
+        if series == "pandas":
+            result.index = data.index
+        # The input kept, several ops or an index column: more than one column, so the
+        # frame (the Series alone would be the input given back, or lose the indices).
+        if given["keep"] or given["indices"] or len(op.split(",")) > 1:
+            return result
         if series == "polars":
             return result.to_series()
-        column = result.iloc[:, 0].rename(data.name)
-        column.index = data.index
-        return column
+        return result.iloc[:, 0].rename(data.name)
     if _is_file(data):
         return _scan_file(data, op, to, given, params)
     if to is not None:

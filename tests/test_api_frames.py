@@ -257,3 +257,40 @@ def test_a_pandas_frame_labelled_by_numbers_gains_named_columns():
                                                                       ("a", "y")]))
     assert cumtool.scan(tuples, "cumsum", keep=True).columns.tolist() == [
         ("a", "x"), ("a", "y"), "('a', 'x')_cumsum", "('a', 'y')_cumsum"]
+
+
+@pytest.mark.parametrize("keywords, expected", [
+    ({"op": "cumsum", "keep": True}, {"q": [1, 3, 2], "q_cumsum": [1, 4, 6]}),
+    ({"op": "cumsum,cummax"}, {"q": [1, 3, 2], "q_cumsum": [1, 4, 6], "q_cummax": [1, 3, 3]}),
+    ({"op": "cummax", "indices": True}, {"q": [1, 3, 3], "q_index": [0, 1, 1]}),
+], ids=["keep", "several-ops", "indices"])
+@pytest.mark.parametrize("library", ["pandas", "polars"])
+def test_a_series_with_more_than_one_result_column_gives_a_frame(library, keywords,
+                                                                 expected):
+    """Such a Series came back as its first column: the input given back (keep, several
+    ops) or the values without their indices."""
+    if library == "pandas":
+        out = cumtool.scan(pd.Series([1, 3, 2], name="q", index=[5, 6, 7]), **keywords)
+        assert isinstance(out, pd.DataFrame) and out.index.tolist() == [5, 6, 7]
+        assert out.to_dict("list") == expected
+    else:
+        out = cumtool.scan(pl.Series("q", [1, 3, 2]), **keywords)
+        assert isinstance(out, pl.DataFrame)
+        assert out.to_dict(as_series=False) == expected
+    assert all(str(dtype).lower() == "int64" for dtype in out.dtypes)
+
+
+def test_an_unnamed_pandas_series_with_indices_is_labelled_as_to_frame_labels_it():
+    """It was a raw ValueError: pandas read '0_index' as a label like to_frame()'s 0."""
+    out = cumtool.scan(pd.Series([1, 3, 2]), "cummax", indices=True)
+    assert out.columns.tolist() == [0, "0_index"]
+    assert out[0].tolist() == [1, 3, 3] and out["0_index"].tolist() == [0, 1, 1]
+
+
+@pytest.mark.parametrize("series", [lambda: pd.Series([1, 2]), lambda: pl.Series([1, 2])],
+                         ids=["pandas", "polars"])
+def test_to_on_a_series_is_refused_as_on_a_frame(series):
+    """It was ignored: a pandas Series came back with to='polars'."""
+    with pytest.raises(cumtool.UsageError) as caught:
+        cumtool.scan(series(), "cumsum", to="polars")
+    assert str(caught.value) == "to= is for files (a path, a URL or a binary file object)"
