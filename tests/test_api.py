@@ -621,3 +621,18 @@ def test_flags_take_true_or_false_only(keywords, message) -> None:
 def test_numpys_bools_are_flags() -> None:
     assert cumtool.scan([1.0, 2.0], "cumsum", reverse=np.True_).tolist() == [3.0, 2.0]
     assert cumtool.scan([1.0, 2.0], "cumsum", reverse=np.False_).tolist() == [1.0, 3.0]
+
+
+def test_a_csv_of_numbers_with_missing_cells_does_not_import_pandas(tmp_path):
+    """Judging a column with missing cells took their flags through Array.to_numpy, which
+    imports pandas (0.2 s); api.md: pandas is imported only for objects of its own."""
+    import subprocess
+    import sys
+
+    (tmp_path / "in.csv").write_text("a,b\n1,2\n,3\n3,\n")
+    code = ("import sys, cumtool; t = cumtool.scan('in.csv', 'cumsum'); "
+            "print(t.to_pydict(), 'pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "{'a': [1, None, 4], 'b': [2, 5, None]} False\n"

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from cumtool import numtext
+from cumtool import columnar, numtext
 from cumtool.formats import ColumnHint, culprit_text, row_text
 from cumtool.numtext import CELL_BIG_INTEGER, CELL_FLOAT, CELL_INT64, CELL_MISSING, CELL_OTHER
 
@@ -96,8 +96,9 @@ def cell_codes(cells: pl.Series, na: list[str], *, decimal_comma: bool, places: 
     _validity, offsets, data = array.buffers()
     bounds = np.frombuffer(offsets, dtype=np.int64, count=size + 1, offset=8 * array.offset)
     starts, ends = bounds[:-1], bounds[1:]
-    if array.null_count:
-        valid = array.is_valid().to_numpy(zero_copy_only=False)
+    # Not is_valid().to_numpy(): that imports pandas (0.2 s of start-up).
+    valid = columnar.validity(array)
+    if valid is not None:
         flags = valid.view(np.uint8)
         ends = np.where(valid, ends, starts)  # a null cell: missing, whatever its bounds
     else:
