@@ -583,41 +583,92 @@ def _scan_keyed_array(spec: kernels.ScanSpec, array: np.ndarray, axis: int, by: 
     """by=/reset= on an array: through the table path, one column per line."""
     import pyarrow as pa
 
+    from cumtool.columnar import arrow_column
+
     if array.ndim not in (1, 2) or axis != 0:
         raise UsageError("by= and reset= on arrays need a 1-D or 2-D array and axis 0")
     if spec.in_dtype.kind == "c" or spec.source_dtype.kind == "c":
         raise UsageError("by= and reset= cannot scan complex values")
     # Explicit width: reshape(n, -1) cannot infer it for an empty array.
-    matrix = array.reshape(array.shape[0], array.shape[1] if array.ndim == 2 else 1)
+    matrix = _native(array.reshape(array.shape[0],
+                                   array.shape[1] if array.ndim == 2 else 1))
     names = [f"c{i}" for i in range(matrix.shape[1])]
-    arrays: dict[str, Any] = {name: matrix[:, i] for i, name in enumerate(names)}
-    key_names = None
-    if by is not None:
-        keys = np.asarray(by)
-        keys = keys.reshape(keys.shape[0], int(np.prod(keys.shape[1:], dtype=np.int64)))
-        if keys.shape[0] != array.shape[0]:
-            raise UsageError(f"by= has {keys.shape[0]} entries, the array {array.shape[0]} "
-                             "along axis 0")
-        key_names = [f"key{i}" for i in range(keys.shape[1])]
-        arrays.update({name: keys[:, i] for i, name in enumerate(key_names)})
-    if reset is not None:
-        flags = np.asarray(reset).astype(bool)
-        if flags.shape != (array.shape[0],):
-            raise UsageError(f"reset= needs {array.shape[0]} flags, one per row")
-        arrays["reset"] = flags
-    table = pa.table(arrays)
+    # Built from the buffers (arrow_column): pa.table() of numpy arrays imports pandas.
+    arrays: dict[str, Any] = {name: arrow_column(matrix[:, i], None)
+                              for i, name in enumerate(names)}
+    keys = _array_keys(by, reset, array.shape[0])
+    table = pa.table({**arrays, **keys})
     try:
-        out = _scan_table(table, spec.op, "rows", dtype, options, reverse=reverse, by=key_names,
-            reset="reset" if reset is not None else None, columns=names, keep=False)
+        out = _scan_table(table, spec.op, "rows", dtype, options, reverse=reverse,
+                          by=[name for name in keys if name != "reset"] or None,
+                          reset="reset" if reset is not None else None, columns=names,
+                          keep=False)
     except ScanOverflowError as error:
-        # As without by=: the array's own index, and no table or CLI wording.
-        row, line = error.position
-        reason = error.raw.split(": ", 2)[2]
-        raise ScanOverflowError(reason, (row,) if array.ndim == 1 else (row, line)) from None
-    values = np.column_stack([out.column(n).to_numpy() for n in names]).reshape(array.shape)
+        raise _array_overflow(error, array.ndim) from None
+    values = np.column_stack([_numpy(out.column(n)) for n in names]).reshape(array.shape)
     if spec.indices:
         # A table's null index (the identity, with exclusive=True) is -1 in an array.
-        indices = np.column_stack([out.column(f"{n}_index").fill_null(-1).to_numpy()
+        indices = np.column_stack([_numpy(out.column(f"{n}_index").fill_null(-1))
                                    for n in names]).reshape(array.shape)
         return values, indices
     return values
+
+
+def _numpy(column: Any) -> np.ndarray:
+    """A result column as numpy: from its buffers (to_numpy imports pandas), or, where
+    it has missing cells (NaN in an array), by to_numpy."""
+    from cumtool.columnar import column_to_numpy
+
+    values, valid = column_to_numpy(column)
+    return values if valid is None else column.to_numpy()
+
+
+def _native(array: np.ndarray) -> np.ndarray:
+    """The array in the machine's byte order: Arrow takes no byte-swapped ones (a
+    big-endian '>f8' from a file written elsewhere)."""
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
+
+
+def _array_keys(by: Any, reset: Any, rows: int) -> dict[str, Any]:
+    """by= and reset= of an array as Arrow columns (key0, key1..., reset): one key (a row
+    of keys) and one flag per position along axis 0."""
+    import pyarrow as pa
+
+    from cumtool.columnar import arrow_column
+
+    for keyword, given in (("by", by), ("reset", reset)):
+        if isinstance(given, str):  # np.asarray("k") is one key, not a column's name
+            raise UsageError(f"{keyword}= on an array is an array with one entry per "
+                             f"position along axis 0; a column's name ({given!r}) is for "
+                             "tables")
+    columns: dict[str, Any] = {}
+    if by is not None:
+        keys = np.asarray(by)
+        if keys.ndim == 0 or keys.shape[0] != rows:
+            count = "one key" if keys.ndim == 0 else f"{keys.shape[0]} entries"
+            raise UsageError(f"by= has {count}, the array {rows} along axis 0")
+        keys = _native(keys.reshape(rows, int(np.prod(keys.shape[1:], dtype=np.int64))))
+        if keys.dtype.kind == "c":  # a complex key is its two parts (Arrow has no complex)
+            keys = np.concatenate([keys.real, keys.imag], axis=1)
+        for i in range(keys.shape[1]):
+            column = keys[:, i]
+            try:
+                columns[f"key{i}"] = (arrow_column(column, None) if column.dtype.kind in "biuf"
+                                      else pa.array(column))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as error:
+                raise UsageError(f"by= needs keys of one kind in each column (numbers, "
+                                 f"text, dates...): {error}") from None
+    if reset is not None:
+        flags = np.asarray(reset).astype(bool)
+        if flags.shape != (rows,):
+            raise UsageError(f"reset= needs {rows} flags, one per row")
+        columns["reset"] = arrow_column(flags, None)
+    return columns
+
+
+def _array_overflow(error: ScanOverflowError, ndim: int) -> ScanOverflowError:
+    """An overflow in an array's scan through a table: the array's own index, and no table
+    or CLI wording, as without by=."""
+    row, line = error.position
+    reason = error.raw.split(": ", 2)[2]
+    return ScanOverflowError(reason, (row,) if ndim == 1 else (row, line))

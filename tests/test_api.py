@@ -636,3 +636,43 @@ def test_a_csv_of_numbers_with_missing_cells_does_not_import_pandas(tmp_path):
                           text=True, check=False)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == "{'a': [1, None, 4], 'b': [2, 5, None]} False\n"
+
+
+def test_array_by_takes_byte_swapped_and_complex_keys():
+    """A big-endian array (from a file written elsewhere) and complex keys were raw
+    Arrow errors; a complex key is its two parts."""
+    values = np.array([1.0, 2.0, 4.0], dtype=">f8")
+    got = cumtool.scan(values, "cumsum", by=np.array([1, 2, 1], dtype=">i4"))
+    assert got.tolist() == [1.0, 2.0, 5.0] and got.dtype == np.float64
+    assert cumtool.scan(values, "cumsum", reset=[0, 1, 0]).tolist() == [1.0, 2.0, 6.0]
+    keys = np.array([1 + 1j, 1 + 2j, 1 + 1j])
+    assert cumtool.scan([1, 2, 4], "cumsum", by=keys).tolist() == [1, 2, 5]
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"by": "k"}, "by= on an array is an array with one entry per position along axis 0; "
+                  "a column's name ('k') is for tables"),
+    ({"reset": "k"}, "reset= on an array is an array with one entry per position along "
+                     "axis 0; a column's name ('k') is for tables"),
+    ({"by": 5}, "by= has one key, the array 3 along axis 0"),
+    ({"by": np.array([1, "a", 1], dtype=object)},
+     "by= needs keys of one kind in each column (numbers, text, dates...): Could not "
+     "convert 'a' with type str: tried to convert to int64"),
+], ids=["by-name", "reset-name", "by-scalar", "by-mixed"])
+def test_array_by_errors_name_the_keyword(keywords, message):
+    """They were an IndexError and raw Arrow errors."""
+    with pytest.raises(UsageError) as caught:
+        cumtool.scan(np.array([1.0, 2.0, 4.0]), "cumsum", **keywords)
+    assert str(caught.value) == message
+
+
+def test_array_by_with_numeric_keys_does_not_import_pandas(tmp_path):
+    """pa.table() of numpy arrays and ChunkedArray.to_numpy both import pandas."""
+    import subprocess
+    import sys
+
+    code = ("import sys, cumtool; print(cumtool.scan([1.0, 2.0, 4.0], 'cumsum', "
+            "by=[1, 2, 1]).tolist(), 'pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=False)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[1.0, 2.0, 5.0] False\n", "")
