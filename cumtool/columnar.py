@@ -135,7 +135,12 @@ def without_views(arrow_type: pa.DataType) -> pa.DataType:
         return pa.large_string()
     if pa.types.is_binary_view(arrow_type):
         return pa.large_binary()
-    if arrow_type.num_fields == 0 or pa.types.is_dictionary(arrow_type):
+    if pa.types.is_dictionary(arrow_type):  # polars' Categorical and Enum: views inside
+        values = without_views(arrow_type.value_type)
+        if values == arrow_type.value_type:
+            return arrow_type
+        return pa.dictionary(arrow_type.index_type, values, arrow_type.ordered)
+    if arrow_type.num_fields == 0:
         return arrow_type
     fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
     plain = [f.with_type(without_views(f.type)) for f in fields]

@@ -294,3 +294,18 @@ def test_to_on_a_series_is_refused_as_on_a_frame(series):
     with pytest.raises(cumtool.UsageError) as caught:
         cumtool.scan(series(), "cumsum", to="polars")
     assert str(caught.value) == "to= is for files (a path, a URL or a binary file object)"
+
+
+def test_cumnunique_of_polars_categorical_and_enum_columns():
+    """Their Arrow dictionaries hold string views, which were not unwrapped: a raw
+    ArrowNotImplementedError from array_take."""
+    frame = pl.DataFrame({"c": pl.Series(["a", "b", "a", None], dtype=pl.Categorical),
+                          "e": pl.Series(["a", "b", "a", "b"], dtype=pl.Enum(["a", "b"])),
+                          "x": [1, 2, 3, 4]})
+    out = cumtool.scan(frame, "cumnunique", columns=["c", "e"])
+    assert out.schema == pl.Schema({"c": pl.Int64, "e": pl.Int64, "x": pl.Int64})
+    assert out.to_dict(as_series=False) == {"c": [1, 2, 2, None], "e": [1, 2, 2, 2],
+                                            "x": [1, 2, 3, 4]}
+    passed = cumtool.scan(frame, "cumsum")  # not scanned: they come back as they were
+    assert passed.schema["c"] == pl.Categorical and passed.schema["e"] == pl.Enum(["a", "b"])
+    assert passed["c"].to_list() == ["a", "b", "a", None]
