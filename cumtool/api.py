@@ -37,7 +37,8 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
     write it (`by` and `reset` name columns). Or `data` is anything numpy.asarray
     accepts (returns the result array, or `(values, indices)` with `indices=True`; there
     `by` and `reset` are arrays with one entry per position along axis 0 of a 1-D or 2-D
-    array).
+    array); a pyarrow Array or ChunkedArray is such a 1-D array whose missing cells stay
+    missing, and its results are of its kind.
     Raises cumtool.UsageError for bad arguments (an unknown keyword too) and
     cumtool.DataError (ScanOverflowError) for data that cannot be scanned, e.g. integer
     overflow without overflow="wrap".
@@ -98,6 +99,8 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
         raise UsageError("columns=, exclude= and keep= are for Arrow tables")
     if (*_periods(given)[:3], params.get("times")) != (None,) * 4 or given["share"]:
         raise UsageError("period=, time=, year_start=, share= and times= are for tables")
+    if _is_arrow_array(data):
+        return _scan_arrow_array(data, op, given, cast, options)
     try:
         array = np.asarray(data)
     except ValueError as error:  # a ragged list
@@ -474,6 +477,43 @@ _PANDAS_TYPES = {**{f"int{n}": f"int{n}" for n in (8, 16, 32, 64)},
 def _is_arrow(data: Any) -> bool:
     module = type(data).__module__
     return module.startswith("pyarrow") and type(data).__name__ in ("Table", "RecordBatch")
+
+
+def _is_arrow_array(data: Any) -> bool:
+    """A pyarrow Array or ChunkedArray: one column, which may have missing cells."""
+    if not type(data).__module__.startswith("pyarrow"):
+        return False
+    import pyarrow as pa
+
+    return isinstance(data, pa.Array | pa.ChunkedArray)
+
+
+def _scan_arrow_array(data: Any, op: str, given: dict[str, Any], dtype: np.dtype | None,
+                      options: dict[str, Any]) -> Any:
+    """A pyarrow Array or ChunkedArray: a 1-D array scanned as a table's one column, so
+    that its missing cells stay missing and its integers integers (numpy.asarray made
+    them NaN, and the integers floats); the result is of its kind, with the keywords of
+    arrays (`by` and `reset`: one entry per position)."""
+    import pyarrow as pa
+
+    resolve_array_axis(str(given["axis"]), 1)
+    column = data if isinstance(data, pa.ChunkedArray) else pa.chunked_array([data],
+                                                                             data.type)
+    keys = _array_keys(given["by"], given["reset"], len(column))
+    try:
+        out = _scan_table(pa.table({"values": column, **keys}), op, "rows", dtype, options,
+                          reverse=given["reverse"],
+                          by=[name for name in keys if name != "reset"] or None,
+                          reset="reset" if "reset" in keys else None, columns=["values"],
+                          keep=False)
+    except ScanOverflowError as error:
+        raise _array_overflow(error, 1) from None
+    results = [out.column("values")]
+    if options["indices"]:
+        results.append(out.column("values_index"))
+    if not isinstance(data, pa.ChunkedArray):
+        results = [result.combine_chunks() for result in results]
+    return tuple(results) if options["indices"] else results[0]
 
 
 def _scan_table(data: Any, op: str, axis: str, dtype: np.dtype | None,

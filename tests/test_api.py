@@ -676,3 +676,25 @@ def test_array_by_with_numeric_keys_does_not_import_pandas(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, check=False)
     assert (done.returncode, done.stdout, done.stderr) == (0, "[1.0, 2.0, 5.0] False\n", "")
+
+
+def test_a_pyarrow_array_keeps_its_missing_cells_and_its_kind():
+    """It went through numpy.asarray: [1, None, 3] became [1., nan, nan]."""
+    got = cumtool.scan(pa.chunked_array([[1, None], [3]]), "cumsum")
+    assert isinstance(got, pa.ChunkedArray)
+    assert got.type == pa.int64() and got.to_pylist() == [1, None, 4]
+    got = cumtool.scan(pa.array([1, None, 3], pa.int32()), "cumsum")
+    assert isinstance(got, pa.Array) and got.type == pa.int64()
+    assert got.to_pylist() == [1, None, 4]
+    values, indices = cumtool.scan(pa.array([1, 3, None, 2]), "cummax", indices=True)
+    assert values.to_pylist() == [1, 3, None, 3] and indices.to_pylist() == [0, 1, None, 1]
+    assert cumtool.scan(pa.array(["a", "b", "a"]), "cumnunique").to_pylist() == [1, 2, 2]
+    by = cumtool.scan(pa.array([1, None, 3, 4]), "cumsum", by=[1, 2, 1, 2], reverse=True)
+    assert by.to_pylist() == [4, None, 3, 4]
+    with pytest.raises(ScanOverflowError) as caught:
+        cumtool.scan(pa.array([2**62, 2**62]), "cumsum")
+    assert caught.value.position == (1,)
+    assert str(caught.value) == ("cumsum overflows int64 (adding 4611686018427387904); use "
+                                 "overflow='wrap' for wrap-around")
+    with pytest.raises(UsageError, match="columns=, exclude= and keep= are for Arrow tables"):
+        cumtool.scan(pa.array([1]), "cumsum", keep=True)
