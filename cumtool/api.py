@@ -360,6 +360,12 @@ def _arrow_stream(data: Any) -> Any:
     it)."""
     if isinstance(data, np.ndarray) or not hasattr(data, "__arrow_c_stream__"):
         return None
+    if type(data).__module__.split(".")[0] == "pandas" and hasattr(data, "columns") \
+            and not data.columns.is_unique:
+        # pyarrow refuses it ("Duplicate column names found") with no name of ours.
+        repeated = data.columns[data.columns.duplicated()][0]
+        raise DataError(f"the DataFrame has more than one column named {repeated!r}, which "
+                        "pandas cannot hand over to Arrow; rename them first")
     import pyarrow as pa
 
     try:

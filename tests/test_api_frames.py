@@ -309,3 +309,12 @@ def test_cumnunique_of_polars_categorical_and_enum_columns():
     passed = cumtool.scan(frame, "cumsum")  # not scanned: they come back as they were
     assert passed.schema["c"] == pl.Categorical and passed.schema["e"] == pl.Enum(["a", "b"])
     assert passed["c"].to_list() == ["a", "b", "a", None]
+
+
+def test_a_pandas_frame_with_a_repeated_column_name_is_a_data_error_naming_it():
+    """It was pyarrow's bare ValueError, "Duplicate column names found"."""
+    frame = pd.DataFrame([[1, 2, 3]], columns=["a", "b", "a"])
+    with pytest.raises(cumtool.DataError) as caught:
+        cumtool.scan(frame, "cumsum")
+    assert str(caught.value) == ("the DataFrame has more than one column named 'a', which "
+                                 "pandas cannot hand over to Arrow; rename them first")
