@@ -81,6 +81,11 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
         return result.iloc[:, 0].rename(data.name)
     if _is_file(data):
         return _scan_file(data, op, to, given, params)
+    if isinstance(data, io.TextIOBase):  # not an array of Python objects, as numpy sees it
+        raise UsageError("the file object given is in text mode: open it in binary mode "
+                         "('rb'), or give its path")
+    if type(data).__module__.split(".")[0] == "polars" and type(data).__name__ == "LazyFrame":
+        raise UsageError("a polars LazyFrame is a query, not a table: give its collect()")
     if to is not None:
         raise UsageError("to= is for files (a path, a URL or a binary file object)")
     _check_arguments(op, given["overflow"], params)
@@ -109,7 +114,7 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
         raise DataError("cumtool.scan needs a numeric array, not Python objects")
     spec = kernels.make_spec(op, array.dtype, cast, what="the array",
                              **options)
-    axis_number = resolve_array_axis(str(given["axis"]), array.ndim)
+    axis_number = _array_axis(given["axis"], array.ndim)
     if by is not None or reset is not None:
         return _scan_keyed_array(spec, array, axis_number, by, reset, reverse, cast,
                                  options)
@@ -370,8 +375,16 @@ def _arrow_stream(data: Any) -> Any:
 
     try:
         return pa.RecordBatchReader.from_stream(data)
-    except pa.ArrowInvalid:  # a stream of plain values (a Series), not of records
-        return None
+    except pa.ArrowInvalid as error:
+        if type(data).__name__ != "DataFrame":
+            return None  # a stream of plain values (a Series), not of records
+        # A column Arrow cannot take (polars' Int128, pandas' mixed objects): numpy would
+        # fail on it in words of its own.
+        hint = ("; cast the columns of types Arrow has not (polars' Int128) first"
+                if "format string" in str(error) else "")
+        reason = "; ".join(str(part) for part in error.args)  # pandas: (why, which column)
+        raise DataError(f"the DataFrame cannot be handed over to Arrow: {reason}{hint}"
+                        ) from None
 
 
 def _same_kind(table: Any, given: Any, op: str) -> Any:
@@ -485,6 +498,17 @@ def _is_arrow(data: Any) -> bool:
     return module.startswith("pyarrow") and type(data).__name__ in ("Table", "RecordBatch")
 
 
+def _array_axis(axis: Any, ndim: int) -> int:
+    """axis= of an array, refused in the API's words (the engine's say --axis)."""
+    from cumtool.choices import check_axis
+
+    check_axis(str(axis))  # a word that is no axis: the CLI's message, worded for Python
+    try:
+        return resolve_array_axis(str(axis), ndim)
+    except UsageError as error:
+        raise UsageError(error.raw.replace("--axis ", "axis=", 1)) from None
+
+
 def _is_arrow_array(data: Any) -> bool:
     """A pyarrow Array or ChunkedArray: one column, which may have missing cells."""
     if not type(data).__module__.startswith("pyarrow"):
@@ -502,7 +526,7 @@ def _scan_arrow_array(data: Any, op: str, given: dict[str, Any], dtype: np.dtype
     arrays (`by` and `reset`: one entry per position)."""
     import pyarrow as pa
 
-    resolve_array_axis(str(given["axis"]), 1)
+    _array_axis(given["axis"], 1)
     column = data if isinstance(data, pa.ChunkedArray) else pa.chunked_array([data],
                                                                              data.type)
     keys = _array_keys(given["by"], given["reset"], len(column))

@@ -698,3 +698,28 @@ def test_a_pyarrow_array_keeps_its_missing_cells_and_its_kind():
                                  "overflow='wrap' for wrap-around")
     with pytest.raises(UsageError, match="columns=, exclude= and keep= are for Arrow tables"):
         cumtool.scan(pa.array([1]), "cumsum", keep=True)
+
+
+@pytest.mark.parametrize("given", [lambda: io.StringIO("a\n1\n"),
+                                   lambda: open(__file__, encoding="utf-8")],
+                         ids=["stringio", "text-file"])
+def test_a_text_mode_file_object_is_asked_for_in_binary_mode(given):
+    """It was taken for an array of Python objects ("needs a numeric array")."""
+    data = given()
+    with data, pytest.raises(UsageError) as caught:
+        cumtool.scan(data, "cumsum")
+    assert str(caught.value) == ("the file object given is in text mode: open it in binary "
+                                 "mode ('rb'), or give its path")
+
+
+@pytest.mark.parametrize("axis, message", [
+    ("foo", "axis= 'foo' is not an axis; use rows (index, 0), columns (1), or an integer "
+            "axis of a .npy array"),
+    (5, "axis='5' is out of range for a 2-d array; valid: rows, columns, or an integer "
+        "from -2 to 1"),
+])
+def test_an_arrays_bad_axis_is_worded_as_a_keyword(axis, message):
+    """It said --axis, the command line's spelling."""
+    with pytest.raises(UsageError) as caught:
+        cumtool.scan(np.ones((2, 2)), "cumsum", axis=axis)
+    assert str(caught.value) == message

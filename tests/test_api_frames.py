@@ -318,3 +318,20 @@ def test_a_pandas_frame_with_a_repeated_column_name_is_a_data_error_naming_it():
         cumtool.scan(frame, "cumsum")
     assert str(caught.value) == ("the DataFrame has more than one column named 'a', which "
                                  "pandas cannot hand over to Arrow; rename them first")
+
+
+@pytest.mark.parametrize("given, error, message", [
+    (lambda: pl.LazyFrame({"a": [1, 2]}), cumtool.UsageError,
+     "a polars LazyFrame is a query, not a table: give its collect()"),
+    (lambda: pl.DataFrame({"a": pl.Series([1, 2], dtype=pl.Int128)}), cumtool.DataError,
+     "the DataFrame cannot be handed over to Arrow: Invalid or unsupported format string: "
+     "'_pli128'; cast the columns of types Arrow has not (polars' Int128) first"),
+    (lambda: pd.DataFrame({"a": pd.Series([1, "x"], dtype=object)}), cumtool.DataError,
+     "the DataFrame cannot be handed over to Arrow: Could not convert 'x' with type str: "
+     "tried to convert to int64; Conversion failed for column a with type object"),
+], ids=["lazyframe", "int128", "pandas-mixed-objects"])
+def test_frames_arrow_cannot_read_are_said_so(given, error, message):
+    """They were a message about numpy's Python objects, or polars' own raw error."""
+    with pytest.raises(error) as caught:
+        cumtool.scan(given(), "cumsum")
+    assert str(caught.value) == message
