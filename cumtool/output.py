@@ -282,6 +282,11 @@ def open_output(path: str | None, commit: Commit | None = None) -> Iterator[IO[b
         yield stdout  # type: ignore[misc]
         stdout.flush()
         return
+    descriptor = _descriptor(path)
+    if descriptor is not None:  # /dev/stdout, /dev/fd/3: the open file, not its name
+        with _on_descriptor(path, descriptor) as stream:
+            yield stream
+        return
     if is_url(path):  # uploaded from a local temporary file once complete
         from cumtool.remote import uploading
 
@@ -304,6 +309,65 @@ def open_output(path: str | None, commit: Commit | None = None) -> Iterator[IO[b
         return
     with _replacing(path, info, commit) as replacement:
         yield replacement
+
+
+# The names of this process's own open descriptors (Linux's /proc, and /dev's links to it).
+_DESCRIPTOR_NAME = re.compile(
+    r"/dev/(?:std(?P<std>in|out|err)|fd/(?P<fd>[0-9]+))"
+    r"|/proc/(?P<pid>self|thread-self|[0-9]+)(?:/task/[0-9]+)?/fd/(?P<proc_fd>[0-9]+)")
+_STANDARD = {"in": 0, "out": 1, "err": 2}
+
+
+def _descriptor(path: str) -> int | None:
+    """The descriptor of this process that `path` names, itself or through links: where
+    standard output is a file, /dev/stdout resolves to that file's path, and a temporary
+    file renamed over it would take the place of what the shell opened (`>>` appending
+    to a log, `{ ...; } > file` gathering several commands' output), losing it."""
+    seen = path
+    for _ in range(40):  # as the kernel follows links
+        found = _DESCRIPTOR_NAME.fullmatch(os.path.normpath(seen))
+        if found is not None:
+            if found["std"] is not None:
+                return _STANDARD[found["std"]]
+            if found["fd"] is not None:
+                return int(found["fd"])
+            if found["pid"] in ("self", "thread-self") or int(found["pid"]) == os.getpid():
+                return int(found["proc_fd"])
+            return None  # another process's: a file like any other
+        if not os.path.islink(seen):
+            return None
+        seen = os.path.join(os.path.dirname(seen), os.readlink(seen))
+    return None
+
+
+@contextlib.contextmanager
+def _on_descriptor(path: str, descriptor: int) -> Iterator[IO[bytes]]:
+    """Written where the descriptor stands, as a redirect writes it (never cut, never
+    renamed over)."""
+    if descriptor == 1 and sys.stdout is not None:
+        stream: Any = sys.stdout.buffer
+        owned = False
+    else:
+        try:
+            stream = os.fdopen(os.dup(descriptor), "wb")
+        except OSError as error:
+            raise _failed(path, error) from None
+        owned = True
+    guarded = _GuardedStream(stream, path, flush_each=not owned)
+    try:
+        yield guarded  # type: ignore[misc]
+        guarded.flush()
+    except BaseException:
+        if owned:
+            _close_quietly(stream)
+        raise
+    if owned:
+        try:
+            stream.close()
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            raise _failed(path, error) from None
 
 
 @contextlib.contextmanager

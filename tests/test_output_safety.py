@@ -453,3 +453,40 @@ def test_output_to_a_fifo_writes_into_it(invoke: Invoke, tmp_path):
     assert received.getvalue() == b"a\n1\n3\n6\n"
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("name, stream", [("/dev/stdout", "stdout"), ("/dev/fd/1", "stdout"),
+                                          ("/proc/self/fd/1", "stdout"),
+                                          ("/dev/stderr", "stderr"), ("link", "stdout")])
+def test_an_output_naming_a_descriptor_writes_where_it_stands(tmp_path, name, stream):
+    """-o /dev/stdout where standard output is a file opened to append (`>> log`): the
+    path resolves to the file, and the temporary file renamed over it took its place,
+    losing the log's earlier lines and leaving the shell writing to a file unlinked. The
+    descriptor is written where it stands, as a redirect writes it."""
+    import subprocess
+
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    (tmp_path / "link").symlink_to("/dev/stdout")
+    log = tmp_path / "log.txt"
+    log.write_text("earlier line\n")
+    with open(log, "ab") as appended:
+        done = subprocess.run([CUMTOOL, "cumsum", str(source), "-o", name, "--to", "csv"],
+                              cwd=tmp_path, stdin=subprocess.DEVNULL,
+                              stdout=appended if stream == "stdout" else subprocess.PIPE,
+                              stderr=appended if stream == "stderr" else subprocess.PIPE)
+        appended.write(b"later line\n")
+    assert done.returncode == 0
+    assert log.read_text() == "earlier line\na\n1\n3\nlater line\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "link", "log.txt"]
+
+
+def test_an_output_naming_a_descriptor_not_open_is_one_line(tmp_path):
+    import subprocess
+
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n")
+    done = subprocess.run([CUMTOOL, "cumsum", str(source), "-o", "/dev/fd/9", "--to", "csv"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "Error: cannot write /dev/fd/9: Bad file descriptor\n"
