@@ -50,11 +50,14 @@ class Quiet(Protocol):
 
 def note(request: Quiet, text: str) -> None:
     """One `note: ...` line on standard error, unless the run is quiet."""
-    if request.notes:
+    if request.notes and sys.stderr is not None:
         from cumtool.view import printable
 
-        sys.stderr.write(f"note: {printable(text)}\n")
-        sys.stderr.flush()
+        # A note is advice: standard error closed, full or gone (2>&-, 2>/dev/full, a
+        # reader that left) does not stop the run that has its output to write.
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"note: {printable(text)}\n")
+            sys.stderr.flush()
 
 
 _LISTED = 6  # the most columns a note's -c names

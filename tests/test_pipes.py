@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
+from helpers import CUMTOOL
 
 from cumtool.formats import CsvReadOptions
 from cumtool.formats.csv.csv import CsvSource
@@ -172,3 +173,27 @@ def test_line_buffered_writes_each_row_before_the_next_arrives() -> None:
             process.communicate()
     assert process.returncode == 0, stderr
     assert got == [b"a\n", b"1\n", b"3\n", b"6\n"]
+
+
+@pytest.mark.parametrize("stderr", ["closed", "full", "reader-gone"])
+def test_a_note_that_cannot_be_written_does_not_stop_the_run(tmp_path, stderr):
+    """A note is advice: with standard error closed (2>&-), full (2>/dev/full) or its
+    reader gone, the run wrote nothing and exited 1 (or 141), its output lost."""
+    import subprocess
+
+    source = tmp_path / "n.csv"
+    source.write_text('a,b\n1,"1,234.5"\n2,3\n')  # b: a note (formatted numbers)
+    read, write = os.pipe()
+    os.close(read)
+    target = {"closed": None, "full": open("/dev/full", "wb"), "reader-gone": write}[stderr]
+    try:
+        done = subprocess.run(
+            [CUMTOOL, "cumsum", str(source), "-o", str(tmp_path / "o.csv")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=target,
+            preexec_fn=(lambda: os.close(2)) if target is None else None)
+    finally:
+        os.close(write)
+        if stderr == "full":
+            target.close()
+    assert done.returncode == 0
+    assert (tmp_path / "o.csv").read_text() == 'a,b\n1,"1,234.5"\n3,3\n'
