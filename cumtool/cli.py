@@ -331,7 +331,30 @@ class _Cli(click.Group):
         except Stopped as stop:  # a stop signal while Click parsed the command line
             click.echo(f"Error: {stop.message()}", err=True)
             status = stop.exit_code
+        except OSError as error:  # the help or the version not written (a run words its own)
+            if os.environ.get("CUMTOOL_DEBUG"):  # a run's own fault, let through to be seen
+                raise
+            status = _not_written(error)
+        except SystemExit as ended:
+            # Click's own way with a closed pipe (EPIPE) is status 1, its streams pacified:
+            # a run's is 141 (README's exit statuses).
+            if ended.code != 1 or not isinstance(sys.stdout, click.utils.PacifyFlushWrapper):
+                raise
+            status = _not_written(BrokenPipeError())
         sys.exit(status if isinstance(status, int) else 0)
+
+
+def _not_written(error: OSError) -> int:
+    """The status of the help or the version that standard output did not take: quiet
+    141 where the reader went away (`| head`), as a run's; one line and 1 where it failed
+    (a full disk)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        # What is still buffered would fail again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if isinstance(error, BrokenPipeError):
+        return EXIT_BROKEN_PIPE
+    click.echo(f"Error: cannot write standard output: {error.strerror or error}", err=True)
+    return 1
 
 
 def _no_such_option(error: click.NoSuchOption) -> str:

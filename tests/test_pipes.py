@@ -197,3 +197,25 @@ def test_a_note_that_cannot_be_written_does_not_stop_the_run(tmp_path, stderr):
             target.close()
     assert done.returncode == 0
     assert (tmp_path / "o.csv").read_text() == 'a,b\n1,"1,234.5"\n3,3\n'
+
+
+@pytest.mark.parametrize("args", [["--help"], ["cumsum", "--help"], ["--version"]])
+def test_the_help_and_version_not_taken_are_one_line_or_quiet_141(args):
+    """The help or the version into a full disk was a 38-line Python traceback (status
+    1), and into a pipe closed early status 1, silent (Click's way); a run's are one line
+    and 1, and quiet 141."""
+    import subprocess
+
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([CUMTOOL, *args], stdout=full, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True)
+    assert (done.returncode, done.stderr) == (
+        1, "Error: cannot write standard output: No space left on device\n")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([CUMTOOL, *args], stdout=write, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True)
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
