@@ -225,6 +225,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
 
 def _unexpected(error: Exception) -> str:
     text = " ".join(str(error).split())[:300]
+    if isinstance(error, MemoryError):  # no bug: a limit (ulimit -v, a container's)
+        return ("out of memory: the system gave no more; the values of --by's groups and "
+                "cumnunique's are held in memory, the rest is read and written in batches")
     if isinstance(error, OSError):
         where = f"{error.filename}: " if error.filename else ""
         return f"{where}{error.strerror or text}"

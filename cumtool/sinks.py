@@ -91,7 +91,7 @@ def reporting(output: str) -> Iterator[None]:
     ValueError, a TypeError, ...) become writer_failed's one line."""
     try:
         yield
-    except (CumtoolError, OSError):
+    except (CumtoolError, OSError, MemoryError):  # memory is the run's, not the writer's
         raise
     except Exception as error:
         raise writer_failed(output, error) from error

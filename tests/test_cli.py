@@ -874,7 +874,10 @@ def test_a_terminal_with_an_output_file_writes_the_files_format(write_file, tmp_
      "invariant (a bug in cumtool; run with CUMTOOL_DEBUG=1 to see where, and report it)\n"),
     (OSError(28, "No space left on device", "/mnt/full/out.csv"),
      "Error: /mnt/full/out.csv: No space left on device\n"),
-], ids=["bug", "os-error"])
+    (MemoryError(), "Error: out of memory: the system gave no more; the values of --by's "
+     "groups and cumnunique's are held in memory, the rest is read and written in "
+     "batches\n"),
+], ids=["bug", "os-error", "memory"])
 def test_a_fault_no_layer_worded_is_still_one_line(invoke, write_file, monkeypatch, fault,
                                                    message):
     import cumtool.engine

@@ -490,3 +490,30 @@ def test_an_output_naming_a_descriptor_not_open_is_one_line(tmp_path):
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == "Error: cannot write /dev/fd/9: Bad file descriptor\n"
+
+
+class _OutOfMemory(_Failing):
+    def write(self, *_items: object) -> None:
+        raise MemoryError
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_memory_running_out_in_a_writer_is_not_blamed_on_the_output(invoke: Invoke,
+                                                                    tmp_path, monkeypatch,
+                                                                    fmt):
+    """A MemoryError met while writing (numpy's, in the scan behind the writer) was
+    'cannot write out.csv: MemoryError'; elsewhere it was an internal error. It is the
+    run's memory, said so in one line."""
+    import dataclasses
+
+    from cumtool.formats import registry
+
+    declared = registry.BY_NAME[fmt]
+    monkeypatch.setitem(registry.BY_NAME, fmt, dataclasses.replace(declared,
+                                                                   writer=_OutOfMemory))
+    source = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"x": [1, 2, 3]}), source)
+    result = invoke("cumsum", str(source), "-o", str(tmp_path / f"out.{fmt}"))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: out of memory: the system gave no more; ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [source.name]
