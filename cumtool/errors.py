@@ -13,6 +13,8 @@ from typing import Any
 _MARK = "\x1f"  # brackets an option named in a message, for each front end to word
 _OPTION = re.compile(f"{_MARK}([a-z_]+)(?:=([^{_MARK}]*))?{_MARK}")
 _CLI_SPELLING = {"columns": "-c"}
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+_PYTHON_LITERAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[-+]?[0-9]+)?|True|False|None")
 
 
 def option(name: str, value: str | None = None) -> str:
@@ -31,7 +33,12 @@ def word(text: str, cli: bool) -> str:
         if cli:
             flag = _CLI_SPELLING.get(name, "--" + name.replace("_", "-"))
             return flag if value is None else f"{flag} {value}"
-        return f"{name}=" if value is None else f"{name}={value!r}"
+        if value is None:
+            return f"{name}="
+        # Python's own spelling of the value: quoted once (a value given quoted, for a
+        # shell, is not quoted again), a number or a flag as it is.
+        plain = _QUOTED.fullmatch(value) or _PYTHON_LITERAL.fullmatch(value)
+        return f"{name}={value}" if plain else f"{name}={value!r}"
 
     return _OPTION.sub(worded, text)
 
@@ -44,6 +51,9 @@ class CumtoolError(Exception):
 
     def __str__(self) -> str:
         return word(self.raw, cli=False)
+
+    def __repr__(self) -> str:  # as str() words it, not with the front ends' markers
+        return f"{type(self).__name__}({str(self)!r})"
 
     @property
     def raw(self) -> str:

@@ -818,3 +818,22 @@ def test_a_tiny_halflife_warns_nothing(write_file):
                            str(write_file("t.csv", "a\n1\n2\n3\n")), "--halflife", "1e-320"],
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "a\n1.0\n2.0\n3.0\n", "")
+
+
+def test_api_messages_spell_values_as_python_does():
+    """Values named in the API's messages were quoted twice where the CLI's wording
+    quoted them for a shell (period="'fortnight'"), numbers quoted (ddof='-2'), and
+    repr() showed the front ends' markers (UsageError('\\x1fddof\\x1f ...'))."""
+    import pyarrow as pa
+
+    import cumtool
+
+    table = pa.table({"t": ["2024-01-01", "2024-01-02"], "x": [1.0, 2.0]})
+    for op, keywords, said in [
+            ("cumsum", {"period": "fortnight", "time": "t"}, "period='fortnight' is not"),
+            ("cumvar", {"ddof": -2}, "ddof=-2 is out of range"),
+            ("ewma", {"halflife": "2 dayz", "times": "t"}, "halflife='2 dayz' is not")]:
+        with pytest.raises(cumtool.UsageError) as raised:
+            cumtool.scan(table, op, **keywords)
+        assert str(raised.value).startswith(said)
+        assert repr(raised.value) == f"UsageError({str(raised.value)!r})"

@@ -649,7 +649,7 @@ def test_options_of_some_ops_are_accepted_in_a_list_that_has_one(invoke):
     pytest.param("cumsum", {"alpha": 0.5}, "alpha= is only for ewma", id="alpha"),
     pytest.param("cummean", {"indices": True}, "indices= is only for cummax and cummin",
                  id="indices"),
-    pytest.param("cumvar", {"ddof": -2}, r"ddof='-2' is out of range", id="ddof"),
+    pytest.param("cumvar", {"ddof": -2}, r"ddof=-2 is out of range", id="ddof"),
     pytest.param("ewma", {}, "ewma needs one of alpha=", id="ewma"),
     pytest.param("diff", {"exclusive": True}, "exclusive= means nothing for diff", id="diff"),
     pytest.param("cummean", {"compensated": True, "adjust": False},
