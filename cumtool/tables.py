@@ -139,7 +139,10 @@ def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
             dated = {names[i] for i in range(len(names))
                      if is_temporal(hints[i].parse_as or stored[i])}
             numeric = [n for n in numeric if n not in dated]
-        return f"{what}: column {label} is not numeric{holds}; numeric columns: {listing(numeric)}"
+            return (f"{what}: column {label} is not numeric{holds}; numeric columns: "
+                    f"{listing(numeric)}")
+        return (f"{what}: column {label} is not numeric nor a date (YYYY-MM-DD){holds}; "
+                f"columns {op} can scan: {listing(numeric)}")
 
     return message
 

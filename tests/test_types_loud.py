@@ -527,3 +527,14 @@ def test_no_column_to_scan_but_one_that_looks_numeric_says_why(invoke, write_fil
     result = invoke("cumsum", str(path))
     assert result.exit_code == 1
     assert result.stderr == f"Error: {path}: no numeric columns to scan; columns: k; {said}\n"
+
+
+def test_a_column_cummax_cannot_scan_is_named_among_those_it_can(invoke, write_file):
+    """cummax scans dates too: the columns it could scan were listed as 'numeric
+    columns', a date among them."""
+    path = write_file("t.csv", "d,t\n2024-01-02,2024-01-02T10:00:00\n")
+    result = invoke("cummax", str(path), "-c", "d,t")
+    assert result.exit_code == 1
+    assert result.stderr == (f"Error: {path}: column 't' is not numeric nor a date "
+                             "(YYYY-MM-DD): row 1 (line 2) holds '2024-01-02T10:00:00'; "
+                             "columns cummax can scan: d\n")
