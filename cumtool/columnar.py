@@ -72,6 +72,30 @@ def validity(column: pa.Array) -> np.ndarray | None:
     return _bits(column.buffers()[0], column.offset, len(column))
 
 
+def empty_text_missing(column: pa.Array) -> pa.Array:
+    """A text column with its empty cells made missing (for outputs that hold a missing
+    cell apart from an empty text: Parquet, Arrow). Read from its buffers, as numtext reads
+    cells: pyarrow's compute with a Python "" imports pandas (0.23 s of a run)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    kind = column.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        import pyarrow.compute as pc
+
+        return pc.if_else(pc.equal(column, ""), pa.scalar(None, kind), column)
+    n, offset = len(column), column.offset
+    _validity, offsets, data = column.buffers()
+    width = np.dtype(np.int64 if pa.types.is_large_string(kind) else np.int32)
+    bounds = np.frombuffer(offsets, dtype=width, count=offset + n + 1)[offset:]
+    present = np.zeros(offset + n, dtype=bool)
+    present[offset:] = bounds[1:] != bounds[:-1]
+    held = validity(column)
+    if held is not None:
+        present[offset:] &= held
+    bitmap = pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.Array.from_buffers(kind, n, [bitmap, offsets, data], offset=offset)
+
+
 def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
     packed = np.frombuffer(buffer, dtype=np.uint8)
     return np.unpackbits(packed, bitorder="little", count=offset + length)[offset:].view(bool)

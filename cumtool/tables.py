@@ -23,6 +23,7 @@ from cumtool.columnar import (
     arrow_column,
     column_to_numpy,
     decimal_to_float,
+    empty_text_missing,
     int64_to_decimal,
     json_values_text,
     numpy_dtype,
@@ -718,9 +719,7 @@ class TablePlan:
     def _passed_through(self, batch: pa.RecordBatch, position: int) -> pa.Array:
         column = batch.column(self.shown.get(position, position))
         if position in self.empty_to_null:
-            import pyarrow.compute as pc
-
-            column = pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+            column = empty_text_missing(column)
         return column
 
     def _runs(self, batch: pa.RecordBatch) -> Any:
