@@ -185,6 +185,24 @@ def test_stdin_is_sniffed_as_jsonl(invoke):
     assert ok(invoke("cumsum", input=b'{"v": 2}\n{"v": 2}\n')).stdout == '{"v":2}\n{"v":4}\n'
 
 
+@pytest.mark.parametrize("via", ["stdin", "noext", "gzip-stdin"])
+def test_a_utf8_bom_does_not_hide_json_lines(invoke, write_file, via):
+    # SEMANTICS.md: a leading BOM is dropped; the sniff looks past it as the reader does.
+    data = b'\xef\xbb\xbf{"a":1}\n{"a":2}\n'
+    if via == "noext":
+        result = invoke("cumsum", str(write_file("noext", data)))
+    else:
+        result = invoke("cumsum", input=gzip.compress(data) if via == "gzip-stdin" else data)
+    assert ok(result).stdout_bytes == b'{"a":1}\n{"a":3}\n'
+
+
+def test_a_json_array_after_a_bom_is_named_json(invoke):
+    result = invoke("cumsum", input=b'\xef\xbb\xbf[{"a":1},\n{"a":2}]\n')
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: standard input: this is JSON, not JSON Lines ")
+    assert result.stderr.count("\n") == 1
+
+
 def test_csv_to_jsonl_keeps_text_as_strings(invoke, write_file):
     path = write_file("in.csv", "code,n,note\n007,1,NA\n010,2,\n")
     out = ok(invoke("cumsum", str(path), "--to", "jsonl")).stdout
