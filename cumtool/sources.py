@@ -58,6 +58,7 @@ class InputRequest(ReadRequest, Protocol):
 
 SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 _BZIP2_BLOCK = 1 << 20  # more than bzip2's largest block (900 kB of text) compressed
+_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which the readers drop
 
 
 def open_source(
@@ -70,12 +71,15 @@ def open_source(
     `name`: how messages name the input, where not as its path (a Dask worker opens it
     by its absolute path or URL)."""
     path: str | None = None
+    limit = _record_limit(request)
     if request.input == "-":
         name = "standard input"
         stream: IO[bytes] = peekable(stdin_stream() if stdin is None else stdin)
         sniff = _peek(stream, name)
+        if not request.from_format:
+            sniff, stream = _first_line(stream, sniff, name, limit)
         head = sniff[:8]
-        kind = _sniffed(sniff, request.comment)
+        kind = _sniffed(sniff, request.comment, limit)
     else:
         path = request.input
         name = path if name is None else name
@@ -102,8 +106,10 @@ def open_source(
                 path = None
         except OSError as error:
             raise DataError(f"{name}: cannot read: {error.strerror or error}") from None
+        if not (request.from_format or kind_from_name(name)):
+            sniff, stream = _first_line(stream, sniff, name, limit)
         head = sniff[:8]
-        kind = kind_from_name(name) or _sniffed(sniff, request.comment)
+        kind = kind_from_name(name) or _sniffed(sniff, request.comment, limit)
         sniffed = kind_from_magic(head)
         trailer = format_named(sniffed.format).trailer
         binary = sniffed.format in BY_MAGIC and (
@@ -115,7 +121,7 @@ def open_source(
     if kind.compression is not None and (path is None or kind_from_name(name) is None):
         # Unnamed compressed input (standard input, no extension): look inside for tsv,
         # npy, parquet.
-        inner, stream = _sniff_compressed(stream, kind.compression, seekable=path is not None)
+        inner, stream = _sniff_compressed(stream, kind.compression, path is not None, limit)
         kind = FileKind(inner.format, kind.compression)
     if request.from_format:
         fmt = check_format_name(request.from_format, INPUT_FORMATS, "--from")
@@ -141,9 +147,11 @@ def open_source(
     return declared.reader(opening), kind
 
 
-def _sniffed(sniff: bytes, comment: str | None) -> FileKind:
+def _sniffed(sniff: bytes, comment: str | None, limit: int) -> FileKind:
     """The format the first bytes show; with --comment, text shows it (a tab-separated
     first line: TSV) on its first line that is neither a comment nor blank."""
+    if _long_object_line(sniff, limit):
+        return FileKind("jsonl")
     kind = kind_from_magic(sniff)
     if comment is None or kind.compression is not None or not format_named(
             kind.format).delimited:
@@ -156,6 +164,55 @@ def _sniffed(sniff: bytes, comment: str | None) -> FileKind:
             return kind
         start = end + 1
     return kind_from_magic(sniff[start:])
+
+
+def _record_limit(request: InputRequest) -> int:
+    from cumtool.formats.records import MAX_RECORD_BYTES
+
+    return request.max_record_size or MAX_RECORD_BYTES
+
+
+def _cut_object_line(sniff: bytes) -> bool:
+    """Whether the first line opens a JSON object and goes on past `sniff`: only the whole
+    line tells JSON Lines (a whole object) from JSON (formats.jsonl)."""
+    return b"\n" not in sniff and sniff.removeprefix(_BOM).lstrip(b" \t").startswith(b"{")
+
+
+def _long_object_line(sniff: bytes, limit: int) -> bool:
+    """A first line opening a JSON object that is read on past --max-record-size: JSON
+    Lines, whose reader says that the line is too long (and which option raises it)."""
+    return len(sniff) > limit and _cut_object_line(sniff)
+
+
+def _first_line(stream: IO[bytes], sniff: bytes, name: str, limit: int
+                ) -> tuple[bytes, IO[bytes]]:
+    """`sniff`, or where its first line opens a JSON object and does not end in it (a
+    JSON Lines record longer than the sniff, or a pipe's first bytes), the input read on
+    to that line's end (at most `limit` + 1 bytes); and the stream to read from (a pipe's
+    bytes read so are replayed)."""
+    if not _cut_object_line(sniff):
+        return sniff, stream
+    seekable = stream.seekable()
+    read1 = getattr(stream, "read1", stream.read)
+    pieces: list[bytes] = []
+    size = 0
+    try:
+        while size <= limit:
+            piece = read1(SNIFF_BYTES)
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+            if b"\n" in piece:
+                break
+        if seekable:
+            stream.seek(0)
+    except OSError as error:
+        raise DataError(f"{name}: cannot read: {error.strerror or error}") from None
+    data = b"".join(pieces)
+    if not seekable:
+        stream = io.BufferedReader(PrefixedStream(data, stream), buffer_size=SNIFF_BYTES)
+    return data, stream
 
 
 def _refuse_what_is_not_a_table(name: str, head: bytes, op: str) -> None:
@@ -276,20 +333,45 @@ def _ends_with(stream: IO[bytes], magic: bytes) -> bool:
         stream.seek(0)
 
 
-def _sniff_compressed(stream: IO[bytes], compression: str, seekable: bool
+def _sniff_compressed(stream: IO[bytes], compression: str, seekable: bool, limit: int
                       ) -> tuple[FileKind, IO[bytes]]:
     """What a compressed stream holds, from the decompressed start of its first bytes
     (csv where they show nothing: a damaged stream), and the stream to read it from. A
-    bzip2 block decompresses only whole: up to one block is read for it, and a pipe's
-    bytes read so are replayed."""
-    size = _BZIP2_BLOCK if compression == "bz2" else SNIFF_BYTES
-    if seekable:
-        data = stream.read(size)
-        stream.seek(0)
-    else:
-        data = stream.peek(SNIFF_BYTES)  # type: ignore[attr-defined]
-        if compression == "bz2" and decompressed_start(data, compression, 1) is None:
+    bzip2 block decompresses only whole: up to one block is read for it; a first line
+    that opens a JSON object is decompressed to its end (as _first_line); a pipe's bytes
+    read so are replayed."""
+    taken = b""  # what was read from a pipe, not only peeked at
+
+    def start(size: int) -> bytes:  # the stream's first `size` bytes (fewer at its end)
+        nonlocal taken
+        if seekable:
             data = stream.read(size)
-            stream = io.BufferedReader(PrefixedStream(data, stream), buffer_size=SNIFF_BYTES)
-    inner = decompressed_start(data, compression, SNIFF_BYTES)
-    return FileKind("csv") if inner is None else kind_from_magic(inner[0]), stream
+            stream.seek(0)
+            return data
+        if len(taken) < size:
+            taken += stream.read(size - len(taken))
+        return taken
+
+    data = start(_BZIP2_BLOCK if compression == "bz2" else SNIFF_BYTES) if seekable else (
+        stream.peek(SNIFF_BYTES))  # type: ignore[attr-defined]
+    if compression == "bz2" and decompressed_start(data, compression, 1) is None:
+        data = start(_BZIP2_BLOCK)
+    want = SNIFF_BYTES
+    inner = decompressed_start(data, compression, want)
+    while (inner is not None and not inner[1] and len(inner[0]) <= limit
+           and _cut_object_line(inner[0])):
+        if len(inner[0]) < want:  # all that `data` holds: read on
+            more = start(2 * len(data))
+            if len(more) == len(data):  # the stream ends there
+                break
+            data = more
+        else:
+            want = min(2 * want, limit + 1)
+        inner = decompressed_start(data, compression, want)
+    if taken:
+        stream = io.BufferedReader(PrefixedStream(taken, stream), buffer_size=SNIFF_BYTES)
+    if inner is None:
+        return FileKind("csv"), stream
+    if _long_object_line(inner[0], limit):
+        return FileKind("jsonl"), stream
+    return kind_from_magic(inner[0]), stream

@@ -196,6 +196,60 @@ def test_a_utf8_bom_does_not_hide_json_lines(invoke, write_file, via):
     assert ok(result).stdout_bytes == b'{"a":1}\n{"a":3}\n'
 
 
+LONG_FIRST = jsonl([{"a": 1, "b": "x" * 70_000}, {"a": 2, "b": "y"}])  # past the 64 KiB sniff
+
+
+@pytest.mark.parametrize("via", ["stdin", "noext", "gzip-stdin", "gzip-noext"])
+def test_a_first_line_longer_than_the_sniff_is_json_lines(invoke, write_file, via):
+    data = gzip.compress(LONG_FIRST) if via.startswith("gzip") else LONG_FIRST
+    if via.endswith("noext"):
+        result = invoke("cumsum", str(write_file("noext", data)))
+    else:
+        result = invoke("cumsum", input=data)
+    assert ok(result).stdout_bytes == (b'{"a":1,"b":"' + b"x" * 70_000 + b'"}\n'
+                                       b'{"a":3,"b":"y"}\n')
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_first_line_past_max_record_size_says_so(invoke, gzipped):
+    result = invoke("cumsum", "--max-record-size", "1000",
+                    input=gzip.compress(LONG_FIRST) if gzipped else LONG_FIRST)
+    assert result.exit_code == 1
+    assert result.stderr == ("Error: standard input: line 1 is longer than 1000 bytes; "
+                             "raise --max-record-size if it is meant\n")
+
+
+def test_a_pipe_that_pauses_inside_the_first_line(tmp_path, monkeypatch):
+    """The sniff sees what has arrived: a first line cut there is read on to its end
+    (--batch-rows: the general path from the start, which sniffs)."""
+    import os
+    import sys
+    import threading
+    import time
+
+    from cumtool.engine import run
+    from cumtool.request import Request
+
+    data = jsonl([{"a": 1, "b": "x" * 5000}, {"a": 2, "b": "y"}])
+    read_end, write_end = os.pipe()
+
+    def write() -> None:
+        with open(write_end, "wb", buffering=0) as out:
+            out.write(data[:1000])
+            time.sleep(0.3)  # longer than the small path's wait for standard input to end
+            out.write(data[1000:])
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    with open(read_end, "rb") as stream:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stream))
+        run(Request(op="cumsum", input="-", output=str(tmp_path / "out.jsonl"),
+                    batch_rows=100))
+    thread.join()
+    assert (tmp_path / "out.jsonl").read_bytes() == (b'{"a":1,"b":"' + b"x" * 5000 + b'"}\n'
+                                                     b'{"a":3,"b":"y"}\n')
+
+
 def test_a_json_array_after_a_bom_is_named_json(invoke):
     result = invoke("cumsum", input=b'\xef\xbb\xbf[{"a":1},\n{"a":2}]\n')
     assert result.exit_code == 1
