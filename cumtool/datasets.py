@@ -264,7 +264,7 @@ class ChainSource(SourceBase):
         arrays = own + added + extra
         labels = own_names + [name for name, _ in keys] + extra_names
         if self._filename is not None:
-            arrays.insert(0, constant(0, self.files[k].path))
+            arrays.insert(0, constant(0, inputs.as_text(self.files[k].path)))
             labels.insert(0, self._filename)
         return pa.RecordBatch.from_arrays(arrays, names=labels)
 

@@ -105,7 +105,13 @@ def _walk(directory: str, base: str) -> list[InputFile]:
 
 
 def _folders(relative: str) -> list[str]:
-    return relative.replace(os.sep, "/").split("/")[:-1]
+    return as_text(relative).replace(os.sep, "/").split("/")[:-1]
+
+
+def as_text(path: str) -> str:
+    """A path as text that can be written (a column's cells, a hive key): a byte that is
+    not UTF-8, which Python keeps as a lone surrogate, as `\\xNN`, as messages show it."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _hive_keys(directory: str, relative: str, first: str) -> tuple[tuple[str, str | None], ...]:
@@ -122,7 +128,11 @@ def _hive_keys(directory: str, relative: str, first: str) -> tuple[tuple[str, st
                         f"like the other files of the hive-partitioned dataset {directory}")
     partitioning = ds.HivePartitioning(pa.schema([(n, pa.string()) for n in names]))
     # pyarrow parses a path of folders between slashes (a last segment is a file name).
-    keys = ds.get_partition_keys(partitioning.parse("/" + "/".join(folders) + "/"))
+    try:
+        keys = ds.get_partition_keys(partitioning.parse("/" + "/".join(folders) + "/"))
+    except pa.ArrowInvalid as error:  # k=%E9: a percent escape of a byte that is not UTF-8
+        raise DataError(f"{os.path.join(directory, relative)}: cannot read its key=value "
+                        f"folders: {error}") from None
     first_names = [part.split("=", 1)[0] for part in _folders(os.path.relpath(first, directory))]
     if names != first_names:
         raise DataError(f"{os.path.join(directory, relative)}: partition keys "

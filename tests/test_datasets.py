@@ -352,6 +352,17 @@ def test_filename_column_that_clashes_with_a_column_is_an_error(cli):
                              "'f'\n")
 
 
+# A name whose bytes are not UTF-8 (Linux takes any): Python keeps them as lone surrogates.
+NOT_UTF8 = os.fsdecode(b"caf\xe9")
+
+
+def test_filename_column_writes_a_name_not_utf8_as_messages_show_it(cli):
+    write("d/b.csv", "x\n5\n")
+    write(f"d/{NOT_UTF8}.csv", "x\n1\n2\n")
+    result = ok(cli("cumsum", "d", "--filename-column", "src"))
+    assert result.stdout_bytes == b"src,x\nd/b.csv,5\nd/caf\\xe9.csv,6\nd/caf\\xe9.csv,8\n"
+
+
 # --state -------------------------------------------------------------------------------
 
 DAYS = ["k,x,y,r\na,1,0.1,0\nb,2,0.2,0\na,3,nan,0\n",
@@ -686,6 +697,20 @@ def test_hive_folders_of_csv_files_give_their_keys_too(cli):
     write("d/site=b/1.csv", "x\n2\n")
     result = ok(cli("cumsum", "d", "--by", "site"))
     assert result.stdout == "x,site\n1,a\n2,b\n"
+
+
+def test_a_hive_folder_not_utf8_gives_its_key_as_messages_show_it(cli):
+    write(f"d/k={NOT_UTF8}/1.csv", "x\n1\n2\n")
+    assert ok(cli("cumsum", "d")).stdout_bytes == b"x,k\n1,caf\\xe9\n3,caf\\xe9\n"
+
+
+def test_a_hive_folder_whose_escape_is_not_utf8_is_an_error(cli):
+    write("d/k=%E9/1.csv", "x\n1\n")
+    result = cli("cumsum", "d")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == ("Error: d/k=%E9/1.csv: cannot read its key=value folders: "
+                             "Partition segment was not valid UTF-8 after URL decoding: %E9\n")
 
 
 def test_an_output_directory_without_its_slash_says_how_to_write_into_it(cli, tmp_path):
