@@ -119,6 +119,7 @@ class TableOptions:
     time: Selection | None = None
     share: bool = False  # --share: results are running values over their group's final
     times: Selection | None = None  # ewma --times COL: the weights decay with its times
+    several: str | None = None  # several ops ("cumsum,cummax"), which add results as --keep
 
 
 def _unscannable(names: Sequence[str], hints: Sequence[ColumnHint],
@@ -601,9 +602,12 @@ class TablePlan:
         for i in self.selected:
             added = self.result_fields(i, f"{self.names[i]}_{self.op}")
             clash = next((f.name for f in added if f.name in taken), None)
-            if clash is not None:
-                raise DataError(f"{self.name}: {option('keep')} would add column "
-                                f"{clash!r}, which the input already has")
+            if clash is not None:  # named by what adds it, which the user may not think of
+                adder = (option("indices") if clash != added[0].name
+                         else f"several ops ({self.options.several})" if self.options.several
+                         else option("keep"))
+                raise DataError(f"{self.name}: {adder} would add column {clash!r}, which "
+                                "the input already has")
             fields.extend(added)
         return fields
 
@@ -980,7 +984,7 @@ class MultiPlan:
     def __init__(self, ops: list[str], axis: str, dtype: np.dtype | None, schema: pa.Schema,
                  name: str, options: TableOptions, hints: list[ColumnHint] | None = None,
                  **scan: Any) -> None:
-        kept = dataclasses.replace(options, keep=True)
+        kept = dataclasses.replace(options, keep=True, several=",".join(ops))
         indices = scan.pop("indices", False)
         self.plans = [TablePlan(op, axis, dtype, schema, name, kept, hints,
                                 indices=indices and op in INDEXED, **scan)

@@ -652,6 +652,24 @@ def test_keep_refuses_to_duplicate_an_existing_column(invoke, tmp_path):
     assert out.read_text() == "untouched\n"
 
 
+@pytest.mark.parametrize(("args", "header", "adder", "column"), [
+    pytest.param(("cumsum,cummax",), "x,x_cumsum", "several ops (cumsum,cummax)", "x_cumsum",
+                 id="several-ops"),
+    pytest.param(("cumsum,cummax", "--keep"), "x,x_cummax", "several ops (cumsum,cummax)",
+                 "x_cummax", id="several-ops-keep"),
+    pytest.param(("cummax", "--keep", "--indices"), "x,x_cummax_index", "--indices",
+                 "x_cummax_index", id="keep-indices"),
+    pytest.param(("cummax,cummin", "--indices"), "x,x_cummin_index", "--indices",
+                 "x_cummin_index", id="several-ops-indices"),
+])
+def test_a_column_clash_names_what_adds_the_column(invoke, args, header, adder, column):
+    result = invoke(*args, "-c", "x", input=f"{header}\n1,2\n")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (f"Error: standard input: {adder} would add column {column!r}, "
+                             "which the input already has\n")
+
+
 # --reverse ------------------------------------------------------------------------------
 
 
