@@ -17,6 +17,7 @@ from types import ModuleType
 import click
 import pytest
 from conftest import REPO
+from helpers import ok
 
 DOCS = REPO / "docs"
 README = REPO / "README.md"
@@ -224,3 +225,14 @@ def test_readme_links_every_page_of_docs() -> None:
     text = README.read_text(encoding="utf-8")
     for page in sorted(DOCS.glob("*.md")):
         assert f"(docs/{page.name})" in text, f"README does not link docs/{page.name}"
+
+
+def test_semantics_says_how_cummean_differs_from_pandas(invoke) -> None:
+    """The page's example holds: a plain sum ends ten 0.1 at 0.09999999999999999 where
+    pandas' compensated expanding().mean() gives 0.1, and --compensated gives 0.1 too."""
+    page = " ".join(_ours().split())
+    assert "`expanding().mean()`" in page
+    assert "cummean of ten 0.1 ends 0.09999999999999999, pandas' 0.1" in page
+    data = "x\n" + "0.1\n" * 10
+    assert ok(invoke("cummean", input=data)).stdout.splitlines()[-1] == "0.09999999999999999"
+    assert ok(invoke("cummean", "--compensated", input=data)).stdout.splitlines()[-1] == "0.1"
