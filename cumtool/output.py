@@ -353,7 +353,26 @@ def _on_descriptor(path: str, descriptor: int) -> Iterator[IO[bytes]]:
         except OSError as error:
             raise _failed(path, error) from None
         owned = True
-    guarded = _GuardedStream(stream, path, flush_each=not owned)
+    with _written(stream, path, owned, flush_each=not owned) as guarded:
+        yield guarded
+
+
+@contextlib.contextmanager
+def _special_file(path: str) -> Iterator[IO[bytes]]:
+    try:
+        special = open(path, "wb")
+    except OSError as error:
+        raise _failed(path, error) from None
+    with _written(special, path) as guarded:
+        yield guarded
+
+
+@contextlib.contextmanager
+def _written(stream: IO[bytes], path: str, owned: bool = True, flush_each: bool = False
+             ) -> Iterator[IO[bytes]]:
+    """`stream` written (guarded), flushed, and closed where it is ours: a close's
+    failure is the output's, a failed run's close quiet."""
+    guarded = _GuardedStream(stream, path, flush_each=flush_each)
     try:
         yield guarded  # type: ignore[misc]
         guarded.flush()
@@ -368,27 +387,6 @@ def _on_descriptor(path: str, descriptor: int) -> Iterator[IO[bytes]]:
             raise
         except OSError as error:
             raise _failed(path, error) from None
-
-
-@contextlib.contextmanager
-def _special_file(path: str) -> Iterator[IO[bytes]]:
-    try:
-        special = open(path, "wb")
-    except OSError as error:
-        raise _failed(path, error) from None
-    guarded = _GuardedStream(special, path)
-    try:
-        yield guarded  # type: ignore[misc]
-        guarded.flush()
-    except BaseException:
-        _close_quietly(special)
-        raise
-    try:
-        special.close()
-    except BrokenPipeError:
-        raise
-    except OSError as error:
-        raise _failed(path, error) from None
 
 
 def no_directory(path: str, directory: str) -> OutputError:
