@@ -19,7 +19,7 @@ import numpy as np
 from cumtool import kernels
 from cumtool.choices import OVERFLOW_CHOICES
 from cumtool.engine import array_index, resolve_array_axis
-from cumtool.errors import DataError, ScanOverflowError, UsageError
+from cumtool.errors import DataError, ScanOverflowError, UnknownKeyword, UsageError
 from cumtool.formats import SourceBase, TableSource
 from cumtool.options import API_DEFAULTS, API_KEYWORDS, BY_FIELD
 from cumtool.runner import scan_batches
@@ -131,11 +131,6 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
     return (result.values, result.indices) if given["indices"] else result.values
 
 
-class UnknownKeyword(UsageError, TypeError):
-    """A keyword scan() does not take: a UsageError naming it, and the TypeError Python
-    raises for one, which callers may already catch."""
-
-
 def _keywords(keywords: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """scan()'s keywords split: the general options (options.API_KEYWORDS), each at its
     declared default where not given, and the ops' own (cumtool.ops.KEYWORDS); any other
@@ -145,8 +140,10 @@ def _keywords(keywords: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     given = {name: keywords.pop(name, default) for name, default in API_DEFAULTS.items()}
     for name in keywords:
         if name not in KEYWORDS:
+            from cumtool.suggest import close_keywords
+
             raise UnknownKeyword(f"scan() got an unexpected keyword argument {name!r}"
-                                 + _close_keywords(name, [*API_KEYWORDS, "to", *KEYWORDS]))
+                                 + close_keywords(name, [*API_KEYWORDS, "to", *KEYWORDS]))
     return given, keywords
 
 
@@ -162,20 +159,6 @@ def _check_flags(given: dict[str, Any], params: dict[str, Any]) -> None:
             if not isinstance(value, bool | np.bool_):
                 raise UsageError(f"{name}= must be True or False, not {value!r}")
             keywords[name] = bool(value)
-
-
-def _close_keywords(typed: str, known: list[str]) -> str:
-    """`; did you mean reverse=?`: the keywords close to `typed`, found as the command line
-    finds close options (cumtool.suggest: spellings, and other tools' names: group= is
-    by=), or ''."""
-    from cumtool.suggest import close_options
-
-    def flag(name: str) -> str:
-        return "--" + name.replace("_", "-")
-
-    close = close_options(flag(typed), [flag(name) for name in known])
-    named = [f"{name.removeprefix('--').replace('-', '_')}=" for name in close]
-    return f"; did you mean {' or '.join(named)}?" if named else ""
 
 
 def _periods(given: dict[str, Any]) -> tuple[Any, Any, Any, bool]:

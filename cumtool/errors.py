@@ -70,6 +70,11 @@ class UsageError(CumtoolError):
     exit_code = 2
 
 
+class UnknownKeyword(UsageError, TypeError):
+    """A keyword the API does not take: a UsageError naming it, and the TypeError Python
+    raises for one, which callers may already catch."""
+
+
 class DataError(CumtoolError):
     """The input's contents cannot be processed: bad cell, overflow, missing column."""
 

@@ -497,6 +497,28 @@ def _stdin_is_terminal() -> bool:
         return False
 
 
+def _named_fields(made: Any) -> Any:
+    """Request's own __init__, but a keyword it does not take is refused as the API's are
+    (a UsageError naming it, with those close to it; also the TypeError Python raises)."""
+    names = {each.name for each in fields(Request)}
+
+    def checked(self: Request, *args: Any, **given: Any) -> None:
+        for name in given:
+            if name not in names:
+                from cumtool.errors import UnknownKeyword
+                from cumtool.suggest import close_keywords
+
+                raise UnknownKeyword(f"Request() got an unexpected keyword argument "
+                                     f"{name!r}" + close_keywords(name, sorted(names)))
+        made(self, *args, **given)
+
+    checked.__doc__, checked.__signature__ = made.__doc__, inspect.signature(made)  # type: ignore[attr-defined]
+    return checked
+
+
+Request.__init__ = _named_fields(Request.__init__)  # type: ignore[method-assign]
+
+
 # Each field's default ("op" has none): an option differing from it is given.
 _DEFAULTS = {each.name: each.default if each.default is not MISSING
              else each.default_factory() if each.default_factory is not MISSING else MISSING

@@ -125,3 +125,14 @@ def _close_ops(typed: str, ops: tuple[str, ...]) -> list[str]:
             scored.append((matcher.ratio(), op))
     scored = sorted((s for s in scored if s[0] >= 0.6), key=lambda s: -s[0])
     return [op for score, op in scored if score >= scored[0][0] - 0.1][:_MOST]
+
+
+def close_keywords(typed: str, known: Iterable[str]) -> str:
+    """`; did you mean reverse=?`: the keywords close to `typed`, found as the command line
+    finds close options (spellings, and other tools' names: group= is by=), or ''."""
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    close = close_options(flag(typed), [flag(name) for name in known])
+    named = [f"{name.removeprefix('--').replace('-', '_')}=" for name in close]
+    return f"; did you mean {' or '.join(named)}?" if named else ""

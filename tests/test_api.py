@@ -723,3 +723,16 @@ def test_an_arrays_bad_axis_is_worded_as_a_keyword(axis, message):
     with pytest.raises(UsageError) as caught:
         cumtool.scan(np.ones((2, 2)), "cumsum", axis=axis)
     assert str(caught.value) == message
+
+
+def test_a_request_with_a_mistyped_keyword_is_a_usage_error():
+    """api.md: a misuse of engine.Request raises cumtool.UsageError; a mistyped keyword
+    raised Python's plain TypeError. It is both now, as scan()'s is."""
+    from cumtool.engine import Request
+
+    with pytest.raises(cumtool.UsageError) as raised:
+        Request(op="cumsum", input="in.csv", revrse=True)
+    assert isinstance(raised.value, TypeError)
+    assert str(raised.value) == ("Request() got an unexpected keyword argument 'revrse'; "
+                                 "did you mean reverse=?")
+    assert Request(op="cumsum", input="in.csv", reverse=True).reverse is True
