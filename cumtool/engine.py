@@ -82,9 +82,10 @@ def _can_rerun(request: Request, column: int) -> bool:
     import stat
 
     from cumtool import inputs, remote
+    from cumtool.output import staged_output
 
     if (column in request.widen or request.state is not None or request.dtype is not None
-            or request.decimal or request.output in (None, "-") or request.input == "-"
+            or request.decimal or not staged_output(request.output) or request.input == "-"
             or request.inputs or inputs.is_dataset((request.input,))
             or inputs.per_input_output(request.output)
             or remote.is_url(request.input) or remote.is_url(request.output)):
@@ -92,7 +93,7 @@ def _can_rerun(request: Request, column: int) -> bool:
     try:
         if not stat.S_ISREG(os.stat(request.input).st_mode):
             return False
-        out = os.stat(request.output)
+        out = os.stat(str(request.output))
     except FileNotFoundError:
         return True  # no output yet: it is created when the run commits
     except (OSError, ValueError):

@@ -194,12 +194,18 @@ def check_not_standard_output(inputs: tuple[str, ...], output: str | None) -> No
     """The command line's input may not be the file its standard output appends to
     (`cumtool cumsum a.csv >> a.csv`): the run would read back the rows it writes. As
     `cat a >> a` says, before anything is read."""
+    descriptor = 1
     if output not in (None, "-"):
-        return
+        from cumtool.output import named_descriptor
+
+        named = named_descriptor(output)  # -o /dev/stdout, /dev/fd/3: written in place
+        if named is None:
+            return
+        descriptor = named
     import stat
 
     try:
-        out = os.fstat(1)
+        out = os.fstat(descriptor)
     except OSError:
         return
     if not stat.S_ISREG(out.st_mode):
@@ -210,7 +216,8 @@ def check_not_standard_output(inputs: tuple[str, ...], output: str | None) -> No
         except OSError:
             continue  # a pattern, a URL, standard input: their own checks
         if (found.st_dev, found.st_ino) == (out.st_dev, out.st_ino):
-            raise UsageError(f"{path} is also standard output: the run would read back "
+            written = "standard output" if output in (None, "-") else f"-o {output}"
+            raise UsageError(f"{path} is also {written}: the run would read back "
                              "what it writes; write to another file, or use -o "
                              f"{path} to replace it")
 

@@ -259,7 +259,7 @@ def staged_output(path: str | None) -> bool:
     target only once the run ends well (`_replacing`): a run dropped leaves nothing of it.
     Standard output and a device or pipe are written as they go; a URL counts as not
     staged too."""
-    if path is None or path == "-" or is_url(path):
+    if path is None or path == "-" or is_url(path) or named_descriptor(path) is not None:
         return False
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
@@ -282,7 +282,7 @@ def open_output(path: str | None, commit: Commit | None = None) -> Iterator[IO[b
         yield stdout  # type: ignore[misc]
         stdout.flush()
         return
-    descriptor = _descriptor(path)
+    descriptor = named_descriptor(path)
     if descriptor is not None:  # /dev/stdout, /dev/fd/3: the open file, not its name
         with _on_descriptor(path, descriptor) as stream:
             yield stream
@@ -318,7 +318,7 @@ _DESCRIPTOR_NAME = re.compile(
 _STANDARD = {"in": 0, "out": 1, "err": 2}
 
 
-def _descriptor(path: str) -> int | None:
+def named_descriptor(path: str) -> int | None:
     """The descriptor of this process that `path` names, itself or through links: where
     standard output is a file, /dev/stdout resolves to that file's path, and a temporary
     file renamed over it would take the place of what the shell opened (`>>` appending
@@ -343,17 +343,16 @@ def _descriptor(path: str) -> int | None:
 @contextlib.contextmanager
 def _on_descriptor(path: str, descriptor: int) -> Iterator[IO[bytes]]:
     """Written where the descriptor stands, as a redirect writes it (never cut, never
-    renamed over)."""
+    renamed over), each write flushed as standard output's are; the descriptor stays
+    open (a run dropped for another may still cut its own output back: runner._InPlace)."""
     if descriptor == 1 and sys.stdout is not None:
         stream: Any = sys.stdout.buffer
-        owned = False
     else:
         try:
-            stream = os.fdopen(os.dup(descriptor), "wb")
+            stream = os.fdopen(descriptor, "wb", closefd=False)
         except OSError as error:
             raise _failed(path, error) from None
-        owned = True
-    with _written(stream, path, owned, flush_each=not owned) as guarded:
+    with _written(stream, path, owned=False, flush_each=True) as guarded:
         yield guarded
 
 

@@ -517,3 +517,63 @@ def test_memory_running_out_in_a_writer_is_not_blamed_on_the_output(invoke: Invo
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: out of memory: the system gave no more; ")
     assert sorted(p.name for p in tmp_path.iterdir()) == [source.name]
+
+
+_EIGHT_CORES = ("import sys\nimport cumtool.native as n\nn.USABLE = n.CORES = 8\n"
+                "from cumtool.launch import main\nsys.argv = ['cumtool'] + sys.argv[1:]\n"
+                "main()\n")
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/3"])
+@pytest.mark.parametrize("kind", ["csv", "jsonl"])
+def test_a_named_descriptor_is_not_a_file_to_drop_and_write_again(tmp_path, name, kind):
+    """A column that widens late (an integer column's float after the judged rows) is
+    scanned again where the output is a file that can be dropped. -o /dev/stdout over a
+    file was taken for one: its first, partial output stayed and the second followed (two
+    headers). It is written as standard output is: for CSV the rows before the fault and
+    its error; for JSON Lines (read whole first, here on 8 cores: the run that started
+    with the first block's types is dropped and its output cut back) the one output."""
+    import subprocess
+    import sys
+
+    source = tmp_path / f"late.{kind}"
+    if kind == "csv":
+        source.write_text("a\n" + "".join(f"{i}\n" for i in range(10_001)) + "1.5\n")
+    else:
+        source.write_text("".join(f'{{"a": {i % 7}}}\n' for i in range(30_000))
+                          + '{"a": 1.5}\n')
+    target = tmp_path / "out.csv"
+
+    def run(output: list[str], descriptor: int) -> subprocess.CompletedProcess:
+        with open(target, "wb") as out:
+            return subprocess.run(
+                [sys.executable, "-c", _EIGHT_CORES, "cumsum", str(source), "--to", "csv",
+                 "-q", *output], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                stdout=out if descriptor == 1 else subprocess.DEVNULL,
+                pass_fds=(3,) if descriptor == 3 else (),
+                preexec_fn=(lambda: os.dup2(out.fileno(), 3)) if descriptor == 3 else None)
+
+    plain = run([], 1)
+    wanted = target.read_bytes()
+    done = run(["-o", name], 1 if name == "/dev/stdout" else 3)
+    assert (done.returncode, done.stderr) == (plain.returncode, plain.stderr)
+    assert target.read_bytes() == wanted
+    assert wanted.count(b"a\n") == 1
+
+
+def test_an_input_that_a_named_descriptor_appends_to_is_refused(tmp_path):
+    """-o /dev/stdout >> in.csv read back what it wrote (a header among the numbers, or
+    a file that grows for ever), where `>> in.csv` alone is refused."""
+    import subprocess
+
+    source = tmp_path / "in.csv"
+    source.write_text("a\n1\n2\n")
+    with open(source, "ab") as appended:
+        done = subprocess.run([CUMTOOL, "cumsum", str(source), "--to", "csv",
+                               "-o", "/dev/stdout"], stdout=appended,
+                              stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stderr == (f"Error: {source} is also -o /dev/stdout: the run would read back "
+                           f"what it writes; write to another file, or use -o {source} to "
+                           "replace it\n")
+    assert source.read_text() == "a\n1\n2\n"

@@ -61,8 +61,9 @@ from cumtool.formats import PrefixedStream, records
 from cumtool.formats.csv import dialect, small, wide
 from cumtool.formats.csv.small import TEXT, Handover
 from cumtool.formats.jsonl import lines
-from cumtool.output import open_output, spool_error
+from cumtool.output import open_output, spool_error, staged_output
 from cumtool.pipeline import written_into
+from cumtool.remote import is_url
 from cumtool.request import Request
 
 if TYPE_CHECKING:
@@ -160,10 +161,10 @@ def try_fast(request: Request, stdin: IO[bytes] | None) -> tuple[bool, IO[bytes]
     stream of standard input as it was, for the streaming path, or None)."""
     if not small.options_fit(request):
         return False, stdin
-    if request.output not in (None, "-"):
-        with contextlib.suppress(OSError):  # a device or a FIFO is written in place:
-            if not stat.S_ISREG(os.stat(request.output).st_mode):  # no going back
-                return False, stdin
+    # A device, a FIFO or a descriptor (/dev/stdout) is written in place: no going back.
+    if (request.output not in (None, "-") and not staged_output(request.output)
+            and not is_url(request.output)):
+        return False, stdin
     from cumtool import sources
 
     if request.input == "-":
