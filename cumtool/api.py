@@ -104,6 +104,9 @@ def scan(data: Any, op: str, axis: int | str = API_DEFAULTS["axis"],
         raise UsageError("columns=, exclude= and keep= are for Arrow tables")
     if (*_periods(given)[:3], params.get("times")) != (None,) * 4 or given["share"]:
         raise UsageError("period=, time=, year_start=, share= and times= are for tables")
+    if "," in op:  # an array's result is one array: several ops make a table's columns
+        raise UsageError(f"several ops ({op}) are for tables; scan an array one op at a "
+                         "time")
     if _is_arrow_array(data):
         return _scan_arrow_array(data, op, given, cast, options)
     try:
@@ -482,14 +485,22 @@ def _is_arrow(data: Any) -> bool:
 
 
 def _array_axis(axis: Any, ndim: int) -> int:
-    """axis= of an array, refused in the API's words (the engine's say --axis)."""
-    from cumtool.choices import check_axis
+    """axis= of an array: a name (rows, columns, index) or an integer, refused in the
+    API's words, the value as it was given (the engine's say --axis, of text)."""
+    from cumtool.choices import AXIS_NAMES
 
-    check_axis(str(axis))  # a word that is no axis: the CLI's message, worded for Python
+    given = ((isinstance(axis, str) and (axis.strip().lower() in AXIS_NAMES
+                                        or axis.strip().lstrip("-").isdigit()))
+             or (isinstance(axis, int | np.integer) and not isinstance(axis, bool)))
     try:
-        return resolve_array_axis(str(axis), ndim)
-    except UsageError as error:
-        raise UsageError(error.raw.replace("--axis ", "axis=", 1)) from None
+        if given:
+            return resolve_array_axis(str(axis), ndim)
+    except UsageError:
+        pass
+    low, high = (-1, 0) if ndim == 0 else (-ndim, ndim - 1)
+    names = "'rows'" if ndim <= 1 else "'rows', 'columns'"
+    raise UsageError(f"axis={axis!r} is not an axis of a {ndim}-d array; give {names} or an "
+                     f"integer from {low} to {high}")
 
 
 def _is_arrow_array(data: Any) -> bool:

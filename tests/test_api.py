@@ -713,13 +713,18 @@ def test_a_text_mode_file_object_is_asked_for_in_binary_mode(given):
 
 
 @pytest.mark.parametrize("axis, message", [
-    ("foo", "axis= 'foo' is not an axis; use rows (index, 0), columns (1), or an integer "
-            "axis of a .npy array"),
-    (5, "axis='5' is out of range for a 2-d array; valid: rows, columns, or an integer "
-        "from -2 to 1"),
+    ("foo", "axis='foo' is not an axis of a 2-d array; give 'rows', 'columns' or an integer "
+            "from -2 to 1"),
+    (5, "axis=5 is not an axis of a 2-d array; give 'rows', 'columns' or an integer from "
+        "-2 to 1"),
+    (1.0, "axis=1.0 is not an axis of a 2-d array; give 'rows', 'columns' or an integer "
+          "from -2 to 1"),
+    (None, "axis=None is not an axis of a 2-d array; give 'rows', 'columns' or an integer "
+           "from -2 to 1"),
 ])
 def test_an_arrays_bad_axis_is_worded_as_a_keyword(axis, message):
-    """It said --axis, the command line's spelling."""
+    """It said --axis, the command line's spelling, quoted numbers ('5'), and took 1.0,
+    True and None for text (axis= '1.0' is not an axis ... of a .npy array)."""
     with pytest.raises(UsageError) as caught:
         cumtool.scan(np.ones((2, 2)), "cumsum", axis=axis)
     assert str(caught.value) == message
@@ -736,3 +741,17 @@ def test_a_request_with_a_mistyped_keyword_is_a_usage_error():
     assert str(raised.value) == ("Request() got an unexpected keyword argument 'revrse'; "
                                  "did you mean reverse=?")
     assert Request(op="cumsum", input="in.csv", reverse=True).reverse is True
+
+
+@pytest.mark.parametrize("data", [np.array([1, 2, 3]), pa.array([1, 2, 3]),
+                                  pa.chunked_array([[1, 2], [3]])],
+                         ids=["numpy", "arrow", "chunked"])
+def test_several_ops_on_an_array_are_refused_as_for_tables(data):
+    """An Arrow array with several ops came back as the input itself (the one-column
+    table's kept column), and with indices= raised a KeyError; a numpy array's message
+    was 'unknown operation'."""
+    for keywords in ({}, {"indices": True}):
+        with pytest.raises(UsageError) as caught:
+            cumtool.scan(data, "cumsum,cummax", **keywords)
+        assert str(caught.value) == ("several ops (cumsum,cummax) are for tables; scan an "
+                                     "array one op at a time")
