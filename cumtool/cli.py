@@ -225,7 +225,9 @@ def _run(ctx: click.Context, op: str, options: dict[str, Any]) -> None:
 
 def _unexpected(error: Exception) -> str:
     text = " ".join(str(error).split())[:300]
-    if isinstance(error, MemoryError):  # no bug: a limit (ulimit -v, a container's)
+    if isinstance(error, MemoryError) or (isinstance(error, ImportError) and any(
+            sign in text for sign in ("failed to map segment", "Cannot allocate memory"))):
+        # no bug: a limit (ulimit -v, a container's), met by Python or by a library loading
         return ("out of memory: the system gave no more; the values of --by's groups and "
                 "cumnunique's are held in memory, the rest is read and written in batches")
     if isinstance(error, OSError):
@@ -312,6 +314,11 @@ class _Cli(click.Group):
             # and 10 ms of wall time on 2 cores, for a tool that multiplies no matrices.
             # A setting of the user's own is kept.
             os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        if sys.stdout is None and not _runs(sys.argv[1:] if args is None else list(args)):
+            # The help or the version to nowhere (`>&-`): Click would write nothing, and
+            # say 0.
+            click.echo("Error: cannot write standard output: it is closed", err=True)
+            sys.exit(1)
         try:
             status = super().main(args, prog_name, complete_var, False, **extra)
         except _NO_ARGS_IS_HELP as error:  # bare `cumtool`: the help
@@ -345,6 +352,13 @@ class _Cli(click.Group):
                 raise
             status = _not_written(BrokenPipeError())
         sys.exit(status if isinstance(status, int) else 0)
+
+
+def _runs(args: list[str]) -> bool:
+    """Whether the command line runs an op (whose own output says where it goes), not the
+    help or the version only."""
+    asks = {"-h", "--help", "--version"}
+    return bool(args) and not any(arg in asks for arg in args) and args[0] not in asks
 
 
 def _not_written(error: OSError) -> int:

@@ -970,3 +970,19 @@ def test_empty_text_is_made_missing_from_the_buffers(array):
     assert made.type == array.type
     assert made.to_pylist() == [None if cell in ("", None) else cell
                                 for cell in array.to_pylist()]
+
+
+def test_a_library_that_cannot_map_its_memory_is_out_of_memory(invoke, write_file,
+                                                               monkeypatch):
+    """Under a memory limit (ulimit -v), a library loading fails to map its segments: an
+    ImportError, worded as a bug in cumtool."""
+    import cumtool.engine
+
+    def run(_request):
+        raise ImportError("libarrow_python.so: failed to map segment from shared object")
+
+    monkeypatch.setattr(cumtool.engine, "run", run)
+    monkeypatch.delenv("CUMTOOL_DEBUG", raising=False)
+    result = invoke("cumsum", str(write_file("a.csv", "x\n1\n")))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: out of memory: the system gave no more; ")

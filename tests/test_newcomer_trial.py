@@ -221,8 +221,10 @@ def test_the_columns_an_op_can_scan_are_listed_without_dates_it_refuses(invoke, 
                                    "2024-03-02,Harbor,4\n")
     result = invoke(op, str(path), "-c", "store")
     assert (result.exit_code, result.stdout) == (1, "")
-    assert result.stderr == (f"Error: {path}: column 'store' is not numeric: row 1 (line 2) "
-                             f"holds 'Riverside'; numeric columns: {listed}\n")
+    said = ("is not numeric nor a date (YYYY-MM-DD)", "columns cummax can scan") if (
+        op == "cummax") else ("is not numeric", "numeric columns")
+    assert result.stderr == (f"Error: {path}: column 'store' {said[0]}: row 1 (line 2) "
+                             f"holds 'Riverside'; {said[1]}: {listed}\n")
 
 
 @pytest.mark.parametrize(("state", "inputs", "output", "role"), [

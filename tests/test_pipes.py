@@ -219,3 +219,7 @@ def test_the_help_and_version_not_taken_are_one_line_or_quiet_141(args):
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+    done = subprocess.run([CUMTOOL, *args], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, preexec_fn=lambda: os.close(1))  # `>&-`: said 0
+    assert (done.returncode, done.stderr) == (
+        1, "Error: cannot write standard output: it is closed\n")
