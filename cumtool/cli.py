@@ -348,7 +348,9 @@ class _Cli(click.Group):
         except SystemExit as ended:
             # Click's own way with a closed pipe (EPIPE) is status 1, its streams pacified:
             # a run's is 141 (README's exit statuses).
-            if ended.code != 1 or not isinstance(sys.stdout, click.utils.PacifyFlushWrapper):
+            # (Its wrapper's name, not the class: Click 8.5 made it private.)
+            pacified = type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper"
+            if ended.code != 1 or not pacified:
                 raise
             status = _not_written(BrokenPipeError())
         sys.exit(status if isinstance(status, int) else 0)
