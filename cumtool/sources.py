@@ -15,6 +15,7 @@ import numpy as np
 from cumtool import remote
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
+    BOM,
     FileKind,
     Opening,
     PrefixedStream,
@@ -58,7 +59,6 @@ class InputRequest(ReadRequest, Protocol):
 
 SNIFF_BYTES = 1 << 16  # enough for the first line of almost any table
 _BZIP2_BLOCK = 1 << 20  # more than bzip2's largest block (900 kB of text) compressed
-_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which the readers drop
 
 
 def open_source(
@@ -156,7 +156,7 @@ def _sniffed(sniff: bytes, comment: str | None, limit: int) -> FileKind:
     if comment is None or kind.compression is not None or not format_named(
             kind.format).delimited:
         return kind
-    start = 3 if sniff.startswith(b"\xef\xbb\xbf") else 0
+    start = len(BOM) if sniff.startswith(BOM) else 0
     skipped = comment.encode()
     while sniff[start:start + 1] in (skipped, b"\r", b"\n"):
         end = sniff.find(b"\n", start) if sniff[start:start + 1] == skipped else start
@@ -175,7 +175,7 @@ def _record_limit(request: InputRequest) -> int:
 def _cut_object_line(sniff: bytes) -> bool:
     """Whether the first line opens a JSON object and goes on past `sniff`: only the whole
     line tells JSON Lines (a whole object) from JSON (formats.jsonl)."""
-    return b"\n" not in sniff and sniff.removeprefix(_BOM).lstrip(b" \t").startswith(b"{")
+    return b"\n" not in sniff and sniff.removeprefix(BOM).lstrip(b" \t").startswith(b"{")
 
 
 def _long_object_line(sniff: bytes, limit: int) -> bool:

@@ -333,6 +333,7 @@ DEFAULT_NA = ("", "NA", "N/A", "n/a", "NULL", "null", "None", "<NA>", "#N/A")
 HOLDS = b"cumtool.holds"
 # Field metadata of a JSON Lines column of mixed kinds: it holds each value's JSON text.
 JSON_TEXT = b"cumtool.json"
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark: the text readers drop it
 
 
 def holds_json_text(field_: pa.Field) -> bool:

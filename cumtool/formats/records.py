@@ -16,6 +16,7 @@ from typing import IO
 
 import numpy as np
 
+from cumtool.formats import BOM
 from cumtool.formats.csv import dialect
 
 MAX_RECORD_BYTES = 32 << 20
@@ -131,7 +132,7 @@ class Chunker:
             # A comment may follow a byte-order mark: the first read holds both (a pipe
             # may give fewer bytes).
             while (self._first_read and self._comment is not None and 0 < len(data) < 4
-                   and b"\xef\xbb\xbf".startswith(data[:3])
+                   and BOM.startswith(data[:3])
                    and (more := self._read_some(4 - len(data)))):
                 data += more
             if self._lone_cr is None and (b"\r" in data or b"\n" in data):
@@ -170,7 +171,7 @@ class Chunker:
         # record starts there, and the byte after each newline outside quotes.
         candidates: list[int] = []
         if kept == 0 and self._line_start and not quoted:
-            candidates.append(3 if first and data.startswith(b"\xef\xbb\xbf") else 0)
+            candidates.append(len(BOM) if first and data.startswith(BOM) else 0)
         marker = b"\n" + comment
         search = kept
         while True:

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
+    BOM,
     ColumnHint,
     CsvReadOptions,
     Opening,
@@ -81,7 +82,6 @@ AHEAD_LIMIT = 64 << 20
 _CHUNK_CELLS = 1 << 18
 MIN_CHUNK_BYTES = 64 << 10
 MIN_CHUNK_ROWS = 128
-_BOM = b"\xef\xbb\xbf"
 _TEXT = pa.large_string()
 T = TypeVar("T")
 _POLARS_NUMBER: dict[str, pl.DataType] = {"int64": pl.Int64(), "double": pl.Float64()}
@@ -175,7 +175,7 @@ class CsvSource(SourceBase):
             # rows); the rows once they may be enough.
             lines = _count_byte(sample, "\n")
             records: int | None = None
-            wide = is_wide(sample.removeprefix(_BOM).lstrip(b"\r\n"), options.delimiter)
+            wide = is_wide(sample.removeprefix(BOM).lstrip(b"\r\n"), options.delimiter)
             limit = JUDGED_BYTES if wide else SAMPLE_LIMIT
             while not line_buffered and len(sample) < limit:
                 if records is None and lines >= wanted:
@@ -195,7 +195,7 @@ class CsvSource(SourceBase):
         except RecordTooLong as error:
             raise self._too_long(error, sample, first=True) from None
         lines = _count_byte(sample, "\n")
-        sample = sample.removeprefix(_BOM).lstrip(b"\r\n")  # blank lines before the header
+        sample = sample.removeprefix(BOM).lstrip(b"\r\n")  # blank lines before the header
         self._line = self._chunk_line = lines - _count_byte(sample, "\n")
         if not sample.strip():
             raise FormatError(f"{name}: the file is empty (no header, no rows)")

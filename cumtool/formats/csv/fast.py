@@ -57,7 +57,7 @@ import numpy as np
 
 from cumtool import grouped, kernels, native, numtext
 from cumtool.errors import CumtoolError, DataError, option
-from cumtool.formats import PrefixedStream, records
+from cumtool.formats import BOM, PrefixedStream, records
 from cumtool.formats.csv import dialect, small, wide
 from cumtool.formats.csv.small import TEXT, Handover
 from cumtool.formats.jsonl import lines
@@ -81,7 +81,6 @@ HEAD_LIMIT = 8 << 20  # the rows judged must lie within this (the streaming path
 # A column empty in every judged row: read on (held) to its first value and INFER_ROWS
 # rows from there, up to this; further, the streaming path reads on (to 64 MiB).
 AHEAD_BYTES = 32 << 20
-_BOM = b"\xef\xbb\xbf"
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
 CUT_DONE, CUT_FULL, CUT_UNSURE = range(3)  # cut's status
@@ -342,7 +341,7 @@ class _Job:
         dtype = kernels.parse_dtype(request.dtype) if request.dtype is not None else None
         if dtype is not None and dtype.kind == "c":
             raise Handover
-        data = data.removeprefix(_BOM)
+        data = data.removeprefix(BOM)
         while not self.eof and not data.lstrip(b"\r\n").strip():
             data += self._read()
         data = data.lstrip(b"\r\n")

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cumtool.formats import SourceBase
+from cumtool.formats import BOM, SourceBase
 from cumtool.formats.partitioning import Partition, Splitting
 from cumtool.formats.partitions import open_location, size_of
 
@@ -26,8 +26,8 @@ def _first_record_end(head: bytes) -> int | None:
     import numpy as np
 
     start = 0
-    if head.startswith(b"\xef\xbb\xbf"):
-        start = 3
+    if head.startswith(BOM):
+        start = len(BOM)
     while start < len(head) and head[start] in b"\r\n":
         start += 1
     from cumtool.formats.csv import dialect

@@ -49,7 +49,7 @@ from cumtool._ext import load
 from cumtool.columns import resolve
 from cumtool.columns import select as select_columns
 from cumtool.errors import CumtoolError, DataError
-from cumtool.formats import FileKind, Handover, PrefixedStream
+from cumtool.formats import BOM, FileKind, Handover, PrefixedStream
 from cumtool.formats.csv import dialect
 from cumtool.formats.jsonl import NAME as JSON_LINES
 from cumtool.formats.registry import BINARY_MAGIC, DELIMITED, kind_from_magic, kind_from_name
@@ -70,7 +70,6 @@ SMALL_BYTES = 1 << 20
 STDIN_WAIT = 0.1  # seconds standard input may take to end before it is streamed instead
 SNIFF_BYTES = 1 << 16  # as sources.SNIFF_BYTES: what decides csv or tsv by the first line
 INFER_ROWS = 10_000  # as formats.judge.INFER_ROWS
-_BOM = b"\xef\xbb\xbf"
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 # Python's str.strip() strips these too, polars' strip_chars does not.
@@ -177,7 +176,7 @@ def records(data: bytes, delimiter: str, header: bool
              ) -> tuple[list[str], list[list[str | None]]]:
     """The header's names and the rows' cells (None: an empty unquoted cell), as
     formats/csv/csv.py reads them."""
-    data = data.removeprefix(_BOM).lstrip(b"\r\n")
+    data = data.removeprefix(BOM).lstrip(b"\r\n")
     if not data.strip() or b"\0" in data or data.count(b"\r") != data.count(b"\r\n"):
         raise Handover  # empty, binary, or lone CRs (old Mac files): the streaming path
     try:

@@ -3,7 +3,7 @@ pyarrow, only when used)."""
 
 from __future__ import annotations
 
-from cumtool.formats import Format, Opening, SourceBase, TableSink, Writing
+from cumtool.formats import BOM, Format, Opening, SourceBase, TableSink, Writing
 
 NAME = "jsonl"
 
@@ -28,16 +28,13 @@ def _write(writing: Writing) -> TableSink:
     return JsonlSink(writing.stream, writing.schema, writing.threads())
 
 
-_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark: dropped before text is read
-
-
 def _first_line_is_object(head: bytes) -> bool:
     return is_json_object(head.split(b"\n", 1)[0])
 
 
 def is_json_object(line: bytes) -> bool:
     """A line that is a whole JSON object: JSON Lines (no CSV header is one)."""
-    text = line.removeprefix(_BOM).strip()
+    text = line.removeprefix(BOM).strip()
     if not (text.startswith(b"{") and text.endswith(b"}")):
         return False
     import json
@@ -51,7 +48,7 @@ def is_json_object(line: bytes) -> bool:
 def looks_like_json(head: bytes) -> bool:
     """JSON that is not JSON Lines: an array (`[{...}, ...]`), or one object spread over
     lines (pretty-printed). A CSV header starts with neither."""
-    text = head.removeprefix(_BOM).lstrip()
+    text = head.removeprefix(BOM).lstrip()
     if text.startswith(b"["):
         rest = text[1:].lstrip()
         return rest[:1] in (b"{", b"[", b"]", b'"') or rest[:1].isdigit()

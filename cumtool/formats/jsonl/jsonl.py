@@ -68,6 +68,7 @@ from cumtool.columnar import (
 )
 from cumtool.errors import DataError, FormatError
 from cumtool.formats import (
+    BOM,
     CULPRIT,
     HOLDS,
     JSON_TEXT,
@@ -590,8 +591,8 @@ class JsonlSource(SourceBase):
             if got < size:
                 del data[len(rest) + got:]
             size = BLOCK_BYTES
-            if first and data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark
-                del data[:3]
+            if first and data.startswith(BOM):
+                del data[:len(BOM)]
                 at = 3
             first = False
             if not got:
@@ -614,7 +615,7 @@ class JsonlSource(SourceBase):
         for, from where its buffer would end back to where the one before ended (none
         between: else the block before would have ended there)."""
         size = os.fstat(fd).st_size
-        at = 3 if os.pread(fd, 3, 0) == b"\xef\xbb\xbf" else 0  # a UTF-8 byte order mark
+        at = len(BOM) if os.pread(fd, len(BOM), 0) == BOM else 0
         read = 0  # where the buffer before ended
         bound = min(FIRST_BLOCK_BYTES, BLOCK_BYTES)
         while True:
