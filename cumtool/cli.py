@@ -359,8 +359,7 @@ class _Cli(click.Group):
 def _runs(args: list[str]) -> bool:
     """Whether the command line runs an op (whose own output says where it goes), not the
     help or the version only."""
-    asks = {"-h", "--help", "--version"}
-    return bool(args) and not any(arg in asks for arg in args) and args[0] not in asks
+    return bool(args) and not {"-h", "--help", "--version"} & set(args)
 
 
 def _not_written(error: OSError) -> int:

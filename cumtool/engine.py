@@ -88,17 +88,14 @@ def _can_rerun(request: Request, column: int) -> bool:
             or request.decimal or not staged_output(request.output) or request.input == "-"
             or request.inputs or inputs.is_dataset((request.input,))
             or inputs.per_input_output(request.output)
-            or remote.is_url(request.input) or remote.is_url(request.output)):
+            or remote.is_url(request.input)):
         return False
-    try:
-        if not stat.S_ISREG(os.stat(request.input).st_mode):
-            return False
-        out = os.stat(str(request.output))
+    try:  # the output is new or a file (staged_output): the input must be a file too
+        return stat.S_ISREG(os.stat(request.input).st_mode)
     except FileNotFoundError:
-        return True  # no output yet: it is created when the run commits
+        return True  # gone since it was read: the rerun's read says so
     except (OSError, ValueError):
         return False
-    return stat.S_ISREG(out.st_mode)
 
 
 def _run(request: Request) -> None:

@@ -278,9 +278,9 @@ def open_output(path: str | None, commit: Commit | None = None) -> Iterator[IO[b
         if sys.stdout is None:  # started with standard output closed (`>&-`)
             raise OutputError("cannot write standard output: it is closed")
         # Flushed at every write so that a pipeline's next stage sees rows as they come.
-        stdout = _GuardedStream(sys.stdout.buffer, "standard output", flush_each=True)
-        yield stdout  # type: ignore[misc]
-        stdout.flush()
+        with _written(sys.stdout.buffer, "standard output", owned=False,
+                      flush_each=True) as stdout:
+            yield stdout
         return
     descriptor = named_descriptor(path)
     if descriptor is not None:  # /dev/stdout, /dev/fd/3: the open file, not its name
